@@ -1,0 +1,92 @@
+// `raykeeper certs generate ...`: writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle.
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { caBundle, DEFAULT_DAYS, generateCertificates } from './generate.ts';
+import { readCa, writeBundle } from './files.ts';
+
+const USAGE = `Usage: raykeeper certs generate --out DIR --service NAME --namespace NS [options]
+
+Writes ca.crt, ca.key (0600), tls.crt and tls.key (0600) in DIR and prints the base64 caBundle
+for the MutatingWebhookConfiguration.
+
+Options:
+  --out DIR             where to write the PEM files (created if missing)
+  --service NAME        the webhook's Service name
+  --namespace NS        the Service's namespace
+  --ip IP               an IP SAN (repeatable), e.g. 127.0.0.1 for a webhook reached by URL
+  --dns NAME            an extra DNS SAN (repeatable), e.g. localhost
+  --days N              serving certificate lifetime in days (default ${DEFAULT_DAYS})
+  --bits N              RSA key size: 2048 (default), 3072 or 4096
+  --reuse-ca            keep DIR's existing ca.crt/ca.key and issue a new serving certificate
+                        from it (rotation without changing the caBundle)
+  --ca-bundle-file F    also write the base64 caBundle to F
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const [verb, ...rest] = argv;
+  if (verb === undefined || verb === '--help' || verb === '-h') {
+    process.stdout.write(USAGE);
+    return verb === undefined ? 2 : 0;
+  }
+  if (verb !== 'generate') {
+    process.stderr.write(`raykeeper certs: unknown command ${JSON.stringify(verb)}\n\n${USAGE}`);
+    return 2;
+  }
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: {
+        out: { type: 'string' },
+        service: { type: 'string' },
+        namespace: { type: 'string' },
+        ip: { type: 'string', multiple: true },
+        dns: { type: 'string', multiple: true },
+        days: { type: 'string' },
+        bits: { type: 'string' },
+        'reuse-ca': { type: 'boolean' },
+        'ca-bundle-file': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    process.stderr.write(`raykeeper certs generate: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const missing = (['out', 'service', 'namespace'] as const).filter((k) => !values[k]);
+  if (missing.length > 0) {
+    process.stderr.write(`raykeeper certs generate: missing ${missing.map((m) => `--${m}`).join(', ')}\n\n${USAGE}`);
+    return 2;
+  }
+  const days = values.days === undefined ? DEFAULT_DAYS : Number(values.days);
+  const bits = values.bits === undefined ? 2048 : Number(values.bits);
+  if (bits !== 2048 && bits !== 3072 && bits !== 4096) {
+    process.stderr.write(`raykeeper certs generate: --bits must be 2048, 3072 or 4096\n`);
+    return 2;
+  }
+  const ca = values['reuse-ca'] ? await readCa(values.out!) : undefined;
+  if (values['reuse-ca'] && ca === undefined) {
+    process.stderr.write(`raykeeper certs generate: --reuse-ca but ${values.out} has no ca.crt and ca.key\n`);
+    return 2;
+  }
+  const bundle = generateCertificates({
+    service: values.service!,
+    namespace: values.namespace!,
+    ips: values.ip ?? [],
+    dnsNames: values.dns ?? [],
+    days,
+    bits,
+    ca,
+  });
+  const paths = await writeBundle(values.out!, bundle);
+  const b64 = caBundle(bundle.caCert);
+  if (values['ca-bundle-file']) await writeFile(values['ca-bundle-file'], b64 + '\n');
+  process.stderr.write(`wrote ${paths.caCert}, ${paths.cert}, ${paths.key}\n`);
+  process.stdout.write(`caBundle: ${b64}\n`);
+  return 0;
+}

@@ -1,0 +1,78 @@
+// GCS fault-tolerance rules, as KubeRay applies them (utils/util.go, common/pod.go). Pure functions.
+import {
+  DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS,
+  EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
+  FT_ENABLED_ANNOTATION,
+  GCS_FT_DELETION_TIMEOUT_ANNOTATION,
+} from './names.ts';
+import type { ObjectMeta, RayClusterSpec } from './types.ts';
+
+/** The parts of a RayCluster these rules read; RayJob's rayClusterSpec fits too with its own metadata. */
+export interface FtSubject {
+  metadata?: ObjectMeta | null;
+  spec?: RayClusterSpec | null;
+}
+
+function annotation(obj: FtSubject, key: string): string | undefined {
+  const value = obj.metadata?.annotations?.[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function hasOptions(obj: FtSubject): boolean {
+  const options = obj.spec?.gcsFaultToleranceOptions;
+  return options !== undefined && options !== null && typeof options === 'object';
+}
+
+/** KubeRay's IsGCSFaultToleranceEnabled: annotation "true" (any case) or gcsFaultToleranceOptions set. */
+export function isGcsFtEnabled(obj: FtSubject): boolean {
+  return annotation(obj, FT_ENABLED_ANNOTATION)?.toLowerCase() === 'true' || hasOptions(obj);
+}
+
+/** Which of KubeRay's two ways of turning GCS FT on this object uses ('both' is invalid in KubeRay). */
+export function gcsFtMode(obj: FtSubject): 'annotation' | 'options' | 'both' | 'off' {
+  const byAnnotation = annotation(obj, FT_ENABLED_ANNOTATION)?.toLowerCase() === 'true';
+  const byOptions = hasOptions(obj);
+  if (byAnnotation && byOptions) return 'both';
+  if (byOptions) return 'options';
+  return byAnnotation ? 'annotation' : 'off';
+}
+
+/** FT is on and stored in Redis (backend `redis`, the default); rocksdb keeps GCS data on the head. */
+export function usesRedisBackend(obj: FtSubject): boolean {
+  if (!isGcsFtEnabled(obj)) return false;
+  const backend = obj.spec?.gcsFaultToleranceOptions?.backend;
+  return backend === undefined || backend === null || backend === '' || String(backend).toLowerCase() === 'redis';
+}
+
+/**
+ * The Redis storage namespace the head pod gets: options.externalStorageNamespace > annotation > UID.
+ * Undefined when none is known yet (no UID before the API server stores the object).
+ */
+export function storageNamespace(obj: FtSubject): string | undefined {
+  const fromOptions = obj.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
+  if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
+  const fromAnnotation = annotation(obj, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION);
+  if (fromAnnotation !== undefined && fromAnnotation !== '') return fromAnnotation;
+  const uid = obj.metadata?.uid;
+  return typeof uid === 'string' && uid !== '' ? uid : undefined;
+}
+
+/** Ray forbids `@` in a storage namespace (it separates the namespace from the table name). */
+export function storageNamespaceProblem(ns: string): string | undefined {
+  if (ns === '') return 'storage namespace is empty';
+  if (ns.includes('@')) return `storage namespace ${JSON.stringify(ns)} contains '@', which Ray forbids`;
+  return undefined;
+}
+
+/** Seconds after deletionTimestamp before the finalizer is released regardless (annotation, > 0 only). */
+export function deletionTimeoutSeconds(obj: FtSubject): number {
+  const raw = annotation(obj, GCS_FT_DELETION_TIMEOUT_ANNOTATION);
+  if (raw === undefined || !/^\s*\d+\s*$/.test(raw)) return DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
+  const seconds = Number.parseInt(raw, 10);
+  return seconds > 0 ? seconds : DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
+}
+
+/** Operator env ENABLE_GCS_FT_REDIS_CLEANUP: on unless it equals "false" (any case). */
+export function redisCleanupEnabled(value: string | undefined): boolean {
+  return value?.toLowerCase() !== 'false';
+}

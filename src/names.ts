@@ -1,0 +1,44 @@
+// Names shared with KubeRay (ray-operator/controllers/ray/utils/constant.go). Changing one breaks compatibility.
+
+export const RAY_GROUP = 'ray.io';
+export const RAY_VERSION = 'v1';
+export const RAY_API_VERSION = `${RAY_GROUP}/${RAY_VERSION}`;
+
+export const GCS_FT_REDIS_CLEANUP_FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
+export const RAYJOB_FINALIZER = 'ray.io/rayjob-finalizer';
+
+export const FT_ENABLED_ANNOTATION = 'ray.io/ft-enabled';
+export const EXTERNAL_STORAGE_NAMESPACE_ANNOTATION = 'ray.io/external-storage-namespace';
+export const GCS_FT_DELETION_TIMEOUT_ANNOTATION = 'ray.io/gcs-ft-deletion-timeout';
+
+export const RAY_CLUSTER_LABEL = 'ray.io/cluster';
+export const RAY_NODE_TYPE_LABEL = 'ray.io/node-type';
+export const NODE_TYPE_HEAD = 'head';
+export const NODE_TYPE_WORKER = 'worker';
+export const NODE_TYPE_REDIS_CLEANUP = 'redis-cleanup';
+
+export const ENABLE_GCS_FT_REDIS_CLEANUP_ENV = 'ENABLE_GCS_FT_REDIS_CLEANUP';
+
+export const DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS = 300;
+
+// Environment the head pod (and the cleanup Job) receives.
+export const ENV_REDIS_ADDRESS = 'RAY_REDIS_ADDRESS';
+export const ENV_REDIS_PASSWORD = 'REDIS_PASSWORD';
+export const ENV_REDIS_USERNAME = 'REDIS_USERNAME';
+export const ENV_STORAGE_NAMESPACE = 'RAY_external_storage_namespace';
+export const REDIS_TLS_ENV = [
+  'RAY_REDIS_CA_CERT',
+  'RAY_REDIS_CA_PATH',
+  'RAY_REDIS_CLIENT_CERT',
+  'RAY_REDIS_CLIENT_KEY',
+  'RAY_REDIS_SERVER_NAME',
+] as const;
+
+export const EVENT_CREATED_REDIS_CLEANUP_JOB = 'CreatedRedisCleanupJob';
+export const EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB = 'FailedToCreateRedisCleanupJob';
+export const EVENT_FORCE_DELETED_STUCK_CLUSTER = 'ForceDeletedStuckCluster';
+
+// Our own names (not KubeRay's).
+export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
+export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';
+export const DEFAULT_WEBHOOK_PORT = 9443;

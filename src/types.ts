@@ -1,0 +1,154 @@
+// The parts of KubeRay's ray.io/v1 API that raykeeper reads or writes. Everything else is kept as-is
+// (index signatures), because the webhook must never drop fields it does not know.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string | null;
+  labels?: Record<string, string> | null;
+  annotations?: Record<string, string> | null;
+  finalizers?: string[] | null;
+  ownerReferences?: OwnerReference[] | null;
+  [key: string]: unknown;
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** A core/v1 EnvVarSource-like value: KubeRay's RedisCredential is `{value}` or `{valueFrom}`. */
+export interface RedisCredential {
+  value?: string;
+  valueFrom?: {
+    secretKeyRef?: { name: string; key: string; optional?: boolean };
+    configMapKeyRef?: { name: string; key: string; optional?: boolean };
+    [key: string]: unknown;
+  };
+}
+
+export type GcsFaultToleranceBackend = 'redis' | 'rocksdb';
+
+export interface GcsFaultToleranceOptions {
+  backend?: GcsFaultToleranceBackend | string;
+  redisAddress?: string;
+  redisUsername?: RedisCredential;
+  redisPassword?: RedisCredential;
+  externalStorageNamespace?: string;
+  [key: string]: unknown;
+}
+
+export interface RayClusterSpec {
+  gcsFaultToleranceOptions?: GcsFaultToleranceOptions | null;
+  headGroupSpec?: { rayStartParams?: Record<string, string>; template?: PodTemplateSpec; [key: string]: unknown };
+  workerGroupSpecs?: Array<{ groupName?: string; [key: string]: unknown }>;
+  suspend?: boolean;
+  [key: string]: unknown;
+}
+
+export interface PodTemplateSpec {
+  metadata?: ObjectMeta;
+  spec?: { containers?: Container[]; volumes?: unknown[]; [key: string]: unknown };
+}
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: RedisCredential['valueFrom'];
+}
+
+export interface Container {
+  name: string;
+  image?: string;
+  env?: EnvVar[];
+  volumeMounts?: unknown[];
+  [key: string]: unknown;
+}
+
+export interface RayCluster {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: RayClusterSpec;
+  status?: { state?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export type JobDeploymentStatus =
+  | 'New'
+  | 'Initializing'
+  | 'Running'
+  | 'Complete'
+  | 'Failed'
+  | 'ValidationFailed'
+  | 'Suspending'
+  | 'Suspended'
+  | 'Retrying'
+  | 'Waiting';
+
+export const JOB_DEPLOYMENT_STATUSES: readonly JobDeploymentStatus[] = [
+  'New',
+  'Initializing',
+  'Running',
+  'Complete',
+  'Failed',
+  'ValidationFailed',
+  'Suspending',
+  'Suspended',
+  'Retrying',
+  'Waiting',
+];
+
+export type RayJobSubmissionMode = 'K8sJobMode' | 'HTTPMode' | 'InteractiveMode' | 'SidecarMode';
+
+export interface RayJobSpec {
+  entrypoint?: string;
+  jobId?: string;
+  submissionMode?: RayJobSubmissionMode | string;
+  rayClusterSpec?: RayClusterSpec;
+  clusterSelector?: Record<string, string>;
+  shutdownAfterJobFinishes?: boolean;
+  ttlSecondsAfterFinished?: number;
+  activeDeadlineSeconds?: number;
+  preRunningDeadlineSeconds?: number;
+  backoffLimit?: number;
+  suspend?: boolean;
+  submitterConfig?: { backoffLimit?: number; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface RayJobStatus {
+  jobDeploymentStatus?: JobDeploymentStatus | '' | string;
+  jobStatus?: string;
+  jobId?: string;
+  rayClusterName?: string;
+  dashboardURL?: string;
+  startTime?: string;
+  endTime?: string;
+  succeeded?: number;
+  failed?: number;
+  reason?: string;
+  message?: string;
+  [key: string]: unknown;
+}
+
+export interface RayJob {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: RayJobSpec;
+  status?: RayJobStatus;
+  [key: string]: unknown;
+}
