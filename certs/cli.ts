@@ -1,5 +1,6 @@
 // `raykeeper certs generate ...`: writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle.
 import { writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { caBundle, DEFAULT_DAYS, generateCertificates } from './generate.ts';
 import { readCa, writeBundle } from './files.ts';
@@ -64,6 +65,15 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const days = values.days === undefined ? DEFAULT_DAYS : Number(values.days);
+  if (!Number.isInteger(days) || days < 1) {
+    process.stderr.write(`raykeeper certs generate: --days must be a positive whole number, got ${JSON.stringify(values.days)}\n`);
+    return 2;
+  }
+  const badIp = (values.ip ?? []).find((ip) => isIP(ip) === 0);
+  if (badIp !== undefined) {
+    process.stderr.write(`raykeeper certs generate: --ip ${JSON.stringify(badIp)} is not an IPv4 or IPv6 address\n`);
+    return 2;
+  }
   const bits = values.bits === undefined ? 2048 : Number(values.bits);
   if (bits !== 2048 && bits !== 3072 && bits !== 4096) {
     process.stderr.write(`raykeeper certs generate: --bits must be 2048, 3072 or 4096\n`);

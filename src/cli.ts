@@ -11,6 +11,22 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'generate a CA and the webhook serving certificate (node-forge)',
     load: () => import('../certs/cli.ts'),
   },
+  controller: {
+    summary: 'run the reconcilers (RayCluster GCS FT cleanup, RayJob) with leader election',
+    load: () => import('../controller/cli.ts'),
+  },
+  dev: {
+    summary: 'run everything locally (control plane, Redis, webhook, controller, job runner) until Ctrl-C',
+    load: () => import('../dev/cli.ts'),
+  },
+  'redis-cleanup': {
+    summary: 'delete one Ray GCS storage namespace from Redis (the cleanup Job), or --list them',
+    load: () => import('../controller/redis-cleanup/cli.ts'),
+  },
+  webhook: {
+    summary: 'serve the mutating admission webhook for RayCluster and RayJob over HTTPS',
+    load: () => import('../webhook/cli.ts'),
+  },
 };
 
 export function usage(): string {

@@ -1,0 +1,28 @@
+# raykeeper's image: the webhook (`raykeeper webhook ...`) and the controller (`raykeeper controller ...`)
+# are the same image with different args (see manifests/base). TypeScript runs directly on Node 22's
+# type stripping: there is no build step, only production dependencies.
+#   docker build -t raykeeper:0.1.0 .
+FROM node:22-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+COPY package.json package-lock.json ./
+# Production dependencies only (the `node` devDependency is not needed: the base image is Node 22).
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+
+COPY bin ./bin
+COPY src ./src
+COPY certs ./certs
+COPY webhook ./webhook
+COPY controller ./controller
+RUN chmod 0755 bin/raykeeper.js && ln -s /app/bin/raykeeper.js /usr/local/bin/raykeeper
+
+# The image's `node` user (uid/gid 1000), numeric so runAsNonRoot can be verified by the kubelet.
+USER 1000:1000
+
+# Webhook HTTPS port; the controller serves /healthz, /readyz, /metrics on 8080.
+EXPOSE 9443 8080
+
+ENTRYPOINT ["raykeeper"]
+CMD ["--help"]

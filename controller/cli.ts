@@ -1,0 +1,159 @@
+// `raykeeper controller`: the reconciling process.
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { createLogger } from '../src/logger.ts';
+import { RECONCILER_MODULES } from './reconcilers.ts';
+
+const BASE_OPTIONS = {
+  kubeconfig: { type: 'string' },
+  'watch-namespace': { type: 'string' },
+  workers: { type: 'string' },
+  'leader-elect': { type: 'boolean' },
+  'lease-namespace': { type: 'string' },
+  'lease-name': { type: 'string' },
+  'lease-duration': { type: 'string' },
+  'renew-deadline': { type: 'string' },
+  'retry-period': { type: 'string' },
+  identity: { type: 'string' },
+  'health-port': { type: 'string' },
+  'health-host': { type: 'string' },
+  'resync-period': { type: 'string' },
+  'shutdown-timeout': { type: 'string' },
+  reconcilers: { type: 'string' },
+  // Aliases (names used by other controllers' manifests).
+  'leader-election-namespace': { type: 'string' },
+  'http-port': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsOptionsConfig;
+
+export function usage(): string {
+  const moduleLines = RECONCILER_MODULES.flatMap((m) => [
+    `  ${m.name}: ${m.summary}`,
+    ...Object.entries(m.flags ?? {}).map(([flag, f]) => `    --${flag}${f.type === 'string' ? ' VALUE' : ''}\n        ${f.help}`),
+  ]);
+  return `Usage: raykeeper controller [options]
+
+Watches RayClusters (and RayJobs) and reconciles them. Only the leader reconciles when --leader-elect
+is on. SIGTERM stops gracefully (in-flight reconciles finish, the Lease is released).
+
+Options:
+  --kubeconfig FILE          kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)
+  --watch-namespace NS       watch only this namespace (default: all)
+  --workers N                concurrent reconciles per reconciler (default 4)
+  --leader-elect             elect a leader through a coordination.k8s.io/v1 Lease
+  --lease-namespace NS       namespace of the Lease (default: POD_NAMESPACE, the pod's, else default)
+  --lease-name NAME          name of the Lease (default raykeeper-controller)
+  --lease-duration SECONDS   lease duration (default 15): a standby takes over within it
+  --renew-deadline SECONDS   the leader gives up after failing to renew this long (default 10)
+  --retry-period SECONDS     renew / campaign period (default 2)
+  --identity ID              this replica's identity in the Lease (default hostname_random)
+  --health-port PORT         /healthz /readyz /metrics port (default 8081; 0 = any free port)
+  --health-host HOST         listen address (default 0.0.0.0)
+  --resync-period SECONDS    re-enqueue every object this often (default 600)
+  --shutdown-timeout SECONDS how long in-flight reconciles may finish on SIGTERM (default 20)
+  --reconcilers LIST         comma-separated subset to run (default: all: ${RECONCILER_MODULES.map((m) => m.name).join(', ')})
+  -h, --help                 this text
+  (aliases: --leader-election-namespace = --lease-namespace, --http-port = --health-port)
+
+Reconcilers and their options:
+${moduleLines.join('\n')}
+
+Environment: ENABLE_GCS_FT_REDIS_CLEANUP (default on unless "false"), RAYKEEPER_IMAGE, LOG_LEVEL.
+`;
+}
+
+function seconds(raw: string | undefined, flag: string, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${flag} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+  return Math.round(n * 1000);
+}
+
+function integer(raw: string | undefined, flag: string, fallback: number, min: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be an integer >= ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const options: ParseArgsOptionsConfig = { ...BASE_OPTIONS };
+  for (const m of RECONCILER_MODULES) for (const [flag, f] of Object.entries(m.flags ?? {})) options[flag] = { type: f.type };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+  } catch (err) {
+    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n\n${usage()}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(usage());
+    return 0;
+  }
+  const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const logger = createLogger('raykeeper-controller');
+  let modules = RECONCILER_MODULES;
+  let config;
+  try {
+    const wanted = s('reconcilers')?.split(',').map((x) => x.trim()).filter(Boolean);
+    if (wanted) {
+      const unknown = wanted.filter((w) => !RECONCILER_MODULES.some((m) => m.name === w));
+      if (unknown.length > 0) throw new Error(`--reconcilers: unknown ${unknown.join(', ')}`);
+      modules = RECONCILER_MODULES.filter((m) => wanted.includes(m.name));
+    }
+    const leaseDurationMs = seconds(s('lease-duration'), 'lease-duration', 15_000);
+    const renewDeadlineMs = seconds(s('renew-deadline'), 'renew-deadline', Math.min(10_000, Math.round(leaseDurationMs * 2 / 3)));
+    const retryPeriodMs = seconds(s('retry-period'), 'retry-period', Math.min(2_000, Math.round(renewDeadlineMs / 5)));
+    config = {
+      kubeconfig: s('kubeconfig'),
+      watchNamespace: s('watch-namespace'),
+      workers: integer(s('workers'), 'workers', 4, 1),
+      leaderElect: values['leader-elect'] === true,
+      leaseNamespace: s('lease-namespace') ?? s('leader-election-namespace'),
+      leaseName: s('lease-name') ?? 'raykeeper-controller',
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+      identity: s('identity'),
+      healthPort: integer(s('health-port') ?? s('http-port'), 'health-port', 8081, 0),
+      healthHost: s('health-host') ?? '0.0.0.0',
+      resyncPeriodMs: seconds(s('resync-period'), 'resync-period', 600_000),
+      shutdownTimeoutMs: seconds(s('shutdown-timeout'), 'shutdown-timeout', 20_000),
+      modules,
+      moduleFlags: values,
+      logger,
+    };
+  } catch (err) {
+    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n`);
+    return 2;
+  }
+  let controller;
+  try {
+    const { startController } = await import('./main.ts');
+    controller = await startController(config);
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'controller failed to start');
+    return 1;
+  }
+  let signals = 0;
+  const onSignal = (signal: string) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'shutting down');
+    void controller.stop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    const outcome = await controller.done;
+    return outcome === 'lost-leadership' ? 1 : 0;
+  } catch (err) {
+    logger.fatal({ err: err instanceof Error ? err.stack : String(err) }, 'controller failed');
+    return 1;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}

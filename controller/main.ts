@@ -1,0 +1,133 @@
+// Assembles the controller process: KubeConfig, manager (informers, queues, leader election), the
+// registered reconcilers, and the /healthz /readyz /metrics server. `startController` is what the CLI
+// runs and what in-process tests use.
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createLogger, type Logger } from '../src/logger.ts';
+import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
+import { Manager, type RunOutcome } from './runtime/manager.ts';
+import { loadKubeConfig } from './runtime/kube.ts';
+import { buildHealthServer } from './runtime/server.ts';
+import type { InformerTimings } from './runtime/informer.ts';
+import type { BackoffOptions } from './runtime/backoff.ts';
+import type { ReconcilerModule } from './runtime/reconciler.ts';
+import { RECONCILER_MODULES } from './reconcilers.ts';
+
+export interface ControllerOptions {
+  /** A kubeconfig file; else KUBECONFIG / ~/.kube/config / in-cluster. */
+  kubeconfig?: string | undefined;
+  /** Or a ready KubeConfig (tests). */
+  kubeConfig?: KubeConfig;
+  watchNamespace?: string | undefined;
+  workers?: number;
+  leaderElect?: boolean;
+  leaseNamespace?: string | undefined;
+  leaseName?: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  identity?: string | undefined;
+  /** Port of /healthz /readyz /metrics; 0 = any free port; undefined = no server. */
+  healthPort?: number | undefined;
+  healthHost?: string;
+  resyncPeriodMs?: number;
+  shutdownTimeoutMs?: number;
+  informerTimings?: Partial<InformerTimings>;
+  retry?: BackoffOptions;
+  /** Which reconcilers run (default: all of RECONCILER_MODULES). */
+  modules?: ReconcilerModule[];
+  /** Parsed module flags (see ReconcilerModule.flags). */
+  moduleFlags?: Record<string, string | boolean | undefined>;
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  metrics?: Registry;
+}
+
+export interface RunningController {
+  manager: Manager;
+  app: FastifyInstance | undefined;
+  /** Port the health server listens on (when started). */
+  port: number | undefined;
+  /** Resolves when the manager stops: 'stopped' (after stop()) or 'lost-leadership'. */
+  done: Promise<RunOutcome>;
+  /** Graceful stop (what SIGTERM does); resolves when everything is closed. */
+  stop(): Promise<RunOutcome>;
+}
+
+const SA_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** Where the Lease lives when --lease-namespace is not given: POD_NAMESPACE, the pod's namespace, 'default'. */
+export function defaultLeaseNamespace(env: Record<string, string | undefined>): string {
+  if (env.POD_NAMESPACE) return env.POD_NAMESPACE;
+  try {
+    if (existsSync(SA_NAMESPACE_FILE)) return readFileSync(SA_NAMESPACE_FILE, 'utf8').trim() || 'default';
+  } catch {
+    // not in a pod
+  }
+  return 'default';
+}
+
+export function defaultIdentity(): string {
+  return `${hostname()}_${randomBytes(4).toString('hex')}`;
+}
+
+export async function startController(options: ControllerOptions): Promise<RunningController> {
+  const env = options.env ?? process.env;
+  const logger = options.logger ?? createLogger('raykeeper-controller');
+  const metrics = options.metrics ?? createMetricsRegistry();
+  const kubeConfig = options.kubeConfig ?? loadKubeConfig(options.kubeconfig);
+  const identity = options.identity ?? defaultIdentity();
+  const manager = new Manager({
+    kubeConfig,
+    logger,
+    metrics,
+    watchNamespace: options.watchNamespace || undefined,
+    workers: options.workers,
+    leaderElection: options.leaderElect
+      ? {
+          namespace: options.leaseNamespace || defaultLeaseNamespace(env),
+          name: options.leaseName ?? 'raykeeper-controller',
+          identity,
+          leaseDurationMs: options.leaseDurationMs,
+          renewDeadlineMs: options.renewDeadlineMs,
+          retryPeriodMs: options.retryPeriodMs,
+        }
+      : undefined,
+    resyncPeriodMs: options.resyncPeriodMs,
+    informerTimings: options.informerTimings,
+    retry: options.retry,
+    shutdownTimeoutMs: options.shutdownTimeoutMs,
+    env,
+  });
+  for (const module of options.modules ?? RECONCILER_MODULES) {
+    manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
+  }
+  let app: FastifyInstance | undefined;
+  let port: number | undefined;
+  if (options.healthPort !== undefined) {
+    app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics, logger });
+    await app.listen({ port: options.healthPort, host: options.healthHost ?? '0.0.0.0' });
+    const address = app.server.address();
+    port = typeof address === 'object' && address ? address.port : options.healthPort;
+    logger.info({ port }, 'health and metrics server listening');
+  }
+  const abort = new AbortController();
+  logger.info({ identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true }, 'controller starting');
+  const done = manager.run(abort.signal).finally(() => app?.close()).then((outcome) => {
+    logger.info({ outcome }, 'controller stopped');
+    return outcome;
+  });
+  return {
+    manager,
+    app,
+    port,
+    done,
+    stop: async () => {
+      abort.abort();
+      return done;
+    },
+  };
+}

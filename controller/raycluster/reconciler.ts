@@ -1,0 +1,381 @@
+// The RayCluster GCS fault-tolerance reconciler: reads the world, asks src/raycluster/decide.ts what to
+// do, does that one thing, requeues. All decisions are in the pure module; this file is I/O only.
+//
+// Reads:
+// - not deleting: the informer cache (cheap; the finalizer patch's `test` op catches a stale cache,
+//   and then the object is re-read from the API and the decision made again);
+// - deleting: ALWAYS the API (the cluster, its head/worker pods, the cleanup Job by its deterministic
+//   name), so a stale cache can neither create a second Job nor release the finalizer early.
+//
+// Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
+// cleanup itself (the same `raykeeper redis-cleanup` code, in process) when it can resolve every input
+// the Job would have had (plain values; Secrets / ConfigMaps it may read: a 403 means it may not;
+// TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
+// finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
+// command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
+import { Counter } from 'prom-client';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
+import { redisCleanupEnabled } from '../../src/gcsft.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { decide, describeTarget, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
+import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
+import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
+import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
+import type { Informer, KubeObject } from '../runtime/informer.ts';
+import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient } from '../runtime/kube.ts';
+import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+
+export interface RayClusterReconcilerConfig {
+  /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
+  gateEnabled?: boolean;
+  job: CleanupJobConfig;
+  /** Run the cleanup in the controller when the namespace is terminating (default true). */
+  inProcessCleanup?: boolean;
+  /** The in-process cleanup (tests inject; default: `raykeeper redis-cleanup`'s runWith). */
+  runCleanup?: InProcessRunner;
+  workers?: number;
+}
+
+/** Runs the cleanup with a resolved environment; resolves to the exit code and its output. */
+export type InProcessRunner = (env: Record<string, string>, timeoutSeconds: number) => Promise<{ code: number; output: string }>;
+
+const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
+const PODS = { version: 'v1', plural: 'pods' } as const;
+
+/**
+ * What the RayCluster cache keeps (memory: 10,000 clusters): metadata without managedFields and the
+ * one spec field the not-deleting decision reads. Deleting clusters are always re-read in full.
+ */
+export function slimRayCluster(obj: KubeObject): KubeObject {
+  const { managedFields: _m, ...metadata } = (obj.metadata ?? {}) as Record<string, unknown>;
+  const annotations = metadata.annotations as Record<string, string> | undefined;
+  if (annotations && LAST_APPLIED in annotations) {
+    // `kubectl apply` keeps a full copy of the object here: the biggest thing in a cached RayCluster.
+    const { [LAST_APPLIED]: _l, ...rest } = annotations;
+    metadata.annotations = rest;
+  }
+  const spec = obj.spec as { gcsFaultToleranceOptions?: unknown } | undefined;
+  const slim: KubeObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: metadata as KubeObject['metadata'] };
+  if (spec && spec.gcsFaultToleranceOptions !== undefined) slim.spec = { gcsFaultToleranceOptions: spec.gcsFaultToleranceOptions };
+  return slim;
+}
+
+/** Jobs and pods: only what maps them to their cluster and tells their state. */
+function slimDependent(obj: KubeObject): KubeObject {
+  const m = obj.metadata ?? {};
+  const slim: KubeObject = {
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences, deletionTimestamp: m.deletionTimestamp },
+  };
+  const status = obj.status as { conditions?: unknown } | undefined;
+  if (status?.conditions) slim.status = { conditions: status.conditions };
+  return slim;
+}
+
+function isDeleting(obj: KubeObject | RayCluster | undefined): boolean {
+  const ts = obj?.metadata?.deletionTimestamp;
+  return typeof ts === 'string' && ts !== '';
+}
+
+/** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
+function podKeys(obj: KubeObject): ObjectKey[] {
+  const owners = ownerKeys('RayCluster', 'ray.io')(obj);
+  if (owners.length > 0) return owners;
+  const name = obj.metadata?.labels?.[RAY_CLUSTER_LABEL];
+  return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
+}
+
+export async function defaultInProcessRunner(env: Record<string, string>, timeoutSeconds: number): Promise<{ code: number; output: string }> {
+  const { runWith } = await import('../redis-cleanup/cli.ts');
+  let output = '';
+  const sink = { write: (s: string) => ((output += s), true) };
+  const code = await runWith(['--timeout', String(timeoutSeconds), '--quiet'], { env, stdout: sink, stderr: sink });
+  return { code, output };
+}
+
+export class RayClusterReconciler {
+  private readonly ctx: ControllerContext;
+  private readonly kube: KubeClient;
+  private readonly config: Required<Omit<RayClusterReconcilerConfig, 'workers'>>;
+  private readonly clusters: Informer;
+  private readonly jobs: Informer;
+  private readonly heads: Informer;
+  private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
+
+  constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
+    this.ctx = ctx;
+    this.kube = ctx.kube;
+    this.config = {
+      gateEnabled: config.gateEnabled ?? redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP),
+      job: config.job,
+      inProcessCleanup: config.inProcessCleanup ?? true,
+      runCleanup: config.runCleanup ?? defaultInProcessRunner,
+    };
+    this.clusters = ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster-slim' });
+    this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
+    this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
+    const registers = [ctx.metrics];
+    const existing = (name: string) => ctx.metrics.getSingleMetric(name) as Counter<never> | undefined;
+    this.m = {
+      actions: (existing('raykeeper_raycluster_actions_total') as Counter<'action'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const, registers }),
+      releases: (existing('raykeeper_raycluster_finalizer_releases_total') as Counter<'reason'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const, registers }),
+      inProcess: (existing('raykeeper_raycluster_inprocess_cleanups_total') as Counter<'result'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const, registers }),
+    };
+  }
+
+  registration(workers?: number): ControllerRegistration {
+    const reg: ControllerRegistration = {
+      name: 'raycluster',
+      reconciler: { reconcile: (key) => this.reconcile(key) },
+      watches: [
+        { informer: this.clusters },
+        // A cleanup Job matters when it finishes or disappears (not for its start-up updates).
+        { informer: this.jobs, toKeys: ownerKeys('RayCluster', 'ray.io'), filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as Job) !== undefined, resync: false },
+        // A head pod matters when it is gone (the cleanup may start).
+        { informer: this.heads, toKeys: podKeys, filter: (type) => type === 'delete', resync: false },
+      ],
+    };
+    if (workers !== undefined) reg.workers = workers;
+    return reg;
+  }
+
+  private ref(namespace: string | undefined, name: string) {
+    return { ...RAYCLUSTERS, namespace, name };
+  }
+
+  async reconcile(key: ObjectKey): Promise<ReconcileResult | void> {
+    const cached = this.clusters.get(key) as RayCluster | undefined;
+    if (!cached) return; // gone
+    const { namespace, name } = splitKey(key);
+    if (!isDeleting(cached)) {
+      const d = decide({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
+      if (d.action === 'nothing') return;
+      if (d.action === 'addFinalizer') {
+        const added = await this.addFinalizer(cached);
+        if (added !== 'changed') return added === 'gone' ? undefined : this.reconcileFresh(namespace, name);
+        return;
+      }
+      // The cache does not say deleting but the decision wants more: act on the API's copy.
+    }
+    return this.reconcileFresh(namespace, name);
+  }
+
+  /** Reconcile from a fresh read of everything (the deletion path). */
+  private async reconcileFresh(namespace: string | undefined, name: string): Promise<ReconcileResult | void> {
+    const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name));
+    if (!cluster) return;
+    // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
+    // the cleanup can start in the same reconcile instead of one requeue later.
+    for (let pass = 0; ; pass++) {
+      const now = this.ctx.now();
+      let pods: PodLite[] = [];
+      let job: Job | undefined;
+      if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
+        // The Job from the watch cache: a stale "absent" costs one AlreadyExists (the name is fixed); a
+        // stale "running" one more wait; a Job of an earlier cluster of the same name is told apart by
+        // its owner UID. The cluster itself (finalizers, deletionTimestamp) is always read fresh.
+        job = this.jobs.getByName(namespace, cleanupJobName(name)) as Job | undefined;
+        const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
+        // Pods matter only until our Job exists: it is created once no head pod is left.
+        if (!ours) pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}` })).items;
+      }
+      const d = decide({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
+      this.m.actions.inc({ action: d.action });
+      this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
+      const result = await this.act(cluster, d, now);
+      if (d.action !== 'deletePods' || pass >= 1) return result;
+    }
+  }
+
+  private async act(cluster: RayCluster, d: Decision, now: number): Promise<ReconcileResult | void> {
+    const meta = cluster.metadata;
+    const namespace = meta.namespace;
+    const log = this.ctx.logger.child({ cluster: `${namespace}/${meta.name}` });
+    switch (d.action) {
+      case 'nothing':
+        return;
+      case 'addFinalizer': {
+        const r = await this.addFinalizer(cluster);
+        if (r === 'conflict') throw new Error('finalizers changed while adding ours; retrying');
+        return;
+      }
+      case 'deletePods': {
+        for (const pod of d.pods) await this.kube.delete({ ...PODS, namespace, name: pod });
+        log.info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'waitForHeadGone':
+      case 'waitForJob':
+        return { requeueAfterMs: d.requeueAfterMs };
+      case 'deleteStaleJob': {
+        await this.kube.delete({ ...JOBS, namespace, name: d.jobName }, { propagationPolicy: 'Background', preconditions: d.jobUid ? { uid: d.jobUid } : undefined });
+        log.info({ job: d.jobName }, 'deleted a cleanup Job left by an earlier cluster of the same name');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'createJob':
+        return this.createJob(cluster, d.deadlineMs, d.requeueAfterMs, now);
+      case 'releaseFinalizer':
+        if (d.event) this.event(cluster, d.event);
+        await this.release(cluster, d.reason);
+        return;
+      case 'forceRelease':
+        this.event(cluster, d.event);
+        await this.release(cluster, 'timeout');
+        return;
+    }
+  }
+
+  private event(cluster: RayCluster, e: EventSpec): void {
+    this.ctx.events.event(cluster as KubeObject, e.type, e.reason, e.message);
+  }
+
+  /** 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'. */
+  private async addFinalizer(cluster: RayCluster): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
+    const ops = addFinalizerPatch(cluster.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
+    if (!ops) return 'unchanged';
+    try {
+      await this.kube.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), ops, JSON_PATCH);
+      this.m.actions.inc({ action: 'addFinalizer' });
+      this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
+      return 'changed';
+    } catch (err) {
+      if (isNotFound(err)) return 'gone';
+      if (isPatchTestFailed(err)) return 'conflict';
+      throw err;
+    }
+  }
+
+  /** Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried. */
+  private async release(cluster: RayCluster, reason: string): Promise<void> {
+    const ops = removeFinalizerPatch(cluster.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
+    if (!ops) return;
+    try {
+      await this.kube.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), ops, JSON_PATCH);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (isPatchTestFailed(err)) throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200, { cause: err });
+      throw err;
+    }
+    this.m.releases.inc({ reason });
+    this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason }, 'released the GCS FT Redis cleanup finalizer');
+  }
+
+  private async createJob(cluster: RayCluster, deadlineMs: number, requeueAfterMs: number, now: number): Promise<ReconcileResult | void> {
+    const namespace = cluster.metadata.namespace;
+    const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
+    const { problems } = cleanupResources(cluster, this.config.job);
+    for (const p of problems) this.event(cluster, { type: 'Warning', reason: 'InvalidRedisCleanupResources', message: p });
+    try {
+      await this.kube.create({ ...JOBS, namespace }, job);
+    } catch (err) {
+      if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it
+      if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs);
+      this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${(err as Error).message}` });
+      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${(err as Error).message}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
+    }
+    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} for ${describeTarget(cluster)}` });
+    return { requeueAfterMs };
+  }
+
+  /** The Job cannot be created (namespace terminating): clean up from here if we can. */
+  private async cleanupInProcess(cluster: RayCluster, deadlineMs: number): Promise<ReconcileResult | void> {
+    const log = this.ctx.logger.child({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` });
+    const untilDeadline = Math.max(100, deadlineMs - this.ctx.now() + 50);
+    const blocked = (why: string): ReconcileResult => {
+      this.m.inProcess.inc({ result: 'blocked' });
+      this.event(cluster, {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_BLOCKED,
+        message: `Cannot create the Redis cleanup Job: namespace ${cluster.metadata.namespace} is being deleted, and the controller cannot clean up itself (${why}). The finalizer is released at the deletion timeout; ${describeTarget(cluster)} will then remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+      });
+      return { requeueAfterMs: Math.min(30_000, untilDeadline) };
+    };
+    if (!this.config.inProcessCleanup) return blocked('in-process cleanup is disabled (--disable-in-process-cleanup)');
+    const plan = planInProcessCleanup(cluster);
+    if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
+    let env: Record<string, string>;
+    try {
+      env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan);
+    } catch (err) {
+      return blocked((err as Error).message);
+    }
+    const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
+    if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
+    log.warn('namespace is terminating: running the Redis cleanup in the controller');
+    const { code, output } = await this.config.runCleanup(env, Math.min(secondsLeft, 240));
+    const lastLine = output.trim().split('\n').pop() ?? '';
+    if (code === 0) {
+      this.m.inProcess.inc({ result: 'succeeded' });
+      this.event(cluster, { type: 'Normal', reason: EVENT_REDIS_CLEANED_IN_PROCESS, message: `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${lastLine}`.trim() });
+      await this.releaseFresh(cluster, 'inprocess-complete');
+      return;
+    }
+    this.m.inProcess.inc({ result: 'failed' });
+    this.event(cluster, {
+      type: 'Warning',
+      reason: EVENT_REDIS_CLEANUP_FAILED,
+      message: `The controller's own Redis cleanup failed (exit ${code}: ${lastLine}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+    });
+    await this.releaseFresh(cluster, 'inprocess-failed');
+  }
+
+  /** Re-reads the cluster (the cleanup took time) and releases the finalizer from that copy. */
+  private async releaseFresh(cluster: RayCluster, reason: string): Promise<void> {
+    const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''));
+    if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
+    await this.release(fresh, reason);
+  }
+
+  /** Resolves the plan like the kubelet would, with the controller's permissions. */
+  private async resolveEnv(namespace: string, plan: ReturnType<typeof planInProcessCleanup>): Promise<Record<string, string>> {
+    const cache = new Map<string, Record<string, string> | undefined>();
+    const load = async (kind: 'secret' | 'configMap', name: string, optional: boolean): Promise<Record<string, string> | undefined> => {
+      const id = `${kind}/${name}`;
+      if (cache.has(id)) return cache.get(id);
+      let data: Record<string, string> | undefined;
+      try {
+        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name });
+        data = {};
+        for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
+        for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+      } catch (err) {
+        if (isForbidden(err)) throw new Error(`the controller may not read ${kind} ${namespace}/${name} (403)`);
+        if (isNotFound(err) && optional) data = undefined;
+        else if (isNotFound(err)) throw new Error(`${kind} ${namespace}/${name} does not exist`);
+        else throw err;
+      }
+      cache.set(id, data);
+      return data;
+    };
+    const explicit: Record<string, string> = {};
+    for (const [name, src] of Object.entries(plan.env) as Array<[string, Source]>) {
+      if (src.kind === 'value') explicit[name] = src.value;
+      else {
+        const kind = src.kind === 'secretKey' ? 'secret' : src.kind === 'configMapKey' ? 'configMap' : src.from;
+        const data = await load(kind, src.name, src.optional);
+        const value = data?.[src.key];
+        if (value === undefined) {
+          if (src.optional) continue;
+          throw new Error(`${kind} ${namespace}/${src.name} has no key ${JSON.stringify(src.key)}`);
+        }
+        // A TLS file becomes its PEM content: `raykeeper redis-cleanup` accepts inline PEM.
+        explicit[name] = value;
+      }
+    }
+    const fromEnvFrom: Array<Record<string, string>> = [];
+    for (const ef of plan.envFrom) {
+      const data = await load(ef.kind, ef.name, ef.optional);
+      if (!data) continue;
+      const m: Record<string, string> = {};
+      for (const [k, v] of Object.entries(data)) m[`${ef.prefix}${k}`] = v;
+      fromEnvFrom.push(m);
+    }
+    return mergeEnv(fromEnvFrom, explicit);
+  }
+}
+
+/** Registration for the runtime (see controller/reconcilers.ts). */
+export function createRayClusterController(ctx: ControllerContext, config: RayClusterReconcilerConfig): ControllerRegistration {
+  return new RayClusterReconciler(ctx, config).registration(config.workers);
+}

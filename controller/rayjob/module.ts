@@ -1,0 +1,41 @@
+// Registers the RayJob reconciler with the controller runtime (one line in controller/reconcilers.ts).
+// Triggers: RayJobs themselves, and the RayClusters and submitter Jobs they own (mapped to the owner).
+import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
+import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
+import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../runtime/reconciler.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler } from './reconciler.ts';
+
+const flags: Record<string, ModuleFlag> = {};
+for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {
+  flags[name] = { type: 'string', help: `${spec.help}; env ${spec.env}` };
+}
+
+export const rayJobModule: ReconcilerModule = {
+  name: 'rayjob',
+  summary: 'RayJob deployment state machine (New -> Initializing -> Running -> Complete/Failed, suspend, retry, ttl)',
+  flags,
+  create(ctx, parsed) {
+    const settings = rayJobSettings(parsed, ctx.env);
+    const reconciler = new RayJobReconciler({
+      kube: ctx.kube,
+      events: ctx.events,
+      logger: ctx.logger.child({ controller: 'rayjob' }),
+      metrics: ctx.metrics,
+      now: ctx.now,
+      settings,
+    });
+    const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
+    const rayJobs = ctx.informers.get({ ...RAYJOBS });
+    const clusters = ctx.informers.get({ ...RAYCLUSTERS, labelSelector: owned });
+    const submitters = ctx.informers.get({ ...JOBS, labelSelector: owned });
+    return {
+      name: 'rayjob',
+      reconciler,
+      watches: [
+        { informer: rayJobs },
+        { informer: clusters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
+        { informer: submitters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
+      ],
+    };
+  },
+};

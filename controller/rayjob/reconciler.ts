@@ -1,0 +1,342 @@
+// The RayJob reconciler: reads the RayJob FRESH from the API (level-triggered), observes the world the
+// state needs (RayCluster, submitter Job, Ray dashboard), runs the pure state machine
+// (src/rayjob/machine.ts), executes its actions, then writes the status ONLY through /status, only
+// when it changed, with the resourceVersion it read. A 409, a failed finalizer `test`, or a stored
+// object that moved on while we decided means "re-read and decide again", so a stale copy (informer
+// cache, squashed events, a second replica) can neither apply a transition twice nor skip one.
+import { Counter } from 'prom-client';
+import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
+import type { Logger } from '../../src/logger.ts';
+import type { Registry } from '../../src/metrics.ts';
+import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
+import type { BatchJob } from '../../src/rayjob/builders.ts';
+import type { RayJobSettings } from '../../src/rayjob/config.ts';
+import {
+  EVENT_CREATED_RAYCLUSTER,
+  EVENT_CREATED_SUBMITTER,
+  EVENT_DELETED_RAYCLUSTER,
+  EVENT_DELETED_SUBMITTER,
+  EVENT_FAILED_TO_CREATE_RAYCLUSTER,
+  EVENT_FAILED_TO_CREATE_SUBMITTER,
+  EVENT_FAILED_TO_DELETE_RAYCLUSTER,
+  EVENT_FAILED_TO_DELETE_SUBMITTER,
+  EVENT_FAILED_TO_STOP_RAY_JOB,
+  EVENT_STOPPED_RAY_JOB,
+  EVENT_SUBMITTED_RAY_JOB,
+} from '../../src/rayjob/constants.ts';
+import { submitterJobName } from '../../src/rayjob/ids.ts';
+import { currentState, decide, observationPlan, statusChanged, type Action, type Decision, type Observed } from '../../src/rayjob/machine.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
+import type { EventRecorder } from '../runtime/events.ts';
+import type { KubeObject } from '../runtime/informer.ts';
+import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient, type ResourceRef } from '../runtime/kube.ts';
+import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
+import { DashboardClient } from './dashboard.ts';
+
+export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
+export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
+export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
+
+/** Decisions in one reconcile before giving the key back to the queue's backoff. */
+const MAX_PASSES = 4;
+
+export interface RayJobReconcilerDeps {
+  kube: KubeClient;
+  events: EventRecorder;
+  logger: Logger;
+  settings: RayJobSettings;
+  metrics?: Registry | undefined;
+  now?: () => number;
+  dashboard?: DashboardClient;
+}
+
+/** One decide-and-act pass: done (with the runtime's result) or "the object moved: re-read". */
+export type Pass = { kind: 'done'; result: ReconcileResult; decision?: Decision } | { kind: 'conflict'; why: string };
+
+class Moved extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'Moved';
+  }
+}
+
+function metric<T>(registry: Registry | undefined, name: string, make: () => T): T {
+  const existing = registry?.getSingleMetric(name) as T | undefined;
+  return existing ?? make();
+}
+
+export class RayJobReconciler implements Reconciler {
+  private readonly kube: KubeClient;
+  private readonly events: EventRecorder;
+  private readonly log: Logger;
+  private readonly settings: RayJobSettings;
+  private readonly now: () => number;
+  private readonly dashboard: DashboardClient;
+  /** When the dashboard began failing to answer, per RayJob attempt (uid + submission id). */
+  private readonly failingSince = new Map<string, number>();
+  private readonly transitions: Counter<'from' | 'to'>;
+  private readonly dashboardCalls: Counter<'operation' | 'outcome'>;
+
+  constructor(deps: RayJobReconcilerDeps) {
+    this.kube = deps.kube;
+    this.events = deps.events;
+    this.log = deps.logger;
+    this.settings = deps.settings;
+    this.now = deps.now ?? Date.now;
+    this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
+    const registers = deps.metrics ? [deps.metrics] : [];
+    this.transitions = metric(
+      deps.metrics,
+      'raykeeper_rayjob_transitions_total',
+      () => new Counter({ name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'], registers }),
+    );
+    this.dashboardCalls = metric(
+      deps.metrics,
+      'raykeeper_rayjob_dashboard_requests_total',
+      () =>
+        new Counter({
+          name: 'raykeeper_rayjob_dashboard_requests_total',
+          help: 'Ray dashboard requests by operation and outcome',
+          labelNames: ['operation', 'outcome'],
+          registers,
+        }),
+    );
+  }
+
+  async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
+    const { namespace, name } = splitKey(key);
+    let why = '';
+    for (let pass = 0; pass < MAX_PASSES; pass++) {
+      signal?.throwIfAborted();
+      const job = await this.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace, name }, { signal });
+      if (job === undefined) {
+        this.forget(key);
+        return;
+      }
+      const outcome = await this.reconcileObject(job, signal);
+      if (outcome.kind === 'done') return outcome.result;
+      why = outcome.why;
+      this.log.debug({ rayjob: key, why }, 're-reading the RayJob and deciding again');
+    }
+    throw new Error(`RayJob ${key} kept changing while being reconciled (${why}); retrying with backoff`);
+  }
+
+  /**
+   * Decides on `job` and acts. `job` may be stale (an informer copy, a second replica's view, or just
+   * older than the dashboard call that took seconds): before any side effect other than a finalizer
+   * patch (which carries its own `test`), the stored object must still be this one (same
+   * resourceVersion); the status write is guarded by that resourceVersion too.
+   */
+  async reconcileObject(job: RayJob, signal?: AbortSignal): Promise<Pass> {
+    const key = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
+    const observed = await this.observe(job, signal);
+    const now = this.now();
+    const decision = decide(job, observed, now, this.settings.machine);
+    const log = this.log.child({ rayjob: key, from: decision.from, next: decision.next });
+    const changed = statusChanged(job.status, decision.status);
+    try {
+      let current: RayJob = job;
+      if (decision.actions.some((a) => a.type !== 'addFinalizer' && a.type !== 'removeFinalizer')) {
+        const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
+        if (stored === undefined) return { kind: 'done', result: {} };
+        if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {
+          throw new Moved(`stored resourceVersion ${stored.metadata.resourceVersion} is not the decided ${job.metadata.resourceVersion}`);
+        }
+      }
+      for (const action of decision.actions) {
+        current = await this.execute(action, current, observed, signal, log);
+      }
+      this.trackStatusCheck(job, decision, now);
+      if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
+        await this.writeStatus(current, decision, signal);
+        this.transitions.inc({ from: decision.from, to: decision.next });
+        if (decision.from !== decision.next) log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
+      } else {
+        log.debug({ note: decision.note }, 'no status change');
+      }
+      for (const ev of decision.events) this.events.event(current as KubeObject, ev.type, ev.reason, ev.message);
+      const result: ReconcileResult = {};
+      if (decision.requeueAfterMs !== undefined) result.requeueAfterMs = decision.requeueAfterMs;
+      return { kind: 'done', result, decision };
+    } catch (err) {
+      if (err instanceof Moved) return { kind: 'conflict', why: err.message };
+      throw err;
+    }
+  }
+
+  private ref(job: RayJob, subresource?: string): ResourceRef {
+    const ref: ResourceRef = { ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' };
+    if (subresource) ref.subresource = subresource;
+    return ref;
+  }
+
+  private dashboardUrl(job: RayJob, cluster: string): string {
+    return this.settings.dashboardUrl({ namespace: job.metadata.namespace ?? 'default', cluster });
+  }
+
+  private attemptKey(job: RayJob): string {
+    return `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}|${job.metadata.uid ?? ''}|${job.status?.jobId ?? ''}`;
+  }
+
+  private forget(key: string): void {
+    for (const k of this.failingSince.keys()) if (k.startsWith(`${key}|`)) this.failingSince.delete(k);
+  }
+
+  /** Reads what the state needs, straight from the API (a stale cache must not fail a running job). */
+  async observe(job: RayJob, signal?: AbortSignal): Promise<Observed> {
+    const plan = observationPlan(job);
+    const namespace = job.metadata.namespace;
+    const status = job.status ?? {};
+    const clusterName = status.rayClusterName ?? '';
+    const observed: Observed = {};
+    if (plan.cluster) {
+      observed.cluster = clusterName === '' ? null : ((await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal })) ?? null);
+    }
+    if (plan.submitter) {
+      const name = submitterJobName(job);
+      const submitter = (await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name }, { signal })) ?? null;
+      if (submitter !== null && !(submitter.metadata.ownerReferences ?? []).some((o) => o.uid === job.metadata.uid)) {
+        const message = `Job ${namespace}/${name} exists but is not owned by RayJob ${namespace}/${job.metadata.name}; rename or delete it`;
+        this.events.event(job as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, message);
+        throw new Error(message);
+      }
+      observed.submitter = submitter;
+    }
+    const jobId = status.jobId ?? '';
+    if (plan.dashboard && jobId !== '' && clusterName !== '') {
+      observed.dashboard = await this.dashboard.getJob(this.dashboardUrl(job, clusterName), jobId, signal);
+      this.dashboardCalls.inc({ operation: 'get', outcome: observed.dashboard.kind });
+      const since = this.failingSince.get(this.attemptKey(job));
+      if (since !== undefined) observed.statusCheckFailingSince = since;
+    }
+    return observed;
+  }
+
+  private trackStatusCheck(job: RayJob, decision: Decision, now: number): void {
+    const key = this.attemptKey(job);
+    if (decision.statusCheck === 'failing' && decision.next === 'Running') {
+      if (!this.failingSince.has(key)) this.failingSince.set(key, now);
+    } else if (decision.statusCheck === 'ok' || decision.next !== 'Running') {
+      this.failingSince.delete(key);
+    }
+  }
+
+  private async writeStatus(current: RayJob, decision: Decision, signal?: AbortSignal): Promise<void> {
+    const body = {
+      apiVersion: current.apiVersion ?? RAY_API_VERSION,
+      kind: current.kind ?? 'RayJob',
+      metadata: current.metadata,
+      spec: current.spec,
+      status: decision.status,
+    };
+    try {
+      await this.kube.replace(this.ref(current, 'status'), body, { signal });
+    } catch (err) {
+      if (isConflict(err)) throw new Moved(`status write conflicted (${decision.from} -> ${decision.next})`);
+      if (isNotFound(err)) return;
+      throw err;
+    }
+  }
+
+  private async patchFinalizers(current: RayJob, ops: unknown[] | undefined, signal?: AbortSignal): Promise<RayJob> {
+    if (ops === undefined) return current;
+    try {
+      return await this.kube.patch<RayJob>(this.ref(current), ops, JSON_PATCH, { signal });
+    } catch (err) {
+      if (isPatchTestFailed(err) || isConflict(err)) throw new Moved('finalizers changed since read');
+      throw err;
+    }
+  }
+
+  private async execute(action: Action, current: RayJob, observed: Observed, signal: AbortSignal | undefined, log: Logger): Promise<RayJob> {
+    const namespace = current.metadata.namespace;
+    const owner = current as KubeObject;
+    switch (action.type) {
+      case 'addFinalizer':
+        return this.patchFinalizers(current, addFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
+      case 'removeFinalizer':
+        return this.patchFinalizers(current, removeFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
+      case 'createCluster': {
+        const name = action.cluster.metadata.name ?? '';
+        try {
+          await this.kube.create({ ...RAYCLUSTERS, namespace }, action.cluster, { signal });
+          this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
+        } catch (err) {
+          if (isAlreadyExists(err)) return current;
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_RAYCLUSTER, `Failed to create RayCluster ${namespace}/${name}: ${(err as Error).message}`);
+          throw err;
+        }
+        return current;
+      }
+      case 'deleteCluster': {
+        const uid = observed.cluster?.metadata.uid;
+        try {
+          const deleted = await this.kube.delete({ ...RAYCLUSTERS, namespace, name: action.name }, uid ? { preconditions: { uid }, signal } : { signal });
+          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted RayCluster ${namespace}/${action.name}`);
+        } catch (err) {
+          if (isConflict(err)) throw new Moved('the RayCluster was replaced since read');
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_RAYCLUSTER, `Failed to delete RayCluster ${namespace}/${action.name}: ${(err as Error).message}`);
+          throw err;
+        }
+        return current;
+      }
+      case 'createSubmitter': {
+        const name = action.job.metadata.name ?? '';
+        try {
+          await this.kube.create({ ...JOBS, namespace }, action.job, { signal });
+          this.events.event(owner, 'Normal', EVENT_CREATED_SUBMITTER, `Created Kubernetes Job ${namespace}/${name}`);
+        } catch (err) {
+          if (isAlreadyExists(err)) return current;
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, `Failed to create Kubernetes Job ${namespace}/${name}: ${(err as Error).message}`);
+          throw err;
+        }
+        return current;
+      }
+      case 'deleteSubmitter': {
+        const uid = observed.submitter?.metadata.uid;
+        try {
+          const options = { propagationPolicy: 'Background' as const, signal, ...(uid ? { preconditions: { uid } } : {}) };
+          const deleted = await this.kube.delete({ ...JOBS, namespace, name: action.name }, options);
+          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_SUBMITTER, `Deleted submitter K8s Job ${namespace}/${action.name}`);
+        } catch (err) {
+          if (isConflict(err)) throw new Moved('the submitter Job was replaced since read');
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_SUBMITTER, `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${(err as Error).message}`);
+          throw err;
+        }
+        return current;
+      }
+      case 'submitRayJob': {
+        const url = this.dashboardUrl(current, action.cluster);
+        try {
+          const { duplicate } = await this.dashboard.submitJob(url, action.request, signal);
+          this.dashboardCalls.inc({ operation: 'submit', outcome: duplicate ? 'duplicate' : 'ok' });
+          if (!duplicate) this.events.event(owner, 'Normal', EVENT_SUBMITTED_RAY_JOB, `Submitted Ray job ${action.request.submission_id} to ${url}`);
+        } catch (err) {
+          this.dashboardCalls.inc({ operation: 'submit', outcome: 'error' });
+          throw err;
+        }
+        return current;
+      }
+      case 'stopRayJob': {
+        // Best effort, like KubeRay: the finalizer goes whether or not the dashboard answers.
+        const url = this.dashboardUrl(current, action.cluster);
+        try {
+          const stopped = await this.dashboard.stopJob(url, action.jobId, signal);
+          this.dashboardCalls.inc({ operation: 'stop', outcome: stopped ? 'ok' : 'noop' });
+          if (stopped) this.events.event(owner, 'Normal', EVENT_STOPPED_RAY_JOB, `Stopped Ray job ${action.jobId}`);
+        } catch (err) {
+          this.dashboardCalls.inc({ operation: 'stop', outcome: 'error' });
+          log.warn({ err: (err as Error).message }, 'could not stop the Ray job; releasing the finalizer anyway');
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_STOP_RAY_JOB, `Could not stop Ray job ${action.jobId} at ${url}: ${(err as Error).message}`);
+        }
+        return current;
+      }
+      case 'deleteRayJob':
+        await this.kube.delete(this.ref(current), { signal, ...(current.metadata.uid ? { preconditions: { uid: current.metadata.uid } } : {}) });
+        return current;
+    }
+  }
+}
+
+/** For logs and tests: the state a RayJob is in. */
+export { currentState };

@@ -1,0 +1,11 @@
+// The reconcilers `raykeeper controller` runs. To add one, write a `ReconcilerModule`
+// (contract and example: controller/runtime/reconciler.ts) and list it here. Each gets its own work
+// queue and workers; all share the informers, the leader Lease, the HTTP endpoints and the metrics.
+import type { ReconcilerModule } from './runtime/reconciler.ts';
+import { rayClusterModule } from './raycluster/module.ts';
+import { rayJobModule } from './rayjob/module.ts';
+
+export const RECONCILER_MODULES: ReconcilerModule[] = [
+  rayClusterModule,
+  rayJobModule,
+];

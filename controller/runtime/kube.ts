@@ -1,0 +1,289 @@
+// A small JSON REST client for the Kubernetes API: one keep-alive connection pool for the process.
+//
+// Why not the generated @kubernetes/client-node API classes: in client-node 2.0 every request builds a
+// new undici Agent (a new TLS connection per call), errors carry the body as text, and each resource
+// needs its own class. Reconcilers here do a handful of verbs on a handful of resources, so one
+// generic client (auth and TLS material still come from client-node's KubeConfig) is simpler and
+// much cheaper under load (see bench/controller.ts).
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { KubeConfig } from '@kubernetes/client-node';
+
+export const JSON_PATCH = 'application/json-patch+json';
+export const MERGE_PATCH = 'application/merge-patch+json';
+
+/** A Kubernetes `Status` returned with an error. */
+export interface KubeStatus {
+  kind?: string;
+  status?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: { name?: string; kind?: string; causes?: Array<{ reason?: string; type?: string; message?: string; field?: string }> };
+}
+
+export class KubeApiError extends Error {
+  readonly statusCode: number;
+  readonly status: KubeStatus | undefined;
+  readonly reason: string | undefined;
+  readonly method: string;
+  readonly path: string;
+  constructor(method: string, path: string, statusCode: number, status: KubeStatus | undefined, text: string) {
+    super(`${method} ${path}: ${statusCode} ${status?.reason ?? ''} ${status?.message ?? text.slice(0, 300)}`.replace(/\s+/g, ' ').trim());
+    this.name = 'KubeApiError';
+    this.statusCode = statusCode;
+    this.status = status;
+    this.reason = status?.reason;
+    this.method = method;
+    this.path = path;
+  }
+}
+
+function code(err: unknown): number | undefined {
+  if (err instanceof KubeApiError) return err.statusCode;
+  const any = err as { statusCode?: unknown; code?: unknown } | null;
+  if (typeof any?.statusCode === 'number') return any.statusCode;
+  if (typeof any?.code === 'number') return any.code;
+  return undefined;
+}
+
+export const isNotFound = (err: unknown): boolean => code(err) === 404;
+export const isConflict = (err: unknown): boolean => code(err) === 409 && (err as KubeApiError).reason !== 'AlreadyExists';
+export const isAlreadyExists = (err: unknown): boolean => code(err) === 409 && (err as KubeApiError).reason === 'AlreadyExists';
+export const isForbidden = (err: unknown): boolean => code(err) === 403;
+export const isGone = (err: unknown): boolean => code(err) === 410;
+/** A JSON patch whose `test` op failed (the object changed since we read it): re-read and retry. */
+// kube-apiserver 1.35 answers a failed `test` op with 422 Invalid "the server rejected our request due
+// to an error in our request" (verified against the local control plane).
+export const isPatchTestFailed = (err: unknown): boolean => code(err) === 422;
+/** Creation refused because the namespace is being deleted (kuberay #3388). */
+export function isNamespaceTerminating(err: unknown): boolean {
+  if (!(err instanceof KubeApiError) || err.statusCode !== 403) return false;
+  const causes = err.status?.details?.causes ?? [];
+  return causes.some((c) => c.reason === 'NamespaceTerminating' || c.type === 'NamespaceTerminating') || /because it is being terminated/i.test(err.status?.message ?? '');
+}
+
+export interface ResourceRef {
+  /** API group; '' or undefined for the core group. */
+  group?: string;
+  version: string;
+  /** Lowercase plural resource name, e.g. 'rayclusters'. */
+  plural: string;
+  namespace?: string | undefined;
+  name?: string;
+  subresource?: string;
+}
+
+/** The REST path of a resource collection or object. */
+export function resourcePath(ref: ResourceRef): string {
+  const base = ref.group ? `/apis/${ref.group}/${ref.version}` : `/api/${ref.version}`;
+  const ns = ref.namespace ? `/namespaces/${encodeURIComponent(ref.namespace)}` : '';
+  const name = ref.name !== undefined ? `/${encodeURIComponent(ref.name)}` : '';
+  const sub = ref.subresource && ref.name !== undefined ? `/${ref.subresource}` : '';
+  return `${base}${ns}/${ref.plural}${name}${sub}`;
+}
+
+export interface RequestOptionsLite {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+interface TlsMaterial {
+  ca?: Buffer | string | undefined;
+  cert?: Buffer | string | undefined;
+  key?: Buffer | string | undefined;
+  rejectUnauthorized?: boolean | undefined;
+  servername?: string | undefined;
+  headers: Record<string, string>;
+}
+
+/** Loads a KubeConfig: explicit file > KUBECONFIG / ~/.kube/config > in-cluster service account. */
+export function loadKubeConfig(file?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromDefault();
+  if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured (use --kubeconfig, KUBECONFIG, or run in a pod)');
+  return kc;
+}
+
+export class KubeClient {
+  readonly kubeConfig: KubeConfig;
+  readonly server: URL;
+  private readonly defaultTimeoutMs: number;
+  private material: Promise<TlsMaterial> | undefined;
+  private materialAt = 0;
+  private agent: HttpsAgent | HttpAgent | undefined;
+  private agentKey = '';
+  /** Counts of requests by verb and status code, read by the metrics collector. */
+  readonly requestCounts = new Map<string, number>();
+
+  constructor(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}) {
+    this.kubeConfig = kubeConfig;
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('no current cluster in kubeconfig');
+    this.server = new URL(cluster.server);
+    this.defaultTimeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Auth headers and TLS material from the KubeConfig, refreshed at most every 5 s (rotating tokens). */
+  private async tls(force = false): Promise<TlsMaterial> {
+    const now = Date.now();
+    if (force || !this.material || now - this.materialAt > 5_000) {
+      this.materialAt = now;
+      this.material = (async () => {
+        const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
+        await this.kubeConfig.applyToHTTPSOptions(opts);
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+        const user = this.kubeConfig.getCurrentUser();
+        if (user?.username && user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
+        return {
+          ca: opts.ca as Buffer | undefined,
+          cert: opts.cert as Buffer | undefined,
+          key: opts.key as Buffer | undefined,
+          rejectUnauthorized: opts.rejectUnauthorized,
+          servername: opts.servername,
+          headers,
+        };
+      })();
+      this.material.catch(() => {
+        this.material = undefined;
+      });
+    }
+    return this.material;
+  }
+
+  private agentFor(m: TlsMaterial): HttpsAgent | HttpAgent {
+    const key = [m.ca, m.cert, m.key].map((b) => (b === undefined ? '' : b.toString().length + ':' + b.toString().slice(-64))).join('|') + `|${m.rejectUnauthorized}|${m.servername}`;
+    if (this.agent && key === this.agentKey) return this.agent;
+    this.agent?.destroy();
+    this.agentKey = key;
+    this.agent =
+      this.server.protocol === 'http:'
+        ? new HttpAgent({ keepAlive: true, maxSockets: 64 })
+        : new HttpsAgent({
+            keepAlive: true,
+            maxSockets: 64,
+            ca: m.ca,
+            cert: m.cert,
+            key: m.key,
+            rejectUnauthorized: m.rejectUnauthorized ?? true,
+            servername: m.servername,
+            minVersion: 'TLSv1.2',
+          });
+    return this.agent;
+  }
+
+  /** Closes pooled connections (call on shutdown so the process can exit). */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
+
+  async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
+    const m = await this.tls();
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+    const headers: Record<string, string> = { Accept: 'application/json', ...m.headers };
+    if (payload) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      headers['Content-Length'] = String(payload.length);
+    }
+    const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;
+    const agent = this.agentFor(m);
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const { statusCode, text } = await new Promise<{ statusCode: number; text: string }>((resolve, reject) => {
+      const req = send(url, { method, headers, agent, signal: options.signal }, (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: no response within ${timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(payload);
+    });
+    const countKey = `${method} ${statusCode}`;
+    this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
+    if (statusCode === 401) this.materialAt = 0; // token may have rotated: reload on the next call
+    if (statusCode < 200 || statusCode >= 300) {
+      let status: KubeStatus | undefined;
+      try {
+        status = JSON.parse(text) as KubeStatus;
+      } catch {
+        status = undefined;
+      }
+      throw new KubeApiError(method, url.pathname, statusCode, status, text);
+    }
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+
+  get<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T> {
+    return this.request<T>('GET', resourcePath(ref), options);
+  }
+
+  /** GET that answers undefined for 404. */
+  async getOrUndefined<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T | undefined> {
+    try {
+      return await this.get<T>(ref, options);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Lists a collection, following `continue` pages; returns items and the list's resourceVersion. */
+  async list<T = unknown>(ref: ResourceRef, options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {}): Promise<ListResult<T>> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.request<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>('GET', resourcePath({ ...ref, name: undefined } as ResourceRef), {
+        query: { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, limit: options.limit ?? 500, continue: cont },
+        signal: options.signal,
+        timeoutMs: 120_000,
+      });
+      for (const item of page.items ?? []) items.push(item);
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return { items, resourceVersion };
+  }
+
+  create<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
+    return this.request<T>('POST', resourcePath({ ...ref, name: undefined } as ResourceRef), { ...options, body });
+  }
+
+  /** PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). */
+  patch<T = unknown>(ref: ResourceRef, body: unknown, contentType: string = JSON_PATCH, options: RequestOptionsLite = {}): Promise<T> {
+    return this.request<T>('PATCH', resourcePath(ref), { ...options, body, contentType });
+  }
+
+  replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
+    return this.request<T>('PUT', resourcePath(ref), { ...options, body });
+  }
+
+  /** DELETE; 404 counts as success (returns false). Preconditions guard against deleting a newer object. */
+  async delete(ref: ResourceRef, options: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; preconditions?: { uid?: string; resourceVersion?: string }; gracePeriodSeconds?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
+    if (options.propagationPolicy) body.propagationPolicy = options.propagationPolicy;
+    if (options.preconditions) body.preconditions = options.preconditions;
+    if (options.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = options.gracePeriodSeconds;
+    try {
+      await this.request('DELETE', resourcePath(ref), { body, signal: options.signal });
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,399 @@
+// The manager ties the runtime together: shared informers, one work queue + workers per registered
+// reconciler, leader election, periodic resync, health and metrics.
+//
+// Lifecycle of `run(signal)`:
+//   1. informers start on every replica (a standby keeps a warm cache for a fast takeover);
+//   2. once they have listed, the process is ready;
+//   3. with leader election, reconcilers start when this replica acquires the Lease and stop when it
+//      loses it; without it they start at once;
+//   4. `run` resolves when `signal` aborts (SIGTERM: workers are cancelled, in-flight reconciles get
+//      `shutdownTimeoutMs` to finish, the Lease is released) or leadership is lost (the caller exits
+//      non-zero so the Deployment restarts the pod, as controller-runtime does).
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeEventRecorder, type EventRecorder } from './events.ts';
+import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
+import { KubeClient } from './kube.ts';
+import { LeaderElector } from './leader.ts';
+import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
+import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
+import type { BackoffOptions } from './backoff.ts';
+import type { HealthReport } from './server.ts';
+import type { Logger } from '../../src/logger.ts';
+import type { Registry } from '../../src/metrics.ts';
+
+export interface ManagerOptions {
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  metrics: Registry;
+  watchNamespace?: string | undefined;
+  /** Workers per reconciler (default 4). */
+  workers?: number;
+  leaderElection?: {
+    namespace: string;
+    name: string;
+    identity: string;
+    leaseDurationMs?: number;
+    renewDeadlineMs?: number;
+    retryPeriodMs?: number;
+  };
+  /** Re-enqueue every cached key this often (default 10 min, 0 = off). */
+  resyncPeriodMs?: number;
+  informerTimings?: Partial<InformerTimings>;
+  retry?: BackoffOptions;
+  /** How long in-flight reconciles may run after SIGTERM / leadership loss (default 20 s). */
+  shutdownTimeoutMs?: number;
+  /** An informer failing continuously for longer than this fails liveness (default 5 min). */
+  healthGraceMs?: number;
+  env?: Record<string, string | undefined>;
+  now?: () => number;
+  eventComponent?: string;
+}
+
+export type RunOutcome = 'stopped' | 'lost-leadership';
+
+interface RunningController {
+  registration: ControllerRegistration;
+  queue: WorkQueue;
+  workers: Promise<void>[];
+  abort: AbortController;
+}
+
+export class Manager {
+  readonly ctx: ControllerContext;
+  readonly kube: KubeClient;
+  readonly informers: InformerFactory;
+  readonly elector: LeaderElector | undefined;
+  private readonly o: ManagerOptions;
+  private readonly registrations: ControllerRegistration[] = [];
+  private running: RunningController[] = [];
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private synced = false;
+  private stopping = false;
+  private readonly stopPromises: Promise<void>[] = [];
+  private readonly m: {
+    reconciles: Counter<'controller' | 'result'>;
+    duration: Histogram<'controller'>;
+    retries: Counter<'controller'>;
+    adds: Counter<'controller'>;
+  };
+
+  constructor(options: ManagerOptions) {
+    this.o = options;
+    this.kube = new KubeClient(options.kubeConfig);
+    this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
+    const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
+    const events: EventRecorder = new KubeEventRecorder({
+      kube: this.kube,
+      component: options.eventComponent ?? 'raykeeper-controller',
+      instance: identity,
+      logger: options.logger.child({ component: 'events' }),
+      now: options.now,
+    });
+    this.ctx = {
+      kubeConfig: options.kubeConfig,
+      kube: this.kube,
+      informers: this.informers,
+      watchNamespace: options.watchNamespace,
+      events,
+      logger: options.logger,
+      metrics: options.metrics,
+      env: options.env ?? process.env,
+      now: options.now ?? Date.now,
+    };
+    if (options.leaderElection) {
+      this.elector = new LeaderElector({ kube: this.kube, logger: options.logger.child({ component: 'leader' }), now: options.now, ...options.leaderElection });
+    }
+    this.m = this.registerMetrics(options.metrics);
+  }
+
+  /** Registers a reconciler; call before `run`. */
+  add(registration: ControllerRegistration): void {
+    if (this.registrations.some((r) => r.name === registration.name)) throw new Error(`duplicate reconciler name ${registration.name}`);
+    this.registrations.push(registration);
+    for (const watch of registration.watches) {
+      const toKeys = watch.toKeys ?? ((obj: KubeObject) => [objectKey(obj)]);
+      watch.informer.on((type, obj) => {
+        const rc = this.running.find((r) => r.registration === registration);
+        if (!rc) return; // not leading: the resync at leadership start covers it
+        if (watch.filter && !watch.filter(type, obj)) return;
+        for (const key of toKeys(obj)) if (key) rc.queue.add(key);
+      });
+    }
+  }
+
+  isLeader(): boolean {
+    return this.elector ? this.elector.isLeader() : this.running.length > 0;
+  }
+
+  /** Names of the reconcilers currently running workers. */
+  activeControllers(): string[] {
+    return this.running.map((r) => r.registration.name);
+  }
+
+  liveness(): HealthReport {
+    const grace = this.o.healthGraceMs ?? 5 * 60_000;
+    const checks: Record<string, boolean | string> = {};
+    let ok = true;
+    for (const informer of this.informers.all()) {
+      const healthy = informer.healthy(grace);
+      checks[`informer:${label(informer)}`] = healthy || `failing since ${new Date(informer.stats.failingSince ?? 0).toISOString()}: ${informer.stats.lastError ?? ''}`;
+      ok &&= healthy || this.stopping;
+    }
+    if (this.elector) {
+      const healthy = this.elector.healthy();
+      checks.leaderElection = healthy;
+      ok &&= healthy;
+    }
+    return { ok, checks };
+  }
+
+  readiness(): HealthReport {
+    const checks: Record<string, boolean | string> = { informersSynced: this.synced, stopping: this.stopping ? 'yes' : false };
+    return { ok: this.synced && !this.stopping, checks };
+  }
+
+  /** Runs until `signal` aborts or leadership is lost. */
+  async run(signal: AbortSignal): Promise<RunOutcome> {
+    try {
+      return await this.runInner(signal);
+    } finally {
+      await this.shutdown();
+    }
+  }
+
+  private async runInner(signal: AbortSignal): Promise<RunOutcome> {
+    const log = this.o.logger;
+    this.informers.start();
+    for (const informer of this.informers.all()) {
+      informer.onError((err) => log.warn({ informer: label(informer), err: String(err) }, 'watch failed; retrying with backoff'));
+    }
+    const syncedOk = await this.informers.waitForSync(signal);
+    this.synced = syncedOk;
+    if (syncedOk) log.info({ informers: this.informers.all().map(label) }, 'caches synced');
+    let outcome: RunOutcome = 'stopped';
+    if (!signal.aborted) {
+      if (this.elector) {
+        const lost = new AbortController();
+        const stopAll = (): void => lost.abort();
+        signal.addEventListener('abort', stopAll, { once: true });
+        const electorRun = this.elector.run(lost.signal, {
+          onStartedLeading: (leaderSignal) => this.startControllers(leaderSignal),
+          onStoppedLeading: (reason) => {
+            if (!signal.aborted) {
+              outcome = 'lost-leadership';
+              log.error({ reason }, 'lost leadership; stopping');
+            }
+            lost.abort();
+          },
+          onNewLeader: (identity) => log.info({ leader: identity, self: identity === this.elector?.identity }, 'leader observed'),
+        });
+        await electorRun;
+        signal.removeEventListener('abort', stopAll);
+      } else {
+        this.startControllers(signal);
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+      }
+    }
+    return outcome;
+  }
+
+  private startControllers(leaderSignal: AbortSignal): void {
+    const log = this.o.logger;
+    for (const registration of this.registrations) {
+      const hooks = {
+        onRetry: () => this.m.retries.inc({ controller: registration.name }),
+        onAdd: () => this.m.adds.inc({ controller: registration.name }),
+      };
+      const queue = new WorkQueue({ retry: this.o.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
+      const abort = new AbortController();
+      leaderSignal.addEventListener('abort', () => abort.abort(), { once: true });
+      const rc: RunningController = { registration, queue, workers: [], abort };
+      this.running.push(rc);
+      this.resync(rc);
+      const n = registration.workers ?? this.o.workers ?? 4;
+      for (let i = 0; i < n; i++) rc.workers.push(this.worker(rc));
+      log.info({ controller: registration.name, workers: n }, 'reconciler started');
+    }
+    const period = this.o.resyncPeriodMs ?? 10 * 60_000;
+    if (period > 0) {
+      this.resyncTimer = setInterval(() => {
+        for (const rc of this.running) this.resync(rc);
+      }, period);
+      this.resyncTimer.unref?.();
+    }
+    leaderSignal.addEventListener('abort', () => void this.stopControllers(), { once: true });
+  }
+
+  private resync(rc: RunningController): void {
+    for (const watch of rc.registration.watches) {
+      if (watch.resync === false) continue;
+      const toKeys = watch.toKeys ?? ((obj: KubeObject) => [objectKey(obj)]);
+      for (const obj of watch.informer.list()) for (const key of toKeys(obj)) if (key) rc.queue.add(key);
+    }
+  }
+
+  private async worker(rc: RunningController): Promise<void> {
+    const name = rc.registration.name;
+    const log = this.o.logger;
+    for (;;) {
+      const key: ObjectKey | undefined = await rc.queue.get();
+      if (key === undefined) return;
+      const end = this.m.duration.startTimer({ controller: name });
+      try {
+        const result = await rc.registration.reconciler.reconcile(key, rc.abort.signal);
+        rc.queue.forget(key);
+        const after = result?.requeueAfterMs;
+        if (after !== undefined && after > 0) {
+          rc.queue.addAfter(key, after);
+          this.m.reconciles.inc({ controller: name, result: 'requeue' });
+        } else {
+          this.m.reconciles.inc({ controller: name, result: 'success' });
+        }
+      } catch (err) {
+        this.m.reconciles.inc({ controller: name, result: 'error' });
+        if (!rc.abort.signal.aborted) {
+          const delay = rc.queue.addRateLimited(key);
+          if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
+          log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err), retryInMs: delay, failures: rc.queue.failuresOf(key) }, 'reconcile failed; will retry');
+        }
+      } finally {
+        end();
+        rc.queue.done(key);
+      }
+    }
+  }
+
+  private stopControllers(): Promise<void> {
+    const p = this.stopControllersNow();
+    this.stopPromises.push(p);
+    return p;
+  }
+
+  private async stopControllersNow(): Promise<void> {
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.resyncTimer = undefined;
+    const running = this.running;
+    this.running = [];
+    for (const rc of running) {
+      rc.abort.abort();
+      rc.queue.shutdown();
+    }
+    const timeout = this.o.shutdownTimeoutMs ?? 20_000;
+    await Promise.all(
+      running.map(async (rc) => {
+        const drained = await rc.queue.drain(timeout);
+        if (!drained) this.o.logger.warn({ controller: rc.registration.name, inFlight: rc.queue.inFlight }, 'reconciles still running at shutdown');
+        else await Promise.all(rc.workers);
+      }),
+    );
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await this.stopControllers();
+    await Promise.all(this.stopPromises);
+    await this.ctx.events.flush();
+    if (this.elector) await this.elector.release();
+    await this.informers.stop();
+    this.kube.close();
+  }
+
+  private registerMetrics(registry: Registry) {
+    const registers = [registry];
+    const reconciles = new Counter({ name: 'raykeeper_controller_reconcile_total', help: 'Reconciles by controller and result (success, requeue, error).', labelNames: ['controller', 'result'] as const, registers });
+    const duration = new Histogram({ name: 'raykeeper_controller_reconcile_duration_seconds', help: 'Reconcile duration.', labelNames: ['controller'] as const, buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers });
+    const retries = new Counter({ name: 'raykeeper_controller_queue_retries_total', help: 'Retries scheduled after failed reconciles.', labelNames: ['controller'] as const, registers });
+    const adds = new Counter({ name: 'raykeeper_controller_queue_adds_total', help: 'Keys added to the ready queue (after dedup).', labelNames: ['controller'] as const, registers });
+    const self = this;
+    new Gauge({
+      name: 'raykeeper_controller_queue_depth',
+      help: 'Keys ready in the work queue.',
+      labelNames: ['controller'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const rc of self.running) this.set({ controller: rc.registration.name }, rc.queue.length);
+      },
+    });
+    new Gauge({
+      name: 'raykeeper_controller_inflight_reconciles',
+      help: 'Reconciles in progress.',
+      labelNames: ['controller'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const rc of self.running) this.set({ controller: rc.registration.name }, rc.queue.inFlight);
+      },
+    });
+    new Gauge({
+      name: 'raykeeper_leader',
+      help: '1 while this replica runs the reconcilers (holds the Lease), else 0.',
+      registers,
+      collect() {
+        this.set(self.isLeader() ? 1 : 0);
+      },
+    });
+    const informerGauge = (name: string, help: string, value: (i: Informer) => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['informer'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const i of self.informers.all()) {
+            const v = value(i);
+            if (v !== undefined) this.set({ informer: label(i) }, v);
+          }
+        },
+      });
+    const now = () => this.ctx.now();
+    informerGauge('raykeeper_informer_reconnects', 'Watch reconnects since start (normal every ~30 s on quiet resources).', (i) => i.stats.reconnects);
+    informerGauge('raykeeper_informer_relists', 'Full lists since start (start, 410 Gone, staleness, periodic).', (i) => i.stats.relists);
+    informerGauge('raykeeper_informer_errors', 'List/watch failures since start (each retried with backoff).', (i) => i.stats.errors);
+    informerGauge('raykeeper_informer_stale_restarts', 'Watches aborted by the staleness watchdog.', (i) => i.stats.staleRestarts);
+    informerGauge('raykeeper_informer_last_event_age_seconds', 'Seconds since the last watch event, bookmark or list.', (i) => (i.stats.lastEventAt === undefined ? undefined : (now() - i.stats.lastEventAt) / 1000));
+    informerGauge('raykeeper_informer_objects', 'Objects in the informer cache.', (i) => i.size);
+    informerGauge('raykeeper_informer_healthy', '1 when the informer is not failing continuously.', (i) => (i.healthy(this.o.healthGraceMs ?? 5 * 60_000) ? 1 : 0));
+    new Gauge({
+      name: 'raykeeper_kube_requests',
+      help: 'Kubernetes API requests since start by verb and status code.',
+      labelNames: ['verb', 'code'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [k, v] of self.kube.requestCounts) {
+          const [verb, code] = k.split(' ');
+          this.set({ verb: verb ?? '', code: code ?? '' }, v);
+        }
+      },
+    });
+    const recorder = this.ctx.events;
+    if (recorder instanceof KubeEventRecorder) {
+      new Gauge({
+        name: 'raykeeper_events_recorded',
+        help: 'Kubernetes Events emitted since start by type and reason.',
+        labelNames: ['type', 'reason'] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const [k, v] of recorder.counts) {
+            const [type, reason] = k.split('/');
+            this.set({ type: type ?? '', reason: reason ?? '' }, v);
+          }
+        },
+      });
+    }
+    return { reconciles, duration, retries, adds };
+  }
+}
+
+function label(i: Informer): string {
+  const s = i.spec;
+  const res = `${s.plural}.${s.group || 'core'}`;
+  const ns = s.namespace ? `@${s.namespace}` : '';
+  const sel = s.labelSelector ? `{${s.labelSelector}}` : '';
+  return `${res}${ns}${sel}${s.transformId ? `#${s.transformId}` : ''}`;
+}

@@ -1,0 +1,34 @@
+// `raykeeper dev`: start the local environment, print where it is, run until Ctrl-C / SIGTERM.
+import { parseArgs } from 'node:util';
+import { readyText, startDev } from './dev.ts';
+
+const USAGE = `Usage: raykeeper dev [--state-dir DIR]
+
+Starts a local control plane (etcd + kube-apiserver built from source), a redis-server, the webhook,
+the controller and a job runner on loopback, then prints the kubeconfig path and the Redis address.
+Ctrl-C or SIGTERM stops everything. For a real cluster, install manifests/ instead (see README).
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+  } catch (err) {
+    process.stderr.write(`raykeeper dev: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const env = await startDev({ stateDir: values['state-dir'] });
+  process.stdout.write(readyText(env) + '\n');
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  process.stderr.write(`${signal}: stopping...\n`);
+  await env.stop();
+  process.stderr.write('stopped\n');
+  return 0;
+}

@@ -1,0 +1,146 @@
+// `raykeeper dev`: the embedded default. With no cluster configured it runs everything on loopback:
+// etcd + kube-apiserver (built from source), a redis-server, the webhook (registered through our
+// MutatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
+// for the kubelet, so a deleted RayCluster's cleanup Job really runs against the local Redis.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+import { generateCertificates, caBundle } from '../certs/generate.ts';
+import { writeBundle } from '../certs/files.ts';
+import { startController, type RunningController } from '../controller/main.ts';
+import { applyObject } from '../src/localcluster/apply.ts';
+import { ensureBinaries, REPO_ROOT } from '../src/localcluster/binaries.ts';
+import { startControlPlane, type ControlPlane } from '../src/localcluster/control-plane.ts';
+import { startJobRunner, type JobRunner } from '../src/localcluster/job-runner.ts';
+import { freePort } from '../src/localcluster/net.ts';
+import { startRedisServer, type RedisServer } from '../src/localcluster/redis-server.ts';
+import { KubeRest } from '../src/localcluster/rest.ts';
+import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../src/localcluster/webhook-config.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
+import { RAY_API_VERSION } from '../src/names.ts';
+import { runWebhook } from '../webhook/main.ts';
+
+export interface DevOptions {
+  /** Where the kubeconfig, certificates and samples go (default .raykeeper/dev in the repository). */
+  stateDir?: string;
+  /** Progress lines (default: stderr). */
+  progress?: (line: string) => void;
+  /** Everything's logs (default: pino at LOG_LEVEL, or warn). */
+  logger?: Logger;
+}
+
+export interface DevEnvironment {
+  kubeconfig: string;
+  redis: { host: string; port: number };
+  webhookUrl: string;
+  samples: string[];
+  stop(): Promise<void>;
+}
+
+/** A GCS-FT RayCluster for the local Redis, with metadata.annotations absent (the webhook fills them). */
+export function devSampleCluster(redisAddress: string): object {
+  return {
+    apiVersion: RAY_API_VERSION,
+    kind: 'RayCluster',
+    metadata: { name: 'raycluster-gcs-ft' },
+    spec: {
+      rayVersion: '2.46.0',
+      gcsFaultToleranceOptions: { redisAddress },
+      headGroupSpec: {
+        rayStartParams: {},
+        template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.46.0' }] } },
+      },
+      workerGroupSpecs: [
+        {
+          groupName: 'small-group',
+          replicas: 1,
+          minReplicas: 1,
+          maxReplicas: 2,
+          rayStartParams: {},
+          template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.46.0' }] } },
+        },
+      ],
+    },
+  };
+}
+
+export async function startDev(options: DevOptions = {}): Promise<DevEnvironment> {
+  const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = options.logger ?? createLogger('raykeeper-dev', { level: process.env.LOG_LEVEL ?? 'warn' });
+  const stateDir = resolve(options.stateDir ?? join(REPO_ROOT, '.raykeeper', 'dev'));
+  await mkdir(stateDir, { recursive: true });
+  const stops: Array<() => Promise<unknown>> = [];
+  const stop = async () => {
+    for (const fn of stops.reverse()) await fn().catch((err: unknown) => logger.warn({ err }, 'dev: stop step failed'));
+    stops.length = 0;
+  };
+  try {
+    progress('[1/6] control plane binaries (etcd, kube-apiserver; built from source on first run, several minutes)');
+    await ensureBinaries((line) => progress(`      ${line}`));
+
+    progress('[2/6] starting etcd and kube-apiserver on loopback');
+    const cp: ControlPlane = await startControlPlane({
+      kubeconfigPath: join(stateDir, 'kubeconfig'),
+      onProgress: (m) => progress(`      ${m}`),
+    });
+    stops.push(() => cp.stop());
+    const kubeConfig = cp.kubeConfig('default');
+    const rest = new KubeRest(kubeConfig);
+
+    progress('[3/6] starting redis-server on loopback');
+    const redis: RedisServer = await startRedisServer();
+    stops.push(() => redis.stop());
+
+    progress('[4/6] starting the admission webhook (certificates from `raykeeper certs`)');
+    const certDir = join(stateDir, 'certs');
+    const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'], dnsNames: ['localhost'] });
+    const paths = await writeBundle(certDir, bundle);
+    const port = await freePort();
+    let stopWebhook: () => void = () => {};
+    const stopSignal = new Promise<void>((r) => (stopWebhook = r));
+    const listening = new Promise<void>((resolveListening, rejectListening) => {
+      runWebhook({ certFile: paths.cert, keyFile: paths.key, host: '127.0.0.1', port, logger, stopSignal, onListening: () => resolveListening() }).catch(rejectListening);
+    });
+    await listening;
+    stops.push(async () => stopWebhook());
+    const webhookUrl = `https://127.0.0.1:${port}`;
+    const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), { baseUrl: webhookUrl, caBundle: caBundle(bundle.caCert) });
+    await applyObject(rest, config);
+
+    progress('[5/6] starting the controller');
+    const controller: RunningController = await startController({ kubeConfig, healthPort: 0, healthHost: '127.0.0.1', logger });
+    stops.push(() => controller.stop());
+
+    progress('[6/6] starting the job runner (stands in for the kubelet: runs Jobs as local processes)');
+    const runner: JobRunner = await startJobRunner({ kubeConfig, logger });
+    stops.push(() => runner.stop());
+
+    const samplesDir = join(stateDir, 'samples');
+    await mkdir(samplesDir, { recursive: true });
+    const sample = join(samplesDir, 'raycluster-gcs-ft.yaml');
+    await writeFile(sample, stringify(devSampleCluster(`${redis.host}:${redis.port}`)));
+    return { kubeconfig: cp.info.kubeconfigPath, redis: { host: redis.host, port: redis.port }, webhookUrl, samples: [sample], stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+export function readyText(env: DevEnvironment): string {
+  const k = `kubectl --kubeconfig ${env.kubeconfig}`;
+  return [
+    `kubeconfig: ${env.kubeconfig}`,
+    `redis: ${env.redis.host}:${env.redis.port}`,
+    `webhook: ${env.webhookUrl}`,
+    '',
+    'Try:',
+    `  ${k} apply -f ${env.samples[0]}`,
+    `  ${k} get raycluster raycluster-gcs-ft -o yaml    # finalizer + pinned storage namespace`,
+    `  ${k} delete raycluster raycluster-gcs-ft         # cleanup Job runs, finalizer released`,
+    `  ${k} get jobs,events`,
+    `  npx raykeeper redis-cleanup --list --address ${env.redis.host}:${env.redis.port}`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # status starts at New`,
+    '',
+    'Ctrl-C stops everything.',
+  ].join('\n');
+}

@@ -1,0 +1,73 @@
+// Reading and changing metadata on a (copied) object. Absent and null maps/lists are treated alike.
+import type { JsonObject } from '../types.ts';
+import { isJsonObject } from './json.ts';
+
+export function metadataOf(obj: JsonObject): JsonObject | undefined {
+  return isJsonObject(obj.metadata) ? obj.metadata : undefined;
+}
+
+/** The metadata object, created when absent or null (the diff then adds or replaces it as a whole). */
+function ensureMetadata(obj: JsonObject): JsonObject {
+  if (!isJsonObject(obj.metadata)) obj.metadata = {};
+  return obj.metadata as JsonObject;
+}
+
+export function isDeleting(obj: JsonObject | null | undefined): boolean {
+  if (!obj) return false;
+  const ts = metadataOf(obj)?.deletionTimestamp;
+  return typeof ts === 'string' && ts !== '';
+}
+
+export function hasFinalizer(obj: JsonObject | null | undefined, finalizer: string): boolean {
+  if (!obj) return false;
+  const list = metadataOf(obj)?.finalizers;
+  return Array.isArray(list) && list.includes(finalizer);
+}
+
+/** Appends the finalizer once; other finalizers and their order are kept. */
+export function addFinalizer(obj: JsonObject, finalizer: string): boolean {
+  if (hasFinalizer(obj, finalizer)) return false;
+  const meta = ensureMetadata(obj);
+  if (Array.isArray(meta.finalizers)) meta.finalizers.push(finalizer);
+  else meta.finalizers = [finalizer];
+  return true;
+}
+
+/** A string annotation, or undefined when absent, null or not a string. */
+export function annotationOf(obj: JsonObject | null | undefined, key: string): string | undefined {
+  if (!obj) return undefined;
+  const annotations = metadataOf(obj)?.annotations;
+  if (!isJsonObject(annotations)) return undefined;
+  const value = annotations[key];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function setAnnotation(obj: JsonObject, key: string, value: string): void {
+  const meta = ensureMetadata(obj);
+  if (!isJsonObject(meta.annotations)) meta.annotations = {};
+  (meta.annotations as JsonObject)[key] = value;
+}
+
+/**
+ * Why the metadata cannot be defaulted safely (a shape the API server would never store), or undefined.
+ * Checked before defaulting so a malformed object gets a clear refusal instead of a half-applied rule.
+ */
+export function metadataShapeProblem(obj: JsonObject): string | undefined {
+  const meta = obj.metadata;
+  if (meta === undefined || meta === null) return undefined;
+  if (!isJsonObject(meta)) return 'object.metadata must be an object';
+  const annotations = meta.annotations;
+  if (annotations !== undefined && annotations !== null) {
+    if (!isJsonObject(annotations)) return 'object.metadata.annotations must be an object of strings';
+    for (const [key, value] of Object.entries(annotations)) {
+      if (typeof value !== 'string') return `object.metadata.annotations[${JSON.stringify(key)}] must be a string`;
+    }
+  }
+  const finalizers = meta.finalizers;
+  if (finalizers !== undefined && finalizers !== null) {
+    if (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string')) {
+      return 'object.metadata.finalizers must be an array of strings';
+    }
+  }
+  return undefined;
+}

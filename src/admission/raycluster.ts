@@ -1,0 +1,163 @@
+// RayCluster defaulting: the GCS fault-tolerance finalizer and the pinned Redis storage namespace.
+// Works in place on a deep copy of the admitted object; the HTTP layer diffs it against the original.
+//
+// Rules (only when GCS FT is on with the Redis backend, see src/gcsft.ts):
+// - CREATE: add `ray.io/gcs-ft-redis-cleanup-finalizer` once; pin the storage namespace when none is set:
+//   a fresh random UUID (unique per cluster, no '@') in the annotation `ray.io/external-storage-namespace`
+//   (annotation mode) or in `spec.gcsFaultToleranceOptions.externalStorageNamespace` (options mode).
+// - UPDATE: never add the finalizer to an object being deleted; never re-add a finalizer the old object
+//   had and this update removes (the controller or an admin did it on purpose); add it when the old object
+//   lacked it too (a cluster created before the webhook ran, as KubeRay's own controller would).
+//   A pinned namespace the update drops is restored from the old object (GCS data in Redis lives under it);
+//   no new namespace is ever generated on UPDATE (the cluster has a UID, which KubeRay uses by default).
+// - Nothing at all when: FT is off; the backend is rocksdb (no Redis, no cleanup); both the annotation and
+//   the options are set (KubeRay refuses to reconcile such a cluster, so no pod ever writes to Redis and
+//   there is nothing to clean; once the user fixes it by an UPDATE, the UPDATE rule adds the finalizer and
+//   the namespace resolves to the UID); spec.managedBy names another controller (e.g. MultiKueue: the
+//   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
+// - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
+//   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
+import { storageNamespaceProblem, usesRedisBackend, gcsFtMode } from '../gcsft.ts';
+import type { FtSubject } from '../gcsft.ts';
+import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
+import type { JsonObject } from '../types.ts';
+import { isJsonObject } from './json.ts';
+import { addFinalizer, annotationOf, hasFinalizer, isDeleting, metadataShapeProblem, setAnnotation } from './metadata.ts';
+
+/** spec.managedBy value meaning "KubeRay reconciles this" (KubeRay's utils.KubeRayController). */
+export const KUBERAY_MANAGER = 'ray.io/kuberay-operator';
+
+export interface RayClusterDefaultingContext {
+  operation: 'CREATE' | 'UPDATE';
+  /** The stored object before an UPDATE. */
+  oldObject?: JsonObject | null;
+  /** A fresh storage namespace for a new cluster (crypto.randomUUID in production). */
+  newStorageNamespace: () => string;
+  /** Add the cleanup finalizer (false when ENABLE_GCS_FT_REDIS_CLEANUP=false, as KubeRay's operator). */
+  finalizerEnabled: boolean;
+}
+
+export interface DefaultingResult {
+  /** Human-readable changes, for logs (empty when nothing changed). */
+  changes: string[];
+  /** Sent to the client as admission warnings (kubectl prints them). */
+  warnings: string[];
+}
+
+function ftSubject(obj: JsonObject): FtSubject {
+  return obj as unknown as FtSubject;
+}
+
+function specOf(obj: JsonObject): JsonObject | undefined {
+  return isJsonObject(obj.spec) ? obj.spec : undefined;
+}
+
+function optionsOf(obj: JsonObject): JsonObject | undefined {
+  const options = specOf(obj)?.gcsFaultToleranceOptions;
+  return isJsonObject(options) ? options : undefined;
+}
+
+export function isManagedExternally(obj: JsonObject): boolean {
+  const manager = specOf(obj)?.managedBy;
+  return typeof manager === 'string' && manager !== '' && manager !== KUBERAY_MANAGER;
+}
+
+/** The storage namespace the user (or an earlier admission) set explicitly: options > annotation. */
+export function explicitStorageNamespace(obj: JsonObject | null | undefined): string | undefined {
+  if (!obj) return undefined;
+  const fromOptions = optionsOf(obj)?.externalStorageNamespace;
+  if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
+  const fromAnnotation = annotationOf(obj, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION);
+  return fromAnnotation !== undefined && fromAnnotation !== '' ? fromAnnotation : undefined;
+}
+
+/** KubeRay leaves RAY_external_storage_namespace alone when the Ray container (index 0) of the head sets it. */
+export function headContainerSetsStorageNamespace(obj: JsonObject): boolean {
+  const headGroup = specOf(obj)?.headGroupSpec;
+  const template = isJsonObject(headGroup) ? headGroup.template : undefined;
+  const podSpec = isJsonObject(template) ? template.spec : undefined;
+  const containers = isJsonObject(podSpec) ? podSpec.containers : undefined;
+  const ray = Array.isArray(containers) ? containers[0] : undefined;
+  const env = isJsonObject(ray) ? ray.env : undefined;
+  return Array.isArray(env) && env.some((e) => isJsonObject(e) && e.name === ENV_STORAGE_NAMESPACE);
+}
+
+/** Why the spec parts we write cannot be defaulted safely, or undefined. */
+export function rayClusterShapeProblem(obj: JsonObject): string | undefined {
+  const metaProblem = metadataShapeProblem(obj);
+  if (metaProblem !== undefined) return metaProblem;
+  if (obj.spec !== undefined && obj.spec !== null && !isJsonObject(obj.spec)) return 'object.spec must be an object';
+  const options = specOf(obj)?.gcsFaultToleranceOptions;
+  if (options !== undefined && options !== null && !isJsonObject(options)) return 'object.spec.gcsFaultToleranceOptions must be an object';
+  const ns = optionsOf(obj)?.externalStorageNamespace;
+  if (ns !== undefined && ns !== null && typeof ns !== 'string') return 'object.spec.gcsFaultToleranceOptions.externalStorageNamespace must be a string';
+  return undefined;
+}
+
+function applyFinalizerRule(cluster: JsonObject, ctx: RayClusterDefaultingContext, result: DefaultingResult): void {
+  if (!ctx.finalizerEnabled) return;
+  if (isDeleting(cluster)) return; // never add a finalizer to an object being deleted
+  if (hasFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+  if (ctx.operation === 'UPDATE') {
+    // The old object had it and this update removes it: the controller (after cleanup) or an admin did it.
+    if (hasFinalizer(ctx.oldObject, GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+    if (isDeleting(ctx.oldObject)) return;
+  }
+  if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER)) result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);
+}
+
+function pinStorageNamespace(cluster: JsonObject, mode: 'annotation' | 'options', value: string): string {
+  if (mode === 'options') {
+    (optionsOf(cluster) as JsonObject).externalStorageNamespace = value;
+    return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
+  }
+  setAnnotation(cluster, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, value);
+  return `annotation ${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}`;
+}
+
+function applyStorageNamespaceRule(
+  cluster: JsonObject,
+  mode: 'annotation' | 'options',
+  ctx: RayClusterDefaultingContext,
+  result: DefaultingResult,
+): void {
+  if (headContainerSetsStorageNamespace(cluster)) return; // the user's env wins in KubeRay; leave it
+  const current = explicitStorageNamespace(cluster);
+  if (current !== undefined) {
+    const problem = storageNamespaceProblem(current);
+    if (problem !== undefined) result.warnings.push(`${problem}; GCS fault tolerance will not work with it`);
+    return;
+  }
+  if (ctx.operation === 'CREATE') {
+    const value = ctx.newStorageNamespace();
+    const problem = storageNamespaceProblem(value);
+    if (problem !== undefined) throw new Error(`generated ${problem}`);
+    const where = pinStorageNamespace(cluster, mode, value);
+    result.changes.push(`pinned storage namespace ${value} in ${where}`);
+    return;
+  }
+  // UPDATE: restore what the old object pinned; never invent one (the UID is the default from now on).
+  const previous = explicitStorageNamespace(ctx.oldObject);
+  if (previous === undefined) return;
+  const where = pinStorageNamespace(cluster, mode, previous);
+  result.changes.push(`restored storage namespace ${previous} in ${where} (the update dropped it)`);
+}
+
+export function defaultRayCluster(cluster: JsonObject, ctx: RayClusterDefaultingContext): DefaultingResult {
+  const result: DefaultingResult = { changes: [], warnings: [] };
+  const subject = ftSubject(cluster);
+  if (!usesRedisBackend(subject)) return result; // FT off, or rocksdb: no Redis to clean
+  if (isManagedExternally(cluster)) return result;
+  const mode = gcsFtMode(subject);
+  if (mode === 'both') {
+    result.warnings.push(
+      `both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set; KubeRay rejects this, ` +
+        `so raykeeper adds no ${GCS_FT_REDIS_CLEANUP_FINALIZER} and pins no storage namespace until only one is set`,
+    );
+    return result;
+  }
+  if (mode === 'off') return result;
+  applyFinalizerRule(cluster, ctx, result);
+  applyStorageNamespaceRule(cluster, mode, ctx, result);
+  return result;
+}

@@ -1,0 +1,387 @@
+// The job runner's decisions, apart from its I/O: which Jobs to start, the status a real Kubernetes
+// 1.35 job controller would write, $(VAR) expansion and env resolution as the kubelet does it, and the
+// mapping of a container command to a local program. See job-runner.ts.
+
+export interface JobCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastProbeTime?: string;
+  lastTransitionTime?: string;
+}
+
+export interface EnvVarSource {
+  secretKeyRef?: { name?: string; key: string; optional?: boolean };
+  configMapKeyRef?: { name?: string; key: string; optional?: boolean };
+  fieldRef?: { apiVersion?: string; fieldPath: string };
+  resourceFieldRef?: { containerName?: string; resource: string };
+}
+
+export interface JobEnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: EnvVarSource;
+}
+
+export interface JobContainer {
+  name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  env?: JobEnvVar[];
+  envFrom?: Array<{ prefix?: string; secretRef?: { name?: string; optional?: boolean }; configMapRef?: { name?: string; optional?: boolean } }>;
+  workingDir?: string;
+  [key: string]: unknown;
+}
+
+export interface Job {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec: {
+    suspend?: boolean;
+    backoffLimit?: number;
+    activeDeadlineSeconds?: number;
+    parallelism?: number;
+    completions?: number;
+    template: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec: { containers: JobContainer[]; restartPolicy?: string; serviceAccountName?: string; [key: string]: unknown };
+    };
+    [key: string]: unknown;
+  };
+  status?: {
+    startTime?: string;
+    completionTime?: string;
+    active?: number;
+    ready?: number;
+    succeeded?: number;
+    failed?: number;
+    conditions?: JobCondition[];
+    [key: string]: unknown;
+  };
+}
+
+/** Kubernetes timestamps have second precision (RFC 3339, UTC). */
+export function k8sTime(date: Date): string {
+  return date.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+export function conditionTrue(job: Job, type: string): boolean {
+  return (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+}
+
+/** Complete or Failed: nothing more happens to this Job. */
+export function isFinished(job: Job): boolean {
+  return conditionTrue(job, 'Complete') || conditionTrue(job, 'Failed');
+}
+
+/** Backoff limit as the API server defaults it (6). */
+export function backoffLimit(job: Job): number {
+  return job.spec.backoffLimit ?? 6;
+}
+
+export type Decision =
+  /** Already Complete or Failed. */
+  | { kind: 'finished' }
+  /** Being deleted: stop its process, write nothing. */
+  | { kind: 'deleting' }
+  /** SuccessCriteriaMet / FailureTarget without the final condition (we stopped between the two writes). */
+  | { kind: 'finalize'; outcome: Outcome }
+  /** spec.suspend: do not start; `stop` when we run it; `markSuspended` when the condition is missing. */
+  | { kind: 'suspended'; markSuspended: boolean }
+  /** No startTime: claim it (set startTime through /status) and run it. */
+  | { kind: 'start' }
+  /** startTime set and we do not run it (e.g. the runner restarted): never rerun; only its deadline can end it. */
+  | { kind: 'orphaned'; deadlineAt: number | undefined }
+  /** We run it: nothing to do. */
+  | { kind: 'running' };
+
+export type Outcome =
+  | { kind: 'succeeded' }
+  | { kind: 'failed'; reason: 'BackoffLimitExceeded' | 'DeadlineExceeded' | string; message: string };
+
+export const BACKOFF_LIMIT_EXCEEDED: Outcome = { kind: 'failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
+export const DEADLINE_EXCEEDED: Outcome = { kind: 'failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
+
+/** When the Job's activeDeadlineSeconds ends (ms since epoch), if it has one and has started. */
+export function deadlineAt(job: Job): number | undefined {
+  const ads = job.spec.activeDeadlineSeconds;
+  const start = job.status?.startTime;
+  if (ads === undefined || ads === null || !start) return undefined;
+  return Date.parse(start) + ads * 1000;
+}
+
+/** What to do with a Job we were told about; `runningHere` = this runner has a process for its uid. */
+export function decide(job: Job, runningHere: boolean): Decision {
+  if (job.metadata.deletionTimestamp) return { kind: 'deleting' };
+  if (isFinished(job)) return { kind: 'finished' };
+  if (job.spec.suspend) return { kind: 'suspended', markSuspended: !conditionTrue(job, 'Suspended') };
+  // Ours and running: our own interim write is on its way to the final one.
+  if (runningHere) return { kind: 'running' };
+  const interimFailure = (job.status?.conditions ?? []).find((c) => c.type === 'FailureTarget' && c.status === 'True');
+  if (interimFailure) return { kind: 'finalize', outcome: { kind: 'failed', reason: interimFailure.reason ?? '', message: interimFailure.message ?? '' } };
+  if (conditionTrue(job, 'SuccessCriteriaMet')) return { kind: 'finalize', outcome: { kind: 'succeeded' } };
+  if (!job.status?.startTime) return { kind: 'start' };
+  return { kind: 'orphaned', deadlineAt: deadlineAt(job) };
+}
+
+function withCondition(conditions: JobCondition[], next: JobCondition): JobCondition[] {
+  return [...conditions.filter((c) => c.type !== next.type), next];
+}
+
+/** The status patch that claims a Job: what the job controller writes when it creates the pod. */
+export function startStatus(job: Job, now: Date): Record<string, unknown> {
+  const status: Record<string, unknown> = { startTime: k8sTime(now), active: 1, ready: 0 };
+  if (conditionTrue(job, 'Suspended')) {
+    status.conditions = withCondition(job.status?.conditions ?? [], {
+      type: 'Suspended',
+      status: 'False',
+      reason: 'JobResumed',
+      message: 'Job resumed',
+      lastProbeTime: k8sTime(now),
+      lastTransitionTime: k8sTime(now),
+    });
+  }
+  return status;
+}
+
+/** The status after a failed attempt that will be retried (backoffLimit not reached). */
+export function retryStatus(failed: number): Record<string, unknown> {
+  return { failed, active: 1, ready: 0 };
+}
+
+/** What the job controller writes when a Job is suspended: no active pod, no startTime, Suspended=True. */
+export function suspendedStatus(job: Job, now: Date): Record<string, unknown> {
+  return {
+    startTime: null,
+    active: 0,
+    ready: 0,
+    conditions: withCondition(job.status?.conditions ?? [], {
+      type: 'Suspended',
+      status: 'True',
+      reason: 'JobSuspended',
+      message: 'Job suspended',
+      lastProbeTime: k8sTime(now),
+      lastTransitionTime: k8sTime(now),
+    }),
+  };
+}
+
+/**
+ * The two status writes that end a Job, as the 1.35 job controller makes them: first the interim
+ * condition (SuccessCriteriaMet, or FailureTarget) with no active pod, then the final one (Complete with
+ * completionTime, or Failed) with the same reason and message. `failed`/`succeeded` are the totals.
+ */
+export function finishStatuses(job: Job, outcome: Outcome, counts: { succeeded: number; failed: number }, now: Date): [Record<string, unknown>, Record<string, unknown>] {
+  const t = k8sTime(now);
+  const base = job.status?.conditions ?? [];
+  const reason = outcome.kind === 'succeeded' ? 'CompletionsReached' : outcome.reason;
+  const message = outcome.kind === 'succeeded' ? 'Reached expected number of succeeded pods' : outcome.message;
+  const interimType = outcome.kind === 'succeeded' ? 'SuccessCriteriaMet' : 'FailureTarget';
+  const finalType = outcome.kind === 'succeeded' ? 'Complete' : 'Failed';
+  const existingInterim = base.find((c) => c.type === interimType && c.status === 'True');
+  const interim = existingInterim ?? { type: interimType, status: 'True', reason, message, lastProbeTime: t, lastTransitionTime: t };
+  const interimConditions = withCondition(base, interim);
+  const first: Record<string, unknown> = { active: 0, ready: 0, succeeded: counts.succeeded, failed: counts.failed, conditions: interimConditions };
+  const finalConditions = withCondition(interimConditions, {
+    type: finalType,
+    status: 'True',
+    reason: interim.reason ?? reason,
+    message: interim.message ?? message,
+    lastProbeTime: t,
+    lastTransitionTime: t,
+  });
+  const second: Record<string, unknown> = { ...first, conditions: finalConditions };
+  if (outcome.kind === 'succeeded') second.completionTime = t;
+  return [first, second];
+}
+
+/**
+ * Kubernetes' $(VAR) expansion (kubelet, third_party/forked/golang/expansion): `$(NAME)` becomes the
+ * value when NAME is defined, stays as written otherwise; `$$` is an escaped `$`.
+ */
+export function expand(input: string, lookup: (name: string) => string | undefined): string {
+  let out = '';
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i];
+    if (c !== '$' || i + 1 >= input.length) {
+      out += c;
+      continue;
+    }
+    const next = input[i + 1];
+    if (next === '$') {
+      out += '$';
+      i++;
+    } else if (next === '(') {
+      const close = input.indexOf(')', i + 2);
+      if (close === -1) {
+        out += input.slice(i);
+        break;
+      }
+      const name = input.slice(i + 2, close);
+      const value = lookup(name);
+      out += value ?? `$(${name})`;
+      i = close;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/** The pod the kubelet would have made: what fieldRef env vars read. */
+export interface LocalPod {
+  name: string;
+  namespace: string;
+  uid: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  serviceAccountName: string;
+}
+
+export function localPod(job: Job, suffix: string, uid: string): LocalPod {
+  const jobUid = job.metadata.uid ?? '';
+  return {
+    name: `${job.metadata.name}-${suffix}`.slice(0, 63),
+    namespace: job.metadata.namespace,
+    uid,
+    labels: {
+      ...(job.spec.template.metadata?.labels ?? {}),
+      'batch.kubernetes.io/job-name': job.metadata.name,
+      'job-name': job.metadata.name,
+      ...(jobUid ? { 'batch.kubernetes.io/controller-uid': jobUid, 'controller-uid': jobUid } : {}),
+    },
+    annotations: { ...(job.spec.template.metadata?.annotations ?? {}) },
+    serviceAccountName: (job.spec.template.spec.serviceAccountName as string | undefined) ?? 'default',
+  };
+}
+
+/** A fieldRef's value for a local process; undefined when we cannot know it. */
+export function fieldRefValue(pod: LocalPod, fieldPath: string): string | undefined {
+  const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);
+  if (m) return (m[1] === 'labels' ? pod.labels : pod.annotations)[m[2]!] ?? '';
+  switch (fieldPath) {
+    case 'metadata.name':
+      return pod.name;
+    case 'metadata.namespace':
+      return pod.namespace;
+    case 'metadata.uid':
+      return pod.uid;
+    case 'spec.serviceAccountName':
+      return pod.serviceAccountName;
+    case 'spec.nodeName':
+      return 'localhost';
+    case 'status.podIP':
+    case 'status.hostIP':
+      return '127.0.0.1';
+    case 'status.podIPs':
+    case 'status.hostIPs':
+      return '127.0.0.1';
+    default:
+      return undefined;
+  }
+}
+
+/** Reads Secret and ConfigMap keys (through the API in the runner; a map in the tests). */
+export interface EnvLookups {
+  /** The Secret's decoded data, or undefined if the Secret does not exist. */
+  secret(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+  /** The ConfigMap's data (binaryData decoded), or undefined if it does not exist. */
+  configMap(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+}
+
+/** Env resolution failed the way the kubelet's CreateContainerConfigError does (the pod would wait). */
+export class EnvResolutionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EnvResolutionError';
+  }
+}
+
+/**
+ * The container's environment as the kubelet builds it: envFrom first (prefix applied), then env in
+ * order, each value $(VAR)-expanded against what came before; secretKeyRef/configMapKeyRef read
+ * through `lookups` (a missing non-optional one is an EnvResolutionError); simple fieldRefs.
+ */
+export async function resolveEnv(container: JobContainer, pod: LocalPod, lookups: EnvLookups): Promise<Record<string, string>> {
+  const env: Record<string, string> = {};
+  const ns = pod.namespace;
+  for (const from of container.envFrom ?? []) {
+    const prefix = from.prefix ?? '';
+    if (from.secretRef) {
+      const data = await lookups.secret(ns, from.secretRef.name ?? '');
+      if (data === undefined && !from.secretRef.optional) throw new EnvResolutionError(`secret "${from.secretRef.name}" not found`);
+      for (const [k, v] of Object.entries(data ?? {})) env[prefix + k] = v;
+    }
+    if (from.configMapRef) {
+      const data = await lookups.configMap(ns, from.configMapRef.name ?? '');
+      if (data === undefined && !from.configMapRef.optional) throw new EnvResolutionError(`configmap "${from.configMapRef.name}" not found`);
+      for (const [k, v] of Object.entries(data ?? {})) env[prefix + k] = v;
+    }
+  }
+  for (const e of container.env ?? []) {
+    if (e.valueFrom === undefined) {
+      env[e.name] = expand(e.value ?? '', (n) => env[n]);
+      continue;
+    }
+    const src = e.valueFrom;
+    if (src.secretKeyRef) {
+      const ref = src.secretKeyRef;
+      const data = await lookups.secret(ns, ref.name ?? '');
+      if (data === undefined) {
+        if (ref.optional) continue;
+        throw new EnvResolutionError(`secret "${ref.name}" not found`);
+      }
+      if (!(ref.key in data)) {
+        if (ref.optional) continue;
+        throw new EnvResolutionError(`couldn't find key ${ref.key} in Secret ${ns}/${ref.name}`);
+      }
+      env[e.name] = data[ref.key]!;
+    } else if (src.configMapKeyRef) {
+      const ref = src.configMapKeyRef;
+      const data = await lookups.configMap(ns, ref.name ?? '');
+      if (data === undefined) {
+        if (ref.optional) continue;
+        throw new EnvResolutionError(`configmap "${ref.name}" not found`);
+      }
+      if (!(ref.key in data)) {
+        if (ref.optional) continue;
+        throw new EnvResolutionError(`couldn't find key ${ref.key} in ConfigMap ${ns}/${ref.name}`);
+      }
+      env[e.name] = data[ref.key]!;
+    } else if (src.fieldRef) {
+      const value = fieldRefValue(pod, src.fieldRef.fieldPath);
+      if (value === undefined) throw new EnvResolutionError(`the job runner cannot resolve fieldRef ${src.fieldRef.fieldPath} (env ${e.name})`);
+      env[e.name] = value;
+    } else {
+      throw new EnvResolutionError(`the job runner cannot resolve env ${e.name}: only value, secretKeyRef, configMapKeyRef and fieldRef are supported`);
+    }
+  }
+  return env;
+}
+
+/** Maps a container command's first word to a local program: exact match first, then the basename. */
+export type CommandTable = Record<string, string[]>;
+
+export function localCommand(container: JobContainer, table: CommandTable, env: Record<string, string>): { file: string; args: string[] } {
+  const words = [...(container.command ?? []), ...(container.args ?? [])].map((w) => expand(w, (n) => env[n]));
+  if (!container.command || container.command.length === 0) {
+    throw new Error(`container ${container.name} has no command: the job runner cannot run an image's entrypoint`);
+  }
+  const [first, ...rest] = words as [string, ...string[]];
+  const base = first.split('/').pop() ?? first;
+  const mapped = table[first] ?? table[base];
+  if (mapped && mapped.length > 0) return { file: mapped[0]!, args: [...mapped.slice(1), ...rest] };
+  return { file: first, args: rest };
+}

@@ -1,0 +1,239 @@
+// The GCS fault-tolerance finalizer of a RayCluster as ONE pure decision:
+//   decide({ cluster, pods, job, now, gateEnabled }) -> what to do next.
+// The reconciler (controller/raycluster) reads the world, calls this, performs the one action and
+// requeues. Each reconcile re-decides from scratch (level-triggered), so a restart between any two
+// steps simply decides again from what is there.
+//
+// Order of the checks when the cluster is being deleted and carries our finalizer:
+//   1. feature gate off            -> release (Warning RedisCleanupDisabled: namespace + command)
+//   2. no Redis (FT off / rocksdb) -> release (nothing to clean)
+//   3. unusable namespace/address  -> release (Warning RedisCleanupSkipped)
+//   4. a Job of that name owned by an OLDER cluster of the same name -> delete it, wait
+//   5. our Job finished: Complete  -> release (Normal RedisCleanupSucceeded)
+//                        Failed    -> release (Warning RedisCleanupFailed: reason, namespace, command)
+//   6. timeout passed              -> force release (Warning ForceDeletedStuckCluster)
+//      (before waiting on pods: KubeRay waits for the head pod first, so a head pod that never goes
+//      away, e.g. on a lost node, blocks the deletion for ever; we give up at the timeout instead)
+//   7. head / worker pods not yet deleting -> delete them
+//   8. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
+//   9. our Job running             -> wait (woken by the Job watch; 10 s safety net)
+//  10. no Job                      -> create it
+// Once our Job exists the reconciler no longer lists pods (they were gone when it was created and
+// nothing recreates the pods of a deleting cluster), so waiting costs one GET of the cluster and one
+// of the Job.
+// Every wait is capped so the next reconcile happens no later than the timeout.
+import { deletionTimeoutSeconds, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
+import {
+  ENV_REDIS_ADDRESS,
+  EVENT_FORCE_DELETED_STUCK_CLUSTER,
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_WORKER,
+  RAY_NODE_TYPE_LABEL,
+} from '../names.ts';
+import type { RayCluster } from '../types.ts';
+import { hasFinalizer } from './finalizer.ts';
+import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand, type Job } from './job.ts';
+
+// Our event reasons (KubeRay's CreatedRedisCleanupJob / FailedToCreateRedisCleanupJob /
+// ForceDeletedStuckCluster are in src/names.ts).
+export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
+export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
+export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
+export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
+export const EVENT_ADDED_FINALIZER = 'AddedRedisCleanupFinalizer';
+export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
+export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
+
+export const HEAD_POD_WAIT_MS = 10_000;
+/**
+ * KubeRay polls a running cleanup Job every 2 s. The controller watches the cleanup Jobs (and head
+ * pods), so a change wakes the cluster's reconcile at once; the timed requeue is only a safety net.
+ * Polling 500 deleting clusters every 2 s was what limited deletion throughput (bench/controller.ts).
+ */
+export const JOB_WAIT_MS = 10_000;
+export const POD_DELETE_WAIT_MS = 1_000;
+export const STALE_JOB_WAIT_MS = 1_000;
+/** Never requeue sooner than this (the deadline cap must not spin). */
+export const MIN_REQUEUE_MS = 100;
+
+/** The parts of a Pod the decision reads. */
+export interface PodLite {
+  metadata?: { name?: string; labels?: Record<string, string> | null; deletionTimestamp?: string | null; uid?: string } | undefined;
+}
+
+export interface DecideInput {
+  cluster: RayCluster;
+  /** The cluster's pods (head and workers). Only read while deleting; pass [] otherwise. */
+  pods: PodLite[];
+  /** The Job named cleanupJobName(cluster), if it exists. */
+  job: Job | undefined;
+  /** ms since epoch. */
+  now: number;
+  /** ENABLE_GCS_FT_REDIS_CLEANUP (src/gcsft.ts redisCleanupEnabled). */
+  gateEnabled: boolean;
+}
+
+export interface EventSpec {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+export type ReleaseReason = 'gate-off' | 'no-redis' | 'unusable-config' | 'job-complete' | 'job-failed';
+
+export type Decision =
+  | { action: 'nothing'; reason: string }
+  | { action: 'addFinalizer' }
+  | { action: 'deletePods'; pods: string[]; requeueAfterMs: number }
+  | { action: 'waitForHeadGone'; requeueAfterMs: number }
+  | { action: 'deleteStaleJob'; jobName: string; jobUid: string | undefined; requeueAfterMs: number }
+  | { action: 'createJob'; jobName: string; deadlineMs: number; requeueAfterMs: number }
+  | { action: 'waitForJob'; jobName: string; requeueAfterMs: number }
+  | { action: 'releaseFinalizer'; reason: ReleaseReason; event: EventSpec | undefined }
+  | { action: 'forceRelease'; event: EventSpec };
+
+export type Action = Decision['action'];
+
+function isDeleting(cluster: RayCluster): boolean {
+  const ts = cluster.metadata?.deletionTimestamp;
+  return typeof ts === 'string' && ts !== '';
+}
+
+/** deletionTimestamp + timeout, in ms epoch (NaN-safe: an unparsable timestamp counts as now). */
+export function deletionDeadlineMs(cluster: RayCluster, now: number): number {
+  const parsed = Date.parse(cluster.metadata?.deletionTimestamp ?? '');
+  const start = Number.isFinite(parsed) ? parsed : now;
+  return start + deletionTimeoutSeconds(cluster) * 1000;
+}
+
+function capped(ms: number, deadline: number, now: number): number {
+  return Math.max(MIN_REQUEUE_MS, Math.min(ms, deadline - now + 50));
+}
+
+function ownedBy(job: Job, cluster: RayCluster): boolean {
+  const uid = cluster.metadata?.uid;
+  return (job.metadata.ownerReferences ?? []).some((o) => o.kind === 'RayCluster' && o.uid === uid);
+}
+
+function nodeType(pod: PodLite): string | undefined {
+  return pod.metadata?.labels?.[RAY_NODE_TYPE_LABEL] ?? undefined;
+}
+
+/** Where the data is, in words, for events: `storage namespace "x" in Redis at host:port`. */
+export function describeTarget(cluster: RayCluster): string {
+  const ns = effectiveStorageNamespace(cluster) ?? '(unknown)';
+  const addr = cleanupEnv(cluster).find((e) => e.name === ENV_REDIS_ADDRESS);
+  const where = addr?.valueFrom === undefined && addr?.value ? ` at ${addr.value}` : '';
+  return `storage namespace ${JSON.stringify(ns)} in Redis${where}`;
+}
+
+function byHand(cluster: RayCluster): string {
+  return `To delete it by hand run: ${manualCleanupCommand(cluster)}`;
+}
+
+/** Why the cleanup cannot work with this cluster's configuration, if it cannot. */
+export function unusableConfig(cluster: RayCluster): string | undefined {
+  const ns = effectiveStorageNamespace(cluster);
+  if (ns === undefined) {
+    const fromRef = cleanupEnv(cluster).some((e) => e.name === 'RAY_external_storage_namespace' && e.valueFrom !== undefined);
+    if (!fromRef) return 'no storage namespace is known (no UID, annotation or option)';
+  } else {
+    const problem = storageNamespaceProblem(ns);
+    if (problem) return problem;
+  }
+  const env = cleanupEnv(cluster);
+  const hasEnvFrom = Array.isArray(headContainer(cluster)?.envFrom) && (headContainer(cluster)?.envFrom as unknown[]).length > 0;
+  if (!env.some((e) => e.name === ENV_REDIS_ADDRESS) && !hasEnvFrom) return 'no Redis address (gcsFaultToleranceOptions.redisAddress or head env RAY_REDIS_ADDRESS)';
+  return undefined;
+}
+
+export function decide(input: DecideInput): Decision {
+  const { cluster, pods, job, now, gateEnabled } = input;
+  const meta = cluster.metadata ?? {};
+  const ours = hasFinalizer(meta, GCS_FT_REDIS_CLEANUP_FINALIZER);
+
+  if (!isDeleting(cluster)) {
+    if (ours) return { action: 'nothing', reason: 'finalizer present' };
+    if (!gateEnabled) return { action: 'nothing', reason: 'redis cleanup disabled (ENABLE_GCS_FT_REDIS_CLEANUP=false)' };
+    if (!usesRedisBackend(cluster)) return { action: 'nothing', reason: 'no GCS FT with Redis' };
+    return { action: 'addFinalizer' };
+  }
+
+  if (!ours) return { action: 'nothing', reason: 'deleting without our finalizer' };
+
+  if (!gateEnabled) {
+    return {
+      action: 'releaseFinalizer',
+      reason: 'gate-off',
+      event: {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_DISABLED,
+        message: `Redis cleanup is disabled in the operator (ENABLE_GCS_FT_REDIS_CLEANUP=false); released the finalizer without cleaning ${describeTarget(cluster)}. ${byHand(cluster)}`,
+      },
+    };
+  }
+  if (!usesRedisBackend(cluster)) return { action: 'releaseFinalizer', reason: 'no-redis', event: undefined };
+  const unusable = unusableConfig(cluster);
+  if (unusable) {
+    return {
+      action: 'releaseFinalizer',
+      reason: 'unusable-config',
+      event: { type: 'Warning', reason: EVENT_REDIS_CLEANUP_SKIPPED, message: `Redis cleanup skipped: ${unusable}.` },
+    };
+  }
+
+  const jobName = cleanupJobName(meta.name ?? '');
+  if (job && !ownedBy(job, cluster)) {
+    // Left by an earlier RayCluster of the same name (garbage collection has not removed it yet):
+    // its result says nothing about THIS cluster's data.
+    if (job.metadata.deletionTimestamp) return { action: 'waitForJob', jobName, requeueAfterMs: STALE_JOB_WAIT_MS };
+    return { action: 'deleteStaleJob', jobName, jobUid: job.metadata.uid, requeueAfterMs: STALE_JOB_WAIT_MS };
+  }
+
+  if (job) {
+    const result = jobOutcome(job);
+    if (result?.outcome === 'complete') {
+      return {
+        action: 'releaseFinalizer',
+        reason: 'job-complete',
+        event: { type: 'Normal', reason: EVENT_REDIS_CLEANUP_SUCCEEDED, message: `Redis cleanup Job ${jobName} completed: deleted ${describeTarget(cluster)}.` },
+      };
+    }
+    if (result?.outcome === 'failed') {
+      const why = [result.reason, result.message].filter(Boolean).join(': ');
+      return {
+        action: 'releaseFinalizer',
+        reason: 'job-failed',
+        event: {
+          type: 'Warning',
+          reason: EVENT_REDIS_CLEANUP_FAILED,
+          message: `Redis cleanup Job ${jobName} failed (${why}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. ${byHand(cluster)}`,
+        },
+      };
+    }
+  }
+
+  const deadline = deletionDeadlineMs(cluster, now);
+  if (now >= deadline) {
+    return {
+      action: 'forceRelease',
+      event: {
+        type: 'Warning',
+        reason: EVENT_FORCE_DELETED_STUCK_CLUSTER,
+        message: `Redis cleanup did not finish within ${deletionTimeoutSeconds(cluster)} s of the deletion request (annotation ray.io/gcs-ft-deletion-timeout); released the finalizer, so ${describeTarget(cluster)} may remain. ${byHand(cluster)}`,
+      },
+    };
+  }
+
+  const rayPods = pods.filter((p) => {
+    const t = nodeType(p);
+    return t === NODE_TYPE_HEAD || t === NODE_TYPE_WORKER;
+  });
+  const live = rayPods.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.name ?? '').filter(Boolean);
+  if (live.length > 0) return { action: 'deletePods', pods: live.sort(), requeueAfterMs: capped(POD_DELETE_WAIT_MS, deadline, now) };
+  if (rayPods.some((p) => nodeType(p) === NODE_TYPE_HEAD)) return { action: 'waitForHeadGone', requeueAfterMs: capped(HEAD_POD_WAIT_MS, deadline, now) };
+
+  if (job) return { action: 'waitForJob', jobName, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };
+  return { action: 'createJob', jobName, deadlineMs: deadline, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };
+}

@@ -1,0 +1,49 @@
+// Finalizer changes as JSON patches guarded by a `test` op, so a concurrent change to the finalizers
+// (another controller adding or removing its own) makes our patch fail instead of being clobbered.
+// The API server answers a failed `test` with an error; the reconciler re-reads and decides again.
+
+export type PatchOp =
+  | { op: 'test'; path: string; value: unknown }
+  | { op: 'add'; path: string; value: unknown }
+  | { op: 'remove'; path: string }
+  | { op: 'replace'; path: string; value: unknown };
+
+export interface FinalizerMeta {
+  finalizers?: string[] | null;
+  resourceVersion?: string;
+}
+
+/**
+ * Adds `finalizer`; undefined when already present.
+ * - finalizers array present: test it as read, then append (`/metadata/finalizers/-`).
+ * - absent (the API server omits an empty list, and JSON patch cannot `test` a missing member):
+ *   test the resourceVersion as read, then create the array. Any change since the read fails it.
+ */
+export function addFinalizerPatch(meta: FinalizerMeta, finalizer: string): PatchOp[] | undefined {
+  const current = meta.finalizers;
+  if (Array.isArray(current)) {
+    if (current.includes(finalizer)) return undefined;
+    return [
+      { op: 'test', path: '/metadata/finalizers', value: [...current] },
+      { op: 'add', path: '/metadata/finalizers/-', value: finalizer },
+    ];
+  }
+  const ops: PatchOp[] = [];
+  if (meta.resourceVersion) ops.push({ op: 'test', path: '/metadata/resourceVersion', value: meta.resourceVersion });
+  ops.push({ op: 'add', path: '/metadata/finalizers', value: [finalizer] });
+  return ops;
+}
+
+/** Removes every occurrence of `finalizer` (normally one): test the array as read, then remove by index. */
+export function removeFinalizerPatch(meta: FinalizerMeta, finalizer: string): PatchOp[] | undefined {
+  const current = meta.finalizers;
+  if (!Array.isArray(current) || !current.includes(finalizer)) return undefined;
+  const ops: PatchOp[] = [{ op: 'test', path: '/metadata/finalizers', value: [...current] }];
+  // Remove from the highest index down so earlier indexes stay valid.
+  for (let i = current.length - 1; i >= 0; i--) if (current[i] === finalizer) ops.push({ op: 'remove', path: `/metadata/finalizers/${i}` });
+  return ops;
+}
+
+export function hasFinalizer(meta: FinalizerMeta | undefined, finalizer: string): boolean {
+  return Array.isArray(meta?.finalizers) && meta.finalizers.includes(finalizer);
+}

@@ -1,0 +1,113 @@
+// Plan for running the Redis cleanup INSIDE the controller, used when the cleanup Job cannot be created
+// because the RayCluster's namespace is being deleted (kuberay #3388: the API server refuses new
+// objects in a terminating namespace, so KubeRay's finalizer stays until someone removes it by hand).
+//
+// The controller can do the Job's work itself when every input the Job would have had is resolvable
+// by the controller: plain values, Secrets / ConfigMaps it may read (a 403 means it may not), TLS files
+// that live in Secret / ConfigMap volumes. Pure: this only says what to fetch; the I/O is in
+// controller/raycluster.
+import { REDIS_TLS_ENV } from '../names.ts';
+import type { RayCluster } from '../types.ts';
+import { cleanupEnv, headContainer } from './job.ts';
+
+export type Source =
+  | { kind: 'value'; value: string }
+  | { kind: 'secretKey'; name: string; key: string; optional: boolean }
+  | { kind: 'configMapKey'; name: string; key: string; optional: boolean }
+  /** A file the head pod read from a Secret / ConfigMap volume: fetch the key, write it to a 0600 temp file. */
+  | { kind: 'file'; from: 'secret' | 'configMap'; name: string; key: string; optional: boolean };
+
+export interface EnvFromSource {
+  kind: 'secret' | 'configMap';
+  name: string;
+  prefix: string;
+  optional: boolean;
+}
+
+export interface InProcessPlan {
+  /** env name -> where its value comes from (explicit env; wins over envFrom). */
+  env: Record<string, Source>;
+  /** Whole Secrets / ConfigMaps the head container imported (envFrom), in order. */
+  envFrom: EnvFromSource[];
+  /** Inputs the controller cannot reproduce (fieldRef, files on non-Secret volumes, ...). */
+  unresolvable: string[];
+}
+
+interface Mount {
+  name: string;
+  mountPath: string;
+  subPath?: string;
+}
+
+interface KeyToPath {
+  key: string;
+  path: string;
+}
+
+/** Which Secret / ConfigMap key backs a file path in the head container, if any. */
+export function fileSource(cluster: RayCluster, path: string): Source | undefined {
+  const container = headContainer(cluster);
+  const mounts = (container?.volumeMounts ?? []) as Mount[];
+  const volumes = (cluster.spec?.headGroupSpec?.template?.spec?.volumes ?? []) as Array<Record<string, unknown>>;
+  for (const m of mounts) {
+    if (!m || typeof m.mountPath !== 'string') continue;
+    const base = m.mountPath.replace(/\/+$/, '');
+    let relative: string | undefined;
+    if (m.subPath) relative = path === base ? m.subPath : path.startsWith(`${base}/`) ? `${m.subPath}/${path.slice(base.length + 1)}` : undefined;
+    else relative = path.startsWith(`${base}/`) ? path.slice(base.length + 1) : undefined;
+    if (relative === undefined) continue;
+    const volume = volumes.find((v) => v?.name === m.name);
+    if (!volume) return undefined;
+    for (const from of ['secret', 'configMap'] as const) {
+      const src = volume[from] as { secretName?: string; name?: string; items?: KeyToPath[]; optional?: boolean } | undefined;
+      if (!src) continue;
+      const objectName = from === 'secret' ? src.secretName : src.name;
+      if (!objectName) return undefined;
+      const item = src.items?.find((i) => i.path === relative);
+      if (src.items && !item) return undefined;
+      return { kind: 'file', from, name: objectName, key: item ? item.key : relative, optional: src.optional === true };
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
+export function planInProcessCleanup(cluster: RayCluster): InProcessPlan {
+  const env: Record<string, Source> = {};
+  const unresolvable: string[] = [];
+  const fileVars = new Set<string>(REDIS_TLS_ENV.filter((n) => n !== 'RAY_REDIS_SERVER_NAME'));
+  for (const e of cleanupEnv(cluster)) {
+    if (e.valueFrom === undefined) {
+      const value = e.value ?? '';
+      if (fileVars.has(e.name) && value.startsWith('/')) {
+        const src = fileSource(cluster, value);
+        if (src) env[e.name] = src;
+        else unresolvable.push(`${e.name}=${value} (not a file from a Secret or ConfigMap volume)`);
+      } else {
+        env[e.name] = { kind: 'value', value };
+      }
+      continue;
+    }
+    const s = e.valueFrom.secretKeyRef;
+    const c = e.valueFrom.configMapKeyRef;
+    if (s) env[e.name] = { kind: 'secretKey', name: s.name, key: s.key, optional: s.optional === true };
+    else if (c) env[e.name] = { kind: 'configMapKey', name: c.name, key: c.key, optional: c.optional === true };
+    else unresolvable.push(`${e.name} (valueFrom ${Object.keys(e.valueFrom).join(', ')})`);
+  }
+  const envFrom: EnvFromSource[] = [];
+  const rawEnvFrom = headContainer(cluster)?.envFrom;
+  if (Array.isArray(rawEnvFrom)) {
+    for (const ef of rawEnvFrom as Array<{ prefix?: string; secretRef?: { name?: string; optional?: boolean }; configMapRef?: { name?: string; optional?: boolean } }>) {
+      if (ef?.secretRef?.name) envFrom.push({ kind: 'secret', name: ef.secretRef.name, prefix: ef.prefix ?? '', optional: ef.secretRef.optional === true });
+      else if (ef?.configMapRef?.name) envFrom.push({ kind: 'configMap', name: ef.configMapRef.name, prefix: ef.prefix ?? '', optional: ef.configMapRef.optional === true });
+    }
+  }
+  return { env, envFrom, unresolvable };
+}
+
+/** Kubernetes' env precedence: envFrom entries in order, then explicit env over them. */
+export function mergeEnv(fromEnvFrom: Array<Record<string, string>>, explicit: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of fromEnvFrom) Object.assign(out, m);
+  return Object.assign(out, explicit);
+}

@@ -1,0 +1,250 @@
+// What a RayJob creates, built as plain objects (pure): its RayCluster, the K8sJobMode submitter Job,
+// and the HTTPMode submission request.
+import { parse as parseYaml } from 'yaml';
+import { RAY_API_VERSION } from '../names.ts';
+import type { Container, EnvVar, ObjectMeta, OwnerReference, PodTemplateSpec, RayCluster, RayJob } from '../types.ts';
+import {
+  CREATED_BY_LABEL,
+  CREATED_BY_VALUE,
+  DEFAULT_SUBMITTER_BACKOFF_LIMIT,
+  ENV_PYTHONUNBUFFERED,
+  ENV_RAY_DASHBOARD_ADDRESS,
+  ENV_RAY_JOB_SUBMISSION_ID,
+  ORIGINATED_FROM_CRD_LABEL,
+  ORIGINATED_FROM_CRD_RAYJOB,
+  ORIGINATED_FROM_CR_NAME_LABEL,
+  SUBMITTER_CONTAINER_NAME,
+} from './constants.ts';
+import { fromStatusDashboardUrl, submitterJobName } from './ids.ts';
+
+/** The parts of a batch/v1 Job the state machine reads or writes. */
+export interface JobCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+export interface BatchJob {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: { backoffLimit?: number; template?: PodTemplateSpec; [key: string]: unknown };
+  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
+}
+
+/** Annotations never copied from the RayJob to its RayCluster (kubectl's copy of the RayJob itself). */
+const NOT_COPIED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
+
+export function ownerReferenceTo(job: RayJob): OwnerReference {
+  return {
+    apiVersion: RAY_API_VERSION,
+    kind: 'RayJob',
+    name: job.metadata.name ?? '',
+    uid: job.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+function originLabels(job: RayJob): Record<string, string> {
+  return {
+    [ORIGINATED_FROM_CR_NAME_LABEL]: job.metadata.name ?? '',
+    [ORIGINATED_FROM_CRD_LABEL]: ORIGINATED_FROM_CRD_RAYJOB,
+  };
+}
+
+/**
+ * The RayCluster for spec.rayClusterSpec (KubeRay's constructRayClusterForRayJob): the RayJob's labels
+ * and annotations are carried over, so `ray.io/ft-enabled`, `ray.io/external-storage-namespace` and
+ * `ray.io/gcs-ft-deletion-timeout` reach the cluster and our webhook and GCS-FT cleanup apply to it;
+ * spec.gcsFaultToleranceOptions travels inside the spec. Owned (controller) by the RayJob.
+ */
+export function buildRayCluster(job: RayJob, clusterName: string): RayCluster {
+  const annotations: Record<string, string> = {};
+  for (const [key, value] of Object.entries(job.metadata.annotations ?? {})) {
+    if (!NOT_COPIED_ANNOTATIONS.has(key)) annotations[key] = value;
+  }
+  const metadata: ObjectMeta = {
+    name: clusterName,
+    namespace: job.metadata.namespace ?? 'default',
+    labels: { ...(job.metadata.labels ?? {}), ...originLabels(job) },
+    ownerReferences: [ownerReferenceTo(job)],
+  };
+  if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
+  return {
+    apiVersion: RAY_API_VERSION,
+    kind: 'RayCluster',
+    metadata,
+    spec: structuredClone(job.spec?.rayClusterSpec ?? {}),
+  };
+}
+
+/** The image of the cluster's head container (KubeRay's default submitter runs the head image). */
+export function headImage(cluster: RayCluster | undefined | null): string | undefined {
+  return cluster?.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.image;
+}
+
+/** POSIX shell single-quoting. */
+export function shellQuote(value: string): string {
+  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+function runtimeEnv(job: RayJob): Record<string, unknown> | undefined {
+  const yaml = job.spec?.['runtimeEnvYAML'];
+  if (typeof yaml !== 'string' || yaml.trim() === '') return undefined;
+  const parsed: unknown = parseYaml(yaml);
+  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+}
+
+function numberField(job: RayJob, key: string): number | undefined {
+  const value = job.spec?.[key];
+  return typeof value === 'number' && value > 0 ? value : undefined;
+}
+
+function entrypointResources(job: RayJob): Record<string, number> | undefined {
+  const value = job.spec?.['entrypointResources'];
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, number>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function jobMetadata(job: RayJob): Record<string, string> | undefined {
+  const value = job.spec?.['metadata'];
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, string>) : undefined;
+}
+
+export interface SubmitterOptions {
+  /** The `ray` executable as a shell word (or words); tests point it at a stand-in. Default `ray`. */
+  rayCommand?: string;
+  /** Overrides the submitter image (default: the head container's image). */
+  image?: string;
+}
+
+/**
+ * The submitter's shell command (KubeRay's GetK8sJobCommand): submit only if the dashboard does not
+ * know the submission id yet, then follow the logs until the Ray job ends. A restarted submitter pod
+ * therefore re-attaches instead of failing on a duplicate submission (kuberay #2154).
+ */
+export function submitterScript(job: RayJob, address: string, jobId: string, options: SubmitterOptions = {}): string {
+  const ray = options.rayCommand ?? 'ray';
+  const addr = shellQuote(address);
+  const id = shellQuote(jobId);
+  const submit = [`${ray} job submit --address ${addr} --no-wait`];
+  const env = runtimeEnv(job);
+  if (env !== undefined) submit.push(`--runtime-env-json ${shellQuote(JSON.stringify(env))}`);
+  const metadata = jobMetadata(job);
+  if (metadata !== undefined && Object.keys(metadata).length > 0) submit.push(`--metadata-json ${shellQuote(JSON.stringify(metadata))}`);
+  const cpus = numberField(job, 'entrypointNumCpus');
+  if (cpus !== undefined) submit.push(`--entrypoint-num-cpus ${cpus}`);
+  const gpus = numberField(job, 'entrypointNumGpus');
+  if (gpus !== undefined) submit.push(`--entrypoint-num-gpus ${gpus}`);
+  const memory = numberField(job, 'entrypointMemory');
+  if (memory !== undefined) submit.push(`--entrypoint-memory ${memory}`);
+  const resources = entrypointResources(job);
+  if (resources !== undefined) submit.push(`--entrypoint-resources ${shellQuote(JSON.stringify(resources))}`);
+  // The entrypoint is a shell command line (as in KubeRay): bash splits it, so quotes in it work.
+  submit.push(`--submission-id ${id} -- ${job.spec?.entrypoint ?? ''}`);
+  return [
+    `if ! ${ray} job status --address ${addr} ${id} >/dev/null 2>&1 ; then ${submit.join(' ')} ; fi`,
+    `${ray} job logs --address ${addr} --follow ${id}`,
+  ].join(' ; ');
+}
+
+function defaultSubmitterTemplate(image: string | undefined): PodTemplateSpec {
+  const container: Container = {
+    name: SUBMITTER_CONTAINER_NAME,
+    image: image ?? '',
+    resources: {
+      requests: { cpu: '500m', memory: '200Mi' },
+      limits: { cpu: '1', memory: '1Gi' },
+    },
+  };
+  return { spec: { restartPolicy: 'Never', containers: [container] } };
+}
+
+/**
+ * The K8sJobMode submitter Job (KubeRay's createNewK8sJob): named after the RayJob, backoffLimit from
+ * submitterConfig or 2, owned by the RayJob, the head image, env RAY_DASHBOARD_ADDRESS and
+ * RAY_JOB_SUBMISSION_ID. A user's spec.submitterPodTemplate is used when given; its first container
+ * is the submitter and keeps its own command if it has one.
+ */
+export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | undefined, options: SubmitterOptions = {}): BatchJob {
+  const status = job.status ?? {};
+  const jobId = status.jobId ?? '';
+  const dashboard = status.dashboardURL ?? '';
+  const userTemplate = job.spec?.['submitterPodTemplate'] as PodTemplateSpec | undefined;
+  const template: PodTemplateSpec = userTemplate
+    ? structuredClone(userTemplate)
+    : defaultSubmitterTemplate(options.image ?? headImage(cluster));
+  template.spec ??= {};
+  template.spec.containers ??= [];
+  if (template.spec.containers.length === 0) template.spec.containers.push({ name: SUBMITTER_CONTAINER_NAME });
+  if (template.spec['restartPolicy'] === undefined) template.spec['restartPolicy'] = 'Never';
+  const container = template.spec.containers[0] as Container;
+  if (userTemplate && options.image !== undefined) container.image = options.image;
+  if (container.image === undefined || container.image === '') container.image = options.image ?? headImage(cluster) ?? '';
+  const command = container['command'];
+  if (!Array.isArray(command) || command.length === 0) {
+    // Without -e the script would go on after a failing command (KubeRay's GetContainerCommand(["e"])).
+    container['command'] = ['/bin/bash', '-ce', '--'];
+    container['args'] = [submitterScript(job, fromStatusDashboardUrl(dashboard), jobId, options)];
+  }
+  const env: EnvVar[] = [...(container.env ?? [])];
+  env.push({ name: ENV_PYTHONUNBUFFERED, value: '1' });
+  env.push({ name: ENV_RAY_DASHBOARD_ADDRESS, value: dashboard });
+  env.push({ name: ENV_RAY_JOB_SUBMISSION_ID, value: jobId });
+  container.env = env;
+  const backoffLimit = job.spec?.submitterConfig?.backoffLimit ?? DEFAULT_SUBMITTER_BACKOFF_LIMIT;
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: {
+      name: submitterJobName(job),
+      namespace: job.metadata.namespace ?? 'default',
+      labels: { ...originLabels(job), [CREATED_BY_LABEL]: CREATED_BY_VALUE },
+      ownerReferences: [ownerReferenceTo(job)],
+    },
+    spec: { backoffLimit, template },
+  };
+}
+
+/** Ray's JobSubmitRequest body for POST /api/jobs/ (HTTPMode). */
+export interface JobSubmitRequest {
+  entrypoint: string;
+  submission_id: string;
+  runtime_env?: Record<string, unknown>;
+  metadata?: Record<string, string>;
+  entrypoint_num_cpus?: number;
+  entrypoint_num_gpus?: number;
+  entrypoint_memory?: number;
+  entrypoint_resources?: Record<string, number>;
+}
+
+export function buildSubmitRequest(job: RayJob): JobSubmitRequest {
+  const request: JobSubmitRequest = { entrypoint: job.spec?.entrypoint ?? '', submission_id: job.status?.jobId ?? '' };
+  const env = runtimeEnv(job);
+  if (env !== undefined) request.runtime_env = env;
+  const metadata = jobMetadata(job);
+  if (metadata !== undefined) request.metadata = metadata;
+  const cpus = numberField(job, 'entrypointNumCpus');
+  if (cpus !== undefined) request.entrypoint_num_cpus = cpus;
+  const gpus = numberField(job, 'entrypointNumGpus');
+  if (gpus !== undefined) request.entrypoint_num_gpus = gpus;
+  const memory = numberField(job, 'entrypointMemory');
+  if (memory !== undefined) request.entrypoint_memory = memory;
+  const resources = entrypointResources(job);
+  if (resources !== undefined) request.entrypoint_resources = resources;
+  return request;
+}
+
+/** A finished condition (Complete or Failed, status True) of a batch Job, if any. */
+export function finishedCondition(job: BatchJob | null | undefined): JobCondition | undefined {
+  return (job?.status?.conditions ?? []).find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+}

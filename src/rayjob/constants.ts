@@ -1,0 +1,73 @@
+// RayJob names and defaults shared with KubeRay (ray-operator/controllers/ray/utils/constant.go,
+// apis/ray/v1/rayjob_types.go). Changing one breaks compatibility. Names used by both resources
+// (finalizers, ray.io/cluster) live in ../names.ts.
+
+/** Ray's JobStatus (the Ray job as the dashboard reports it). "" is KubeRay's JobStatusNew. */
+export const RAY_JOB_STATUSES = ['PENDING', 'RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'] as const;
+export type RayJobStatusValue = (typeof RAY_JOB_STATUSES)[number] | '';
+
+/** KubeRay's IsJobTerminal, kept in step with Ray's JobStatus.is_terminal(). */
+export function isRayJobTerminal(status: string | undefined): boolean {
+  return status === 'STOPPED' || status === 'SUCCEEDED' || status === 'FAILED';
+}
+
+/** KubeRay's JobFailedReason values written to status.reason. */
+export const REASON_SUBMISSION_FAILED = 'SubmissionFailed';
+export const REASON_DEADLINE_EXCEEDED = 'DeadlineExceeded';
+export const REASON_PRE_RUNNING_DEADLINE_EXCEEDED = 'PreRunningDeadlineExceeded';
+export const REASON_APP_FAILED = 'AppFailed';
+export const REASON_GRACE_PERIOD_EXCEEDED = 'JobDeploymentStatusTransitionGracePeriodExceeded';
+export const REASON_STATUS_CHECK_TIMEOUT_EXCEEDED = 'JobStatusCheckTimeoutExceeded';
+export const REASON_VALIDATION_FAILED = 'ValidationFailed';
+
+/** Event reasons (KubeRay's K8sEventType values for RayJob). */
+export const EVENT_INVALID_RAYJOB_METADATA = 'InvalidRayJobMetadata';
+export const EVENT_INVALID_RAYJOB_SPEC = 'InvalidRayJobSpec';
+export const EVENT_INVALID_RAYJOB_STATUS = 'InvalidRayJobStatus';
+export const EVENT_CREATED_RAYCLUSTER = 'CreatedRayCluster';
+export const EVENT_FAILED_TO_CREATE_RAYCLUSTER = 'FailedToCreateRayCluster';
+export const EVENT_DELETED_RAYCLUSTER = 'DeletedRayCluster';
+export const EVENT_FAILED_TO_DELETE_RAYCLUSTER = 'FailedToDeleteRayCluster';
+export const EVENT_CREATED_SUBMITTER = 'CreatedRayJobSubmitter';
+export const EVENT_FAILED_TO_CREATE_SUBMITTER = 'FailedToCreateRayJobSubmitter';
+export const EVENT_DELETED_SUBMITTER = 'DeletedRayJobSubmitter';
+export const EVENT_FAILED_TO_DELETE_SUBMITTER = 'FailedToDeleteRayJobSubmitter';
+export const EVENT_RAYCLUSTER_NOT_FOUND = 'RayClusterNotFound';
+/** Ours (KubeRay has no event for these): a RayJob reached Failed, a stop request on deletion. */
+export const EVENT_RAYJOB_FAILED = 'RayJobFailed';
+export const EVENT_STOPPED_RAY_JOB = 'StoppedRayJob';
+export const EVENT_FAILED_TO_STOP_RAY_JOB = 'FailedToStopRayJob';
+export const EVENT_SUBMITTED_RAY_JOB = 'SubmittedRayJob';
+
+/** Labels KubeRay puts on what a RayJob creates. */
+export const ORIGINATED_FROM_CR_NAME_LABEL = 'ray.io/originated-from-cr-name';
+export const ORIGINATED_FROM_CRD_LABEL = 'ray.io/originated-from-crd';
+export const ORIGINATED_FROM_CRD_RAYJOB = 'RayJob';
+export const CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
+export const CREATED_BY_VALUE = 'raykeeper';
+
+/** spec.clusterSelector key naming an existing RayCluster. */
+export const CLUSTER_SELECTOR_KEY = 'ray.io/cluster';
+
+/** RayJob names longer than this make `<name>-<5>-head-svc` exceed 63 characters (KubeRay MaxRayJobNameLength). */
+export const MAX_RAYJOB_NAME_LENGTH = 47;
+
+/** The submitter container and the env KubeRay gives it. */
+export const SUBMITTER_CONTAINER_NAME = 'ray-job-submitter';
+export const ENV_RAY_DASHBOARD_ADDRESS = 'RAY_DASHBOARD_ADDRESS';
+export const ENV_RAY_JOB_SUBMISSION_ID = 'RAY_JOB_SUBMISSION_ID';
+export const ENV_PYTHONUNBUFFERED = 'PYTHONUNBUFFERED';
+export const DEFAULT_SUBMITTER_BACKOFF_LIMIT = 2;
+
+/** Operator env KubeRay reads (same names here). */
+export const ENV_GRACE_PERIOD_SECONDS = 'RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS';
+export const ENV_STATUS_CHECK_TIMEOUT_SECONDS = 'RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS';
+export const ENV_DELETE_RAYJOB_AFTER_JOB_FINISHES = 'DELETE_RAYJOB_CR_AFTER_JOB_FINISHES';
+
+export const DEFAULT_GRACE_PERIOD_SECONDS = 300;
+export const DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS = 300;
+/** KubeRay's DefaultSubmitterFinishedTimeout: submitter finished, Ray job still not terminal. */
+export const DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS = 30;
+/** KubeRay's RayJobDefaultRequeueDuration. */
+export const DEFAULT_REQUEUE_MS = 3000;
+export const DASHBOARD_PORT = 8265;

@@ -1,0 +1,195 @@
+// KubeRay's RayJob validation (utils/validation.go: ValidateRayJobMetadata, ValidateRayJobSpec,
+// ValidateRayJobStatus, and the parts of ValidateRayClusterSpec that concern a RayJob's cluster).
+// Pure: returns the first problem, as KubeRay does, with the event reason KubeRay uses for it.
+import { parse as parseYaml } from 'yaml';
+import { isGcsFtEnabled } from '../gcsft.ts';
+import {
+  ENV_REDIS_ADDRESS,
+  ENV_REDIS_PASSWORD,
+  ENV_REDIS_USERNAME,
+  EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
+  FT_ENABLED_ANNOTATION,
+} from '../names.ts';
+import type { Container, RayClusterSpec, RayJob } from '../types.ts';
+import {
+  CLUSTER_SELECTOR_KEY,
+  EVENT_INVALID_RAYJOB_METADATA,
+  EVENT_INVALID_RAYJOB_SPEC,
+  EVENT_INVALID_RAYJOB_STATUS,
+  MAX_RAYJOB_NAME_LENGTH,
+} from './constants.ts';
+import { usesClusterSelector } from './ids.ts';
+
+export interface ValidationProblem {
+  /** The Warning event reason: InvalidRayJobMetadata | InvalidRayJobSpec | InvalidRayJobStatus. */
+  eventReason: string;
+  message: string;
+}
+
+export const SUBMISSION_MODES = ['K8sJobMode', 'HTTPMode', 'InteractiveMode', 'SidecarMode'] as const;
+export type SubmissionMode = (typeof SUBMISSION_MODES)[number];
+
+/** spec.submissionMode, defaulting like the CRD does (K8sJobMode). */
+export function submissionMode(job: RayJob): string {
+  const mode = job.spec?.submissionMode;
+  return mode === undefined || mode === null || mode === '' ? 'K8sJobMode' : String(mode);
+}
+
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+export function validateRayJobMetadata(job: RayJob): string | undefined {
+  const name = job.metadata.name ?? '';
+  if (name.length > MAX_RAYJOB_NAME_LENGTH) {
+    return `The RayJob metadata is invalid: RayJob name should be no more than ${MAX_RAYJOB_NAME_LENGTH} characters`;
+  }
+  if (!DNS1035_LABEL.test(name)) {
+    return `The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: ${JSON.stringify(name)}`;
+  }
+  return undefined;
+}
+
+function isInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value);
+}
+
+function hasEnv(container: Container | undefined, name: string): boolean {
+  return (container?.env ?? []).some((e) => e.name === name);
+}
+
+/** The RayCluster rules that can make a RayJob's rayClusterSpec unusable (the GCS FT ones matter to us). */
+export function validateRayClusterSpecForJob(spec: RayClusterSpec, annotations: Record<string, string>): string | undefined {
+  const containers = spec.headGroupSpec?.template?.spec?.containers ?? [];
+  if (containers.length === 0) return 'headGroupSpec should have at least one container';
+  for (const group of spec.workerGroupSpecs ?? []) {
+    const template = group['template'] as { spec?: { containers?: unknown[] } } | undefined;
+    if ((template?.spec?.containers ?? []).length === 0) return 'workerGroupSpec should have at least one container';
+  }
+  const subject = { metadata: { annotations }, spec };
+  // KubeRay rejects any non-empty annotation value (even "false") next to the options.
+  if ((annotations[FT_ENABLED_ANNOTATION] ?? '') !== '' && spec.gcsFaultToleranceOptions != null) {
+    return 'ray.io/ft-enabled annotation and GcsFaultToleranceOptions are both set. Please use only GcsFaultToleranceOptions to configure GCS fault tolerance';
+  }
+  const head = containers[0];
+  if (!isGcsFtEnabled(subject) && hasEnv(head, ENV_REDIS_ADDRESS)) {
+    return `${ENV_REDIS_ADDRESS} is set which implicitly enables GCS fault tolerance, but GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions to enable GCS fault tolerance`;
+  }
+  const params = spec.headGroupSpec?.rayStartParams ?? {};
+  if (spec.gcsFaultToleranceOptions != null) {
+    if ((params['redis-password'] ?? '') !== '') {
+      return 'cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead';
+    }
+    if (hasEnv(head, ENV_REDIS_PASSWORD)) {
+      return 'cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead';
+    }
+    if (hasEnv(head, ENV_REDIS_ADDRESS)) {
+      return 'cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisAddress instead';
+    }
+    if ((annotations[EXTERNAL_STORAGE_NAMESPACE_ANNOTATION] ?? '') !== '') {
+      return 'cannot set `ray.io/external-storage-namespace` annotation when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead';
+    }
+  }
+  if ((params['redis-username'] ?? '') !== '' || hasEnv(head, ENV_REDIS_USERNAME)) {
+    return 'cannot set redis username in rayStartParams or environment variables - use GcsFaultToleranceOptions.RedisUsername instead';
+  }
+  return undefined;
+}
+
+/** Whether the submitter pod template brings its own command (then no entrypoint is needed). */
+export function hasCustomSubmitterCommand(job: RayJob): boolean {
+  const template = job.spec?.['submitterPodTemplate'] as { spec?: { containers?: Array<{ command?: unknown[] }> } } | undefined;
+  const command = template?.spec?.containers?.[0]?.command;
+  return Array.isArray(command) && command.length > 0;
+}
+
+export function validateRayJobSpec(job: RayJob): string | undefined {
+  const spec = job.spec ?? {};
+  const invalid = (why: string) => `The RayJob spec is invalid: ${why}`;
+  const mode = submissionMode(job);
+  if (!(SUBMISSION_MODES as readonly string[]).includes(mode)) {
+    return invalid(`unknown submissionMode ${JSON.stringify(mode)}`);
+  }
+  if (mode === 'SidecarMode') {
+    return invalid('SidecarMode is not supported by raykeeper; use K8sJobMode, HTTPMode or InteractiveMode');
+  }
+  if (spec.suspend === true && spec.shutdownAfterJobFinishes !== true) {
+    return invalid('a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended');
+  }
+  const ttl = spec.ttlSecondsAfterFinished;
+  if (ttl !== undefined && ttl !== null && (!isInteger(ttl) || ttl < 0)) {
+    return invalid('TTLSecondsAfterFinished must be a non-negative integer');
+  }
+  const selectorMode = usesClusterSelector(job);
+  if (spec.suspend === true && selectorMode) {
+    return invalid("the ClusterSelector mode doesn't support the suspend operation");
+  }
+  if ((spec.rayClusterSpec === undefined || spec.rayClusterSpec === null) && !selectorMode) {
+    return invalid('one of RayClusterSpec or ClusterSelector must be set');
+  }
+  if (selectorMode) {
+    const name = spec.clusterSelector?.[CLUSTER_SELECTOR_KEY] ?? '';
+    if (name === '') return `cluster name in ClusterSelector should not be empty (key ${CLUSTER_SELECTOR_KEY})`;
+    const limit = spec.backoffLimit;
+    if (isInteger(limit) && limit > 0) {
+      return invalid('BackoffLimit is incompatible with ClusterSelector mode (a retry needs a new RayCluster)');
+    }
+  }
+  if (mode === 'InteractiveMode' && isInteger(spec.backoffLimit) && spec.backoffLimit > 0) {
+    return invalid('BackoffLimit is incompatible with InteractiveMode');
+  }
+  if ((mode === 'HTTPMode' || (mode === 'K8sJobMode' && !hasCustomSubmitterCommand(job))) && (spec.entrypoint ?? '').trim() === '') {
+    return invalid(`entrypoint is required in ${mode}`);
+  }
+  if (spec.rayClusterSpec !== undefined && spec.rayClusterSpec !== null) {
+    const problem = validateRayClusterSpecForJob(spec.rayClusterSpec, job.metadata.annotations ?? {});
+    if (problem !== undefined) return invalid(problem);
+  }
+  const runtimeEnv = spec['runtimeEnvYAML'];
+  if (typeof runtimeEnv === 'string' && runtimeEnv.trim() !== '') {
+    try {
+      const parsed: unknown = parseYaml(runtimeEnv);
+      if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) {
+        return invalid('runtimeEnvYAML must be a YAML mapping');
+      }
+    } catch (err) {
+      return invalid(`runtimeEnvYAML is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  const active = spec.activeDeadlineSeconds;
+  if (active !== undefined && active !== null && (!isInteger(active) || active <= 0)) {
+    return invalid('activeDeadlineSeconds must be a positive integer');
+  }
+  const preRunning = spec.preRunningDeadlineSeconds;
+  if (preRunning !== undefined && preRunning !== null && (!isInteger(preRunning) || preRunning <= 0)) {
+    return invalid('preRunningDeadlineSeconds must be a positive integer');
+  }
+  const backoff = spec.backoffLimit;
+  if (backoff !== undefined && backoff !== null && (!isInteger(backoff) || backoff < 0)) {
+    return invalid('backoffLimit must be a non-negative integer');
+  }
+  const submitterBackoff = spec.submitterConfig?.backoffLimit;
+  if (submitterBackoff !== undefined && submitterBackoff !== null && (!isInteger(submitterBackoff) || submitterBackoff < 0)) {
+    return invalid('submitterConfig.backoffLimit must be a non-negative integer');
+  }
+  return undefined;
+}
+
+export function validateRayJobStatus(job: RayJob): string | undefined {
+  if (job.status?.jobDeploymentStatus === 'Waiting' && submissionMode(job) !== 'InteractiveMode') {
+    return 'The RayJob status is invalid: JobDeploymentStatus cannot be `Waiting` when SubmissionMode is not InteractiveMode';
+  }
+  return undefined;
+}
+
+/** KubeRay's validateRayJob: metadata, then spec, then status; the first problem wins. */
+export function validateRayJob(job: RayJob): ValidationProblem | undefined {
+  const rules: Array<[string, (job: RayJob) => string | undefined]> = [
+    [EVENT_INVALID_RAYJOB_METADATA, validateRayJobMetadata],
+    [EVENT_INVALID_RAYJOB_SPEC, validateRayJobSpec],
+    [EVENT_INVALID_RAYJOB_STATUS, validateRayJobStatus],
+  ];
+  for (const [eventReason, rule] of rules) {
+    const message = rule(job);
+    if (message !== undefined) return { eventReason, message };
+  }
+  return undefined;
+}

@@ -1,0 +1,109 @@
+// How a Redis failure is handled: retried with backoff (the server may come back), or reported at once.
+// Pure: decisions on error codes and messages, and the backoff schedule.
+
+export type ErrorKind =
+  /** Wrong password / user, missing AUTH: retrying cannot help and may lock the account. */
+  | 'auth'
+  /** ACL denies a command or key. */
+  | 'permission'
+  /** TLS verification or handshake configuration: retrying cannot help. */
+  | 'tls'
+  /** Connection refused / reset / timed out, server loading, failover in progress, cluster reconfiguring. */
+  | 'retryable'
+  /** Anything else (unknown command, protocol errors, our own checks). */
+  | 'fatal';
+
+const RETRYABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND', // in Kubernetes a Service name may not resolve for a moment
+  'ECONNABORTED',
+  'ERR_SOCKET_CLOSED',
+]);
+
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_)/;
+
+// Redis reply prefixes (the first word of an error reply).
+const RETRYABLE_REPLIES = new Set(['LOADING', 'BUSY', 'TRYAGAIN', 'CLUSTERDOWN', 'MASTERDOWN', 'READONLY', 'MOVED', 'ASK']);
+const AUTH_REPLIES = new Set(['WRONGPASS', 'NOAUTH']);
+
+const RETRYABLE_MESSAGES = [
+  /connection is closed/i,
+  /command timed out/i,
+  /connect etimedout/i,
+  /socket (closed|hang up)/i,
+  /stream isn't writeable/i,
+  /reached the max retries per request/i,
+  /all sentinels are unreachable/i,
+  /none of the sentinels are available/i,
+  /failed to refresh slots cache/i,
+  /none of startup nodes is available/i,
+  /cluster isn't ready/i,
+  /command aborted due to connection close/i,
+  /timed out while connecting/i,
+];
+
+export interface ErrorLike {
+  message?: unknown;
+  code?: unknown;
+  name?: unknown;
+}
+
+export function classifyRedisError(err: unknown): ErrorKind {
+  const e = (err ?? {}) as ErrorLike;
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const code = typeof e.code === 'string' ? e.code : '';
+  const firstWord = message.trim().split(/\s/, 1)[0] ?? '';
+  if (AUTH_REPLIES.has(firstWord) || /invalid (username-)?password|authentication required|invalid username/i.test(message)) return 'auth';
+  if (firstWord === 'NOPERM' || /no permissions to (run|access)/i.test(message)) return 'permission';
+  if (TLS_CODES.test(code) || /certificate|self[- ]signed|wrong version number|ssl routines|alert handshake|tls handshake failed|hostname\/ip does not match/i.test(message)) return 'tls';
+  if (RETRYABLE_CODES.has(code) || RETRYABLE_REPLIES.has(firstWord)) return 'retryable';
+  for (const re of RETRYABLE_CODES) if (message.includes(re)) return 'retryable';
+  if (RETRYABLE_MESSAGES.some((re) => re.test(message))) return 'retryable';
+  return 'fatal';
+}
+
+export interface BackoffPolicy {
+  initialMs: number;
+  maxMs: number;
+  factor: number;
+  /** 0..1: the delay is drawn from [d*(1-jitter), d]. */
+  jitter: number;
+}
+
+export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 250, maxMs: 8000, factor: 2, jitter: 0.2 };
+
+/**
+ * Delay before retry number `attempt` (0-based), never past the deadline: undefined when even a minimal
+ * wait would not leave time for another try.
+ */
+export function backoffDelay(attempt: number, remainingMs: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random: () => number = Math.random): number | undefined {
+  const base = Math.min(policy.maxMs, policy.initialMs * policy.factor ** Math.max(0, attempt));
+  const delay = Math.round(base * (1 - policy.jitter * random()));
+  if (remainingMs <= 0) return undefined;
+  // Leave at least a quarter of the initial delay for the attempt itself.
+  if (remainingMs < policy.initialMs / 4) return undefined;
+  return Math.min(delay, Math.max(0, remainingMs - Math.ceil(policy.initialMs / 4)));
+}
+
+/** One line, no newlines, secrets masked, bounded length: fit for a Job's termination message. */
+export function oneLine(text: string, secrets: (string | undefined)[] = [], max = 400): string {
+  let out = text.replace(/\s+/g, ' ').trim();
+  for (const s of secrets) if (s) out = out.split(s).join('***');
+  return out.length > max ? `${out.slice(0, max - 3)}...` : out;
+}
+
+/** The message of an error, without a stack; OpenSSL's "C00C...:error:0A00045C:SSL routines:fn:reason:file:line" shortened to its reason. */
+export function errorMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message || err.name : String(err);
+  const ssl = /[0-9A-F]+:error:[0-9A-F]+:SSL routines:[^:]*:([^:]+)(?::[^:\s]*:\d+:(?:SSL alert number (\d+))?)?/.exec(text);
+  if (ssl) return `${text.slice(0, ssl.index)}TLS handshake failed: ${ssl[1]}${ssl[2] ? ` (alert ${ssl[2]})` : ''}${text.slice(ssl.index + ssl[0].length)}`;
+  return text;
+}

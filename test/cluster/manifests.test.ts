@@ -1,0 +1,320 @@
+// What a cluster admin applies: `kubectl kustomize manifests/default` renders, every object is accepted
+// by the real API server (the webhook configuration by server-side dry run only: the control plane is
+// shared), the Pods meet the restricted Pod Security Standard, and RBAC grants the controller exactly
+// what it calls (SubjectAccessReviews, and real calls with the ServiceAccount's own token).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { applyObject, Discovery, type KubeObject, parseManifests } from '../../src/localcluster/apply.ts';
+import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { kubeConfigFor } from '../../src/localcluster/control-plane.ts';
+import { ApiError, KubeRest } from '../../src/localcluster/rest.ts';
+import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
+
+const SYSTEM_NS = 'raykeeper-system';
+const CONTROLLER = `system:serviceaccount:${SYSTEM_NS}:raykeeper-controller`;
+const WEBHOOK = `system:serviceaccount:${SYSTEM_NS}:raykeeper-webhook`;
+
+function kustomize(dir: string): KubeObject[] {
+  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
+  if (r.error) throw new Error(`kubectl is needed to render the kustomization (kubectl kustomize): ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${r.stderr}`);
+  return parseManifests(r.stdout);
+}
+
+const find = (objs: KubeObject[], kind: string, name: string): any => {
+  const o = objs.find((x) => x.kind === kind && x.metadata.name === name);
+  if (!o) throw new Error(`no ${kind} ${name} in the rendered manifests`);
+  return o;
+};
+
+const rendered = kustomize('manifests/default');
+
+t.test('the kustomizations render: default = crds + base; base has no CRDs', async (t) => {
+  const crds = kustomize('manifests/crds');
+  const base = kustomize('manifests/base');
+  t.same(
+    crds.map((o) => `${o.kind}/${o.metadata.name}`),
+    ['CustomResourceDefinition/rayclusters.ray.io', 'CustomResourceDefinition/rayjobs.ray.io'],
+  );
+  t.notOk(base.some((o) => o.kind === 'CustomResourceDefinition'), 'base is usable alongside KubeRay CRDs');
+  const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+  t.same(rendered.map(key).sort(), [...crds, ...base].map(key).sort());
+  const kinds = new Set(rendered.map((o) => o.kind));
+  for (const k of ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment', 'Service', 'PodDisruptionBudget', 'MutatingWebhookConfiguration', 'Secret']) {
+    t.ok(kinds.has(k), `has a ${k}`);
+  }
+  for (const o of rendered.filter((x) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration'].includes(x.kind))) {
+    t.equal(o.metadata.namespace, SYSTEM_NS, `${o.kind}/${o.metadata.name} lives in ${SYSTEM_NS}`);
+  }
+});
+
+t.test('webhook and controller workloads: replicas, probes, security, wiring', async (t) => {
+  const webhook = find(rendered, 'Deployment', 'raykeeper-webhook');
+  const controller = find(rendered, 'Deployment', 'raykeeper-controller');
+  const pdb = find(rendered, 'PodDisruptionBudget', 'raykeeper-webhook');
+  const svc = find(rendered, 'Service', 'raykeeper-webhook');
+  t.equal(webhook.spec.replicas, 2);
+  t.ok(controller.spec.replicas >= 1 && controller.spec.replicas <= 2);
+  const wc = webhook.spec.template.spec.containers[0];
+  const cc = controller.spec.template.spec.containers[0];
+  t.same(wc.args, ['webhook', '--cert', '/etc/raykeeper/tls/tls.crt', '--key', '/etc/raykeeper/tls/tls.key']);
+  t.equal(cc.args[0], 'controller');
+  t.ok(cc.args.includes('--leader-elect'), 'leader election on');
+  for (const [c, image] of [
+    [wc, 'raykeeper:0.1.0'],
+    [cc, 'raykeeper:0.1.0'],
+  ]) {
+    t.equal(c.image, image);
+    t.match(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+  }
+  for (const d of [webhook, controller]) t.match(d.spec.template.spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  t.match(wc.readinessProbe, { httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' } });
+  t.match(wc.livenessProbe, { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' } });
+  t.same(wc.ports, [{ name: 'https', containerPort: 9443, protocol: 'TCP' }]);
+  t.match(cc.readinessProbe, { httpGet: { path: '/readyz' } });
+  t.match(cc.livenessProbe, { httpGet: { path: '/healthz' } });
+  t.equal(webhook.spec.template.spec.automountServiceAccountToken, false, 'the webhook gets no API token');
+  t.equal(webhook.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName, 'raykeeper-webhook-tls');
+  find(rendered, 'Secret', 'raykeeper-webhook-tls');
+  // The Service and the PDB select the webhook Pods, and only them.
+  const podLabels = webhook.spec.template.metadata.labels;
+  t.match(podLabels, svc.spec.selector);
+  t.match(podLabels, pdb.spec.selector.matchLabels);
+  t.notMatch(controller.spec.template.metadata.labels, svc.spec.selector, 'the Service does not select the controller');
+  t.same(svc.spec.ports, [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }]);
+  t.equal(pdb.spec.minAvailable, 1);
+});
+
+t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namespaces excluded, the right rules', async (t) => {
+  const mwc = find(rendered, 'MutatingWebhookConfiguration', 'raykeeper');
+  const svc = find(rendered, 'Service', 'raykeeper-webhook');
+  const byPath = Object.fromEntries(mwc.webhooks.map((w: any) => [w.clientConfig.service.path, w]));
+  t.same(Object.keys(byPath).sort(), ['/mutate-ray-io-v1-raycluster', '/mutate-ray-io-v1-rayjob']);
+  for (const w of mwc.webhooks) {
+    t.same(w.admissionReviewVersions, ['v1']);
+    t.equal(w.sideEffects, 'None');
+    t.ok(w.timeoutSeconds >= 1 && w.timeoutSeconds <= 10, 'a short timeout');
+    t.equal(w.failurePolicy, 'Ignore');
+    t.match(w.clientConfig.service, { name: svc.metadata.name, namespace: svc.metadata.namespace, port: 443 });
+    t.same(w.namespaceSelector.matchExpressions, [
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', SYSTEM_NS] },
+    ]);
+  }
+  t.same(byPath['/mutate-ray-io-v1-raycluster'].rules, [{ apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayclusters'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }]);
+  t.same(byPath['/mutate-ray-io-v1-rayjob'].rules, [{ apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayjobs'], operations: ['CREATE'], scope: 'Namespaced' }]);
+  const doc = readFileSync(join(REPO_ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8');
+  t.match(doc, /failurePolicy: Ignore, on purpose/, 'the failurePolicy choice is justified where it is set');
+});
+
+t.test('every object is accepted by the real API server; Pods meet the restricted profile', async (t) => {
+  const cp = await getControlPlane();
+  const rest = new KubeRest(cp.kubeConfig());
+  t.teardown(() => rest.close());
+  const discovery = new Discovery(rest);
+  // Everything through server-side dry run first: validation and admission, nothing stored.
+  for (const o of rendered) {
+    const warnings: string[] = [];
+    if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+    const r = await applyObject(rest, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
+    t.equal(r.metadata.name, o.metadata.name, `${o.kind}/${o.metadata.name} accepted (dry run)`);
+    t.same(
+      warnings.filter((w) => /PodSecurity|deprecated/i.test(w)),
+      [],
+      `${o.kind}/${o.metadata.name}: no PodSecurity or deprecation warning`,
+    );
+  }
+  // Then for real, except the webhook configuration (it would intercept other tests' RayClusters).
+  for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration')) {
+    await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+  }
+  const stored = await rest.get(`/apis/apps/v1/namespaces/${SYSTEM_NS}/deployments/raykeeper-webhook`);
+  t.equal(stored.spec.replicas, 2, 'stored');
+  const ns = await rest.get(`/api/v1/namespaces/${SYSTEM_NS}`);
+  t.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'restricted');
+  // A Pod from the webhook's template is admitted in the restricted namespace (dry run).
+  const webhook = find(rendered, 'Deployment', 'raykeeper-webhook');
+  const pod = await rest.post(
+    `/api/v1/namespaces/${SYSTEM_NS}/pods`,
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'psa-check', labels: webhook.spec.template.metadata.labels }, spec: webhook.spec.template.spec },
+    { dryRun: 'All' },
+  );
+  t.equal(pod.metadata.name, 'psa-check', 'the restricted profile admits the webhook Pod');
+  const rootPod = await rest
+    .post(`/api/v1/namespaces/${SYSTEM_NS}/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'x' }] } }, { dryRun: 'All' })
+    .then(
+      () => undefined,
+      (e: ApiError) => e,
+    );
+  t.equal(rootPod?.status, 403, 'and refuses a Pod that does not meet it (the check is real)');
+});
+
+interface Access {
+  verb: string;
+  group?: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+}
+
+async function allowed(rest: KubeRest, user: string, a: Access): Promise<boolean> {
+  const ns = user.split(':')[2]!;
+  const review = await rest.post('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: { user, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'], resourceAttributes: { group: a.group ?? '', ...a } },
+  });
+  return review.status.allowed === true;
+}
+
+const show = (a: Access) => `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}${a.namespace ? ' in ' + a.namespace : ' cluster-wide'}`;
+
+t.test('RBAC: the controller may do what it calls and no more; the webhook may do nothing', async (t) => {
+  const cp = await getControlPlane();
+  const rest = new KubeRest(cp.kubeConfig());
+  t.teardown(() => rest.close());
+  const discovery = new Discovery(rest);
+  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+
+  const userNs = 'team-a';
+  const ray = (resource: string, verbs: string[], subresource?: string): Access[] => verbs.map((verb) => ({ verb, group: 'ray.io', resource, subresource, namespace: userNs }));
+  const needed: Access[] = [
+    ...ray('rayclusters', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
+    ...ray('rayclusters', ['get', 'update', 'patch'], 'status'),
+    ...ray('rayclusters', ['update'], 'finalizers'),
+    ...ray('rayjobs', ['get', 'list', 'watch', 'update', 'patch', 'delete']),
+    ...ray('rayjobs', ['get', 'update', 'patch'], 'status'),
+    ...ray('rayjobs', ['update'], 'finalizers'),
+    { verb: 'list', group: 'ray.io', resource: 'rayclusters' }, // informers watch all namespaces
+    { verb: 'watch', group: 'ray.io', resource: 'rayjobs' },
+    ...['list', 'watch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
+    ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
+    ...['create', 'patch'].flatMap((verb) => [
+      { verb, resource: 'events', namespace: userNs },
+      { verb, group: 'events.k8s.io', resource: 'events', namespace: userNs },
+    ]),
+    ...['get', 'create', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace: SYSTEM_NS })),
+  ];
+  const forbidden: Access[] = [
+    { verb: 'get', resource: 'secrets', namespace: userNs },
+    { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
+    { verb: 'list', resource: 'secrets' },
+    { verb: 'delete', resource: 'namespaces' },
+    { verb: 'create', resource: 'namespaces' },
+    ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' })),
+    { verb: 'create', group: 'ray.io', resource: 'rayjobs', namespace: userNs },
+    { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
+    { verb: 'deletecollection', resource: 'pods', namespace: userNs },
+    { verb: 'create', resource: 'pods', namespace: userNs },
+    { verb: 'update', resource: 'pods', namespace: userNs },
+    { verb: 'create', resource: 'pods', subresource: 'exec', namespace: userNs },
+    { verb: 'update', group: 'batch', resource: 'jobs', namespace: userNs },
+    { verb: 'patch', group: 'batch', resource: 'jobs', namespace: userNs },
+    { verb: 'get', resource: 'configmaps', namespace: userNs },
+    { verb: 'create', group: 'apps', resource: 'deployments', namespace: userNs },
+    { verb: 'get', group: 'coordination.k8s.io', resource: 'leases', namespace: userNs },
+    { verb: 'delete', group: 'coordination.k8s.io', resource: 'leases', namespace: SYSTEM_NS },
+    { verb: 'update', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' },
+    { verb: 'escalate', group: 'rbac.authorization.k8s.io', resource: 'clusterroles' },
+    { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings' },
+    { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: SYSTEM_NS },
+  ];
+  for (const a of needed) t.ok(await allowed(rest, CONTROLLER, a), `controller may ${show(a)}`);
+  for (const a of forbidden) t.notOk(await allowed(rest, CONTROLLER, a), `controller may NOT ${show(a)}`);
+  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }]) t.notOk(await allowed(rest, WEBHOOK, a), `webhook may NOT ${show(a)}`);
+
+  // The optional Secret reader grants get (no list), only when applied. Undone at the end of the test.
+  const optional = kustomize('manifests/optional/controller-secret-reader');
+  for (const o of optional) await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+  t.teardown(async () => {
+    for (const o of optional) await rest.delete(await discovery.pathOf(o)).catch(() => {});
+  });
+  t.ok(await allowed(rest, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'with the optional reader: get secrets');
+  t.ok(await allowed(rest, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
+  t.notOk(await allowed(rest, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
+});
+
+t.test("real calls with the controller ServiceAccount's own token", async (t) => {
+  const ns = await testNamespace(t);
+  const admin = ns.rest;
+  const discovery = new Discovery(admin);
+  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
+  const tokenReview = await admin.post(`/api/v1/namespaces/${SYSTEM_NS}/serviceaccounts/raykeeper-controller/token`, { spec: { expirationSeconds: 600 } });
+  const sa = new KubeRest(kubeConfigFor({ ...ns.cp.info, token: tokenReview.status.token }));
+  t.teardown(() => sa.close());
+  const rc = {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCluster',
+    metadata: { name: 'rc', finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer'] },
+    spec: { headGroupSpec: { template: { spec: { containers: [{ name: 'h', image: 'x' }] } } } },
+  };
+  const base = `/apis/ray.io/v1/namespaces/${ns.name}`;
+  const created = await sa.post(`${base}/rayclusters`, rc);
+  t.equal(created.metadata.name, 'rc', 'creates a RayCluster');
+  await sa.patch(`${base}/rayclusters/rc/status`, { status: { state: 'ready' } });
+  await sa.post(`/apis/batch/v1/namespaces/${ns.name}/jobs`, {
+    metadata: { name: 'rc-redis-cleanup', ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+    spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
+  });
+  t.pass('creates the cleanup Job owned by the RayCluster');
+  const podDelete = await sa.delete(`/api/v1/namespaces/${ns.name}/pods/rc-head-xyz`).then(
+    () => 200,
+    (e: ApiError) => e.status,
+  );
+  t.equal(podDelete, 404, 'may delete a Pod (404: none there, not 403)');
+  t.equal((await sa.get(`/api/v1/namespaces/${ns.name}/pods`, { labelSelector: 'ray.io/cluster=rc' })).kind, 'PodList', 'lists Pods');
+  await sa.post(`/api/v1/namespaces/${ns.name}/events`, {
+    metadata: { generateName: 'rc.' },
+    involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
+    reason: 'CreatedRedisCleanupJob',
+    message: 'test',
+    type: 'Normal',
+  });
+  t.pass('records an Event');
+  await sa.post(`/apis/coordination.k8s.io/v1/namespaces/${SYSTEM_NS}/leases`, { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } });
+  t.pass('creates a Lease in its own namespace');
+  await sa.patch(`${base}/rayclusters/rc`, [{ op: 'remove', path: '/metadata/finalizers/0' }], 'application/json-patch+json');
+  await sa.delete(`${base}/rayclusters/rc`);
+  t.pass('removes the finalizer and deletes the RayCluster');
+  const denied = await sa.get(`/api/v1/namespaces/${ns.name}/secrets`).then(
+    () => 200,
+    (e: ApiError) => e.status,
+  );
+  t.equal(denied, 403, 'cannot list Secrets');
+});
+
+t.test('samples are valid objects for our CRDs', async (t) => {
+  const ns = await testNamespace(t);
+  const discovery = new Discovery(ns.rest);
+  const dir = join(REPO_ROOT, 'manifests/samples');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+  t.ok(files.length >= 4, files.join(', '));
+  const byName = new Map<string, KubeObject>();
+  for (const f of files) {
+    for (const o of parseManifests(readFileSync(join(dir, f), 'utf8'))) {
+      const stored = await applyObject(ns.rest, { ...o, metadata: { ...o.metadata, namespace: ns.name } }, { discovery, fieldManager: 'raykeeper-test' });
+      t.equal(stored.metadata.namespace, ns.name, `${f}: ${o.kind}/${o.metadata.name} stored`);
+      byName.set(`${o.kind}/${o.metadata.name}`, o);
+    }
+  }
+  const gcsFt = byName.get('RayCluster/raycluster-external-redis');
+  t.ok(gcsFt, 'a GCS FT RayCluster like KubeRay\'s external-redis sample');
+  t.equal(gcsFt!.metadata.annotations, undefined, 'with metadata.annotations absent');
+  t.match(gcsFt!.spec, { gcsFaultToleranceOptions: { redisAddress: String, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret' } } } } });
+  t.match(byName.get('RayCluster/raycluster-external-redis-annotated')?.metadata.annotations, { 'ray.io/ft-enabled': 'true' });
+  t.ok(byName.get('RayJob/rayjob-sample'), 'a RayJob sample');
+});
+
+t.test('Dockerfile: Node 22+, production dependencies, non-root, raykeeper on PATH', async (t) => {
+  const docker = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
+  const from = /^FROM node:(\d+)/m.exec(docker);
+  t.ok(from && Number(from[1]) >= 22, `base image ${from?.[0]}`);
+  t.match(docker, /npm ci --omit=dev/);
+  const user = /^USER (\S+)/m.exec(docker)?.[1] ?? 'root';
+  t.match(user, /^[1-9]\d*(:\d+)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
+  t.match(docker, /ln -s \/app\/bin\/raykeeper\.js \/usr\/local\/bin\/raykeeper/);
+  t.match(docker, /^ENTRYPOINT \["raykeeper"\]/m);
+  const dirs = [...docker.matchAll(/^COPY (\S+) \.\/\S*$/gm)].map((m) => m[1]);
+  for (const d of ['bin', 'src', 'webhook', 'controller', 'certs']) t.ok(dirs.includes(d), `copies ${d}/`);
+});

@@ -1,0 +1,39 @@
+// `raykeeper controller` argument handling, through the real launcher.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { defaultLeaseNamespace } from '../../controller/main.ts';
+import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
+
+function raykeeper(...args: string[]) {
+  return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' }, timeout: 60_000 });
+}
+
+t.test('--help lists the runtime flags and every module flag', async (tt) => {
+  const r = raykeeper('controller', '--help');
+  tt.equal(r.status, 0);
+  for (const flag of ['--watch-namespace', '--workers', '--leader-elect', '--lease-namespace', '--health-port', '--cleanup-image', '--cleanup-cpu']) tt.match(r.stdout, flag);
+  for (const m of RECONCILER_MODULES) tt.match(r.stdout, `${m.name}:`);
+  tt.match(raykeeper('--help').stdout, /controller\s+run the reconcilers/, 'registered as a subcommand');
+});
+
+t.test('bad flags exit 2 with a message', async (tt) => {
+  const unknown = raykeeper('controller', '--no-such-flag');
+  tt.equal(unknown.status, 2);
+  tt.match(unknown.stderr, /no-such-flag/);
+  const workers = raykeeper('controller', '--workers', '0');
+  tt.equal(workers.status, 2);
+  tt.match(workers.stderr, /--workers must be an integer >= 1/);
+});
+
+t.test('no cluster configured: exit 1, not a hang', async (tt) => {
+  const r = raykeeper('controller', '--kubeconfig', '/nonexistent/kubeconfig', '--health-port', '0');
+  tt.equal(r.status, 1);
+  tt.match(r.stdout + r.stderr, /failed to start/);
+});
+
+t.test('lease namespace default: POD_NAMESPACE, else default', async (tt) => {
+  tt.equal(defaultLeaseNamespace({ POD_NAMESPACE: 'raykeeper-system' }), 'raykeeper-system');
+  tt.equal(defaultLeaseNamespace({}), 'default');
+});

@@ -1,0 +1,225 @@
+// The runtime pieces against the REAL kube-apiserver: the REST client, informers, leader election on a
+// coordination.k8s.io/v1 Lease, the Events recorder, the health server.
+import t from 'tap';
+import { InformerFactory } from '../../controller/runtime/informer.ts';
+import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../controller/runtime/kube.ts';
+import { LeaderElector } from '../../controller/runtime/leader.ts';
+import { KubeEventRecorder } from '../../controller/runtime/events.ts';
+import { Manager } from '../../controller/runtime/manager.ts';
+import { buildHealthServer } from '../../controller/runtime/server.ts';
+import { sleep } from '../../controller/runtime/backoff.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createMetricsRegistry } from '../../src/metrics.ts';
+import { testNamespace } from '../helpers/control-plane.ts';
+
+const quiet = createLogger('test', { level: 'silent' });
+
+async function until<T>(fn: () => T | Promise<T>, what: string, ms = 20_000): Promise<NonNullable<T>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace terminating', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => kube.close());
+  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  await kube.create(cm, { metadata: { name: 'a' }, data: { k: 'v' } });
+  await kube.create(cm, { metadata: { name: 'a' } }).then(
+    () => tt.fail('duplicate create must fail'),
+    (err) => tt.ok(isAlreadyExists(err), 'AlreadyExists'),
+  );
+  tt.equal(await kube.getOrUndefined({ ...cm, name: 'missing' }), undefined);
+  await kube.patch({ ...cm, name: 'a' }, [{ op: 'test', path: '/data/k', value: 'other' }, { op: 'replace', path: '/data/k', value: 'w' }], JSON_PATCH).then(
+    () => tt.fail('a failed test op must fail the patch'),
+    (err) => tt.ok(isPatchTestFailed(err), `test op failure is recognised: ${(err as Error).message}`),
+  );
+  const patched = await kube.patch<{ data: Record<string, string> }>({ ...cm, name: 'a' }, [{ op: 'test', path: '/data/k', value: 'v' }, { op: 'replace', path: '/data/k', value: 'w' }], JSON_PATCH);
+  tt.equal(patched.data.k, 'w');
+  for (let i = 0; i < 7; i++) await kube.create(cm, { metadata: { name: `page-${i}` } });
+  const listed = await kube.list(cm, { limit: 3 });
+  tt.equal(listed.items.length, 8, 'pagination follows continue tokens');
+  tt.ok(listed.resourceVersion);
+  tt.equal(await kube.delete({ ...cm, name: 'a' }), true);
+  tt.equal(await kube.delete({ ...cm, name: 'a' }), false, '404 on delete is fine');
+  await kube.get({ ...cm, name: 'a' }).then(
+    () => tt.fail(),
+    (err) => tt.ok(isNotFound(err)),
+  );
+  await kube.delete({ version: 'v1', plural: 'namespaces', name: ns.name });
+  await kube.create(cm, { metadata: { name: 'late' } }).then(
+    () => tt.fail('no new objects in a terminating namespace'),
+    (err) => tt.ok(isNamespaceTerminating(err), 'NamespaceTerminating recognised'),
+  );
+});
+
+t.test('informer against the API server: events, selectors, and a 410 relist', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  const factory = new InformerFactory(kube, { namespace: ns.name, timings: { backoff: { baseMs: 50, maxMs: 200 } } });
+  tt.teardown(async () => {
+    await factory.stop();
+    kube.close();
+  });
+  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  await kube.create(cm, { metadata: { name: 'before', labels: { pick: 'yes' } } });
+  await kube.create(cm, { metadata: { name: 'other', labels: { pick: 'no' } } });
+  const inf = factory.get({ version: 'v1', plural: 'configmaps', labelSelector: 'pick=yes' });
+  tt.equal(factory.get({ version: 'v1', plural: 'configmaps', labelSelector: 'pick=yes' }), inf, 'shared');
+  const seen: string[] = [];
+  inf.on((type, obj) => seen.push(`${type}:${obj.metadata?.name}`));
+  factory.start();
+  tt.equal(await factory.waitForSync(), true);
+  tt.same(inf.keys(), [`${ns.name}/before`]);
+  await kube.create(cm, { metadata: { name: 'after', labels: { pick: 'yes' } } });
+  await until(() => inf.get(`${ns.name}/after`), 'watched add');
+  await kube.delete({ ...cm, name: 'before' });
+  await until(() => !inf.get(`${ns.name}/before`), 'watched delete');
+  tt.same(seen, ['add:before', 'add:after', 'delete:before']);
+  tt.equal(inf.get(`${ns.name}/after`)?.metadata?.managedFields, undefined, 'managedFields stripped');
+  // Force a watch from an expired resourceVersion: the server answers 410 and the informer relists.
+  (inf as unknown as { resourceVersion: string }).resourceVersion = '1';
+  inf.relist();
+  await until(() => inf.stats.relists >= 2, 'relist');
+  tt.equal(inf.healthy(1000), true);
+});
+
+t.test('leader election: one leader, takeover after it dies, prompt takeover after release', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kubes = [new KubeClient(ns.kubeConfig), new KubeClient(ns.kubeConfig), new KubeClient(ns.kubeConfig)];
+  tt.teardown(() => kubes.forEach((k) => k.close()));
+  const timing = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 };
+  const make = (i: number) => new LeaderElector({ kube: kubes[i]!, namespace: ns.name, name: 'lock', identity: `r${i}`, logger: quiet, ...timing });
+  const leading = new Set<string>();
+  const stopped: string[] = [];
+  const run = (e: LeaderElector) => {
+    const ctl = new AbortController();
+    const done = e.run(ctl.signal, {
+      onStartedLeading: () => leading.add(e.identity),
+      onStoppedLeading: (why) => {
+        leading.delete(e.identity);
+        stopped.push(`${e.identity}:${why}`);
+      },
+    });
+    return { ctl, done };
+  };
+  const a = make(0);
+  const b = make(1);
+  const ra = run(a);
+  await until(() => leading.has('r0'), 'r0 leads');
+  const rb = run(b);
+  await sleep(1500);
+  tt.same([...leading], ['r0'], 'only one leader while it renews');
+  tt.equal(b.observedLeader, 'r0');
+  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock' });
+  tt.equal(lease.spec.holderIdentity, 'r0');
+  tt.equal(lease.spec.leaseDurationSeconds, 3);
+
+  // r0 "dies": it stops renewing without releasing (simulated by cutting its loop and its connection).
+  ra.ctl.abort();
+  await ra.done;
+  leading.delete('r0');
+  const died = Date.now();
+  // Generous bound (2 cores, shared CI): the figure itself is reported, not asserted.
+  await until(() => leading.has('r1'), 'r1 takes over', 20_000);
+  tt.comment(`takeover ${Date.now() - died} ms after the leader stopped renewing (lease duration ${timing.leaseDurationMs} ms)`);
+  tt.equal(b.isLeader(), true);
+
+  // r1 releases on shutdown; a third candidate takes over at its next retry, not after 3 s.
+  const c = make(2);
+  const rc = run(c);
+  await sleep(500);
+  tt.notOk(leading.has('r2'), 'r2 waits while r1 holds the lease');
+  rb.ctl.abort();
+  await rb.done;
+  tt.equal(await b.release(), true, 'released');
+  await until(() => leading.has('r2'), 'r2 takes over after the release', 5000);
+  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock' });
+  tt.equal(after.spec.holderIdentity, 'r2');
+  tt.ok(after.spec.leaseTransitions >= 2);
+  rc.ctl.abort();
+  await rc.done;
+  await c.release();
+});
+
+t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => kube.close());
+  const e = new LeaderElector({ kube, namespace: ns.name, name: 'lock2', identity: 'solo', logger: quiet, leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 200 });
+  let why = '';
+  const ctl = new AbortController();
+  let started = false;
+  const done = e.run(ctl.signal, {
+    onStartedLeading: () => (started = true),
+    onStoppedLeading: (reason) => {
+      why = reason;
+      ctl.abort();
+    },
+  });
+  await until(() => started, 'leading');
+  // Someone else overwrites the lease (e.g. an admin, or a replica that saw it expire).
+  const ref = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock2' };
+  const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
+  await kube.replace(ref, { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') } });
+  await done;
+  tt.match(why, /taken by another replica|could not renew/);
+  tt.equal(e.isLeader(), false);
+});
+
+t.test('events: written as core/v1 Events, repeats counted on one Event', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => kube.close());
+  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'target' } });
+  const rec = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'i1', logger: quiet });
+  const obj = { ...cm, apiVersion: 'v1', kind: 'ConfigMap' };
+  rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
+  await rec.flush();
+  rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
+  rec.event(obj, 'Normal', 'Other', 'different');
+  await rec.flush();
+  const events = (await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({ version: 'v1', plural: 'events', namespace: ns.name })).items;
+  const broke = events.filter((e) => e.reason === 'SomethingBroke');
+  tt.equal(broke.length, 1, 'deduplicated');
+  tt.equal(broke[0]!.count, 2);
+  tt.equal(broke[0]!.type, 'Warning');
+  tt.equal(broke[0]!.involvedObject.uid, cm.metadata.uid);
+  tt.equal(broke[0]!.involvedObject.kind, 'ConfigMap');
+  tt.equal(events.filter((e) => e.reason === 'Other').length, 1);
+  tt.equal(rec.writeFailures, 0);
+});
+
+t.test('health server and manager readiness / liveness / metrics', async (tt) => {
+  const ns = await testNamespace(tt);
+  const metrics = createMetricsRegistry();
+  const manager = new Manager({ kubeConfig: ns.kubeConfig, logger: quiet, metrics, watchNamespace: ns.name });
+  const inf = manager.informers.get({ version: 'v1', plural: 'configmaps' });
+  const keys: string[] = [];
+  manager.add({ name: 'probe', reconciler: { reconcile: async (key) => void keys.push(key) }, watches: [{ informer: inf }] });
+  const app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics });
+  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready before the caches sync');
+  const ctl = new AbortController();
+  const done = manager.run(ctl.signal);
+  tt.teardown(async () => {
+    ctl.abort();
+    await done;
+  });
+  await until(async () => (await app.inject({ url: '/readyz' })).statusCode === 200, 'ready');
+  tt.equal((await app.inject({ url: '/healthz' })).statusCode, 200);
+  await new KubeClient(ns.kubeConfig).create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'ping' } });
+  await until(() => keys.includes(`${ns.name}/ping`), 'reconciled');
+  const text = (await app.inject({ url: '/metrics' })).body;
+  tt.match(text, /raykeeper_controller_reconcile_total\{controller="probe",result="success"\} \d+/);
+  tt.match(text, /raykeeper_informer_last_event_age_seconds\{informer="configmaps.core@/);
+  tt.match(text, /raykeeper_informer_reconnects\{/);
+  tt.match(text, /raykeeper_leader 1/);
+  ctl.abort();
+  tt.equal(await done, 'stopped');
+  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready while stopping');
+});

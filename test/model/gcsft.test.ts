@@ -1,0 +1,80 @@
+import t from 'tap';
+import {
+  deletionTimeoutSeconds,
+  gcsFtMode,
+  isGcsFtEnabled,
+  redisCleanupEnabled,
+  storageNamespace,
+  storageNamespaceProblem,
+  usesRedisBackend,
+  type FtSubject,
+} from '../../src/gcsft.ts';
+
+const withAnnotations = (annotations: Record<string, string> | null, spec: FtSubject['spec'] = {}): FtSubject => ({
+  metadata: { name: 'c', annotations, uid: 'uid-1' },
+  spec,
+});
+
+t.test('isGcsFtEnabled / gcsFtMode / usesRedisBackend', async (t) => {
+  const rows: Array<[string, FtSubject, boolean, string, boolean]> = [
+    ['no metadata at all', {}, false, 'off', false],
+    ['annotations null', withAnnotations(null), false, 'off', false],
+    ['annotation "true"', withAnnotations({ 'ray.io/ft-enabled': 'true' }), true, 'annotation', true],
+    ['annotation "TRUE"', withAnnotations({ 'ray.io/ft-enabled': 'TRUE' }), true, 'annotation', true],
+    ['annotation "false"', withAnnotations({ 'ray.io/ft-enabled': 'false' }), false, 'off', false],
+    ['annotation "yes" is not true', withAnnotations({ 'ray.io/ft-enabled': 'yes' }), false, 'off', false],
+    ['options {}', withAnnotations(null, { gcsFaultToleranceOptions: {} }), true, 'options', true],
+    ['options null', withAnnotations(null, { gcsFaultToleranceOptions: null }), false, 'off', false],
+    ['options redis', withAnnotations(null, { gcsFaultToleranceOptions: { backend: 'redis' } }), true, 'options', true],
+    ['options rocksdb', withAnnotations(null, { gcsFaultToleranceOptions: { backend: 'rocksdb' } }), true, 'options', false],
+    ['both', withAnnotations({ 'ray.io/ft-enabled': 'true' }, { gcsFaultToleranceOptions: {} }), true, 'both', true],
+  ];
+  for (const [name, obj, enabled, mode, redis] of rows) {
+    t.equal(isGcsFtEnabled(obj), enabled, `${name}: enabled`);
+    t.equal(gcsFtMode(obj), mode, `${name}: mode`);
+    t.equal(usesRedisBackend(obj), redis, `${name}: redis backend`);
+  }
+});
+
+t.test('storageNamespace precedence: options > annotation > UID', async (t) => {
+  const ann = { 'ray.io/external-storage-namespace': 'from-annotation' };
+  t.equal(storageNamespace(withAnnotations(null)), 'uid-1');
+  t.equal(storageNamespace(withAnnotations(ann)), 'from-annotation');
+  t.equal(
+    storageNamespace(withAnnotations(ann, { gcsFaultToleranceOptions: { externalStorageNamespace: 'from-options' } })),
+    'from-options',
+  );
+  t.equal(storageNamespace(withAnnotations({ 'ray.io/external-storage-namespace': '' })), 'uid-1', 'empty annotation ignored');
+  t.equal(storageNamespace({ metadata: { name: 'x' } }), undefined, 'no UID yet (CREATE admission)');
+});
+
+t.test('storageNamespaceProblem', async (t) => {
+  t.equal(storageNamespaceProblem('abc-123'), undefined);
+  t.match(storageNamespaceProblem('a@b'), /'@'/);
+  t.match(storageNamespaceProblem(''), /empty/);
+});
+
+t.test('deletionTimeoutSeconds: positive integers only, else 300', async (t) => {
+  const rows: Array<[string | undefined, number]> = [
+    [undefined, 300],
+    ['60', 60],
+    ['0', 300],
+    ['-5', 300],
+    ['abc', 300],
+    ['1.5', 300],
+    [' 42 ', 42],
+  ];
+  for (const [value, want] of rows) {
+    const obj = withAnnotations(value === undefined ? {} : { 'ray.io/gcs-ft-deletion-timeout': value });
+    t.equal(deletionTimeoutSeconds(obj), want, `annotation ${JSON.stringify(value)}`);
+  }
+});
+
+t.test('redisCleanupEnabled: on unless "false"', async (t) => {
+  t.equal(redisCleanupEnabled(undefined), true);
+  t.equal(redisCleanupEnabled(''), true);
+  t.equal(redisCleanupEnabled('true'), true);
+  t.equal(redisCleanupEnabled('FALSE'), false);
+  t.equal(redisCleanupEnabled('false'), false);
+  t.equal(redisCleanupEnabled('0'), true);
+});

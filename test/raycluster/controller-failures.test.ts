@@ -1,0 +1,118 @@
+// When the cleanup cannot succeed, the deletion still ends, and an admin is told what was left where.
+import t from 'tap';
+import { createServer } from 'node:net';
+import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, JOBS, jobRunner, listJobs, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+
+async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+t.test('Redis unreachable: the Job fails, a Warning names the namespace and the command, the finalizer goes', async (tt) => {
+  const e = await env(tt);
+  await jobRunner(tt, e);
+  await controllerInProcess(tt, e);
+  const port = await closedPort();
+  // 45 s timeout: the cleanup gets --timeout 30 and gives up well before the deletion timeout.
+  const c = await createCluster(e, rayCluster('unreach', `127.0.0.1:${port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '45' } }));
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'unreach' });
+  await until(async () => (await getCluster(e, 'unreach')) === undefined, 'the finalizer is released', 90_000, 250);
+  const failed = await until(async () => (await events(e, 'RedisCleanupFailed'))[0], 'failure event');
+  tt.equal(failed.type, 'Warning');
+  tt.match(failed.message, /unreach-redis-cleanup failed/);
+  tt.match(failed.message, /BackoffLimitExceeded/, 'the Job failure reason');
+  tt.match(failed.message, new RegExp(`storage namespace "${c.metadata.uid}"`), 'names the namespace left in Redis');
+  tt.match(failed.message, new RegExp(`RAY_external_storage_namespace=${c.metadata.uid} RAY_REDIS_ADDRESS=127.0.0.1:${port} raykeeper redis-cleanup`), 'the command to run by hand');
+  tt.equal((await events(e, 'ForceDeletedStuckCluster')).length, 0, 'released because the Job failed, not by the timeout');
+  const jobs = await listJobs(e);
+  tt.equal(jobs.length, 1);
+  tt.ok(jobs[0]!.status?.conditions?.some((x) => x.type === 'Failed' && x.status === 'True'));
+});
+
+t.test('a Job that never finishes: released at the timeout annotation with ForceDeletedStuckCluster', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await controllerInProcess(tt, e); // no job runner: nothing ever runs the Job
+  const c = await createCluster(e, rayCluster('stuck', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' } }));
+  await seedRay(client, c.metadata.uid!);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'stuck' });
+  const job = await until(async () => (await listJobs(e))[0], 'the Job is created');
+  tt.equal(job.metadata.name, 'stuck-redis-cleanup');
+  const spec = (await e.kube.get<{ spec: { activeDeadlineSeconds: number; backoffLimit: number } }>({ ...JOBS, namespace: e.ns.name, name: 'stuck-redis-cleanup' })).spec;
+  tt.ok(spec.activeDeadlineSeconds >= 1 && spec.activeDeadlineSeconds <= 4, `activeDeadlineSeconds from the remaining timeout: ${spec.activeDeadlineSeconds}`);
+  tt.equal(spec.backoffLimit, 0);
+  await until(async () => (await getCluster(e, 'stuck')) === undefined, 'released at the timeout', 30_000);
+  const forced = await until(async () => (await events(e, 'ForceDeletedStuckCluster'))[0], 'event');
+  tt.equal(forced.type, 'Warning');
+  tt.match(forced.message, new RegExp(c.metadata.uid!));
+  tt.equal((await rayKeys(client, c.metadata.uid!)).length, 5, 'the data is still there (and the event says so)');
+  tt.equal((await listJobs(e)).length, 1, 'still exactly one Job');
+});
+
+t.test('namespace terminating (kuberay #3388): the controller cleans up itself with the Secret it may read', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt, { password: 'pw-in-a-secret' });
+  await controllerInProcess(tt, e);
+  await e.kube.create({ version: 'v1', plural: 'secrets', namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'pw-in-a-secret' } });
+  const c = await createCluster(
+    e,
+    rayCluster('nsgone', `127.0.0.1:${server.port}`, {
+      finalizers: [FINALIZER],
+      headEnv: [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password' } } }],
+    }),
+  );
+  await seedRay(client, c.metadata.uid!);
+  await seedRay(client, 'neighbour');
+  // The namespace is deleted; the namespace controller (absent here) would then delete the cluster.
+  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'nsgone' });
+  await until(async () => (await getCluster(e, 'nsgone')) === undefined, 'the finalizer is released', 60_000);
+  tt.same(await rayKeys(client, c.metadata.uid!), [], 'cleaned by the controller itself');
+  tt.equal((await rayKeys(client, 'neighbour')).length, 5, 'neighbour intact');
+  tt.equal((await listJobs(e)).length, 0, 'no Job could be created');
+});
+
+t.test('namespace terminating and a credential the controller cannot resolve: blocked, then timeout', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await controllerInProcess(tt, e);
+  const c = await createCluster(
+    e,
+    rayCluster('nsblocked', `127.0.0.1:${server.port}`, {
+      finalizers: [FINALIZER],
+      annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' },
+      headEnv: [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'does-not-exist', key: 'password' } } }],
+    }),
+  );
+  await seedRay(client, c.metadata.uid!);
+  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'nsblocked' });
+  await until(async () => (await getCluster(e, 'nsblocked')) === undefined, 'released at the timeout', 30_000);
+  tt.equal((await rayKeys(client, c.metadata.uid!)).length, 5, 'nothing could be cleaned');
+  // Events cannot be written in a terminating namespace; the controller logs them instead (and counts).
+  tt.equal((await events(e)).length, 0);
+});
+
+t.test('a Job left by an earlier cluster of the same name is not taken for ours', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  await controllerInProcess(tt, e);
+  // A completed Job owned by a RayCluster UID that no longer exists (GC has not run: no controller-manager).
+  await e.kube.create({ ...JOBS, namespace: e.ns.name }, {
+    metadata: { name: 'reborn-redis-cleanup', labels: { 'ray.io/node-type': 'redis-cleanup', 'ray.io/cluster': 'reborn' }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'reborn', uid: '11111111-2222-3333-4444-555555555555', controller: true }] },
+    spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'x', command: ['true'] }] } } },
+  });
+  const c = await createCluster(e, rayCluster('reborn', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+  await seedRay(client, c.metadata.uid!);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'reborn' });
+  await until(async () => (await getCluster(e, 'reborn')) === undefined, 'released after a cleanup of its own', 60_000);
+  tt.same(await rayKeys(client, c.metadata.uid!), [], 'its own Job ran');
+  const jobs = await listJobs(e);
+  tt.equal(jobs.length, 1);
+  const owner = (await e.kube.get<{ metadata: { ownerReferences: Array<{ uid: string }> } }>({ ...JOBS, namespace: e.ns.name, name: 'reborn-redis-cleanup' })).metadata.ownerReferences[0]!.uid;
+  tt.equal(owner, c.metadata.uid, 'the stale Job was replaced by one owned by this cluster');
+});

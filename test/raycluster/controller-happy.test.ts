@@ -1,0 +1,118 @@
+// The RayCluster reconciler end to end on the real API server, with the test job runner running
+// `raykeeper redis-cleanup` against a real redis-server.
+import t from 'tap';
+import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+
+t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  await controllerInProcess(tt, e);
+
+  // Created without the finalizer (no webhook installed), and with another controller's finalizer.
+  const created = await createCluster(e, rayCluster('happy', `127.0.0.1:${server.port}`, { finalizers: ['example.com/other'] }));
+  const ours = await seedRay(client, created.metadata.uid!);
+  const theirs = await seedRay(client, 'some-other-cluster');
+  await createPods(e, created);
+
+  const withFinalizer = await until(async () => {
+    const c = await getCluster(e, 'happy');
+    return c?.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
+  }, 'the controller adds the finalizer');
+  tt.same(withFinalizer.metadata.finalizers, ['example.com/other', FINALIZER], "the other controller's finalizer is kept");
+
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'happy' });
+  // Our finalizer goes; the other one keeps the object, so we can look at it afterwards.
+  const released = await until(async () => {
+    const c = await getCluster(e, 'happy');
+    return c && !c.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
+  }, 'the finalizer is released');
+  tt.same(released.metadata.finalizers, ['example.com/other']);
+
+  tt.same(await rayKeys(client, created.metadata.uid!), [], "this cluster's GCS data is gone from Redis");
+  tt.same(await rayKeys(client, 'some-other-cluster'), theirs.sort(), "another cluster's data is intact");
+  tt.ok(ours.length > 0);
+  const pods = (await e.kube.list({ version: 'v1', plural: 'pods', namespace: e.ns.name })).items;
+  tt.equal(pods.length, 0, 'head and worker pods were deleted before the cleanup');
+  const jobs = await listJobs(e);
+  tt.equal(jobs.length, 1, 'exactly one cleanup Job');
+  tt.equal(jobs[0]!.metadata.name, 'happy-redis-cleanup');
+  tt.ok(jobs[0]!.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'), 'the Job completed');
+  await until(async () => (await events(e, 'RedisCleanupSucceeded')).length === 1, 'success event');
+  const created_ = await events(e, 'CreatedRedisCleanupJob');
+  tt.equal(created_.length, 1);
+  tt.match(created_[0]!.message, new RegExp(created.metadata.uid!));
+
+  // Dropping the other finalizer lets the object go for good.
+  const rest = await getCluster(e, 'happy');
+  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'happy' }, [{ op: 'test', path: '/metadata/finalizers', value: rest!.metadata.finalizers }, { op: 'remove', path: '/metadata/finalizers/0' }]);
+  await until(async () => (await getCluster(e, 'happy')) === undefined, 'the RayCluster is gone');
+});
+
+t.test('a cluster deleted while its head pod is still terminating waits for it, then cleans up', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  await controllerInProcess(tt, e);
+  const created = await createCluster(e, rayCluster('slowhead', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+  await seedRay(client, created.metadata.uid!);
+  // A scheduled head pod: without a kubelet it stays Terminating after DELETE (grace period).
+  await createPods(e, created, { headNodeName: 'node-1' });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'slowhead' });
+  const head = await until(async () => {
+    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({ version: 'v1', plural: 'pods', namespace: e.ns.name, name: 'slowhead-head' });
+    return p?.metadata.deletionTimestamp ? p : undefined;
+  }, 'the head pod is being deleted');
+  tt.ok(head);
+  // Meanwhile no Job: GCS could still be writing.
+  await new Promise((r) => setTimeout(r, 1500));
+  tt.equal((await listJobs(e)).length, 0, 'no cleanup while a head pod exists');
+  tt.ok(await getCluster(e, 'slowhead'), 'cluster still there');
+  // The "kubelet" finishes the pod.
+  await e.kube.delete({ version: 'v1', plural: 'pods', namespace: e.ns.name, name: 'slowhead-head' }, { gracePeriodSeconds: 0 });
+  await until(async () => (await getCluster(e, 'slowhead')) === undefined, 'cluster gone after the cleanup', 60_000);
+  tt.same(await rayKeys(client, created.metadata.uid!), []);
+  tt.equal((await listJobs(e)).length, 1);
+});
+
+t.test('feature gate off: no finalizer on new clusters; a deleting cluster with ours is released, no Job', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await controllerInProcess(tt, e, { env: { ENABLE_GCS_FT_REDIS_CLEANUP: 'false' } });
+  await createCluster(e, rayCluster('plain', `127.0.0.1:${server.port}`));
+  const marked = await createCluster(e, rayCluster('marked', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+  await seedRay(client, marked.metadata.uid!);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'marked' });
+  await until(async () => (await getCluster(e, 'marked')) === undefined, 'the deleting cluster is not stuck');
+  const disabled = await until(async () => (await events(e, 'RedisCleanupDisabled'))[0], 'warning event');
+  tt.equal(disabled.type, 'Warning');
+  tt.match(disabled.message, new RegExp(marked.metadata.uid!), 'names the storage namespace left behind');
+  tt.match(disabled.message, /raykeeper redis-cleanup/);
+  tt.equal((await rayKeys(client, marked.metadata.uid!)).length, 5, 'Redis untouched');
+  tt.equal((await listJobs(e)).length, 0, 'no Job');
+  const plain = await getCluster(e, 'plain');
+  tt.notOk(plain?.metadata.finalizers?.includes(FINALIZER), 'no finalizer added while the gate is off');
+});
+
+t.test('clusters without Redis FT (FT off, rocksdb) get no finalizer', async (tt) => {
+  const e = await env(tt);
+  await controllerInProcess(tt, e);
+  const off = rayCluster('noft', '127.0.0.1:1');
+  off.metadata.annotations = {};
+  off.spec!.headGroupSpec!.template!.spec!.containers![0]!.env = [];
+  await createCluster(e, off);
+  const rocks = rayCluster('rocks', '127.0.0.1:1');
+  rocks.metadata.annotations = {};
+  rocks.spec!.headGroupSpec!.template!.spec!.containers![0]!.env = [];
+  rocks.spec!.gcsFaultToleranceOptions = { backend: 'rocksdb' };
+  await createCluster(e, rocks);
+  const redisOpts = rayCluster('opts', '127.0.0.1:1');
+  redisOpts.metadata.annotations = {};
+  redisOpts.spec!.headGroupSpec!.template!.spec!.containers![0]!.env = [];
+  redisOpts.spec!.gcsFaultToleranceOptions = { redisAddress: '127.0.0.1:1' };
+  await createCluster(e, redisOpts);
+  // The options cluster is the positive control: once it has the finalizer, the others were seen too.
+  await until(async () => (await getCluster(e, 'opts'))?.metadata.finalizers?.includes(FINALIZER), 'finalizer on the options cluster');
+  tt.notOk((await getCluster(e, 'noft'))?.metadata.finalizers?.length);
+  tt.notOk((await getCluster(e, 'rocks'))?.metadata.finalizers?.length);
+});

@@ -1,0 +1,117 @@
+// The controller under the RBAC the project ships (manifests/base/rbac-controller.yaml), by impersonating
+// a ServiceAccount bound to exactly those rules: the whole deletion path works, and a Secret the
+// controller may not read (the optional secret-reader role is not granted) means a 403, so the
+// in-process fallback is blocked and the timeout releases the finalizer.
+import t, { type Test } from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments, stringify } from 'yaml';
+import { startController } from '../../controller/main.ts';
+import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { KubeClient } from '../../controller/runtime/kube.ts';
+import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { kubeconfigDocument } from '../../src/localcluster/control-plane.ts';
+import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+function shippedRules(): { cluster: Rule[]; leases: Rule[] } {
+  const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests', 'base', 'rbac-controller.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; rules?: Rule[] });
+  const cluster = docs.find((d) => d.kind === 'ClusterRole')?.rules;
+  const leases = docs.find((d) => d.kind === 'Role')?.rules;
+  if (!cluster || !leases) throw new Error('rbac-controller.yaml: ClusterRole or Role missing');
+  return { cluster, leases };
+}
+
+/** A ServiceAccount in the test namespace with the shipped rules; a KubeConfig impersonating it. */
+async function controllerIdentity(tt: Test, e: Env): Promise<KubeConfig> {
+  const { cluster, leases } = shippedRules();
+  const sa = 'raykeeper-controller';
+  const id = `raykeeper-controller-${e.ns.name}`;
+  const subject = [{ kind: 'ServiceAccount', name: sa, namespace: e.ns.name }];
+  const rbac = (plural: string, namespaced = false) => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, namespace: namespaced ? e.ns.name : undefined });
+  await e.kube.create({ version: 'v1', plural: 'serviceaccounts', namespace: e.ns.name }, { metadata: { name: sa } });
+  await e.kube.create(rbac('clusterroles'), { metadata: { name: id }, rules: cluster });
+  await e.kube.create(rbac('clusterrolebindings'), { metadata: { name: id }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: id }, subjects: subject });
+  await e.kube.create(rbac('roles', true), { metadata: { name: 'leader-election' }, rules: leases });
+  await e.kube.create(rbac('rolebindings', true), { metadata: { name: 'leader-election' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' }, subjects: subject });
+  tt.teardown(async () => {
+    await e.kube.delete({ ...rbac('clusterrolebindings'), name: id });
+    await e.kube.delete({ ...rbac('clusterroles'), name: id });
+  });
+  const doc = kubeconfigDocument(e.ns.cp.info, e.ns.name) as { users: Array<{ user: Record<string, unknown> }> };
+  doc.users[0]!.user.as = `system:serviceaccount:${e.ns.name}:${sa}`;
+  const kc = new KubeConfig();
+  kc.loadFromString(stringify(doc));
+  return kc;
+}
+
+t.test('with only the shipped RBAC: finalizer, pods, Job, events, Lease, release all work', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  const kc = await controllerIdentity(tt, e);
+  // Sanity: the identity really is restricted.
+  const restricted = new KubeClient(kc);
+  tt.teardown(() => restricted.close());
+  const forbidden = await restricted.get({ version: 'v1', plural: 'secrets', namespace: e.ns.name }).then(
+    () => false,
+    (err: { statusCode?: number }) => err.statusCode === 403,
+  );
+  tt.ok(forbidden, 'the impersonated controller cannot list Secrets');
+  await jobRunner(tt, e);
+  const c = await startController({
+    kubeConfig: kc,
+    watchNamespace: e.ns.name,
+    leaderElect: true,
+    leaseNamespace: e.ns.name,
+    leaseName: 'rk',
+    leaseDurationMs: 3000,
+    renewDeadlineMs: 2000,
+    retryPeriodMs: 400,
+    modules: [rayClusterModule],
+    moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+    env: {},
+    logger: quiet,
+  });
+  tt.teardown(() => c.stop());
+  const created = await createCluster(e, rayCluster('rbac', `127.0.0.1:${server.port}`));
+  await seedRay(client, created.metadata.uid!);
+  await createPods(e, created);
+  await until(async () => (await getCluster(e, 'rbac'))?.metadata.finalizers?.includes(FINALIZER), 'finalizer added under RBAC');
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'rbac' });
+  await until(async () => (await getCluster(e, 'rbac')) === undefined, 'deleted under RBAC');
+  tt.same(await rayKeys(client, created.metadata.uid!), []);
+  tt.equal((await listJobs(e)).length, 1);
+  tt.equal((await events(e, 'RedisCleanupSucceeded')).length, 1, 'events can be written');
+  tt.equal(c.manager.isLeader(), true, 'leader election works with the namespaced Lease role');
+});
+
+t.test('namespace terminating and a Secret the controller may not read (403): blocked, released at the timeout', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt, { password: 'hidden' });
+  const kc = await controllerIdentity(tt, e);
+  await e.kube.create({ version: 'v1', plural: 'secrets', namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'hidden' } });
+  const c = await startController({ kubeConfig: kc, watchNamespace: e.ns.name, modules: [rayClusterModule], moduleFlags: {}, env: {}, logger: quiet });
+  tt.teardown(() => c.stop());
+  const created = await createCluster(
+    e,
+    rayCluster('forbidden', `127.0.0.1:${server.port}`, {
+      finalizers: [FINALIZER],
+      annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' },
+      headEnv: [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password' } } }],
+    }),
+  );
+  await seedRay(client, created.metadata.uid!);
+  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'forbidden' });
+  await until(async () => (await getCluster(e, 'forbidden')) === undefined, 'released at the timeout', 30_000);
+  tt.equal((await rayKeys(client, created.metadata.uid!)).length, 5, 'not cleaned: the password was out of reach');
+  const metrics = await c.manager.ctx.metrics.metrics();
+  tt.match(metrics, /raykeeper_raycluster_inprocess_cleanups_total\{result="blocked"\} [1-9]/, 'the fallback was blocked');
+  tt.match(metrics, /raykeeper_raycluster_finalizer_releases_total\{reason="timeout"\} 1/);
+});

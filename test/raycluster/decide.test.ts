@@ -1,0 +1,205 @@
+import t, { type Test } from 'tap';
+import { decide, deletionDeadlineMs, HEAD_POD_WAIT_MS, JOB_WAIT_MS, type Decision, type DecideInput } from '../../src/raycluster/decide.ts';
+import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
+
+interface Row {
+  name: string;
+  input: Partial<DecideInput> & Pick<DecideInput, 'cluster'>;
+  action: Decision['action'];
+  check?: (d: Decision, tt: Test) => void;
+}
+
+const S = 1000;
+const OTHER = 'ffffffff-0000-0000-0000-000000000000';
+
+const rows: Row[] = [
+  // Not deleting.
+  { name: 'FT via annotation, no finalizer -> add', input: { cluster: cluster() }, action: 'addFinalizer' },
+  { name: 'FT via options, no finalizer -> add', input: { cluster: cluster({ ft: 'options' }) }, action: 'addFinalizer' },
+  { name: 'other finalizers only -> add ours', input: { cluster: cluster({ finalizers: ['example.com/keep'] }) }, action: 'addFinalizer' },
+  { name: 'FT via annotation, finalizer present -> nothing', input: { cluster: cluster({ finalizers: withFinalizer }) }, action: 'nothing' },
+  { name: 'FT off -> nothing', input: { cluster: cluster({ ft: 'off' }) }, action: 'nothing' },
+  { name: 'rocksdb backend -> nothing', input: { cluster: cluster({ ft: 'rocksdb' }) }, action: 'nothing' },
+  { name: 'gate off, FT on, no finalizer -> nothing', input: { cluster: cluster(), gateEnabled: false }, action: 'nothing' },
+  { name: 'annotation "TRUE" counts as on', input: { cluster: cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } }) }, action: 'addFinalizer' },
+
+  // Deleting, not ours.
+  { name: 'deleting without our finalizer -> nothing', input: { cluster: cluster({ deletedAt: T0, finalizers: ['x/y'] }) }, action: 'nothing' },
+
+  // Deleting with our finalizer: preconditions.
+  {
+    name: 'gate off while deleting -> release with a warning naming the namespace',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), gateEnabled: false },
+    action: 'releaseFinalizer',
+    check: (d, tt) => {
+      if (d.action !== 'releaseFinalizer') return;
+      tt.equal(d.reason, 'gate-off');
+      tt.equal(d.event?.type, 'Warning');
+      tt.match(d.event?.message ?? '', /0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10/);
+      tt.match(d.event?.message ?? '', /raykeeper redis-cleanup/);
+    },
+  },
+  {
+    name: 'FT turned off before deletion -> release quietly',
+    input: { cluster: cluster({ ft: 'off', deletedAt: T0, finalizers: withFinalizer }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => d.action === 'releaseFinalizer' && tt.equal(d.event, undefined),
+  },
+  {
+    name: "namespace with '@' -> release with RedisCleanupSkipped",
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/external-storage-namespace': 'a@b' } }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => d.action === 'releaseFinalizer' && tt.equal(d.event?.reason, 'RedisCleanupSkipped'),
+  },
+  {
+    name: 'no Redis address anywhere -> release with RedisCleanupSkipped',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, env: [] }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => d.action === 'releaseFinalizer' && tt.match(d.event?.message ?? '', /no Redis address/),
+  },
+
+  // Pods.
+  {
+    name: 'head and worker alive -> delete both (not the cleanup pod)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker'), pod('demo-redis-cleanup-abc', 'redis-cleanup')] },
+    action: 'deletePods',
+    check: (d, tt) => d.action === 'deletePods' && tt.same(d.pods, ['demo-head', 'demo-worker-1']),
+  },
+  {
+    name: 'head terminating -> wait 10 s',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head', true)] },
+    action: 'waitForHeadGone',
+    check: (d, tt) => d.action === 'waitForHeadGone' && tt.equal(d.requeueAfterMs, HEAD_POD_WAIT_MS),
+  },
+  {
+    name: 'only workers terminating -> create the Job (workers do not write to Redis)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-worker-1', 'worker', true)] },
+    action: 'createJob',
+  },
+  {
+    name: 'head terminating near the deadline -> wait only until the deadline',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head', true)], now: T0 + 297 * S },
+    action: 'waitForHeadGone',
+    check: (d, tt) => d.action === 'waitForHeadGone' && tt.ok(d.requeueAfterMs <= 3 * S + 50 && d.requeueAfterMs >= 3 * S, `${d.requeueAfterMs}`),
+  },
+
+  // Job lifecycle.
+  {
+    name: 'no pods, no Job -> create it with the deadline',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }) },
+    action: 'createJob',
+    check: (d, tt) => {
+      if (d.action !== 'createJob') return;
+      tt.equal(d.jobName, 'demo-redis-cleanup');
+      tt.equal(d.deadlineMs, T0 + 300 * S);
+      tt.equal(d.requeueAfterMs, JOB_WAIT_MS);
+    },
+  },
+  { name: 'Job running -> wait 2 s', input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job() }, action: 'waitForJob' },
+  {
+    name: 'Job Complete -> release, Normal event',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => {
+      if (d.action !== 'releaseFinalizer') return;
+      tt.equal(d.reason, 'job-complete');
+      tt.equal(d.event?.type, 'Normal');
+    },
+  },
+  {
+    name: 'Job SuccessCriteriaMet -> release',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'SuccessCriteriaMet' }) },
+    action: 'releaseFinalizer',
+  },
+  {
+    name: 'Job Failed -> release, Warning with reason, namespace and command',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => {
+      if (d.action !== 'releaseFinalizer') return;
+      tt.equal(d.reason, 'job-failed');
+      tt.equal(d.event?.type, 'Warning');
+      tt.equal(d.event?.reason, 'RedisCleanupFailed');
+      tt.match(d.event?.message ?? '', /BackoffLimitExceeded/);
+      tt.match(d.event?.message ?? '', /"0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10"/);
+      tt.match(d.event?.message ?? '', /RAY_external_storage_namespace=0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10 RAY_REDIS_ADDRESS=redis:6379 raykeeper redis-cleanup/);
+    },
+  },
+  {
+    name: 'Job FailureTarget (before Failed) -> release',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'FailureTarget', reason: 'DeadlineExceeded' }) },
+    action: 'releaseFinalizer',
+  },
+  {
+    name: 'Job Complete after the timeout -> still a normal release (the data is gone)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), now: T0 + 400 * S },
+    action: 'releaseFinalizer',
+  },
+
+  // Timeout.
+  {
+    name: 'timeout with the Job still running -> force release',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job(), now: T0 + 300 * S },
+    action: 'forceRelease',
+    check: (d, tt) => {
+      if (d.action !== 'forceRelease') return;
+      tt.equal(d.event.reason, 'ForceDeletedStuckCluster');
+      tt.equal(d.event.type, 'Warning');
+      tt.match(d.event.message, /0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10/);
+    },
+  },
+  {
+    name: 'timeout with the head pod stuck -> force release (KubeRay would wait for ever)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head', true)], now: T0 + 301 * S },
+    action: 'forceRelease',
+  },
+  {
+    name: 'custom timeout annotation 5 s -> force release after 5 s',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }), job: job(), now: T0 + 5 * S },
+    action: 'forceRelease',
+  },
+  {
+    name: 'custom timeout annotation 5 s, 4 s in -> wait capped to the deadline',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }), job: job(), now: T0 + 4.5 * S },
+    action: 'waitForJob',
+    check: (d, tt) => d.action === 'waitForJob' && tt.ok(d.requeueAfterMs <= 550, `${d.requeueAfterMs}`),
+  },
+  {
+    name: 'invalid timeout annotation -> default 300 s',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '-3' } }), job: job(), now: T0 + 299 * S },
+    action: 'waitForJob',
+  },
+
+  // Stale Job of an earlier cluster with the same name.
+  {
+    name: 'Job owned by another RayCluster UID -> delete it first',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ ownerUid: OTHER, condition: 'Complete' }) },
+    action: 'deleteStaleJob',
+    check: (d, tt) => d.action === 'deleteStaleJob' && tt.equal(d.jobUid, 'job-uid-1'),
+  },
+  {
+    name: 'foreign Job already being deleted -> wait',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ ownerUid: OTHER, deleting: true }) },
+    action: 'waitForJob',
+  },
+];
+
+for (const row of rows) {
+  t.test(row.name, async (tt) => {
+    const d = decide({ pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input });
+    tt.equal(d.action, row.action, JSON.stringify(d));
+    row.check?.(d, tt);
+  });
+}
+
+t.test('deadline = deletionTimestamp + timeout', async (tt) => {
+  tt.equal(deletionDeadlineMs(cluster({ deletedAt: T0 }), 0), T0 + 300_000);
+  tt.equal(deletionDeadlineMs(cluster({ deletedAt: T0, annotations: { 'ray.io/gcs-ft-deletion-timeout': '60' } }), 0), T0 + 60_000);
+});
+
+t.test('the decision never depends on anything but its input (same input, same answer)', async (tt) => {
+  for (const row of rows) {
+    const input = { pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input };
+    tt.same(decide(structuredClone(input)), decide(structuredClone(input)), row.name);
+  }
+});

@@ -1,0 +1,59 @@
+import t from 'tap';
+import { fileSource, mergeEnv, planInProcessCleanup } from '../../src/raycluster/inprocess.ts';
+import { cluster } from './fixtures.ts';
+
+t.test('plain values and secretKeyRefs are planned; fieldRefs are unresolvable', async (tt) => {
+  const c = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'redis:6379' },
+      { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'auth', key: 'pw' } } },
+      { name: 'REDIS_USERNAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ],
+  });
+  const plan = planInProcessCleanup(c);
+  tt.same(plan.env.RAY_REDIS_ADDRESS, { kind: 'value', value: 'redis:6379' });
+  tt.same(plan.env.REDIS_PASSWORD, { kind: 'secretKey', name: 'auth', key: 'pw', optional: false });
+  tt.same(plan.env.RAY_external_storage_namespace, { kind: 'value', value: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10' });
+  tt.equal(plan.unresolvable.length, 1);
+  tt.match(plan.unresolvable[0], /REDIS_USERNAME/);
+});
+
+t.test('TLS files map to the Secret key behind the volume (items, subPath)', async (tt) => {
+  const c = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'rediss://redis:6380' },
+      { name: 'RAY_REDIS_CA_CERT', value: '/tls/ca/ca.crt' },
+      { name: 'RAY_REDIS_CLIENT_CERT', value: '/tls/client.crt' },
+      { name: 'RAY_REDIS_CLIENT_KEY', value: '/elsewhere/key.pem' },
+    ],
+  });
+  const spec = c.spec!.headGroupSpec!.template!.spec!;
+  spec.containers![0]!.volumeMounts = [
+    { name: 'ca', mountPath: '/tls/ca' },
+    { name: 'client', mountPath: '/tls/client.crt', subPath: 'crt' },
+    { name: 'scratch', mountPath: '/elsewhere' },
+  ];
+  spec.volumes = [
+    { name: 'ca', secret: { secretName: 'redis-ca', items: [{ key: 'ca-bundle', path: 'ca.crt' }] } },
+    { name: 'client', configMap: { name: 'client-cm' } },
+    { name: 'scratch', emptyDir: {} },
+  ];
+  tt.same(fileSource(c, '/tls/ca/ca.crt'), { kind: 'file', from: 'secret', name: 'redis-ca', key: 'ca-bundle', optional: false });
+  tt.same(fileSource(c, '/tls/client.crt'), { kind: 'file', from: 'configMap', name: 'client-cm', key: 'crt', optional: false });
+  tt.equal(fileSource(c, '/elsewhere/key.pem'), undefined, 'emptyDir: nothing the controller can read');
+  tt.equal(fileSource(c, '/tls/ca/other.crt'), undefined, 'not among the items');
+  const plan = planInProcessCleanup(c);
+  tt.equal(plan.env.RAY_REDIS_CA_CERT?.kind, 'file');
+  tt.match(plan.unresolvable.join(';'), /RAY_REDIS_CLIENT_KEY/);
+});
+
+t.test('envFrom sources are listed; explicit env wins when merged', async (tt) => {
+  const c = cluster();
+  c.spec!.headGroupSpec!.template!.spec!.containers![0]!.envFrom = [{ secretRef: { name: 'redis-env' } }, { prefix: 'X_', configMapRef: { name: 'cm', optional: true } }];
+  const plan = planInProcessCleanup(c);
+  tt.same(plan.envFrom, [
+    { kind: 'secret', name: 'redis-env', prefix: '', optional: false },
+    { kind: 'configMap', name: 'cm', prefix: 'X_', optional: true },
+  ]);
+  tt.same(mergeEnv([{ A: '1', B: '1' }, { B: '2' }], { A: 'explicit' }), { A: 'explicit', B: '2' });
+});

@@ -1,0 +1,235 @@
+import t from 'tap';
+import fc from 'fast-check';
+import {
+  buildCleanupJob,
+  cleanupEnv,
+  cleanupJobName,
+  cleanupTimeoutSeconds,
+  cleanupResources,
+  clusterLabelValue,
+  DEFAULT_CLEANUP_CONFIG,
+  effectiveStorageNamespace,
+  isDnsLabel,
+  jobOutcome,
+  manualCleanupCommand,
+  remainingSeconds,
+  tlsVolumes,
+} from '../../src/raycluster/job.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { cluster, job, T0 } from './fixtures.ts';
+
+const secretRef = (name: string, key: string) => ({ secretKeyRef: { name, key } });
+
+t.test('job name: plain when it fits, hashed and cut otherwise', async (tt) => {
+  tt.equal(cleanupJobName('demo'), 'demo-redis-cleanup');
+  const n49 = 'a'.repeat(49);
+  tt.equal(cleanupJobName(n49), `${n49}-redis-cleanup`, '49 + 14 = 63 still fits');
+  const n50 = 'a'.repeat(50);
+  const long = cleanupJobName(n50);
+  tt.ok(long.length <= 63, long);
+  tt.ok(isDnsLabel(long), long);
+  tt.match(long, /^a+-[0-9a-f]{8}-redis-cleanup$/);
+  tt.not(cleanupJobName('b'.repeat(60) + 'x'), cleanupJobName('b'.repeat(60) + 'y'), 'names sharing a long prefix do not collide');
+  tt.equal(cleanupJobName(n50), long, 'deterministic');
+});
+
+t.test('job name: the cut never leaves a dangling dash, dots become dashes', async (tt) => {
+  // 39 chars then '-' at position 40 (the cut keeps 40 chars): the '-' must go.
+  const name = 'x'.repeat(39) + '-' + 'y'.repeat(30);
+  const jobName = cleanupJobName(name);
+  tt.ok(isDnsLabel(jobName), jobName);
+  tt.notMatch(jobName, /--/);
+  const dotted = cleanupJobName('my.cluster');
+  tt.ok(isDnsLabel(dotted), dotted);
+  tt.match(dotted, /^my-cluster-[0-9a-f]{8}-redis-cleanup$/);
+  tt.not(dotted, cleanupJobName('my-cluster'), 'the hash keeps my.cluster and my-cluster apart');
+  tt.match(cleanupJobName('-'.repeat(70)), /^[0-9a-f]{8}-redis-cleanup$/);
+});
+
+t.test('job name property: any DNS-subdomain cluster name gives a valid, stable DNS label', async (tt) => {
+  const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$/);
+  const subdomain = fc.array(label, { minLength: 1, maxLength: 6 }).map((parts) => parts.join('.').slice(0, 253));
+  fc.assert(
+    fc.property(subdomain, (name) => {
+      const j = cleanupJobName(name);
+      return isDnsLabel(j) && j.endsWith('-redis-cleanup') && cleanupJobName(name) === j;
+    }),
+    { numRuns: 500 },
+  );
+  tt.pass('500 names checked');
+});
+
+t.test('cluster label value stays <= 63 chars', async (tt) => {
+  tt.equal(clusterLabelValue('demo'), 'demo');
+  const v = clusterLabelValue('z'.repeat(100));
+  tt.ok(v.length <= 63);
+  tt.match(v, /-[0-9a-f]{8}$/);
+});
+
+t.test('storage namespace precedence: head env > options > annotation > UID', async (tt) => {
+  tt.equal(effectiveStorageNamespace(cluster()), '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10', 'UID by default');
+  tt.equal(effectiveStorageNamespace(cluster({ annotations: { 'ray.io/external-storage-namespace': 'from-ann' } })), 'from-ann');
+  tt.equal(effectiveStorageNamespace(cluster({ ft: 'options', options: { externalStorageNamespace: 'from-opt' } })), 'from-opt');
+  tt.equal(
+    effectiveStorageNamespace(
+      cluster({
+        annotations: { 'ray.io/external-storage-namespace': 'from-ann' },
+        env: [
+          { name: 'RAY_REDIS_ADDRESS', value: 'r:1' },
+          { name: 'RAY_external_storage_namespace', value: 'from-env' },
+        ],
+      }),
+    ),
+    'from-env',
+    'KubeRay leaves a user-set env alone, so the GCS used it',
+  );
+});
+
+t.test('env from gcsFaultToleranceOptions: values stay values, secretKeyRefs stay secretKeyRefs', async (tt) => {
+  const c = cluster({
+    ft: 'options',
+    options: { redisAddress: 'rediss://r.example:6380', redisPassword: { valueFrom: secretRef('redis-auth', 'password') }, redisUsername: { value: 'ray' }, externalStorageNamespace: 'ns1' },
+  });
+  const env = cleanupEnv(c);
+  tt.same(env, [
+    { name: 'RAY_external_storage_namespace', value: 'ns1' },
+    { name: 'RAY_REDIS_ADDRESS', value: 'rediss://r.example:6380' },
+    { name: 'REDIS_PASSWORD', valueFrom: secretRef('redis-auth', 'password') },
+    { name: 'REDIS_USERNAME', value: 'ray' },
+  ]);
+});
+
+t.test('env from the head container (annotation mode), plus TLS env and rayStartParams password', async (tt) => {
+  const c = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'redis.team-a:6379' },
+      { name: 'REDIS_PASSWORD', valueFrom: secretRef('s', 'k') },
+      { name: 'RAY_REDIS_CA_CERT', value: '/etc/redis-tls/ca.crt' },
+      { name: 'UNRELATED', value: 'x' },
+    ],
+  });
+  const env = cleanupEnv(c);
+  tt.same(env.map((e) => e.name), ['RAY_external_storage_namespace', 'RAY_REDIS_ADDRESS', 'REDIS_PASSWORD', 'RAY_REDIS_CA_CERT']);
+  tt.same(env.find((e) => e.name === 'REDIS_PASSWORD')?.valueFrom, secretRef('s', 'k'));
+
+  const legacy = cluster();
+  (legacy.spec!.headGroupSpec!.rayStartParams as Record<string, string>)['redis-password'] = 'pw-in-spec';
+  tt.same(cleanupEnv(legacy).find((e) => e.name === 'REDIS_PASSWORD'), { name: 'REDIS_PASSWORD', value: 'pw-in-spec' });
+});
+
+function tlsCluster(): RayCluster {
+  const c = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'rediss://redis:6380' },
+      { name: 'RAY_REDIS_CA_CERT', value: '/etc/redis-tls/ca.crt' },
+      { name: 'RAY_REDIS_CLIENT_CERT', value: '/etc/client/tls.crt' },
+      { name: 'RAY_REDIS_CLIENT_KEY', value: '/etc/client/tls.key' },
+    ],
+  });
+  const spec = c.spec!.headGroupSpec!.template!.spec!;
+  spec.containers![0]!.volumeMounts = [
+    { name: 'tls-ca', mountPath: '/etc/redis-tls' },
+    { name: 'client', mountPath: '/etc/client/' },
+    { name: 'logs', mountPath: '/tmp/ray' },
+  ];
+  spec.volumes = [
+    { name: 'tls-ca', secret: { secretName: 'redis-ca' } },
+    { name: 'client', secret: { secretName: 'redis-client', items: [{ key: 'crt', path: 'tls.crt' }, { key: 'key', path: 'tls.key' }] } },
+    { name: 'logs', emptyDir: {} },
+  ];
+  return c;
+}
+
+t.test('TLS: only the volumes holding the TLS files are carried over, read-only', async (tt) => {
+  const { volumeMounts, volumes } = tlsVolumes(tlsCluster());
+  tt.same(volumeMounts.map((m) => m.name), ['tls-ca', 'client']);
+  tt.ok(volumeMounts.every((m) => m.readOnly === true));
+  tt.same(volumes.map((v) => v.name), ['tls-ca', 'client']);
+  const j = buildCleanupJob(tlsCluster(), DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0);
+  const pod = (j.spec!.template as { spec: { volumes: unknown[]; containers: Array<{ volumeMounts: unknown[]; env: Array<{ name: string }> }> } }).spec;
+  tt.equal(pod.volumes.length, 2);
+  tt.equal(pod.containers[0]!.volumeMounts.length, 2);
+  tt.ok(pod.containers[0]!.env.some((e) => e.name === 'RAY_REDIS_CLIENT_KEY'));
+});
+
+t.test('resources: defaults, flags, annotations, KubeRay fallback names, invalid values', async (tt) => {
+  tt.same(cleanupResources(cluster(), DEFAULT_CLEANUP_CONFIG), { cpu: '250m', memory: '512Mi', problems: [] });
+  tt.same(cleanupResources(cluster(), { ...DEFAULT_CLEANUP_CONFIG, cpu: '500m', memory: '1Gi' }), { cpu: '500m', memory: '1Gi', problems: [] });
+  tt.same(cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '1', 'raykeeper.io/redis-cleanup-memory': '768Mi' } }), DEFAULT_CLEANUP_CONFIG), {
+    cpu: '1',
+    memory: '768Mi',
+    problems: [],
+  });
+  tt.same(cleanupResources(cluster({ annotations: { 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }), DEFAULT_CLEANUP_CONFIG).cpu, '300m');
+  tt.same(
+    cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '400m', 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }), DEFAULT_CLEANUP_CONFIG).cpu,
+    '400m',
+    'ours wins',
+  );
+  const bad = cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': 'lots', 'raykeeper.io/redis-cleanup-memory': '0' } }), DEFAULT_CLEANUP_CONFIG);
+  tt.equal(bad.cpu, '250m');
+  tt.equal(bad.memory, '512Mi');
+  tt.equal(bad.problems.length, 2);
+});
+
+t.test('the Job: shape the issue asks for', async (tt) => {
+  const c = cluster({ deletedAt: T0, annotations: { 'raykeeper.io/redis-cleanup-memory': '256Mi' } });
+  c.spec!.headGroupSpec!.template!.spec!.tolerations = [{ key: 'ray', operator: 'Exists' }];
+  c.spec!.headGroupSpec!.template!.spec!.affinity = { podAntiAffinity: {} };
+  const j = buildCleanupJob(c, { ...DEFAULT_CLEANUP_CONFIG, image: 'registry.example/raykeeper:1.2.3' }, T0 + 300_000, T0 + 120_400);
+  tt.equal(j.metadata.name, 'demo-redis-cleanup');
+  tt.equal(j.metadata.namespace, 'team-a');
+  tt.same(j.metadata.labels?.['ray.io/cluster'], 'demo');
+  tt.same(j.metadata.labels?.['ray.io/node-type'], 'redis-cleanup');
+  tt.same(j.metadata.ownerReferences, [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'demo', uid: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10', controller: true, blockOwnerDeletion: false }]);
+  const spec = j.spec as Record<string, any>;
+  tt.equal(spec.backoffLimit, 0);
+  tt.equal(spec.activeDeadlineSeconds, 180, 'ceil of the 179.6 s left');
+  const pod = spec.template.spec;
+  tt.same(spec.template.metadata.labels, j.metadata.labels);
+  tt.equal(pod.restartPolicy, 'Never');
+  tt.equal(pod.automountServiceAccountToken, false);
+  tt.equal(pod.securityContext.runAsNonRoot, true);
+  tt.ok(pod.securityContext.runAsUser > 0);
+  tt.same(pod.tolerations, [{ key: 'ray', operator: 'Exists' }]);
+  tt.equal(pod.affinity, undefined, 'anti-affinity is not copied');
+  const container = pod.containers[0];
+  tt.equal(container.image, 'registry.example/raykeeper:1.2.3');
+  tt.same(container.command, ['raykeeper', 'redis-cleanup']);
+  tt.same(container.resources, { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '250m', memory: '256Mi' } });
+  tt.equal(container.securityContext.allowPrivilegeEscalation, false);
+  tt.same(container.securityContext.capabilities, { drop: ['ALL'] });
+});
+
+t.test('the cleanup gets a timeout shorter than the Job deadline', async (tt) => {
+  tt.equal(cleanupTimeoutSeconds(300), 270);
+  tt.equal(cleanupTimeoutSeconds(30), 20);
+  tt.equal(cleanupTimeoutSeconds(1), 1);
+  const j = buildCleanupJob(cluster({ deletedAt: T0 }), DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0);
+  tt.same((j.spec as any).template.spec.containers[0].args, ['--timeout', '270']);
+});
+
+t.test('remaining seconds is at least 1', async (tt) => {
+  tt.equal(remainingSeconds(T0, T0 + 5000), 1);
+  tt.equal(remainingSeconds(T0 + 1001, T0), 2);
+});
+
+t.test('job outcome from conditions', async (tt) => {
+  tt.equal(jobOutcome(job()), undefined);
+  tt.same(jobOutcome(job({ condition: 'Complete' })), { outcome: 'complete' });
+  tt.same(jobOutcome(job({ condition: 'Failed', reason: 'DeadlineExceeded', message: 'm' })), { outcome: 'failed', reason: 'DeadlineExceeded', message: 'm' });
+  const notTrue = job();
+  notTrue.status = { conditions: [{ type: 'Failed', status: 'False' }] };
+  tt.equal(jobOutcome(notTrue), undefined);
+});
+
+t.test('manual command: shows where secrets live, never a plain password', async (tt) => {
+  const c = cluster({ ft: 'options', options: { redisPassword: { value: 's3cr3t' }, externalStorageNamespace: 'ns with space' } });
+  const cmd = manualCleanupCommand(c);
+  tt.notMatch(cmd, /s3cr3t/);
+  tt.match(cmd, /REDIS_PASSWORD='?<password>'?/);
+  tt.match(cmd, /RAY_external_storage_namespace='ns with space'/);
+  tt.match(cmd, / raykeeper redis-cleanup$/);
+  const fromSecret = manualCleanupCommand(cluster({ ft: 'options', options: { redisPassword: { valueFrom: secretRef('redis-auth', 'pw') } } }));
+  tt.match(fromSecret, /REDIS_PASSWORD='<secret redis-auth key pw>'/);
+});

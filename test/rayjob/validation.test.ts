@@ -1,0 +1,96 @@
+// KubeRay's RayJob spec rules as a table: (spec / metadata / status) -> first problem and its event reason.
+import t from 'tap';
+import { validateRayJob } from '../../src/rayjob/validation.ts';
+import { clusterSpec, rayJob, type JobOptions } from './fixtures.ts';
+
+const withHeadEnv = (env: Array<{ name: string; value: string }>) => {
+  const spec = clusterSpec();
+  const head = spec.headGroupSpec?.template?.spec?.containers?.[0];
+  if (head) head.env = env;
+  return spec;
+};
+
+const rows: Array<[string, JobOptions, string | undefined, RegExp?]> = [
+  ['a plain K8sJobMode job is valid', {}, undefined],
+  ['name of 47 characters is valid', { metadata: { name: 'a'.repeat(47) } }, undefined],
+  ['name of 48 characters', { metadata: { name: 'a'.repeat(48) } }, 'InvalidRayJobMetadata', /no more than 47/],
+  ['name not a DNS-1035 label (starts with a digit)', { metadata: { name: '1job' } }, 'InvalidRayJobMetadata', /DNS1035/],
+  ['name with upper case', { metadata: { name: 'Job' } }, 'InvalidRayJobMetadata'],
+  ['suspend without shutdownAfterJobFinishes', { spec: { suspend: true, shutdownAfterJobFinishes: false } }, 'InvalidRayJobSpec', /not allowed to be suspended/],
+  ['suspend with shutdownAfterJobFinishes', { spec: { suspend: true } }, undefined],
+  ['negative ttl', { spec: { ttlSecondsAfterFinished: -1 } }, 'InvalidRayJobSpec', /TTLSecondsAfterFinished/],
+  ['ttl 0 is fine', { spec: { ttlSecondsAfterFinished: 0 } }, undefined],
+  ['suspend with clusterSelector', { spec: { suspend: true, clusterSelector: { 'ray.io/cluster': 'c' }, rayClusterSpec: undefined } }, 'InvalidRayJobSpec', /ClusterSelector mode/],
+  ['neither rayClusterSpec nor clusterSelector', { spec: { rayClusterSpec: undefined } }, 'InvalidRayJobSpec', /one of RayClusterSpec or ClusterSelector/],
+  ['clusterSelector without ray.io/cluster', { spec: { clusterSelector: { team: 'x' }, rayClusterSpec: undefined } }, 'InvalidRayJobSpec', /should not be empty/],
+  ['clusterSelector with retries', { spec: { clusterSelector: { 'ray.io/cluster': 'c' }, rayClusterSpec: undefined, backoffLimit: 1 } }, 'InvalidRayJobSpec', /ClusterSelector/],
+  ['clusterSelector alone is valid', { spec: { clusterSelector: { 'ray.io/cluster': 'c' }, rayClusterSpec: undefined } }, undefined],
+  ['InteractiveMode with backoffLimit', { spec: { submissionMode: 'InteractiveMode', backoffLimit: 1 } }, 'InvalidRayJobSpec', /InteractiveMode/],
+  ['InteractiveMode without entrypoint is valid', { spec: { submissionMode: 'InteractiveMode', entrypoint: undefined } }, undefined],
+  ['SidecarMode is refused (not implemented here)', { spec: { submissionMode: 'SidecarMode' } }, 'InvalidRayJobSpec', /SidecarMode/],
+  ['unknown submission mode', { spec: { submissionMode: 'Carrier' } }, 'InvalidRayJobSpec', /unknown submissionMode/],
+  ['K8sJobMode without entrypoint', { spec: { entrypoint: '' } }, 'InvalidRayJobSpec', /entrypoint is required/],
+  ['HTTPMode without entrypoint', { spec: { submissionMode: 'HTTPMode', entrypoint: undefined } }, 'InvalidRayJobSpec', /entrypoint/],
+  [
+    'K8sJobMode without entrypoint but a custom submitter command',
+    { spec: { entrypoint: '', submitterPodTemplate: { spec: { containers: [{ name: 's', command: ['sh', '-c', 'true'] }] } } } },
+    undefined,
+  ],
+  ['activeDeadlineSeconds 0', { spec: { activeDeadlineSeconds: 0 } }, 'InvalidRayJobSpec', /activeDeadlineSeconds/],
+  ['preRunningDeadlineSeconds 0', { spec: { preRunningDeadlineSeconds: 0 } }, 'InvalidRayJobSpec', /preRunningDeadlineSeconds/],
+  ['backoffLimit -1', { spec: { backoffLimit: -1 } }, 'InvalidRayJobSpec', /backoffLimit/],
+  ['submitterConfig.backoffLimit -1', { spec: { submitterConfig: { backoffLimit: -1 } } }, 'InvalidRayJobSpec', /submitterConfig/],
+  ['runtimeEnvYAML not YAML', { spec: { runtimeEnvYAML: 'a: [1, 2' } }, 'InvalidRayJobSpec', /runtimeEnvYAML/],
+  ['runtimeEnvYAML a list', { spec: { runtimeEnvYAML: '- a\n- b\n' } }, 'InvalidRayJobSpec', /mapping/],
+  ['runtimeEnvYAML a mapping', { spec: { runtimeEnvYAML: 'pip:\n  - requests\n' } }, undefined],
+  ['head group without containers', { spec: { rayClusterSpec: { headGroupSpec: { template: { spec: { containers: [] } } } } } }, 'InvalidRayJobSpec', /at least one container/],
+  [
+    'ft-enabled annotation together with gcsFaultToleranceOptions',
+    { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } }, spec: { rayClusterSpec: { ...clusterSpec(), gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } } } },
+    'InvalidRayJobSpec',
+    /both set/,
+  ],
+  [
+    'even ft-enabled "false" next to the options (KubeRay checks non-empty)',
+    { metadata: { annotations: { 'ray.io/ft-enabled': 'false' } }, spec: { rayClusterSpec: { ...clusterSpec(), gcsFaultToleranceOptions: {} } } },
+    'InvalidRayJobSpec',
+    /both set/,
+  ],
+  ['RAY_REDIS_ADDRESS without GCS FT', { spec: { rayClusterSpec: withHeadEnv([{ name: 'RAY_REDIS_ADDRESS', value: 'r:6379' }]) } }, 'InvalidRayJobSpec', /implicitly enables/],
+  ['RAY_REDIS_ADDRESS with the annotation is fine', { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } }, spec: { rayClusterSpec: withHeadEnv([{ name: 'RAY_REDIS_ADDRESS', value: 'r:6379' }]) } }, undefined],
+  [
+    'options with REDIS_PASSWORD env',
+    { spec: { rayClusterSpec: { ...withHeadEnv([{ name: 'REDIS_PASSWORD', value: 'x' }]), gcsFaultToleranceOptions: { redisAddress: 'r:6379' } } } },
+    'InvalidRayJobSpec',
+    /REDIS_PASSWORD/,
+  ],
+  [
+    'options with the external-storage-namespace annotation',
+    { metadata: { annotations: { 'ray.io/external-storage-namespace': 'ns' } }, spec: { rayClusterSpec: { ...clusterSpec(), gcsFaultToleranceOptions: { redisAddress: 'r:6379' } } } },
+    'InvalidRayJobSpec',
+    /external-storage-namespace/,
+  ],
+  ['redis username in env', { spec: { rayClusterSpec: withHeadEnv([{ name: 'REDIS_USERNAME', value: 'u' }]) } }, 'InvalidRayJobSpec', /redis username/],
+];
+
+t.test('spec and metadata rules', async (t) => {
+  for (const [name, options, reason, message] of rows) {
+    const problem = validateRayJob(rayJob(undefined, options));
+    t.equal(problem?.eventReason, reason, `${name}: event reason`);
+    if (message) t.match(problem?.message ?? '', message, `${name}: message`);
+  }
+});
+
+t.test('status rule: Waiting only in InteractiveMode', async (t) => {
+  t.equal(validateRayJob(rayJob('Waiting'))?.eventReason, 'InvalidRayJobStatus');
+  t.equal(validateRayJob(rayJob('Waiting', { spec: { submissionMode: 'InteractiveMode' } })), undefined);
+});
+
+t.test('metadata is checked before spec, spec before status (the first problem wins)', async (t) => {
+  const job = rayJob('Waiting', { metadata: { name: 'X' }, spec: { backoffLimit: -1 } });
+  t.equal(validateRayJob(job)?.eventReason, 'InvalidRayJobMetadata');
+  job.metadata.name = 'x';
+  t.equal(validateRayJob(job)?.eventReason, 'InvalidRayJobSpec');
+  if (job.spec) job.spec.backoffLimit = 0;
+  t.equal(validateRayJob(job)?.eventReason, 'InvalidRayJobStatus');
+});

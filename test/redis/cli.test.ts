@@ -1,0 +1,207 @@
+// `raykeeper redis-cleanup` as the Job runs it: environment, flags, exit codes, one-line reasons, and no
+// password in any output. The main paths run as real processes (bin/raykeeper.js); the option tables run
+// the same entry in-process (runWith) to keep the file fast.
+import t, { type Test } from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runWith } from '../../controller/redis-cleanup/cli.ts';
+import { redisServerMissing, startRedisServer, freePort } from '../helpers/redis-server.ts';
+import { client, seedCurrent, seedLegacy, snapshot } from './fixtures.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
+const PASSWORD = 'Cli-Secret-9f3e';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI with only the given environment (plus PATH), like a container would. */
+function raykeeper(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'redis-cleanup', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The same entry in-process: runWith with the given environment and captured output. */
+async function inProcess(args: string[], env: Record<string, string>): Promise<Run> {
+  const out = { stdout: '', stderr: '' };
+  const code = await runWith(args, { env, stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) } });
+  return { code, ...out };
+}
+
+const missing = redisServerMissing();
+if (missing) {
+  t.plan(0, missing);
+} else {
+  const server = await startRedisServer({ password: PASSWORD });
+  t.teardown(() => server.stop());
+  const r = client(server.port, { password: PASSWORD });
+  t.teardown(() => r.disconnect());
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-cli-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const address = `127.0.0.1:${server.port}`;
+  const base = { RAY_REDIS_ADDRESS: address, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'cli1' };
+
+  t.beforeEach(async () => {
+    await r.flushall();
+    await seedCurrent(r, 'cli1');
+    await seedLegacy(r, 'cli1');
+    await seedCurrent(r, 'cli2');
+  });
+
+  const noSecret = (t: Test, run: Run, secret = PASSWORD) => {
+    t.notOk((run.stdout + run.stderr).includes(secret), 'the password appears nowhere in the output');
+  };
+
+  t.test('KubeRay\'s environment: exit 0, summary on stdout, namespace gone, other intact', async (t) => {
+    const run = await raykeeper([], base);
+    t.equal(run.code, 0, run.stderr);
+    t.match(run.stdout, /^namespace "cli1" on 127\.0\.0\.1:\d+ \(standalone\): deleted 4 key\(s\); old-layout hash deleted \(4 fields\)/);
+    t.equal(run.stderr, '', 'nothing on stderr for a quick run');
+    noSecret(t, run);
+    t.same([...(await snapshot(r)).keys()].sort(), ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE']);
+    const again = await inProcess([], base);
+    t.equal(again.code, 0, 'a second run (namespace gone) is success too');
+    t.match(again.stdout, /deleted 0 key\(s\); no old-layout hash/);
+  });
+
+  t.test('password in the URL, and REDIS_PASSWORD winning over it (KubeRay\'s order)', async (t) => {
+    const inUrl = await inProcess([], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@${address}`, RAY_external_storage_namespace: 'cli1' });
+    t.equal(inUrl.code, 0, inUrl.stderr);
+    noSecret(t, inUrl);
+    const envWins = await inProcess([], { RAY_REDIS_ADDRESS: `redis://:url-wrong-pw@${address}`, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'cli2' });
+    t.equal(envWins.code, 0, envWins.stderr);
+    noSecret(t, envWins);
+    noSecret(t, envWins, 'url-wrong-pw');
+  });
+
+  t.test('--password-env and --password-file', async (t) => {
+    const viaEnv = await raykeeper(['--password-env', 'MY_REDIS_SECRET'], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'cli1', MY_REDIS_SECRET: PASSWORD });
+    t.equal(viaEnv.code, 0, viaEnv.stderr);
+    noSecret(t, viaEnv);
+    const file = join(dir, 'password');
+    await writeFile(file, `${PASSWORD}\n`, { mode: 0o600 });
+    const viaFile = await inProcess(['--password-file', file], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'cli2' });
+    t.equal(viaFile.code, 0, viaFile.stderr);
+    t.equal((await snapshot(r)).size, 0);
+    const unset = await inProcess(['--password-env', 'NOPE'], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'cli1' });
+    t.equal(unset.code, 2);
+    t.match(unset.stderr, /^raykeeper redis-cleanup: --password-env: environment variable "NOPE" is not set\n$/);
+  });
+
+  t.test('flags override the environment', async (t) => {
+    const run = await inProcess(['--address', address, '--namespace', 'cli2'], { ...base, RAY_REDIS_ADDRESS: 'nowhere.invalid:1' });
+    t.equal(run.code, 0, run.stderr);
+    t.equal(await r.exists('RAYcli2@JOB'), 0);
+    t.equal(await r.exists('RAYcli1@JOB'), 1, 'the env namespace was not the one cleaned');
+  });
+
+  t.test('wrong password: exit 1 at once, ONE line naming the cause, password not printed', async (t) => {
+    const started = Date.now();
+    const run = await raykeeper(['--timeout', '60'], { ...base, REDIS_PASSWORD: 'Wrong-Secret-77' });
+    t.equal(run.code, 1);
+    t.ok(Date.now() - started < 30_000, 'did not retry until the 60 s timeout');
+    t.match(run.stderr, /^raykeeper redis-cleanup: failed: 127\.0\.0\.1:\d+: WRONGPASS invalid username-password pair or user is disabled\.\n$/);
+    t.equal(run.stdout, '');
+    noSecret(t, run, 'Wrong-Secret-77');
+    t.equal((await snapshot(r)).size, 9, 'nothing deleted');
+  });
+
+  t.test('unreachable Redis: retries on stderr, then exit 1 with one final line within --timeout', async (t) => {
+    const port = await freePort();
+    const started = Date.now();
+    const run = await raykeeper(['--timeout', '2'], { ...base, RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@127.0.0.1:${port}` });
+    t.equal(run.code, 1);
+    t.ok(Date.now() - started < 20_000, 'ended by its 2 s timeout (plus process start-up)');
+    const lines = run.stderr.trimEnd().split('\n');
+    t.ok(lines.length >= 2, 'retry lines first');
+    t.match(lines[0], /^raykeeper redis-cleanup: retry 1 in \d+ ms: .*ECONNREFUSED/);
+    t.match(lines.at(-1), /^raykeeper redis-cleanup: failed: gave up after \d+\.\ds: deadline reached; last error: .*ECONNREFUSED/);
+    noSecret(t, run);
+    const quiet = await inProcess(['--timeout', '1', '--quiet'], { ...base, RAY_REDIS_ADDRESS: `127.0.0.1:${port}` });
+    t.equal(quiet.code, 1);
+    t.equal(quiet.stderr.trimEnd().split('\n').length, 1, '--quiet: only the reason');
+  });
+
+  t.test('usage and configuration errors: exit 2, one line', async (t) => {
+    const cases: Array<[string[], Record<string, string>, RegExp]> = [
+      [[], { RAY_external_storage_namespace: 'x' }, /no Redis address: set RAY_REDIS_ADDRESS or --address/],
+      [[], { RAY_REDIS_ADDRESS: address }, /no storage namespace: set RAY_external_storage_namespace or --namespace/],
+      [[], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'a@b' }, /contains '@', which Ray forbids/],
+      [[], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@host:notaport`, RAY_external_storage_namespace: 'x' }, /port "notaport" is not a number/],
+      [['--password', PASSWORD], base, /Unknown option '--password'/],
+      [['--timeout=0'], base, /--timeout must be a positive number/],
+      [['--timeout', '-1'], base, /Option '--timeout' argument is ambiguous/],
+      [['--mode', 'weird'], base, /--mode must be one of auto, standalone, sentinel, cluster/],
+      [['--layout', 'x'], base, /--layout must be both, current or legacy/],
+      [['--legacy'], base, /--legacy goes with --list/],
+    ];
+    for (const [i, [args, env, re]] of cases.entries()) {
+      // The first through a real process (exit code as the Job sees it), the rest in-process.
+      const run = i === 0 ? await raykeeper(args, env) : await inProcess(args, env);
+      t.equal(run.code, 2, `${args.join(' ')} exits 2`);
+      const lines = run.stderr.trimEnd().split('\n');
+      t.equal(lines.length, 1, 'one line');
+      t.match(lines[0], re);
+      t.notOk(run.stderr.includes(PASSWORD) && !args.includes('--password'), 'no password echoed');
+    }
+    t.equal((await snapshot(r)).size, 9, 'nothing deleted by any of them');
+  });
+
+  t.test('--dry-run: exit 0, lists what would go, deletes nothing', async (t) => {
+    await r.rpush('RAYcli1@FAKE', 'x');
+    const before = await snapshot(r);
+    const run = await raykeeper(['--dry-run'], base);
+    t.equal(run.code, 0, run.stderr);
+    t.match(run.stdout, /would delete 4 key\(s\); old-layout hash would be deleted \(4 fields\); left alone 1 look-alike/);
+    for (const k of ['RAYcli1@JOB', 'RAYcli1@NODE', 'RAYcli1@ACTOR_TASK_SPEC', 'RAYcli1@JobCounter']) t.match(run.stdout, `  would delete ${k} (`);
+    t.match(run.stdout, /  left alone RAYcli1@FAKE \(list\): is a list/);
+    t.same(await snapshot(r), before);
+  });
+
+  t.test('--json: one parseable object; failures too', async (t) => {
+    const run = await raykeeper(['--json'], base);
+    t.equal(run.code, 0);
+    const out = JSON.parse(run.stdout);
+    t.match(out, { ok: true, namespace: 'cli1', deletedCount: 4, legacy: 'deleted', mode: 'standalone', attempts: 1 });
+    const bad = await inProcess(['--json'], { ...base, REDIS_PASSWORD: 'nope-nope' });
+    t.equal(bad.code, 1);
+    t.match(JSON.parse(bad.stdout), { ok: false, error: /WRONGPASS/ });
+  });
+
+  t.test('--list (and --json): namespaces with counts and sizes', async (t) => {
+    const run = await raykeeper(['--list', '--legacy'], base);
+    t.equal(run.code, 0, run.stderr);
+    t.match(run.stdout, /NAMESPACE\s+LAYOUT\s+KEYS\s+FIELDS\s+BYTES/);
+    t.match(run.stdout, /\ncli1\s+current\s+4\s+9\s+\d+\s+0/);
+    t.match(run.stdout, /\ncli1\s+legacy\s+1\s+4\s+\d+/);
+    t.match(run.stdout, /\ncli2\s+current\s+4\s+9\s+\d+/);
+    const json = JSON.parse((await inProcess(['--list', '--json'], base)).stdout);
+    t.same(json.namespaces.map((n: { namespace: string }) => n.namespace), ['cli1', 'cli2']);
+    t.equal((await snapshot(r)).size, 9, 'listing deletes nothing');
+  });
+
+  t.test('--help and the top-level command table', async (t) => {
+    const help = await raykeeper(['--help'], {});
+    t.equal(help.code, 0);
+    t.match(help.stdout, /Minimal ACL for the cleanup: \+scan \+type \+unlink \+hscan, plus \+info/);
+    const top = await new Promise<string>((resolve) => {
+      const child = spawn(process.execPath, [BIN, '--help'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let s = '';
+      child.stdout.on('data', (d) => (s += d));
+      child.once('close', () => resolve(s));
+    });
+    t.match(top, /redis-cleanup\s+delete one Ray GCS storage namespace/);
+  });
+}

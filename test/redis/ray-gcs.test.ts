@@ -1,0 +1,141 @@
+// A real Ray head (GCS fault tolerance against our test Redis) writes its tables as RAY<ns>@<TABLE>; a
+// driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup must leave nothing
+// of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
+// Needs Ray: `pip install 'ray[default]'` (or plain `ray`). The `ray` executable is taken from
+// $RAYKEEPER_RAY, else from PATH; the test skips with the reason when there is none.
+import t from 'tap';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { runWith } from '../../controller/redis-cleanup/cli.ts';
+import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
+import { client, snapshot } from './fixtures.ts';
+
+function findRay(): { ray: string; python: string } | { reason: string } {
+  const ray = process.env.RAYKEEPER_RAY || spawnSync('sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim();
+  if (!ray) return { reason: "Ray is not installed: no `ray` on PATH and RAYKEEPER_RAY unset (pip install 'ray[default]')" };
+  const version = spawnSync(ray, ['--version'], { encoding: 'utf8', timeout: 60_000 });
+  if (version.status !== 0) return { reason: `\`${ray} --version\` failed: ${(version.stderr || version.stdout).trim().split('\n').at(-1)}` };
+  return { ray, python: '' };
+}
+
+/** The interpreter of the `ray` script (its shebang), so the driver imports the same Ray. */
+async function pythonOf(ray: string): Promise<string> {
+  const first = (await readFile(ray, 'utf8')).split('\n', 1)[0] ?? '';
+  return first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
+}
+
+/** Every descendant of pid (ps snapshot), deepest last. */
+function descendants(pid: number): number[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).stdout;
+  const children = new Map<number, number[]>();
+  for (const line of ps.trim().split('\n')) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number) as [number, number];
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/** Kills the `ray start --block` process and everything it started (by pid, never by name). */
+async function stopRay(head: ChildProcess): Promise<void> {
+  if (head.pid === undefined) return;
+  const pids = [head.pid, ...descendants(head.pid)];
+  for (const p of pids) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const until = Date.now() + 15_000;
+  while (pids.some((p) => spawnSync('kill', ['-0', String(p)]).status === 0 && !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout)) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const missing = redisServerMissing();
+const found = findRay();
+if (missing) {
+  t.plan(0, missing);
+} else if ('reason' in found) {
+  t.comment(`skipping the Ray integration test: ${found.reason}`);
+  t.plan(0, found.reason);
+} else {
+  t.test('real Ray GCS tables in Redis are removed completely; a neighbouring namespace stays', { timeout: 240_000 }, async (t) => {
+    const python = await pythonOf(found.ray);
+    const redis = await startRedisServer();
+    t.teardown(() => redis.stop());
+    const r = client(redis.port);
+    t.teardown(() => r.disconnect());
+    const ns = `rk${randomBytes(4).toString('hex')}`;
+    const temp = await mkdtemp(join(tmpdir(), 'rk-ray-'));
+    t.teardown(() => rm(temp, { recursive: true, force: true }));
+    const [gcsPort, clientPort, agentPort] = [await freePort(), await freePort(), await freePort()];
+
+    const env = { ...process.env, RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`, RAY_external_storage_namespace: ns, RAY_USAGE_STATS_ENABLED: '0' };
+    const head = spawn(
+      found.ray,
+      ['start', '--head', '--block', `--port=${gcsPort}`, `--ray-client-server-port=${clientPort}`, `--dashboard-agent-listen-port=${agentPort}`, '--node-ip-address=127.0.0.1', '--num-cpus=1', '--include-dashboard=false', '--disable-usage-stats', `--temp-dir=${temp}`, '--object-store-memory=100000000'],
+      { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    let headLog = '';
+    head.stdout!.on('data', (d) => (headLog += d));
+    head.stderr!.on('data', (d) => (headLog += d));
+    t.teardown(() => stopRay(head));
+
+    const started = Date.now();
+    const rayKeys = async () => (await r.keys(`RAY${ns}@*`)).sort();
+    while (!(await rayKeys()).includes(`RAY${ns}@NODE`)) {
+      if (head.exitCode !== null) throw new Error(`ray start exited: ${headLog.slice(-2000)}`);
+      if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headLog.slice(-2000)}`);
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    t.comment(`Ray head wrote its tables after ${Date.now() - started} ms`);
+
+    // A driver: a job (JOB table, JobCounter string) and an actor (ACTOR, ACTOR_TASK_SPEC).
+    const driver = spawnSync(
+      python,
+      ['-c', `import ray\nray.init(address="127.0.0.1:${gcsPort}", log_to_driver=False)\n@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\nprint(ray.get(A.remote().ping.remote()))\nray.shutdown()\n`],
+      { env, encoding: 'utf8', timeout: 120_000 },
+    );
+    t.equal(driver.status, 0, `the driver ran (${driver.stderr.slice(-500)})`);
+
+    await stopRay(head);
+    const written = await rayKeys();
+    t.comment(`Ray wrote: ${written.join(', ')}`);
+    for (const table of ['NODE', 'KV', 'JOB', 'JobCounter', 'ACTOR']) t.ok(written.includes(`RAY${ns}@${table}`), `Ray wrote RAY${ns}@${table}`);
+    t.equal(await r.type(`RAY${ns}@JobCounter`), 'string', 'JobCounter is a string, the tables hashes');
+
+    // The neighbour: the same real data under RAY<ns>0@..., byte for byte.
+    for (const key of written) {
+      const dump = await r.dumpBuffer(key);
+      await r.restore(key.replace(`RAY${ns}@`, `RAY${ns}0@`), 0, dump!);
+    }
+    const before = await snapshot(r);
+
+    const out = { stdout: '', stderr: '' };
+    const code = await runWith(['--timeout', '60'], {
+      env: { RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`, RAY_external_storage_namespace: ns },
+      stdout: { write: (s: string) => (out.stdout += s) },
+      stderr: { write: (s: string) => (out.stderr += s) },
+    });
+    t.equal(code, 0, out.stderr);
+    t.match(out.stdout, new RegExp(`deleted ${written.length} key\\(s\\)`));
+    t.same(await rayKeys(), [], 'nothing of the namespace remains');
+    const after = await snapshot(r);
+    const neighbour = [...before.keys()].filter((k) => k.startsWith(`RAY${ns}0@`));
+    t.equal(neighbour.length, written.length);
+    for (const k of neighbour) t.equal(after.get(k), before.get(k), `${k} intact`);
+    t.equal(after.size, neighbour.length, 'nothing else was there or left');
+  });
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages the tests and `raykeeper dev` need: redis-server (real Redis, TLS-capable, with
+# redis-sentinel) and redis-tools (redis-cli, used by the benchmark's baseline). Idempotent.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # The package starts a system redis on 6379; tests start their own on free ports.
+  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+redis-server --version
