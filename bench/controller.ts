@@ -65,6 +65,8 @@ export interface ControllerBenchFigures {
   syncAndReconcileSeconds: number;
   cachedRssMiB: number;
   cachedPeakRssMiB: number;
+  /** V8 heap in use at that point (the rest of RSS is code, heap slack and native memory). */
+  cachedHeapUsedMiB: number;
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -161,7 +163,7 @@ function startControllerChild(kubeconfig: string, workers: number): Child {
 
 async function metric(port: number, name: string, labels: string): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+  const line = text.split('\n').find((l) => l.startsWith(labels ? `${name}{${labels}} ` : `${name} `));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -309,6 +311,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
 
     let syncAndReconcileSeconds = 0;
     let cached = { rss: 0, hwm: 0 };
+    let cachedHeapMiB = 0;
     if (o.cachedClusters > 0) {
     // ---- part 2 ----
     say(`creating ${o.cachedClusters} RayClusters for the memory figure`);
@@ -327,6 +330,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     syncAndReconcileSeconds = (performance.now() - t1) / 1000;
     await sleep(5000);
     cached = rss(second.proc.pid!);
+    cachedHeapMiB = (await metric(port2, 'raykeeper_nodejs_heap_size_used_bytes', '')) / 1048576;
     await second.stop();
     }
     redis.disconnect();
@@ -346,6 +350,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
       syncAndReconcileSeconds,
       cachedRssMiB: cached.rss,
       cachedPeakRssMiB: cached.hwm,
+      cachedHeapUsedMiB: cachedHeapMiB,
     };
     if (o.print) process.stdout.write(formatControllerFigures(figures) + '\n');
     return figures;
@@ -365,7 +370,7 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
     `    meanwhile CPU: kube-apiserver ${f.othersCpuSeconds.apiserver.toFixed(1)} s, etcd ${f.othersCpuSeconds.etcd.toFixed(1)} s, bench kubelet (runs the 500 cleanups) ${f.othersCpuSeconds.benchKubeletAndWatcher.toFixed(1)} s`,
     `    cleanup Jobs created: ${f.jobsCreated}; Redis namespaces left: ${f.redisLeftovers}; neighbour data intact: ${f.neighbourIntact}`,
     `    controller RSS: idle with ${f.clusters} cached ${mib(f.controllerIdleRssMiB)}, peak ${mib(f.controllerPeakRssMiB)}`,
-    `  ${f.cachedClusters} RayClusters cached: RSS ${mib(f.cachedRssMiB)} (peak ${mib(f.cachedPeakRssMiB)}); list + first reconcile of all: ${f.syncAndReconcileSeconds.toFixed(1)} s`,
+    `  ${f.cachedClusters} RayClusters cached: RSS ${mib(f.cachedRssMiB)} (peak ${mib(f.cachedPeakRssMiB)}, V8 heap used ${mib(f.cachedHeapUsedMiB)}); list + first reconcile of all: ${f.syncAndReconcileSeconds.toFixed(1)} s`,
   ].join('\n');
 }
 

@@ -12,8 +12,8 @@
 //
 //   npx node bench/redis-cleanup.ts              (standalone, ~1-2 min on 2 cores)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
+import { findRay } from '../src/localcluster/ray.ts';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
@@ -161,13 +161,11 @@ function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env)
   });
 }
 
-/** Python with Ray importable: the `ray` executable's interpreter ($RAYKEEPER_RAY or PATH). */
+/** Python with Ray's cleanup_redis_storage importable (src/localcluster/ray.ts finds Ray). */
 function rayPython(): string | undefined {
-  const ray = process.env.RAYKEEPER_RAY || spawnSync('sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim();
-  if (!ray) return undefined;
-  const first = readFileSync(ray, 'utf8').split('\n', 1)[0] ?? '';
-  const python = first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
-  return spawnSync(python, ['-c', 'import ray._private.gcs_utils'], { timeout: 60_000 }).status === 0 ? python : undefined;
+  const found = findRay();
+  if ('missing' in found) return undefined;
+  return spawnSync(found.python, ['-c', 'import ray._private.gcs_utils'], { timeout: 60_000 }).status === 0 ? found.python : undefined;
 }
 
 export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {}): Promise<RedisCleanupBenchFigures> {

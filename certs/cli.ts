@@ -1,9 +1,12 @@
 // `raykeeper certs generate ...`: writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle.
-import { writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { caBundle, DEFAULT_DAYS, generateCertificates } from './generate.ts';
 import { readCa, writeBundle } from './files.ts';
+import { kustomizeOverlay } from './overlay.ts';
 
 const USAGE = `Usage: raykeeper certs generate --out DIR --service NAME --namespace NS [options]
 
@@ -21,6 +24,10 @@ Options:
   --reuse-ca            keep DIR's existing ca.crt/ca.key and issue a new serving certificate
                         from it (rotation without changing the caBundle)
   --ca-bundle-file F    also write the base64 caBundle to F
+  --kustomize DIR       also write a kustomize overlay in DIR that installs raykeeper with this
+                        certificate (TLS Secret filled, caBundle set): kubectl apply --server-side -k DIR
+  --base PATH           the kustomization the overlay builds on (default manifests/default; use
+                        manifests/base where KubeRay's CRDs are installed)
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -47,6 +54,8 @@ export async function run(argv: string[]): Promise<number> {
         bits: { type: 'string' },
         'reuse-ca': { type: 'boolean' },
         'ca-bundle-file': { type: 'string' },
+        kustomize: { type: 'string' },
+        base: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -96,6 +105,16 @@ export async function run(argv: string[]): Promise<number> {
   const paths = await writeBundle(values.out!, bundle);
   const b64 = caBundle(bundle.caCert);
   if (values['ca-bundle-file']) await writeFile(values['ca-bundle-file'], b64 + '\n');
+  if (values.kustomize) {
+    const dir = resolve(values.kustomize);
+    const base = resolve(values.base ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'manifests', 'default'));
+    await mkdir(dir, { recursive: true });
+    for (const file of kustomizeOverlay(dir, base, bundle, values.namespace!)) {
+      await writeFile(join(dir, file.name), file.content, { mode: file.mode });
+      await chmod(join(dir, file.name), file.mode);
+    }
+    process.stderr.write(`wrote kustomize overlay ${dir} (kubectl apply --server-side -k ${dir})\n`);
+  }
   process.stderr.write(`wrote ${paths.caCert}, ${paths.cert}, ${paths.key}\n`);
   process.stdout.write(`caBundle: ${b64}\n`);
   return 0;

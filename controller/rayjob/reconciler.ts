@@ -25,7 +25,7 @@ import {
   EVENT_SUBMITTED_RAY_JOB,
 } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
-import { currentState, decide, observationPlan, statusChanged, type Action, type Decision, type Observed } from '../../src/rayjob/machine.ts';
+import { decide, observationPlan, statusChanged, type Action, type Decision, type Observed } from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { KubeObject } from '../runtime/informer.ts';
@@ -337,6 +337,3 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 }
-
-/** For logs and tests: the state a RayJob is in. */
-export { currentState };

@@ -73,7 +73,8 @@ export type WatchFn = (
   onEvent: (type: string, obj: KubeObject) => void,
   onDone: (err: unknown) => void,
 ) => Promise<{ abort(): void }>;
-export type ListFn = (signal: AbortSignal) => Promise<ListResult<KubeObject>>;
+/** Lists the collection; must apply `transform` to every item (page by page, to bound memory). */
+export type ListFn = (signal: AbortSignal, transform: (obj: KubeObject) => KubeObject) => Promise<ListResult<KubeObject>>;
 
 export interface InformerStats {
   reconnects: number;
@@ -255,11 +256,10 @@ export class Informer {
   }
 
   private async doList(): Promise<void> {
-    const result = await this.listFn(this.stopController.signal);
+    const result = await this.listFn(this.stopController.signal, this.transform);
     if (!this.running) return;
     const seen = new Set<string>();
-    for (const raw of result.items) {
-      const obj = this.transform(raw);
+    for (const obj of result.items) {
       const key = keyOf(obj);
       seen.add(key);
       const old = this.cache.get(key);
@@ -443,8 +443,8 @@ export class InformerFactory {
         const controller = await watch.watch(path, query, onEvent as (phase: string, obj: unknown) => void, onDone);
         return { abort: () => controller.abort() };
       };
-      const listFn: ListFn = (signal) =>
-        this.kube.list<KubeObject>(full, { labelSelector: full.labelSelector, fieldSelector: full.fieldSelector, signal });
+      const listFn: ListFn = (signal, transform) =>
+        this.kube.list<KubeObject>(full, { labelSelector: full.labelSelector, fieldSelector: full.fieldSelector, signal, map: transform });
       informer = new Informer(id, full, { watchFn, listFn, timings: this.timings });
       this.informers.set(id, informer);
       if (this.started) informer.start();

@@ -242,8 +242,9 @@ export class KubeClient {
   }
 
   /** Lists a collection, following `continue` pages; returns items and the list's resourceVersion. */
-  async list<T = unknown>(ref: ResourceRef, options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {}): Promise<ListResult<T>> {
+  async list<T = unknown>(ref: ResourceRef, options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal; map?: (item: T) => T } = {}): Promise<ListResult<T>> {
     const items: T[] = [];
+    const map = options.map;
     let cont: string | undefined;
     let resourceVersion = '';
     do {
@@ -252,7 +253,8 @@ export class KubeClient {
         signal: options.signal,
         timeoutMs: 120_000,
       });
-      for (const item of page.items ?? []) items.push(item);
+      // Mapped page by page: a big list never holds more than one page of full objects.
+      for (const item of page.items ?? []) items.push(map ? map(item) : item);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       cont = page.metadata?.continue || undefined;
     } while (cont);

@@ -18,13 +18,13 @@ class FakeApi {
   listFailures = 0;
   watchFailures = 0;
   watches: OpenWatch[] = [];
-  listFn: ListFn = async () => {
+  listFn: ListFn = async (_signal, transform) => {
     this.lists += 1;
     if (this.listFailures > 0) {
       this.listFailures -= 1;
       throw Object.assign(new Error('list: 503'), { statusCode: 503 });
     }
-    return { items: [...this.objects.values()].map((o) => structuredClone(o)), resourceVersion: String(this.rv) };
+    return { items: [...this.objects.values()].map((o) => transform(structuredClone(o))), resourceVersion: String(this.rv) };
   };
   watchFn: WatchFn = async (_path, query, onEvent, onDone) => {
     const w: OpenWatch = { query, onEvent, onDone, aborted: false };

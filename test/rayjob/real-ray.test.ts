@@ -1,49 +1,23 @@
 // A REAL Ray head plays the RayCluster's dashboard: the submitter Job (run by the test job runner)
 // really runs `ray job submit` / `ray job logs --follow`, Ray really runs the entrypoint, and the
 // controller reads Ray's real JobDetails. One entrypoint succeeds, one fails; each RayJob must end in
-// the right state. Needs Ray (`pip install "ray[default]"`): RAYKEEPER_RAY_BIN, else `ray` in
-// ${RAYKEEPER_CACHE:-~/.cache/raykeeper}/ray-venv/bin, else `python3 -c 'import ray'`, else `ray` on
-// PATH. Without Ray the tests skip with the reason printed.
+// the right state. Needs Ray (tools/install-ray.sh; found by src/localcluster/ray.ts). Without Ray the tests skip with the reason printed.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cacheDir } from '../../src/localcluster/binaries.ts';
+import { freePort } from '../../src/localcluster/net.ts';
+import { findRay } from '../../src/localcluster/ray.ts';
 import { spawnSupervised } from '../../src/localcluster/process.ts';
 import { shellQuote } from '../../src/rayjob/builders.ts';
 import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
 
 /** The `ray` CLI as a shell command, or why there is none. */
-function findRay(): { command: string; argv: string[] } | { missing: string } {
-  const explicit = process.env.RAYKEEPER_RAY_BIN;
-  if (explicit) return existsSync(explicit) ? { command: shellQuote(explicit), argv: [explicit] } : { missing: `RAYKEEPER_RAY_BIN=${explicit} does not exist` };
-  const venv = join(cacheDir(), 'ray-venv', 'bin', 'ray');
-  if (existsSync(venv)) return { command: shellQuote(venv), argv: [venv] };
-  try {
-    execFileSync('python3', ['-c', 'import ray'], { stdio: 'ignore', timeout: 60_000 });
-    return { command: 'python3 -m ray.scripts.scripts', argv: ['python3', '-m', 'ray.scripts.scripts'] };
-  } catch {
-    // not importable
-  }
-  try {
-    const onPath = execFileSync('/bin/sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).trim();
-    if (onPath) return { command: shellQuote(onPath), argv: [onPath] };
-  } catch {
-    // not on PATH
-  }
-  return { missing: `Ray is not installed (no RAYKEEPER_RAY_BIN, no ${venv}, python3 cannot import ray, no ray on PATH); install with: python3 -m venv ${join(cacheDir(), 'ray-venv')} && ${join(cacheDir(), 'ray-venv', 'bin', 'pip')} install "ray[default]"` };
+function rayCommand(): { command: string; argv: string[] } | { missing: string } {
+  const found = findRay();
+  return 'missing' in found ? found : { command: shellQuote(found.ray), argv: [found.ray] };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 interface RayHead {
   dashboardUrl: string;
@@ -96,7 +70,7 @@ async function startRayHead(argv: string[], log: (line: string) => void): Promis
   return { dashboardUrl: url, stop };
 }
 
-const ray = findRay();
+const ray = rayCommand();
 if ('missing' in ray) {
   t.comment(`skipping the real-Ray tests: ${ray.missing}`);
   t.test('a real Ray head runs a succeeding and a failing RayJob', { skip: ray.missing }, async () => {});

@@ -1,31 +1,17 @@
 // A real Ray head (GCS fault tolerance against our test Redis) writes its tables as RAY<ns>@<TABLE>; a
 // driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup must leave nothing
 // of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
-// Needs Ray: `pip install 'ray[default]'` (or plain `ray`). The `ray` executable is taken from
-// $RAYKEEPER_RAY, else from PATH; the test skips with the reason when there is none.
+// Needs Ray (tools/install-ray.sh; found by src/localcluster/ray.ts); skips with the reason without it.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
+import { findRay } from '../../src/localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
-
-function findRay(): { ray: string; python: string } | { reason: string } {
-  const ray = process.env.RAYKEEPER_RAY || spawnSync('sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim();
-  if (!ray) return { reason: "Ray is not installed: no `ray` on PATH and RAYKEEPER_RAY unset (pip install 'ray[default]')" };
-  const version = spawnSync(ray, ['--version'], { encoding: 'utf8', timeout: 60_000 });
-  if (version.status !== 0) return { reason: `\`${ray} --version\` failed: ${(version.stderr || version.stdout).trim().split('\n').at(-1)}` };
-  return { ray, python: '' };
-}
-
-/** The interpreter of the `ray` script (its shebang), so the driver imports the same Ray. */
-async function pythonOf(ray: string): Promise<string> {
-  const first = (await readFile(ray, 'utf8')).split('\n', 1)[0] ?? '';
-  return first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
-}
 
 /** Every descendant of pid (ps snapshot), deepest last. */
 function descendants(pid: number): number[] {
@@ -67,12 +53,12 @@ const missing = redisServerMissing();
 const found = findRay();
 if (missing) {
   t.plan(0, missing);
-} else if ('reason' in found) {
-  t.comment(`skipping the Ray integration test: ${found.reason}`);
-  t.plan(0, found.reason);
+} else if ('missing' in found) {
+  t.comment(`skipping the Ray integration test: ${found.missing}`);
+  t.plan(0, found.missing);
 } else {
   t.test('real Ray GCS tables in Redis are removed completely; a neighbouring namespace stays', { timeout: 240_000 }, async (t) => {
-    const python = await pythonOf(found.ray);
+    const python = found.python;
     const redis = await startRedisServer();
     t.teardown(() => redis.stop());
     const r = client(redis.port);

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { rayCluster, review, FT } from '../admission/fixtures.ts';
 import { certDir, httpsCall } from './helpers.ts';
 import { run } from '../../webhook/cli.ts';
+import { runCapturing } from '../helpers/capture.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 
@@ -21,21 +22,7 @@ t.test('raykeeper --help lists the webhook subcommand', async (t) => {
   t.match(res.stdout, /^\s+webhook\s+\S/m);
 });
 
-/** Runs the subcommand in-process, capturing stdout and stderr. */
-async function runInProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = process.stdout.write.bind(process.stdout);
-  const err = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof process.stderr.write;
-  try {
-    return { code: await run(args), stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-  }
-}
+const runInProcess = (args: string[]) => runCapturing(run, args);
 
 t.test('flag errors exit 2 with a message', async (t) => {
   const missing = runSync(['webhook']);

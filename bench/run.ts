@@ -1,0 +1,22 @@
+// `npm run bench [-- webhook redis-cleanup controller]`: each part prints its figures beside its baseline,
+// measured in the same run on this machine. Benchmarks, not tests: nothing here passes or fails on speed.
+import { runControllerBench } from './controller.ts';
+import { runRedisCleanupBench } from './redis-cleanup.ts';
+import { runWebhookBench } from './webhook.ts';
+
+const PARTS: Record<string, () => Promise<unknown>> = {
+  webhook: () => runWebhookBench(),
+  'redis-cleanup': () => runRedisCleanupBench(),
+  controller: () => runControllerBench(),
+};
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !(w in PARTS));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown bench part(s): ${unknown.join(', ')}; choose from ${Object.keys(PARTS).join(', ')}\n`);
+  process.exit(2);
+}
+for (const name of wanted.length > 0 ? wanted : Object.keys(PARTS)) {
+  process.stdout.write(`\n== bench: ${name} (${new Date().toISOString()})\n`);
+  await PARTS[name]!();
+}

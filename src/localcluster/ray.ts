@@ -1,0 +1,33 @@
+// Where the `ray` CLI is, for the tests and benchmarks that start a real Ray head. One lookup order:
+// $RAYKEEPER_RAY, then the venv tools/install-ray.sh makes (<cache>/ray-venv), then `ray` on PATH.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cacheDir } from './binaries.ts';
+
+export interface RayInstall {
+  /** The `ray` executable. */
+  ray: string;
+  /** The Python interpreter that `ray` runs under (its shebang), so drivers import the same Ray. */
+  python: string;
+}
+
+export function findRay(env: NodeJS.ProcessEnv = process.env): RayInstall | { missing: string } {
+  const venv = join(cacheDir(env), 'ray-venv', 'bin', 'ray');
+  const explicit = env.RAYKEEPER_RAY;
+  let ray: string | undefined;
+  if (explicit) {
+    if (!existsSync(explicit)) return { missing: `RAYKEEPER_RAY=${explicit} does not exist` };
+    ray = explicit;
+  } else if (existsSync(venv)) {
+    ray = venv;
+  } else {
+    ray = spawnSync('/bin/sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim() || undefined;
+  }
+  if (!ray) return { missing: `Ray is not installed (no RAYKEEPER_RAY, no ${venv}, no ray on PATH): run tools/install-ray.sh` };
+  const version = spawnSync(ray, ['--version'], { encoding: 'utf8', timeout: 60_000 });
+  if (version.status !== 0) return { missing: `\`${ray} --version\` failed: ${(version.stderr || version.stdout || '').trim().split('\n').at(-1)}` };
+  const first = readFileSync(ray, 'utf8').split('\n', 1)[0] ?? '';
+  const python = first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
+  return { ray, python };
+}
