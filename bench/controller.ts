@@ -14,8 +14,10 @@
 // a fresh controller starts, caches and reconciles them all; measured: its RSS once idle (VmRSS) and
 // peak (VmHWM), and the time to sync and reconcile everything once.
 //
-// The controller runs as a child process (`raykeeper controller`, default flags, --workers 4), so its
-// RSS is its own.
+// The controller runs as a child process (`raykeeper controller` with its production defaults: every
+// registered reconciler, --workers 4), so its RSS is its own. The 2 cores are shared by everything
+// (apiserver, etcd, Redis, the bench kubelet, the controller): figures move with machine load
+// (500-cluster deletion measured 19-38 s here depending on what else ran).
 //
 //   npx node bench/controller.ts            (standalone, ~3-5 min on 2 cores)
 //   import { runControllerBench } from './controller.ts'   (bench/run.ts)

@@ -152,3 +152,13 @@ export interface RayJob {
   status?: RayJobStatus;
   [key: string]: unknown;
 }
+
+/** A batch/v1 Job condition (Complete, Failed, SuccessCriteriaMet, FailureTarget, Suspended). */
+export interface JobCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastProbeTime?: string;
+  lastTransitionTime?: string;
+}

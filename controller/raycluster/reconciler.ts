@@ -4,8 +4,12 @@
 // Reads:
 // - not deleting: the informer cache (cheap; the finalizer patch's `test` op catches a stale cache,
 //   and then the object is re-read from the API and the decision made again);
-// - deleting: ALWAYS the API (the cluster, its head/worker pods, the cleanup Job by its deterministic
-//   name), so a stale cache can neither create a second Job nor release the finalizer early.
+// - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
+//   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
+//   "head gone" must never start a cleanup while GCS still writes), the cleanup Job from the watch
+//   cache (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
+//   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
+//   its owner UID and deleted first).
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
 // cleanup itself (the same `raykeeper redis-cleanup` code, in process) when it can resolve every input
@@ -172,9 +176,6 @@ export class RayClusterReconciler {
       let pods: PodLite[] = [];
       let job: Job | undefined;
       if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
-        // The Job from the watch cache: a stale "absent" costs one AlreadyExists (the name is fixed); a
-        // stale "running" one more wait; a Job of an earlier cluster of the same name is told apart by
-        // its owner UID. The cluster itself (finalizers, deletionTimestamp) is always read fresh.
         job = this.jobs.getByName(namespace, cleanupJobName(name)) as Job | undefined;
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         // Pods matter only until our Job exists: it is created once no head pod is left.

@@ -14,7 +14,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
 import { KubeClient } from './kube.ts';
-import { LeaderElector } from './leader.ts';
+import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
 import type { BackoffOptions } from './backoff.ts';
@@ -29,14 +29,7 @@ export interface ManagerOptions {
   watchNamespace?: string | undefined;
   /** Workers per reconciler (default 4). */
   workers?: number;
-  leaderElection?: {
-    namespace: string;
-    name: string;
-    identity: string;
-    leaseDurationMs?: number;
-    renewDeadlineMs?: number;
-    retryPeriodMs?: number;
-  };
+  leaderElection?: Pick<LeaderElectionOptions, 'namespace' | 'name' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>;
   /** Re-enqueue every cached key this often (default 10 min, 0 = off). */
   resyncPeriodMs?: number;
   informerTimings?: Partial<InformerTimings>;

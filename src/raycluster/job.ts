@@ -69,13 +69,8 @@ export interface CleanupJobConfig {
 export const DEFAULT_CLEANUP_CONFIG: CleanupJobConfig = { image: DEFAULT_CLEANUP_IMAGE, cpu: DEFAULT_CLEANUP_CPU, memory: DEFAULT_CLEANUP_MEMORY };
 
 // Minimal Job / Pod shapes (plain JSON sent to the API server).
-export interface JobCondition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
+export type { JobCondition } from '../types.ts';
+import type { JobCondition } from '../types.ts';
 export interface Job {
   apiVersion?: string;
   kind?: string;

@@ -18,13 +18,8 @@ import {
 import { fromStatusDashboardUrl, submitterJobName } from './ids.ts';
 
 /** The parts of a batch/v1 Job the state machine reads or writes. */
-export interface JobCondition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
+export type { JobCondition } from '../types.ts';
+import type { JobCondition } from '../types.ts';
 
 export interface BatchJob {
   apiVersion?: string;
