@@ -4,6 +4,7 @@ import {
   EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
   FT_ENABLED_ANNOTATION,
   GCS_FT_DELETION_TIMEOUT_ANNOTATION,
+  KUBERAY_MANAGER,
 } from './names.ts';
 import type { ObjectMeta, RayClusterSpec } from './types.ts';
 
@@ -26,6 +27,15 @@ function hasOptions(obj: FtSubject): boolean {
 /** KubeRay's IsGCSFaultToleranceEnabled: annotation "true" (any case) or gcsFaultToleranceOptions set. */
 export function isGcsFtEnabled(obj: FtSubject): boolean {
   return annotation(obj, FT_ENABLED_ANNOTATION)?.toLowerCase() === 'true' || hasOptions(obj);
+}
+
+/**
+ * spec.managedBy names another controller (MultiKueue dispatches the cluster to a worker cluster, where
+ * the Ray pods and their Redis data live): neither the webhook nor the controller adds our finalizer.
+ */
+export function isManagedExternally(obj: FtSubject): boolean {
+  const manager = obj.spec?.managedBy;
+  return typeof manager === 'string' && manager !== '' && manager !== KUBERAY_MANAGER;
 }
 
 /** Which of KubeRay's two ways of turning GCS FT on this object uses ('both' is invalid in KubeRay). */

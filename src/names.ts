@@ -17,6 +17,9 @@ export const NODE_TYPE_HEAD = 'head';
 export const NODE_TYPE_WORKER = 'worker';
 export const NODE_TYPE_REDIS_CLEANUP = 'redis-cleanup';
 
+/** spec.managedBy value meaning "KubeRay's own operator"; any other value (e.g. MultiKueue) means hands off. */
+export const KUBERAY_MANAGER = 'ray.io/kuberay-operator';
+
 export const ENABLE_GCS_FT_REDIS_CLEANUP_ENV = 'ENABLE_GCS_FT_REDIS_CLEANUP';
 
 export const DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS = 300;

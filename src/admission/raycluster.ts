@@ -17,7 +17,7 @@
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
 //   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
-import { storageNamespaceProblem, usesRedisBackend, gcsFtMode } from '../gcsft.ts';
+import { storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally as managedByOther } from '../gcsft.ts';
 import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
@@ -25,7 +25,6 @@ import { isJsonObject } from './json.ts';
 import { addFinalizer, annotationOf, hasFinalizer, isDeleting, metadataShapeProblem, setAnnotation } from './metadata.ts';
 
 /** spec.managedBy value meaning "KubeRay reconciles this" (KubeRay's utils.KubeRayController). */
-export const KUBERAY_MANAGER = 'ray.io/kuberay-operator';
 
 export interface RayClusterDefaultingContext {
   operation: 'CREATE' | 'UPDATE';
@@ -58,8 +57,7 @@ function optionsOf(obj: JsonObject): JsonObject | undefined {
 }
 
 export function isManagedExternally(obj: JsonObject): boolean {
-  const manager = specOf(obj)?.managedBy;
-  return typeof manager === 'string' && manager !== '' && manager !== KUBERAY_MANAGER;
+  return managedByOther(obj as FtSubject);
 }
 
 /** The storage namespace the user (or an earlier admission) set explicitly: options > annotation. */

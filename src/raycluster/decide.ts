@@ -22,7 +22,7 @@
 // nothing recreates the pods of a deleting cluster), so waiting costs one GET of the cluster and one
 // of the Job.
 // Every wait is capped so the next reconcile happens no later than the timeout.
-import { deletionTimeoutSeconds, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
+import { deletionTimeoutSeconds, isManagedExternally, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
 import {
   ENV_REDIS_ADDRESS,
   EVENT_FORCE_DELETED_STUCK_CLUSTER,
@@ -157,6 +157,7 @@ export function decide(input: DecideInput): Decision {
     if (ours) return { action: 'nothing', reason: 'finalizer present' };
     if (!gateEnabled) return { action: 'nothing', reason: 'redis cleanup disabled (ENABLE_GCS_FT_REDIS_CLEANUP=false)' };
     if (!usesRedisBackend(cluster)) return { action: 'nothing', reason: 'no GCS FT with Redis' };
+    if (isManagedExternally(cluster)) return { action: 'nothing', reason: 'spec.managedBy names another controller' };
     return { action: 'addFinalizer' };
   }
 

@@ -16,6 +16,8 @@ const rows: Row[] = [
   // Not deleting.
   { name: 'FT via annotation, no finalizer -> add', input: { cluster: cluster() }, action: 'addFinalizer' },
   { name: 'FT via options, no finalizer -> add', input: { cluster: cluster({ ft: 'options' }) }, action: 'addFinalizer' },
+  { name: 'spec.managedBy MultiKueue -> hands off', input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'kueue.x-k8s.io/multikueue' } } }, action: 'nothing' },
+  { name: 'spec.managedBy KubeRay -> add', input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'ray.io/kuberay-operator' } } }, action: 'addFinalizer' },
   { name: 'other finalizers only -> add ours', input: { cluster: cluster({ finalizers: ['example.com/keep'] }) }, action: 'addFinalizer' },
   { name: 'FT via annotation, finalizer present -> nothing', input: { cluster: cluster({ finalizers: withFinalizer }) }, action: 'nothing' },
   { name: 'FT off -> nothing', input: { cluster: cluster({ ft: 'off' }) }, action: 'nothing' },
