@@ -32,7 +32,7 @@ import { Redis } from 'ioredis';
 import { startControlPlane, kubeconfigDocument, type ControlPlane } from '../src/localcluster/control-plane.ts';
 import { finishStatuses, startStatus, type Job as RunnerJob } from '../src/localcluster/job-logic.ts';
 import { REPO_ROOT } from '../src/localcluster/binaries.ts';
-import { KubeClient, MERGE_PATCH } from '../controller/runtime/kube.ts';
+import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
 import { sleep } from '../controller/runtime/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';

@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { Manager, type RunOutcome } from './runtime/manager.ts';
-import { loadKubeConfig } from './runtime/kube.ts';
+import { loadKubeConfig } from '../src/kube.ts';
 import { buildHealthServer } from './runtime/server.ts';
 import type { InformerTimings } from './runtime/informer.ts';
 import type { BackoffOptions } from './runtime/backoff.ts';

@@ -26,7 +26,7 @@ import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/fi
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
-import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient } from '../runtime/kube.ts';
+import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient } from '../../src/kube.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 
 export interface RayClusterReconcilerConfig {

@@ -29,7 +29,7 @@ import { decide, observationPlan, statusChanged, type Action, type Decision, typ
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { KubeObject } from '../runtime/informer.ts';
-import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient, type ResourceRef } from '../runtime/kube.ts';
+import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 

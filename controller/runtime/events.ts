@@ -4,7 +4,7 @@
 // best effort and never throws: every event is also logged, because an Event cannot be written in a
 // namespace that is being deleted (the API server refuses new objects there).
 import { randomBytes } from 'node:crypto';
-import { isNotFound, MERGE_PATCH, type KubeClient } from './kube.ts';
+import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
 import type { KubeObject } from './informer.ts';
 import type { Logger } from '../../src/logger.ts';
 

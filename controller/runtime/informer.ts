@@ -15,7 +15,7 @@
 //   handlers fire exactly as if the events had been watched.
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
-import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './kube.ts';
+import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from '../../src/kube.ts';
 import type { OwnerReference } from '../../src/types.ts';
 
 export interface KubeObject {

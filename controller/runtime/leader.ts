@@ -8,7 +8,7 @@
 // - `release()` (SIGTERM) hands the Lease back: empty holder, so a standby takes over at its next retry
 //   instead of waiting for the lease to expire.
 import { sleep } from './backoff.ts';
-import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from './kube.ts';
+import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Logger } from '../../src/logger.ts';
 
 export interface LeaseSpec {

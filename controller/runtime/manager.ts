@@ -13,7 +13,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
-import { KubeClient } from './kube.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';

@@ -31,7 +31,7 @@ import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { Informer, InformerFactory, KubeObject } from './informer.ts';
-import type { KubeClient } from './kube.ts';
+import type { KubeClient } from '../../src/kube.ts';
 
 /**
  * A work-queue key: "namespace/name" for namespaced objects, "name" for cluster-scoped ones.

@@ -1,9 +1,9 @@
-// A small raw-JSON REST client on top of a client-node KubeConfig (which supplies the CA and the
-// credentials). client-node's typed APIs re-serialise bodies through their models (unknown fields such
+// The raw-JSON REST surface the local control plane, the job runner and the manifest tests use: paths
+// and ApiError with a numeric status, over the project's one HTTP client (src/kube.ts KubeClient). client-node's typed APIs re-serialise bodies through their models (unknown fields such
 // as `x-kubernetes-preserve-unknown-fields` and fields newer than the models are dropped, times become
 // Date objects); for applying manifests and for the job runner's status writes we want the JSON as is.
-import { request, Agent, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeApiError, KubeClient, MERGE_PATCH, type RequestOptionsLite } from '../kube.ts';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -19,71 +19,31 @@ export class ApiError extends Error {
   }
 }
 
-export interface RequestArgs {
-  body?: unknown;
-  /** Default application/json; patches: application/merge-patch+json, application/json-patch+json, application/apply-patch+yaml. */
-  contentType?: string;
-  query?: Record<string, string | number | boolean | undefined>;
-  /** Accept header (default application/json), e.g. 'application/json;as=Table;v=v1;g=meta.k8s.io'. */
-  accept?: string;
-  /** Collects the server's `Warning` headers (deprecations, PodSecurity "would violate", ...). */
-  warnings?: string[];
-}
+export type RequestArgs = Pick<RequestOptionsLite, 'body' | 'contentType' | 'query' | 'accept' | 'warnings'>;
 
-export const MERGE_PATCH = 'application/merge-patch+json';
-export const JSON_PATCH = 'application/json-patch+json';
+export { JSON_PATCH, MERGE_PATCH } from '../kube.ts';
 export const APPLY_PATCH = 'application/apply-patch+yaml';
 
 export class KubeRest {
   readonly kc: KubeConfig;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  private readonly client: KubeClient;
   constructor(kc: KubeConfig) {
     this.kc = kc;
+    this.client = new KubeClient(kc, { timeoutMs: 60_000 });
   }
 
   get server(): string {
-    const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    return cluster.server;
+    return this.client.server.toString().replace(/\/$/, '');
   }
 
   /** Sends a request; resolves with the parsed JSON body; rejects with ApiError on a non-2xx status. */
   async request<T = any>(method: string, path: string, args: RequestArgs = {}): Promise<T> {
-    const url = new URL(this.server.replace(/\/$/, '') + path);
-    for (const [k, v] of Object.entries(args.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const options: RequestOptions = { method, headers: { accept: args.accept ?? 'application/json' }, agent: this.agent };
-    await this.kc.applyToHTTPSOptions(options);
-    const payload = args.body === undefined ? undefined : typeof args.body === 'string' ? args.body : JSON.stringify(args.body);
-    if (payload !== undefined) {
-      options.headers = { ...options.headers, 'content-type': args.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) };
+    try {
+      return await this.client.request<T>(method, path, args);
+    } catch (err) {
+      if (err instanceof KubeApiError) throw new ApiError(method, err.path, err.statusCode, err.status ?? err.body);
+      throw err;
     }
-    return new Promise<T>((resolve, reject) => {
-      const req = request(url, options, (res) => {
-        if (args.warnings) {
-          const w = res.headers.warning;
-          for (const h of Array.isArray(w) ? w : w ? [w] : []) args.warnings.push(h.replace(/^\d{3} \S+ /, '').replace(/^"|"$/g, ''));
-        }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = text;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            // not JSON: keep the text
-          }
-          const status = res.statusCode ?? 0;
-          if (status >= 200 && status < 300) resolve(parsed as T);
-          else reject(new ApiError(method, url.pathname, status, parsed));
-        });
-      });
-      req.setTimeout(60_000, () => req.destroy(new Error(`${method} ${url.pathname} timed out`)));
-      req.on('error', reject);
-      if (payload !== undefined) req.write(payload);
-      req.end();
-    });
   }
 
   get<T = any>(path: string, query?: RequestArgs['query']): Promise<T> {
@@ -104,7 +64,7 @@ export class KubeRest {
 
   /** Closes idle keep-alive sockets (so a test process can exit promptly). */
   close(): void {
-    this.agent.destroy();
+    this.client.close();
   }
 }
 

@@ -2,7 +2,7 @@
 // coordination.k8s.io/v1 Lease, the Events recorder, the health server.
 import t from 'tap';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
-import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../controller/runtime/kube.ts';
+import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../src/kube.ts';
 import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';

@@ -9,7 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { KubeClient } from '../../controller/runtime/kube.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
 import { kubeconfigDocument } from '../../src/localcluster/control-plane.ts';
 import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Test } from 'tap';
-import { KubeClient } from '../../controller/runtime/kube.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { sleep } from '../../controller/runtime/backoff.ts';

@@ -14,7 +14,7 @@ import { shellQuote } from '../../../src/rayjob/builders.ts';
 import { currentState, type MachineConfig } from '../../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
-import { KubeClient } from '../../../controller/runtime/kube.ts';
+import { KubeClient } from '../../../src/kube.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';

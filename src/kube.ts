@@ -28,6 +28,8 @@ export class KubeApiError extends Error {
   readonly reason: string | undefined;
   readonly method: string;
   readonly path: string;
+  /** The response body as sent (a Status object is also parsed into `status`). */
+  readonly body: string;
   constructor(method: string, path: string, statusCode: number, status: KubeStatus | undefined, text: string) {
     super(`${method} ${path}: ${statusCode} ${status?.reason ?? ''} ${status?.message ?? text.slice(0, 300)}`.replace(/\s+/g, ' ').trim());
     this.name = 'KubeApiError';
@@ -36,6 +38,7 @@ export class KubeApiError extends Error {
     this.reason = status?.reason;
     this.method = method;
     this.path = path;
+    this.body = text;
   }
 }
 
@@ -89,6 +92,10 @@ export interface RequestOptionsLite {
   contentType?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** Accept header (default application/json), e.g. 'application/json;as=Table;v=v1;g=meta.k8s.io'. */
+  accept?: string;
+  /** Collects the server's `Warning` headers (deprecations, PodSecurity "would violate", ...). */
+  warnings?: string[];
 }
 
 export interface ListResult<T> {
@@ -193,7 +200,7 @@ export class KubeClient {
     const url = new URL(path, this.server);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
-    const headers: Record<string, string> = { Accept: 'application/json', ...m.headers };
+    const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...m.headers };
     if (payload) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(payload.length);
@@ -203,6 +210,10 @@ export class KubeClient {
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const { statusCode, text } = await new Promise<{ statusCode: number; text: string }>((resolve, reject) => {
       const req = send(url, { method, headers, agent, signal: options.signal }, (res: IncomingMessage) => {
+        if (options.warnings) {
+          const w = res.headers.warning;
+          for (const h of Array.isArray(w) ? w : w ? [w] : []) options.warnings.push(h.replace(/^\d{3} \S+ /, '').replace(/^"|"$/g, ''));
+        }
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
@@ -224,7 +235,12 @@ export class KubeClient {
       }
       throw new KubeApiError(method, url.pathname, statusCode, status, text);
     }
-    return (text === '' ? undefined : JSON.parse(text)) as T;
+    if (text === '') return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      return text as T; // a 2xx that is not JSON (e.g. /healthz)
+    }
   }
 
   get<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T> {
