@@ -21,6 +21,7 @@
 //
 //   npx node bench/controller.ts            (standalone, ~3-5 min on 2 cores)
 //   import { runControllerBench } from './controller.ts'   (bench/run.ts)
+import { benchClusterSpec } from './sample-cluster.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -88,24 +89,7 @@ function rss(pid: number): { rss: number; hwm: number } {
 
 /** A RayCluster as users write them (GCS FT by annotation, external Redis, head + one worker group). */
 export function benchCluster(name: string, redisAddress: string): Record<string, unknown> {
-  const container = (n: string) => ({
-    name: n,
-    image: 'rayproject/ray:2.41.0',
-    resources: { limits: { cpu: '2', memory: '8Gi' }, requests: { cpu: '2', memory: '8Gi' } },
-    ports: [{ containerPort: 6379, name: 'gcs' }, { containerPort: 8265, name: 'dashboard' }, { containerPort: 10001, name: 'client' }],
-    env: [{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }],
-    volumeMounts: [{ mountPath: '/tmp/ray', name: 'ray-logs' }],
-  });
-  const spec = {
-    rayVersion: '2.41.0',
-    headGroupSpec: {
-      rayStartParams: { 'num-cpus': '0', 'dashboard-host': '0.0.0.0' },
-      template: { spec: { containers: [container('ray-head')], volumes: [{ name: 'ray-logs', emptyDir: {} }] } },
-    },
-    workerGroupSpecs: [
-      { groupName: 'small-group', replicas: 2, minReplicas: 1, maxReplicas: 10, rayStartParams: {}, template: { spec: { containers: [container('ray-worker')], volumes: [{ name: 'ray-logs', emptyDir: {} }] } } },
-    ],
-  };
+  const spec = benchClusterSpec([{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }]);
   const obj: Record<string, unknown> = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',

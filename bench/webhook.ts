@@ -6,6 +6,7 @@
 //
 //   npx node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'       (bench/run.ts)
+import { benchClusterSpec } from './sample-cluster.ts';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
@@ -55,14 +56,6 @@ const BARE_PATH = '/mutate';
 
 /** A RayCluster CREATE as `kubectl apply` sends it: GCS FT by annotation, head and one worker group. */
 export function sampleReview(): object {
-  const container = (name: string) => ({
-    name,
-    image: 'rayproject/ray:2.41.0',
-    resources: { limits: { cpu: '2', memory: '8Gi' }, requests: { cpu: '2', memory: '8Gi' } },
-    ports: [{ containerPort: 6379, name: 'gcs' }, { containerPort: 8265, name: 'dashboard' }, { containerPort: 10001, name: 'client' }],
-    env: [{ name: 'RAY_REDIS_ADDRESS', value: 'redis.ray.svc:6379' }, { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } }],
-    volumeMounts: [{ mountPath: '/tmp/ray', name: 'ray-logs' }],
-  });
   const object = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
@@ -72,16 +65,10 @@ export function sampleReview(): object {
       annotations: { 'ray.io/ft-enabled': 'true', 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"ray.io/v1","kind":"RayCluster"}' },
       labels: { app: 'ray', team: 'ml' },
     },
-    spec: {
-      rayVersion: '2.41.0',
-      headGroupSpec: {
-        rayStartParams: { 'num-cpus': '0', 'dashboard-host': '0.0.0.0' },
-        template: { spec: { containers: [container('ray-head')], volumes: [{ name: 'ray-logs', emptyDir: {} }] } },
-      },
-      workerGroupSpecs: [
-        { groupName: 'small-group', replicas: 2, minReplicas: 1, maxReplicas: 10, rayStartParams: {}, template: { spec: { containers: [container('ray-worker')], volumes: [{ name: 'ray-logs', emptyDir: {} }] } } },
-      ],
-    },
+    spec: benchClusterSpec([
+      { name: 'RAY_REDIS_ADDRESS', value: 'redis.ray.svc:6379' },
+      { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } },
+    ]),
   };
   return {
     apiVersion: 'admission.k8s.io/v1',

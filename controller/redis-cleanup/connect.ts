@@ -114,6 +114,18 @@ class ErrorTrap {
     e.code = (last as Error & { code?: unknown }).code;
     return e;
   }
+
+  /** connect() with this trap watching `events`; on failure the client is dropped and the cause explained. */
+  async connect<C extends { connect(): Promise<unknown>; disconnect(): void; on(event: string, fn: (err: Error) => void): unknown }>(client: C, ...events: string[]): Promise<C> {
+    this.watch(client, ...events);
+    try {
+      await client.connect();
+    } catch (err) {
+      client.disconnect();
+      throw this.explain(err);
+    }
+    return client;
+  }
 }
 
 /** Wraps any error into a RedisCleanupError with a class and a short message naming the server. */
@@ -125,13 +137,7 @@ export function wrapError(err: unknown, where: string): RedisCleanupError {
 
 async function connectStandalone(opts: RedisConnectionOptions, host: string, port: number, trap: ErrorTrap): Promise<Redis> {
   const client = new Redis({ ...baseOptions(opts), host, port });
-  trap.watch(client);
-  try {
-    await client.connect();
-  } catch (err) {
-    client.disconnect();
-    throw trap.explain(err);
-  }
+  await trap.connect(client);
   return client;
 }
 
@@ -210,13 +216,7 @@ async function openSentinel(opts: RedisConnectionOptions, name: string, where: s
     options.sentinelTLS = tlsOptions(opts.tlsMaterial);
   }
   const client = new Redis(options);
-  trap.watch(client);
-  try {
-    await client.connect();
-  } catch (err) {
-    client.disconnect();
-    throw trap.explain(err);
-  }
+  await trap.connect(client);
   const stream = (client as unknown as { stream?: { remoteAddress?: string; remotePort?: number } }).stream;
   const master = stream?.remoteAddress ? formatHostPort(stream.remoteAddress, stream.remotePort ?? 0) : 'its master';
   return {
@@ -245,13 +245,7 @@ async function openCluster(opts: RedisConnectionOptions, where: string, trap: Er
     // Keep host names as given: TLS certificates name hosts, not resolved IPs.
     dnsLookup: (address, callback) => callback(null, address),
   });
-  trap.watch(cluster, 'error', 'node error');
-  try {
-    await cluster.connect();
-  } catch (err) {
-    cluster.disconnect();
-    throw trap.explain(err);
-  }
+  await trap.connect(cluster, 'error', 'node error');
   const masters = cluster.nodes('master');
   if (masters.length === 0) {
     cluster.disconnect();
