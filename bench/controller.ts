@@ -1,4 +1,4 @@
-// Controller benchmark, against a real kube-apiserver + etcd (src/localcluster) and a real redis-server.
+// Controller benchmark, against a real kube-apiserver + etcd (localcluster) and a real redis-server.
 //
 // Part 1 (deletion throughput): 500 GCS-FT RayClusters (finalizer set, head + worker pod each, 5 GCS
 // keys each in Redis) in 5 namespaces; all deleted at once; measured: seconds from the first DELETE
@@ -30,9 +30,9 @@ import { stringify } from 'yaml';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
-import { startControlPlane, kubeconfigDocument, type ControlPlane } from '../src/localcluster/control-plane.ts';
-import { finishStatuses, startStatus, type Job as RunnerJob } from '../src/localcluster/job-logic.ts';
-import { REPO_ROOT } from '../src/localcluster/binaries.ts';
+import { startControlPlane, kubeconfigDocument, type ControlPlane } from '../localcluster/control-plane.ts';
+import { finishStatuses, startStatus, type Job as RunnerJob } from '../localcluster/job-logic.ts';
+import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
 import { sleep } from '../controller/runtime/backoff.ts';

@@ -12,7 +12,7 @@
 //
 //   npx node bench/redis-cleanup.ts              (standalone, ~1-2 min on 2 cores)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
-import { findRay } from '../src/localcluster/ray.ts';
+import { findRay } from '../localcluster/ray.ts';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -161,7 +161,7 @@ function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env)
   });
 }
 
-/** Python with Ray's cleanup_redis_storage importable (src/localcluster/ray.ts finds Ray). */
+/** Python with Ray's cleanup_redis_storage importable (localcluster/ray.ts finds Ray). */
 function rayPython(): string | undefined {
   const found = findRay();
   if ('missing' in found) return undefined;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major > 22 || (major === 22 && minor >= 18)) {
-  const { main } = await import('../src/cli.ts');
+  const { main } = await import('./cli.ts');
   process.exitCode = await main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`raykeeper: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;

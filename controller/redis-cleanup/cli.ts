@@ -226,7 +226,7 @@ async function configure(argv: string[], env: CliIo['env']): Promise<Parsed> {
   return { connection, namespace: str('namespace', ENV_STORAGE_NAMESPACE), password: creds.password, values, warnings };
 }
 
-/** The entry registered in src/cli.ts. */
+/** The entry registered in bin/cli.ts. */
 export async function run(argv: string[]): Promise<number> {
   return runWith(argv, { env: process.env, stdout: process.stdout, stderr: process.stderr });
 }

@@ -6,10 +6,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { controlPlaneBinaries, MissingBinariesError, REPO_ROOT, requireBinaries } from '../../src/localcluster/binaries.ts';
-import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../src/localcluster/control-plane.ts';
-import { isAlive, waitForExit } from '../../src/localcluster/process.ts';
-import { ApiError, KubeRest } from '../../src/localcluster/rest.ts';
+import { controlPlaneBinaries, MissingBinariesError, REPO_ROOT, requireBinaries } from '../../localcluster/binaries.ts';
+import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
+import { isAlive, waitForExit } from '../../localcluster/process.ts';
+import { ApiError, KubeRest } from '../../localcluster/rest.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
 
 // Child node processes without tap's coverage instrumentation (it only slows them down here).
@@ -71,7 +71,7 @@ t.test('the control plane dies with its owner, even on SIGKILL', async (t) => {
   const script = join(dir, 'owner.ts');
   await writeFile(
     script,
-    `import { startControlPlane } from ${JSON.stringify(join(REPO_ROOT, 'src/localcluster/control-plane.ts'))};
+    `import { startControlPlane } from ${JSON.stringify(join(REPO_ROOT, 'localcluster/control-plane.ts'))};
 const cp = await startControlPlane({ crdsDir: false });
 process.stdout.write(JSON.stringify(cp.info) + '\\n');
 setInterval(() => {}, 1000);

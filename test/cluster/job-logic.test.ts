@@ -15,7 +15,7 @@ import {
   startStatus,
   suspendedStatus,
   DEADLINE_EXCEEDED,
-} from '../../src/localcluster/job-logic.ts';
+} from '../../localcluster/job-logic.ts';
 
 const job = (over: { spec?: Partial<Job['spec']>; status?: Job['status']; metadata?: Partial<Job['metadata']> } = {}): Job => ({
   metadata: { name: 'j', namespace: 'ns', uid: 'job-uid', ...over.metadata },

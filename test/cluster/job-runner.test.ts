@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { pino } from 'pino';
-import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../src/localcluster/job-runner.ts';
-import type { Job } from '../../src/localcluster/job-logic.ts';
-import { isAlive, waitForExit } from '../../src/localcluster/process.ts';
+import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
+import type { Job } from '../../localcluster/job-logic.ts';
+import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 
 const quiet = pino({ level: 'silent' });

@@ -6,10 +6,10 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { applyObject, Discovery, type KubeObject, parseManifests } from '../../src/localcluster/apply.ts';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
-import { kubeConfigFor } from '../../src/localcluster/control-plane.ts';
-import { ApiError, KubeRest } from '../../src/localcluster/rest.ts';
+import { applyObject, Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { kubeConfigFor } from '../../localcluster/control-plane.ts';
+import { ApiError, KubeRest } from '../../localcluster/rest.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 
 const SYSTEM_NS = 'raykeeper-system';

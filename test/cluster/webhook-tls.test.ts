@@ -5,7 +5,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
-import { ApiError } from '../../src/localcluster/rest.ts';
+import { ApiError } from '../../localcluster/rest.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 interface Review {

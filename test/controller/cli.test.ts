@@ -2,7 +2,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { defaultLeaseNamespace } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 

@@ -5,10 +5,10 @@
 import t, { type Test } from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { writeBundle } from '../../certs/files.ts';
-import { freePort } from '../../src/localcluster/net.ts';
-import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../../src/localcluster/webhook-config.ts';
-import { applyObject, parseManifests } from '../../src/localcluster/apply.ts';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { freePort } from '../../localcluster/net.ts';
+import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../../localcluster/webhook-config.ts';
+import { applyObject, parseManifests } from '../../localcluster/apply.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { runWebhook } from '../../webhook/main.ts';

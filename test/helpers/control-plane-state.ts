@@ -7,9 +7,9 @@
 // checkout each get their own control plane.
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
-import type { ControlPlaneInfo } from '../../src/localcluster/control-plane.ts';
-import { isAlive } from '../../src/localcluster/process.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import type { ControlPlaneInfo } from '../../localcluster/control-plane.ts';
+import { isAlive } from '../../localcluster/process.ts';
 
 const STATE_DIR = join(REPO_ROOT, '.raykeeper');
 const PREFIX = 'test-control-plane-';

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { type ControlPlane, type ControlPlaneInfo, controlPlaneHandle, kubeconfigDocument, startControlPlane } from '../../src/localcluster/control-plane.ts';
-import { get } from '../../src/localcluster/net.ts';
-import { isAlive } from '../../src/localcluster/process.ts';
-import { isStatus, KubeRest } from '../../src/localcluster/rest.ts';
+import { type ControlPlane, type ControlPlaneInfo, controlPlaneHandle, kubeconfigDocument, startControlPlane } from '../../localcluster/control-plane.ts';
+import { get } from '../../localcluster/net.ts';
+import { isAlive } from '../../localcluster/process.ts';
+import { isStatus, KubeRest } from '../../localcluster/rest.ts';
 import { readState, STATE_FILE } from './control-plane-state.ts';
 
 export { readState, STATE_FILE, stateFile, type ControlPlaneState } from './control-plane-state.ts';

@@ -1,2 +1,2 @@
-// Real redis-server processes for tests: the implementation lives in src/localcluster (dev uses it too).
-export * from '../../src/localcluster/redis-server.ts';
+// Real redis-server processes for tests: the implementation lives in localcluster (dev uses it too).
+export * from '../../localcluster/redis-server.ts';

@@ -10,8 +10,8 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { KubeClient } from '../../src/kube.ts';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
-import { kubeconfigDocument } from '../../src/localcluster/control-plane.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';
 
 interface Rule {

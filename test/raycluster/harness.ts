@@ -9,8 +9,8 @@ import { startController, type RunningController } from '../../controller/main.t
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { sleep } from '../../controller/runtime/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
-import { JobRunner } from '../../src/localcluster/job-runner.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { JobRunner } from '../../localcluster/job-runner.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kubeconfigFile, testNamespace, type TestNamespace } from '../helpers/control-plane.ts';

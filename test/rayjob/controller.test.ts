@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
-import { REPO_ROOT } from '../../src/localcluster/binaries.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startController } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';

@@ -1,14 +1,14 @@
 // A REAL Ray head plays the RayCluster's dashboard: the submitter Job (run by the test job runner)
 // really runs `ray job submit` / `ray job logs --follow`, Ray really runs the entrypoint, and the
 // controller reads Ray's real JobDetails. One entrypoint succeeds, one fails; each RayJob must end in
-// the right state. Needs Ray (tools/install-ray.sh; found by src/localcluster/ray.ts). Without Ray the tests skip with the reason printed.
+// the right state. Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts). Without Ray the tests skip with the reason printed.
 import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../src/localcluster/net.ts';
-import { findRay } from '../../src/localcluster/ray.ts';
-import { spawnSupervised } from '../../src/localcluster/process.ts';
+import { freePort } from '../../localcluster/net.ts';
+import { findRay } from '../../localcluster/ray.ts';
+import { spawnSupervised } from '../../localcluster/process.ts';
 import { shellQuote } from '../../src/rayjob/builders.ts';
 import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
 

@@ -1,7 +1,7 @@
 // A real Ray head (GCS fault tolerance against our test Redis) writes its tables as RAY<ns>@<TABLE>; a
 // driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup must leave nothing
 // of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
-// Needs Ray (tools/install-ray.sh; found by src/localcluster/ray.ts); skips with the reason without it.
+// Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); skips with the reason without it.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
-import { findRay } from '../../src/localcluster/ray.ts';
+import { findRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
 

@@ -7,8 +7,8 @@
 // control plane then FAILS with the build instruction, while the other tests still run.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { MissingBinariesError, requireBinaries } from '../../src/localcluster/binaries.ts';
-import { startControlPlane } from '../../src/localcluster/control-plane.ts';
+import { MissingBinariesError, requireBinaries } from '../../localcluster/binaries.ts';
+import { startControlPlane } from '../../localcluster/control-plane.ts';
 import { type ControlPlaneState, removeStaleStates, STATE_FILE } from '../helpers/control-plane-state.ts';
 
 function write(state: ControlPlaneState): void {

@@ -1,6 +1,6 @@
 // tap `after` script: stops the control plane test/setup/start.ts started and removes the state file.
 import { rmSync } from 'node:fs';
-import { stopControlPlane } from '../../src/localcluster/control-plane.ts';
+import { stopControlPlane } from '../../localcluster/control-plane.ts';
 import { readState, STATE_FILE } from '../helpers/control-plane-state.ts';
 
 const state = readState();

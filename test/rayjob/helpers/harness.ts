@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../../src/logger.ts';
-import { startJobRunner, type JobRunner } from '../../../src/localcluster/job-runner.ts';
+import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/rayjob/builders.ts';
 import { currentState, type MachineConfig } from '../../../src/rayjob/machine.ts';

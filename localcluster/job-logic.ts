@@ -2,8 +2,8 @@
 // 1.35 job controller would write, $(VAR) expansion and env resolution as the kubelet does it, and the
 // mapping of a container command to a local program. See job-runner.ts.
 
-export type { JobCondition } from '../types.ts';
-import type { JobCondition } from '../types.ts';
+export type { JobCondition } from '../src/types.ts';
+import type { JobCondition } from '../src/types.ts';
 
 export interface EnvVarSource {
   secretKeyRef?: { name?: string; key: string; optional?: boolean };

@@ -3,7 +3,7 @@
 // as `x-kubernetes-preserve-unknown-fields` and fields newer than the models are dropped, times become
 // Date objects); for applying manifests and for the job runner's status writes we want the JSON as is.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KubeApiError, KubeClient, MERGE_PATCH, type RequestOptionsLite } from '../kube.ts';
+import { KubeApiError, KubeClient, MERGE_PATCH, type RequestOptionsLite } from '../src/kube.ts';
 
 export class ApiError extends Error {
   readonly status: number;
@@ -21,7 +21,7 @@ export class ApiError extends Error {
 
 export type RequestArgs = Pick<RequestOptionsLite, 'body' | 'contentType' | 'query' | 'accept' | 'warnings'>;
 
-export { JSON_PATCH, MERGE_PATCH } from '../kube.ts';
+export { JSON_PATCH, MERGE_PATCH } from '../src/kube.ts';
 export const APPLY_PATCH = 'application/apply-patch+yaml';
 
 export class KubeRest {

@@ -22,7 +22,7 @@ import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
-import { createLogger, type Logger } from '../logger.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
   backoffLimit,
