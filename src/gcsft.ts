@@ -74,12 +74,27 @@ export function storageNamespaceProblem(ns: string): string | undefined {
   return undefined;
 }
 
-/** Seconds after deletionTimestamp before the finalizer is released regardless (annotation, > 0 only). */
-export function deletionTimeoutSeconds(obj: FtSubject): number {
+/**
+ * Longest deletion timeout honoured: 7 days. It becomes the cleanup Job's activeDeadlineSeconds, and a
+ * value past int64 ("99999999999999999999") makes every Job creation fail, so the finalizer would stay.
+ */
+export const MAX_GCS_FT_DELETION_TIMEOUT_SECONDS = 7 * 24 * 3600;
+
+/** Why the deletion-timeout annotation is not used (the default is), or undefined when it is fine or absent. */
+export function deletionTimeoutProblem(obj: FtSubject): string | undefined {
   const raw = annotation(obj, GCS_FT_DELETION_TIMEOUT_ANNOTATION);
-  if (raw === undefined || !/^\s*\d+\s*$/.test(raw)) return DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
-  const seconds = Number.parseInt(raw, 10);
-  return seconds > 0 ? seconds : DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
+  if (raw === undefined) return undefined;
+  const seconds = /^\s*\d+\s*$/.test(raw) ? Number(raw.trim()) : Number.NaN;
+  if (seconds > 0 && seconds <= MAX_GCS_FT_DELETION_TIMEOUT_SECONDS) return undefined;
+  const shown = JSON.stringify(raw.length > 40 ? `${raw.slice(0, 40)}...` : raw);
+  return `annotation ${GCS_FT_DELETION_TIMEOUT_ANNOTATION}=${shown} is not a whole number of seconds in 1-${MAX_GCS_FT_DELETION_TIMEOUT_SECONDS}; using ${DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS}`;
+}
+
+/** Seconds after deletionTimestamp before the finalizer is released regardless (annotation, 1 s to 7 days). */
+export function deletionTimeoutSeconds(obj: FtSubject): number {
+  if (deletionTimeoutProblem(obj) !== undefined) return DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
+  const raw = annotation(obj, GCS_FT_DELETION_TIMEOUT_ANNOTATION);
+  return raw === undefined ? DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS : Number(raw.trim());
 }
 
 /** Operator env ENABLE_GCS_FT_REDIS_CLEANUP: on unless it equals "false" (any case). */

@@ -12,16 +12,17 @@
 //   its owner UID and deleted first).
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
-// cleanup itself (the same `raykeeper redis-cleanup` code, in process) when it can resolve every input
+// cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
+// environment: controller/redis-cleanup/config.ts cleanupFromEnvironment) when it can resolve every input
 // the Job would have had (plain values; Secrets / ConfigMaps it may read: a 403 means it may not;
 // TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
 import { Counter } from 'prom-client';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
-import { redisCleanupEnabled } from '../../src/gcsft.ts';
+import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { decide, describeTarget, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
+import { decide, describeTarget, EVENT_INVALID_DELETION_TIMEOUT, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
 import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
@@ -35,13 +36,13 @@ export interface RayClusterReconcilerConfig {
   job: CleanupJobConfig;
   /** Run the cleanup in the controller when the namespace is terminating (default true). */
   inProcessCleanup?: boolean;
-  /** The in-process cleanup (tests inject; default: `raykeeper redis-cleanup`'s runWith). */
+  /** The in-process cleanup (tests inject; default: cleanupFromEnvironment). */
   runCleanup?: InProcessRunner;
   workers?: number;
 }
 
-/** Runs the cleanup with a resolved environment; resolves to the exit code and its output. */
-export type InProcessRunner = (env: Record<string, string>, timeoutSeconds: number) => Promise<{ code: number; output: string }>;
+/** Runs the cleanup with a resolved environment within deadlineMs; resolves to success and one line. */
+export type InProcessRunner = (env: Record<string, string>, deadlineMs: number) => Promise<{ ok: boolean; message: string }>;
 
 const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -90,12 +91,17 @@ function podKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
-export async function defaultInProcessRunner(env: Record<string, string>, timeoutSeconds: number): Promise<{ code: number; output: string }> {
-  const { runWith } = await import('../redis-cleanup/cli.ts');
-  let output = '';
-  const sink = { write: (s: string) => ((output += s), true) };
-  const code = await runWith(['--timeout', String(timeoutSeconds), '--quiet'], { env, stdout: sink, stderr: sink });
-  return { code, output };
+export async function defaultInProcessRunner(env: Record<string, string>, deadlineMs: number): Promise<{ ok: boolean; message: string }> {
+  const [{ cleanupFromEnvironment }, { summarize }, { errorMessage, oneLine }] = await Promise.all([
+    import('../redis-cleanup/config.ts'),
+    import('../redis-cleanup/cleanup.ts'),
+    import('../../src/redis/errors.ts'),
+  ]);
+  try {
+    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, { deadlineMs })), [env.REDIS_PASSWORD]) };
+  } catch (err) {
+    return { ok: false, message: oneLine(errorMessage(err), [env.REDIS_PASSWORD]) };
+  }
 }
 
 export class RayClusterReconciler {
@@ -267,6 +273,8 @@ export class RayClusterReconciler {
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const { problems } = cleanupResources(cluster, this.config.job);
     for (const p of problems) this.event(cluster, { type: 'Warning', reason: 'InvalidRedisCleanupResources', message: p });
+    const timeoutProblem = deletionTimeoutProblem(cluster);
+    if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {
       await this.kube.create({ ...JOBS, namespace }, job);
     } catch (err) {
@@ -304,11 +312,10 @@ export class RayClusterReconciler {
     const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
     log.warn('namespace is terminating: running the Redis cleanup in the controller');
-    const { code, output } = await this.config.runCleanup(env, Math.min(secondsLeft, 240));
-    const lastLine = output.trim().split('\n').pop() ?? '';
-    if (code === 0) {
+    const { ok, message } = await this.config.runCleanup(env, Math.min(secondsLeft, 240) * 1000);
+    if (ok) {
       this.m.inProcess.inc({ result: 'succeeded' });
-      this.event(cluster, { type: 'Normal', reason: EVENT_REDIS_CLEANED_IN_PROCESS, message: `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${lastLine}`.trim() });
+      this.event(cluster, { type: 'Normal', reason: EVENT_REDIS_CLEANED_IN_PROCESS, message: `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${message}`.trim() });
       await this.releaseFresh(cluster, 'inprocess-complete');
       return;
     }
@@ -316,7 +323,7 @@ export class RayClusterReconciler {
     this.event(cluster, {
       type: 'Warning',
       reason: EVENT_REDIS_CLEANUP_FAILED,
-      message: `The controller's own Redis cleanup failed (exit ${code}: ${lastLine}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+      message: `The controller's own Redis cleanup failed (${message}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
     });
     await this.releaseFresh(cluster, 'inprocess-failed');
   }

@@ -1,7 +1,15 @@
-// Deleting one Ray GCS storage namespace from Redis: SCAN (never KEYS), TYPE checks, pipelined UNLINK
-// batches; the old single-hash layout checked field by field with HSCAN. Memory stays bounded by one SCAN
-// batch whatever the size of the keyspace. Connection failures restart the (idempotent) pass after an
-// exponential backoff, all within one total deadline; auth, permission and TLS failures end it at once.
+// Deleting one Ray GCS storage namespace from Redis. One pass, in this order:
+//   1. read-only checks of every command the deletions need, on keys of both layouts (SCAN on every node,
+//      TYPE, HSCAN of an old-layout hash): a user the ACL denies any of them fails here, with nothing
+//      deleted (UNLINK itself is denied before it deletes anything);
+//   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, src/redis/keys.ts RAY_TABLES),
+//      each TYPE-checked: the namespace's data is gone after one round trip;
+//   3. UNLINK of the old layout's hash `<ns>` when every field is `<ns>@...`;
+//   4. a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) with an adaptive COUNT (src/redis/pace.ts) for
+//      whatever else is there (tables newer than the list), TYPE-checked, pipelined UNLINK batches.
+// Memory stays bounded by one SCAN batch whatever the size of the keyspace. Connection failures restart
+// the (idempotent) pass after an exponential backoff, all within one total deadline and, while Redis
+// cannot be reached at all, a connection budget; auth, permission and TLS failures end it at once.
 import type { Redis } from 'ioredis';
 import {
   classifyCurrentKey,
@@ -9,9 +17,11 @@ import {
   currentPattern,
   displayKey,
   firstForeignField,
+  knownKeys,
   legacyKey,
 } from '../../src/redis/keys.ts';
 import { batchKeys } from '../../src/redis/slots.ts';
+import { nextScanCount, SCAN_COUNT_START } from '../../src/redis/pace.ts';
 import type { BackoffPolicy } from '../../src/redis/errors.ts';
 import { storageNamespaceProblem } from '../../src/gcsft.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
@@ -19,6 +29,7 @@ import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
 /** Fits under the cleanup Job's activeDeadlineSeconds (300) with room for pod start-up. */
 export const DEFAULT_DEADLINE_MS = 240_000;
+/** --list's fixed COUNT; the cleanup adapts its own (src/redis/pace.ts) unless given one. */
 export const DEFAULT_SCAN_COUNT = 1000;
 export const DEFAULT_UNLINK_BATCH = 500;
 const HSCAN_COUNT = 200;
@@ -32,11 +43,16 @@ export interface CleanupOptions {
   namespace: string;
   dryRun?: boolean | undefined;
   layout?: Layout | undefined;
+  /** A fixed SCAN COUNT; default: adaptive, starting at SCAN_COUNT_START. */
   scanCount?: number | undefined;
   unlinkBatch?: number | undefined;
   /** Total time for everything, retries included. */
   deadlineMs?: number | undefined;
+  /** How long Redis may stay unreachable (no connection at all) before giving up; default 60 s. */
+  connectBudgetMs?: number | undefined;
   backoff?: BackoffPolicy | undefined;
+  /** Aborts between steps and during retry waits (the controller's in-process cleanup). */
+  signal?: AbortSignal | undefined;
   /** Called after every SCAN batch (awaited). */
   onProgress?: ((p: Progress) => void | Promise<void>) | undefined;
   /** Called before sleeping for a retry. */
@@ -72,6 +88,10 @@ export interface CleanupResult {
   leftAlone: KeyReport[];
   leftAloneCount: number;
   scanCalls: number;
+  /** Of deletedCount: keys removed by name (Ray's known tables) before the SCAN sweep. */
+  knownDeleted: number;
+  /** ms from the start until the known tables were unlinked (the namespace's data gone). */
+  dataGoneMs?: number | undefined;
   attempts: number;
   durationMs: number;
   warnings: string[];
@@ -94,6 +114,10 @@ interface PassState {
   leftAloneCount: number;
   scanCalls: number;
   matched: number;
+  knownDeleted: number;
+  dataGoneMs?: number | undefined;
+  /** Known-table keys this pass already reported (look-alikes; a dry run's finds): the sweep skips them. */
+  handled: Set<string>;
   legacy: CleanupResult['legacy'];
   legacyFields?: number | undefined;
   /** Set once the old-layout hash was unlinked, so a later retried pass that finds it absent reports it. */
@@ -114,27 +138,38 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
   const dryRun = options.dryRun ?? false;
   const cfg: PassConfig = {
     dryRun,
-    scanCount: options.scanCount ?? DEFAULT_SCAN_COUNT,
+    scanCount: options.scanCount,
     unlinkBatch: options.unlinkBatch ?? DEFAULT_UNLINK_BATCH,
     deadline,
     started,
+    signal: options.signal,
   };
-  const state: PassState = { deleted: new Map(), deletedCount: 0, leftAlone: new Map(), leftAloneCount: 0, scanCalls: 0, matched: 0, legacy: 'not-checked' };
+  const state: PassState = { deleted: new Map(), deletedCount: 0, leftAlone: new Map(), leftAloneCount: 0, scanCalls: 0, matched: 0, knownDeleted: 0, handled: new Set(), legacy: 'not-checked' };
   const { value: session, attempts } = await withRetries(
-    { connection: options.connection, deadline, backoff: options.backoff, onRetry: options.onRetry },
+    { connection: options.connection, deadline, connectBudgetMs: options.connectBudgetMs, backoff: options.backoff, onRetry: options.onRetry, signal: options.signal },
     async (s) => {
       // A retried pass starts over from cursor 0: SCAN cursors are not valid across servers or restarts.
       // Deleted keys stay counted (they are gone); look-alikes, and a dry run's finds, are found again.
       if (dryRun) {
         state.deleted.clear();
         state.deletedCount = 0;
+        state.knownDeleted = 0;
       }
+      state.handled.clear();
       state.leftAlone.clear();
       state.leftAloneCount = 0;
       state.legacy = 'not-checked';
       state.legacyFields = undefined;
-      // The old layout first: one TYPE, so a key out of the ACL's reach fails before anything is deleted.
-      if (layout !== 'current') await legacyPass(s, ns, dryRun, deadline, state);
+      // 1. Everything read-only first: a command or key out of the ACL's reach fails before any deletion.
+      if (layout !== 'legacy') await probeScan(s, ns);
+      const known = layout !== 'legacy' ? await checkKnown(s, ns, state) : [];
+      const legacy = layout !== 'current' ? await checkLegacy(s, ns, deadline, state) : undefined;
+      check(cfg);
+      // 2. The data: Ray's known tables in one round trip, then the old layout's hash.
+      if (known.length > 0) await unlinkKnown(s, known, cfg, state);
+      state.dataGoneMs ??= Date.now() - started;
+      if (legacy) await unlinkLegacy(s, ns, legacy, dryRun, state);
+      // 3. The sweep, for anything not on the list.
       if (layout !== 'legacy') await currentPass(s, ns, cfg, state, options.onProgress);
       return { describe: s.describe, mode: s.mode, warnings: s.warnings };
     },
@@ -154,6 +189,8 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
     leftAlone: [...state.leftAlone.values()],
     leftAloneCount: state.leftAloneCount,
     scanCalls: state.scanCalls,
+    knownDeleted: state.knownDeleted,
+    dataGoneMs: state.dataGoneMs,
     attempts,
     durationMs: Date.now() - started,
     warnings: session.warnings,
@@ -164,19 +201,75 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
 
 interface PassConfig {
   dryRun: boolean;
-  scanCount: number;
+  /** Fixed COUNT, or undefined: adaptive. */
+  scanCount: number | undefined;
   unlinkBatch: number;
   deadline: number;
   started: number;
+  signal: AbortSignal | undefined;
+}
+
+/** Stops at the deadline or when aborted (between steps; a deletion under way finishes). */
+function check(cfg: PassConfig, where = ''): void {
+  if (cfg.signal?.aborted) throw new RedisCleanupError(`aborted${where}`, 'fatal', { cause: cfg.signal.reason });
+  if (Date.now() >= cfg.deadline) throw new DeadlineExceeded(`deadline reached${where}`);
+}
+
+/** Commands for keys anywhere: one pipeline on a single server; per key (routed by slot) on a cluster. */
+async function routed(session: Session, commands: (string | Buffer)[][]): Promise<unknown[]> {
+  if (!session.clustered) return exec(session.router as Redis, commands);
+  return Promise.all(commands.map(([name, ...args]) => session.router.callBuffer(String(name), ...args)));
+}
+
+/** SCAN needs its own ACL permission: one call with COUNT 1 per node proves it before anything goes. */
+async function probeScan(session: Session, ns: string): Promise<void> {
+  const pattern = currentPattern(ns);
+  for (const node of session.nodes) await scan(node.client, '0', 'MATCH', pattern, 'COUNT', '1');
+}
+
+/** TYPE of every known table key: the ones that are Ray's (hash, or the JobCounter string). */
+async function checkKnown(session: Session, ns: string, state: PassState): Promise<{ key: Buffer; type: string }[]> {
+  const keys = knownKeys(ns);
+  const types = await routed(session, keys.map((k) => ['type', k]));
+  const ray: { key: Buffer; type: string }[] = [];
+  keys.forEach((key, i) => {
+    const type = String(types[i]);
+    const verdict = classifyCurrentKey(key, type, ns);
+    if (verdict.ray) ray.push({ key, type });
+    else if (type !== 'none') {
+      state.leftAloneCount += 1;
+      remember(state.leftAlone, { key: displayKey(key), type, reason: verdict.reason });
+      state.handled.add(key.toString('latin1'));
+    }
+  });
+  return ray;
+}
+
+async function unlinkKnown(session: Session, known: { key: Buffer; type: string }[], cfg: PassConfig, state: PassState): Promise<void> {
+  for (const k of known) remember(state.deleted, { key: displayKey(k.key), type: k.type });
+  if (cfg.dryRun) {
+    state.deletedCount += known.length;
+    state.knownDeleted += known.length;
+    for (const k of known) state.handled.add(k.key.toString('latin1'));
+    return;
+  }
+  const counts = await routed(session, batchKeys(known.map((k) => k.key), cfg.unlinkBatch, session.clustered).map((b) => ['unlink', ...b]));
+  const n = counts.reduce<number>((sum, c) => sum + Number(c), 0);
+  state.deletedCount += n;
+  state.knownDeleted += n;
 }
 
 async function currentPass(session: Session, ns: string, cfg: PassConfig, state: PassState, onProgress: CleanupOptions['onProgress']): Promise<void> {
   const pattern = currentPattern(ns);
   for (const node of session.nodes) {
     let cursor = '0';
+    let count = cfg.scanCount ?? SCAN_COUNT_START;
     do {
-      if (Date.now() >= cfg.deadline) throw new DeadlineExceeded(`deadline reached while scanning ${node.label} after ${state.scanCalls} SCAN calls`);
-      const [next, keys] = await scan(node.client, cursor, 'MATCH', pattern, 'COUNT', String(cfg.scanCount));
+      check(cfg, ` while scanning ${node.label} after ${state.scanCalls} SCAN calls`);
+      const sent = performance.now();
+      const [next, found] = await scan(node.client, cursor, 'MATCH', pattern, 'COUNT', String(count));
+      if (cfg.scanCount === undefined) count = nextScanCount(count, performance.now() - sent);
+      const keys = state.handled.size === 0 ? found : found.filter((k) => !state.handled.has(k.toString('latin1')));
       cursor = next.toString();
       state.scanCalls += 1;
       if (keys.length > 0) {
@@ -208,20 +301,21 @@ async function currentPass(session: Session, ns: string, cfg: PassConfig, state:
   }
 }
 
-async function legacyPass(session: Session, ns: string, dryRun: boolean, deadline: number, state: PassState): Promise<void> {
+/** The old layout's hash `<ns>`: Ray's when every field is `<ns>@...` (read-only; see unlinkLegacy). */
+async function checkLegacy(session: Session, ns: string, deadline: number, state: PassState): Promise<{ fields: number } | undefined> {
   const key = legacyKey(ns);
   const router = session.router;
   const type = String(await router.type(key));
   const first = classifyLegacyType(type);
   if ('absent' in first) {
     state.legacy = 'absent';
-    return;
+    return undefined;
   }
   if ('ray' in first) {
     state.legacy = 'left-alone';
     state.leftAloneCount += 1;
     remember(state.leftAlone, { key: displayKey(key), type, reason: first.reason });
-    return;
+    return undefined;
   }
   // A hash named like the namespace: Ray's only if every field is `<ns>@...`.
   let cursor = '0';
@@ -237,17 +331,21 @@ async function legacyPass(session: Session, ns: string, dryRun: boolean, deadlin
       state.legacy = 'left-alone';
       state.leftAloneCount += 1;
       remember(state.leftAlone, { key: displayKey(key), type, reason: `has field ${JSON.stringify(displayKey(foreign, 80))} not starting with ${JSON.stringify(`${ns}@`)}` });
-      return;
+      return undefined;
     }
   } while (cursor !== '0');
   state.legacyFields = fields;
+  return { fields };
+}
+
+async function unlinkLegacy(session: Session, ns: string, legacy: { fields: number }, dryRun: boolean, state: PassState): Promise<void> {
   if (dryRun) {
     state.legacy = 'would-delete';
     return;
   }
-  await router.unlink(key);
+  await session.router.unlink(legacyKey(ns));
   state.legacy = 'deleted';
-  state.legacyDeleted = { fields };
+  state.legacyDeleted = legacy;
 }
 
 /** One line for humans; the CLI prints it on success. */

@@ -3,17 +3,12 @@
 // RAY_REDIS_* TLS files); flags override each. Exit 0 when the namespace is gone (also when it never
 // existed), 1 with a one-line reason when it could not be removed, 2 for a usage or configuration error.
 // A password is never accepted as a flag value and never printed.
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AddressError, parseRedisAddress, resolveCredentials } from '../../src/redis/address.ts';
 import { oneLine, errorMessage } from '../../src/redis/errors.ts';
-import { MODE_CHOICES, type ModeChoice } from '../../src/redis/topology.ts';
 import { formatNamespaceTable } from '../../src/redis/keys.ts';
-import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE } from '../../src/names.ts';
-import { storageNamespaceProblem } from '../../src/gcsft.ts';
-import type { RedisConnectionOptions, TlsMaterial } from './connect.ts';
 import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
+import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
+import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
 import { listNamespaces } from './list.ts';
 
 const NAME = 'raykeeper redis-cleanup';
@@ -50,7 +45,12 @@ Options:
   --sentinel-master NAME  master group when the Sentinel monitors several
   --layout L              both (default), current (RAY<ns>@*), legacy (hash <ns>)
   --timeout SECONDS       total time including retries (default ${DEFAULT_DEADLINE_MS / 1000}; the Job's deadline is 300)
-  --scan-count N          SCAN COUNT hint (default ${DEFAULT_SCAN_COUNT})
+  --connect-budget SECONDS
+                          give up when Redis cannot be reached at all (refused, no route, no such
+                          name, connect timeout) for this long (default ${DEFAULT_CONNECT_BUDGET_MS / 1000}, as Ray's cleanup); a Redis
+                          that accepts connections but is slow keeps the whole --timeout
+  --scan-count N          fixed SCAN COUNT (default: adaptive, so each SCAN call stays short;
+                          --list: ${DEFAULT_SCAN_COUNT})
   --dry-run               report what would be deleted; delete nothing
   --list                  list the Ray storage namespaces present, with key counts and sizes
   --legacy                with --list: also find old-layout namespaces (probes every hash: slower)
@@ -66,11 +66,11 @@ Keys: ~* (or ~RAY* with --layout current, which skips the old layout's hash <ns>
 
 export interface CliIo {
   env: Record<string, string | undefined>;
+  /** A variable's raw bytes, when env is this process's own environment (see processEnvBytes). */
+  envBytes?: ((name: string) => Buffer | undefined) | undefined;
   stdout: { write(s: string): unknown };
   stderr: { write(s: string): unknown };
 }
-
-class UsageError extends Error {}
 
 const OPTIONS = {
   address: { type: 'string' },
@@ -88,6 +88,7 @@ const OPTIONS = {
   'sentinel-master': { type: 'string' },
   layout: { type: 'string' },
   timeout: { type: 'string' },
+  'connect-budget': { type: 'string' },
   'scan-count': { type: 'string' },
   'dry-run': { type: 'boolean' },
   list: { type: 'boolean' },
@@ -97,156 +98,39 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** A PEM given inline, or the file it names (Ray's RAY_REDIS_* variables are file paths). */
-async function pemFrom(value: string, what: string): Promise<string> {
-  if (value.includes('-----BEGIN ')) return value;
-  try {
-    return await readFile(value, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read ${what} ${JSON.stringify(value)}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
-  }
-}
-
-async function caDirectory(dir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (err) {
-    throw new UsageError(`cannot read CA directory ${JSON.stringify(dir)}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
-  }
-  const out: string[] = [];
-  for (const name of names.sort()) {
-    const path = join(dir, name);
-    const info = await stat(path).catch(() => undefined);
-    if (!info?.isFile()) continue;
-    const text = await readFile(path, 'utf8').catch(() => '');
-    if (text.includes('-----BEGIN CERTIFICATE-----')) out.push(text);
-  }
-  if (out.length === 0) throw new UsageError(`CA directory ${JSON.stringify(dir)} holds no PEM certificate`);
-  return out;
-}
-
 function positiveNumber(raw: string, flag: string): number {
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${flag} must be a positive number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${flag} must be a positive number, got ${JSON.stringify(raw)}`);
   return n;
-}
-
-interface Parsed {
-  connection: RedisConnectionOptions;
-  namespace?: string | undefined;
-  password?: string | undefined;
-  values: Record<string, string | boolean | undefined>;
-  warnings: string[];
-}
-
-async function configure(argv: string[], env: CliIo['env']): Promise<Parsed> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError(errorMessage(err));
-  }
-  if (values.help) return { connection: { host: '', port: 0, tls: false }, values, warnings: [] };
-  const str = (flag: string, envName?: string): string | undefined => {
-    const v = values[flag];
-    if (typeof v === 'string') return v;
-    return envName === undefined ? undefined : env[envName];
-  };
-  const warnings: string[] = [];
-  const rawAddress = str('address', ENV_REDIS_ADDRESS);
-  if (rawAddress === undefined || rawAddress.trim() === '') throw new UsageError(`no Redis address: set ${ENV_REDIS_ADDRESS} or --address`);
-  let address;
-  try {
-    address = parseRedisAddress(rawAddress);
-  } catch (err) {
-    if (err instanceof AddressError) throw new UsageError(err.message);
-    throw err;
-  }
-  warnings.push(...address.warnings);
-
-  let flagPassword: string | undefined;
-  const passwordEnv = values['password-env'];
-  if (typeof passwordEnv === 'string') {
-    flagPassword = env[passwordEnv];
-    if (flagPassword === undefined) throw new UsageError(`--password-env: environment variable ${JSON.stringify(passwordEnv)} is not set`);
-  }
-  const passwordFile = values['password-file'];
-  if (typeof passwordFile === 'string') {
-    if (flagPassword !== undefined) throw new UsageError('--password-env and --password-file are exclusive');
-    try {
-      flagPassword = (await readFile(passwordFile, 'utf8')).replace(/\r?\n$/, '');
-    } catch (err) {
-      throw new UsageError(`cannot read --password-file ${JSON.stringify(passwordFile)}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
-    }
-  }
-  const creds = resolveCredentials(address, {
-    flagUsername: typeof values.username === 'string' ? values.username : undefined,
-    flagPassword,
-    envUsername: env[ENV_REDIS_USERNAME],
-    envPassword: env[ENV_REDIS_PASSWORD],
-  });
-  if (creds.username !== undefined && creds.password === undefined) {
-    warnings.push(`username ${JSON.stringify(creds.username)} given without a password: connecting without AUTH`);
-  }
-
-  const tls = address.tls || values.tls === true;
-  const material: TlsMaterial = {};
-  const caCert = str('ca-cert', 'RAY_REDIS_CA_CERT');
-  const caPath = str('ca-path', 'RAY_REDIS_CA_PATH');
-  const clientCert = str('client-cert', 'RAY_REDIS_CLIENT_CERT');
-  const clientKey = str('client-key', 'RAY_REDIS_CLIENT_KEY');
-  const serverName = str('server-name', 'RAY_REDIS_SERVER_NAME');
-  const anyTls = [caCert, caPath, clientCert, clientKey, serverName].some((v) => v !== undefined && v !== '');
-  if (tls) {
-    const ca: string[] = [];
-    if (caCert) ca.push(await pemFrom(caCert, 'CA certificate'));
-    if (caPath) ca.push(...(await caDirectory(caPath)));
-    if (ca.length > 0) material.ca = ca;
-    if (clientCert) material.cert = await pemFrom(clientCert, 'client certificate');
-    if (clientKey) material.key = await pemFrom(clientKey, 'client key');
-    if ((material.cert === undefined) !== (material.key === undefined)) throw new UsageError('a client certificate needs its key, and a key its certificate');
-    if (serverName) material.servername = serverName;
-  } else if (anyTls) {
-    warnings.push('TLS settings are present but the address is not rediss://: TLS is off (use --tls to force it)');
-  }
-
-  const mode = (typeof values.mode === 'string' ? values.mode : 'auto') as ModeChoice;
-  if (!MODE_CHOICES.includes(mode)) throw new UsageError(`--mode must be one of ${MODE_CHOICES.join(', ')}`);
-  const connection: RedisConnectionOptions = {
-    host: address.host,
-    port: address.port,
-    tls,
-    tlsMaterial: tls ? material : undefined,
-    username: creds.username,
-    password: creds.password,
-    mode,
-    sentinelMaster: typeof values['sentinel-master'] === 'string' ? values['sentinel-master'] : undefined,
-  };
-  return { connection, namespace: str('namespace', ENV_STORAGE_NAMESPACE), password: creds.password, values, warnings };
 }
 
 /** The entry registered in bin/cli.ts. */
 export async function run(argv: string[]): Promise<number> {
-  return runWith(argv, { env: process.env, stdout: process.stdout, stderr: process.stderr });
+  return runWith(argv, { env: process.env, envBytes: (name) => processEnvBytes(name), stdout: process.stdout, stderr: process.stderr });
 }
 
 export async function runWith(argv: string[], io: CliIo): Promise<number> {
-  let parsed: Parsed;
+  let parsed: Settings;
+  let values: FlagValues;
   try {
-    parsed = await configure(argv, io.env);
+    try {
+      ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
+    } catch (err) {
+      throw new ConfigError(errorMessage(err));
+    }
+    if (values.help) {
+      io.stdout.write(USAGE);
+      return 0;
+    }
+    parsed = await resolveSettings(values, io.env, io.envBytes);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof ConfigError) {
       io.stderr.write(`${NAME}: ${oneLine(err.message)}\n`);
       return 2;
     }
     throw err;
   }
-  const { values, connection } = parsed;
-  if (values.help) {
-    io.stdout.write(USAGE);
-    return 0;
-  }
+  const { connection } = parsed;
   const secrets = [parsed.password];
   const say = (line: string) => io.stderr.write(`${NAME}: ${oneLine(line, secrets, 1000)}\n`);
   const quiet = values.quiet === true;
@@ -254,18 +138,20 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   for (const w of parsed.warnings) say(`warning: ${w}`);
 
   let deadlineMs = DEFAULT_DEADLINE_MS;
-  let scanCount = DEFAULT_SCAN_COUNT;
+  let connectBudgetMs = DEFAULT_CONNECT_BUDGET_MS;
+  let scanCount: number | undefined;
   let layout: Layout = 'both';
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
+    if (typeof values['connect-budget'] === 'string') connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
     if (typeof values['scan-count'] === 'string') scanCount = Math.round(positiveNumber(values['scan-count'], '--scan-count'));
     if (typeof values.layout === 'string') {
-      if (!['both', 'current', 'legacy'].includes(values.layout)) throw new UsageError('--layout must be both, current or legacy');
+      if (!['both', 'current', 'legacy'].includes(values.layout)) throw new ConfigError('--layout must be both, current or legacy');
       layout = values.layout as Layout;
     }
-    if (values.legacy && !values.list) throw new UsageError('--legacy goes with --list');
+    if (values.legacy && !values.list) throw new ConfigError('--legacy goes with --list');
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof ConfigError) {
       say(err.message);
       return 2;
     }
@@ -275,7 +161,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
 
   if (values.list) {
     try {
-      const result = await listNamespaces({ connection, legacy: values.legacy === true, scanCount, deadlineMs, onRetry });
+      const result = await listNamespaces({ connection, legacy: values.legacy === true, scanCount: scanCount ?? DEFAULT_SCAN_COUNT, deadlineMs, connectBudgetMs, onRetry });
       for (const w of result.warnings) say(`warning: ${w}`);
       if (json) io.stdout.write(JSON.stringify({ ok: true, ...result }) + '\n');
       else io.stdout.write(`${result.target}\n${formatNamespaceTable(result.namespaces)}\n`);
@@ -285,10 +171,11 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     }
   }
 
-  const namespace = parsed.namespace;
-  const problem = namespace === undefined ? `no storage namespace: set ${ENV_STORAGE_NAMESPACE} or --namespace` : storageNamespaceProblem(namespace);
-  if (problem !== undefined || namespace === undefined) {
-    say(problem ?? 'no storage namespace');
+  let namespace: string;
+  try {
+    namespace = requireNamespace(parsed);
+  } catch (err) {
+    say(errorMessage(err));
     return 2;
   }
   let lastProgress = Date.now();
@@ -300,7 +187,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
         say(`progress: ${p.node}: ${p.scanCalls} SCAN calls, ${p.matched} matching keys, ${p.deleted} deleted, ${(p.elapsedMs / 1000).toFixed(1)} s`);
       };
   try {
-    const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, scanCount, deadlineMs, onRetry, onProgress });
+    const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, scanCount, deadlineMs, connectBudgetMs, onRetry, onProgress });
     for (const w of result.warnings) say(`warning: ${w}`);
     if (json) {
       io.stdout.write(oneLine(JSON.stringify({ ok: true, ...result }), secrets, Number.MAX_SAFE_INTEGER) + '\n');

@@ -14,6 +14,8 @@ export interface ListOptions {
   legacy?: boolean | undefined;
   scanCount?: number | undefined;
   deadlineMs?: number | undefined;
+  /** See CleanupOptions.connectBudgetMs. */
+  connectBudgetMs?: number | undefined;
   backoff?: BackoffPolicy | undefined;
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
 }
@@ -70,7 +72,7 @@ export async function listNamespaces(options: ListOptions): Promise<ListResult> 
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const scanCount = options.scanCount ?? DEFAULT_SCAN_COUNT;
   const { value, attempts } = await withRetries(
-    { connection: options.connection, deadline, backoff: options.backoff, onRetry: options.onRetry },
+    { connection: options.connection, deadline, connectBudgetMs: options.connectBudgetMs, backoff: options.backoff, onRetry: options.onRetry },
     async (session) => {
       const warnings = [...session.warnings];
       const tally = new NamespaceTally();

@@ -1,7 +1,11 @@
 // Runs an idempotent pass over a fresh Redis session, retrying connection-class failures with
 // exponential backoff until one total deadline. Auth, permission, TLS and other errors end it at once.
+// A Redis that cannot be reached at all (refused, no route, no such name, connect timeout) is given up
+// on after the connection budget (Ray's own cleanup: 120 x 500 ms = 60 s), so a deleted cluster whose
+// Redis is gone is released in about a minute; a Redis that accepts connections but is slow (or
+// restarts, loads, fails over) keeps the whole deadline.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from '../../src/redis/errors.ts';
+import { backoffDelay, DEFAULT_BACKOFF, isUnreachable, type BackoffPolicy } from '../../src/redis/errors.ts';
 import type { Redis } from 'ioredis';
 import { openSession, RedisCleanupError, wrapError, type RedisConnectionOptions, type Session } from './connect.ts';
 
@@ -11,11 +15,18 @@ export class DeadlineExceeded extends RedisCleanupError {
   }
 }
 
+/** How long a Redis may stay unreachable before the cleanup gives up (KubeRay/Ray: 60 s). */
+export const DEFAULT_CONNECT_BUDGET_MS = 60_000;
+
 export interface RetryOptions {
   connection: RedisConnectionOptions;
   /** Absolute time (Date.now() scale) after which no new attempt starts and passes stop. */
   deadline: number;
+  /** Consecutive time without any connection before giving up (default DEFAULT_CONNECT_BUDGET_MS). */
+  connectBudgetMs?: number | undefined;
   backoff?: BackoffPolicy | undefined;
+  /** Ends the retries (and the wait between them) when aborted. */
+  signal?: AbortSignal | undefined;
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
 }
 
@@ -33,28 +44,51 @@ export async function withRetries<T>(opts: RetryOptions, pass: (session: Session
   const started = Date.now();
   const policy = opts.backoff ?? DEFAULT_BACKOFF;
   const connection = withTimeouts(opts.connection, opts.deadline - started);
+  const budgetMs = opts.connectBudgetMs ?? DEFAULT_CONNECT_BUDGET_MS;
   let attempts = 0;
   let lastError: RedisCleanupError | undefined;
+  /** When the current run of unreachable attempts began (reset by every session that opens). */
+  let unreachableSince: number | undefined;
   for (;;) {
     attempts += 1;
     let session: Session | undefined;
+    const attemptStarted = Date.now();
     try {
+      if (opts.signal?.aborted) throw new RedisCleanupError('aborted', 'fatal', { cause: opts.signal.reason });
       if (Date.now() >= opts.deadline) throw new DeadlineExceeded('deadline reached before connecting');
       session = await openSession(connection);
+      unreachableSince = undefined;
       return { value: await pass(session, attempts), attempts };
     } catch (err) {
       const wrapped = err instanceof RedisCleanupError ? err : wrapError(session ? session.explain(err) : err, session?.describe ?? 'redis');
       if (wrapped instanceof DeadlineExceeded) throw giveUp(wrapped, lastError, Date.now() - started);
       if (wrapped.kind !== 'retryable') throw wrapped;
       lastError = wrapped;
-      const delay = backoffDelay(attempts - 1, opts.deadline - Date.now(), policy);
-      if (delay === undefined) throw giveUp(new DeadlineExceeded('deadline reached'), lastError, Date.now() - started);
+      let remaining = opts.deadline - Date.now();
+      if (!session && isUnreachable(wrapped.cause ?? wrapped)) {
+        unreachableSince ??= attemptStarted;
+        const unreachableMs = Date.now() - unreachableSince;
+        if (unreachableMs >= budgetMs) throw unreachable(wrapped, unreachableMs, attempts);
+        // One last attempt when the budget ends, not a sleep past it.
+        remaining = Math.min(remaining, unreachableSince + budgetMs - Date.now() + Math.ceil(policy.initialMs / 4));
+      }
+      const delay = backoffDelay(attempts - 1, remaining, policy);
+      if (delay === undefined) {
+        if (unreachableSince !== undefined && remaining < opts.deadline - Date.now()) throw unreachable(wrapped, Date.now() - unreachableSince, attempts);
+        throw giveUp(new DeadlineExceeded('deadline reached'), lastError, Date.now() - started);
+      }
       opts.onRetry?.({ attempt: attempts, delayMs: delay, reason: wrapped.message });
-      await sleep(delay);
+      await sleep(delay, undefined, { signal: opts.signal }).catch(() => undefined);
     } finally {
       await session?.close().catch(() => undefined);
     }
   }
+}
+
+/** The connection budget is spent: one line naming the address and the last reason. */
+function unreachable(last: RedisCleanupError, unreachableMs: number, attempts: number): RedisCleanupError {
+  const seconds = Math.round(unreachableMs / 1000);
+  return new RedisCleanupError(`Redis unreachable for ${seconds}s (${attempts} attempts, connection budget spent): ${last.message}`, 'retryable', { cause: last });
 }
 
 function giveUp(err: RedisCleanupError, last: RedisCleanupError | undefined, elapsedMs: number): RedisCleanupError {

@@ -32,6 +32,7 @@ import {
   RAY_NODE_TYPE_LABEL,
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
+import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer } from './finalizer.ts';
 import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand, type Job } from './job.ts';
 
@@ -44,6 +45,8 @@ export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
 export const EVENT_ADDED_FINALIZER = 'AddedRedisCleanupFinalizer';
 export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
 export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
+/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft.ts deletionTimeoutProblem): the default applies. */
+export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
 
 export const HEAD_POD_WAIT_MS = 10_000;
 /**
@@ -124,7 +127,7 @@ function nodeType(pod: PodLite): string | undefined {
 export function describeTarget(cluster: RayCluster): string {
   const ns = effectiveStorageNamespace(cluster) ?? '(unknown)';
   const addr = cleanupEnv(cluster).find((e) => e.name === ENV_REDIS_ADDRESS);
-  const where = addr?.valueFrom === undefined && addr?.value ? ` at ${addr.value}` : '';
+  const where = addr?.valueFrom === undefined && addr?.value ? ` at ${redactAddress(addr.value)}` : '';
   return `storage namespace ${JSON.stringify(ns)} in Redis${where}`;
 }
 

@@ -33,6 +33,7 @@ import {
   REDIS_TLS_ENV,
 } from '../names.ts';
 import type { Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
+import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
 export const CLEANUP_CPU_ANNOTATION = 'raykeeper.io/redis-cleanup-cpu';
@@ -349,6 +350,17 @@ function describeSource(e: EnvVar | undefined): string | undefined {
   return '<from the head pod env>';
 }
 
+/** Whether the address carries a user / password (an unparsable one: assume both). */
+function urlCredentials(address: string): { username?: boolean; password?: boolean } {
+  if (!address.includes('@')) return {};
+  try {
+    const parsed = parseRedisAddress(address);
+    return { username: parsed.username !== undefined, password: parsed.password !== undefined };
+  } catch {
+    return { username: true, password: true };
+  }
+}
+
 function shellQuote(s: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
@@ -363,11 +375,16 @@ export function manualCleanupCommand(cluster: RayCluster): string {
   const parts: string[] = [];
   const ns = effectiveStorageNamespace(cluster) ?? describeSource(get(ENV_STORAGE_NAMESPACE)) ?? '<namespace>';
   parts.push(`${ENV_STORAGE_NAMESPACE}=${shellQuote(ns)}`);
-  parts.push(`${ENV_REDIS_ADDRESS}=${shellQuote(describeSource(get(ENV_REDIS_ADDRESS)) ?? '<host:port>')}`);
+  const address = describeSource(get(ENV_REDIS_ADDRESS));
+  // User and password inside the address are dropped from it; placeholders ask for them instead.
+  const inUrl = address === undefined ? {} : urlCredentials(address);
+  parts.push(`${ENV_REDIS_ADDRESS}=${shellQuote(address === undefined ? '<host:port>' : redactAddress(address, { drop: true }))}`);
   const user = get(ENV_REDIS_USERNAME);
   if (user) parts.push(`${ENV_REDIS_USERNAME}=${shellQuote(describeSource(user) ?? '')}`);
+  else if (inUrl.username) parts.push(`${ENV_REDIS_USERNAME}=${shellQuote('<user from the address>')}`);
   const pw = get(ENV_REDIS_PASSWORD);
   if (pw) parts.push(`${ENV_REDIS_PASSWORD}=${shellQuote(pw.valueFrom === undefined ? '<password>' : (describeSource(pw) ?? '<password>'))}`);
+  else if (inUrl.password) parts.push(`${ENV_REDIS_PASSWORD}=${shellQuote('<password from the address>')}`);
   for (const n of REDIS_TLS_ENV) {
     const e = get(n);
     if (e) parts.push(`${n}=${shellQuote(describeSource(e) ?? '')}`);

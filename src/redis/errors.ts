@@ -70,6 +70,23 @@ export function classifyRedisError(err: unknown): ErrorKind {
   return 'fatal';
 }
 
+/** Codes that mean no TCP connection could be made: nothing answered at the address. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL']);
+
+/**
+ * Did this connection attempt fail because nothing could be reached (refused, no route, no such name,
+ * connect timed out)? A server that accepted the connection and then was slow, closed it or answered
+ * LOADING is reachable: those failures are not counted against the connection budget.
+ */
+export function isUnreachable(err: unknown): boolean {
+  const e = (err ?? {}) as ErrorLike;
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  if (UNREACHABLE_CODES.has(code)) return true;
+  for (const c of UNREACHABLE_CODES) if (message.includes(c)) return true;
+  return /connect etimedout|timed out while connecting/i.test(message);
+}
+
 export interface BackoffPolicy {
   initialMs: number;
   maxMs: number;

@@ -12,6 +12,25 @@ export const SEPARATOR = '@';
 /** The one current-layout key that is a string, not a hash (RedisStoreClient::AsyncGetNextJobID). */
 export const JOB_COUNTER_TABLE = 'JobCounter';
 
+/**
+ * The tables Ray's GCS may write, by name: every value of Ray's `TablePrefix` enum
+ * (src/ray/protobuf/gcs.proto; read from ray 2.60's `ray.core.generated.gcs_pb2.TablePrefix`, without
+ * TABLE_PREFIX_MIN and UNUSED). The GCS of Ray 2.x writes JOB, ACTOR, ACTOR_TASK_SPEC, PLACEMENT_GROUP,
+ * NODE, WORKERS and KV (gcs_table_storage.h, StoreClientInternalKV); the rest are older names, and
+ * unlinking a key that does not exist costs nothing. These keys are unlinked first, so a namespace's
+ * data is gone in one round trip; the SCAN sweep then finds anything else (new tables, odd keys).
+ */
+export const RAY_TABLES: readonly string[] = [
+  'TASK', 'RAYLET_TASK', 'NODE', 'OBJECT', 'ACTOR', 'FUNCTION', 'TASK_RECONSTRUCTION', 'RESOURCE_USAGE_BATCH',
+  'JOB', 'TASK_LEASE', 'NODE_RESOURCE', 'DIRECT_ACTOR', 'WORKERS', 'PLACEMENT_GROUP_SCHEDULE', 'PLACEMENT_GROUP',
+  'KV', 'ACTOR_TASK_SPEC', JOB_COUNTER_TABLE,
+];
+
+/** `RAY<ns>@<TABLE>` for every table Ray is known to write: the keys unlinked before the sweep. */
+export function knownKeys(ns: string): Buffer[] {
+  return RAY_TABLES.map((table) => Buffer.from(`${CURRENT_PREFIX}${ns}${SEPARATOR}${table}`, 'utf8'));
+}
+
 /** Characters special in Redis glob patterns (util.c stringmatchlen): escaped with a backslash. */
 const GLOB_SPECIAL = /[*?[\]\\^-]/g;
 

@@ -1,5 +1,6 @@
 import t from 'tap';
 import {
+  deletionTimeoutProblem,
   deletionTimeoutSeconds,
   gcsFtMode,
   isGcsFtEnabled,
@@ -63,10 +64,17 @@ t.test('deletionTimeoutSeconds: positive integers only, else 300', async (t) => 
     ['abc', 300],
     ['1.5', 300],
     [' 42 ', 42],
+    ['604800', 604800],
+    ['604801', 300],
+    ['99999999999999999999', 300],
   ];
   for (const [value, want] of rows) {
     const obj = withAnnotations(value === undefined ? {} : { 'ray.io/gcs-ft-deletion-timeout': value });
     t.equal(deletionTimeoutSeconds(obj), want, `annotation ${JSON.stringify(value)}`);
+    // Every value not used as given is reported (the controller turns it into a Warning event).
+    const problem = deletionTimeoutProblem(obj);
+    if (value === undefined || String(want) === value.trim()) t.equal(problem, undefined, `${JSON.stringify(value)} is fine`);
+    else t.match(problem, /is not a whole number of seconds in 1-604800; using 300/, `${JSON.stringify(value)} is reported`);
   }
 });
 

@@ -139,7 +139,9 @@ if (missing) {
       [[], { RAY_external_storage_namespace: 'x' }, /no Redis address: set RAY_REDIS_ADDRESS or --address/],
       [[], { RAY_REDIS_ADDRESS: address }, /no storage namespace: set RAY_external_storage_namespace or --namespace/],
       [[], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'a@b' }, /contains '@', which Ray forbids/],
-      [[], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@host:notaport`, RAY_external_storage_namespace: 'x' }, /port "notaport" is not a number/],
+      // An address holding '@' may hold a secret: the error names the faulty part, quotes nothing.
+      [[], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@host:notaport`, RAY_external_storage_namespace: 'x' }, /redis:\/\/ address: port is not a number$/],
+      [[], { RAY_REDIS_ADDRESS: `redis://default:${PASSWORD}#1@host:notaport`, RAY_external_storage_namespace: 'x' }, /redis:\/\/ address: port is not a number$/],
       [['--password', PASSWORD], base, /Unknown option '--password'/],
       [['--timeout=0'], base, /--timeout must be a positive number/],
       [['--timeout', '-1'], base, /Option '--timeout' argument is ambiguous/],
