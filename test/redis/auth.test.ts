@@ -4,16 +4,19 @@ import t from 'tap';
 import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import { listNamespaces } from '../../controller/redis-cleanup/list.ts';
 import type { RedisCleanupError } from '../../controller/redis-cleanup/connect.ts';
+import { cleanupFromEnvironment } from '../../controller/redis-cleanup/config.ts';
+import { redactAddress } from '../../src/redis/address.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, diff, seedCurrent, seedLegacy, snapshot } from './fixtures.ts';
 
 const ADMIN_PW = 'admin-Pa55';
 // The documented minimal ACL for the cleanup (see `raykeeper redis-cleanup --help`).
 const MINIMAL = '+info +scan +type +unlink +hscan';
+const SPECIAL_PW = 'S3cr3t#1?x/y@z';
 
 const missing = redisServerMissing();
 if (missing) {
-  t.plan(0, missing);
+  t.fail(missing); // a missing redis-server fails, like a missing control plane
 } else {
   const server = await startRedisServer({
     password: ADMIN_PW,
@@ -24,6 +27,10 @@ if (missing) {
       `raykeys on >raykeys-pw ~RAY* resetchannels -@all ${MINIMAL}`,
       `lister on >lister-pw ~* resetchannels -@all +ping +info +scan +type +hlen +hscan`,
       'disabled off >off-pw ~* +@all',
+      `noscan on >noscan-pw ~* resetchannels -@all +info +type +unlink +hscan`,
+      `nohscan on >nohscan-pw ~* resetchannels -@all +info +scan +type +unlink`,
+      // A password with every character that used to cut a URL short: '#', '?', '/', '@'.
+      `special on >${SPECIAL_PW} ~* resetchannels -@all ${MINIMAL}`,
     ],
   });
   t.teardown(() => server.stop());
@@ -97,6 +104,35 @@ if (missing) {
     const res = await runCleanup({ connection: conn('raykeys', 'raykeys-pw'), namespace: 'ns1', layout: 'current', deadlineMs: 20_000 });
     t.equal(res.deletedCount, 4);
     t.equal(await admin.exists('ns1'), 1, 'legacy hash untouched');
+  });
+
+  for (const [user, missingCommand] of [
+    ['noscan', 'scan'],
+    ['nohscan', 'hscan'],
+  ] as const) {
+    t.test(`ACL without +${missingCommand}: a permission error before the first deletion, nothing deleted`, async (t) => {
+      const before = await snapshot(admin);
+      const err = (await clean('ns1', user, `${user}-pw`, 60_000).catch((e: unknown) => e)) as RedisCleanupError;
+      t.equal(err.kind, 'permission');
+      t.match(err.message, new RegExp(`NOPERM.*${missingCommand}`, 'i'));
+      t.same(diff(before, await snapshot(admin)), { removed: [], changed: [], added: [] }, 'neither layout touched');
+    });
+  }
+
+  t.test('a URL password with unencoded # ? / @ works, and no error quotes any of it', async (t) => {
+    const address = `redis://special:${SPECIAL_PW}@127.0.0.1:${server.port}`;
+    const res = await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 20_000 });
+    t.equal(res.deletedCount, 4);
+    t.equal(res.legacy, 'deleted');
+    const pieces = ['S3cr3t', '1?x', 'y@z', 'x/y'];
+    for (const bad of [`redis://special:${SPECIAL_PW}@127.0.0.1:port`, `redis://special:${SPECIAL_PW}@[nothost]:1`, `redis://special:${SPECIAL_PW}@:1`]) {
+      const err = (await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: bad, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as Error;
+      t.ok(err instanceof Error, `${redactAddress(bad)} refused`);
+      for (const p of pieces) t.notOk(err.message.includes(p), `${redactAddress(bad)}: the error (${err.message}) quotes no part of the password`);
+    }
+    const wrong = (await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: `redis://special:${SPECIAL_PW}x@127.0.0.1:${server.port}`, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as RedisCleanupError;
+    t.equal(wrong.kind, 'auth');
+    for (const p of pieces) t.notOk(wrong.message.includes(p), `auth failure quotes no part of the password (${wrong.message})`);
   });
 
   t.test('--list: MEMORY USAGE denied degrades to unknown sizes; counts still right', async (t) => {

@@ -42,7 +42,7 @@ async function inProcess(args: string[], env: Record<string, string>): Promise<R
 
 const missing = redisServerMissing();
 if (missing) {
-  t.plan(0, missing);
+  t.fail(missing); // a missing redis-server fails, like a missing control plane
 } else {
   const server = await startRedisServer({ password: PASSWORD });
   t.teardown(() => server.stop());

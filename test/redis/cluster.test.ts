@@ -10,7 +10,7 @@ import { client, seedLegacy, snapshot } from './fixtures.ts';
 
 const missing = redisServerMissing();
 if (missing) {
-  t.plan(0, missing);
+  t.fail(missing); // a missing redis-server fails, like a missing control plane
 } else {
   const cluster = await startRedisCluster(3);
   t.teardown(() => cluster.stop());

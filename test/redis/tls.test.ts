@@ -34,7 +34,7 @@ function clientCertificate(ca: { cert: string; key: string }): { cert: string; k
 
 const missing = redisServerMissing();
 if (missing) {
-  t.plan(0, missing);
+  t.fail(missing); // a missing redis-server fails, like a missing control plane
 } else {
   const bundle = generateCertificates({ service: 'redis', namespace: 'test', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
   const other = generateCertificates({ service: 'other', namespace: 'test', ips: ['127.0.0.1'] });
