@@ -161,6 +161,56 @@ if (missing) {
     t.equal((await snapshot(r)).size, 9, 'nothing deleted by any of them');
   });
 
+  t.test('a namespace that is not valid UTF-8 is refused (exit 2) before connecting, never read as "\\ufffd"', async (t) => {
+    // The lossy reading of \xff: a namespace that must survive.
+    await r.hset('RAY\ufffd@JOB', 'f', 'v');
+    await r.hset('\ufffd', '\ufffd@JOB:k', 'v');
+    const connections = async () => Number(/total_connections_received:(\d+)/.exec(await r.info('stats'))?.[1]);
+    const before = await connections();
+    const keys = await snapshot(r);
+    // Bytes, not a JavaScript string: bash sets the variable, then becomes the CLI.
+    const run = await new Promise<Run>((resolve, reject) => {
+      const child = spawn('bash', ['-c', `export RAY_external_storage_namespace=$'\\xff'; exec "$0" "$@"`, process.execPath, BIN, 'redis-cleanup'], {
+        env: { PATH: process.env.PATH ?? '', RAY_REDIS_ADDRESS: address, REDIS_PASSWORD: PASSWORD },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    t.equal(run.code, 2, run.stderr);
+    t.match(run.stderr, /RAY_external_storage_namespace is not valid UTF-8 \(bytes ff\)/);
+    t.equal(run.stderr.trimEnd().split('\n').length, 1, 'one line');
+    t.equal(await connections(), before, 'no connection was made');
+    t.same(await snapshot(r), keys, 'nothing deleted');
+    // Where the bytes are not known (an environment handed over as strings), U+FFFD itself is refused.
+    const lossy = await inProcess([], { ...base, RAY_external_storage_namespace: 'a\ufffd' });
+    t.equal(lossy.code, 2);
+    t.match(lossy.stderr, /holds U\+FFFD/);
+    // A valid non-ASCII namespace is fine.
+    await seedCurrent(r, 'é-ns');
+    const ok = await inProcess([], { ...base, RAY_external_storage_namespace: 'é-ns' });
+    t.equal(ok.code, 0, ok.stderr);
+    t.equal((await r.keys('RAYé-ns@*')).length, 0);
+  });
+
+  t.test('--connect-budget: nothing listening, the process gives up after the budget with one line', async (t) => {
+    const port = await freePort();
+    const started = Date.now();
+    const run = await raykeeper(['--connect-budget', '2', '--timeout', '120', '--quiet'], { ...base, RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@127.0.0.1:${port}` });
+    const elapsed = Date.now() - started;
+    t.equal(run.code, 1);
+    t.match(run.stderr, /^raykeeper redis-cleanup: failed: Redis unreachable for \d+s \(\d+ attempts, connection budget spent\): 127\.0\.0\.1:\d+: .*ECONNREFUSED[^\n]*\n$/);
+    t.ok(elapsed >= 2000 && elapsed < 20_000, `exited after ${elapsed} ms (budget 2 s, timeout 120 s)`);
+    noSecret(t, run);
+    const usage = await inProcess(['--connect-budget', '0'], base);
+    t.equal(usage.code, 2);
+    t.match(usage.stderr, /--connect-budget must be a positive number/);
+  });
+
   t.test('--dry-run: exit 0, lists what would go, deletes nothing', async (t) => {
     await r.rpush('RAYcli1@FAKE', 'x');
     const before = await snapshot(r);
