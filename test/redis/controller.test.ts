@@ -1,0 +1,132 @@
+// The controller's side of the Redis cleanup as an admin sees it, on the real API server with the test
+// job runner running `raykeeper redis-cleanup` against a real redis-server: no user information of a
+// Redis address in any Event or log line (the "run by hand" command included), an unusable
+// ray.io/gcs-ft-deletion-timeout reported and replaced by the default, and the in-process cleanup of a
+// terminating namespace (the cleanup API, no argv).
+import t, { type Test } from 'tap';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { startController } from '../../controller/main.ts';
+import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
+import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
+import { KubeClient } from '../../src/kube.ts';
+import { createCluster, env, events, getCluster, jobRunner, JOBS, RAYCLUSTERS, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
+import { client } from './fixtures.ts';
+
+const SECRET = 'Adm1n-S3cret#9';
+
+/** The controller in this process with its log lines captured (debug level: everything it says). */
+async function controllerWithLog(tt: Test, e: Env): Promise<() => string> {
+  let out = '';
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      out += String(chunk);
+      done();
+    },
+  });
+  const c = await startController({
+    kubeConfig: e.ns.kubeConfig,
+    watchNamespace: e.ns.name,
+    workers: 2,
+    modules: [rayClusterModule],
+    env: {},
+    logger: pino({ level: 'debug' }, sink),
+    moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+    retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
+  });
+  tt.teardown(() => c.stop());
+  return () => out;
+}
+
+async function released(e: Env, name: string): Promise<void> {
+  await until(async () => {
+    const c = await getCluster(e, name);
+    return !c || !c.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER);
+  }, `the finalizer of ${name} is released`);
+}
+
+const missing = redisServerMissing();
+if (missing) {
+  t.fail(missing); // a missing redis-server fails, like a missing control plane
+} else {
+  t.test('a password inside the Redis address appears in no Event and no log line', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer({ password: SECRET });
+    tt.teardown(() => server.stop());
+    const r = client(server.port, { password: SECRET });
+    tt.teardown(() => r.disconnect());
+    await jobRunner(tt, e);
+    const log = await controllerWithLog(tt, e);
+
+    // Succeeds: the password in the URL is right.
+    const good = await createCluster(e, rayCluster('good', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    await seedRay(r, good.metadata.uid!);
+    // Fails: a wrong password in the URL (its Warning carries the "run by hand" command).
+    await createCluster(e, rayCluster('bad', `redis://default:WRONG-${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    for (const name of ['good', 'bad']) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name });
+    await released(e, 'good');
+    await released(e, 'bad');
+    tt.same(await rayKeys(r, good.metadata.uid!), [], 'the cleanup worked with the password from the URL');
+
+    const created = await until(async () => {
+      const ev = await events(e, 'CreatedRedisCleanupJob');
+      return ev.length === 2 ? ev : undefined;
+    }, 'two CreatedRedisCleanupJob events');
+    const failed = await until(async () => (await events(e, 'RedisCleanupFailed'))[0], 'the RedisCleanupFailed event');
+    await until(async () => (await events(e, 'RedisCleanupSucceeded'))[0], 'the RedisCleanupSucceeded event');
+    for (const ev of created) tt.match(ev.message, new RegExp(`in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:${server.port}$`), 'the address is shown, redacted');
+    tt.match(failed.message, new RegExp(`RAY_REDIS_ADDRESS=redis://127\\.0\\.0\\.1:${server.port} REDIS_USERNAME='<user from the address>' REDIS_PASSWORD='<password from the address>' raykeeper redis-cleanup`), 'the command asks for the credentials instead');
+    const all = await events(e);
+    tt.ok(all.length >= 4, `${all.length} events written`);
+    for (const ev of all) tt.notOk(ev.message.includes(SECRET), `${ev.reason}: no password`);
+    tt.ok(log().includes('event CreatedRedisCleanupJob'), 'the log holds the events too');
+    tt.notOk(log().includes(SECRET), 'no password in any log line');
+  });
+
+  t.test('ray.io/gcs-ft-deletion-timeout past int64: a Warning, the default, and the Job is created', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer();
+    tt.teardown(() => server.stop());
+    const r = client(server.port);
+    tt.teardown(() => r.disconnect());
+    await jobRunner(tt, e);
+    await controllerWithLog(tt, e);
+    const cluster = await createCluster(e, rayCluster('huge', `127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '99999999999999999999' } }));
+    await seedRay(r, cluster.metadata.uid!);
+    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'huge' });
+    await released(e, 'huge');
+    tt.same(await rayKeys(r, cluster.metadata.uid!), [], 'cleaned up');
+    const job = await e.kube.get<{ spec: { activeDeadlineSeconds: number } }>({ ...JOBS, namespace: e.ns.name, name: 'huge-redis-cleanup' });
+    tt.ok(job.spec.activeDeadlineSeconds <= 300 && job.spec.activeDeadlineSeconds > 0, `the Job's deadline comes from the 300 s default (${job.spec.activeDeadlineSeconds})`);
+    const warning = await until(async () => (await events(e, 'InvalidGcsFtDeletionTimeout'))[0], 'the Warning event');
+    tt.equal(warning.type, 'Warning');
+    tt.match(warning.message, /ray\.io\/gcs-ft-deletion-timeout="99999999999999999999" is not a whole number of seconds in 1-604800; using 300/);
+  });
+
+  t.test('namespace terminating: the controller cleans up through the cleanup API and releases', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer({ password: SECRET });
+    tt.teardown(() => server.stop());
+    const r = client(server.port, { password: SECRET });
+    tt.teardown(() => r.disconnect());
+    const log = await controllerWithLog(tt, e);
+    const cluster = await createCluster(e, rayCluster('inproc', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    const keys = await seedRay(r, cluster.metadata.uid!);
+    await seedRay(r, 'another-cluster');
+    tt.equal(keys.length, 5);
+    // Without kube-controller-manager the namespace stays Terminating: no new object (Job) can be created.
+    const admin = new KubeClient(e.ns.kubeConfig);
+    tt.teardown(() => admin.close());
+    await admin.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'inproc' });
+    await released(e, 'inproc');
+    tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");
+    tt.equal((await rayKeys(r, 'another-cluster')).length, 5, 'another cluster intact');
+    tt.same((await e.kube.list({ ...JOBS, namespace: e.ns.name })).items, [], 'no Job could be created');
+    // The API server refuses Events in a terminating namespace too: the controller's log keeps it.
+    const done = await until(() => log().split('\n').find((l) => l.includes('event RedisCleanedByController')), 'the RedisCleanedByController log line');
+    tt.match((JSON.parse(done) as { msg: string }).msg, new RegExp(`deleted storage namespace "${cluster.metadata.uid}" in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:\\d+\\. namespace "${cluster.metadata.uid}" on 127\\.0\\.0\\.1:\\d+ \\(standalone\\): deleted 5 key\\(s\\)`));
+    tt.notOk(log().includes(SECRET), 'no password in any log line');
+  });
+}
