@@ -1,309 +1,232 @@
-// Redis cleanup benchmark against a real redis-server.
+// Redis cleanup benchmark against a real redis-server: one Ray storage namespace (5 tables of Ray's
+// names + the JobCounter string) among N unrelated keys (DEBUG POPULATE; 1,000,000 by default).
 //
-// Data: 1,000,000 unrelated keys (DEBUG POPULATE) plus 20 Ray storage namespaces, each 5 tables
-// (RAY<ns>@<TABLE> hashes) of 10,000 fields with 100-byte values: 100 hashes, 1,000,000 fields.
-// Measured, each on a namespace of its own (so every run removes the same amount of data):
-//   - milliseconds to remove one namespace: ours in-process (runCleanup), ours as a process
-//     (`raykeeper redis-cleanup`, Node start-up included), the baseline
-//     `redis-cli --scan --pattern 'RAY<ns>@*' | xargs redis-cli unlink` (through sh), and Ray's own
-//     `ray._private.gcs_utils.cleanup_redis_storage` when Ray is installed (Python start-up included);
-//   - the worst latency (microseconds) a concurrent client doing PING in a loop (in a worker thread,
-//     its own connection) sees during our cleanup, versus during a plain `DEL` of the same 5 hashes.
+// Each round seeds a fresh namespace before every measurement and measures, in a rotating order:
+//   - walk:    the floor in process: one connected client, SCAN MATCH RAY<ns>@* COUNT 10000 over the
+//              whole keyspace, UNLINK of what it finds (no TYPE checks, no old layout): what any
+//              SCAN-based cleanup must at least spend;
+//   - ours:    runCleanup in process (connect, INFO, read-only checks, known tables, adaptive sweep);
+//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included);
+//   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
+//              installed (tools/install-ray.sh);
+//   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
+//              the end of the UNLINK that removed the last of them);
+//   - node -e 0: Node's own start-up, for context; and the longest single server command during ours
+//              (SLOWLOG), to show the adaptive COUNT does not block the server.
+// Whole milliseconds side by side, every run printed, medians and ratios; the load average before and
+// after (this machine is shared: read the ratios, not the absolute numbers).
 //
-//   npx node bench/redis-cleanup.ts              (standalone, ~1-2 min on 2 cores)
+//   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
-import { findRay } from '../localcluster/ray.ts';
 import { spawn, spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
 import { runCleanup } from '../controller/redis-cleanup/cleanup.ts';
+import { findRay } from '../localcluster/ray.ts';
 import { startRedisServer } from '../test/helpers/redis-server.ts';
 
 export interface RedisCleanupBenchOptions {
   unrelatedKeys?: number;
-  namespaces?: number;
-  tablesPerNamespace?: number;
   fieldsPerTable?: number;
-  /** Repetitions of each timing (median reported). */
+  /** Rounds; each measures every contender once (median reported). */
   runs?: number;
   print?: boolean;
 }
 
 export interface RedisCleanupBenchFigures {
   unrelatedKeys: number;
-  namespaces: number;
-  tablesPerNamespace: number;
-  fieldsPerTable: number;
-  loadMs: number;
-  /** Milliseconds to remove one namespace (median). */
+  runs: number;
+  /** Medians, ms. */
+  walkMs: number;
   oursMs: number;
-  oursCliMs: number;
-  baselineMs: number;
-  rayMs?: number | undefined;
-  /** baselineMs / oursMs. */
-  ratioBaseline: number;
+  walkDataGoneMs: number;
+  oursDataGoneMs: number;
+  oursProcessMs: number;
+  rayProcessMs?: number | undefined;
+  nodeStartMs: number;
+  /** ours / walk (goal <= 1.1). */
+  ratioWalk: number;
+  /** Ray process / ours process (goal >= 2). */
   ratioRay?: number | undefined;
-  /** Worst PING round trip (µs) seen by a concurrent client. */
-  idleWorstUs: number;
-  oursWorstUs: number;
-  delWorstUs: number;
-  /** delWorstUs / oursWorstUs. */
-  ratioLatency: number;
-  /** Longest single server-side command (SLOWLOG) during ours / during DEL, µs. */
+  /** Longest single server command during ours (SLOWLOG), us, median. */
   oursServerMaxUs: number;
-  delServerMaxUs: number;
-  ratioServer: number;
-  /** Mean server time of one of our SCAN calls and of the DEL (commandstats), µs. */
-  oursScanUsPerCall: number;
-  delUsPerCall: number;
+  walkServerMaxUs: number;
+  loadBefore: number[];
+  loadAfter: number[];
 }
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = fileURLToPath(new URL('../bin/raykeeper.js', import.meta.url));
-
-const PING_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const net = require('node:net');
-const sock = net.connect(workerData.port, '127.0.0.1');
-sock.setNoDelay(true);
-let max = 0n, count = 0, stop = false, sent = 0n, buf = '';
-const latencies = [];
-function ping() { sent = process.hrtime.bigint(); sock.write('PING\\r\\n'); }
-sock.on('connect', ping);
-sock.on('data', (d) => {
-  buf += d.toString();
-  if (!buf.endsWith('\\r\\n')) return;
-  buf = '';
-  const took = process.hrtime.bigint() - sent;
-  if (took > max) max = took;
-  count++;
-  if (count === 200) parentPort.postMessage({ warm: true });
-  if (stop) { sock.end(); parentPort.postMessage({ maxNs: Number(max), count }); return; }
-  ping();
-});
-parentPort.on('message', (m) => { if (m === 'reset') { max = 0n; count = 200; } if (m === 'stop') stop = true; });
-`;
-
-interface Latency {
-  /** Worst PING round trip seen by the looping client (includes OS scheduling noise of a busy machine). */
-  worstUs: number;
-  pings: number;
-  /** Longest single command the server executed meanwhile (SLOWLOG): the time it blocked everyone. */
-  serverMaxUs: number;
-  serverMaxCommand: string;
-  /** INFO commandstats meanwhile (PING excluded): calls and mean server time per call, by command. */
-  perCall: Record<string, { calls: number; usPerCall: number }>;
-}
-
-function commandStats(info: string): Record<string, { calls: number; usPerCall: number }> {
-  const out: Record<string, { calls: number; usPerCall: number }> = {};
-  for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/gm)) {
-    if (['ping', 'slowlog', 'config', 'info'].includes(m[1]!.split('|')[0]!)) continue;
-    out[m[1]!.toUpperCase()] = { calls: Number(m[2]), usPerCall: Number(m[3]) };
-  }
-  return out;
-}
-
-/** Runs `during` while a worker thread PINGs in a loop; worst round trip and longest server command. */
-async function latencyDuring(admin: Redis, port: number, during: () => Promise<unknown>): Promise<Latency> {
-  await admin.config('SET', 'slowlog-log-slower-than', '20');
-  await admin.config('SET', 'slowlog-max-len', '100000');
-  const worker = new Worker(PING_WORKER, { eval: true, workerData: { port } });
-  await new Promise<void>((resolve, reject) => {
-    worker.once('error', reject);
-    worker.on('message', (m: { warm?: boolean }) => m.warm && resolve());
-  });
-  await admin.slowlog('RESET');
-  await admin.config('RESETSTAT');
-  worker.postMessage('reset');
-  await during();
-  const result = await new Promise<{ maxNs: number; count: number }>((resolve) => {
-    worker.on('message', (m: { maxNs?: number; count: number }) => m.maxNs !== undefined && resolve(m as { maxNs: number; count: number }));
-    worker.postMessage('stop');
-  });
-  await worker.terminate();
-  const perCall = commandStats(await admin.info('commandstats'));
-  const entries = (await admin.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
-  let serverMaxUs = 0;
-  let serverMaxCommand = '-';
-  for (const [, , us, argv] of entries) {
-    const name = String(argv[0]).toUpperCase();
-    if (name === 'SLOWLOG' || name === 'CONFIG') continue;
-    if (Number(us) > serverMaxUs) {
-      serverMaxUs = Number(us);
-      serverMaxCommand = name;
-    }
-  }
-  await admin.config('SET', 'slowlog-log-slower-than', '10000');
-  return { worstUs: Math.round(result.maxNs / 1000), pings: result.count - 200, serverMaxUs, serverMaxCommand, perCall };
-}
+/** Five of the tables Ray's GCS writes, so the run looks like a real namespace (src/redis/keys.ts RAY_TABLES). */
+const TABLES = ['JOB', 'ACTOR', 'NODE', 'ACTOR_TASK_SPEC', 'PLACEMENT_GROUP'];
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)]!;
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = process.hrtime.bigint();
-  await fn();
-  return Number((process.hrtime.bigint() - t0) / 1_000_000n);
-}
-
-function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; out: string }> {
+function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
   return new Promise((resolve, reject) => {
+    const started = performance.now();
     const child = spawn(cmd, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code, out }));
+    child.once('close', (code) => resolve({ code, out, ms: Math.round(performance.now() - started) }));
   });
 }
 
-/** Python with Ray's cleanup_redis_storage importable (localcluster/ray.ts finds Ray). */
+/** Python with Ray's cleanup_redis_storage importable, or undefined. */
 function rayPython(): string | undefined {
   const found = findRay();
   if ('missing' in found) return undefined;
-  return spawnSync(found.python, ['-c', 'import ray._private.gcs_utils'], { timeout: 60_000 }).status === 0 ? found.python : undefined;
+  return spawnSync(found.python, ['-c', 'import ray._private.gcs_utils'], { timeout: 120_000 }).status === 0 ? found.python : undefined;
+}
+
+/** The floor: SCAN MATCH COUNT 10000 over everything, UNLINK what matches. */
+async function walk(r: Redis, ns: string, keys: number): Promise<{ ms: number; dataGoneMs: number }> {
+  const started = performance.now();
+  let unlinked = 0;
+  let dataGoneMs = Number.NaN;
+  let cursor = '0';
+  do {
+    const [next, found] = await r.scan(cursor, 'MATCH', `RAY${ns}@*`, 'COUNT', 10_000);
+    cursor = next;
+    if (found.length > 0) {
+      unlinked += await r.unlink(...found);
+      if (unlinked >= keys && Number.isNaN(dataGoneMs)) dataGoneMs = performance.now() - started;
+    }
+  } while (cursor !== '0');
+  return { ms: Math.round(performance.now() - started), dataGoneMs: Math.round(dataGoneMs) };
+}
+
+async function longestCommandUs(r: Redis): Promise<number> {
+  const entries = (await r.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+  let max = 0;
+  for (const [, , us, argv] of entries) if (!['SLOWLOG', 'CONFIG'].includes(String(argv[0]).toUpperCase())) max = Math.max(max, Number(us));
+  return max;
 }
 
 export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {}): Promise<RedisCleanupBenchFigures> {
   const unrelatedKeys = options.unrelatedKeys ?? 1_000_000;
-  const namespaces = options.namespaces ?? 20;
-  const tables = options.tablesPerNamespace ?? 5;
-  const fields = options.fieldsPerTable ?? 10_000;
+  const fields = options.fieldsPerTable ?? 1000;
   const runs = options.runs ?? 3;
   const print = options.print ?? true;
   const log = (s: string) => print && process.stdout.write(s + '\n');
-  const needed = 3 * runs + 1 + 1 + 2 * runs;
-  if (namespaces < needed) throw new Error(`need at least ${needed} namespaces for ${runs} runs`);
+  const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
 
-  const server = await startRedisServer({ config: ['enable-debug-command local'] });
+  const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 100000'] });
   const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   r.on('error', () => undefined);
+  const python = rayPython();
   try {
-    const loadMs = await timed(async () => {
-      await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
-      const value = 'v'.repeat(100);
-      for (let n = 0; n < namespaces; n++) {
-        const p = r.pipeline();
-        for (let tbl = 0; tbl < tables; tbl++) {
-          for (let f = 0; f < fields; f += 1000) {
-            const args: string[] = [];
-            for (let i = f; i < Math.min(fields, f + 1000); i++) args.push(`id-${i.toString(16).padStart(8, '0')}`, value);
-            p.hset(`RAYns${String(n).padStart(2, '0')}@TABLE${tbl}`, ...args);
-          }
-        }
-        await p.exec();
+    await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
+    let serial = 0;
+    const value = 'v'.repeat(100);
+    /** A fresh namespace with its 6 keys; returns its name. */
+    const seed = async (): Promise<string> => {
+      const ns = `bench${serial++}`;
+      const p = r.pipeline();
+      for (const table of TABLES) {
+        const args: string[] = [];
+        for (let i = 0; i < fields; i++) args.push(`id-${i.toString(16).padStart(8, '0')}`, value);
+        p.hset(`RAY${ns}@${table}`, ...args);
       }
-    });
-    const dbsize = await r.dbsize();
-    log(`redis-cleanup bench: ${unrelatedKeys.toLocaleString('en')} unrelated keys + ${namespaces} namespaces x ${tables} tables x ${fields.toLocaleString('en')} fields (${dbsize.toLocaleString('en')} keys, loaded in ${loadMs} ms)`);
-
-    let next = 0;
-    const ns = () => `ns${String(next++).padStart(2, '0')}`;
-    const connection = { host: '127.0.0.1', port: server.port, tls: false };
-    const gone = async (name: string) => {
-      const [, left] = await r.scan('0', 'MATCH', `RAY${name}@*`, 'COUNT', 100_000_000);
-      if (left.length > 0) throw new Error(`namespace ${name} not removed: ${left.join(', ')}`);
+      p.set(`RAY${ns}@JobCounter`, '12');
+      await p.exec();
+      return ns;
     };
+    const gone = async (ns: string) => {
+      const left = await r.keys(`RAY${ns}@*`);
+      if (left.length > 0) throw new Error(`namespace ${ns} not removed: ${left.join(', ')}`);
+    };
+    const connection = { host: '127.0.0.1', port: server.port, tls: false };
+    const KEYS = TABLES.length + 1;
 
-    const ours: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const name = ns();
-      ours.push(await timed(() => runCleanup({ connection, namespace: name })));
-      await gone(name);
-    }
-    const cliName = ns();
-    let cliOut = '';
-    const oursCliMs = await timed(async () => {
-      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: cliName });
-      cliOut = res.out;
-      if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
-    });
-    await gone(cliName);
-
-    const baseline: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const name = ns();
-      const cmd = `redis-cli -p ${server.port} --scan --pattern 'RAY${name}@*' | xargs redis-cli -p ${server.port} unlink`;
-      baseline.push(await timed(async () => {
-        const res = await exec('sh', ['-c', cmd]);
-        if (res.code !== 0) throw new Error(`baseline failed: ${res.out}`);
-      }));
-      await gone(name);
-    }
-
-    let rayMs: number | undefined;
-    const python = rayPython();
-    const rayName = ns();
+    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [] };
+    let lastSummary = '';
+    const contenders: Array<[string, () => Promise<void>]> = [
+      ['walk', async () => {
+        const ns = await seed();
+        await r.slowlog('RESET');
+        const w = await walk(r, ns, KEYS);
+        results.walkServerMax!.push(await longestCommandUs(r));
+        results.walk!.push(w.ms);
+        results.walkGone!.push(w.dataGoneMs);
+        await gone(ns);
+      }],
+      ['ours', async () => {
+        const ns = await seed();
+        await r.slowlog('RESET');
+        const started = performance.now();
+        const res = await runCleanup({ connection, namespace: ns });
+        results.ours!.push(Math.round(performance.now() - started));
+        results.oursServerMax!.push(await longestCommandUs(r));
+        results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
+        await gone(ns);
+      }],
+      ['oursProcess', async () => {
+        const ns = await seed();
+        const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns });
+        if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
+        lastSummary = res.out.trim().split('\n')[0] ?? '';
+        results.oursProcess!.push(res.ms);
+        await gone(ns);
+      }],
+      ['nodeStart', async () => {
+        results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
+      }],
+    ];
     if (python) {
-      rayMs = await timed(async () => {
-        const res = await exec(python, ['-c', `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${rayName}") else 1)`]);
+      contenders.push(['rayProcess', async () => {
+        const ns = await seed();
+        const script = `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${ns}") else 1)`;
+        const res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
         if (res.code !== 0) throw new Error(`Ray's cleanup failed: ${res.out.slice(-500)}`);
-      });
-      await gone(rayName);
+        results.rayProcess!.push(res.ms);
+        await gone(ns);
+      }]);
     }
-
-    const idle = await latencyDuring(r, server.port, () => new Promise((res) => setTimeout(res, 1000)));
-    const oursLatency: Latency[] = [];
-    const delLatency: Latency[] = [];
-    for (let i = 0; i < runs; i++) {
-      const a = ns();
-      oursLatency.push(await latencyDuring(r, server.port, () => runCleanup({ connection, namespace: a })));
-      await gone(a);
-      const b = ns();
-      const keys = Array.from({ length: tables }, (_, tbl) => `RAY${b}@TABLE${tbl}`);
-      delLatency.push(await latencyDuring(r, server.port, () => r.del(...keys)));
-      await gone(b);
+    log(`redis-cleanup bench: one namespace (${TABLES.length} tables x ${fields} fields + JobCounter) among ${unrelatedKeys.toLocaleString('en')} keys; ${runs} rounds, order rotating; load average ${loadBefore.join(' ')}`);
+    for (let round = 0; round < runs; round++) {
+      for (let i = 0; i < contenders.length; i++) await contenders[(i + round) % contenders.length]![1]();
     }
-    const worst = (xs: Latency[]) => median(xs.map((l) => l.worstUs));
-    const server_ = (xs: Latency[]) => median(xs.map((l) => l.serverMaxUs));
-
+    const loadAfter = loadavg().map((l) => Math.round(l * 10) / 10);
+    const m = (k: string) => median(results[k]!);
     const figures: RedisCleanupBenchFigures = {
       unrelatedKeys,
-      namespaces,
-      tablesPerNamespace: tables,
-      fieldsPerTable: fields,
-      loadMs,
-      oursMs: median(ours),
-      oursCliMs,
-      baselineMs: median(baseline),
-      rayMs,
-      ratioBaseline: median(baseline) / Math.max(1, median(ours)),
-      ratioRay: rayMs === undefined ? undefined : rayMs / Math.max(1, median(ours)),
-      idleWorstUs: idle.worstUs,
-      oursWorstUs: worst(oursLatency),
-      delWorstUs: worst(delLatency),
-      ratioLatency: worst(delLatency) / Math.max(1, worst(oursLatency)),
-      oursServerMaxUs: server_(oursLatency),
-      delServerMaxUs: server_(delLatency),
-      ratioServer: server_(delLatency) / Math.max(1, server_(oursLatency)),
-      oursScanUsPerCall: oursLatency.at(-1)!.perCall.SCAN?.usPerCall ?? 0,
-      delUsPerCall: delLatency.at(-1)!.perCall.DEL?.usPerCall ?? 0,
+      runs,
+      walkMs: m('walk'),
+      oursMs: m('ours'),
+      walkDataGoneMs: m('walkGone'),
+      oursDataGoneMs: m('oursGone'),
+      oursProcessMs: m('oursProcess'),
+      rayProcessMs: python ? m('rayProcess') : undefined,
+      nodeStartMs: m('nodeStart'),
+      ratioWalk: m('ours') / Math.max(1, m('walk')),
+      ratioRay: python ? m('rayProcess') / Math.max(1, m('oursProcess')) : undefined,
+      oursServerMaxUs: m('oursServerMax'),
+      walkServerMaxUs: m('walkServerMax'),
+      loadBefore,
+      loadAfter,
     };
-    const row = (label: string, value: string, note = '') => log(`  ${label.padEnd(46)} ${value.padStart(9)}  ${note}`);
-    const x = (v: number) => `${v.toFixed(1)}x`;
-    log(`remove one namespace (${tables} hashes, ${(tables * fields).toLocaleString('en')} fields), ms, median of ${runs}:`);
-    row('raykeeper runCleanup (in-process)', String(figures.oursMs), `runs: ${ours.join(', ')}`);
-    row('raykeeper redis-cleanup (process, Node start)', String(oursCliMs), cliOut.trim().split('\n')[0]?.replace(/^.*?: /, '') ?? '');
-    row("baseline: redis-cli --scan | xargs unlink", String(figures.baselineMs), `${x(figures.ratioBaseline)} ours; runs: ${baseline.join(', ')}`);
-    if (rayMs !== undefined) row("Ray cleanup_redis_storage (Python start)", String(rayMs), `${x(figures.ratioRay!)} ours`);
-    else row("Ray cleanup_redis_storage", 'n/a', 'Ray not installed');
-    const runsOf = (xs: Latency[], f: (l: Latency) => number) => `runs: ${xs.map(f).join(', ')}`;
-    log(`worst PING round trip seen by a concurrent client (worker thread, own connection), us, median of ${runs}:`);
-    row('idle for 1 s (noise floor of this machine)', String(idle.worstUs), `${idle.pings} pings`);
-    row('during raykeeper cleanup (SCAN + UNLINK)', String(figures.oursWorstUs), runsOf(oursLatency, (l) => l.worstUs));
-    row(`during plain DEL of the same ${tables} hashes`, String(figures.delWorstUs), `${x(figures.ratioLatency)} ours; ${runsOf(delLatency, (l) => l.worstUs)}`);
-    log(`longest single command the server executed meanwhile (SLOWLOG, blocks every client), us, median of ${runs}:`);
-    row('idle', String(idle.serverMaxUs), idle.serverMaxCommand);
-    row('raykeeper cleanup', String(figures.oursServerMaxUs), `${oursLatency.map((l) => l.serverMaxCommand).join(', ')}; ${runsOf(oursLatency, (l) => l.serverMaxUs)}`);
-    row(`plain DEL of the same ${tables} hashes`, String(figures.delServerMaxUs), `${x(figures.ratioServer)} ours; ${runsOf(delLatency, (l) => l.serverMaxUs)}`);
-    const stats = (l: Latency) => Object.entries(l.perCall).map(([c, v]) => `${c} ${v.calls} x ${v.usPerCall.toFixed(1)} us`).join(', ');
-    log(`mean server time per call (INFO commandstats; robust to scheduling noise), last run:`);
-    row('raykeeper cleanup', '', stats(oursLatency.at(-1)!));
-    row(`plain DEL of the same ${tables} hashes`, '', stats(delLatency.at(-1)!));
+    const row = (label: string, key: string, note = '') => log(`  ${label.padEnd(44)} ${String(m(key)).padStart(7)}   runs ${results[key]!.join(', ').padEnd(22)} ${note}`);
+    const x = (v: number) => `${v.toFixed(2)}x`;
+    log('milliseconds (median, every run):');
+    row('walk: SCAN MATCH COUNT 10000 + UNLINK (floor)', 'walk');
+    row('ours: runCleanup in process', 'ours', `${x(figures.ratioWalk)} the walk (goal <= 1.1x)`);
+    row('time to data gone: walk', 'walkGone');
+    row('time to data gone: ours (known tables first)', 'oursGone');
+    row('ours as a process (raykeeper redis-cleanup)', 'oursProcess', lastSummary.replace(/^.*?: /, ''));
+    if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess', `${x(figures.ratioRay!)} ours as a process (goal >= 2x)`);
+    else log("  Ray's cleanup_redis_storage as a process      n/a  Ray not installed (tools/install-ray.sh)");
+    row('node -e 0 (Node start-up, context)', 'nodeStart');
+    log('longest single command the server ran (SLOWLOG), us (median, every run):');
+    row('walk (COUNT 10000)', 'walkServerMax');
+    row('ours (adaptive COUNT)', 'oursServerMax');
+    log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (2 cores, shared)`);
     return figures;
   } finally {
     r.disconnect();
@@ -312,7 +235,8 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  runRedisCleanupBench().catch((err) => {
+  const [keys, runs] = process.argv.slice(2).map(Number);
+  runRedisCleanupBench({ unrelatedKeys: keys || undefined, runs: runs || undefined }).catch((err) => {
     process.stderr.write(`redis-cleanup bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exitCode = 1;
   });

@@ -9,7 +9,6 @@ import { formatNamespaceTable } from '../../src/redis/keys.ts';
 import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
-import { listNamespaces } from './list.ts';
 
 const NAME = 'raykeeper redis-cleanup';
 
@@ -161,6 +160,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
 
   if (values.list) {
     try {
+      // Loaded only for --list: the cleanup Job's start-up reads no more source than it runs.
+      const { listNamespaces } = await import('./list.ts');
       const result = await listNamespaces({ connection, legacy: values.legacy === true, scanCount: scanCount ?? DEFAULT_SCAN_COUNT, deadlineMs, connectBudgetMs, onRetry });
       for (const w of result.warnings) say(`warning: ${w}`);
       if (json) io.stdout.write(JSON.stringify({ ok: true, ...result }) + '\n');

@@ -15,6 +15,7 @@ import {
   parseCurrentKey,
 } from '../../src/redis/keys.ts';
 import { batchKeys, crc16, keySlot } from '../../src/redis/slots.ts';
+import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../src/redis/pace.ts';
 import { backoffDelay, classifyRedisError, errorMessage, oneLine } from '../../src/redis/errors.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../src/redis/topology.ts';
 
@@ -198,4 +199,19 @@ t.test('topology: INFO mode and Sentinel masters', async (t) => {
   t.same(chooseSentinelMaster(masters, 'm2'), { name: 'm2' });
   t.match(chooseSentinelMaster(masters, 'zz'), { error: /no.*"zz".*m1, m2/ });
   t.match(chooseSentinelMaster([], undefined), { error: /no master/ });
+});
+
+t.test('nextScanCount: doubles on quick calls up to the cap, halves on slow ones down to the floor', async (t) => {
+  const rows: Array<[number, number, number]> = [
+    [4000, 5, 8000],
+    [16_000, 5, 32_000],
+    [32_000, 1, SCAN_COUNT_MAX],
+    [8000, 40, 8000],
+    [8000, 81, 4000],
+    [1000, 500, SCAN_COUNT_MIN],
+  ];
+  for (const [count, ms, want] of rows) t.equal(nextScanCount(count, ms), want, `${count} after ${ms} ms`);
+  let c = SCAN_COUNT_START;
+  for (let i = 0; i < 10; i++) c = nextScanCount(c, 1);
+  t.equal(c, SCAN_COUNT_MAX, 'an idle server reaches the cap and stays there');
 });
