@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
+import { RAY_TABLES } from '../../src/redis/keys.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
@@ -101,6 +102,8 @@ if (missing) {
     t.comment(`Ray wrote: ${written.join(', ')}`);
     for (const table of ['NODE', 'KV', 'JOB', 'JobCounter', 'ACTOR']) t.ok(written.includes(`RAY${ns}@${table}`), `Ray wrote RAY${ns}@${table}`);
     t.equal(await r.type(`RAY${ns}@JobCounter`), 'string', 'JobCounter is a string, the tables hashes');
+    // Every table this Ray wrote is on the list the cleanup unlinks by name before its SCAN sweep.
+    for (const key of written) t.ok(RAY_TABLES.includes(key.slice(`RAY${ns}@`.length)), `${key} is one of RAY_TABLES`);
 
     // The neighbour: the same real data under RAY<ns>0@..., byte for byte.
     for (const key of written) {
