@@ -17,7 +17,9 @@ export const USAGE = `Usage: raykeeper redis-cleanup [options]
 Deletes one Ray GCS storage namespace from Redis: the hashes RAY<ns>@<TABLE> (and the counter
 RAY<ns>@JobCounter) of current Ray, and the single hash <ns> of older Ray when every field is <ns>@...
 Keys that merely look alike (other types, foreign fields, other namespaces) are left alone and reported.
-Uses SCAN (never KEYS) and UNLINK; retries connection failures with backoff until --timeout.
+Checks every command it needs before deleting anything, unlinks the tables Ray is known to write first,
+then sweeps with SCAN (never KEYS) for the rest. Retries connection failures with backoff until
+--timeout, but gives up after --connect-budget when Redis cannot be reached at all.
 
 Environment (as KubeRay's cleanup Job provides it; flags override):
   RAY_REDIS_ADDRESS               host:port, [ipv6]:port, redis://[user:pass@]host:port or rediss://...
