@@ -204,8 +204,8 @@ t.test('topology: INFO mode and Sentinel masters', async (t) => {
 t.test('nextScanCount: doubles on quick calls up to the cap, halves on slow ones down to the floor', async (t) => {
   const rows: Array<[number, number, number]> = [
     [4000, 5, 8000],
-    [16_000, 5, 32_000],
-    [32_000, 1, SCAN_COUNT_MAX],
+    [8000, 5, 16_000],
+    [16_000, 1, SCAN_COUNT_MAX],
     [8000, 40, 8000],
     [8000, 81, 4000],
     [1000, 500, SCAN_COUNT_MIN],
