@@ -1,0 +1,118 @@
+// The chart tests' tools: the helm binary tools/build-helm.sh builds, `helm template` into objects, and
+// `kubectl kustomize` of the kustomize tree (kubectl's built-in kustomize, as test/cluster/manifests.test.ts).
+//
+// A missing helm is a FAILURE on CI (CI=true: .ci/run builds it) and a visible skip elsewhere, with the
+// command that builds it.
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { type KubeObject, parseManifests } from '../../localcluster/apply.ts';
+import { cacheDir, REPO_ROOT, requiredVersion } from '../../localcluster/binaries.ts';
+
+export const CHART_DIR = join(REPO_ROOT, 'charts', 'raykeeper');
+
+/** Where tools/build-helm.sh puts helm (RAYKEEPER_HELM overrides). */
+export function helmPath(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.RAYKEEPER_HELM) return env.RAYKEEPER_HELM;
+  const goMod = join(REPO_ROOT, 'tools', 'helm', 'go.mod');
+  const version = requiredVersion(readFileSync(goMod, 'utf8'), 'helm.sh/helm/v3');
+  if (!version) throw new Error(`${goMod} does not require helm.sh/helm/v3`);
+  return join(cacheDir(env), 'bin', `helm-${version}`);
+}
+
+const onCi = (env: NodeJS.ProcessEnv) => env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
+
+/**
+ * tap options for a test that needs helm: `{ skip: false }` when it is built; otherwise on CI an Error
+ * (the file fails, naming the build command), elsewhere `{ skip: reason }`.
+ */
+export function needsHelm(env: NodeJS.ProcessEnv = process.env): { skip: string | false } {
+  const path = helmPath(env);
+  try {
+    accessSync(path, constants.X_OK);
+    return { skip: false };
+  } catch {
+    const reason = `helm is not built (${path} is missing): run tools/build-helm.sh (about 2-5 minutes cold)`;
+    if (onCi(env)) throw new Error(`${reason}; on CI it must be built before the tests`);
+    return { skip: reason };
+  }
+}
+
+/** Isolated HELM_* homes, so tests never read or write the user's helm config, cache or plugins. */
+let homes: string | undefined;
+function helmEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (!homes) {
+    homes = mkdtempSync(join(tmpdir(), 'raykeeper-helm-'));
+    process.once('exit', () => rmSync(homes!, { recursive: true, force: true }));
+  }
+  return {
+    PATH: process.env.PATH,
+    HOME: homes,
+    HELM_CACHE_HOME: join(homes, 'cache'),
+    HELM_CONFIG_HOME: join(homes, 'config'),
+    HELM_DATA_HOME: join(homes, 'data'),
+    ...extra,
+  };
+}
+
+export interface HelmResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs helm; never throws on a non-zero exit (callers assert on it). */
+export function helm(args: string[], env: NodeJS.ProcessEnv = {}): HelmResult {
+  const r = spawnSync(helmPath(), args, { encoding: 'utf8', env: helmEnv(env), maxBuffer: 64 * 1024 * 1024 });
+  if (r.error) throw new Error(`cannot run helm: ${r.error.message}`);
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs helm and returns stdout, or throws with helm's stderr. */
+export function helmOk(args: string[], env: NodeJS.ProcessEnv = {}): string {
+  const r = helm(args, env);
+  if (r.status !== 0) throw new Error(`helm ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** A values file for helm's -f, written to a temporary directory removed at exit. */
+export function valuesFile(values: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'raykeeper-values-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'values.yaml');
+  writeFileSync(path, stringify(values));
+  return path;
+}
+
+export interface TemplateOptions {
+  release?: string;
+  namespace?: string;
+  /** --include-crds */
+  crds?: boolean;
+}
+
+/** `helm template` of the chart with these values, as objects (templates only unless crds). */
+export function template(values: unknown = {}, options: TemplateOptions = {}): KubeObject[] {
+  const args = ['template', options.release ?? 'raykeeper', CHART_DIR, '--namespace', options.namespace ?? 'raykeeper-system', '-f', valuesFile(values)];
+  if (options.crds) args.push('--include-crds');
+  return parseManifests(helmOk(args));
+}
+
+/** `kubectl kustomize <dir>` (relative to the repository) as objects. */
+export function kustomize(dir: string): KubeObject[] {
+  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
+  if (r.error) throw new Error(`kubectl is needed to render the kustomization (kubectl kustomize): ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${r.stderr}`);
+  return parseManifests(r.stdout);
+}
+
+export const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+/** The one object of this kind and name, or an Error naming what is there. */
+export function find(objects: KubeObject[], kind: string, name?: string): any {
+  const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length} among ${objects.map(key).join(', ')}`);
+  return found[0];
+}
