@@ -14,27 +14,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { KubeObject } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { CHART_DIR, find, key, kustomize, needsHelm, template } from './helm.ts';
-
-const HELM_LABELS = ['app.kubernetes.io/instance', 'app.kubernetes.io/version', 'app.kubernetes.io/managed-by', 'helm.sh/chart'];
-
-/** A copy with the differences on purpose removed (see the header). Pure. */
-export function normalise(objects: KubeObject[]): KubeObject[] {
-  return structuredClone(objects)
-    .filter((o) => o.kind !== 'Namespace')
-    .map((o) => {
-      const labels = o.metadata.labels as Record<string, string> | undefined;
-      for (const l of HELM_LABELS) delete labels?.[l];
-      if (o.kind === 'Secret' && o.type === 'kubernetes.io/tls') {
-        o.data = { 'tls.crt': '', 'tls.key': '' };
-      }
-      if (o.kind === 'MutatingWebhookConfiguration') {
-        for (const w of o.webhooks as Array<{ clientConfig: { caBundle?: string } }>) w.clientConfig.caBundle = '';
-      }
-      return o;
-    })
-    .sort((a, b) => key(a).localeCompare(key(b)));
-}
+import { CHART_DIR, find, key, kustomize, needsHelm, normalise, template } from './helm.ts';
 
 const opts = needsHelm();
 

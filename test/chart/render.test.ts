@@ -6,7 +6,7 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
 import { KubeRest } from '../../localcluster/rest.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
-import { CHART_DIR, find, helm, key, needsHelm, template, valuesFile } from './helm.ts';
+import { CHART_DIR, find, HELM_MAJORS, helm, key, needsHelm, normalise, template, valuesFile } from './helm.ts';
 
 const opts = needsHelm();
 
@@ -61,10 +61,20 @@ const MODES: Record<string, unknown> = {
 
 const withNamespace = (values: unknown, watched: string): unknown => JSON.parse(JSON.stringify(values).replaceAll('watched-ns', watched));
 
-t.test('helm lint --strict: the default values and every mode', opts, async (t) => {
+t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', opts, async (t) => {
+  for (const major of HELM_MAJORS) {
+    for (const [name, values] of Object.entries(MODES)) {
+      const r = helm(['lint', '--strict', CHART_DIR, '-f', valuesFile(values)], major);
+      t.equal(r.status, 0, `helm ${major}, ${name}: ${r.stdout.split('\n').filter((l) => /\[(ERROR|WARNING)\]/.test(l)).join('; ') || 'lint clean'} ${r.stderr}`);
+    }
+  }
+});
+
+t.test('Helm 4 renders the same objects as Helm 3, in every mode', opts, async (t) => {
   for (const [name, values] of Object.entries(MODES)) {
-    const r = helm(['lint', '--strict', CHART_DIR, '-f', valuesFile(values)]);
-    t.equal(r.status, 0, `${name}: ${r.stdout.split('\n').filter((l) => /\[(ERROR|WARNING)\]/.test(l)).join('; ') || 'lint clean'} ${r.stderr}`);
+    const objs = template(values, { major: 4, crds: true });
+    t.ok(objs.length > 10, `${name}: ${objs.length} objects`);
+    t.same(normalise(objs), normalise(template(values, { major: 3, crds: true })), `${name}: the same (but for the generated certificate)`);
   }
 });
 
@@ -82,11 +92,13 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
     [{ controller: { cleanupJob: { cpu: 'lots' } } }, /cleanupJob\/cpu/],
     [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
   ];
-  for (const [values, message] of cases) {
-    const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(values)]);
-    t.not(r.status, 0, `${JSON.stringify(values)} refused`);
-    t.match(r.stderr, /values don't meet the specifications of the schema/, 'by the schema');
-    t.match(r.stderr, message, `naming ${message}`);
+  for (const major of HELM_MAJORS) {
+    for (const [values, message] of cases) {
+      const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(values)], major);
+      t.not(r.status, 0, `helm ${major}: ${JSON.stringify(values)} refused`);
+      t.match(r.stderr, /values don't meet the specifications of the schema/, 'by the schema');
+      t.match(r.stderr, message, `naming ${message}`);
+    }
   }
   const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(MODES.singleController), '--set', 'controller.replicas=2']);
   t.match(r.stderr, /controller.replicas > 1 needs controller.leaderElection.enabled/, 'two controllers without leader election refused');
