@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { KubeObject } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { CHART_DIR, find, key, kustomize, needsHelm, normalise, template } from './helm.ts';
+import { kustomize } from '../helpers/kustomize.ts';
+import { CHART_DIR, find, key, needsHelm, normalise, template } from './helm.ts';
 
 const opts = needsHelm();
 

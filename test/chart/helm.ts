@@ -1,5 +1,5 @@
-// The chart tests' tools: the helm binary tools/build-helm.sh builds, `helm template` into objects, and
-// `kubectl kustomize` of the kustomize tree (kubectl's built-in kustomize, as test/cluster/manifests.test.ts).
+// The chart tests' tools: the helm binaries tools/build-helm.sh builds, `helm template` into objects, and
+// the comparison of rendered objects with the kustomize tree's (test/helpers/kustomize.ts renders those).
 //
 // A missing helm is a FAILURE on CI (CI=true: .ci/run builds it) and a visible skip elsewhere, with the
 // command that builds it.
@@ -106,14 +106,6 @@ export function template(values: unknown = {}, options: TemplateOptions = {}): K
   const args = ['template', options.release ?? 'raykeeper', CHART_DIR, '--namespace', options.namespace ?? 'raykeeper-system', '-f', valuesFile(values)];
   if (options.crds) args.push('--include-crds');
   return parseManifests(helmOk(args, options.major));
-}
-
-/** `kubectl kustomize <dir>` (relative to the repository) as objects. */
-export function kustomize(dir: string): KubeObject[] {
-  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
-  if (r.error) throw new Error(`kubectl is needed to render the kustomization (kubectl kustomize): ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${r.stderr}`);
-  return parseManifests(r.stdout);
 }
 
 export const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
