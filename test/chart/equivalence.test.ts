@@ -9,6 +9,7 @@
 //   - the TLS Secret's contents and the caBundle: the kustomize tree has empty placeholders (filled by
 //     `raykeeper certs generate --kustomize`), the chart a generated certificate, plus ca.crt in the Secret;
 //   - the CRDs: the chart's crds/ must be byte-identical copies of manifests/crds/.
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -39,6 +40,20 @@ t.test('controller.secretReader.enabled = manifests/base + manifests/optional/co
   const chart = template({ controller: { secretReader: { enabled: true } } });
   const kz = [...kustomize('manifests/base'), ...kustomize('manifests/optional/controller-secret-reader')];
   t.same(normalise(chart), normalise(kz));
+});
+
+t.test('certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin\'s)', opts, async (t) => {
+  const dir = t.testdir();
+  const overlay = join(dir, 'overlay');
+  const gen = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'certs', 'generate', '--out', join(dir, 'certs'), '--service', 'raykeeper-webhook', '--namespace', 'raykeeper-system', '--kustomize', overlay, '--base', join(REPO_ROOT, 'manifests', 'base')], { encoding: 'utf8' });
+  t.equal(gen.status, 0, gen.stderr);
+  const caBundle = Buffer.from(readFileSync(join(dir, 'certs', 'ca.crt'))).toString('base64');
+  const chart = template({ certs: { mode: 'provided', provided: { secretName: 'raykeeper-webhook-tls', caBundle } } });
+  const kz = kustomize(overlay);
+  const bundles = (objs: KubeObject[]) => find(objs, 'MutatingWebhookConfiguration', 'raykeeper').webhooks.map((w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle);
+  t.same(bundles(chart), [caBundle, caBundle], 'the chart trusts the given CA');
+  t.same(bundles(kz), bundles(chart), 'as the overlay does');
+  t.same(normalise(chart), normalise(kz.filter((o) => o.kind !== 'Secret')), 'the rest is the same');
 });
 
 t.test('a setting changed on one side only is a difference (the comparison can fail)', opts, async (t) => {
