@@ -2,13 +2,17 @@
 // with the rendered args and env, the Secret's files where the volume would be):
 //   - the webhook serves TLS with the chart's generated certificate, verified against the chart's CA for
 //     the Service's DNS name (what the API server checks), and honours the gate value;
-//   - the controller accepts the args of every mode and starts against the real kube-apiserver.
+//   - the controller accepts the args of every mode and starts against the real kube-apiserver, and runs
+//     on the chart's RBAC alone (ClusterRole, or Roles in the watched namespace; the Lease Role).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import type { KubeObject } from '../../localcluster/apply.ts';
+import { stringify } from 'yaml';
+import { applyObject, Discovery, type KubeObject } from '../../localcluster/apply.ts';
+import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { FINALIZER, FT, rayCluster, review } from '../admission/fixtures.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { decodePatch, httpsCall } from '../webhook/helpers.ts';
@@ -33,21 +37,28 @@ function envOf(c: Container, refs: Record<string, string>): NodeJS.ProcessEnv {
  * Starts `raykeeper <args>`; resolves with the match once `ready` matches its output (the process keeps
  * running until stop() or the test's end), rejects with the output if it exits first.
  */
-function runUntil(t: Test, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ match: RegExpExecArray; stop: () => void }> {
+function runUntil(t: Test, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 90_000): Promise<{ match: RegExpExecArray; stop: () => void }> {
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   let out = '';
   return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`raykeeper ${args.join(' ')}: no ${ready} within ${timeoutMs} ms: ${out}`)), timeoutMs);
     const check = (c: Buffer) => {
       out += c.toString();
       const m = ready.exec(out);
-      if (m) resolve({ match: m, stop: () => child.kill('SIGTERM') });
+      if (m) {
+        clearTimeout(timer);
+        resolve({ match: m, stop: () => child.kill('SIGTERM') });
+      }
     };
     child.stdout.on('data', check);
     child.stderr.on('data', check);
-    child.on('exit', (code) => reject(new Error(`raykeeper ${args.join(' ')} exited (${code}) before ${ready}: ${out}`)));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`raykeeper ${args.join(' ')} exited (${code}) before ${ready}: ${out}`));
+    });
   });
 }
 
@@ -108,5 +119,38 @@ t.test('the controller container: every mode\'s args are accepted and it starts'
     const { match, stop } = await runUntil(t, args, env, /"watchNamespace":"([^"]+)","leaderElect":(true|false),"msg":"controller starting"/);
     stop();
     t.same([match[1], match[2]], [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController')], `${name}: started (${container.args.slice(1).join(' ')})`);
+  }
+});
+
+t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace", opts, async (t) => {
+  const release = await testNamespace(t);
+  const watched = await testNamespace(t);
+  const admin = release.rest;
+  const discovery = new Discovery(admin);
+  const modes: Record<string, unknown> = {
+    all: {},
+    companion: { companion: { enabled: true } },
+    watchNamespace: { controller: { watchNamespaces: [watched.name] } },
+  };
+  for (const [name, values] of Object.entries(modes)) {
+    // A release name of its own: the cluster-scoped RBAC never meets another test's.
+    const rel = `rk-${randomBytes(3).toString('hex')}`;
+    const objs = template(values, { release: rel, namespace: release.name });
+    const rbac = objs.filter((o) => o.kind === 'ServiceAccount' || /Role/.test(o.kind));
+    for (const o of rbac) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
+    t.teardown(async () => {
+      for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.pathOf(o)).catch(() => {});
+    });
+    const sa = `${rel}-raykeeper-controller`;
+    const token = (await admin.post(`/api/v1/namespaces/${release.name}/serviceaccounts/${sa}/token`, { spec: { expirationSeconds: 600 } })).status.token as string;
+    const kubeconfig = join(t.testdir(), 'kubeconfig');
+    await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
+    const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];
+    const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
+    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--http-port=0', '--kubeconfig', kubeconfig, '--lease-name', sa];
+    // Started reconcilers: caches synced (list/watch allowed) and the Lease taken (leader election allowed).
+    const { match, stop } = await runUntil(t, args, env, /"controller":"(\w+)","workers":\d+,"msg":"reconciler started"/);
+    stop();
+    t.equal(match[1], 'raycluster', `${name}: synced, leader, reconciling as ${sa}`);
   }
 });

@@ -131,3 +131,44 @@ raycluster
 {{- $r := include "raykeeper.reconcilers" . -}}
 {{- if or (not $r) (has "rayjob" (splitList "," $r)) }}true{{ end -}}
 {{- end -}}
+
+{{/*
+The controller's RBAC rules (include with (dict "rayjob" <bool>)): the ClusterRole's, or each watched
+namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
+*/}}
+{{- define "raykeeper.controllerRules" -}}
+{{- if .rayjob }}
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["ray.io"]
+  resources: ["rayjobs"]
+  verbs: ["get", "list", "watch", "update", "patch", "delete"]
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters/status", "rayjobs/status"]
+  verbs: ["get", "update", "patch"]
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters/finalizers", "rayjobs/finalizers"]
+  verbs: ["update"]
+{{- else }}
+{{- /* The RayCluster reconciler alone: finalizer patches and the cleanup Job's owner; no create, delete or status. */}}
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters"]
+  verbs: ["get", "list", "watch", "update", "patch"]
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters/finalizers"]
+  verbs: ["update"]
+{{- end }}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch", "delete"]
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create", "get", "list", "watch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}
