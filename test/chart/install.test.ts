@@ -52,7 +52,9 @@ for (const major of HELM_MAJORS) {
       }
     });
 
-    helm('install', release, CHART_DIR, '-f', values);
+    const notes = helm('install', release, CHART_DIR, '-f', values);
+    t.match(notes, /Certificates: generate \(kept on `helm upgrade`/, 'NOTES say how the certificate is handled');
+    t.notMatch(notes, /does not enforce the restricted Pod Security Standard/, 'no Pod Security hint where restricted is enforced');
     const manifest = parseManifests(helm('get', 'manifest', release));
     t.ok(manifest.length >= 12, `${manifest.length} objects in the release`);
     const discovery = new Discovery(rest);
@@ -82,3 +84,10 @@ for (const major of HELM_MAJORS) {
     t.equal(await statusOf(rest.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayclusters.ray.io')), 200, 'CRDs stay (Helm never deletes crds/)');
   });
 }
+
+t.test('NOTES: a hint to label a namespace that does not enforce Pod Security restricted', opts, async (t) => {
+  const ns = await testNamespace(t);
+  const kubeconfig = await kubeconfigFile(t, ns.cp, ns.name);
+  const out = helmOk(['install', 'rk', CHART_DIR, '--namespace', ns.name, '--kubeconfig', kubeconfig, '--dry-run=server']);
+  t.match(out, new RegExp(`kubectl label namespace ${ns.name} pod-security.kubernetes.io/enforce=restricted`));
+});
