@@ -6,6 +6,7 @@
 // cache, squashed events, a second replica) can neither apply a transition twice nor skip one.
 import { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
+import { isManagedExternally } from '../../src/gcsft.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
@@ -129,6 +130,12 @@ export class RayJobReconciler implements Reconciler {
    */
   async reconcileObject(job: RayJob, signal?: AbortSignal): Promise<Pass> {
     const key = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
+    if (isManagedExternally(job)) {
+      // spec.managedBy names a controller we do not stand in for (e.g. MultiKueue): no finalizer, no
+      // status, no cluster, nothing observed. KubeRay's CRD makes managedBy immutable.
+      this.log.debug({ rayjob: key, managedBy: job.spec?.managedBy }, 'spec.managedBy names another controller; left alone');
+      return { kind: 'done', result: {} };
+    }
     const observed = await this.observe(job, signal);
     const now = this.now();
     const decision = decide(job, observed, now, this.settings.machine);
