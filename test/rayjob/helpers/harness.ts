@@ -11,7 +11,7 @@ import { createLogger } from '../../../src/logger.ts';
 import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/rayjob/builders.ts';
-import { currentState, type MachineConfig } from '../../../src/rayjob/machine.ts';
+import { storedState, type MachineConfig } from '../../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
 import { KubeClient } from '../../../src/kube.ts';
@@ -175,7 +175,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
       const states: string[] = [];
       let job = await h.get(name);
       const record = (j: RayJob | undefined) => {
-        const s = j ? currentState(j) : '<deleted>';
+        const s = j ? storedState(j) : '<deleted>';
         if (states[states.length - 1] !== s) states.push(s);
       };
       record(job);
@@ -211,4 +211,4 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
   return h;
 }
 
-export const inState = (...states: string[]) => (job: RayJob | undefined) => job !== undefined && states.includes(currentState(job));
+export const inState = (...states: string[]) => (job: RayJob | undefined) => job !== undefined && states.includes(storedState(job));
