@@ -584,7 +584,7 @@ function withStatusCheckClock(ctx: Ctx, outcome: Outcome): Outcome {
   const since = statusCheckFailingSince(ctx.job);
   const failing = outcome.next === 'Running' && outcome.statusCheck === 'failing';
   let action: RayJobAction | undefined;
-  if (failing && since === undefined) action = { type: 'setStatusCheckClock', since: formatTime(ctx.now) };
+  if (failing && since === undefined) action = { type: 'setStatusCheckClock', since: new Date(ctx.now).toISOString() };
   if (!failing && since !== undefined && (outcome.statusCheck === 'ok' || outcome.next !== 'Running')) action = { type: 'setStatusCheckClock', since: null };
   return action ? { ...outcome, actions: [action, ...(outcome.actions ?? [])] } : outcome;
 }
