@@ -1,6 +1,10 @@
 // Companion mode's pure parts as tables: the flag, the Lease judgement, the decision, and which
 // reconcilers start. (KubeRay's real operator beside ours: beside-kuberay.test.ts.)
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { pino } from 'pino';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import {
@@ -64,4 +68,18 @@ t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in
   const off = await run('off');
   t.same(off.names, ['raycluster', 'rayjob', 'raycluster-pods'], 'off: everything starts');
   t.match(off.metrics, /raykeeper_companion_mode\{reason="flag-off"\} 0/);
+});
+
+t.test('manifests/companion renders base with the controller in companion mode and our cleanup on', async (t) => {
+  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, 'manifests/companion')], { encoding: 'utf8' });
+  t.equal(r.status, 0, `kubectl kustomize manifests/companion: ${r.stderr ?? ''}`);
+  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec?: Record<string, unknown> });
+  t.notOk(docs.some((d) => d.kind === 'CustomResourceDefinition'), "no CRDs of ours: KubeRay's chart installs its own");
+  const deployment = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'raykeeper-controller') as
+    | { spec: { template: { spec: { containers: Array<{ args: string[]; env: Array<{ name: string; value?: string }> }> } } } }
+    | undefined;
+  const container = deployment?.spec.template.spec.containers[0];
+  t.ok(container?.args.includes('--companion=on'), 'the controller runs with --companion=on');
+  t.not(container?.env.find((e) => e.name === 'ENABLE_GCS_FT_REDIS_CLEANUP')?.value, 'false', 'our Redis cleanup stays on (KubeRay\'s is the one turned off)');
+  t.ok(docs.some((d) => d.kind === 'Deployment' && d.metadata.name !== 'raykeeper-controller'), 'the webhook is there too');
 });
