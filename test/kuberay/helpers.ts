@@ -9,7 +9,6 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startControlPlane, type ControlPlane } from '../../localcluster/control-plane.ts';
 import { freePort } from '../../localcluster/net.ts';
 import { KubeClient } from '../../src/kube.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
 
 export const BUILD_KUBERAY = join(REPO_ROOT, 'tools', 'build-kuberay.sh');
 
@@ -29,16 +28,6 @@ export function missingKubeRay(): string | undefined {
 
 export function kubeRayCrds(): string {
   return execFileSync('bash', [BUILD_KUBERAY, '--print-crds'], { encoding: 'utf8' }).trim();
-}
-
-export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 60_000, every = 100): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(every);
-  }
 }
 
 export async function kubeRayControlPlane(progress: (m: string) => void): Promise<{ cp: ControlPlane; kube: KubeClient }> {
