@@ -752,6 +752,8 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
     ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, dashboard: false }],
     ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, dashboard: false }],
     ['being deleted', rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }), { cluster: false, submitter: false, dashboard: false }],
+    ['managed by MultiKueue: nothing read', rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }), { cluster: false, submitter: false, dashboard: false }],
+    ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
 });
