@@ -12,10 +12,29 @@ import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import type { Counter } from 'prom-client';
 import { createWebhookMetrics, type ErrorReason, type WebhookMetrics } from './metrics.ts';
+import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 
-/** controller-runtime's admission body limit. */
-export const DEFAULT_BODY_LIMIT = 7 * 1024 * 1024;
+/**
+ * Largest object etcd stores: its default --max-request-bytes (1.5 MiB) bounds the JSON of one object (a
+ * custom resource is stored as JSON, encoded as the API server encodes it into an AdmissionReview).
+ */
+export const ETCD_MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+/** The AdmissionReview around the objects: uid, kinds, resources, userInfo (groups, extra), options. */
+export const ADMISSION_ENVELOPE_BYTES = 256 * 1024;
+/**
+ * Body limit: an UPDATE carries object + oldObject, each at most one stored object, plus the envelope
+ * (3.25 MiB). A CREATE of an object up to the API server's own request limit (3 MiB) fits as well. A
+ * larger review is for an object etcd would refuse to store anyway; it gets 413, and failurePolicy Ignore
+ * lets the API server carry on to that refusal. (controller-runtime's generic 7 MiB allowed ~2x the heap.)
+ */
+export const DEFAULT_BODY_LIMIT = 2 * ETCD_MAX_OBJECT_BYTES + ADMISSION_ENVELOPE_BYTES;
+/** Request bytes in flight at once (see budget.ts): one maximum-size review, or hundreds of usual ones. */
+export const DEFAULT_BODY_BUDGET = DEFAULT_BODY_LIMIT;
+/** How long a request waits for room in the budget; under the webhook configuration's 5 s timeout. */
+export const DEFAULT_BODY_WAIT_MS = 3000;
+/** Requests that may wait for room at once; more get 503 at once. */
+export const DEFAULT_BODY_WAITERS = 256;
 
 export interface WebhookOptions {
   certFile: string;
@@ -27,6 +46,10 @@ export interface WebhookOptions {
   /** Add the GCS FT cleanup finalizer; default: env ENABLE_GCS_FT_REDIS_CLEANUP is not "false". */
   finalizerEnabled?: boolean;
   bodyLimit?: number;
+  /** Request body bytes in flight at once across all requests (memory bound). Default DEFAULT_BODY_BUDGET. */
+  bodyBudget?: number;
+  /** Longest wait for room in the budget before a 503. Default DEFAULT_BODY_WAIT_MS. */
+  bodyWaitMs?: number;
   /** Certificate files are also re-read this often (file events are the fast path). Default 30 s. */
   certificatePollIntervalMs?: number;
 }
@@ -35,6 +58,8 @@ export type WebhookApp = FastifyInstance<HttpsServer> & {
   /** Re-read the certificate files now (also done on file events and periodically). */
   reloadCertificates: () => Promise<boolean>;
   metricsRegistry: Registry;
+  /** Request bytes in flight (tests, benchmarks). */
+  bodyBudget: ByteBudget;
 };
 
 type Resource = 'raycluster' | 'rayjob';
@@ -52,9 +77,15 @@ class InvalidJsonError extends Error {
   code = 'RAYKEEPER_INVALID_JSON';
 }
 
+/** Refused before parsing: parsing it would cost more memory than any real review (see budget.ts). */
+class TooManyContainersError extends Error {
+  statusCode = 413;
+  code = 'RAYKEEPER_TOO_MANY_CONTAINERS';
+}
+
 /** Fastify's own errors before the handler runs, mapped to an HTTP status and a metrics reason. */
 function classify(err: FastifyError): { status: number; reason: ErrorReason } {
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { status: 413, reason: 'body_too_large' };
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err instanceof TooManyContainersError) return { status: 413, reason: 'body_too_large' };
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { status: 415, reason: 'unsupported_media_type' };
   if (err instanceof InvalidJsonError || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return { status: 400, reason: 'invalid_json' };
   const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
@@ -76,6 +107,9 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
   };
 
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const budget = new ByteBudget({ capacity: options.bodyBudget ?? DEFAULT_BODY_BUDGET, maxWaitMs: options.bodyWaitMs ?? DEFAULT_BODY_WAIT_MS, maxWaiters: DEFAULT_BODY_WAITERS });
+
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
   const app = Fastify({
     https: secureContextOptions(material),
@@ -84,7 +118,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     // routine patches at debug with the admission uid (the API server's audit log records patches too).
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (parent) => parent,
-    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    bodyLimit,
     requestTimeout: 30_000,
     return503OnClosing: true,
   }) as unknown as FastifyInstance<HttpsServer>;
@@ -113,8 +147,15 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   // objects, and a "__proto__" key in a user's map must not get a valid cluster refused.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.length >= CONTAINER_SCAN_THRESHOLD) {
+      const containers = jsonContainerCount(text);
+      if (containers > MAX_JSON_CONTAINERS) {
+        return done(new TooManyContainersError(`the body holds ${containers} JSON objects and arrays, more than the ${MAX_JSON_CONTAINERS} any storable object has`), undefined);
+      }
+    }
     try {
-      done(null, JSON.parse(body as string));
+      done(null, JSON.parse(text));
     } catch (err) {
       done(new InvalidJsonError(`the body is not valid JSON: ${(err as Error).message}`), undefined);
     }
@@ -137,9 +178,47 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     void reply.code(status).send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, status, message));
   });
 
+  /** 503 before the body is read: no uid is known yet. The connection closes so the body is not read either. */
+  const refuseOverloaded = (resource: Resource, reply: FastifyReply) => {
+    counters.requests(resource, 'invalid').inc();
+    counters.errors(resource, 'overloaded').inc();
+    durations[resource].observe(reply.elapsedTime / 1000);
+    logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
+    const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
+    void reply.code(503).header('connection', 'close').header('retry-after', '1').send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message));
+  };
+
+  /**
+   * Holds the request's declared body size in the budget from before the body is read until the response
+   * is closed (sent, or the connection gone). Bodies without a length (chunked) count as the limit; ones
+   * over the limit count as nothing (Fastify refuses them with 413 without reading them).
+   */
+  const admitBody = (resource: Resource) => (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const declared = Number(request.headers['content-length'] ?? bodyLimit);
+    const weight = Number.isFinite(declared) && declared <= bodyLimit ? Math.max(0, declared) : 0;
+    let held = 0;
+    let closed = false;
+    reply.raw.once('close', () => {
+      closed = true;
+      if (held > 0) budget.release(held);
+      held = 0;
+    });
+    if (budget.tryAcquire(weight)) {
+      held = weight;
+      return done();
+    }
+    void budget.acquire(weight).then((ok) => {
+      if (!ok) return refuseOverloaded(resource, reply);
+      if (closed) return budget.release(weight); // the client left while waiting
+      held = weight;
+      done();
+    });
+  };
+
   for (const { path, target, resource } of ROUTES) {
     app.post(path, {
       config: { resource } satisfies RouteConfig,
+      onRequest: admitBody(resource),
       handler: async (request, reply) => {
         const outcome = mutate(request.body, target, mutateOptions);
         const operation = outcome.request?.operation ?? 'invalid';
@@ -178,6 +257,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
 
   app.decorate('reloadCertificates', () => reloader.reload());
   app.decorate('metricsRegistry', registry);
+  app.decorate('bodyBudget', budget);
   return app as WebhookApp;
 }
 

@@ -1,7 +1,7 @@
 // The webhook's Prometheus metrics, registered on the process registry it is given.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-export type ErrorReason = 'invalid_review' | 'internal' | 'invalid_json' | 'body_too_large' | 'unsupported_media_type' | 'other';
+export type ErrorReason = 'invalid_review' | 'internal' | 'invalid_json' | 'body_too_large' | 'unsupported_media_type' | 'overloaded' | 'other';
 
 export interface WebhookMetrics {
   requests: Counter<'resource' | 'operation'>;
