@@ -2,7 +2,7 @@
 // returns the Fastify instance without listening (tests use app.inject or listen on port 0).
 import { randomUUID } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import { denied } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
@@ -10,8 +10,7 @@ import { redisCleanupEnabled } from '../src/gcsft.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
-import type { Counter } from 'prom-client';
-import { createWebhookMetrics, type ErrorReason, type WebhookMetrics } from './metrics.ts';
+import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 
@@ -58,11 +57,12 @@ export type WebhookApp = FastifyInstance<HttpsServer> & {
   /** Re-read the certificate files now (also done on file events and periodically). */
   reloadCertificates: () => Promise<boolean>;
   metricsRegistry: Registry;
+  /** The process logger (Fastify itself is given none: no per-request child loggers). */
+  logger: Logger;
   /** Request bytes in flight (tests, benchmarks). */
   bodyBudget: ByteBudget;
 };
 
-type Resource = 'raycluster' | 'rayjob';
 const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resource }> = [
   { path: MUTATE_RAYCLUSTER_PATH, target: 'RayCluster', resource: 'raycluster' },
   { path: MUTATE_RAYJOB_PATH, target: 'RayJob', resource: 'rayjob' },
@@ -96,12 +96,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const logger = options.logger ?? createLogger('raykeeper-webhook');
   const registry = options.registry ?? createMetricsRegistry();
   const metrics: WebhookMetrics = createWebhookMetrics(registry);
-  const counters = {
-    requests: bound(metrics.requests, 'resource', 'operation'),
-    patches: bound(metrics.patches, 'resource', 'operation'),
-    errors: bound(metrics.errors, 'resource', 'reason'),
-  };
-  const durations = { raycluster: metrics.duration.labels({ resource: 'raycluster' }), rayjob: metrics.duration.labels({ resource: 'rayjob' }) };
+  const record = metrics.record;
   const mutateOptions: MutateOptions = {
     newStorageNamespace: options.newStorageNamespace ?? randomUUID,
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
@@ -113,11 +108,10 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
   const app = Fastify({
     https: secureContextOptions(material),
-    loggerInstance: logger as FastifyBaseLogger,
-    // No per-request access lines and no per-request child logger: the handler logs refusals at warn and
-    // routine patches at debug with the admission uid (the API server's audit log records patches too).
-    logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: (parent) => parent,
+    // Fastify gets no logger, so it makes no per-request child logger and writes no access lines: the
+    // handlers log refusals at warn and routine patches at debug with the admission uid, through `logger`
+    // (the API server's audit log records patches too).
+    logger: false,
     bodyLimit,
     requestTimeout: 30_000,
     return503OnClosing: true,
@@ -165,9 +159,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     const { status, reason } = classify(err);
     const resource = (request.routeOptions.config as RouteConfig | undefined)?.resource;
     if (resource !== undefined) {
-      counters.requests(resource, 'invalid').inc();
-      counters.errors(resource, reason).inc();
-      durations[resource].observe(reply.elapsedTime / 1000);
+      record.error(resource, reason);
+      record.request(resource, 'invalid', reply.elapsedTime / 1000);
     }
     if (closing) void reply.header('connection', 'close');
     const message = status >= 500 ? `internal error: ${err.message}` : err.message;
@@ -180,9 +173,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
 
   /** 503 before the body is read: no uid is known yet. The connection closes so the body is not read either. */
   const refuseOverloaded = (resource: Resource, reply: FastifyReply) => {
-    counters.requests(resource, 'invalid').inc();
-    counters.errors(resource, 'overloaded').inc();
-    durations[resource].observe(reply.elapsedTime / 1000);
+    record.error(resource, 'overloaded');
+    record.request(resource, 'invalid', reply.elapsedTime / 1000);
     logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
     const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
     void reply.code(503).header('connection', 'close').header('retry-after', '1').send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message));
@@ -221,14 +213,13 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
       onRequest: admitBody(resource),
       handler: async (request, reply) => {
         const outcome = mutate(request.body, target, mutateOptions);
-        const operation = outcome.request?.operation ?? 'invalid';
-        counters.requests(resource, operation).inc();
+        const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
         if (outcome.error !== undefined) {
           const internal = outcome.httpStatus >= 500;
-          counters.errors(resource, internal ? 'internal' : 'invalid_review').inc();
+          record.error(resource, internal ? 'internal' : 'invalid_review');
           logger[internal ? 'error' : 'warn']({ ...admissionContext(target, outcome), error: outcome.error }, 'admission request refused');
         } else if (outcome.patch.length > 0) {
-          counters.patches(resource, operation).inc();
+          record.patched(resource, operation);
           if (logger.isLevelEnabled('debug')) {
             logger.debug({ ...admissionContext(target, outcome), changes: outcome.changes, warnings: outcome.warnings }, 'admission patched');
           }
@@ -239,7 +230,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         // client's idle timeout (in-flight requests still complete).
         if (closing) void reply.header('connection', 'close');
         // Latency: from the request's arrival (Fastify's onRequest clock) to the answer being ready.
-        durations[resource].observe(reply.elapsedTime / 1000);
+        record.request(resource, operation, reply.elapsedTime / 1000);
         return reply.code(outcome.httpStatus).send(outcome.answer);
       },
     });
@@ -257,28 +248,9 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
 
   app.decorate('reloadCertificates', () => reloader.reload());
   app.decorate('metricsRegistry', registry);
+  app.decorate('logger', logger);
   app.decorate('bodyBudget', budget);
   return app as WebhookApp;
-}
-
-type CounterChild = { inc: () => void };
-
-/**
- * A two-label counter's children, bound to their label values on first use: the hot path then does two Map
- * lookups instead of prom-client hashing a label object on every request.
- */
-function bound<A extends string, B extends string>(counter: Counter<A | B>, first: A, second: B): (a: string, b: string) => CounterChild {
-  const cache = new Map<string, Map<string, CounterChild>>();
-  return (a, b) => {
-    let inner = cache.get(a);
-    if (inner === undefined) cache.set(a, (inner = new Map()));
-    let child = inner.get(b);
-    if (child === undefined) {
-      child = counter.labels({ [first]: a, [second]: b } as Record<A | B, string>);
-      inner.set(b, child);
-    }
-    return child;
-  };
 }
 
 function admissionContext(kind: TargetKind, outcome: MutateOutcome) {
