@@ -44,9 +44,8 @@ function diffObjects(before: JsonObject, after: JsonObject, path: string, ops: O
   }
   for (const key of Object.keys(after)) {
     const next = after[key] as Json;
-    const at = `${path}/${escapePointerToken(key)}`;
-    if (!Object.hasOwn(before, key)) ops.push({ op: 'add', path: at, value: next });
-    else diffValues(before[key] as Json, next, at, ops);
+    if (!Object.hasOwn(before, key)) ops.push({ op: 'add', path: `${path}/${escapePointerToken(key)}`, value: next });
+    else if (before[key] !== next) diffValues(before[key] as Json, next, `${path}/${escapePointerToken(key)}`, ops);
   }
 }
 
