@@ -95,8 +95,6 @@ function classify(err: FastifyError): { status: number; reason: ErrorReason } {
 export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const logger = options.logger ?? createLogger('raykeeper-webhook');
   const registry = options.registry ?? createMetricsRegistry();
-  const metrics: WebhookMetrics = createWebhookMetrics(registry);
-  const record = metrics.record;
   const mutateOptions: MutateOptions = {
     newStorageNamespace: options.newStorageNamespace ?? randomUUID,
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
@@ -104,6 +102,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
 
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const budget = new ByteBudget({ capacity: options.bodyBudget ?? DEFAULT_BODY_BUDGET, maxWaitMs: options.bodyWaitMs ?? DEFAULT_BODY_WAIT_MS, maxWaiters: DEFAULT_BODY_WAITERS });
+  const metrics: WebhookMetrics = createWebhookMetrics(registry, budget);
+  const record = metrics.record;
 
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
   const app = Fastify({

@@ -107,7 +107,29 @@ class DurationHistogram {
   }
 }
 
-export function createWebhookMetrics(registry: Registry): WebhookMetrics {
+/** Read at scrape time: request body bytes held in the budget, and requests waiting for room. */
+export interface InFlight {
+  readonly used: number;
+  readonly waiting: number;
+}
+
+export function createWebhookMetrics(registry: Registry, inFlight: InFlight): WebhookMetrics {
+  new Gauge({
+    name: 'raykeeper_webhook_request_bytes_in_flight',
+    help: 'Request body bytes being read, parsed or answered now (capped by the request-byte budget).',
+    registers: [registry],
+    collect() {
+      this.set(inFlight.used);
+    },
+  });
+  new Gauge({
+    name: 'raykeeper_webhook_requests_waiting',
+    help: 'Requests waiting for room in the request-byte budget.',
+    registers: [registry],
+    collect() {
+      this.set(inFlight.waiting);
+    },
+  });
   const requests = new Float64Array(R * O);
   const patches = new Float64Array(R * O);
   const errors = new Float64Array(R * E);
