@@ -311,6 +311,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
     `req/s ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
     `p99 ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
     `req/s ratio raykeeper/bare node:https per run: ${f.runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
+    `server CPU per request, raykeeper minus bare Fastify, per run: ${f.runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
   ].join('\n');
 }
 
