@@ -142,7 +142,7 @@ async function hammer(port: number, body: string, connections: number, seconds: 
 
 export function formatMemory(f: WebhookMemoryFigures): string {
   return [
-    `webhook-memory: the webhook process, bodies of ${(f.bodyBytes / MiB).toFixed(2)} MiB (the limit) made of empty JSON objects, back to back`,
+    `webhook-memory: the webhook process, bodies of ${(f.bodyBytes / MiB).toFixed(2)} MiB (the limit) of the densest JSON it accepts (${MAX_JSON_CONTAINERS} empty objects, the rest numbers), back to back`,
     `idle RSS ${f.idleRssMiB} MiB; Deployment memory limit ${f.limitMiB} MiB; NODE_OPTIONS ${JSON.stringify(f.nodeOptions)} (from the manifest)`,
     ...f.rounds.map(
       (r) =>
