@@ -1,6 +1,7 @@
 // Webhook memory under the worst allowed load: the real `raykeeper webhook` process (production
-// defaults) receives, from many keep-alive connections at once, AdmissionReviews exactly at the body limit
-// made of the JSON that costs the most heap per byte (empty objects, ~22x). Reported: the process's peak
+// defaults and the manifest's NODE_OPTIONS) receives, from many keep-alive connections at once,
+// AdmissionReviews exactly at the body limit made of the densest JSON it accepts (as many empty objects as
+// the container cap allows: ~64 heap bytes per 3 bytes of JSON; the rest numbers). Reported: the process's peak
 // RSS (VmHWM) beside its idle RSS in the same run and the memory limit of the Deployment
 // (manifests/base/webhook-deployment.yaml). A short run (~2 x 8 s).
 //

@@ -1,5 +1,6 @@
 // A byte budget for request bodies in flight: what bounds the webhook's memory. A parsed body costs many
-// times its size on the heap (up to ~22x for JSON made of empty objects, see bench/webhook-memory.ts), so
+// times its size on the heap (~20x for JSON made of empty objects; see MAX_JSON_CONTAINERS below and
+// bench/webhook-memory.ts), so
 // the sum of the bodies being read, parsed and answered at once is capped, not their number: hundreds of
 // ordinary 4 KB reviews run side by side, a maximum-size one runs alone.
 //
