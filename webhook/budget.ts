@@ -1,8 +1,7 @@
 // A byte budget for request bodies in flight: what bounds the webhook's memory. A parsed body costs many
 // times its size on the heap (~20x for JSON made of empty objects; see MAX_JSON_CONTAINERS below and
-// bench/webhook-memory.ts), so
-// the sum of the bodies being read, parsed and answered at once is capped, not their number: hundreds of
-// ordinary 4 KB reviews run side by side, a maximum-size one runs alone.
+// bench/webhook-memory.ts), so the sum of the bodies being read, parsed and answered at once is capped,
+// not their number: hundreds of ordinary 4 KB reviews run side by side, a maximum-size one runs alone.
 //
 // Pure bookkeeping, no I/O: acquire(weight) resolves true when the weight fits (FIFO, so a large request is
 // not starved by small ones), false when it waited maxWaitMs or maxWaiters were already queued.
