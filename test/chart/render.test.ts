@@ -129,7 +129,8 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', opts, asyn
 
 t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', opts, async (t) => {
   const objs = template(MODES.companion);
-  t.ok(args(objs).includes('--reconcilers=raycluster'));
+  t.ok(args(objs).includes('--companion=on'));
+  t.notOk(args(objs).some((a) => a.startsWith('--reconcilers')), 'the controller leaves out what KubeRay runs by itself');
   t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io']);
   t.same(find(objs, 'ClusterRole', 'raykeeper-controller').rules, [
     { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },

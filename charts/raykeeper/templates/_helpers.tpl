@@ -117,19 +117,17 @@ are kept, so the CA never rotates under a running webhook; on install (or in `he
 {{- end -}}
 {{- end -}}
 
-{{/* --reconcilers: the list given, raycluster in companion mode, else "" (all of them). */}}
+{{/* --reconcilers: the list given, else "" (all of them; companion mode leaves out those KubeRay runs). */}}
 {{- define "raykeeper.reconcilers" -}}
 {{- if .Values.controller.reconcilers -}}
 {{- join "," .Values.controller.reconcilers -}}
-{{- else if .Values.companion.enabled -}}
-raycluster
 {{- end -}}
 {{- end -}}
 
-{{/* "true" when the RayJob reconciler runs (its RBAC, its webhook). */}}
+{{/* "true" when the RayJob reconciler runs (its RBAC, its webhook): never in companion mode. */}}
 {{- define "raykeeper.rayjobEnabled" -}}
 {{- $r := include "raykeeper.reconcilers" . -}}
-{{- if or (not $r) (has "rayjob" (splitList "," $r)) }}true{{ end -}}
+{{- if and (not .Values.companion.enabled) (or (not $r) (has "rayjob" (splitList "," $r))) }}true{{ end -}}
 {{- end -}}
 
 {{/*
