@@ -8,8 +8,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
 IMAGES_DIR="$CACHE/images"
 # Build order; `debian` is the shared base the others start from (built, not printed).
-IMAGES_ALL=(pause)
-IMAGES_PRINTED=(pause)
+IMAGES_ALL=(pause debian node raykeeper)
+IMAGES_PRINTED=(pause node raykeeper)
 export BUILDAH_ISOLATION=chroot # no runtime, no user namespaces; RUN steps use the host network
 export STORAGE_DRIVER=vfs       # plain copies: no overlay mounts
 
@@ -20,6 +20,16 @@ bah() { buildah --root "$IMAGES_DIR/storage" --runroot "$IMAGES_DIR/run" --stora
 sha() { sha256sum | cut -c1-64; }
 # Content hash of files (paths relative to the repository root), names included.
 hash_files() { (cd "$REPO_ROOT" && find "$@" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha; }
+
+# The CA bundle the host's npm/pip trust (it includes a TLS-intercepting proxy's CA where there is
+# one); build steps that reach a registry get it bind-mounted, images never keep it.
+host_ca_bundle() {
+  local f
+  for f in "${NODE_EXTRA_CA_CERTS:-}" "${SSL_CERT_FILE:-}" /etc/ssl/certs/ca-certificates.crt; do
+    [ -n "$f" ] && [ -s "$f" ] && { echo "$f"; return 0; }
+  done
+  die "no CA bundle on the host (install ca-certificates)"
+}
 
 for _recipe in "$REPO_ROOT"/tools/images/[a-z]*.sh; do
   [ "$(basename "$_recipe")" = lib.sh ] || . "$_recipe"
@@ -50,24 +60,31 @@ load_image() {
   bah tag "$(bah images --noheading --format '{{.ID}}' --filter "label=io.raykeeper.images.key=$(image_key "$n")" | head -1)" "$ref"
 }
 
-# Commits container $1 as image $2 and writes its archive (atomically: a crash leaves no archive).
+# Commits container $1 as image $2 (labelled with its key), then exports it.
 commit_image() {
-  local c="$1" n="$2" ref archive start=$SECONDS
-  ref="$("${n}_ref")"; archive="$(image_archive "$n")"
+  local c="$1" n="$2"
   bah config --label "io.raykeeper.images.key=$(image_key "$n")" "$c"
-  bah rmi -f "$ref" >/dev/null 2>&1 || true
-  bah commit --quiet --rm "$c" "$ref" >/dev/null
+  bah commit --quiet --rm "$c" "$("${n}_ref")" >/dev/null
+  export_image "$n"
+}
+
+# Writes the archive of image $1 from buildah's storage, atomically (a crash leaves no archive).
+export_image() {
+  local n="$1" ref archive start=$SECONDS
+  ref="$("${n}_ref")"; archive="$(image_archive "$n")"
+  bah rmi --prune >/dev/null 2>&1 || true # earlier images of this ref, now untagged
   rm -f "$archive.tmp"
   bah push --quiet "$ref" "oci-archive:$archive.tmp:$ref" >/dev/null
   mv "$archive.tmp" "$archive"
   find "$IMAGES_DIR" -maxdepth 1 -name "$n-*.oci.tar" ! -path "$archive" -delete # older keys
-  log "$n: committed and exported in $((SECONDS - start))s: $(du -h "$archive" | cut -f1) archive, $(bah images --noheading --format '{{.Size}}' "$ref") unpacked"
+  log "$n: exported in $((SECONDS - start))s: $(du -h "$archive" | cut -f1) archive, $(bah images --noheading --format '{{.Size}}' "$ref") unpacked"
 }
 
 ensure_image() {
   local n="$1" d start=$SECONDS
   [ -s "$(image_archive "$n")" ] && return 0
   for d in $("${n}_deps"); do ensure_image "$d"; load_image "$d"; done
+  bah rm --all >/dev/null 2>&1 || true # working containers a failed build left behind
   log "$n: building $("${n}_ref") (key $(image_key "$n" | cut -c1-16))"
   "${n}_build"
   log "$n: built in $((SECONDS - start))s"
