@@ -8,8 +8,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
 IMAGES_DIR="$CACHE/images"
 # Build order; `debian` is the shared base the others start from (built, not printed).
-IMAGES_ALL=(pause debian node raykeeper)
-IMAGES_PRINTED=(pause node raykeeper)
+IMAGES_ALL=(pause debian node raykeeper redis busybox)
+IMAGES_PRINTED=(pause node raykeeper redis busybox)
 export BUILDAH_ISOLATION=chroot # no runtime, no user namespaces; RUN steps use the host network
 export STORAGE_DRIVER=vfs       # plain copies: no overlay mounts
 
@@ -29,6 +29,13 @@ host_ca_bundle() {
     [ -n "$f" ] && [ -s "$f" ] && { echo "$f"; return 0; }
   done
   die "no CA bundle on the host (install ca-certificates)"
+}
+
+# Debian's busybox-static (the images that carry it have no libc).
+static_busybox() {
+  local b=/bin/busybox
+  [ -x "$b" ] && ! ldd "$b" >/dev/null 2>&1 || die "no static $b: bash tools/install-system-deps.sh --images (busybox-static)"
+  echo "$b"
 }
 
 for _recipe in "$REPO_ROOT"/tools/images/[a-z]*.sh; do
