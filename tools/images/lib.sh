@@ -1,15 +1,15 @@
 # Shared by tools/build-images.sh: the image table, content keys, buildah in its own vfs storage.
 # Each image is a recipe tools/images/<name>.sh defining <name>_ref, <name>_deps (images it builds on),
 # <name>_inputs (prints what else its content depends on: versions, file hashes) and <name>_build
-# (leaves a working container in $ctr to commit). Its key hashes IMAGES_FORMAT, the recipe file, the
-# inputs and the keys of its deps; bump IMAGES_FORMAT when a change here alters every image.
+# (builds it into buildah's storage and exports it). Its key hashes IMAGES_FORMAT, its ref, the recipe
+# file, the inputs and the keys of its deps; bump IMAGES_FORMAT when a change here alters every image.
 IMAGES_FORMAT=1
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
 IMAGES_DIR="$CACHE/images"
 # Build order; `debian` is the shared base the others start from (built, not printed).
-IMAGES_ALL=(pause debian node raykeeper redis busybox)
-IMAGES_PRINTED=(pause node raykeeper redis busybox)
+IMAGES_ALL=(pause debian node raykeeper redis busybox ray)
+IMAGES_PRINTED=(pause node raykeeper redis busybox ray)
 export BUILDAH_ISOLATION=chroot # no runtime, no user namespaces; RUN steps use the host network
 export STORAGE_DRIVER=vfs       # plain copies: no overlay mounts
 
@@ -49,7 +49,7 @@ image_key() {
   if [ -z "${_KEY[$n]:-}" ]; then
     deps=""
     for d in $("${n}_deps"); do deps+="$d=$(image_key "$d") "; done
-    _KEY[$n]="$({ echo "format=$IMAGES_FORMAT deps=$deps"; cat "$REPO_ROOT/tools/images/$n.sh"; "${n}_inputs"; } | sha)"
+    _KEY[$n]="$({ echo "format=$IMAGES_FORMAT ref=$("${n}_ref") deps=$deps"; cat "$REPO_ROOT/tools/images/$n.sh"; "${n}_inputs"; } | sha)"
   fi
   echo "${_KEY[$n]}"
 }
@@ -83,7 +83,9 @@ export_image() {
   rm -f "$archive.tmp"
   bah push --quiet "$ref" "oci-archive:$archive.tmp:$ref" >/dev/null
   mv "$archive.tmp" "$archive"
-  find "$IMAGES_DIR" -maxdepth 1 -name "$n-*.oci.tar" ! -path "$archive" -delete # older keys
+  # Keep the 3 newest archives of this image: checkouts with other sources (worktrees, branches) that
+  # share the cache keep theirs, and an import reading an older one is not pulled from under it.
+  ls -t "$IMAGES_DIR/$n"-*.oci.tar | tail -n +4 | xargs -r rm -f
   log "$n: exported in $((SECONDS - start))s: $(du -h "$archive" | cut -f1) archive, $(bah images --noheading --format '{{.Size}}' "$ref") unpacked"
 }
 
