@@ -31,6 +31,10 @@ path-include /usr/share/locale/locale.alias
 CFG
   printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' > "$root/etc/apt/apt.conf.d/90slim"
   printf 'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/*.bin || true"; };\n' > "$root/etc/apt/apt.conf.d/91clean"
+  # What debootstrap installed before that configuration existed.
+  find "$root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+  find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
+  rm -rf "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
   : > "$root/etc/hostname"; : > "$root/etc/resolv.conf" # the runtime provides both
   tar --numeric-owner --xattrs -C "$root" -cf "$work/rootfs.tar" .
   c="$(bah from scratch)"
