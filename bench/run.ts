@@ -3,9 +3,11 @@
 import { runControllerBench } from './controller.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
 import { runWebhookBench } from './webhook.ts';
+import { runWebhookMemoryBench } from './webhook-memory.ts';
 
 const PARTS: Record<string, () => Promise<unknown>> = {
   webhook: () => runWebhookBench(),
+  'webhook-memory': () => runWebhookMemoryBench(),
   'redis-cleanup': () => runRedisCleanupBench(),
   controller: () => runControllerBench(),
 };

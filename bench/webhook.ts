@@ -1,16 +1,17 @@
 // Webhook benchmark: HTTPS throughput and latency of the RayCluster mutate route under 32 keep-alive
-// connections, beside a bare Fastify HTTPS route that answers a fixed AdmissionReview, same machine, same
-// run. Each server runs in its own child process; autocannon drives them from this one. The measured time
-// is split into alternating rounds (webhook, bare, bare, webhook, ...) so that other load on the machine
-// hits both alike. ~30 s in total.
+// connections, beside two baselines answering a fixed AdmissionReview on the same machine in the same run:
+// a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x) and a
+// bare node:https server (the Node floor). Each server runs in its own child process with the same TLS
+// settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
+// rotates) so that other load on the machine hits all alike; several runs give the spread. ~70 s in total.
 //
-//   npx node bench/webhook.ts                            (standalone)
-//   import { runWebhookBench } from './webhook.ts'       (bench/run.ts)
+//   node bench/webhook.ts                            (standalone)
+//   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
 import { benchClusterSpec } from './sample-cluster.ts';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -30,22 +31,39 @@ export interface RouteFigures {
   failures: number;
 }
 
+export type ServerKind = 'webhook' | 'fastify' | 'node';
+const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'node'];
+
+export interface RunFigures {
+  webhook: RouteFigures;
+  fastify: RouteFigures;
+  node: RouteFigures;
+  /** webhook / bare Fastify req/s. Goal >= 0.95. */
+  vsFastify: number;
+  /** webhook / bare node:https req/s. */
+  vsNode: number;
+  /** webhook p99 / bare Fastify p99. Goal <= 1.1. */
+  p99VsFastify: number;
+}
+
 export interface WebhookBenchFigures {
   connections: number;
-  /** Measured seconds per route (sum of its rounds). */
+  /** Measured seconds per server in each run (sum of its rounds). */
   durationSeconds: number;
   rounds: number;
-  webhook: RouteFigures;
-  bare: RouteFigures;
-  /** webhook / bare throughput. Target >= 0.85. */
-  throughputRatio: number;
+  runs: RunFigures[];
+  /** 1-minute load average before and after. */
+  loadBefore: number;
+  loadAfter: number;
 }
 
 export interface WebhookBenchOptions {
   connections?: number;
-  /** Measured seconds per route, split into `rounds` alternating windows. Default 12 s in 8 rounds. */
+  /** Measured seconds per server per run, split into `rounds` alternating windows. Default 6 s in 6 rounds. */
   durationSeconds?: number;
   rounds?: number;
+  /** Runs (each a full alternation); the spread across them is reported. Default 3. */
+  runs?: number;
   warmupSeconds?: number;
   /** Print the table (default true). */
   print?: boolean;
@@ -106,14 +124,31 @@ async function serve(kind: string, certDir: string): Promise<void> {
     port = (app.server.address() as { port: number }).port;
     close = () => app.close();
   } else {
-    const { readFileSync } = await import('node:fs');
-    const { default: Fastify } = await import('fastify');
-    const app = Fastify({ https: { cert: readFileSync(certFile), key: readFileSync(keyFile), minVersion: 'TLSv1.2' } });
+    const { loadTlsMaterial, secureContextOptions } = await import('../webhook/tls.ts');
+    const tls = secureContextOptions(await loadTlsMaterial(certFile, keyFile)); // the webhook's TLS settings
     const fixed = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true } };
-    app.post(BARE_PATH, async () => fixed);
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    port = (app.server.address() as { port: number }).port;
-    close = () => app.close();
+    if (kind === 'fastify') {
+      const { default: Fastify } = await import('fastify');
+      const app = Fastify({ https: tls });
+      app.post(BARE_PATH, async () => fixed);
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      port = (app.server.address() as { port: number }).port;
+      close = () => app.close();
+    } else {
+      // The Node floor: read the body, answer the fixed review.
+      const { createServer } = await import('node:https');
+      const answer = JSON.stringify(fixed);
+      const server = createServer(tls, (req, res) => {
+        req.on('data', () => {});
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(answer) });
+          res.end(answer);
+        });
+      });
+      await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+      port = (server.address() as { port: number }).port;
+      close = () => new Promise((ok) => server.close(ok));
+    }
   }
   process.send?.({ port });
   process.on('message', (m: { cpu?: boolean }) => {
@@ -125,7 +160,7 @@ async function serve(kind: string, certDir: string): Promise<void> {
 // ---- parent: load -----------------------------------------------------------------------------------
 
 interface Server {
-  kind: 'webhook' | 'bare';
+  kind: ServerKind;
   child: ChildProcess;
   url: string;
 }
@@ -139,7 +174,7 @@ interface Sample {
   cpuMicros: number;
 }
 
-async function startServer(kind: 'webhook' | 'bare', certDir: string, body: string): Promise<Server> {
+async function startServer(kind: ServerKind, certDir: string, body: string): Promise<Server> {
   const child = fork(THIS_FILE, ['--serve', kind, certDir], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
@@ -242,51 +277,74 @@ function summarize(samples: Sample[]): RouteFigures {
   };
 }
 
+function spread(values: number[], digits = 0): string {
+  const f = (v: number) => v.toFixed(digits);
+  return values.length === 0 ? '-' : `${f(Math.min(...values))}-${f(Math.max(...values))}`;
+}
+
 export function formatFigures(f: WebhookBenchFigures): string {
-  const rows: Array<[string, RouteFigures]> = [
-    ['bare Fastify HTTPS, fixed AdmissionReview', f.bare],
-    [`raykeeper ${MUTATE_RAYCLUSTER_PATH}`, f.webhook],
-  ];
-  const w = Math.max(...rows.map(([n]) => n.length));
+  const names: Record<ServerKind, string> = {
+    node: 'bare node:https, fixed AdmissionReview (the Node floor)',
+    fastify: 'bare Fastify HTTPS, fixed AdmissionReview',
+    webhook: `raykeeper ${MUTATE_RAYCLUSTER_PATH}`,
+  };
+  const w = Math.max(...Object.values(names).map((n) => n.length));
   const cols = ['req/s', 'p50 µs', 'p99 µs', 'CPU µs/req', 'failed'];
-  const cell = (v: string | number, i: number) => String(v).padStart(Math.max(7, cols[i]!.length));
+  const cell = (v: string | number, i: number) => String(v).padStart(Math.max(11, cols[i]!.length));
+  const rows = (['node', 'fastify', 'webhook'] as const).map((k) => {
+    const r = f.runs.map((run) => run[k]);
+    return `${names[k].padEnd(w)}  ${[
+      spread(r.map((x) => x.requestsPerSecond)),
+      spread(r.map((x) => x.p50Micros)),
+      spread(r.map((x) => x.p99Micros)),
+      spread(r.map((x) => x.cpuMicrosPerRequest)),
+      r.reduce((n, x) => n + x.failures, 0),
+    ]
+      .map(cell)
+      .join('  ')}`;
+  });
   return [
-    `webhook: HTTPS, ${f.connections} keep-alive connections, ${f.durationSeconds} s per route in ${f.rounds} alternating rounds (after warm-up)`,
-    `${'route'.padEnd(w)}  ${cols.map(cell).join('  ')}`,
-    ...rows.map(([n, r]) => `${n.padEnd(w)}  ${[r.requestsPerSecond, r.p50Micros, r.p99Micros, r.cpuMicrosPerRequest, r.failures].map(cell).join('  ')}`),
-    `throughput ratio raykeeper/bare: ${f.throughputRatio.toFixed(2)} (target >= 0.85); raykeeper p99 ${(f.webhook.p99Micros / 1000).toFixed(2)} ms (target < 5 ms)`,
+    `webhook: HTTPS, ${f.connections} keep-alive connections, ${f.runs.length} runs of ${f.durationSeconds} s per server in ${f.rounds} alternating rounds; ` +
+      `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context)`,
+    `${'server (min-max over runs)'.padEnd(w)}  ${cols.map(cell).join('  ')}`,
+    ...rows,
+    `req/s ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
+    `p99 ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
+    `req/s ratio raykeeper/bare node:https per run: ${f.runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
+    `server CPU per request, raykeeper minus bare Fastify, per run: ${f.runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
   ].join('\n');
 }
 
 export async function runWebhookBench(options: WebhookBenchOptions = {}): Promise<WebhookBenchFigures> {
-  const o: Required<WebhookBenchOptions> = { connections: 32, durationSeconds: 12, rounds: 8, warmupSeconds: 1.5, print: true, ...options };
+  const o: Required<WebhookBenchOptions> = { connections: 32, durationSeconds: 6, rounds: 6, runs: 3, warmupSeconds: 1.5, print: true, ...options };
   const certDir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-'));
   const servers: Server[] = [];
+  const loadBefore = loadavg()[0]!;
   try {
     await writeBundle(certDir, generateCertificates({ service: 'raykeeper-webhook', namespace: 'bench', ips: ['127.0.0.1'] }));
     const body = JSON.stringify(sampleReview());
-    const webhook = await startServer('webhook', certDir, body);
-    servers.push(webhook);
-    const bare = await startServer('bare', certDir, body);
-    servers.push(bare);
+    for (const kind of KINDS) servers.push(await startServer(kind, certDir, body));
     for (const server of servers) await load(server, body, o.connections, o.warmupSeconds);
-    const samples: Record<Server['kind'], Sample[]> = { webhook: [], bare: [] };
     const window = o.durationSeconds / o.rounds;
-    for (let round = 0; round < o.rounds; round++) {
-      for (const server of round % 2 === 0 ? [webhook, bare] : [bare, webhook]) {
-        samples[server.kind].push(await load(server, body, o.connections, window));
+    const runs: RunFigures[] = [];
+    for (let run = 0; run < o.runs; run++) {
+      const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], node: [] };
+      for (let round = 0; round < o.rounds; round++) {
+        const shift = (round + run) % servers.length;
+        const order = [...servers.slice(shift), ...servers.slice(0, shift)];
+        for (const server of round % 2 === 0 ? order : order.reverse()) samples[server.kind].push(await load(server, body, o.connections, window));
       }
+      const [webhook, fastify, node] = [summarize(samples.webhook), summarize(samples.fastify), summarize(samples.node)];
+      runs.push({
+        webhook,
+        fastify,
+        node,
+        vsFastify: fastify.requestsPerSecond === 0 ? 0 : webhook.requestsPerSecond / fastify.requestsPerSecond,
+        vsNode: node.requestsPerSecond === 0 ? 0 : webhook.requestsPerSecond / node.requestsPerSecond,
+        p99VsFastify: fastify.p99Micros === 0 ? 0 : webhook.p99Micros / fastify.p99Micros,
+      });
     }
-    const w = summarize(samples.webhook);
-    const b = summarize(samples.bare);
-    const figures: WebhookBenchFigures = {
-      connections: o.connections,
-      durationSeconds: o.durationSeconds,
-      rounds: o.rounds,
-      webhook: w,
-      bare: b,
-      throughputRatio: b.requestsPerSecond === 0 ? 0 : w.requestsPerSecond / b.requestsPerSecond,
-    };
+    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, runs, loadBefore, loadAfter: loadavg()[0]! };
     if (o.print) process.stdout.write(formatFigures(figures) + '\n');
     return figures;
   } finally {

@@ -19,6 +19,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'run everything locally (control plane, Redis, webhook, controller, job runner) until Ctrl-C',
     load: () => import('../dev/cli.ts'),
   },
+  mutate: {
+    summary: 'print what the webhook would do to manifests or AdmissionReviews (no cluster, no server; --check for CI)',
+    load: () => import('../webhook/mutate-cli.ts'),
+  },
   'redis-cleanup': {
     summary: 'delete one Ray GCS storage namespace from Redis (the cleanup Job), or --list them',
     load: () => import('../controller/redis-cleanup/cli.ts'),

@@ -2,6 +2,7 @@
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { createLogger } from '../src/logger.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
+import { parseCompanionSetting } from './companion.ts';
 
 const BASE_OPTIONS = {
   kubeconfig: { type: 'string' },
@@ -19,6 +20,7 @@ const BASE_OPTIONS = {
   'resync-period': { type: 'string' },
   'shutdown-timeout': { type: 'string' },
   reconcilers: { type: 'string' },
+  companion: { type: 'string' },
   // Aliases (names used by other controllers' manifests).
   'leader-election-namespace': { type: 'string' },
   'http-port': { type: 'string' },
@@ -51,6 +53,8 @@ Options:
   --resync-period SECONDS    re-enqueue every object this often (default 600)
   --shutdown-timeout SECONDS how long in-flight reconciles may finish on SIGTERM (default 20)
   --reconcilers LIST         comma-separated subset to run (default: all: ${RECONCILER_MODULES.map((m) => m.name).join(', ')})
+  --companion auto|on|off    beside KubeRay: on = leave RayJobs and Ray pods to KubeRay's operator;
+                             auto (default) = on when KubeRay's Lease ray-operator-leader is held
   -h, --help                 this text
   (aliases: --leader-election-namespace = --lease-namespace, --http-port = --health-port)
 
@@ -119,6 +123,7 @@ export async function run(argv: string[]): Promise<number> {
       resyncPeriodMs: seconds(s('resync-period'), 'resync-period', 600_000),
       shutdownTimeoutMs: seconds(s('shutdown-timeout'), 'shutdown-timeout', 20_000),
       modules,
+      companion: parseCompanionSetting(s('companion')),
       moduleFlags: values,
       logger,
     };

@@ -15,6 +15,7 @@ import type { InformerTimings } from './runtime/informer.ts';
 import type { BackoffOptions } from './runtime/backoff.ts';
 import type { ReconcilerModule } from './runtime/reconciler.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
+import { companionModules, type CompanionSetting } from './companion.ts';
 
 export interface ControllerOptions {
   /** A kubeconfig file; else KUBECONFIG / ~/.kube/config / in-cluster. */
@@ -39,6 +40,8 @@ export interface ControllerOptions {
   retry?: BackoffOptions;
   /** Which reconcilers run (default: all of RECONCILER_MODULES). */
   modules?: ReconcilerModule[];
+  /** Beside KubeRay (controller/companion.ts): the CLI defaults to 'auto'; in-process default 'off'. */
+  companion?: CompanionSetting;
   /** Parsed module flags (see ReconcilerModule.flags). */
   moduleFlags?: Record<string, string | boolean | undefined>;
   env?: Record<string, string | undefined>;
@@ -102,7 +105,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     env,
   });
-  for (const module of options.modules ?? RECONCILER_MODULES) {
+  for (const module of await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off')) {
     manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
   }
   let app: FastifyInstance | undefined;

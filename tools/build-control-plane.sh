@@ -14,22 +14,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
-bin_dir="$cache/bin"
-
-die() { echo "build-control-plane: ERROR: $*" >&2; exit 1; }
-say() { echo "build-control-plane: $*"; }
-
-# version_of <go.mod> <module path>: the version a helper module requires.
-version_of() {
-  local v
-  v="$(awk -v mod="$2" '
-    $1 == "require" && $2 == mod { print $3; exit }
-    $1 == mod && $2 ~ /^v[0-9]/ { print $2; exit }
-  ' "$1")"
-  [[ -n "$v" ]] || die "cannot find the version of $2 in $1"
-  echo "$v"
-}
+tool=build-control-plane
+# shellcheck source=lib/go-build.sh
+source "$here/lib/go-build.sh"
 
 etcd_version="$(version_of "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 kube_version="$(version_of "$here/kube-apiserver/go.mod" k8s.io/kubernetes)"
@@ -43,36 +30,6 @@ if [[ "${1:-}" == "--print-paths" ]]; then
 elif [[ $# -gt 0 ]]; then
   die "unknown argument $1 (usage: $0 [--print-paths])"
 fi
-
-# build <name> <helper module dir> <package> <output> [ldflags]
-build() {
-  local name="$1" dir="$2" pkg="$3" out="$4" ldflags="${5:-}"
-  if [[ -x "$out" ]]; then
-    say "$name: cached at $out"
-    return 0
-  fi
-  command -v go >/dev/null 2>&1 || die "go is not on PATH; install Go (see tools/*/go.mod for the minimum version) to build $name"
-  mkdir -p "$bin_dir"
-  # Build into a temporary name next to the target and rename: an interrupted build never leaves a
-  # truncated binary that a later run would take for a cached one.
-  local tmp="$out.tmp.$$"
-  local start=$SECONDS
-  # A heartbeat while `go build` is silent for minutes (CI logs, impatient humans).
-  ( while sleep 30; do say "$name: still building ($((SECONDS - start)) s)"; done ) &
-  local ticker=$!
-  trap 'kill "$ticker" 2>/dev/null; rm -f "$tmp"' EXIT
-  say "$name: building $pkg (CGO_ENABLED=0) into $out; this can take several minutes..."
-  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp" "$pkg"); then
-    kill "$ticker" 2>/dev/null
-    rm -f "$tmp"
-    die "$name: 'go build $pkg' failed in $dir (see the output above)"
-  fi
-  kill "$ticker" 2>/dev/null
-  "$tmp" --version >/dev/null 2>&1 || { rm -f "$tmp"; die "$name: the built binary does not run ($tmp --version failed)"; }
-  mv -f "$tmp" "$out"
-  trap - EXIT
-  say "$name: built in $((SECONDS - start)) s"
-}
 
 build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin"
 # Stamp the version (as Kubernetes' own build does) so /version and `kubectl version` report it instead

@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Debian packages the tests and `raykeeper dev` need: redis-server (real Redis, TLS-capable, with
 # redis-sentinel) and redis-tools (redis-cli, used by the benchmark's baseline). Idempotent.
+#   --images  also what tools/build-images.sh needs: buildah, debootstrap (+ Debian's keyring),
+#             busybox-static, ca-certificates, runc (test/images runs the images with it)
 set -euo pipefail
 need=()
+for a in "$@"; do
+  case "$a" in
+    --images)
+      command -v buildah >/dev/null || need+=(buildah)
+      command -v debootstrap >/dev/null || need+=(debootstrap)
+      [ -s /usr/share/keyrings/debian-archive-keyring.gpg ] || need+=(debian-archive-keyring)
+      dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+      command -v runc >/dev/null || need+=(runc) # test/images runs the images with it
+      [ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
+      ;;
+    *) echo "install-system-deps: unknown option $a" >&2; exit 2 ;;
+  esac
+done
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v redis-sentinel >/dev/null || need+=(redis-sentinel)

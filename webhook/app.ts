@@ -2,7 +2,7 @@
 // returns the Fastify instance without listening (tests use app.inject or listen on port 0).
 import { randomUUID } from 'node:crypto';
 import type { Server as HttpsServer } from 'node:https';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import { denied } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
@@ -10,12 +10,30 @@ import { redisCleanupEnabled } from '../src/gcsft.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
-import type { Counter } from 'prom-client';
-import { createWebhookMetrics, type ErrorReason, type WebhookMetrics } from './metrics.ts';
+import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
+import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 
-/** controller-runtime's admission body limit. */
-export const DEFAULT_BODY_LIMIT = 7 * 1024 * 1024;
+/**
+ * Largest object etcd stores: its default --max-request-bytes (1.5 MiB) bounds the JSON of one object (a
+ * custom resource is stored as JSON, encoded as the API server encodes it into an AdmissionReview).
+ */
+export const ETCD_MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+/** The AdmissionReview around the objects: uid, kinds, resources, userInfo (groups, extra), options. */
+export const ADMISSION_ENVELOPE_BYTES = 256 * 1024;
+/**
+ * Body limit: an UPDATE carries object + oldObject, each at most one stored object, plus the envelope
+ * (3.25 MiB). A CREATE of an object up to the API server's own request limit (3 MiB) fits as well. A
+ * larger review is for an object etcd would refuse to store anyway; it gets 413, and failurePolicy Ignore
+ * lets the API server carry on to that refusal. (controller-runtime's generic 7 MiB allowed ~2x the heap.)
+ */
+export const DEFAULT_BODY_LIMIT = 2 * ETCD_MAX_OBJECT_BYTES + ADMISSION_ENVELOPE_BYTES;
+/** Request bytes in flight at once (see budget.ts): one maximum-size review, or hundreds of usual ones. */
+export const DEFAULT_BODY_BUDGET = DEFAULT_BODY_LIMIT;
+/** How long a request waits for room in the budget; under the webhook configuration's 5 s timeout. */
+export const DEFAULT_BODY_WAIT_MS = 3000;
+/** Requests that may wait for room at once; more get 503 at once. */
+export const DEFAULT_BODY_WAITERS = 256;
 
 export interface WebhookOptions {
   certFile: string;
@@ -27,6 +45,10 @@ export interface WebhookOptions {
   /** Add the GCS FT cleanup finalizer; default: env ENABLE_GCS_FT_REDIS_CLEANUP is not "false". */
   finalizerEnabled?: boolean;
   bodyLimit?: number;
+  /** Request body bytes in flight at once across all requests (memory bound). Default DEFAULT_BODY_BUDGET. */
+  bodyBudget?: number;
+  /** Longest wait for room in the budget before a 503. Default DEFAULT_BODY_WAIT_MS. */
+  bodyWaitMs?: number;
   /** Certificate files are also re-read this often (file events are the fast path). Default 30 s. */
   certificatePollIntervalMs?: number;
 }
@@ -35,9 +57,12 @@ export type WebhookApp = FastifyInstance<HttpsServer> & {
   /** Re-read the certificate files now (also done on file events and periodically). */
   reloadCertificates: () => Promise<boolean>;
   metricsRegistry: Registry;
+  /** The process logger (Fastify itself is given none: no per-request child loggers). */
+  logger: Logger;
+  /** Request bytes in flight (tests, benchmarks). */
+  bodyBudget: ByteBudget;
 };
 
-type Resource = 'raycluster' | 'rayjob';
 const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resource }> = [
   { path: MUTATE_RAYCLUSTER_PATH, target: 'RayCluster', resource: 'raycluster' },
   { path: MUTATE_RAYJOB_PATH, target: 'RayJob', resource: 'rayjob' },
@@ -52,9 +77,15 @@ class InvalidJsonError extends Error {
   code = 'RAYKEEPER_INVALID_JSON';
 }
 
+/** Refused before parsing: parsing it would cost more memory than any real review (see budget.ts). */
+class TooManyContainersError extends Error {
+  statusCode = 413;
+  code = 'RAYKEEPER_TOO_MANY_CONTAINERS';
+}
+
 /** Fastify's own errors before the handler runs, mapped to an HTTP status and a metrics reason. */
 function classify(err: FastifyError): { status: number; reason: ErrorReason } {
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { status: 413, reason: 'body_too_large' };
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err instanceof TooManyContainersError) return { status: 413, reason: 'body_too_large' };
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { status: 415, reason: 'unsupported_media_type' };
   if (err instanceof InvalidJsonError || err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return { status: 400, reason: 'invalid_json' };
   const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
@@ -64,27 +95,24 @@ function classify(err: FastifyError): { status: number; reason: ErrorReason } {
 export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const logger = options.logger ?? createLogger('raykeeper-webhook');
   const registry = options.registry ?? createMetricsRegistry();
-  const metrics: WebhookMetrics = createWebhookMetrics(registry);
-  const counters = {
-    requests: bound(metrics.requests, 'resource', 'operation'),
-    patches: bound(metrics.patches, 'resource', 'operation'),
-    errors: bound(metrics.errors, 'resource', 'reason'),
-  };
-  const durations = { raycluster: metrics.duration.labels({ resource: 'raycluster' }), rayjob: metrics.duration.labels({ resource: 'rayjob' }) };
   const mutateOptions: MutateOptions = {
     newStorageNamespace: options.newStorageNamespace ?? randomUUID,
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
   };
 
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const budget = new ByteBudget({ capacity: options.bodyBudget ?? DEFAULT_BODY_BUDGET, maxWaitMs: options.bodyWaitMs ?? DEFAULT_BODY_WAIT_MS, maxWaiters: DEFAULT_BODY_WAITERS });
+  const metrics: WebhookMetrics = createWebhookMetrics(registry, budget);
+  const record = metrics.record;
+
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
   const app = Fastify({
     https: secureContextOptions(material),
-    loggerInstance: logger as FastifyBaseLogger,
-    // No per-request access lines and no per-request child logger: the handler logs refusals at warn and
-    // routine patches at debug with the admission uid (the API server's audit log records patches too).
-    logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: (parent) => parent,
-    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    // Fastify gets no logger, so it makes no per-request child logger and writes no access lines: the
+    // handlers log refusals at warn and routine patches at debug with the admission uid, through `logger`
+    // (the API server's audit log records patches too).
+    logger: false,
+    bodyLimit,
     requestTimeout: 30_000,
     return503OnClosing: true,
   }) as unknown as FastifyInstance<HttpsServer>;
@@ -113,8 +141,15 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   // objects, and a "__proto__" key in a user's map must not get a valid cluster refused.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.length >= CONTAINER_SCAN_THRESHOLD) {
+      const containers = jsonContainerCount(text);
+      if (containers > MAX_JSON_CONTAINERS) {
+        return done(new TooManyContainersError(`the body holds ${containers} JSON objects and arrays, more than the ${MAX_JSON_CONTAINERS} any storable object has`), undefined);
+      }
+    }
     try {
-      done(null, JSON.parse(body as string));
+      done(null, JSON.parse(text));
     } catch (err) {
       done(new InvalidJsonError(`the body is not valid JSON: ${(err as Error).message}`), undefined);
     }
@@ -124,9 +159,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     const { status, reason } = classify(err);
     const resource = (request.routeOptions.config as RouteConfig | undefined)?.resource;
     if (resource !== undefined) {
-      counters.requests(resource, 'invalid').inc();
-      counters.errors(resource, reason).inc();
-      durations[resource].observe(reply.elapsedTime / 1000);
+      record.error(resource, reason);
+      record.request(resource, 'invalid', reply.elapsedTime / 1000);
     }
     if (closing) void reply.header('connection', 'close');
     const message = status >= 500 ? `internal error: ${err.message}` : err.message;
@@ -137,19 +171,55 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     void reply.code(status).send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, status, message));
   });
 
+  /** 503 before the body is read: no uid is known yet. The connection closes so the body is not read either. */
+  const refuseOverloaded = (resource: Resource, reply: FastifyReply) => {
+    record.error(resource, 'overloaded');
+    record.request(resource, 'invalid', reply.elapsedTime / 1000);
+    logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
+    const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
+    void reply.code(503).header('connection', 'close').header('retry-after', '1').send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message));
+  };
+
+  /**
+   * Holds the request's declared body size in the budget from before the body is read until the response
+   * is closed (sent, or the connection gone). Bodies without a length (chunked) count as the limit; ones
+   * over the limit count as nothing (Fastify refuses them with 413 without reading them).
+   */
+  const admitBody = (resource: Resource) => (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    const declared = Number(request.headers['content-length'] ?? bodyLimit);
+    const weight = Number.isFinite(declared) && declared <= bodyLimit ? Math.max(0, declared) : 0;
+    let held = 0;
+    let closed = false;
+    reply.raw.once('close', () => {
+      closed = true;
+      if (held > 0) budget.release(held);
+      held = 0;
+    });
+    if (budget.tryAcquire(weight)) {
+      held = weight;
+      return done();
+    }
+    void budget.acquire(weight).then((ok) => {
+      if (!ok) return refuseOverloaded(resource, reply);
+      if (closed) return budget.release(weight); // the client left while waiting
+      held = weight;
+      done();
+    });
+  };
+
   for (const { path, target, resource } of ROUTES) {
     app.post(path, {
       config: { resource } satisfies RouteConfig,
+      onRequest: admitBody(resource),
       handler: async (request, reply) => {
         const outcome = mutate(request.body, target, mutateOptions);
-        const operation = outcome.request?.operation ?? 'invalid';
-        counters.requests(resource, operation).inc();
+        const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
         if (outcome.error !== undefined) {
           const internal = outcome.httpStatus >= 500;
-          counters.errors(resource, internal ? 'internal' : 'invalid_review').inc();
+          record.error(resource, internal ? 'internal' : 'invalid_review');
           logger[internal ? 'error' : 'warn']({ ...admissionContext(target, outcome), error: outcome.error }, 'admission request refused');
         } else if (outcome.patch.length > 0) {
-          counters.patches(resource, operation).inc();
+          record.patched(resource, operation);
           if (logger.isLevelEnabled('debug')) {
             logger.debug({ ...admissionContext(target, outcome), changes: outcome.changes, warnings: outcome.warnings }, 'admission patched');
           }
@@ -160,7 +230,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         // client's idle timeout (in-flight requests still complete).
         if (closing) void reply.header('connection', 'close');
         // Latency: from the request's arrival (Fastify's onRequest clock) to the answer being ready.
-        durations[resource].observe(reply.elapsedTime / 1000);
+        record.request(resource, operation, reply.elapsedTime / 1000);
         return reply.code(outcome.httpStatus).send(outcome.answer);
       },
     });
@@ -178,27 +248,9 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
 
   app.decorate('reloadCertificates', () => reloader.reload());
   app.decorate('metricsRegistry', registry);
+  app.decorate('logger', logger);
+  app.decorate('bodyBudget', budget);
   return app as WebhookApp;
-}
-
-type CounterChild = { inc: () => void };
-
-/**
- * A two-label counter's children, bound to their label values on first use: the hot path then does two Map
- * lookups instead of prom-client hashing a label object on every request.
- */
-function bound<A extends string, B extends string>(counter: Counter<A | B>, first: A, second: B): (a: string, b: string) => CounterChild {
-  const cache = new Map<string, Map<string, CounterChild>>();
-  return (a, b) => {
-    let inner = cache.get(a);
-    if (inner === undefined) cache.set(a, (inner = new Map()));
-    let child = inner.get(b);
-    if (child === undefined) {
-      child = counter.labels({ [first]: a, [second]: b } as Record<A | B, string>);
-      inner.set(b, child);
-    }
-    return child;
-  };
 }
 
 function admissionContext(kind: TargetKind, outcome: MutateOutcome) {

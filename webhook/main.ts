@@ -23,11 +23,11 @@ export async function runWebhook(options: RunWebhookOptions): Promise<void> {
   await app.listen({ host, port: options.port ?? DEFAULT_WEBHOOK_PORT });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? DEFAULT_WEBHOOK_PORT);
-  app.log.info({ host, port }, 'admission webhook listening (HTTPS, TLS 1.2+)');
+  app.logger.info({ host, port }, 'admission webhook listening (HTTPS, TLS 1.2+)');
   options.onListening?.({ host, port }, app);
 
   const reload = () => {
-    app.log.info('SIGHUP: re-reading certificate files');
+    app.logger.info('SIGHUP: re-reading certificate files');
     void app.reloadCertificates();
   };
   let onSignal: (name: string) => void = () => {};
@@ -39,15 +39,15 @@ export async function runWebhook(options: RunWebhookOptions): Promise<void> {
       process.on('SIGINT', onSignal);
       void options.stopSignal?.then(() => resolve('stop'));
     });
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    app.logger.info({ signal }, 'shutting down: finishing in-flight requests');
     const timer = setTimeout(() => {
-      app.log.warn('shutdown timeout: closing remaining connections');
+      app.logger.warn('shutdown timeout: closing remaining connections');
       app.server.closeAllConnections();
     }, options.shutdownTimeoutMs ?? 20_000);
     timer.unref();
     await app.close();
     clearTimeout(timer);
-    app.log.info('admission webhook stopped');
+    app.logger.info('admission webhook stopped');
   } finally {
     process.off('SIGHUP', reload);
     process.off('SIGTERM', onSignal);

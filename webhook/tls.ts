@@ -17,9 +17,32 @@ export interface TlsMaterial {
   fingerprint256: string;
 }
 
-/** What node's tls/https servers take; minVersion is part of every secure context, rotated ones included. */
+/** TLS 1.3 suites (all AEAD, all forward secret by the protocol), strongest first. */
+export const TLS13_CIPHER_SUITES = ['TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256', 'TLS_AES_128_GCM_SHA256'] as const;
+
+/**
+ * TLS 1.2 suites: ECDHE key exchange (forward secret) with an AEAD cipher only. Node's default list also
+ * allows static-RSA (AES128-GCM-SHA256: no forward secrecy), CBC with SHA-1 (AES128-SHA,
+ * ECDHE-RSA-AES128-SHA) and CBC-SHA2 suites; none of those is offered here. The ECDSA suites serve an EC key.
+ */
+export const TLS12_CIPHER_SUITES = [
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+] as const;
+
+/** The OpenSSL cipher string of the webhook (TLS 1.3 and 1.2 suites, nothing else). */
+export const TLS_CIPHERS = [...TLS13_CIPHER_SUITES, ...TLS12_CIPHER_SUITES].join(':');
+
+/**
+ * What node's tls/https servers take; the protocol floor and the cipher list are part of every secure
+ * context, rotated ones included. The server's order wins (the strongest suite both sides support).
+ */
 export function secureContextOptions(material: Pick<TlsMaterial, 'cert' | 'key'>): SecureContextOptions {
-  return { cert: material.cert, key: material.key, minVersion: TLS_MIN_VERSION };
+  return { cert: material.cert, key: material.key, minVersion: TLS_MIN_VERSION, ciphers: TLS_CIPHERS, honorCipherOrder: true };
 }
 
 /** Reads and checks a pair: both PEM, the key matching the certificate. Throws a clear error otherwise. */

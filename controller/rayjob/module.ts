@@ -3,11 +3,22 @@
 import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
 import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../runtime/reconciler.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler } from './reconciler.ts';
+import type { InformerFactory } from '../runtime/informer.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler, type RayJobCaches } from './reconciler.ts';
 
 const flags: Record<string, ModuleFlag> = {};
 for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {
   flags[name] = { type: 'string', help: `${spec.help}; env ${spec.env}` };
+}
+
+/** The informers the RayJob reconciler is triggered by and reads from: RayJobs, and what they created. */
+export function rayJobCaches(informers: InformerFactory): RayJobCaches {
+  const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
+  return {
+    rayJobs: informers.get({ ...RAYJOBS }),
+    clusters: informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
+    submitters: informers.get({ ...JOBS, labelSelector: owned }),
+  };
 }
 
 export const rayJobModule: ReconcilerModule = {
@@ -16,6 +27,8 @@ export const rayJobModule: ReconcilerModule = {
   flags,
   create(ctx, parsed) {
     const settings = rayJobSettings(parsed, ctx.env);
+    const caches = rayJobCaches(ctx.informers);
+    const { rayJobs, clusters, submitters } = caches;
     const reconciler = new RayJobReconciler({
       kube: ctx.kube,
       events: ctx.events,
@@ -23,11 +36,9 @@ export const rayJobModule: ReconcilerModule = {
       metrics: ctx.metrics,
       now: ctx.now,
       settings,
+      // The reconciler reads from the informers it is triggered by (a miss is confirmed with a GET).
+      caches,
     });
-    const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
-    const rayJobs = ctx.informers.get({ ...RAYJOBS });
-    const clusters = ctx.informers.get({ ...RAYCLUSTERS, labelSelector: owned });
-    const submitters = ctx.informers.get({ ...JOBS, labelSelector: owned });
     return {
       name: 'rayjob',
       reconciler,

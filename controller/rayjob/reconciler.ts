@@ -1,9 +1,12 @@
-// The RayJob reconciler: reads the RayJob FRESH from the API (level-triggered), observes the world the
-// state needs (RayCluster, submitter Job, Ray dashboard), runs the pure state machine
+// The RayJob reconciler: reads the RayJob and what it owns from the informer caches (level-triggered),
+// observes the Ray dashboard when the state needs it, runs the pure state machine
 // (src/rayjob/machine.ts), executes its actions, then writes the status ONLY through /status, only
-// when it changed, with the resourceVersion it read. A 409, a failed finalizer `test`, or a stored
-// object that moved on while we decided means "re-read and decide again", so a stale copy (informer
-// cache, squashed events, a second replica) can neither apply a transition twice nor skip one.
+// when it changed, with the resourceVersion it read. Before any side effect that does not carry its
+// own guard, a GET must show the RayJob at the resourceVersion decided on. A 409, a failed finalizer
+// `test`, or a stored object that moved on while we decided means "re-read (from the API) and decide
+// again", so a stale copy (informer cache, squashed events, a second replica) can neither apply a
+// transition twice nor skip one. A cache MISS is confirmed by a GET (a RayCluster that is not in the
+// cache yet must not fail a running job), so a steady Running RayJob costs no API reads at all.
 import { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -23,13 +26,22 @@ import {
   EVENT_FAILED_TO_STOP_RAY_JOB,
   EVENT_STOPPED_RAY_JOB,
   EVENT_SUBMITTED_RAY_JOB,
+  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
 } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
-import { decide, observationPlan, statusChanged, type Action, type Decision, type Observed } from '../../src/rayjob/machine.ts';
+import {
+  decideRayJob,
+  isSelfGuarded,
+  observationPlan,
+  statusChanged,
+  type Observed,
+  type RayJobAction,
+  type RayJobStep,
+} from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
-import type { KubeObject } from '../runtime/informer.ts';
-import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import type { Informer, KubeObject } from '../runtime/informer.ts';
+import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, MERGE_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 
@@ -40,18 +52,28 @@ export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
 
+/** The informers the reconciler reads from (the ones its module watches). */
+export interface RayJobCaches {
+  rayJobs: Informer;
+  /** RayClusters a RayJob created (labelled); a clusterSelector's cluster is read with a GET. */
+  clusters: Informer;
+  submitters: Informer;
+}
+
 export interface RayJobReconcilerDeps {
   kube: KubeClient;
   events: EventRecorder;
   logger: Logger;
   settings: RayJobSettings;
+  /** Without caches every read is a GET (tests that drive the reconciler by hand). */
+  caches?: RayJobCaches | undefined;
   metrics?: Registry | undefined;
   now?: () => number;
   dashboard?: DashboardClient;
 }
 
 /** One decide-and-act pass: done (with the runtime's result) or "the object moved: re-read". */
-export type Pass = { kind: 'done'; result: ReconcileResult; decision?: Decision } | { kind: 'conflict'; why: string };
+export type Pass = { kind: 'done'; result: ReconcileResult; decision?: RayJobStep } | { kind: 'conflict'; why: string };
 
 class Moved extends Error {
   constructor(why: string) {
@@ -70,10 +92,9 @@ export class RayJobReconciler implements Reconciler {
   private readonly events: EventRecorder;
   private readonly log: Logger;
   private readonly settings: RayJobSettings;
+  private readonly caches: RayJobCaches | undefined;
   private readonly now: () => number;
   private readonly dashboard: DashboardClient;
-  /** When the dashboard began failing to answer, per RayJob attempt (uid + submission id). */
-  private readonly failingSince = new Map<string, number>();
   private readonly transitions: Counter<'from' | 'to'>;
   private readonly dashboardCalls: Counter<'operation' | 'outcome'>;
 
@@ -82,6 +103,7 @@ export class RayJobReconciler implements Reconciler {
     this.events = deps.events;
     this.log = deps.logger;
     this.settings = deps.settings;
+    this.caches = deps.caches;
     this.now = deps.now ?? Date.now;
     this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
     const registers = deps.metrics ? [deps.metrics] : [];
@@ -108,11 +130,9 @@ export class RayJobReconciler implements Reconciler {
     let why = '';
     for (let pass = 0; pass < MAX_PASSES; pass++) {
       signal?.throwIfAborted();
-      const job = await this.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace, name }, { signal });
-      if (job === undefined) {
-        this.forget(key);
-        return;
-      }
+      // The first pass trusts the cache; after a conflict the cache is known to lag: ask the API.
+      const job = await this.read<RayJob>(pass === 0 ? this.caches?.rayJobs : undefined, { ...RAYJOBS, namespace, name }, signal);
+      if (job === null) return;
       const outcome = await this.reconcileObject(job, signal);
       if (outcome.kind === 'done') return outcome.result;
       why = outcome.why;
@@ -121,22 +141,33 @@ export class RayJobReconciler implements Reconciler {
     throw new Error(`RayJob ${key} kept changing while being reconciled (${why}); retrying with backoff`);
   }
 
+  /** From the cache when it has the object; a miss (or no cache) is a GET. `null`: it does not exist. */
+  private async read<T>(cache: Informer | undefined, ref: ResourceRef, signal?: AbortSignal): Promise<T | null> {
+    const cached = cache?.getByName(ref.namespace, ref.name ?? '');
+    if (cached !== undefined) return cached as unknown as T;
+    return (await this.kube.getOrUndefined<T>(ref, { signal })) ?? null;
+  }
+
   /**
    * Decides on `job` and acts. `job` may be stale (an informer copy, a second replica's view, or just
-   * older than the dashboard call that took seconds): before any side effect other than a finalizer
-   * patch (which carries its own `test`), the stored object must still be this one (same
-   * resourceVersion); the status write is guarded by that resourceVersion too.
+   * older than the dashboard call that took seconds): before any side effect other than a self-guarded
+   * patch (finalizers carry a `test`, the status-check clock a resourceVersion), the stored object must
+   * still be this one (same resourceVersion); the status write is guarded by that resourceVersion too.
    */
   async reconcileObject(job: RayJob, signal?: AbortSignal): Promise<Pass> {
     const key = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
     const observed = await this.observe(job, signal);
     const now = this.now();
-    const decision = decide(job, observed, now, this.settings.machine);
+    const decision = decideRayJob(job, observed, now, this.settings.machine);
+    if (decision.kind === 'leftAlone') {
+      this.log.debug({ rayjob: key, stored: decision.stored }, decision.note);
+      return { kind: 'done', result: {} };
+    }
     const log = this.log.child({ rayjob: key, from: decision.from, next: decision.next });
     const changed = statusChanged(job.status, decision.status);
     try {
       let current: RayJob = job;
-      if (decision.actions.some((a) => a.type !== 'addFinalizer' && a.type !== 'removeFinalizer')) {
+      if (decision.actions.some((a) => !isSelfGuarded(a))) {
         const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
         if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {
@@ -146,7 +177,6 @@ export class RayJobReconciler implements Reconciler {
       for (const action of decision.actions) {
         current = await this.execute(action, current, observed, signal, log);
       }
-      this.trackStatusCheck(job, decision, now);
       if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
         await this.writeStatus(current, decision, signal);
         this.transitions.inc({ from: decision.from, to: decision.next });
@@ -174,15 +204,7 @@ export class RayJobReconciler implements Reconciler {
     return this.settings.dashboardUrl({ namespace: job.metadata.namespace ?? 'default', cluster });
   }
 
-  private attemptKey(job: RayJob): string {
-    return `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}|${job.metadata.uid ?? ''}|${job.status?.jobId ?? ''}`;
-  }
-
-  private forget(key: string): void {
-    for (const k of this.failingSince.keys()) if (k.startsWith(`${key}|`)) this.failingSince.delete(k);
-  }
-
-  /** Reads what the state needs, straight from the API (a stale cache must not fail a running job). */
+  /** Reads what the state needs: the caches first, a GET for a miss (see the top of this file). */
   async observe(job: RayJob, signal?: AbortSignal): Promise<Observed> {
     const plan = observationPlan(job);
     const namespace = job.metadata.namespace;
@@ -190,11 +212,11 @@ export class RayJobReconciler implements Reconciler {
     const clusterName = status.rayClusterName ?? '';
     const observed: Observed = {};
     if (plan.cluster) {
-      observed.cluster = clusterName === '' ? null : ((await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal })) ?? null);
+      observed.cluster = clusterName === '' ? null : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
     }
     if (plan.submitter) {
       const name = submitterJobName(job);
-      const submitter = (await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name }, { signal })) ?? null;
+      const submitter = await this.read<BatchJob>(this.caches?.submitters, { ...JOBS, namespace, name }, signal);
       if (submitter !== null && !(submitter.metadata.ownerReferences ?? []).some((o) => o.uid === job.metadata.uid)) {
         const message = `Job ${namespace}/${name} exists but is not owned by RayJob ${namespace}/${job.metadata.name}; rename or delete it`;
         this.events.event(job as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, message);
@@ -206,22 +228,11 @@ export class RayJobReconciler implements Reconciler {
     if (plan.dashboard && jobId !== '' && clusterName !== '') {
       observed.dashboard = await this.dashboard.getJob(this.dashboardUrl(job, clusterName), jobId, signal);
       this.dashboardCalls.inc({ operation: 'get', outcome: observed.dashboard.kind });
-      const since = this.failingSince.get(this.attemptKey(job));
-      if (since !== undefined) observed.statusCheckFailingSince = since;
     }
     return observed;
   }
 
-  private trackStatusCheck(job: RayJob, decision: Decision, now: number): void {
-    const key = this.attemptKey(job);
-    if (decision.statusCheck === 'failing' && decision.next === 'Running') {
-      if (!this.failingSince.has(key)) this.failingSince.set(key, now);
-    } else if (decision.statusCheck === 'ok' || decision.next !== 'Running') {
-      this.failingSince.delete(key);
-    }
-  }
-
-  private async writeStatus(current: RayJob, decision: Decision, signal?: AbortSignal): Promise<void> {
+  private async writeStatus(current: RayJob, decision: RayJobStep, signal?: AbortSignal): Promise<void> {
     const body = {
       apiVersion: current.apiVersion ?? RAY_API_VERSION,
       kind: current.kind ?? 'RayJob',
@@ -248,7 +259,18 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 
-  private async execute(action: Action, current: RayJob, observed: Observed, signal: AbortSignal | undefined, log: Logger): Promise<RayJob> {
+  /** The dashboard-failure clock as an annotation; the resourceVersion in the patch makes it conditional. */
+  private async setStatusCheckClock(current: RayJob, since: string | null, signal?: AbortSignal): Promise<RayJob> {
+    const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [STATUS_CHECK_FAILING_SINCE_ANNOTATION]: since } } };
+    try {
+      return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal });
+    } catch (err) {
+      if (isConflict(err)) throw new Moved('the RayJob changed before the status-check clock was written');
+      throw err;
+    }
+  }
+
+  private async execute(action: RayJobAction, current: RayJob, observed: Observed, signal: AbortSignal | undefined, log: Logger): Promise<RayJob> {
     const namespace = current.metadata.namespace;
     const owner = current as KubeObject;
     switch (action.type) {
@@ -256,6 +278,8 @@ export class RayJobReconciler implements Reconciler {
         return this.patchFinalizers(current, addFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
       case 'removeFinalizer':
         return this.patchFinalizers(current, removeFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
+      case 'setStatusCheckClock':
+        return this.setStatusCheckClock(current, action.since, signal);
       case 'createCluster': {
         const name = action.cluster.metadata.name ?? '';
         try {

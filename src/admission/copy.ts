@@ -1,6 +1,6 @@
 // The copy that defaulting works on. Only the containers a rule may write to are copied (shallowly); all
-// other subtrees are SHARED with the original, so the diff (fast-json-patch compare skips identical
-// references) walks only what could have changed. Cost stays flat however large the pod templates are.
+// other subtrees are SHARED with the original, so the diff (patch.ts, which skips identical references)
+// walks only what could have changed. Cost stays flat however large the pod templates are.
 //
 // Contract for every defaulting rule: write ONLY into these containers (or replace them as a whole):
 //   obj (top-level keys), obj.metadata, obj.metadata.annotations, obj.metadata.finalizers,

@@ -30,6 +30,11 @@ export interface MutateOutcome {
   warnings: string[];
   /** Set when the answer is a refusal. */
   error?: string;
+  /**
+   * The object as it would be stored (request.object with the patch applied) on an answered CREATE or
+   * UPDATE; it shares unchanged subtrees with request.object. `raykeeper mutate` prints it.
+   */
+  defaulted?: JsonObject;
 }
 
 function refusal(httpStatus: 400 | 500, answer: AdmissionReviewAnswer, message: string, request?: AdmissionRequest): MutateOutcome {
@@ -77,7 +82,7 @@ export function mutate(body: unknown, target: TargetKind, options: MutateOptions
     const { changes, warnings } = defaultObject(target, copy, request, options);
     // The diff, not the rules' own account, decides whether there is a patch.
     const patch = diffPatch(original, copy);
-    return { httpStatus: 200, answer: allowed(apiVersion, uid, patch, warnings), request, patch, changes, warnings };
+    return { httpStatus: 200, answer: allowed(apiVersion, uid, patch, warnings), request, patch, changes, warnings, defaulted: copy };
   } catch (err) {
     const message = `internal error while defaulting: ${err instanceof Error ? err.message : String(err)}`;
     const apiVersion = request?.apiVersion ?? DEFAULT_ADMISSION_API_VERSION;

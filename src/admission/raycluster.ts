@@ -87,8 +87,12 @@ export function rayClusterShapeProblem(obj: JsonObject): string | undefined {
   if (obj.spec !== undefined && obj.spec !== null && !isJsonObject(obj.spec)) return 'object.spec must be an object';
   const options = specOf(obj)?.gcsFaultToleranceOptions;
   if (options !== undefined && options !== null && !isJsonObject(options)) return 'object.spec.gcsFaultToleranceOptions must be an object';
-  const ns = optionsOf(obj)?.externalStorageNamespace;
-  if (ns !== undefined && ns !== null && typeof ns !== 'string') return 'object.spec.gcsFaultToleranceOptions.externalStorageNamespace must be a string';
+  // The fields of the options the rules read must be strings (or absent/null): anything else is refused
+  // here with the uid, before a rule would try to read it as text.
+  for (const field of ['backend', 'externalStorageNamespace']) {
+    const value = optionsOf(obj)?.[field];
+    if (value !== undefined && value !== null && typeof value !== 'string') return `object.spec.gcsFaultToleranceOptions.${field} must be a string`;
+  }
   return undefined;
 }
 

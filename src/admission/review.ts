@@ -62,16 +62,17 @@ function optionalString(value: unknown): string | undefined {
 export function parseAdmissionReview(body: unknown): ParsedReview {
   if (!isJsonObject(body)) return fail('the body must be an AdmissionReview JSON object', DEFAULT_ADMISSION_API_VERSION);
   const apiVersion = isApiVersion(body.apiVersion) ? body.apiVersion : DEFAULT_ADMISSION_API_VERSION;
+  const request = body.request;
+  // The uid is read first, so that every later refusal (envelope errors included) carries it.
+  const uid = isJsonObject(request) && typeof request.uid === 'string' && request.uid !== '' ? request.uid : undefined;
   if (!isApiVersion(body.apiVersion)) {
-    return fail(`apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion ?? null)}`, apiVersion);
+    return fail(`apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion ?? null)}`, apiVersion, uid);
   }
   if (body.kind !== 'AdmissionReview') {
-    return fail(`kind must be AdmissionReview, got ${JSON.stringify(body.kind ?? null)}`, apiVersion);
+    return fail(`kind must be AdmissionReview, got ${JSON.stringify(body.kind ?? null)}`, apiVersion, uid);
   }
-  const request = body.request;
   if (!isJsonObject(request)) return fail('the AdmissionReview has no request object', apiVersion);
-  if (typeof request.uid !== 'string' || request.uid === '') return fail('request.uid is missing or not a non-empty string', apiVersion);
-  const uid = request.uid;
+  if (uid === undefined) return fail('request.uid is missing or not a non-empty string', apiVersion);
 
   const kind = request.kind;
   if (!isJsonObject(kind) || typeof kind.group !== 'string' || typeof kind.version !== 'string' || typeof kind.kind !== 'string') {

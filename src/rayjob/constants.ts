@@ -2,11 +2,10 @@
 // apis/ray/v1/rayjob_types.go). Changing one breaks compatibility. Names used by both resources
 // (finalizers, ray.io/cluster) live in ../names.ts.
 
-/** Ray's JobStatus (the Ray job as the dashboard reports it). "" is KubeRay's JobStatusNew. */
-export const RAY_JOB_STATUSES = ['PENDING', 'RUNNING', 'STOPPED', 'SUCCEEDED', 'FAILED'] as const;
-export type RayJobStatusValue = (typeof RAY_JOB_STATUSES)[number] | '';
-
-/** KubeRay's IsJobTerminal, kept in step with Ray's JobStatus.is_terminal(). */
+/**
+ * KubeRay's IsJobTerminal, kept in step with Ray's JobStatus.is_terminal(). Ray's job statuses are
+ * PENDING, RUNNING, STOPPED, SUCCEEDED, FAILED; "" is KubeRay's JobStatusNew.
+ */
 export function isRayJobTerminal(status: string | undefined): boolean {
   return status === 'STOPPED' || status === 'SUCCEEDED' || status === 'FAILED';
 }
@@ -45,6 +44,14 @@ export const ORIGINATED_FROM_CRD_LABEL = 'ray.io/originated-from-crd';
 export const ORIGINATED_FROM_CRD_RAYJOB = 'RayJob';
 export const CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
 export const CREATED_BY_VALUE = 'raykeeper';
+
+/**
+ * Ours: when the Ray dashboard began failing to answer for this Running attempt (RFC 3339). An
+ * annotation, not a status field, because KubeRay's CRD (which many clusters install instead of ours)
+ * prunes status fields it does not know; a new leader reads it, so the status-check timeout does not
+ * restart at every failover. Cleared when the dashboard answers again, when Running ends, and in New.
+ */
+export const STATUS_CHECK_FAILING_SINCE_ANNOTATION = 'raykeeper.io/status-check-failing-since';
 
 /** spec.clusterSelector key naming an existing RayCluster. */
 export const CLUSTER_SELECTOR_KEY = 'ray.io/cluster';

@@ -1,9 +1,20 @@
 // The RayJob deployment state machine (KubeRay's rayjob_controller.go Reconcile, shaped like
-// spark-operator's syncSparkApplication): ONE switch over the deployment status, one small named
-// function a state. Pure: (RayJob, observed world, clock, config) -> Decision. The reconciler in
-// controller/rayjob/ observes the world, executes the decision's actions, then writes its status.
+// spark-operator's syncSparkApplication): ONE exhaustive switch over the deployment status, one small
+// named function a state. Pure: (RayJob, observed world, clock, config) -> RayJobDecision. The
+// reconciler in controller/rayjob/ observes the world, executes the decision's actions, then writes
+// its status.
+//
+// What runs BEFORE the switch, in this order (and nothing else does):
+//   1. spec.managedBy names a controller we do not stand in for -> left alone (no decision at all);
+//   2. the stored state is one this version does not know (a newer KubeRay's) -> left alone;
+//   3. deletionTimestamp set (any state) -> decideDeletion: stop the Ray job, release the finalizer;
+//   4. the spec is invalid, in any state but Complete, Failed, ValidationFailed -> ValidationFailed.
+// Every other transition is decided inside the case of the state it leaves, including
+// Failed -> Retrying (fail() decides it from backoffLimit) and the counters and endTime that go with
+// Complete and Failed. finish() only merges the case's status changes and stamps the next state.
 import { RAYJOB_FINALIZER } from '../names.ts';
-import type { JobDeploymentStatus, RayCluster, RayJob, RayJobStatus } from '../types.ts';
+import { isManagedExternally } from '../gcsft.ts';
+import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
 import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type BatchJob, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
 import {
   DEFAULT_GRACE_PERIOD_SECONDS,
@@ -19,6 +30,7 @@ import {
   REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
   REASON_SUBMISSION_FAILED,
   REASON_VALIDATION_FAILED,
+  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
   isRayJobTerminal,
 } from './constants.ts';
 import {
@@ -61,8 +73,6 @@ export interface Observed {
   cluster?: RayCluster | null;
   submitter?: BatchJob | null;
   dashboard?: DashboardObservation;
-  /** When (ms) the dashboard started failing to answer for this RayJob; kept by the reconciler. */
-  statusCheckFailingSince?: number;
 }
 
 export interface MachineConfig {
@@ -99,9 +109,11 @@ export function defaultMachineConfig(overrides: Partial<MachineConfig> = {}): Ma
 // ---------------------------------------------------------------------------------------------
 // Outputs
 
-export type Action =
+export type RayJobAction =
   | { type: 'addFinalizer' }
   | { type: 'removeFinalizer' }
+  /** Start (since: RFC 3339) or clear (since: null) the dashboard-failure clock, kept in an annotation. */
+  | { type: 'setStatusCheckClock'; since: string | null }
   | { type: 'createCluster'; cluster: RayCluster }
   | { type: 'deleteCluster'; name: string }
   | { type: 'createSubmitter'; job: BatchJob }
@@ -110,37 +122,64 @@ export type Action =
   | { type: 'stopRayJob'; cluster: string; jobId: string }
   | { type: 'deleteRayJob' };
 
-export interface EventSpec {
+/** Actions that carry their own optimistic-concurrency guard (a JSON-patch `test` or a resourceVersion). */
+export function isSelfGuarded(action: RayJobAction): boolean {
+  return action.type === 'addFinalizer' || action.type === 'removeFinalizer' || action.type === 'setStatusCheckClock';
+}
+
+export interface RayJobEventSpec {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
 }
 
-export interface Decision {
+/** What one pass decided for a RayJob this controller drives. */
+export interface RayJobStep {
+  kind: 'step';
   /** The state the case started from (status.jobDeploymentStatus as read; absent or "" is New). */
-  from: string;
+  from: JobDeploymentStatus;
   /** The state after this decision. */
-  next: string;
+  next: JobDeploymentStatus;
   /** The complete next status; the reconciler writes it through /status only if it differs. */
   status: RayJobStatus;
   /** Side effects, in order, BEFORE the status write (creations use deterministic names, so a repeat is harmless). */
-  actions: Action[];
+  actions: RayJobAction[];
   /** Emitted only AFTER the status write succeeded, so a retried decision does not repeat them. */
-  events: EventSpec[];
+  events: RayJobEventSpec[];
   requeueAfterMs?: number;
-  /** Running: the dashboard answered ('ok') or did not ('failing'); the reconciler keeps the clock. */
+  /** Running: the dashboard answered ('ok') or did not ('failing'). */
   statusCheck?: 'ok' | 'failing';
   /** For logs: why the case decided what it did. */
   note: string;
 }
 
+/** A RayJob that is not ours to move: managed by another controller, or in a state we do not know. */
+export interface RayJobLeftAlone {
+  kind: 'leftAlone';
+  /** status.jobDeploymentStatus as stored. */
+  stored: string;
+  note: string;
+}
+
+export type RayJobDecision = RayJobStep | RayJobLeftAlone;
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-/** Absent or "" reads as New (KubeRay encodes New as ""). */
-export function currentState(job: RayJob): string {
+/** status.jobDeploymentStatus as stored; absent or "" reads as New (KubeRay encodes New as ""). */
+export function storedState(job: RayJob): string {
   const value = job.status?.jobDeploymentStatus;
   return value === undefined || value === null || value === '' ? 'New' : String(value);
+}
+
+function isDeploymentStatus(value: string): value is JobDeploymentStatus {
+  return (JOB_DEPLOYMENT_STATUSES as readonly string[]).includes(value);
+}
+
+/** The state the switch runs on, or undefined for a state this version does not know. */
+export function currentState(job: RayJob): JobDeploymentStatus | undefined {
+  const state = storedState(job);
+  return isDeploymentStatus(state) ? state : undefined;
 }
 
 /** Kubernetes metav1.Time: RFC 3339, second precision. */
@@ -187,6 +226,11 @@ function clusterStatusSummary(cluster: RayCluster): Record<string, unknown> | un
   return Object.keys(rest).length > 0 ? rest : undefined;
 }
 
+/** When the dashboard began failing for this Running attempt (the annotation), in ms. */
+export function statusCheckFailingSince(job: RayJob): number | undefined {
+  return parseTime(job.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Case context and results
 
@@ -197,27 +241,52 @@ interface Ctx {
   now: number;
   config: MachineConfig;
   mode: string;
-  from: string;
+  from: JobDeploymentStatus;
 }
 
 interface Outcome {
-  next: string;
+  next: JobDeploymentStatus;
   changes?: Partial<RayJobStatus>;
   /** Keys removed from the status (resets). */
   remove?: string[];
-  actions?: Action[];
-  events?: EventSpec[];
+  actions?: RayJobAction[];
+  events?: RayJobEventSpec[];
   requeueAfterMs?: number;
   statusCheck?: 'ok' | 'failing';
   note: string;
 }
 
-function stay(ctx: Ctx, note: string, extra: Omit<Outcome, 'next' | 'note'> = {}): Outcome {
+type Extra = Omit<Outcome, 'next' | 'note'>;
+
+function stay(ctx: Ctx, note: string, extra: Extra = {}): Outcome {
   return { next: ctx.from, note, ...extra };
 }
 
-function fail(reason: string, message: string, note: string, extra: Omit<Outcome, 'next' | 'note'> = {}): Outcome {
-  return { ...extra, next: 'Failed', changes: { ...(extra.changes ?? {}), reason, message }, note };
+/**
+ * The attempt failed: Failed, or Retrying while `failed` is below backoffLimit + 1 (KubeRay's
+ * checkBackoffLimitAndUpdateStatusIfNeeded; DeadlineExceeded never retries). Counts the failure,
+ * stamps endTime when final, and emits the Warning.
+ */
+function fail(ctx: Ctx, reason: string, message: string, note: string, extra: Extra = {}): Outcome {
+  const failed = (ctx.status.failed ?? 0) + 1;
+  const limit = ctx.job.spec?.backoffLimit;
+  const retry = typeof limit === 'number' && failed < limit + 1 && reason !== REASON_DEADLINE_EXCEEDED;
+  const event: RayJobEventSpec = {
+    type: 'Warning',
+    reason: EVENT_RAYJOB_FAILED,
+    message: `${reason}: ${message}${retry ? ` (attempt ${failed} of ${(limit ?? 0) + 1}; retrying)` : ''}`,
+  };
+  const changes: Partial<RayJobStatus> = { ...(extra.changes ?? {}), reason, message, failed };
+  if (!retry) changes.endTime = formatTime(ctx.now);
+  return { ...extra, next: retry ? 'Retrying' : 'Failed', changes, events: [...(extra.events ?? []), event], note: retry ? `${note}; retrying` : note };
+}
+
+/** The Ray job ended and the deployment follows: Complete, counting a SUCCEEDED run, with endTime. */
+function complete(ctx: Ctx, note: string, extra: Extra = {}): Outcome {
+  const changes: Partial<RayJobStatus> = { ...(extra.changes ?? {}), endTime: formatTime(ctx.now) };
+  const jobStatus = changes.jobStatus ?? ctx.status.jobStatus;
+  changes.succeeded = (ctx.status.succeeded ?? 0) + (jobStatus === 'SUCCEEDED' ? 1 : 0);
+  return { ...extra, next: 'Complete', changes, note };
 }
 
 function activeDeadlinePassed(ctx: Ctx): Outcome | undefined {
@@ -225,6 +294,7 @@ function activeDeadlinePassed(ctx: Ctx): Outcome | undefined {
   const start = parseTime(ctx.status.startTime);
   if (typeof seconds !== 'number' || start === undefined || ctx.now < start + seconds * 1000) return undefined;
   return fail(
+    ctx,
     REASON_DEADLINE_EXCEEDED,
     `The RayJob has passed the activeDeadlineSeconds. StartTime: ${ctx.status.startTime}. ActiveDeadlineSeconds: ${seconds}`,
     'activeDeadlineSeconds passed',
@@ -236,6 +306,7 @@ function preRunningDeadlinePassed(ctx: Ctx): Outcome | undefined {
   const start = parseTime(ctx.status.startTime);
   if (typeof seconds !== 'number' || start === undefined || ctx.now < start + seconds * 1000) return undefined;
   return fail(
+    ctx,
     REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
     `The RayJob did not reach Running within preRunningDeadlineSeconds. StartTime: ${ctx.status.startTime}. PreRunningDeadlineSeconds: ${seconds}`,
     'preRunningDeadlineSeconds passed',
@@ -267,20 +338,29 @@ function fullName(ctx: Ctx, name: string): string {
 // ---------------------------------------------------------------------------------------------
 // The cases, one a state
 
-/** New: finalizer, then jobId / rayClusterName / startTime, then Initializing. Names are written
- * BEFORE anything is created, so a repeated reconcile can never create a second cluster or submit twice. */
+/**
+ * New: finalizer and names first, stored WITH the state New (so `kubectl get rayjob -w` shows New,
+ * and jobId / rayClusterName are written before anything is created: a repeated reconcile can never
+ * create a second cluster or submit twice); the next pass stamps startTime and moves to Initializing.
+ */
 function decideNew(ctx: Ctx): Outcome {
   const { job, status, config } = ctx;
-  const actions: Action[] = [];
+  const actions: RayJobAction[] = [];
   if (!(job.metadata.finalizers ?? []).includes(RAYJOB_FINALIZER)) actions.push({ type: 'addFinalizer' });
-  const changes: Partial<RayJobStatus> = { startTime: formatTime(ctx.now), jobStatus: status.jobStatus ?? '' };
+  // A clock left by an earlier Running stretch does not carry into a new start.
+  if (statusCheckFailingSince(job) !== undefined) actions.push({ type: 'setStatusCheckClock', since: null });
+  const names: Partial<RayJobStatus> = {};
   if (ctx.mode !== 'InteractiveMode' && (status.jobId ?? '') === '') {
-    changes.jobId = (job.spec?.jobId ?? '') !== '' ? job.spec?.jobId : generateJobId(job.metadata.name ?? '', config.random);
+    names.jobId = (job.spec?.jobId ?? '') !== '' ? job.spec?.jobId : generateJobId(job.metadata.name ?? '', config.random);
   }
   if ((status.rayClusterName ?? '') === '') {
-    changes.rayClusterName = selectedClusterName(job) ?? generateClusterName(job.metadata.name ?? '', config.random);
+    names.rayClusterName = selectedClusterName(job) ?? generateClusterName(job.metadata.name ?? '', config.random);
   }
-  return { next: 'Initializing', changes, actions, requeueAfterMs: config.requeueMs, note: 'initialized ids and start time' };
+  const recorded = job.status?.jobDeploymentStatus === 'New' && Object.keys(names).length === 0 && actions.length === 0;
+  if (!recorded) {
+    return stay(ctx, 'New recorded with its names', { changes: { ...names, jobStatus: status.jobStatus ?? '' }, actions, requeueAfterMs: config.requeueMs });
+  }
+  return { next: 'Initializing', changes: { startTime: formatTime(ctx.now) }, requeueAfterMs: config.requeueMs, note: 'start time stamped' };
 }
 
 /** Initializing: suspend, deadlines, get or create the RayCluster, wait until ready, then submit. */
@@ -297,7 +377,7 @@ function decideInitializing(ctx: Ctx): Outcome {
   if (cluster === null || cluster === undefined) {
     if (usesClusterSelector(job)) {
       const message = `RayCluster ${fullName(ctx, clusterName)} set in the clusterSelector is not found. It must be created manually`;
-      const events: EventSpec[] = status.message === message ? [] : [{ type: 'Warning', reason: EVENT_RAYCLUSTER_NOT_FOUND, message }];
+      const events: RayJobEventSpec[] = status.message === message ? [] : [{ type: 'Warning', reason: EVENT_RAYCLUSTER_NOT_FOUND, message }];
       return stay(ctx, 'selected cluster not found', { changes: { message }, events, requeueAfterMs: wake });
     }
     return stay(ctx, 'creating the RayCluster', {
@@ -322,7 +402,7 @@ function decideInitializing(ctx: Ctx): Outcome {
   }
   const changes: Partial<RayJobStatus> = { dashboardURL, rayClusterStatus: clusterStatus, message: '' };
   if (ctx.mode === 'InteractiveMode') return { next: 'Waiting', changes, note: 'cluster ready; InteractiveMode waits for spec.jobId' };
-  const actions: Action[] = [];
+  const actions: RayJobAction[] = [];
   if (ctx.mode === 'K8sJobMode' && observed.submitter === null) {
     const next: RayJob = { ...job, status: { ...status, ...changes } };
     actions.push({ type: 'createSubmitter', job: buildSubmitterJob(next, cluster, config.submitter) });
@@ -340,131 +420,136 @@ function decideWaiting(ctx: Ctx): Outcome {
   return stay(ctx, 'waiting for spec.jobId', { requeueAfterMs: requeueFor(ctx, [deadlineAt(ctx, job.spec?.preRunningDeadlineSeconds)]) });
 }
 
-/** Running: the Ray job as the dashboard reports it, the submitter, the cluster, the clocks. Every way
- * KubeRay's users saw "Running for ever" (kuberay #1233, #2154, #3553, #3903) has an exit here. */
-function decideRunning(ctx: Ctx): Outcome {
-  const { job, status, observed, config, now } = ctx;
+// Running, in named steps: exits that need no observation, the cluster, the submitter, then what the
+// dashboard said (found / not found / no usable answer). Every way KubeRay's users saw "Running for
+// ever" (kuberay #1233, #2154, #3553, #3903) has an exit here.
+
+/** Suspend, the active deadline, the grace period after a terminal Ray job, a missing submission id. */
+function runningExitsWithoutObservation(ctx: Ctx): Outcome | undefined {
+  const { job, status, config, now } = ctx;
   if (job.spec?.suspend === true) return { next: 'Suspending', note: 'spec.suspend is true' };
   const deadline = activeDeadlinePassed(ctx);
   if (deadline) return deadline;
   // The Ray job ended but the deployment did not follow (the submitter never finished: #3553).
   const rayEnd = parseTime((status['rayJobInfo'] as { endTime?: string } | undefined)?.endTime);
   if (isRayJobTerminal(status.jobStatus) && rayEnd !== undefined && now >= rayEnd + config.gracePeriodSeconds * 1000) {
-    return {
-      next: status.jobStatus === 'FAILED' ? 'Failed' : 'Complete',
-      changes: {
-        reason: REASON_GRACE_PERIOD_EXCEEDED,
-        message: 'JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.',
-      },
-      note: 'grace period after the Ray job ended passed',
-    };
+    const reason = REASON_GRACE_PERIOD_EXCEEDED;
+    const message = 'JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.';
+    const note = 'grace period after the Ray job ended passed';
+    return status.jobStatus === 'FAILED' ? fail(ctx, reason, message, note) : complete(ctx, note, { changes: { reason, message } });
   }
-  const clusterName = status.rayClusterName ?? '';
-  if ((status.jobId ?? '') === '') {
-    // Nothing to follow: without this exit such a RayJob would stay Running for ever.
-    return fail(REASON_SUBMISSION_FAILED, 'status.jobId is empty: no Ray job to follow.', 'no submission id');
+  // Nothing to follow: without this exit such a RayJob would stay Running for ever.
+  if ((status.jobId ?? '') === '') return fail(ctx, REASON_SUBMISSION_FAILED, 'status.jobId is empty: no Ray job to follow.', 'no submission id');
+  return undefined;
+}
+
+/** The head is gone with its cluster (#1233): nothing will ever report the job again. */
+function runningClusterGone(ctx: Ctx): Outcome | undefined {
+  const cluster = ctx.observed.cluster;
+  if (cluster !== null && !isDeleting(cluster)) return undefined;
+  const name = fullName(ctx, ctx.status.rayClusterName ?? '');
+  return fail(ctx, REASON_APP_FAILED, `RayCluster ${name} ${cluster === null ? 'no longer exists' : 'is being deleted'} while the Ray job was running.`, 'cluster gone');
+}
+
+/** What the submitter Job (K8sJobMode) tells: gone, failed, finished and when. */
+interface SubmitterView {
+  failed: boolean;
+  finishedAt: number | undefined;
+  failure: string;
+}
+
+function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | Outcome {
+  const view: SubmitterView = { failed: false, finishedAt: undefined, failure: '' };
+  const submitter = ctx.observed.submitter;
+  if (ctx.mode !== 'K8sJobMode' || submitter === undefined) return view;
+  if (submitter === null) {
+    return fail(ctx, REASON_SUBMISSION_FAILED, `The submitter Job ${fullName(ctx, submitterJobName(ctx.job))} no longer exists.`, 'submitter gone', { changes: base });
   }
-  const cluster = observed.cluster;
-  if (cluster === null || isDeleting(cluster)) {
-    // The head is gone with its cluster (#1233): nothing will ever report the job again.
-    return fail(REASON_APP_FAILED, `RayCluster ${fullName(ctx, clusterName)} ${cluster === null ? 'no longer exists' : 'is being deleted'} while the Ray job was running.`, 'cluster gone');
+  const finished = finishedCondition(submitter);
+  if (finished) {
+    view.failed = finished.type === 'Failed';
+    view.finishedAt = parseTime(finished.lastTransitionTime) ?? ctx.now;
+    view.failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}`;
   }
-  const clusterStatus = cluster ? clusterStatusSummary(cluster) : status.rayClusterStatus;
-  const k8sJob = ctx.mode === 'K8sJobMode';
-  let submitterFailed = false;
-  let submitterFinishedAt: number | undefined;
-  let submitterFailure = '';
-  if (k8sJob && observed.submitter !== undefined) {
-    if (observed.submitter === null) {
-      return fail(REASON_SUBMISSION_FAILED, `The submitter Job ${fullName(ctx, submitterJobName(job))} no longer exists.`, 'submitter gone', {
-        changes: { rayClusterStatus: clusterStatus },
+  return view;
+}
+
+/** A failed submitter: AppFailed when the Ray job already reported FAILED (KubeRay), else SubmissionFailed. */
+function submissionFailed(ctx: Ctx, submitter: SubmitterView, base: Partial<RayJobStatus>, note: string, changes: Partial<RayJobStatus> = {}): Outcome {
+  const extra = { changes: { ...base, ...changes } };
+  return (changes.jobStatus ?? ctx.status.jobStatus) === 'FAILED'
+    ? fail(ctx, REASON_APP_FAILED, (changes.message as string | undefined) ?? ctx.status.message ?? '', note, extra)
+    : fail(ctx, REASON_SUBMISSION_FAILED, submitter.failure, note, extra);
+}
+
+/** The dashboard knows the Ray job: follow it, and the submitter when it must finish too. */
+function runningJobFound(ctx: Ctx, info: RayJobInfo, submitter: SubmitterView, base: Partial<RayJobStatus>): Outcome {
+  const { job, config, now } = ctx;
+  const rayJobInfo: Record<string, string> = {};
+  if (typeof info.start_time === 'number' && info.start_time > 0) rayJobInfo['startTime'] = formatTime(info.start_time);
+  if (typeof info.end_time === 'number' && info.end_time > 0) rayJobInfo['endTime'] = formatTime(info.end_time);
+  const seen: Partial<RayJobStatus> = { ...base, jobStatus: info.status, message: info.message ?? '' };
+  if (Object.keys(rayJobInfo).length > 0) seen['rayJobInfo'] = rayJobInfo;
+  const ok = { changes: seen, statusCheck: 'ok' as const };
+  if (isRayJobTerminal(info.status)) {
+    // K8sJobMode also waits for the submitter, so its logs are complete (kuberay #1919); the grace
+    // period bounds that wait (#3553). A dead submitter does not hide a finished job (#2154).
+    if (ctx.mode === 'K8sJobMode' && submitter.finishedAt === undefined) {
+      const end = typeof info.end_time === 'number' && info.end_time > 0 ? info.end_time : undefined;
+      return stay(ctx, 'Ray job terminal; waiting for the submitter to finish', {
+        ...ok,
+        requeueAfterMs: requeueFor(ctx, [end === undefined ? undefined : end + config.gracePeriodSeconds * 1000]),
       });
     }
-    const finished = finishedCondition(observed.submitter);
-    if (finished) {
-      submitterFailed = finished.type === 'Failed';
-      submitterFinishedAt = parseTime(finished.lastTransitionTime) ?? now;
-      submitterFailure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}`;
-    }
+    if (info.status === 'FAILED') return fail(ctx, REASON_APP_FAILED, info.message ?? '', 'Ray job FAILED', ok);
+    return complete(ctx, `Ray job ${info.status}`, { ...ok, changes: { ...seen, reason: '' } });
   }
-  const submitterFinished = submitterFinishedAt !== undefined;
-  const failSubmission = (note: string, changes: Partial<RayJobStatus> = {}): Outcome =>
-    // A failed submitter after the Ray job already reported FAILED is the app failing (KubeRay).
-    (changes.jobStatus ?? status.jobStatus) === 'FAILED'
-      ? fail(REASON_APP_FAILED, (changes.message as string | undefined) ?? status.message ?? '', note, { changes: { rayClusterStatus: clusterStatus, ...changes } })
-      : fail(REASON_SUBMISSION_FAILED, submitterFailure, note, { changes: { rayClusterStatus: clusterStatus, ...changes } });
-
-  const dashboard = observed.dashboard;
-  const base = { rayClusterStatus: clusterStatus };
-  if (dashboard === undefined) return stay(ctx, 'dashboard not observed', { changes: base, requeueAfterMs: config.requeueMs });
-
-  if (dashboard.kind === 'found') {
-    const info = dashboard.info;
-    const rayJobInfo: Record<string, string> = {};
-    if (typeof info.start_time === 'number' && info.start_time > 0) rayJobInfo['startTime'] = formatTime(info.start_time);
-    if (typeof info.end_time === 'number' && info.end_time > 0) rayJobInfo['endTime'] = formatTime(info.end_time);
-    const seen: Partial<RayJobStatus> = { ...base, jobStatus: info.status, message: info.message ?? '' };
-    if (Object.keys(rayJobInfo).length > 0) seen['rayJobInfo'] = rayJobInfo;
-    if (isRayJobTerminal(info.status)) {
-      // K8sJobMode also waits for the submitter, so its logs are complete (kuberay #1919); the
-      // grace period above bounds that wait (#3553). A dead submitter does not hide a finished job (#2154).
-      if (k8sJob && !submitterFinished) {
-        const end = typeof info.end_time === 'number' && info.end_time > 0 ? info.end_time : undefined;
-        return stay(ctx, 'Ray job terminal; waiting for the submitter to finish', {
-          changes: seen,
-          statusCheck: 'ok',
-          requeueAfterMs: requeueFor(ctx, [end === undefined ? undefined : end + config.gracePeriodSeconds * 1000]),
-        });
-      }
-      if (info.status === 'FAILED') return fail(REASON_APP_FAILED, info.message ?? '', 'Ray job FAILED', { changes: seen, statusCheck: 'ok' });
-      return { next: 'Complete', changes: { ...seen, reason: '' }, statusCheck: 'ok', note: `Ray job ${info.status}` };
+  if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job not terminal', { ...seen, message: submitter.failure });
+  if (submitter.finishedAt !== undefined) {
+    const limit = submitter.finishedAt + config.submitterFinishedTimeoutSeconds * 1000;
+    if (now >= limit) {
+      return fail(
+        ctx,
+        REASON_GRACE_PERIOD_EXCEEDED,
+        `The RayJob submitter finished at ${formatTime(submitter.finishedAt)} but the Ray job did not reach a terminal state within ${config.submitterFinishedTimeoutSeconds}s`,
+        'submitter finished; Ray job stuck',
+        ok,
+      );
     }
-    if (submitterFailed) return failSubmission('submitter failed; Ray job not terminal', { ...seen, message: submitterFailure });
-    if (submitterFinishedAt !== undefined) {
-      const limit = submitterFinishedAt + config.submitterFinishedTimeoutSeconds * 1000;
-      if (now >= limit) {
-        return fail(
-          REASON_GRACE_PERIOD_EXCEEDED,
-          `The RayJob submitter finished at ${formatTime(submitterFinishedAt)} but the Ray job did not reach a terminal state within ${config.submitterFinishedTimeoutSeconds}s`,
-          'submitter finished; Ray job stuck',
-          { changes: seen, statusCheck: 'ok' },
-        );
-      }
-      return stay(ctx, 'submitter finished; waiting for the Ray job to end', { changes: seen, statusCheck: 'ok', requeueAfterMs: requeueFor(ctx, [limit]) });
-    }
-    return stay(ctx, `Ray job ${info.status}`, {
-      changes: seen,
+    return stay(ctx, 'submitter finished; waiting for the Ray job to end', { ...ok, requeueAfterMs: requeueFor(ctx, [limit]) });
+  }
+  return stay(ctx, `Ray job ${info.status}`, { ...ok, requeueAfterMs: requeueFor(ctx, [deadlineAt(ctx, job.spec?.activeDeadlineSeconds)]) });
+}
+
+/** The dashboard answered 404: submit (HTTPMode), wait for the submitter, or judge a finished one. */
+function runningJobNotFound(ctx: Ctx, submitter: SubmitterView, base: Partial<RayJobStatus>): Outcome | undefined {
+  const { job, config, status } = ctx;
+  if (ctx.mode === 'HTTPMode') {
+    return stay(ctx, 'Ray job not found; submitting over HTTP', {
+      changes: base,
+      actions: [{ type: 'submitRayJob', cluster: status.rayClusterName ?? '', request: buildSubmitRequest(job) }],
       statusCheck: 'ok',
-      requeueAfterMs: requeueFor(ctx, [deadlineAt(ctx, job.spec?.activeDeadlineSeconds)]),
+      requeueAfterMs: config.requeueMs,
     });
   }
-
-  if (dashboard.kind === 'notFound') {
-    if (ctx.mode === 'HTTPMode') {
-      return stay(ctx, 'Ray job not found; submitting over HTTP', {
-        changes: base,
-        actions: [{ type: 'submitRayJob', cluster: clusterName, request: buildSubmitRequest(job) }],
-        statusCheck: 'ok',
-        requeueAfterMs: config.requeueMs,
-      });
-    }
-    if (k8sJob) {
-      if (submitterFailed) return failSubmission('submitter failed; Ray job unknown to the dashboard');
-      if (submitterFinished) {
-        // The head restarted and lost its jobs (kuberay #3903), or the submission never happened.
-        return fail(REASON_APP_FAILED, 'Submitter completed but Ray job not found in RayCluster.', 'submitter done; job unknown', { changes: base, statusCheck: 'ok' });
-      }
-      return stay(ctx, 'submitter has not submitted yet', { changes: base, statusCheck: 'ok', requeueAfterMs: config.requeueMs });
-    }
+  if (ctx.mode !== 'K8sJobMode') return undefined; // InteractiveMode: an id the dashboard does not know.
+  if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job unknown to the dashboard');
+  if (submitter.finishedAt !== undefined) {
+    // The head restarted and lost its jobs (kuberay #3903), or the submission never happened.
+    return fail(ctx, REASON_APP_FAILED, 'Submitter completed but Ray job not found in RayCluster.', 'submitter done; job unknown', { changes: base, statusCheck: 'ok' });
   }
+  return stay(ctx, 'submitter has not submitted yet', { changes: base, statusCheck: 'ok', requeueAfterMs: config.requeueMs });
+}
 
-  // No usable answer (or, InteractiveMode, an id the dashboard does not know): the status-check clock runs.
-  if (submitterFailed) return failSubmission('submitter failed; dashboard not answering');
-  const why = dashboard.kind === 'error' ? dashboard.message : `Ray job ${status.jobId ?? ''} not found`;
-  const since = observed.statusCheckFailingSince ?? now;
+/** No usable answer: the status-check clock (kept in an annotation, see below) runs to its timeout. */
+function runningDashboardSilent(ctx: Ctx, submitter: SubmitterView, base: Partial<RayJobStatus>, why: string): Outcome {
+  const { config, now } = ctx;
+  if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; dashboard not answering');
+  const since = statusCheckFailingSince(ctx.job) ?? now;
   const limit = since + config.statusCheckTimeoutSeconds * 1000;
   if (now >= limit) {
     return fail(
+      ctx,
       REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
       `Failed to get the Ray job status from the dashboard for ${config.statusCheckTimeoutSeconds}s: ${why}`,
       'status check timeout',
@@ -474,10 +559,40 @@ function decideRunning(ctx: Ctx): Outcome {
   return stay(ctx, `dashboard: ${why}`, { changes: base, statusCheck: 'failing', requeueAfterMs: requeueFor(ctx, [limit]) });
 }
 
+function decideRunning(ctx: Ctx): Outcome {
+  const early = runningExitsWithoutObservation(ctx) ?? runningClusterGone(ctx);
+  if (early) return early;
+  const cluster = ctx.observed.cluster;
+  const base: Partial<RayJobStatus> = { rayClusterStatus: cluster ? clusterStatusSummary(cluster) : ctx.status.rayClusterStatus };
+  const submitter = readSubmitter(ctx, base);
+  if ('next' in submitter) return submitter;
+  const dashboard = ctx.observed.dashboard;
+  if (dashboard === undefined) return stay(ctx, 'dashboard not observed', { changes: base, requeueAfterMs: ctx.config.requeueMs });
+  if (dashboard.kind === 'found') return runningJobFound(ctx, dashboard.info, submitter, base);
+  const notFound = dashboard.kind === 'notFound' ? runningJobNotFound(ctx, submitter, base) : undefined;
+  if (notFound) return notFound;
+  const why = dashboard.kind === 'error' ? dashboard.message : `Ray job ${ctx.status.jobId ?? ''} not found`;
+  return runningDashboardSilent(ctx, submitter, base, why);
+}
+
+/**
+ * The dashboard-failure clock of a Running stretch lives in an annotation (see
+ * STATUS_CHECK_FAILING_SINCE_ANNOTATION): started at the first failing answer, cleared at the first
+ * good one and when Running is left.
+ */
+function withStatusCheckClock(ctx: Ctx, outcome: Outcome): Outcome {
+  const since = statusCheckFailingSince(ctx.job);
+  const failing = outcome.next === 'Running' && outcome.statusCheck === 'failing';
+  let action: RayJobAction | undefined;
+  if (failing && since === undefined) action = { type: 'setStatusCheckClock', since: new Date(ctx.now).toISOString() };
+  if (!failing && since !== undefined && (outcome.statusCheck === 'ok' || outcome.next !== 'Running')) action = { type: 'setStatusCheckClock', since: null };
+  return action ? { ...outcome, actions: [action, ...(outcome.actions ?? [])] } : outcome;
+}
+
 /** Suspending and Retrying release the cluster and the submitter and wait until both are gone. */
-function releaseResources(ctx: Ctx): { actions: Action[]; done: boolean } {
+function releaseResources(ctx: Ctx): { actions: RayJobAction[]; done: boolean } {
   const { job, status, observed } = ctx;
-  const actions: Action[] = [];
+  const actions: RayJobAction[] = [];
   let done = true;
   const clusterName = status.rayClusterName ?? '';
   // Never delete a cluster the RayJob did not create (clusterSelector).
@@ -537,11 +652,14 @@ function decideValidationFailed(ctx: Ctx): Outcome {
   return { next: 'New', changes: { reason: '', message: '' }, requeueAfterMs: ctx.config.requeueMs, note: 'spec valid again' };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Before the switch
+
 /** Deletion (before the switch, as in KubeRay): stop a Ray job that may still run, release the finalizer. */
 function decideDeletion(ctx: Ctx): Outcome {
   const { job, status } = ctx;
   if (!(job.metadata.finalizers ?? []).includes(RAYJOB_FINALIZER)) return stay(ctx, 'being deleted; no finalizer of ours');
-  const actions: Action[] = [];
+  const actions: RayJobAction[] = [];
   const jobId = status.jobId ?? '';
   const cluster = status.rayClusterName ?? '';
   if (!isRayJobTerminal(status.jobStatus) && jobId !== '' && cluster !== '') actions.push({ type: 'stopRayJob', cluster, jobId });
@@ -550,10 +668,25 @@ function decideDeletion(ctx: Ctx): Outcome {
 }
 
 /** States where validation is not re-run before the switch: finished jobs stay finished. */
-const NOT_REVALIDATED = new Set(['Complete', 'Failed', 'ValidationFailed']);
+const NOT_REVALIDATED: ReadonlySet<JobDeploymentStatus> = new Set<JobDeploymentStatus>(['Complete', 'Failed', 'ValidationFailed']);
+
+/** Validation (before the switch, as in KubeRay): an invalid spec ends in ValidationFailed. */
+function decideValidation(ctx: Ctx): Outcome | undefined {
+  if (NOT_REVALIDATED.has(ctx.from)) return undefined;
+  const problem = validateRayJob(ctx.job);
+  if (!problem) return undefined;
+  const name = `${ctx.job.metadata.namespace ?? 'default'}/${ctx.job.metadata.name ?? ''}`;
+  return {
+    next: 'ValidationFailed',
+    changes: { reason: REASON_VALIDATION_FAILED, message: problem.message },
+    events: [{ type: 'Warning', reason: problem.eventReason, message: `${name}: ${problem.message}` }],
+    note: 'validation failed',
+  };
+}
 
 function runSwitch(ctx: Ctx): Outcome {
-  switch (ctx.from as JobDeploymentStatus) {
+  const state = ctx.from;
+  switch (state) {
     case 'New':
       return decideNew(ctx);
     case 'Initializing':
@@ -561,7 +694,7 @@ function runSwitch(ctx: Ctx): Outcome {
     case 'Waiting':
       return decideWaiting(ctx);
     case 'Running':
-      return decideRunning(ctx);
+      return withStatusCheckClock(ctx, decideRunning(ctx));
     case 'Suspending':
       return decideSuspending(ctx);
     case 'Suspended':
@@ -573,19 +706,26 @@ function runSwitch(ctx: Ctx): Outcome {
       return decideFinished(ctx);
     case 'ValidationFailed':
       return decideValidationFailed(ctx);
-    default:
-      // A state this version does not know (e.g. a newer KubeRay's): touch nothing.
-      return stay(ctx, `unknown jobDeploymentStatus ${JSON.stringify(ctx.from)}; left alone`);
+    default: {
+      const unreachable: never = state;
+      throw new Error(`unhandled jobDeploymentStatus ${String(unreachable)}`);
+    }
   }
+}
+
+/** Whether this controller moves the RayJob at all (see the top of this file, steps 1 and 2). */
+function leftAlone(job: RayJob): RayJobLeftAlone | undefined {
+  const stored = storedState(job);
+  if (isManagedExternally(job)) return { kind: 'leftAlone', stored, note: `spec.managedBy is ${JSON.stringify(job.spec?.managedBy)}: another controller's` };
+  if (currentState(job) === undefined) return { kind: 'leftAlone', stored, note: `unknown jobDeploymentStatus ${JSON.stringify(stored)}; left alone` };
+  return undefined;
 }
 
 /** The observations a decision for this RayJob needs (the reconciler reads only these). */
 export function observationPlan(job: RayJob): { cluster: boolean; submitter: boolean; dashboard: boolean } {
   const state = currentState(job);
   const k8sJob = submissionMode(job) === 'K8sJobMode';
-  if (typeof job.metadata.deletionTimestamp === 'string' && job.metadata.deletionTimestamp !== '') {
-    return { cluster: false, submitter: false, dashboard: false };
-  }
+  if (leftAlone(job) !== undefined || isDeleting(job)) return { cluster: false, submitter: false, dashboard: false };
   switch (state) {
     case 'Initializing':
       return { cluster: true, submitter: k8sJob, dashboard: false };
@@ -605,57 +745,36 @@ export function observationPlan(job: RayJob): { cluster: boolean; submitter: boo
 // ---------------------------------------------------------------------------------------------
 // The entry point
 
-export function decide(job: RayJob, observed: Observed, now: number, config: MachineConfig): Decision {
+export function decideRayJob(job: RayJob, observed: Observed, now: number, config: MachineConfig): RayJobDecision {
+  const alone = leftAlone(job);
+  if (alone) return alone;
+  const from = currentState(job) as JobDeploymentStatus; // leftAlone() refused the unknown ones
   const status: RayJobStatus = structuredClone(job.status ?? {});
-  const from = currentState(job);
   const ctx: Ctx = { job, status, observed, now, config, mode: submissionMode(job), from };
-
-  let outcome: Outcome;
-  const deleting = typeof job.metadata.deletionTimestamp === 'string' && job.metadata.deletionTimestamp !== '';
-  const problem = deleting || NOT_REVALIDATED.has(from) ? undefined : validateRayJob(job);
-  if (deleting) {
-    outcome = decideDeletion(ctx);
-  } else if (problem) {
-    const name = `${job.metadata.namespace ?? 'default'}/${job.metadata.name ?? ''}`;
-    outcome = {
-      next: 'ValidationFailed',
-      changes: { reason: REASON_VALIDATION_FAILED, message: problem.message },
-      events: [{ type: 'Warning', reason: problem.eventReason, message: `${name}: ${problem.message}` }],
-      note: 'validation failed',
-    };
-  } else {
-    outcome = runSwitch(ctx);
-  }
+  const outcome = isDeleting(job) ? decideDeletion(ctx) : (decideValidation(ctx) ?? runSwitch(ctx));
   return finish(ctx, outcome);
 }
 
-/** After the switch (KubeRay: checkBackoffLimitAndUpdateStatusIfNeeded, updateRayJobStatus). */
-function finish(ctx: Ctx, outcome: Outcome): Decision {
-  const { job, now, from } = ctx;
+/** Merges the case's status changes and stamps the next state (KubeRay: updateRayJobStatus). */
+function finish(ctx: Ctx, outcome: Outcome): RayJobStep {
   const next: RayJobStatus = { ...ctx.status, ...(outcome.changes ?? {}) };
   for (const key of outcome.remove ?? []) delete (next as Record<string, unknown>)[key];
-  const events = [...(outcome.events ?? [])];
-  let state = outcome.next;
-  const transition = state !== from;
-  if (transition) {
-    next.failed = (next.failed ?? 0) + (state === 'Failed' ? 1 : 0);
-    next.succeeded = (next.succeeded ?? 0) + (state === 'Complete' && next.jobStatus === 'SUCCEEDED' ? 1 : 0);
-    if (state === 'Failed') {
-      const limit = job.spec?.backoffLimit;
-      const retry = typeof limit === 'number' && next.failed < limit + 1 && next.reason !== REASON_DEADLINE_EXCEEDED;
-      events.push({
-        type: 'Warning',
-        reason: EVENT_RAYJOB_FAILED,
-        message: `${next.reason ?? ''}: ${next.message ?? ''}${retry ? ` (attempt ${next.failed} of ${(limit ?? 0) + 1}; retrying)` : ''}`,
-      });
-      if (retry) state = 'Retrying';
-    }
-    if (state === 'Complete' || state === 'Failed') next.endTime = formatTime(now);
+  if (outcome.next !== ctx.from) {
+    next.failed = next.failed ?? 0;
+    next.succeeded = next.succeeded ?? 0;
   }
   // New is written by its name; KubeRay's "" still reads as New (currentState).
-  next.jobDeploymentStatus = state as JobDeploymentStatus;
-  const decision: Decision = { from, next: state, status: clean(next), actions: outcome.actions ?? [], events, note: outcome.note };
-  if (outcome.requeueAfterMs !== undefined) decision.requeueAfterMs = outcome.requeueAfterMs;
-  if (outcome.statusCheck !== undefined) decision.statusCheck = outcome.statusCheck;
-  return decision;
+  next.jobDeploymentStatus = outcome.next;
+  const step: RayJobStep = {
+    kind: 'step',
+    from: ctx.from,
+    next: outcome.next,
+    status: clean(next),
+    actions: outcome.actions ?? [],
+    events: outcome.events ?? [],
+    note: outcome.note,
+  };
+  if (outcome.requeueAfterMs !== undefined) step.requeueAfterMs = outcome.requeueAfterMs;
+  if (outcome.statusCheck !== undefined) step.statusCheck = outcome.statusCheck;
+  return step;
 }

@@ -117,6 +117,10 @@ t.test('malformed metadata the rules would write into: refused with the uid', as
     ['metadata a string', { ...rayCluster(), metadata: 'x' }, /metadata must be an object/],
     ['spec an array', { ...rayCluster(), spec: [] }, /spec must be an object/],
     ['options a string', { ...rayCluster(), spec: { gcsFaultToleranceOptions: 'redis' } }, /gcsFaultToleranceOptions must be an object/],
+    ['backend an object with a toString key', rayCluster({ options: { backend: { toString: 'x' } } }), /gcsFaultToleranceOptions\.backend must be a string/],
+    ['backend an array', rayCluster({ options: { backend: ['redis'] } }), /backend must be a string/],
+    ['backend a number', rayCluster({ options: { backend: 1 } }), /backend must be a string/],
+    ['namespace an object', rayCluster({ options: { externalStorageNamespace: {} } }), /externalStorageNamespace must be a string/],
   ];
   for (const [name, object, message] of rows) {
     const out = mutate(review('RayCluster', 'CREATE', object), 'RayCluster', options());

@@ -2,7 +2,6 @@
 // by the real API server (the webhook configuration by server-side dry run only: the control plane is
 // shared), the Pods meet the restricted Pod Security Standard, and RBAC grants the controller exactly
 // what it calls (SubjectAccessReviews, and real calls with the ServiceAccount's own token).
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -11,17 +10,11 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
 import { ApiError, KubeRest } from '../../localcluster/rest.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
+import { kustomize } from '../helpers/kustomize.ts';
 
 const SYSTEM_NS = 'raykeeper-system';
 const CONTROLLER = `system:serviceaccount:${SYSTEM_NS}:raykeeper-controller`;
 const WEBHOOK = `system:serviceaccount:${SYSTEM_NS}:raykeeper-webhook`;
-
-function kustomize(dir: string): KubeObject[] {
-  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
-  if (r.error) throw new Error(`kubectl is needed to render the kustomization (kubectl kustomize): ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${r.stderr}`);
-  return parseManifests(r.stdout);
-}
 
 const find = (objs: KubeObject[], kind: string, name: string): any => {
   const o = objs.find((x) => x.kind === kind && x.metadata.name === name);
@@ -304,17 +297,4 @@ t.test('samples are valid objects for our CRDs', async (t) => {
   t.match(gcsFt!.spec, { gcsFaultToleranceOptions: { redisAddress: String, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret' } } } } });
   t.match(byName.get('RayCluster/raycluster-external-redis-annotated')?.metadata.annotations, { 'ray.io/ft-enabled': 'true' });
   t.ok(byName.get('RayJob/rayjob-sample'), 'a RayJob sample');
-});
-
-t.test('Dockerfile: Node 22+, production dependencies, non-root, raykeeper on PATH', async (t) => {
-  const docker = readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8');
-  const from = /^FROM node:(\d+)/m.exec(docker);
-  t.ok(from && Number(from[1]) >= 22, `base image ${from?.[0]}`);
-  t.match(docker, /npm ci --omit=dev/);
-  const user = /^USER (\S+)/m.exec(docker)?.[1] ?? 'root';
-  t.match(user, /^[1-9]\d*(:\d+)?$/, 'a numeric non-root user (runAsNonRoot can verify it)');
-  t.match(docker, /ln -s \/app\/bin\/raykeeper\.js \/usr\/local\/bin\/raykeeper/);
-  t.match(docker, /^ENTRYPOINT \["raykeeper"\]/m);
-  const dirs = [...docker.matchAll(/^COPY (\S+) \.\/\S*$/gm)].map((m) => m[1]);
-  for (const d of ['bin', 'src', 'webhook', 'controller', 'certs']) t.ok(dirs.includes(d), `copies ${d}/`);
 });

@@ -3,12 +3,14 @@
 // has; the test fails if a state or one of its exits has no row.
 import t from 'tap';
 import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
-import { decide, defaultMachineConfig, observationPlan, statusChanged, type Decision, type Observed } from '../../src/rayjob/machine.ts';
+import { decideRayJob, defaultMachineConfig, observationPlan, statusChanged, type RayJobDecision, type RayJobStep, type Observed } from '../../src/rayjob/machine.ts';
 import { at, cluster, info, iso, rayJob, submitter } from './fixtures.ts';
 import type { RayJob } from '../../src/types.ts';
 
 interface Expect {
   next: string;
+  /** The RayJob is not ours to move: no step at all. */
+  leftAlone?: true;
   reason?: string;
   actions?: string[];
   events?: string[];
@@ -37,35 +39,62 @@ const running = submitter('running');
 const rows: Row[] = [
   // ---------------------------------------------------------------- New
   {
-    name: 'New (status absent): finalizer, generated ids, startTime -> Initializing',
+    name: 'New (status absent): finalizer and generated ids stored WITH the state New, no startTime yet',
     job: rayJob(undefined),
     now: 0,
     expect: {
-      next: 'Initializing',
+      next: 'New',
       actions: ['addFinalizer'],
       requeue: true,
-      status: { jobId: 'demo-bbbbb', rayClusterName: 'demo-bbbbb', startTime: iso(0), jobDeploymentStatus: 'Initializing', failed: 0, succeeded: 0 },
+      status: { jobId: 'demo-bbbbb', rayClusterName: 'demo-bbbbb', jobStatus: '', jobDeploymentStatus: 'New' },
+      absent: ['startTime'],
     },
   },
   {
-    name: 'New ("" as KubeRay writes it) reads as New',
+    name: 'New recorded (names and finalizer stored) -> Initializing, startTime stamped',
+    job: rayJob('New', { status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk', jobStatus: '' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
+    now: 2,
+    expect: {
+      next: 'Initializing',
+      actions: [],
+      requeue: true,
+      status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk', startTime: iso(2), jobDeploymentStatus: 'Initializing', failed: 0, succeeded: 0 },
+    },
+  },
+  {
+    name: 'New ("" as KubeRay writes it) reads as New and is stored as New',
     job: rayJob(''),
-    expect: { next: 'Initializing', actions: ['addFinalizer'] },
+    expect: { next: 'New', actions: ['addFinalizer'], status: { jobDeploymentStatus: 'New' } },
+  },
+  {
+    name: 'New with names but stored as "": written once as New before moving on',
+    job: rayJob('', { status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
+    expect: { next: 'New', actions: [], status: { jobDeploymentStatus: 'New', jobId: 'demo-abcde' } },
   },
   {
     name: 'New (named) with the finalizer already there and spec.jobId: no patch, the user id',
     job: rayJob('New', { spec: { jobId: 'my-id' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
-    expect: { next: 'Initializing', actions: [], status: { jobId: 'my-id' } },
+    expect: { next: 'New', actions: [], status: { jobId: 'my-id' } },
   },
   {
     name: 'New with clusterSelector: the cluster name comes from ray.io/cluster',
     job: rayJob('New', { spec: { clusterSelector: { 'ray.io/cluster': 'shared' }, rayClusterSpec: undefined } }),
-    expect: { next: 'Initializing', status: { rayClusterName: 'shared' } },
+    expect: { next: 'New', status: { rayClusterName: 'shared' } },
   },
   {
     name: 'New in InteractiveMode: no jobId yet',
     job: rayJob('New', { spec: { submissionMode: 'InteractiveMode' } }),
+    expect: { next: 'New', absent: ['jobId'] },
+  },
+  {
+    name: 'New in InteractiveMode, cluster name recorded -> Initializing without a jobId',
+    job: rayJob('New', { spec: { submissionMode: 'InteractiveMode' }, status: { rayClusterName: 'demo-fghjk' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
     expect: { next: 'Initializing', absent: ['jobId'] },
+  },
+  {
+    name: 'New with a status-check clock left from an earlier run: cleared',
+    job: rayJob('New', { metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(0) } } }),
+    expect: { next: 'New', actions: ['addFinalizer', 'setStatusCheckClock'] },
   },
   {
     name: 'New, invalid spec (suspend without shutdownAfterJobFinishes) -> ValidationFailed, Warning event, no requeue',
@@ -382,12 +411,32 @@ const rows: Row[] = [
     name: 'Running, dashboard unreachable, first failure -> stay, clock starts',
     job: rayJob('Running'),
     observed: { cluster: ready, submitter: running, dashboard: { kind: 'error', message: 'timeout after 5000 ms' } },
-    expect: { next: 'Running', statusCheck: 'failing', requeue: 3000 },
+    expect: { next: 'Running', statusCheck: 'failing', requeue: 3000, actions: ['setStatusCheckClock'] },
+  },
+  {
+    name: 'Running, dashboard still unreachable, clock already running (a new leader reads it): no second start',
+    job: rayJob('Running', { metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(10) } } }),
+    observed: { cluster: ready, submitter: running, dashboard: { kind: 'error', message: 'timeout after 5000 ms' } },
+    now: 100,
+    expect: { next: 'Running', statusCheck: 'failing', actions: [] },
+  },
+  {
+    name: 'Running, the dashboard answers again: the clock is cleared',
+    job: rayJob('Running', { metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(10) } } }),
+    observed: { cluster: ready, submitter: running, dashboard: info('RUNNING') },
+    now: 100,
+    expect: { next: 'Running', statusCheck: 'ok', actions: ['setStatusCheckClock'] },
+  },
+  {
+    name: 'Running left (suspend) with the clock running: cleared',
+    job: rayJob('Running', { spec: { suspend: true }, metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(10) } } }),
+    observed: { cluster: ready, submitter: running },
+    expect: { next: 'Suspending', actions: ['setStatusCheckClock'] },
   },
   {
     name: 'Running, dashboard unreachable for the whole status-check timeout -> Failed(JobStatusCheckTimeoutExceeded)',
-    job: rayJob('Running'),
-    observed: { cluster: ready, submitter: running, dashboard: { kind: 'error', message: 'timeout after 5000 ms' }, statusCheckFailingSince: at(10) },
+    job: rayJob('Running', { metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(10) } } }),
+    observed: { cluster: ready, submitter: running, dashboard: { kind: 'error', message: 'timeout after 5000 ms' } },
     now: 310,
     expect: { next: 'Failed', reason: 'JobStatusCheckTimeoutExceeded', status: { message: /timeout after 5000 ms/ } },
   },
@@ -549,13 +598,23 @@ const rows: Row[] = [
   {
     name: 'An unknown state (a newer KubeRay) is left alone',
     job: rayJob('Scheduling'),
-    expect: { next: 'Scheduling', actions: [], requeue: false },
+    expect: { next: 'Scheduling', leftAlone: true },
+  },
+  {
+    name: 'spec.managedBy MultiKueue: left alone whatever the state',
+    job: rayJob(undefined, { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }),
+    expect: { next: 'New', leftAlone: true },
+  },
+  {
+    name: "spec.managedBy KubeRay's own name: ours to drive",
+    job: rayJob(undefined, { spec: { managedBy: 'ray.io/kuberay-operator' } }),
+    expect: { next: 'New', actions: ['addFinalizer'] },
   },
 ];
 
 /** Every exit of every state; each must be exercised by a row above. */
 const EXITS: Record<string, string[]> = {
-  New: ['Initializing', 'ValidationFailed'],
+  New: ['New', 'Initializing', 'ValidationFailed'],
   Initializing: ['Initializing', 'Suspending', 'Failed', 'Retrying', 'Running', 'Waiting', 'ValidationFailed', 'New'],
   Waiting: ['Waiting', 'Running', 'Failed', 'ValidationFailed'],
   Running: ['Running', 'Suspending', 'Complete', 'Failed', 'Retrying'],
@@ -578,8 +637,14 @@ t.test('transition table', async (t) => {
   for (const row of rows) {
     t.test(row.name, async (t) => {
       const before = JSON.stringify(row.job);
-      const d: Decision = decide(row.job, row.observed ?? {}, at(row.now ?? 1), config(row.config));
+      const decision: RayJobDecision = decideRayJob(row.job, row.observed ?? {}, at(row.now ?? 1), config(row.config));
       const e = row.expect;
+      t.equal(decision.kind, e.leftAlone ? 'leftAlone' : 'step', e.leftAlone ? 'left alone' : 'a step');
+      if (decision.kind !== 'step') {
+        t.equal(decision.stored, e.next, 'the stored state as read');
+        return;
+      }
+      const d: RayJobStep = decision;
       t.equal(d.next, e.next, 'next state');
       t.equal(d.status.jobDeploymentStatus, e.next, 'written deployment status');
       if (e.reason !== undefined) t.equal(d.status.reason ?? '', e.reason, 'reason');
@@ -592,7 +657,7 @@ t.test('transition table', async (t) => {
       if (e.status !== undefined) t.match(d.status, e.status, 'status fields');
       for (const key of e.absent ?? []) t.notOk(key in d.status, `status has no ${key}`);
       t.equal(JSON.stringify(row.job), before, 'the input RayJob is not mutated');
-      t.same(decide(row.job, row.observed ?? {}, at(row.now ?? 1), config(row.config)), d, 'deterministic');
+      t.same(decideRayJob(row.job, row.observed ?? {}, at(row.now ?? 1), config(row.config)), d, 'deterministic');
     });
   }
 });
@@ -600,6 +665,7 @@ t.test('transition table', async (t) => {
 t.test('every state and every exit of it has a row', async (t) => {
   const seen = new Map<string, Set<string>>();
   for (const row of rows) {
+    if (row.expect.leftAlone) continue;
     const from = stateOf(row.job);
     if (!seen.has(from)) seen.set(from, new Set());
     seen.get(from)?.add(row.expect.next);
@@ -611,8 +677,15 @@ t.test('every state and every exit of it has a row', async (t) => {
   }
 });
 
+/** A decision the test expects to be a step (fails the type narrowing loudly otherwise). */
+function step(job: RayJob, observed: Observed, now: number, c = config()): RayJobStep {
+  const d = decideRayJob(job, observed, now, c);
+  if (d.kind !== 'step') throw new Error(`expected a step, got ${d.note}`);
+  return d;
+}
+
 t.test('what the actions carry', async (t) => {
-  const init = decide(rayJob('Initializing', { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } } }), { cluster: null, submitter: null }, at(1), config());
+  const init = step(rayJob('Initializing', { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } } }), { cluster: null, submitter: null }, at(1));
   const create = init.actions[0];
   t.equal(create?.type, 'createCluster');
   if (create?.type === 'createCluster') {
@@ -620,7 +693,7 @@ t.test('what the actions carry', async (t) => {
     t.equal(create.cluster.metadata.annotations?.['ray.io/ft-enabled'], 'true', 'GCS FT annotation carried over');
     t.match(create.cluster.metadata.ownerReferences, [{ kind: 'RayJob', name: 'demo', uid: 'uid-demo', controller: true }]);
   }
-  const run = decide(rayJob('Initializing'), { cluster: cluster('ready'), submitter: null }, at(1), config());
+  const run = step(rayJob('Initializing'), { cluster: cluster('ready'), submitter: null }, at(1));
   const sub = run.actions[0];
   t.equal(sub?.type, 'createSubmitter');
   if (sub?.type === 'createSubmitter') {
@@ -634,9 +707,9 @@ t.test('what the actions carry', async (t) => {
       { name: 'RAY_JOB_SUBMISSION_ID', value: 'demo-abcde' },
     ]);
   }
-  const stop = decide(rayJob('Running', { status: { jobStatus: 'PENDING' }, metadata: { deletionTimestamp: iso(3) } }), {}, at(4), config());
+  const stop = step(rayJob('Running', { status: { jobStatus: 'PENDING' }, metadata: { deletionTimestamp: iso(3) } }), {}, at(4));
   t.same(stop.actions[0], { type: 'stopRayJob', cluster: 'demo-fghjk', jobId: 'demo-abcde' });
-  const http = decide(rayJob('Running', { spec: { submissionMode: 'HTTPMode', runtimeEnvYAML: 'env_vars:\n  A: "1"\n' } }), { cluster: cluster('ready'), dashboard: { kind: 'notFound' } }, at(2), config());
+  const http = step(rayJob('Running', { spec: { submissionMode: 'HTTPMode', runtimeEnvYAML: 'env_vars:\n  A: "1"\n' } }), { cluster: cluster('ready'), dashboard: { kind: 'notFound' } }, at(2));
   t.same(http.actions[0], {
     type: 'submitRayJob',
     cluster: 'demo-fghjk',
@@ -649,11 +722,11 @@ t.test('a New decision with the stale copy of a RayJob proposes names the API se
   // status write lets only one land (proved against the real API server in reconciler tests).
   let n = 0;
   const random = () => ((n++ * 7) % 27) / 27;
-  const a = decide(rayJob(undefined), {}, at(1), defaultMachineConfig({ random }));
-  const b = decide(rayJob(undefined), {}, at(1), defaultMachineConfig({ random }));
+  const a = step(rayJob(undefined), {}, at(1), defaultMachineConfig({ random }));
+  const b = step(rayJob(undefined), {}, at(1), defaultMachineConfig({ random }));
   t.not(a.status.rayClusterName, b.status.rayClusterName, 'names differ between two decisions');
-  t.equal(a.next, 'Initializing');
-  t.equal(b.next, 'Initializing');
+  t.equal(a.next, 'New', 'stored as New with the names');
+  t.equal(b.next, 'New');
 });
 
 t.test('statusChanged compares what would be stored', async (t) => {
@@ -679,6 +752,8 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
     ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, dashboard: false }],
     ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, dashboard: false }],
     ['being deleted', rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }), { cluster: false, submitter: false, dashboard: false }],
+    ['managed by MultiKueue: nothing read', rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }), { cluster: false, submitter: false, dashboard: false }],
+    ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
 });

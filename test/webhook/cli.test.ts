@@ -90,7 +90,15 @@ t.test('serves, then on SIGTERM finishes the in-flight request, refuses new conn
   socket.write(
     `POST /mutate-ray-io-v1-raycluster HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n` + body.slice(0, half),
   );
-  await new Promise((r) => setTimeout(r, 200));
+  // The fact that the request is in flight: the server holds its body bytes (its metrics say so).
+  const deadlineInFlight = Date.now() + 10_000;
+  let inFlight = 0;
+  while (Date.now() < deadlineInFlight) {
+    const metrics = await httpsCall(port, '/metrics', { ca: certs.bundle.caCert });
+    inFlight = Number(/^raykeeper_webhook_request_bytes_in_flight (\d+)$/m.exec(metrics.body)?.[1] ?? 0);
+    if (inFlight > 0) break;
+  }
+  t.equal(inFlight, Buffer.byteLength(body), 'the half-sent request is in flight');
   child.kill('SIGTERM');
   const deadline = Date.now() + 10_000;
   while (!logs().includes('shutting down') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

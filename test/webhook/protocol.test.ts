@@ -82,6 +82,7 @@ t.test('bad inputs get a 4xx AdmissionReview refusal with a clear message', asyn
     { name: 'missing request', payload: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, status: 400, message: /no request/, uid: '' },
     { name: 'missing uid', payload: review('RayCluster', 'CREATE', rayCluster(), undefined, { uid: null }), status: 400, message: /request\.uid/, uid: '' },
     { name: 'non-object object', payload: review('RayCluster', 'CREATE', 42), status: 400, message: /request\.object .* a number/, uid: UID },
+    { name: 'backend not a string', payload: review('RayCluster', 'CREATE', rayCluster({ options: { backend: { toString: 'x' } } })), status: 400, message: /backend must be a string/, uid: UID },
     { name: 'unknown kind', payload: review('RayService', 'CREATE', {}), status: 400, message: /got ray\.io\/v1 RayService/, uid: UID },
     { name: 'RayCluster on the RayJob route', payload: good, path: JOB, status: 400, message: /mutates ray\.io\/v1 RayJob/, uid: UID },
     { name: 'wrong content type', payload: JSON.stringify(good), headers: { 'content-type': 'text/plain' }, status: 415, message: /Unsupported Media Type/, uid: '' },
@@ -112,8 +113,8 @@ t.test('the API server\'s ?timeout= query is accepted', async (t) => {
   t.equal(res.json().response.allowed, true);
 });
 
-t.test('a body over the 7 MiB limit is refused with 413; one just under is answered', async (t) => {
-  t.equal(DEFAULT_BODY_LIMIT, 7 * 1024 * 1024);
+t.test('a body over the limit (3.25 MiB) is refused with 413; one exactly at it is answered', async (t) => {
+  t.equal(DEFAULT_BODY_LIMIT, 3.25 * 1024 * 1024);
   const base = JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { filler: '' } })));
   const under = base.replace('"filler":""', `"filler":"${'x'.repeat(DEFAULT_BODY_LIMIT - base.length)}"`);
   t.equal(Buffer.byteLength(under), DEFAULT_BODY_LIMIT);
@@ -163,7 +164,7 @@ t.test('metrics count requests, patches, errors and latency', async (t) => {
   t.equal(value('raykeeper_webhook_errors_total{resource="raycluster",reason="unsupported_media_type"}'), 3);
   t.equal(value('raykeeper_webhook_errors_total{resource="raycluster",reason="body_too_large"}'), 1);
   t.equal(value('raykeeper_webhook_errors_total{resource="raycluster",reason="internal"}'), 1);
-  t.equal(value('raykeeper_webhook_errors_total{resource="raycluster",reason="invalid_review"}'), 5);
+  t.equal(value('raykeeper_webhook_errors_total{resource="raycluster",reason="invalid_review"}'), 6);
   t.equal(value('raykeeper_webhook_errors_total{resource="rayjob",reason="invalid_review"}'), 1);
   t.equal(value('raykeeper_webhook_requests_total{resource="raycluster",operation="DELETE"}'), 1);
   const clusterRequests = text

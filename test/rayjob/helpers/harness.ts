@@ -11,11 +11,11 @@ import { createLogger } from '../../../src/logger.ts';
 import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/rayjob/builders.ts';
-import { currentState, type MachineConfig } from '../../../src/rayjob/machine.ts';
+import { storedState, type MachineConfig } from '../../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
 import { KubeClient } from '../../../src/kube.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler } from '../../../controller/rayjob/reconciler.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
 
@@ -47,8 +47,8 @@ export interface Harness {
   reconciler: RayJobReconciler;
   /** Lines the fake `ray` appended (one per invocation). */
   rayCalls(): Promise<string[]>;
-  /** A fresh reconciler sharing nothing but the API server (a second replica). */
-  replica(): RayJobReconciler;
+  /** A fresh reconciler sharing nothing but the API server (a second replica), optionally with its own clock, client or caches. */
+  replica(options?: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches'>>): RayJobReconciler;
   create(job: RayJob): Promise<RayJob>;
   get(name: string): Promise<RayJob | undefined>;
   patchSpec(name: string, spec: Record<string, unknown>): Promise<void>;
@@ -131,10 +131,10 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     { gracePeriodSeconds: 10, statusCheckTimeoutSeconds: 10, submitterFinishedTimeoutSeconds: 10, requeueMs: 1000, ...(options.machine ?? {}) },
   );
   const recorders: KubeEventRecorder[] = [];
-  const makeReconciler = () => {
+  const makeReconciler = (overrides: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches'>> = {}) => {
     const events = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'test', logger });
     recorders.push(events);
-    return new RayJobReconciler({ kube, events, logger, settings });
+    return new RayJobReconciler({ kube, events, logger, settings, ...overrides });
   };
   t.teardown(() => Promise.all(recorders.map((r) => r.flush())));
   const reconciler = makeReconciler();
@@ -154,7 +154,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
         return [];
       }
     },
-    replica: makeReconciler,
+    replica: (options) => makeReconciler(options),
     async create(job) {
       return kube.create<RayJob>({ ...RAYJOBS, namespace }, job);
     },
@@ -175,7 +175,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
       const states: string[] = [];
       let job = await h.get(name);
       const record = (j: RayJob | undefined) => {
-        const s = j ? currentState(j) : '<deleted>';
+        const s = j ? storedState(j) : '<deleted>';
         if (states[states.length - 1] !== s) states.push(s);
       };
       record(job);
@@ -211,4 +211,4 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
   return h;
 }
 
-export const inState = (...states: string[]) => (job: RayJob | undefined) => job !== undefined && states.includes(currentState(job));
+export const inState = (...states: string[]) => (job: RayJob | undefined) => job !== undefined && states.includes(storedState(job));

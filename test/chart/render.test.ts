@@ -1,0 +1,302 @@
+// The chart renders: `helm lint`, `helm template` of the default values and of each mode (what each
+// value does to the objects), values.schema.json refusing typos, and every rendered object of every mode
+// accepted by the real kube-apiserver (server-side dry run: validation and admission, nothing stored).
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import t from 'tap';
+import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
+import { KubeRest } from '../../localcluster/rest.ts';
+import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
+import { CHART_DIR, find, HELM_MAJORS, helm, key, needsHelm, normalise, template, valuesFile } from './helm.ts';
+
+const opts = needsHelm();
+
+const pem = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
+const args = (objects: KubeObject[], name = 'raykeeper-controller'): string[] => find(objects, 'Deployment', name).spec.template.spec.containers[0].args;
+const env = (objects: KubeObject[], name: string): Record<string, string> =>
+  Object.fromEntries(find(objects, 'Deployment', name).spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
+
+/** Every mode the tests render, by name: the values and what they must produce. */
+const MODES: Record<string, unknown> = {
+  default: {},
+  companion: { companion: { enabled: true } },
+  watchNamespace: { controller: { watchNamespaces: ['watched-ns'], secretReader: { enabled: true } } },
+  provided: { certs: { mode: 'provided', provided: { secretName: 'my-tls', caBundle: Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64') } } },
+  certManager: { certs: { mode: 'certManager' } },
+  certManagerIssuer: { certs: { mode: 'certManager', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' }, duration: '2160h', renewBefore: '360h' } } },
+  serviceMonitor: { metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } },
+  singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
+  everything: {
+    image: { repository: 'registry.example/raykeeper', tag: '0.2.0', pullPolicy: 'Always' },
+    imagePullSecrets: ['regcred'],
+    logLevel: 'debug',
+    gcsFtRedisCleanup: false,
+    webhook: {
+      replicas: 3,
+      failurePolicy: 'Fail',
+      timeoutSeconds: 10,
+      namespaceSelector: { matchLabels: { 'ray.example/enabled': 'true' } },
+      objectSelector: { matchExpressions: [{ key: 'skip-raykeeper', operator: 'DoesNotExist' }] },
+      port: 10443,
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      tolerations: [{ key: 'infra', operator: 'Exists', effect: 'NoSchedule' }],
+      priorityClassName: 'system-cluster-critical',
+      podAnnotations: { 'example/a': 'b' },
+      podLabels: { team: 'ml' },
+      podDisruptionBudget: { minAvailable: 2 },
+      resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '300Mi' } },
+    },
+    controller: {
+      replicas: 3,
+      workers: 8,
+      port: 8090,
+      reconcilers: ['raycluster'],
+      cleanupJob: { image: 'registry.example/raykeeper:cleanup', cpu: '500m', memory: '1Gi', imagePullPolicy: 'IfNotPresent', imagePullSecrets: ['a', 'b'] },
+      extraArgs: ['--resync-period=300'],
+      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['infra'] }] }] } } },
+      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'controller' } } }],
+      podDisruptionBudget: { enabled: true, minAvailable: 1 },
+    },
+  },
+};
+
+const withNamespace = (values: unknown, watched: string): unknown => JSON.parse(JSON.stringify(values).replaceAll('watched-ns', watched));
+
+t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', opts, async (t) => {
+  for (const major of HELM_MAJORS) {
+    for (const [name, values] of Object.entries(MODES)) {
+      const r = helm(['lint', '--strict', CHART_DIR, '-f', valuesFile(values)], major);
+      t.equal(r.status, 0, `helm ${major}, ${name}: ${r.stdout.split('\n').filter((l) => /\[(ERROR|WARNING)\]/.test(l)).join('; ') || 'lint clean'} ${r.stderr}`);
+    }
+  }
+});
+
+t.test('Helm 4 renders the same objects as Helm 3, in every mode', opts, async (t) => {
+  for (const [name, values] of Object.entries(MODES)) {
+    const objs = template(values, { major: 4, crds: true });
+    t.ok(objs.length > 10, `${name}: ${objs.length} objects`);
+    t.same(normalise(objs), normalise(template(values, { major: 3, crds: true })), `${name}: the same (but for the generated certificate)`);
+  }
+});
+
+t.test('values.schema.json: a typo or a wrong value fails at install, naming it', opts, async (t) => {
+  const cases: Array<[unknown, RegExp]> = [
+    [{ webhook: { replica: 3 } }, /additional properties 'replica' not allowed/],
+    [{ imagee: { tag: 'x' } }, /additional properties 'imagee' not allowed/],
+    [{ webhook: { failurePolicy: 'ignore' } }, /failurePolicy/],
+    [{ logLevel: 'verbose' }, /logLevel/],
+    [{ certs: { mode: 'selfsigned' } }, /mode/],
+    [{ certs: { mode: 'provided' } }, /provided\/(secretName|caBundle)/],
+    [{ controller: { watchNamespaces: ['a', 'b'] } }, /maxItems/],
+    [{ controller: { watchNamespaces: ['Team_A'] } }, /watchNamespaces\/0/],
+    [{ controller: { reconcilers: ['rayservice'] } }, /reconcilers\/0/],
+    [{ controller: { cleanupJob: { cpu: 'lots' } } }, /cleanupJob\/cpu/],
+    [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
+  ];
+  for (const major of HELM_MAJORS) {
+    for (const [values, message] of cases) {
+      const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(values)], major);
+      t.not(r.status, 0, `helm ${major}: ${JSON.stringify(values)} refused`);
+      t.match(r.stderr, /values don't meet the specifications of the schema/, 'by the schema');
+      t.match(r.stderr, message, `naming ${message}`);
+    }
+  }
+  const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(MODES.singleController), '--set', 'controller.replicas=2']);
+  t.match(r.stderr, /controller.replicas > 1 needs controller.leaderElection.enabled/, 'two controllers without leader election refused');
+});
+
+t.test('default: generated CA and serving certificate, consistent, for the Service names', opts, async (t) => {
+  const objs = template({}, { namespace: 'ops' });
+  const secret = find(objs, 'Secret', 'raykeeper-webhook-tls');
+  const ca = new X509Certificate(pem(secret.data['ca.crt']));
+  const cert = new X509Certificate(pem(secret.data['tls.crt']));
+  t.ok(ca.ca, 'a CA');
+  t.ok(cert.verify(ca.publicKey), 'the serving certificate is signed by it');
+  t.ok(cert.checkPrivateKey(createPrivateKey(pem(secret.data['tls.key']))), 'the key matches');
+  for (const name of ['raykeeper-webhook', 'raykeeper-webhook.ops', 'raykeeper-webhook.ops.svc', 'raykeeper-webhook.ops.svc.cluster.local']) t.equal(cert.checkHost(name), name, `SAN ${name}`);
+  const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
+  t.ok(days > 3640 && days <= 3650, `valid ${Math.round(days)} days`);
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) t.equal(w.clientConfig.caBundle, secret.data['ca.crt'], `${w.name}: caBundle is the Secret's CA`);
+  t.equal(find(objs, 'Deployment', 'raykeeper-webhook').spec.template.spec.volumes[0].secret.secretName, 'raykeeper-webhook-tls');
+  t.notSame(find(template({}, { namespace: 'ops' }), 'Secret').data, secret.data, 'without a Secret to look up (helm template), a new CA each render: the lookup is what keeps it');
+});
+
+t.test('release name: objects are prefixed, cluster-scoped ones too', opts, async (t) => {
+  const objs = template({}, { release: 'ray-infra' });
+  t.same(objs.map((o) => o.metadata.name).filter((n) => !n.startsWith('ray-infra-raykeeper')), [], 'every name starts with <release>-raykeeper');
+  t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
+  t.equal(find(objs, 'ClusterRoleBinding').subjects[0].name, 'ray-infra-raykeeper-controller');
+});
+
+t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', opts, async (t) => {
+  const objs = template(MODES.companion);
+  t.ok(args(objs).includes('--companion=on'));
+  t.notOk(args(objs).some((a) => a.startsWith('--reconcilers')), 'the controller leaves out what KubeRay runs by itself');
+  t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io']);
+  t.same(find(objs, 'ClusterRole', 'raykeeper-controller').rules, [
+    { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+    { apiGroups: ['ray.io'], resources: ['rayclusters/finalizers'], verbs: ['update'] },
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'delete'] },
+    { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  ], 'the RayCluster reconciler\'s calls only: no RayJobs, no RayCluster create, delete or status');
+});
+
+t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', opts, async (t) => {
+  const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
+  const defaults = template();
+  t.notOk(objs.some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'), 'nothing cluster-wide');
+  const role = find(objs, 'Role', 'raykeeper-controller');
+  t.equal(role.metadata.namespace, 'team-a');
+  t.same(role.rules, find(defaults, 'ClusterRole', 'raykeeper-controller').rules, 'the same rules as the ClusterRole');
+  const binding = find(objs, 'RoleBinding', 'raykeeper-controller');
+  t.match(binding, { metadata: { namespace: 'team-a' }, roleRef: { kind: 'Role', name: 'raykeeper-controller' }, subjects: [{ name: 'raykeeper-controller', namespace: 'raykeeper-system' }] });
+  t.match(find(objs, 'Role', 'raykeeper-controller-secret-reader'), { metadata: { namespace: 'team-a' }, rules: [{ resources: ['secrets', 'configmaps'], verbs: ['get'] }] });
+  t.equal(find(objs, 'Role', 'raykeeper-controller-leader-election').metadata.namespace, 'raykeeper-system', 'the Lease stays in the release namespace');
+  t.ok(args(objs).includes('--watch-namespace=team-a'));
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) {
+    t.same(w.namespaceSelector.matchExpressions, [
+      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'raykeeper-system'] },
+      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
+    ], `${w.name}: no finalizer where no controller would remove it`);
+  }
+});
+
+t.test('certs provided: the admin\'s Secret and caBundle, no Secret rendered', opts, async (t) => {
+  const objs = template(MODES.provided);
+  t.notOk(objs.some((o) => o.kind === 'Secret'));
+  t.equal(find(objs, 'Deployment', 'raykeeper-webhook').spec.template.spec.volumes[0].secret.secretName, 'my-tls');
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) t.equal(w.clientConfig.caBundle, (MODES.provided as any).certs.provided.caBundle);
+});
+
+t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected', opts, async (t) => {
+  const objs = template(MODES.certManager);
+  t.notOk(objs.some((o) => o.kind === 'Secret'), 'cert-manager writes the Secret');
+  const cert = find(objs, 'Certificate', 'raykeeper-webhook');
+  t.match(cert.spec, { secretName: 'raykeeper-webhook-tls', issuerRef: { name: 'raykeeper-webhook-ca', kind: 'Issuer' } });
+  t.same(cert.spec.dnsNames, ['raykeeper-webhook', 'raykeeper-webhook.raykeeper-system', 'raykeeper-webhook.raykeeper-system.svc', 'raykeeper-webhook.raykeeper-system.svc.cluster.local']);
+  t.match(find(objs, 'Certificate', 'raykeeper-webhook-ca').spec, { isCA: true, secretName: 'raykeeper-webhook-ca', issuerRef: { name: 'raykeeper-webhook-selfsigned' } });
+  t.same(find(objs, 'Issuer', 'raykeeper-webhook-ca').spec, { ca: { secretName: 'raykeeper-webhook-ca' } });
+  t.same(find(objs, 'Issuer', 'raykeeper-webhook-selfsigned').spec, { selfSigned: {} });
+  const mwc = find(objs, 'MutatingWebhookConfiguration');
+  t.equal(mwc.metadata.annotations['cert-manager.io/inject-ca-from'], 'raykeeper-system/raykeeper-webhook');
+  for (const w of mwc.webhooks) t.notOk('caBundle' in w.clientConfig, `${w.name}: caBundle left to the injector`);
+
+  const own = template(MODES.certManagerIssuer);
+  t.notOk(own.some((o) => o.kind === 'Issuer'), 'an issuer of the admin\'s: none of ours');
+  t.match(find(own, 'Certificate').spec, { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' }, duration: '2160h', renewBefore: '360h' });
+});
+
+t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', opts, async (t) => {
+  const objs = template(MODES.serviceMonitor);
+  const webhookPods = find(objs, 'Deployment', 'raykeeper-webhook').spec.template.metadata.labels;
+  const controllerPods = find(objs, 'Deployment', 'raykeeper-controller').spec.template.metadata.labels;
+  const metricsSvc = find(objs, 'Service', 'raykeeper-controller-metrics');
+  t.match(controllerPods, metricsSvc.spec.selector);
+  t.same(metricsSvc.spec.ports, [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
+  const wsm = find(objs, 'ServiceMonitor', 'raykeeper-webhook');
+  t.match(wsm, { metadata: { labels: { release: 'prom' } }, spec: { endpoints: [{ port: 'https', scheme: 'https', tlsConfig: { serverName: 'raykeeper-webhook.raykeeper-system.svc', ca: { secret: { name: 'raykeeper-webhook-tls', key: 'ca.crt' } } } }] } });
+  t.match(find(objs, 'Service', 'raykeeper-webhook').metadata.labels, wsm.spec.selector.matchLabels, 'selects the webhook Service');
+  t.match(webhookPods, find(objs, 'Service', 'raykeeper-webhook').spec.selector);
+  const csm = find(objs, 'ServiceMonitor', 'raykeeper-controller');
+  t.match(metricsSvc.metadata.labels, csm.spec.selector.matchLabels, 'selects the controller metrics Service');
+  t.notMatch(find(objs, 'Service', 'raykeeper-webhook').metadata.labels, csm.spec.selector.matchLabels, 'and not the webhook\'s');
+  t.notOk(template().some((o) => o.kind === 'ServiceMonitor'), 'off by default');
+});
+
+t.test('leader election off: one controller, no Lease RBAC', opts, async (t) => {
+  const objs = template(MODES.singleController);
+  t.notOk(args(objs).some((a) => a.startsWith('--leader-elect')));
+  t.notOk(objs.some((o) => o.kind === 'Role'), 'no leader-election Role');
+  t.equal(find(objs, 'Deployment', 'raykeeper-controller').spec.replicas, 1);
+});
+
+t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', opts, async (t) => {
+  const objs = template(MODES.everything);
+  const v = MODES.everything as any;
+  t.same(args(objs), [
+    'controller', '--leader-elect', '--leader-election-namespace=$(POD_NAMESPACE)', '--http-port=8090', '--reconcilers=raycluster', '--workers=8',
+    '--cleanup-image=registry.example/raykeeper:cleanup', '--cleanup-cpu=500m', '--cleanup-memory=1Gi', '--cleanup-image-pull-policy=IfNotPresent',
+    '--cleanup-image-pull-secrets=a,b', '--resync-period=300',
+  ]);
+  for (const name of ['raykeeper-webhook', 'raykeeper-controller']) {
+    const pod = find(objs, 'Deployment', name).spec.template.spec;
+    t.equal(pod.containers[0].image, 'registry.example/raykeeper:0.2.0', `${name}: image`);
+    t.equal(pod.containers[0].imagePullPolicy, 'Always');
+    t.same(pod.imagePullSecrets, [{ name: 'regcred' }]);
+    t.match(env(objs, name), { LOG_LEVEL: 'debug', ENABLE_GCS_FT_REDIS_CLEANUP: 'false' }, `${name}: log level and the gate`);
+  }
+  t.equal(env(objs, 'raykeeper-controller').RAYKEEPER_IMAGE, 'registry.example/raykeeper:0.2.0');
+  const webhook = find(objs, 'Deployment', 'raykeeper-webhook');
+  const wpod = webhook.spec.template.spec;
+  t.equal(webhook.spec.replicas, 3);
+  t.same(wpod.nodeSelector, v.webhook.nodeSelector);
+  t.same(wpod.tolerations, v.webhook.tolerations);
+  t.equal(wpod.priorityClassName, 'system-cluster-critical');
+  t.same(wpod.containers[0].resources, v.webhook.resources);
+  t.match(webhook.spec.template.metadata, { annotations: { 'example/a': 'b', 'prometheus.io/port': '10443' }, labels: { team: 'ml' } });
+  t.same(wpod.containers[0].args.slice(-2), ['--port', '10443']);
+  t.equal(wpod.containers[0].ports[0].containerPort, 10443);
+  t.ok(wpod.affinity.podAntiAffinity, 'default anti-affinity kept when none is given');
+  const cpod = find(objs, 'Deployment', 'raykeeper-controller').spec.template.spec;
+  t.same(cpod.affinity, v.controller.affinity);
+  t.same(cpod.topologySpreadConstraints, v.controller.topologySpreadConstraints);
+  t.equal(find(objs, 'PodDisruptionBudget', 'raykeeper-webhook').spec.minAvailable, 2);
+  t.equal(find(objs, 'PodDisruptionBudget', 'raykeeper-controller').spec.minAvailable, 1);
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) {
+    t.match(w, { failurePolicy: 'Fail', timeoutSeconds: 10, namespaceSelector: v.webhook.namespaceSelector, objectSelector: v.webhook.objectSelector }, w.name);
+  }
+  t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io'], 'reconcilers [raycluster]: no RayJob webhook');
+});
+
+t.test('every object of every mode is accepted by the real API server (server-side dry run)', opts, async (t) => {
+  const cp = await getControlPlane();
+  const release = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+  const watched = await testNamespace(t);
+  const rest = new KubeRest(cp.kubeConfig());
+  t.teardown(() => rest.close());
+  await installStandInCrds(rest);
+  const discovery = new Discovery(rest);
+  for (const [name, values] of Object.entries(MODES)) {
+    const objs = template(withNamespace(values, watched.name), { release: 'rk', namespace: release.name, crds: true });
+    for (const o of objs) {
+      const warnings: string[] = [];
+      const r = await applyObject(rest, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
+      t.equal(r.metadata.name, o.metadata.name, `${name}: ${key(o)} accepted`);
+      t.same(warnings, [], `${name}: ${key(o)} no warnings`);
+    }
+    // The Pods of both Deployments meet the restricted profile enforced on the release namespace.
+    for (const d of objs.filter((o) => o.kind === 'Deployment') as any[]) {
+      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `psa-${d.metadata.name}` }, spec: d.spec.template.spec };
+      const r = await rest.post(`/api/v1/namespaces/${release.name}/pods`, pod, { dryRun: 'All' });
+      t.equal(r.metadata.name, pod.metadata.name, `${name}: ${d.metadata.name} Pods admitted under Pod Security restricted`);
+    }
+  }
+});
+
+/**
+ * cert-manager's and the Prometheus operator's kinds, served by stand-in CRDs (group, version, kind and
+ * scope as theirs; any fields): the dry run then checks the object's identity and metadata, the field
+ * shapes being asserted above. Created once on the shared control plane, never deleted (harmless).
+ */
+async function installStandInCrds(rest: KubeRest): Promise<void> {
+  const crds = [
+    ['cert-manager.io', 'Certificate', 'certificates'],
+    ['cert-manager.io', 'Issuer', 'issuers'],
+    ['monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors'],
+  ];
+  for (const [group, kind, plural] of crds) {
+    await applyObject(rest, {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${plural}.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { kind, plural, singular: kind!.toLowerCase(), listKind: `${kind}List` },
+        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      },
+    }, { fieldManager: 'raykeeper-test' });
+  }
+  await waitForCrdsEstablished(rest, crds.map(([g, , p]) => `${p}.${g}`));
+}

@@ -1,0 +1,89 @@
+// KubeRay's real operator (ray-operator, built by tools/build-kuberay.sh) beside ours, on a control
+// plane of its own: KubeRay's CRDs (RayService and RayCronJob included, which its operator needs)
+// would replace ours on the shared test control plane under the other test files' feet.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { startControlPlane, type ControlPlane } from '../../localcluster/control-plane.ts';
+import { freePort } from '../../localcluster/net.ts';
+import { KubeClient } from '../../src/kube.ts';
+
+export const BUILD_KUBERAY = join(REPO_ROOT, 'tools', 'build-kuberay.sh');
+
+/** Where tools/build-kuberay.sh puts (or put) the operator; it builds nothing with --print-path. */
+export function kubeRayBinary(): string {
+  return execFileSync('bash', [BUILD_KUBERAY, '--print-path'], { encoding: 'utf8' }).trim();
+}
+
+/**
+ * Why the suite cannot run here, or undefined. On CI (env CI set) a missing binary is a failure, not a
+ * skip: .ci/run builds it with tools/build-kuberay.sh.
+ */
+export function missingKubeRay(): string | undefined {
+  const bin = kubeRayBinary();
+  return existsSync(bin) ? undefined : `KubeRay's operator is not built (${bin}); run: bash tools/build-kuberay.sh (~5 min on 2 cores)`;
+}
+
+export function kubeRayCrds(): string {
+  return execFileSync('bash', [BUILD_KUBERAY, '--print-crds'], { encoding: 'utf8' }).trim();
+}
+
+export async function kubeRayControlPlane(progress: (m: string) => void): Promise<{ cp: ControlPlane; kube: KubeClient }> {
+  const cp = await startControlPlane({ crdsDir: kubeRayCrds(), onProgress: progress });
+  const kube = new KubeClient(cp.kubeConfig());
+  return { cp, kube };
+}
+
+export interface KubeRayOperator {
+  proc: ChildProcess;
+  /** Everything it logged (JSON lines). */
+  log(): string;
+  /** Its "Reconciler error" lines logged after `from` characters of the log. */
+  reconcilerErrors(from?: number): string[];
+  stop(): Promise<void>;
+}
+
+/** ray-operator out of cluster (platform.md), with leader election on so its Lease exists. */
+export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean; leaseNamespace: string }): Promise<KubeRayOperator> {
+  const env: Record<string, string> = { KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '', NO_PROXY: '127.0.0.1,localhost' };
+  if (!options.cleanup) env.ENABLE_GCS_FT_REDIS_CLEANUP = 'false';
+  const proc = spawn(
+    kubeRayBinary(),
+    [
+      `--metrics-addr=127.0.0.1:${await freePort()}`,
+      `--health-probe-bind-address=127.0.0.1:${await freePort()}`,
+      '--enable-leader-election=true',
+      `--leader-election-namespace=${options.leaseNamespace}`,
+    ],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  return {
+    proc,
+    log: () => out,
+    reconcilerErrors: (from = 0) => out.slice(from).split('\n').filter((l) => l.includes('Reconciler error')),
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A pino logger whose lines are kept (to read our controller's start-up line). */
+export function capturingLogger(level = 'info'): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  return { logger: pino({ level }, { write: (l: string) => void lines.push(l) }), lines };
+}
+
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  subresource?: string;
+}

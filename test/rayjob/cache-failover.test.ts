@@ -1,0 +1,109 @@
+// Issue 15 and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
+// RayCluster and submitter Job from the informer caches (a steady Running RayJob costs no API reads),
+// and the dashboard-failure clock lives in an annotation, so a new leader continues it.
+import t from 'tap';
+import { InformerFactory } from '../../controller/runtime/informer.ts';
+import { rayJobCaches } from '../../controller/rayjob/module.ts';
+import { KubeClient } from '../../src/kube.ts';
+import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
+import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+
+/** A KubeClient that records every request as "METHOD path". */
+function countingClient(kubeConfig: KubeClient['kubeConfig']): { kube: KubeClient; calls: string[] } {
+  const kube = new KubeClient(kubeConfig);
+  const calls: string[] = [];
+  const request = kube.request.bind(kube);
+  kube.request = ((method: string, path: string, options?: Parameters<KubeClient['request']>[2]) => {
+    calls.push(`${method} ${path}`);
+    return request(method, path, options);
+  }) as KubeClient['request'];
+  return { kube, calls };
+}
+
+t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
+  const h = await rayJobHarness(t);
+  const factory = new InformerFactory(h.kube, { namespace: h.namespace });
+  const caches = rayJobCaches(factory);
+  factory.start();
+  t.teardown(() => factory.stop());
+  t.ok(await factory.waitForSync(), 'caches synced');
+  const { kube, calls } = countingClient(h.ns.kubeConfig);
+  t.teardown(() => kube.close());
+  const cached = h.replica({ kube, caches });
+
+  await h.create(manifest('steady', { entrypoint: 'sleep 60' }));
+  const key = `${h.namespace}/steady`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    await cached.reconcile(key).catch(() => undefined);
+    const job = await h.get('steady');
+    if (job?.status?.jobStatus === 'RUNNING') break;
+    if (job?.status?.rayClusterName) {
+      const c = await h.cluster(job.status.rayClusterName);
+      if (c && c.status?.state !== 'ready') await h.markReady(job.status.rayClusterName);
+    }
+    if (Date.now() > deadline) throw new Error(`not running: ${JSON.stringify(job?.status)}`);
+    await sleep(100);
+  }
+  const stored = (await h.get('steady'))!;
+  // Wait for the fact that matters: the cache holds the stored version of all three objects.
+  const cluster = await h.cluster(stored.status?.rayClusterName ?? '');
+  const submitter = (await h.submitterJob('steady')) as { metadata: { resourceVersion: string } };
+  const upToDate = () =>
+    caches.rayJobs.getByName(h.namespace, 'steady')?.metadata?.resourceVersion === stored.metadata.resourceVersion &&
+    caches.clusters.getByName(h.namespace, cluster?.metadata.name ?? '')?.metadata?.resourceVersion === cluster?.metadata.resourceVersion &&
+    caches.submitters.getByName(h.namespace, 'steady')?.metadata?.resourceVersion === submitter.metadata.resourceVersion;
+  while (!upToDate()) {
+    if (Date.now() > deadline) throw new Error('caches never caught up');
+    await sleep(20);
+  }
+  t.ok(calls.some((c) => c.startsWith('GET ')), 'positive control: the way there did read from the API (misses, guards)');
+  calls.length = 0;
+  const dashboardBefore = h.dashboard.requests.length;
+  for (let i = 0; i < 5; i++) await cached.reconcile(key);
+  t.same(calls, [], 'five reconciles of a steady Running RayJob: no API request at all');
+  t.equal(h.dashboard.requests.length - dashboardBefore, 5, 'one dashboard GET each (the Ray job status is not in any cache)');
+  t.equal((await h.get('steady'))?.metadata.resourceVersion, stored.metadata.resourceVersion, 'nothing written');
+});
+
+t.test('the dashboard-failure clock survives a failover: a new leader continues it from the annotation', async (t) => {
+  const h = await rayJobHarness(t, { machine: { statusCheckTimeoutSeconds: 30 } });
+  await h.create(manifest('mute', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
+  await h.drive('mute', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
+  h.dashboard.down = true;
+  await h.reconciler.reconcile(`${h.namespace}/mute`);
+  const started = (await h.get('mute'))!;
+  const since = started.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION];
+  t.ok(since, 'the first failing answer starts the clock in the annotation');
+  t.equal(started.status?.jobDeploymentStatus, 'Running');
+  const at = Date.parse(since ?? '');
+
+  // A new leader 10 s later (its own clock, no memory of the old one): the clock keeps its start.
+  const early = h.replica({ now: () => at + 10_000 });
+  await early.reconcile(`${h.namespace}/mute`);
+  const still = (await h.get('mute'))!;
+  t.equal(still.status?.jobDeploymentStatus, 'Running', 'before the timeout: still Running');
+  t.equal(still.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION], since, 'the clock was not restarted');
+
+  // Another new leader 31 s after the first failure: the timeout counts from the annotation, not from
+  // when this replica started (in memory, it would start a fresh 30 s).
+  const late = h.replica({ now: () => at + 31_000 });
+  await late.reconcile(`${h.namespace}/mute`);
+  const failed = (await h.get('mute'))!;
+  t.equal(failed.status?.jobDeploymentStatus, 'Failed');
+  t.equal(failed.status?.reason, 'JobStatusCheckTimeoutExceeded');
+  t.equal(failed.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION], undefined, 'cleared when Running ends');
+});
+
+t.test('the clock is cleared when the dashboard answers again', async (t) => {
+  const h = await rayJobHarness(t, { machine: { statusCheckTimeoutSeconds: 30 } });
+  await h.create(manifest('blip', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
+  await h.drive('blip', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
+  h.dashboard.down = true;
+  await h.reconciler.reconcile(`${h.namespace}/blip`);
+  t.ok((await h.get('blip'))?.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION], 'clock started');
+  h.dashboard.down = false;
+  const back = await h.drive('blip', (j) => j?.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION] === undefined, { timeoutMs: 10_000 });
+  t.equal(back.job?.status?.jobDeploymentStatus, 'Running', 'still Running, clock gone');
+  t.ok(inState('Running')(back.job));
+});

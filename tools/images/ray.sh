@@ -1,0 +1,38 @@
+# Ray for the samples' `rayproject/ray:<tag>` (the tag manifests/samples/ use): the Debian base with
+# Debian's python3 and Ray from PyPI at the version tools/install-ray.sh installs (ray[default]: the
+# dashboard and its agent, which KubeRay's probes ask). As KubeRay expects of a Ray image: `python` and
+# `ray` on the PATH of a login shell (KubeRay runs `bash -lc`), wget (its probes), user `ray` uid 1000
+# gid 100 with HOME /home/ray.
+ray_version() {
+  [ -n "${RAYKEEPER_RAY_VERSION:-}" ] && { echo "$RAYKEEPER_RAY_VERSION"; return; }
+  sed -n 's/.*RAYKEEPER_RAY_VERSION:-\([0-9][0-9.]*\)}.*/\1/p' "$REPO_ROOT/tools/install-ray.sh" | head -1
+}
+ray_tag() { grep -rhoE 'rayproject/ray:[0-9A-Za-z._-]+' "$REPO_ROOT/manifests/samples" | sort -u | head -1 | cut -d: -f2; }
+ray_ref() { echo "docker.io/rayproject/ray:$(ray_tag)"; }
+ray_deps() { echo debian; }
+ray_inputs() { echo "ray=$(ray_version)"; }
+ray_build() {
+  local v c work="$IMAGES_DIR/work/ray"
+  v="$(ray_version)"; [ -n "$v" ] || die "ray: no Ray version in tools/install-ray.sh"
+  [ -n "$(ray_tag)" ] || die "ray: no rayproject/ray:<tag> in manifests/samples"
+  [ "$(ray_tag)" = "$v" ] || log "ray: the samples name rayproject/ray:$(ray_tag); the image has Ray $v (tools/install-ray.sh's version, label io.raykeeper.ray-version)"
+  # pip trusts what the host trusts (a TLS-intercepting proxy's CA, if any): bind-mounted over /mnt
+  # (empty in the base) for this step only.
+  rm -rf "$work"; mkdir -p "$work"; cp "$(host_ca_bundle)" "$work/ca.crt"
+  c="$(bah from --pull=never "$(debian_ref)")"
+  bah run -v "$work:/mnt:ro" -e PIP_CERT=/mnt/ca.crt -e PIP_DISABLE_PIP_VERSION_CHECK=1 -e PIP_NO_CACHE_DIR=1 "$c" -- sh -c '
+    export DEBIAN_FRONTEND=noninteractive && apt-get update -qq &&
+    apt-get install -y -qq python3 python3-pip python-is-python3 wget ca-certificates >/dev/null &&
+    pip install -q --break-system-packages --root-user-action=ignore "ray[default]=='"$v"'" &&
+    apt-get clean && rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log &&
+    find /usr/local/lib /usr/lib/python3 -name __pycache__ -prune -exec rm -rf {} + &&
+    useradd --uid 1000 --gid 100 --create-home --shell /bin/bash ray' >&2
+  rm -rf "$work"
+  bah config --user 1000:100 --workingdir /home/ray --env HOME=/home/ray \
+    --label "io.raykeeper.ray-version=$v" --cmd '["bash"]' "$c"
+  # What KubeRay runs in this image: `ray` and `python` from a login shell, its cleanup's import, wget.
+  bah run "$c" -- bash -lc 'test "$(python -c "import ray; print(ray.__version__)")" = "'"$v"'" &&
+    python -c "from ray._private.gcs_utils import cleanup_redis_storage" && ray --version && command -v wget' >&2 ||
+    die "ray: the image does not run what KubeRay runs in it"
+  commit_image "$c" ray
+}

@@ -1,0 +1,162 @@
+// `raykeeper mutate [-o yaml|json|patch|review] [--check] FILE|DIR|- ...`: what the admission webhook would
+// do to manifests or AdmissionReviews, with no cluster and no server (the same defaulting and patch code).
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { redisCleanupEnabled } from '../src/gcsft.ts';
+import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV } from '../src/names.ts';
+import type { MutateOptions } from '../src/admission/mutate.ts';
+import { changeLine, mutateDocument, readDocuments, type DocumentResult } from './offline.ts';
+
+const OUTPUTS = ['yaml', 'json', 'patch', 'review'] as const;
+type Output = (typeof OUTPUTS)[number];
+const MANIFEST_EXTENSIONS = /\.(ya?ml|json)$/i;
+
+const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] FILE|DIR|- ...
+
+Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting
+and JSON patch code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
+ray.io/v1 RayCluster or RayJob is admitted as a CREATE) or AdmissionReview documents (answered as is).
+A directory is read recursively (*.yaml, *.yml, *.json); - reads stdin. Other objects pass through untouched.
+
+Options:
+  -o, --output F          yaml (default) or json: the objects as they would be stored;
+                          patch: one JSON line per object with its JSON patch;
+                          review: one JSON line per object with the AdmissionReview answer
+  --check                 print nothing else; one line per object the webhook would change (or refuse),
+                          exit 1 if there is any (CI: "this manifest relies on the webhook")
+  --storage-namespace NS  the storage namespace to pin instead of a fresh random UUID (reproducible output)
+
+Environment: ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer, as for the webhook.
+Exit: 0 done (or nothing would change), 1 --check found changes, 2 bad usage or a document that could not be
+read or was refused (reported on stderr with its file and document number; the others are still processed).
+`;
+
+async function listFiles(path: string): Promise<string[]> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return [path];
+  const entries = await readdir(path, { withFileTypes: true });
+  const files: string[] = [];
+  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = join(path, entry.name);
+    if (entry.isDirectory()) files.push(...(await listFiles(full)));
+    else if (MANIFEST_EXTENSIONS.test(entry.name)) files.push(full);
+  }
+  return files;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function print(results: Array<Extract<DocumentResult, { kind: 'object' }>>, output: Output): string {
+  switch (output) {
+    case 'yaml':
+      return results.map((r) => stringify(r.stored, { lineWidth: 0 })).join('---\n');
+    case 'json':
+      return (
+        JSON.stringify(results.length === 1 ? results[0]!.stored : { apiVersion: 'v1', kind: 'List', items: results.map((r) => r.stored) }, null, 2) + '\n'
+      );
+    case 'patch':
+      return results.map((r) => JSON.stringify({ source: r.source, document: r.document, object: r.label, patch: r.patch }) + '\n').join('');
+    case 'review':
+      return results.map((r) => JSON.stringify(r.answer) + '\n').join('');
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        output: { type: 'string', short: 'o', default: 'yaml' },
+        check: { type: 'boolean', default: false },
+        'storage-namespace': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (err) {
+    process.stderr.write(`raykeeper mutate: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const output = values.output as Output;
+  if (!OUTPUTS.includes(output)) {
+    process.stderr.write(`raykeeper mutate: -o must be one of ${OUTPUTS.join(', ')}, got ${JSON.stringify(values.output)}\n`);
+    return 2;
+  }
+  if (positionals.length === 0) {
+    process.stderr.write(`raykeeper mutate: give at least one FILE, DIR or - (stdin)\n\n${USAGE}`);
+    return 2;
+  }
+  const pinned = values['storage-namespace'];
+  const options: MutateOptions = {
+    newStorageNamespace: pinned === undefined ? randomUUID : () => pinned,
+    finalizerEnabled: redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
+  };
+
+  let failed = false;
+  const fail = (line: string) => {
+    failed = true;
+    process.stderr.write(`raykeeper mutate: ${line}\n`);
+  };
+  const results: Array<Extract<DocumentResult, { kind: 'object' }>> = [];
+  for (const arg of positionals) {
+    let sources: Array<{ name: string; text: () => Promise<string> }>;
+    if (arg === '-') sources = [{ name: '(stdin)', text: readStdin }];
+    else {
+      try {
+        sources = (await listFiles(arg)).map((file) => ({ name: file, text: () => readFile(file, 'utf8') }));
+      } catch (err) {
+        fail(`${arg}: ${(err as Error).message}`);
+        continue;
+      }
+    }
+    for (const source of sources) {
+      let text: string;
+      try {
+        text = await source.text();
+      } catch (err) {
+        fail(`${source.name}: ${(err as Error).message}`);
+        continue;
+      }
+      for (const doc of readDocuments(source.name, text)) {
+        const where = `${doc.source}: document ${doc.document}`;
+        if ('error' in doc) {
+          fail(`${where}: ${doc.error}`);
+          continue;
+        }
+        const result = mutateDocument(doc, doc.value, options);
+        if (result.kind === 'error') {
+          fail(`${where}: ${result.message}`);
+          continue;
+        }
+        if (result.refused !== undefined) fail(`${where}: ${result.label}: the webhook would refuse it: ${result.refused}`);
+        for (const warning of result.warnings) process.stderr.write(`raykeeper mutate: ${where}: ${result.label}: warning: ${warning}\n`);
+        results.push(result);
+      }
+    }
+  }
+
+  if (values.check) {
+    const changed = results.filter((r) => r.refused === undefined && r.patch.length > 0);
+    for (const r of changed) process.stdout.write(changeLine(r) + '\n');
+    if (failed) return 2;
+    return changed.length > 0 ? 1 : 0;
+  }
+  // Refused documents appear only in the review output (their answer is the refusal).
+  const printable = output === 'review' ? results : results.filter((r) => r.refused === undefined);
+  if (printable.length > 0) process.stdout.write(print(printable, output));
+  return failed ? 2 : 0;
+}

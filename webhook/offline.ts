@@ -1,0 +1,133 @@
+// The webhook without a server, for `raykeeper mutate`: manifests (YAML or JSON, multi-document) or
+// AdmissionReview documents in, what the webhook would answer and store out. Every Ray object goes through
+// src/admission/mutate.ts, the function the HTTPS handler calls: a manifest becomes the CREATE review the
+// API server would send for it. Pure: text in, results out (the CLI does the files and the printing).
+import { randomUUID } from 'node:crypto';
+import { parseAllDocuments } from 'yaml';
+import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
+import { isJsonObject } from '../src/admission/json.ts';
+import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
+import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
+import type { Operation } from '../src/admission/patch.ts';
+import type { JsonObject } from '../src/types.ts';
+
+const TARGETS: readonly string[] = ['RayCluster', 'RayJob'] satisfies TargetKind[];
+
+/** One document of one source: `document` counts from 1, in the order of the source. */
+export interface DocumentRef {
+  source: string;
+  document: number;
+}
+
+export type DocumentResult =
+  | (DocumentRef & { kind: 'error'; message: string })
+  | (DocumentRef & {
+      kind: 'object';
+      /** What the API server would store (the input itself for objects the webhook does not mutate). */
+      stored: JsonObject;
+      patch: Operation[];
+      changes: string[];
+      warnings: string[];
+      answer: AdmissionReviewAnswer;
+      /** "RayCluster ray/demo" */
+      label: string;
+      /** Refused by the webhook (the answer carries the reason). */
+      refused?: string;
+    });
+
+/** Splits a source into documents; empty documents (a trailing `---`) are skipped but keep their number. */
+export function readDocuments(source: string, text: string): Array<(DocumentRef & { value: unknown }) | (DocumentRef & { error: string })> {
+  const out: Array<(DocumentRef & { value: unknown }) | (DocumentRef & { error: string })> = [];
+  let n = 0;
+  for (const doc of parseAllDocuments(text)) {
+    n++;
+    if (doc.errors.length > 0) {
+      out.push({ source, document: n, error: `not valid YAML or JSON: ${doc.errors[0]!.message.split('\n')[0]!.replace(/:\s*$/, '')}` });
+      continue;
+    }
+    if (doc.contents === null) continue;
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      out.push({ source, document: n, error: (err as Error).message });
+      continue;
+    }
+    out.push({ source, document: n, value });
+  }
+  return out;
+}
+
+function labelOf(kind: string, object: JsonObject | null | undefined): string {
+  const meta = isJsonObject(object?.metadata) ? object.metadata : {};
+  const name = typeof meta.name === 'string' ? meta.name : typeof meta.generateName === 'string' ? `${meta.generateName}*` : '(no name)';
+  return `${kind} ${typeof meta.namespace === 'string' ? `${meta.namespace}/` : ''}${name}`;
+}
+
+function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome: MutateOutcome): DocumentResult {
+  return {
+    ...ref,
+    kind: 'object',
+    stored: outcome.defaulted ?? input,
+    patch: outcome.patch,
+    changes: outcome.changes,
+    warnings: outcome.warnings,
+    answer: outcome.answer,
+    label,
+    ...(outcome.error === undefined ? {} : { refused: outcome.error }),
+  };
+}
+
+/** The CREATE review the API server sends for a new object of a mutated kind. */
+function createReview(object: JsonObject, kind: TargetKind): JsonObject {
+  const meta = isJsonObject(object.metadata) ? object.metadata : {};
+  const request: JsonObject = {
+    uid: randomUUID(),
+    kind: { group: RAY_GROUP, version: RAY_VERSION, kind },
+    resource: { group: RAY_GROUP, version: RAY_VERSION, resource: `${kind.toLowerCase()}s` },
+    operation: 'CREATE',
+    object,
+    oldObject: null,
+    dryRun: true,
+  };
+  if (typeof meta.name === 'string') request.name = meta.name;
+  if (typeof meta.namespace === 'string') request.namespace = meta.namespace;
+  return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request };
+}
+
+function targetOf(apiVersion: unknown, kind: unknown): TargetKind | undefined {
+  return apiVersion === `${RAY_GROUP}/${RAY_VERSION}` && typeof kind === 'string' && TARGETS.includes(kind) ? (kind as TargetKind) : undefined;
+}
+
+/** What the webhook does with one document: a manifest (as a CREATE) or an AdmissionReview. */
+export function mutateDocument(ref: DocumentRef, value: unknown, options: MutateOptions): DocumentResult {
+  if (!isJsonObject(value) || typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
+    return { ...ref, kind: 'error', message: 'not a Kubernetes object or AdmissionReview (apiVersion and kind must be strings)' };
+  }
+  if (value.kind === 'AdmissionReview') {
+    const request = isJsonObject(value.request) ? value.request : undefined;
+    const gvk = isJsonObject(request?.kind) ? request.kind : {};
+    const object = isJsonObject(request?.object) ? request.object : null;
+    const target = gvk.group === RAY_GROUP && gvk.version === RAY_VERSION && typeof gvk.kind === 'string' && TARGETS.includes(gvk.kind) ? (gvk.kind as TargetKind) : undefined;
+    const label = `AdmissionReview of ${labelOf(typeof gvk.kind === 'string' ? gvk.kind : '(unknown kind)', object)}`;
+    // A review of another kind: answered as the API server would never send it to us, allowed untouched.
+    const outcome = mutate(value, target ?? 'RayCluster', options);
+    if (target === undefined && outcome.request !== undefined) {
+      return { ...ref, kind: 'object', stored: object ?? {}, patch: [], changes: [], warnings: [], answer: { apiVersion: outcome.request.apiVersion, kind: 'AdmissionReview', response: { uid: outcome.request.uid, allowed: true } }, label };
+    }
+    return fromOutcome(ref, label, object ?? {}, outcome);
+  }
+  const label = labelOf(value.kind, value);
+  const target = targetOf(value.apiVersion, value.kind);
+  if (target === undefined) {
+    // Not ours: passed through untouched, as the API server would never call the webhook for it.
+    return { ...ref, kind: 'object', stored: value, patch: [], changes: [], warnings: [], answer: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '', allowed: true } }, label };
+  }
+  return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options));
+}
+
+/** `file.yaml#2 RayCluster ray/demo: added finalizer ...; pinned storage namespace ...` */
+export function changeLine(result: Extract<DocumentResult, { kind: 'object' }>): string {
+  const where = `${result.source}#${result.document}`;
+  return `${where} ${result.label}: would be changed by the webhook: ${result.changes.length > 0 ? result.changes.join('; ') : `${result.patch.length} patch operation(s)`}`;
+}
