@@ -342,7 +342,7 @@ function hasEnv(env: EnvVar[], name: string): boolean {
 }
 
 function fieldRef(name: string, fieldPath: string): EnvVar {
-  return { name, valueFrom: { fieldRef: { fieldPath } } };
+  return { name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } };
 }
 
 /** configureGCSFaultTolerance: env, params and annotations of the Ray container for GCS FT. */

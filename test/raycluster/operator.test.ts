@@ -15,25 +15,9 @@ import type { Service } from '../../src/raycluster/service.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { env, events, getCluster, quiet, RAYCLUSTERS, until, type Env } from './harness.ts';
+import { kuberaySample } from './samples.ts';
 
 const PODS = { version: 'v1', plural: 'pods' } as const;
-
-/** KubeRay's config/samples/ray-cluster.sample.yaml (v1.6.2). */
-export function kuberaySample(): RayCluster {
-  return {
-    apiVersion: 'ray.io/v1',
-    kind: 'RayCluster',
-    metadata: { name: 'raycluster-kuberay' },
-    spec: {
-      rayVersion: '2.52.0',
-      headGroupSpec: {
-        rayStartParams: {},
-        template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.52.0', resources: { limits: { cpu: '1', memory: '5Gi' }, requests: { cpu: '1', memory: '5Gi' } }, ports: [{ containerPort: 6379, name: 'gcs-server' }, { containerPort: 8265, name: 'dashboard' }, { containerPort: 10001, name: 'client' }] }] } },
-      },
-      workerGroupSpecs: [{ replicas: 1, minReplicas: 1, maxReplicas: 5, groupName: 'workergroup', rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.52.0', resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } } }] } } }],
-    },
-  } as RayCluster;
-}
 
 async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
   const c = await startController({

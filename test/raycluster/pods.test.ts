@@ -43,10 +43,10 @@ t.test('TestBuildPod: head and worker command lines, env, labels, volumes', asyn
   t.equal(env(head, 'RAY_PORT')?.value, '6379');
   t.equal(env(head, 'RAY_USAGE_STATS_KUBERAY_IN_USE')?.value, '1');
   t.equal(env(head, 'RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE')?.value, '1');
-  t.same(env(head, 'RAY_CLUSTER_NAME')?.valueFrom, { fieldRef: { fieldPath: "metadata.labels['ray.io/cluster']" } });
-  t.same(env(head, 'RAY_CLUSTER_NAMESPACE')?.valueFrom, { fieldRef: { fieldPath: 'metadata.namespace' } });
-  t.same(env(head, 'RAY_NODE_TYPE_NAME')?.valueFrom, { fieldRef: { fieldPath: "metadata.labels['ray.io/group']" } });
-  t.same(env(head, 'RAY_CLOUD_INSTANCE_ID')?.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
+  t.same(env(head, 'RAY_CLUSTER_NAME')?.valueFrom, { fieldRef: { apiVersion: 'v1', fieldPath: "metadata.labels['ray.io/cluster']" } });
+  t.same(env(head, 'RAY_CLUSTER_NAMESPACE')?.valueFrom, { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } });
+  t.same(env(head, 'RAY_NODE_TYPE_NAME')?.valueFrom, { fieldRef: { apiVersion: 'v1', fieldPath: "metadata.labels['ray.io/group']" } });
+  t.same(env(head, 'RAY_CLOUD_INSTANCE_ID')?.valueFrom, { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } });
   t.match(env(head, 'KUBERAY_GEN_RAY_START_CMD')?.value, /^ray start --head /);
   t.equal(env(head, 'TEST_ENV_NAME')?.value, 'TEST_ENV_VALUE', "the template's env is kept, first");
   t.equal(head.spec!.containers[0]!.env![0]!.name, 'TEST_ENV_NAME');
