@@ -172,6 +172,15 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   tt.equal(rayEnv(worker).get('RAY_gcs_rpc_server_reconnect_timeout_s')?.value, '600');
   const svc = await until(() => e.kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }), 'head Service');
   tt.same(svc.spec!.ports!.map((p) => p.name), ['client', 'dashboard', 'gcs', 'metrics']);
+
+  // The head dies: its successor writes to the same storage namespace (what GCS FT is for).
+  await e.kube.delete({ ...PODS, namespace: e.ns.name, name: head.metadata.name! });
+  const next = await until(async () => {
+    const hs = await pods(e, 'ray.io/node-type=head');
+    return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid ? hs[0] : undefined;
+  }, 'the re-created head');
+  tt.same(rayEnv(next).get('RAY_external_storage_namespace'), env_.get('RAY_external_storage_namespace'), 'same storage namespace: the GCS data is kept');
+  tt.equal((await pods(e, 'ray.io/node-type=worker')).length, 1, 'the worker is left alone');
 });
 
 t.test('fields we do not implement: an event and a condition; token auth refused, autoscaler ignored; managedBy respected', async (tt) => {
