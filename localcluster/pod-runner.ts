@@ -30,6 +30,12 @@ export interface RayPodRunnerOptions {
   namespace?: string;
   ray: RayInstall;
   logger?: Logger;
+  /**
+   * The heads' dashboard port (default: a free one per head). A fixed one lets the RayJob controller and
+   * the submitter reach it by a static URL (`--rayjob-dashboard-url-template http://127.0.0.1:<port>`):
+   * one head at a time then.
+   */
+  dashboardPort?: number;
 }
 
 interface Running {
@@ -111,7 +117,7 @@ export class RayPodRunner {
     const [agent, metrics] = [await freePort(), await freePort()];
     const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${this.temp} --disable-usage-stats`;
     if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') {
-      const [gcs, dashboard, client] = [await freePort(), await freePort(), await freePort()];
+      const [gcs, dashboard, client] = [await freePort(), this.o.dashboardPort ?? (await freePort()), await freePort()];
       c.args = [`${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`];
       this.heads.set(cluster, gcs);
       return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
