@@ -10,7 +10,7 @@
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts).
 import { Counter } from 'prom-client';
-import { HEAD_GROUP_NAME, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
+import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
@@ -258,4 +258,3 @@ export function createRayClusterOperator(ctx: ControllerContext, config: RayClus
   return new RayClusterOperator(ctx, config).registration();
 }
 
-export { HEAD_GROUP_NAME };

@@ -22,8 +22,6 @@ import {
   EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
   FT_ENABLED_ANNOTATION,
   HEAD_GROUP_NAME,
-  NODE_TYPE_HEAD,
-  NODE_TYPE_WORKER,
   OVERWRITE_CONTAINER_CMD_ANNOTATION,
   RAY_API_VERSION,
   RAY_CLUSTER_LABEL,
@@ -567,4 +565,3 @@ export function rayEnv(pod: Pod): Map<string, EnvVar> {
   return new Map((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e]));
 }
 
-export { NODE_TYPE_HEAD, NODE_TYPE_WORKER };
