@@ -77,7 +77,7 @@ if ('missing' in where) {
   t.comment(`skipping the KubeRay oracle comparison: ${where.missing}`);
   t.plan(0, where.missing);
 } else {
-  t.test(`our pods and head Service = KubeRay ${VERSION}'s for its samples`, { timeout: 300_000 }, async (t) => {
+  t.test(`our pods and head Service = KubeRay ${VERSION}'s for its samples`, { timeout: 280_000 }, async (t) => {
     const cp = await startControlPlane({ crdsDir: where.crds });
     t.teardown(() => cp.stop());
     const kube = new KubeClient(cp.kubeConfig());
@@ -112,7 +112,7 @@ if ('missing' in where) {
         if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
         const ps = (await kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
         return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') && ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker') ? ps : undefined;
-      }, `KubeRay's pods of ${name}`, 180_000, 500);
+      }, `KubeRay's pods of ${name}`, 90_000, 500);
       // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
       const stored = await kube.get<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns, name });
       const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;

@@ -19,7 +19,7 @@ if ('missing' in found) {
   t.comment(`skipping the running-Ray operator test: ${found.missing}`);
   t.plan(0, found.missing);
 } else {
-  t.test('operator + ray pod runner: the sample cluster becomes ready with live Ray; a dead head is replaced', { timeout: 300_000 }, async (tt) => {
+  t.test('operator + ray pod runner: the sample cluster becomes ready with live Ray; a dead head is replaced', { timeout: 280_000 }, async (tt) => {
     const e = await env(tt);
     const runner = new RayPodRunner({ kubeConfig: e.ns.kubeConfig, namespace: e.ns.name, ray: found, logger: quiet });
     await runner.start();
@@ -33,7 +33,7 @@ if ('missing' in found) {
     const ready = await until(async () => {
       const s = ((await getCluster(e, 'raycluster-kuberay'))?.status ?? {}) as RayClusterStatus;
       return s.state === 'ready' ? s : undefined;
-    }, 'the cluster ready with running Ray', 240_000, 500);
+    }, 'the cluster ready with running Ray', 150_000, 500);
     tt.equal(ready.readyWorkerReplicas, 1, 'the worker joined and is ready');
     tt.equal(ready.head?.podIP, '127.0.0.1');
 
@@ -51,7 +51,7 @@ if ('missing' in found) {
     const next = await until(async () => {
       const hs = (await e.kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
       return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid && hs[0]!.status?.phase === 'Running' ? hs[0] : undefined;
-    }, 'a new head pod running', 180_000, 500);
+    }, 'a new head pod running', 100_000, 500);
     tt.ok(next.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'), 'the new head is ready');
   });
 }

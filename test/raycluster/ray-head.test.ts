@@ -26,7 +26,7 @@ if (missing) {
   t.comment(`skipping the real-Ray head pod test: ${found.missing}`);
   t.plan(0, found.missing);
 } else {
-  t.test("our head pod's command and env: Ray writes RAY<ns>@* under the cleanup's namespace; the cleanup removes it", { timeout: 300_000 }, async (t) => {
+  t.test("our head pod's command and env: Ray writes RAY<ns>@* under the cleanup's namespace; the cleanup removes it", { timeout: 280_000 }, async (t) => {
     const password = randomBytes(12).toString('hex');
     const redis = await startRedisServer({ password });
     t.teardown(() => redis.stop());
@@ -67,7 +67,7 @@ if (missing) {
     const started = Date.now();
     while (!(await keys()).includes(`RAY${ns}@NODE`)) {
       if (headProc.proc.exitCode !== null) throw new Error(`the head exited: ${headProc.log().slice(-2000)}`);
-      if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headProc.log().slice(-2000)}`);
+      if (Date.now() - started > 120_000) throw new Error(`no GCS tables after 120 s: ${headProc.log().slice(-2000)}`);
       await new Promise((res) => setTimeout(res, 500));
     }
     t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
@@ -80,7 +80,7 @@ if (missing) {
     const joinStart = Date.now();
     while ((await nodes()) < 2) {
       if (workerProc.proc.exitCode !== null) throw new Error(`the worker exited: ${workerProc.log().slice(-2000)}`);
-      if (Date.now() - joinStart > 120_000) throw new Error(`the worker did not join within 120 s: ${workerProc.log().slice(-2000)}`);
+      if (Date.now() - joinStart > 90_000) throw new Error(`the worker did not join within 90 s: ${workerProc.log().slice(-2000)}`);
       await new Promise((res) => setTimeout(res, 500));
     }
     t.pass('the worker registered with the head (two nodes in the NODE table)');

@@ -24,7 +24,7 @@ if ('missing' in found) {
   t.comment(`skipping the RayJob-with-running-Ray test: ${found.missing}`);
   t.plan(0, found.missing);
 } else {
-  t.test('manifests/samples/rayjob.yaml ends Complete (SUCCEEDED) on Ray pods that run', { timeout: 420_000 }, async (tt) => {
+  t.test('manifests/samples/rayjob.yaml ends Complete (SUCCEEDED) on Ray pods that run', { timeout: 280_000 }, async (tt) => {
     const e = await env(tt);
     const dashboard = await freePort();
     const url = `http://127.0.0.1:${dashboard}`;
@@ -50,7 +50,7 @@ if ('missing' in found) {
       const j = await e.kube.get<RayJob>({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: e.ns.name, name: 'rayjob-sample' });
       const s = j.status?.jobDeploymentStatus;
       return s === 'Complete' || s === 'Failed' ? j : undefined;
-    }, 'the RayJob finished', 400_000, 1000);
+    }, 'the RayJob finished', 200_000, 1000);
     tt.equal(done.status?.jobDeploymentStatus, 'Complete', `${done.status?.reason ?? ''} ${done.status?.message ?? ''}`);
     tt.equal(done.status?.jobStatus, 'SUCCEEDED');
   });
