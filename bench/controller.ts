@@ -14,8 +14,9 @@
 // a fresh controller starts, caches and reconciles them all; measured: its RSS once idle (VmRSS) and
 // peak (VmHWM), and the time to sync and reconcile everything once.
 //
-// The controller runs as a child process (`raykeeper controller` with its production defaults: every
-// registered reconciler, --workers 4), so its RSS is its own. The 2 cores are shared by everything
+// The controller runs as a child process (`raykeeper controller` with its production defaults,
+// --workers 4, but without the RayCluster operator: it would create pods for every cluster here, a
+// different workload, measured by bench/raycluster-pods.ts), so its RSS is its own. The 2 cores are shared by everything
 // (apiserver, etcd, Redis, the bench kubelet, the controller): figures move with machine load
 // (500-cluster deletion measured 19-38 s here depending on what else ran).
 //
@@ -76,12 +77,12 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 
 /** User + system CPU seconds of a process so far. */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-function rss(pid: number): { rss: number; hwm: number } {
+export function rss(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
@@ -101,7 +102,7 @@ export function benchCluster(name: string, redisAddress: string): Record<string,
   return obj;
 }
 
-async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+export async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -114,14 +115,14 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T, i: number)
   );
 }
 
-interface Child {
+export interface Child {
   proc: ChildProcess;
   port: Promise<number>;
   stop(): Promise<void>;
 }
 
-function startControllerChild(kubeconfig: string, workers: number): Child {
-  const proc = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'controller', '--kubeconfig', kubeconfig, '--workers', String(workers), '--health-port', '0', '--health-host', '127.0.0.1', '--cleanup-image', 'raykeeper:bench'], {
+export function startControllerChild(kubeconfig: string, workers: number, extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob']): Child {
+  const proc = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'controller', ...extraArgs, '--kubeconfig', kubeconfig, '--workers', String(workers), '--health-port', '0', '--health-host', '127.0.0.1', '--cleanup-image', 'raykeeper:bench'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -2,6 +2,7 @@
 // measured in the same run on this machine. Benchmarks, not tests: nothing here passes or fails on speed.
 import { runControllerBench } from './controller.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
+import { runRayClusterPodsBench } from './raycluster-pods.ts';
 import { runWebhookBench } from './webhook.ts';
 import { runWebhookMemoryBench } from './webhook-memory.ts';
 
@@ -10,6 +11,7 @@ const PARTS: Record<string, () => Promise<unknown>> = {
   'webhook-memory': () => runWebhookMemoryBench(),
   'redis-cleanup': () => runRedisCleanupBench(),
   controller: () => runControllerBench(),
+  'raycluster-pods': () => runRayClusterPodsBench(),
 };
 
 const wanted = process.argv.slice(2);

@@ -3,9 +3,11 @@
 // queue and workers; all share the informers, the leader Lease, the HTTP endpoints and the metrics.
 import type { ReconcilerModule } from './runtime/reconciler.ts';
 import { rayClusterModule } from './raycluster/module.ts';
+import { rayClusterOperatorModule } from './raycluster/operator-module.ts';
 import { rayJobModule } from './rayjob/module.ts';
 
 export const RECONCILER_MODULES: ReconcilerModule[] = [
   rayClusterModule,
+  rayClusterOperatorModule,
   rayJobModule,
 ];

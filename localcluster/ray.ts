@@ -1,6 +1,6 @@
 // Where the `ray` CLI is, for the tests and benchmarks that start a real Ray head. One lookup order:
 // $RAYKEEPER_RAY, then the venv tools/install-ray.sh makes (<cache>/ray-venv), then `ray` on PATH.
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from './binaries.ts';
@@ -30,4 +30,40 @@ export function findRay(env: NodeJS.ProcessEnv = process.env): RayInstall | { mi
   const first = readFileSync(ray, 'utf8').split('\n', 1)[0] ?? '';
   const python = first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
   return { ray, python };
+}
+
+/** Every descendant of pid (ps snapshot), deepest last. */
+export function descendants(pid: number): number[] {
+  const ps = spawnSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).stdout;
+  const children = new Map<number, number[]>();
+  for (const line of ps.trim().split('\n')) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number) as [number, number];
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/** Kills the `ray start --block` process and everything it started (by pid, never by name). */
+export async function stopRay(head: ChildProcess): Promise<void> {
+  if (head.pid === undefined) return;
+  const pids = [head.pid, ...descendants(head.pid)];
+  for (const p of pids) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const until = Date.now() + 15_000;
+  while (pids.some((p) => spawnSync('kill', ['-0', String(p)]).status === 0 && !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout)) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

@@ -45,3 +45,19 @@ export const EVENT_FORCE_DELETED_STUCK_CLUSTER = 'ForceDeletedStuckCluster';
 export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
 export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';
 export const DEFAULT_WEBHOOK_PORT = 9443;
+
+// Labels, ports and env of the Ray pods and Services KubeRay's RayCluster controller makes
+// (utils/constant.go); raykeeper's RayCluster operator makes the same.
+export const RAY_GROUP_LABEL = 'ray.io/group';
+export const RAY_IS_RAY_NODE_LABEL = 'ray.io/is-ray-node';
+export const RAY_IDENTIFIER_LABEL = 'ray.io/identifier';
+export const RAY_HEADLESS_WORKER_SVC_LABEL = 'ray.io/headless-worker-svc';
+export const RAY_WORKER_REPLICA_NAME_LABEL = 'ray.io/worker-group-replica-name';
+export const RAY_WORKER_REPLICA_INDEX_LABEL = 'ray.io/worker-group-replica-index';
+export const RAY_HOST_INDEX_LABEL = 'ray.io/replica-host-index';
+export const RAY_ORIGINATED_FROM_CRD_LABEL = 'ray.io/originated-from-crd';
+export const HEAD_GROUP_NAME = 'headgroup';
+export const OVERWRITE_CONTAINER_CMD_ANNOTATION = 'ray.io/overwrite-container-cmd';
+export const DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION = 'ray.io/disable-provisioned-head-restart';
+export const APP_NAME_LABEL = 'app.kubernetes.io/name';
+export const APP_CREATED_BY_LABEL = 'app.kubernetes.io/created-by';

@@ -28,6 +28,8 @@ import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, j
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient } from '../../src/kube.ts';
+import { rayClusterInformer } from './informers.ts';
+export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 
 export interface RayClusterReconcilerConfig {
@@ -45,27 +47,8 @@ export interface RayClusterReconcilerConfig {
 export type InProcessRunner = (env: Record<string, string>, deadlineMs: number) => Promise<{ ok: boolean; message: string }>;
 
 const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 const PODS = { version: 'v1', plural: 'pods' } as const;
-
-/**
- * What the RayCluster cache keeps (memory: 10,000 clusters): metadata without managedFields and the
- * one spec field the not-deleting decision reads. Deleting clusters are always re-read in full.
- */
-export function slimRayCluster(obj: KubeObject): KubeObject {
-  const { managedFields: _m, ...metadata } = (obj.metadata ?? {}) as Record<string, unknown>;
-  const annotations = metadata.annotations as Record<string, string> | undefined;
-  if (annotations && LAST_APPLIED in annotations) {
-    // `kubectl apply` keeps a full copy of the object here: the biggest thing in a cached RayCluster.
-    const { [LAST_APPLIED]: _l, ...rest } = annotations;
-    metadata.annotations = rest;
-  }
-  const spec = obj.spec as { gcsFaultToleranceOptions?: unknown } | undefined;
-  const slim: KubeObject = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: metadata as KubeObject['metadata'] };
-  if (spec && spec.gcsFaultToleranceOptions !== undefined) slim.spec = { gcsFaultToleranceOptions: spec.gcsFaultToleranceOptions };
-  return slim;
-}
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
 function slimDependent(obj: KubeObject): KubeObject {
@@ -122,7 +105,7 @@ export class RayClusterReconciler {
       inProcessCleanup: config.inProcessCleanup ?? true,
       runCleanup: config.runCleanup ?? defaultInProcessRunner,
     };
-    this.clusters = ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster-slim' });
+    this.clusters = rayClusterInformer(ctx);
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
     const registers = [ctx.metrics];

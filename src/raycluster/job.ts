@@ -151,16 +151,24 @@ export function effectiveStorageNamespace(cluster: RayCluster): string | undefin
   return storageNamespace(cluster);
 }
 
+/**
+ * The RAY_external_storage_namespace entry of a GCS-FT head: the head template's own if it sets one
+ * (KubeRay keeps it), else options > annotation > UID. ONE function for both sides: the head pod
+ * (./pods.ts) is started with it and the cleanup Job deletes what it names.
+ */
+export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
+  const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
+  if (own) return copyEnv(own);
+  const ns = storageNamespace(cluster);
+  return ns === undefined ? undefined : { name: ENV_STORAGE_NAMESPACE, value: ns };
+}
+
 /** The env of the cleanup container (names and sources, never resolved secrets). */
 export function cleanupEnv(cluster: RayCluster): EnvVar[] {
   const env: EnvVar[] = [];
   const options = cluster.spec?.gcsFaultToleranceOptions ?? undefined;
-  const ownNs = headEnv(cluster, ENV_STORAGE_NAMESPACE);
-  if (ownNs) env.push(copyEnv(ownNs));
-  else {
-    const ns = storageNamespace(cluster);
-    if (ns !== undefined) env.push({ name: ENV_STORAGE_NAMESPACE, value: ns });
-  }
+  const ns = storageNamespaceEnv(cluster);
+  if (ns) env.push(ns);
   if (options && typeof options.redisAddress === 'string' && options.redisAddress !== '') env.push({ name: ENV_REDIS_ADDRESS, value: options.redisAddress });
   else {
     const e = headEnv(cluster, ENV_REDIS_ADDRESS);

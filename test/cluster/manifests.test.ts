@@ -181,7 +181,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ...ray('rayjobs', ['update'], 'finalizers'),
     { verb: 'list', group: 'ray.io', resource: 'rayclusters' }, // informers watch all namespaces
     { verb: 'watch', group: 'ray.io', resource: 'rayjobs' },
-    ...['list', 'watch', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
+    ...['list', 'watch', 'create', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
+    ...['list', 'watch', 'create'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -199,8 +200,11 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'create', group: 'ray.io', resource: 'rayjobs', namespace: userNs },
     { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
     { verb: 'deletecollection', resource: 'pods', namespace: userNs },
-    { verb: 'create', resource: 'pods', namespace: userNs },
     { verb: 'update', resource: 'pods', namespace: userNs },
+    { verb: 'patch', resource: 'pods', namespace: userNs },
+    { verb: 'update', resource: 'services', namespace: userNs },
+    { verb: 'delete', resource: 'services', namespace: userNs },
+    { verb: 'get', resource: 'pods', subresource: 'log', namespace: userNs },
     { verb: 'create', resource: 'pods', subresource: 'exec', namespace: userNs },
     { verb: 'update', group: 'batch', resource: 'jobs', namespace: userNs },
     { verb: 'patch', group: 'batch', resource: 'jobs', namespace: userNs },
@@ -257,6 +261,11 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   );
   t.equal(podDelete, 404, 'may delete a Pod (404: none there, not 403)');
   t.equal((await sa.get(`/api/v1/namespaces/${ns.name}/pods`, { labelSelector: 'ray.io/cluster=rc' })).kind, 'PodList', 'lists Pods');
+  const owner = [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }];
+  await sa.post(`/api/v1/namespaces/${ns.name}/pods`, { metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner }, spec: { containers: [{ name: 'ray-head', image: 'x' }] } }, { dryRun: 'All' });
+  t.pass('creates a head Pod owned by the RayCluster (dry run)');
+  await sa.post(`/api/v1/namespaces/${ns.name}/services`, { metadata: { name: 'rc-head-svc', ownerReferences: owner }, spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] } }, { dryRun: 'All' });
+  t.pass('creates the head Service owned by the RayCluster (dry run)');
   await sa.post(`/api/v1/namespaces/${ns.name}/events`, {
     metadata: { generateName: 'rc.' },
     involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },

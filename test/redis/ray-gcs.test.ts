@@ -3,52 +3,16 @@
 // of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
 // Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); skips with the reason without it.
 import t from 'tap';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { RAY_TABLES } from '../../src/redis/keys.ts';
-import { findRay } from '../../localcluster/ray.ts';
+import { findRay, stopRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
-
-/** Every descendant of pid (ps snapshot), deepest last. */
-function descendants(pid: number): number[] {
-  const ps = spawnSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).stdout;
-  const children = new Map<number, number[]>();
-  for (const line of ps.trim().split('\n')) {
-    const [p, pp] = line.trim().split(/\s+/).map(Number) as [number, number];
-    children.set(pp, [...(children.get(pp) ?? []), p]);
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
-/** Kills the `ray start --block` process and everything it started (by pid, never by name). */
-async function stopRay(head: ChildProcess): Promise<void> {
-  if (head.pid === undefined) return;
-  const pids = [head.pid, ...descendants(head.pid)];
-  for (const p of pids) {
-    try {
-      process.kill(p, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  const until = Date.now() + 15_000;
-  while (pids.some((p) => spawnSync('kill', ['-0', String(p)]).status === 0 && !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout)) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const missing = redisServerMissing();
 const found = findRay();

@@ -1,0 +1,31 @@
+// The RayCluster operator as a module of `raykeeper controller`: head and worker Pods, Services and
+// status for clusters without KubeRay. Beside KubeRay (companion mode) leave it out:
+// `--reconcilers raycluster,rayjob`.
+import { redisCleanupEnabled } from '../../src/gcsft.ts';
+import type { ReconcilerModule } from '../runtime/reconciler.ts';
+
+function off(v: string | undefined): boolean {
+  return v?.toLowerCase() === 'false';
+}
+
+export const rayClusterOperatorModule: ReconcilerModule = {
+  name: 'raycluster-pods',
+  summary: "RayCluster operator: head/worker Pods, head Service, status, as KubeRay's (leave out beside KubeRay)",
+  flags: {
+    'cluster-domain': { type: 'string', help: 'DNS suffix of the head Service FQDN workers join (default: env CLUSTER_DOMAIN, else cluster.local)' },
+  },
+  async create(ctx, flags) {
+    const { createRayClusterOperator } = await import('./operator.ts');
+    // The GCS-FT cleanup reconciler adds the finalizer the first pod waits for; when it is not run
+    // (--reconcilers without `raycluster`) or the cleanup is off, nothing would ever add it.
+    const wanted = typeof flags.reconcilers === 'string' ? flags.reconcilers.split(',').map((s) => s.trim()) : undefined;
+    const cleanupRuns = wanted === undefined || wanted.includes('raycluster');
+    const clusterDomain = (typeof flags['cluster-domain'] === 'string' && flags['cluster-domain']) || ctx.env.CLUSTER_DOMAIN || 'cluster.local';
+    const config = {
+      waitForCleanupFinalizer: cleanupRuns && redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP),
+      build: { clusterDomain, probes: !off(ctx.env.ENABLE_PROBES_INJECTION), initContainer: !off(ctx.env.ENABLE_INIT_CONTAINER_INJECTION) },
+    };
+    ctx.logger.info(config, 'raycluster operator configured');
+    return createRayClusterOperator(ctx, config);
+  },
+};

@@ -1,0 +1,260 @@
+// The RayCluster operator: head and worker Pods, the head Service (and the headless worker Service of
+// multi-host groups) and the status, for clusters without KubeRay. I/O only: reads the caches, asks
+// src/raycluster/desired.ts what to do, applies it, computes the status with src/raycluster/status.ts
+// and writes it through /status only when it changed.
+//
+// - A stale cache never creates a second head pod: the head has a fixed name (a second create is an
+//   AlreadyExists), and every create / delete is recorded as an expectation; a group whose writes the
+//   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
+// - Children carry a controller owner reference to the RayCluster; they are found by labels
+//   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
+// - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts).
+import { Counter } from 'prom-client';
+import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
+import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
+import type { BuildOptions, Pod } from '../../src/raycluster/pods.ts';
+import type { Service } from '../../src/raycluster/service.ts';
+import { computeStatus, COND_UNSUPPORTED, statusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
+import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
+import type { Informer, KubeObject } from '../runtime/informer.ts';
+import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+import { RAYCLUSTERS, rayClusterInformer } from './informers.ts';
+
+const PODS = { version: 'v1', plural: 'pods' } as const;
+const SERVICES = { version: 'v1', plural: 'services' } as const;
+
+const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
+
+export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
+
+export interface RayClusterOperatorConfig {
+  /** ENABLE_GCS_FT_REDIS_CLEANUP and the cleanup reconciler running: wait for its finalizer before any pod. */
+  waitForCleanupFinalizer: boolean;
+  build?: BuildOptions;
+  /** Expectation timeout (default 60 s). */
+  expectationTimeoutMs?: number;
+  workers?: number;
+}
+
+/** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, the Ray container's state). */
+export function slimPod(obj: KubeObject): KubeObject {
+  const m = obj.metadata ?? {};
+  const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
+  const status = obj.status as Record<string, unknown> | undefined;
+  return {
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences, deletionTimestamp: m.deletionTimestamp },
+    spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
+    status: status ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses } : undefined,
+  };
+}
+
+function slimService(obj: KubeObject): KubeObject {
+  const m = obj.metadata ?? {};
+  const spec = obj.spec as { clusterIP?: string; ports?: unknown[]; type?: string } | undefined;
+  return { metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences }, spec: { clusterIP: spec?.clusterIP, ports: spec?.ports, type: spec?.type } };
+}
+
+/** The cluster a pod or Service belongs to: its RayCluster owner, else its ray.io/cluster label. */
+function clusterKeys(obj: KubeObject): ObjectKey[] {
+  const owners = ownerKeys('RayCluster', 'ray.io')(obj);
+  if (owners.length > 0) return owners;
+  const name = obj.metadata?.labels?.[RAY_CLUSTER_LABEL] ?? obj.metadata?.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL];
+  return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
+}
+
+function isTerminating(obj: KubeObject): boolean {
+  const ts = obj.metadata?.deletionTimestamp;
+  return typeof ts === 'string' && ts !== '';
+}
+
+export class RayClusterOperator {
+  private readonly ctx: ControllerContext;
+  private readonly kube: KubeClient;
+  private readonly config: RayClusterOperatorConfig;
+  private readonly clusters: Informer;
+  private readonly pods: Informer;
+  private readonly services: Informer;
+  private readonly headless: Informer;
+  readonly expectations: Expectations;
+  private readonly m: { actions: Counter<'action'>; statusWrites: Counter<never> };
+
+  constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
+    this.ctx = ctx;
+    this.kube = ctx.kube;
+    this.config = config;
+    this.clusters = rayClusterInformer(ctx);
+    this.pods = ctx.informers.get({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
+    this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL, transform: slimService, transformId: 'slim' });
+    this.headless = ctx.informers.get({ ...SERVICES, labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL, transform: slimService, transformId: 'slim' });
+    this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
+    const registers = [ctx.metrics];
+    this.m = {
+      actions: new Counter({ name: 'raykeeper_raycluster_operator_actions_total', help: 'Pods and Services the RayCluster operator created or deleted, by action.', labelNames: ['action'] as const, registers }),
+      statusWrites: new Counter({ name: 'raykeeper_raycluster_status_writes_total', help: 'RayCluster status writes (only when the computed status differs).', registers }),
+    };
+  }
+
+  registration(): ControllerRegistration {
+    const reg: ControllerRegistration = {
+      name: 'raycluster-pods',
+      reconciler: { reconcile: (key) => this.reconcile(key) },
+      watches: [
+        { informer: this.clusters },
+        { informer: this.pods, toKeys: clusterKeys, resync: false },
+        { informer: this.services, toKeys: clusterKeys, filter: (type) => type !== 'update', resync: false },
+        { informer: this.headless, toKeys: clusterKeys, filter: (type) => type !== 'update', resync: false },
+      ],
+    };
+    if (this.config.workers !== undefined) reg.workers = this.config.workers;
+    return reg;
+  }
+
+  private observed(cluster: RayCluster): { pods: Pod[]; services: Service[] } {
+    const ns = cluster.metadata.namespace;
+    const name = cluster.metadata.name;
+    // Head and worker pods only (the Redis cleanup Job's pod carries ray.io/cluster too).
+    const pods = this.pods.list(ns).filter((p) => p.metadata?.labels?.[RAY_CLUSTER_LABEL] === name && RAY_NODE_TYPES.has(p.metadata?.labels?.[RAY_NODE_TYPE_LABEL] ?? '')) as unknown as Pod[];
+    const services = [
+      ...this.services.list(ns).filter((s) => s.metadata?.labels?.[RAY_CLUSTER_LABEL] === name),
+      ...this.headless.list(ns).filter((s) => s.metadata?.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === name),
+    ] as unknown as Service[];
+    return { pods, services };
+  }
+
+  async reconcile(key: ObjectKey): Promise<ReconcileResult | void> {
+    const cached = this.clusters.get(key) as RayCluster | undefined;
+    if (!cached) {
+      this.expectations.forget(key);
+      return;
+    }
+    // List items come without apiVersion / kind; events and the /status PUT need them.
+    const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
+    const { pods, services } = this.observed(cluster);
+    const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
+    const lookup: CacheLookup = (pod) => {
+      const p = byName.get(pod);
+      return p === undefined ? 'absent' : isTerminating(p as KubeObject) ? 'terminating' : 'present';
+    };
+    const unsatisfied = new Set<string>();
+    const p = plan({
+      cluster,
+      pods,
+      services,
+      gateEnabled: this.config.waitForCleanupFinalizer,
+      options: this.config.build ?? {},
+      unsatisfied: (group) => {
+        const ok = this.expectations.satisfied(key, group, lookup);
+        if (!ok) unsatisfied.add(group);
+        return !ok;
+      },
+    });
+    if (p.skip) {
+      this.ctx.logger.debug({ cluster: key, skip: p.skip }, 'raycluster operator: nothing to do');
+      return;
+    }
+    const log = this.ctx.logger.child({ cluster: key });
+    let failure: { reason: string; message: string } | undefined;
+    let stop = p.stop;
+    try {
+      await this.applyServices(cluster, p);
+      failure = await this.applyPods(cluster, key, p);
+    } catch (err) {
+      stop = (err as Error).message;
+      log.warn({ err: stop }, 'raycluster operator: apply failed');
+    }
+    if (failure) stop ??= failure.message;
+    const unsupported = p.unsupported.length > 0 ? { refused: p.unsupported.some((u) => u.refused), message: describeUnsupported(p.unsupported) } : undefined;
+    const old = (cluster.status ?? {}) as RayClusterStatus;
+    const oldUnsupported = old.conditions?.find((c) => c.type === COND_UNSUPPORTED);
+    if (unsupported && oldUnsupported?.message !== unsupported.message) {
+      this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_UNSUPPORTED_FIELDS, `${unsupported.refused ? 'not started' : 'started without them'}: ${unsupported.message}`);
+    }
+    const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
+    // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
+    if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
+    if (statusChanged(old, next)) await this.writeStatus(cluster, next);
+    if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
+    return undefined;
+  }
+
+  private async applyServices(cluster: RayCluster, p: Plan): Promise<void> {
+    for (const svc of p.services) {
+      try {
+        await this.kube.create({ ...SERVICES, namespace: cluster.metadata.namespace }, svc);
+        this.m.actions.inc({ action: 'createService' });
+        this.ctx.events.event(cluster as KubeObject, 'Normal', 'CreatedService', `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`);
+      } catch (err) {
+        if (isAlreadyExists(err)) continue;
+        this.ctx.events.event(cluster as KubeObject, 'Warning', 'FailedToCreateService', `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${(err as Error).message}`);
+        throw err;
+      }
+    }
+  }
+
+  /** Applies the pod actions in order; stops at the first failure and answers its ReplicaFailure reason. */
+  private async applyPods(cluster: RayCluster, key: string, p: Plan): Promise<{ reason: string; message: string } | undefined> {
+    const ns = cluster.metadata.namespace;
+    const obj = cluster as KubeObject;
+    for (const a of p.actions) {
+      if (a.kind === 'createPod') {
+        const head = a.nodeType === 'head';
+        try {
+          const created = await this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod);
+          const name = created.metadata.name ?? '';
+          this.expectations.expect(key, a.group, name, 'create');
+          this.m.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
+          this.ctx.events.event(obj, 'Normal', head ? 'CreatedHeadPod' : 'CreatedWorkerPod', `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`);
+        } catch (err) {
+          // The fixed-name head pod exists (a stale cache, or the old one still terminating): wait for the cache.
+          if (head && isAlreadyExists(err)) return undefined;
+          this.ctx.events.event(obj, 'Warning', head ? 'FailedToCreateHeadPod' : 'FailedToCreateWorkerPod', `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${(err as Error).message}`);
+          return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: (err as Error).message };
+        }
+      } else {
+        const fail = await this.deletePod(cluster, key, a, p.suspending === true);
+        if (fail) return fail;
+      }
+    }
+    if (p.suspending && p.actions.some((a) => a.kind === 'deletePod' && !a.terminating)) {
+      this.ctx.events.event(obj, 'Normal', 'DeletedPod', `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`);
+    }
+    return undefined;
+  }
+
+  private async deletePod(cluster: RayCluster, key: string, a: Extract<PodAction, { kind: 'deletePod' }>, quiet: boolean): Promise<{ reason: string; message: string } | undefined> {
+    if (a.terminating) return undefined; // already going
+    const ns = cluster.metadata.namespace;
+    const head = a.nodeType === 'head';
+    try {
+      await this.kube.delete({ ...PODS, namespace: ns, name: a.name }, a.uid ? { preconditions: { uid: a.uid } } : {});
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? 'FailedToDeleteHeadPod' : 'FailedToDeleteWorkerPod', `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${(err as Error).message}`);
+      return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: (err as Error).message };
+    }
+    this.expectations.expect(key, a.group, a.name, 'delete');
+    this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
+    if (!quiet) this.ctx.events.event(cluster as KubeObject, 'Normal', head ? 'DeletedHeadPod' : 'DeletedWorkerPod', `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`);
+    return undefined;
+  }
+
+  /** PUT /status with the cached object's resourceVersion: a conflict (the object moved on) throws and is retried. */
+  private async writeStatus(cluster: RayCluster, status: RayClusterStatus): Promise<void> {
+    const ref = { ...RAYCLUSTERS, namespace: cluster.metadata.namespace, name: cluster.metadata.name ?? '', subresource: 'status' };
+    try {
+      await this.kube.replace(ref, { apiVersion: cluster.apiVersion, kind: cluster.kind, metadata: cluster.metadata, spec: cluster.spec, status });
+      this.m.statusWrites.inc();
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+  }
+}
+
+/** Registration for the runtime (see controller/reconcilers.ts). */
+export function createRayClusterOperator(ctx: ControllerContext, config: RayClusterOperatorConfig): ControllerRegistration {
+  return new RayClusterOperator(ctx, config).registration();
+}
+

@@ -1,0 +1,181 @@
+// THE RAY POD RUNNER: a kubelet stand-in for Ray pods only (label ray.io/is-ray-node=yes), for the
+// local control plane, which has no kubelet. Each head or worker Pod the RayCluster operator creates is
+// started as a local process (localcluster/ray-pod.ts: its own command line and env), on loopback:
+// - ports: KubeRay's fixed ones (6379, 8265, 10001, 52365, 8080) would collide between clusters and with
+//   other tests, so each head gets free ones, appended to its `ray start` line (the last value of a
+//   repeated flag wins) and put in RAY_ADDRESS / RAY_PORT; a worker's `--address=<head svc FQDN>:<port>`
+//   becomes `127.0.0.1:<that head's GCS port>` (a worker waits until its head runs here);
+// - status, as a kubelet writes it through /status: Running + Ready (podIP 127.0.0.1) once `ray start`
+//   reports the runtime started, Failed with the container's exit code when the process ends;
+// - a deleted (or terminating) pod's process group is killed.
+// Not modelled: probes, init containers, resources, volumes, restarts (restartPolicy: the operator
+// deletes and re-creates a failed pod, as KubeRay does).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { InformerFactory, type Informer } from '../controller/runtime/informer.ts';
+import { isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
+import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
+import type { Pod } from '../src/raycluster/pods.ts';
+import type { EnvLookups } from './job-logic.ts';
+import { freePort } from './net.ts';
+import type { RayInstall } from './ray.ts';
+import { startRayPod, type RayPodProcess } from './ray-pod.ts';
+
+export interface RayPodRunnerOptions {
+  kubeConfig: KubeConfig;
+  /** One namespace, or all (undefined). */
+  namespace?: string;
+  ray: RayInstall;
+  logger?: Logger;
+  /**
+   * The heads' dashboard port (default: a free one per head). A fixed one lets the RayJob controller and
+   * the submitter reach it by a static URL (`--rayjob-dashboard-url-template http://127.0.0.1:<port>`):
+   * one head at a time then.
+   */
+  dashboardPort?: number;
+}
+
+interface Running {
+  uid: string;
+  proc: RayPodProcess;
+}
+
+const PODS = { version: 'v1', plural: 'pods' } as const;
+
+export class RayPodRunner {
+  private readonly o: RayPodRunnerOptions;
+  private readonly kube: KubeClient;
+  private readonly factory: InformerFactory;
+  private readonly pods: Informer;
+  private readonly log: Logger;
+  private readonly running = new Map<string, Running>();
+  private readonly starting = new Set<string>();
+  /** cluster key -> the GCS port of its head running here. */
+  private readonly heads = new Map<string, number>();
+  private temp = '';
+  private stopped = false;
+
+  constructor(options: RayPodRunnerOptions) {
+    this.o = options;
+    this.kube = new KubeClient(options.kubeConfig);
+    this.factory = new InformerFactory(this.kube, { namespace: options.namespace });
+    this.pods = this.factory.get({ ...PODS, labelSelector: 'ray.io/is-ray-node=yes' });
+    this.log = options.logger ?? createLogger('ray-pod-runner');
+  }
+
+  async start(): Promise<void> {
+    this.temp = await mkdtemp(join(tmpdir(), 'rk-raypods-'));
+    this.pods.on((type, obj) => void this.onPod(type, obj as unknown as Pod).catch((err: unknown) => this.log.warn({ err: String(err), pod: obj.metadata?.name }, 'ray pod runner: failed')));
+    this.factory.start();
+    await this.factory.waitForSync();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.factory.stop();
+    await Promise.all([...this.running.values()].map((r) => r.proc.stop()));
+    this.running.clear();
+    this.kube.close();
+    if (this.temp) await rm(this.temp, { recursive: true, force: true });
+  }
+
+  private key(p: Pod): string {
+    return `${p.metadata.namespace}/${p.metadata.name}`;
+  }
+
+  private async onPod(type: 'add' | 'update' | 'delete', p: Pod): Promise<void> {
+    const key = this.key(p);
+    const here = this.running.get(key);
+    if (type === 'delete' || p.metadata.deletionTimestamp || (here && here.uid !== p.metadata.uid)) {
+      if (here) {
+        this.running.delete(key);
+        if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') this.heads.delete(`${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`);
+        await here.proc.stop();
+        this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
+      }
+      if (type === 'delete' || p.metadata.deletionTimestamp) return;
+    }
+    if (this.running.has(key) || this.starting.has(key) || this.stopped || p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') return;
+    if (p.status?.phase === 'Running') return; // another runner's (or a test's)
+    this.starting.add(key);
+    try {
+      await this.launch(p);
+    } finally {
+      this.starting.delete(key);
+    }
+  }
+
+  /** The pod with loopback ports; undefined when it must wait (a worker whose head does not run here yet). */
+  private async localize(p: Pod): Promise<{ pod: Pod; extraEnv: Record<string, string> } | undefined> {
+    const pod = structuredClone(p);
+    const c = pod.spec!.containers[0]!;
+    const line = c.args?.[0] ?? '';
+    const cluster = `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`;
+    const [agent, metrics] = [await freePort(), await freePort()];
+    const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${this.temp} --disable-usage-stats`;
+    if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') {
+      const [gcs, dashboard, client] = [await freePort(), this.o.dashboardPort ?? (await freePort()), await freePort()];
+      c.args = [`${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`];
+      this.heads.set(cluster, gcs);
+      return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
+    }
+    const gcs = this.heads.get(cluster);
+    if (gcs === undefined) return undefined;
+    c.args = [`${line.replace(/--address=\S+/, `--address=127.0.0.1:${gcs}`)}${common}`];
+    return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
+  }
+
+  private lookups(): EnvLookups {
+    const read = async (plural: 'secrets' | 'configmaps', namespace: string, name: string) => {
+      try {
+        const obj = await this.kube.get<{ data?: Record<string, string> }>({ version: 'v1', plural, namespace, name });
+        const data: Record<string, string> = {};
+        for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = plural === 'secrets' ? Buffer.from(v, 'base64').toString('utf8') : v;
+        return data;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    };
+    return { secret: (ns, name) => read('secrets', ns, name), configMap: (ns, name) => read('configmaps', ns, name) };
+  }
+
+  private async launch(p: Pod): Promise<void> {
+    const key = this.key(p);
+    const local = await this.localize(p);
+    if (!local) {
+      // Retried on the next event for this pod or its head (the head's status write wakes the worker).
+      setTimeout(() => {
+        const again = this.pods.get(key);
+        if (again && !this.stopped) void this.onPod('update', again as unknown as Pod);
+      }, 1000).unref();
+      return;
+    }
+    const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups: this.lookups(), extraEnv: local.extraEnv });
+    this.running.set(key, { uid: p.metadata.uid ?? '', proc });
+    this.log.info({ pod: key }, 'started a Ray pod as a local process');
+    const ref = { ...PODS, namespace: p.metadata.namespace, name: p.metadata.name ?? '', subresource: 'status' };
+    const name = p.spec!.containers[0]!.name;
+    let ready = false;
+    const onData = () => {
+      if (ready || !/Ray runtime started/.test(proc.log())) return;
+      ready = true;
+      void this.kube
+        .patch(ref, { status: { phase: 'Running', podIP: '127.0.0.1', hostIP: '127.0.0.1', conditions: [{ type: 'Ready', status: 'True' }], containerStatuses: [{ name, ready: true, restartCount: 0, image: '', imageID: '', state: { running: { startedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') } } }] } }, MERGE_PATCH)
+        .catch((err: unknown) => this.log.warn({ err: String(err), pod: key }, 'could not mark the pod ready'));
+    };
+    proc.proc.stdout!.on('data', onData);
+    proc.proc.stderr!.on('data', onData);
+    proc.proc.once('exit', (code) => {
+      if (this.running.get(key)?.proc !== proc || this.stopped) return;
+      this.running.delete(key);
+      this.log.warn({ pod: key, code, output: proc.log().slice(-1000) }, 'a Ray pod process ended');
+      void this.kube
+        .patch(ref, { status: { phase: 'Failed', conditions: [{ type: 'Ready', status: 'False' }], containerStatuses: [{ name, ready: false, restartCount: 0, image: '', imageID: '', state: { terminated: { exitCode: code ?? 137, reason: 'Error' } } }] } }, MERGE_PATCH)
+        .catch(() => undefined);
+    });
+  }
+}

@@ -1,0 +1,253 @@
+// What the RayCluster operator does next, decided from the cluster and the pods / Services the caches
+// hold: KubeRay v1.6's reconcileHeadService / reconcileHeadlessService / reconcilePods as one pure
+// function. The reconciler (controller/raycluster/operator.ts) applies the plan and writes the status.
+//
+// Order and rules, as KubeRay:
+// - spec.managedBy names another controller: hands off. Deleting: nothing (owner references and the
+//   GCS-FT cleanup reconciler take over). GCS FT with Redis and the cleanup on: no pod before the cleanup
+//   finalizer is on the object (a head that wrote to Redis before it would leave data behind).
+// - Services first: the head Service when none carries its labels, the headless worker Service for
+//   multi-host groups. Never updated once created (KubeRay neither).
+// - Suspend (conditions RayClusterSuspending -> RayClusterSuspended): delete every pod, keep the object.
+// - Head: exactly one; a head pod that cannot restart (Failed / Succeeded, or its Ray container
+//   terminated under restartPolicy Never) is deleted and re-created on the next pass.
+// - Workers per group: desired = replicas clamped to [minReplicas, maxReplicas] x numOfHosts; failed
+//   pods deleted first (and nothing created in that pass), scaleStrategy.workersToDelete deleted, then
+//   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
+// - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
+import { isManagedExternally, usesRedisBackend } from '../gcsft.ts';
+import { DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER, HEAD_GROUP_NAME, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_GROUP_LABEL, RAY_NODE_TYPE_LABEL, RAY_WORKER_REPLICA_INDEX_LABEL, RAY_WORKER_REPLICA_NAME_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL } from '../names.ts';
+import type { RayCluster } from '../types.ts';
+import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type Pod, type WorkerGroupSpec } from './pods.ts';
+import { buildHeadlessWorkerService, buildHeadService, headServiceLabels, needsHeadlessWorkerService, type Service } from './service.ts';
+import { COND_PROVISIONED, conditionTrue, desiredReplicas, hosts, suspendStatus, type RayClusterStatus } from './status.ts';
+
+export type PodAction =
+  | { kind: 'createPod'; group: string; pod: Pod; nodeType: 'head' | 'worker' }
+  | { kind: 'deletePod'; group: string; name: string; uid?: string | undefined; nodeType: 'head' | 'worker'; reason: string; terminating: boolean };
+
+export interface Unsupported {
+  field: string;
+  /** Refused: no pods at all (running without it would be a different, weaker cluster). */
+  refused: boolean;
+  why: string;
+}
+
+export interface Plan {
+  /** Nothing to do and no status to write. */
+  skip?: 'managedExternally' | 'deleting' | 'waitForFinalizer' | undefined;
+  services: Service[];
+  actions: PodAction[];
+  /** The pass stopped early (KubeRay returns an error): the status must not say ready. */
+  stop?: string | undefined;
+  unsupported: Unsupported[];
+  /** Suspending: every pod was asked to go (event DeletedPod once). */
+  suspending?: boolean;
+}
+
+export interface PlanInput {
+  cluster: RayCluster;
+  /** The cluster's pods from the cache (ray.io/cluster=<name>, same namespace), terminating included. */
+  pods: Pod[];
+  /** The cluster's Services from the cache. */
+  services: Service[];
+  /** Groups (HEAD_GROUP_NAME for the head) whose last writes the cache does not show yet. */
+  unsatisfied: (group: string) => boolean;
+  /** ENABLE_GCS_FT_REDIS_CLEANUP. */
+  gateEnabled: boolean;
+  options?: BuildOptions;
+  /** Five random characters for a multi-host replica's name (injectable for tests). */
+  randomSuffix?: () => string;
+}
+
+/** Spec fields raykeeper does not implement: each gets an event and the raykeeper.io/UnsupportedFields condition. */
+export function unsupportedFields(cluster: RayCluster): Unsupported[] {
+  const spec = (cluster.spec ?? {}) as Record<string, unknown>;
+  const out: Unsupported[] = [];
+  if (spec.enableInTreeAutoscaling === true) out.push({ field: 'spec.enableInTreeAutoscaling', refused: false, why: 'no autoscaler sidecar runs; worker replicas follow spec.workerGroupSpecs[].replicas' });
+  if (spec.autoscalerOptions !== undefined && spec.autoscalerOptions !== null) out.push({ field: 'spec.autoscalerOptions', refused: false, why: 'no autoscaler sidecar runs' });
+  const auth = spec.authOptions as { mode?: string } | undefined;
+  if (auth && typeof auth === 'object' && auth.mode !== undefined && auth.mode !== 'disabled') out.push({ field: 'spec.authOptions', refused: true, why: 'Ray token authentication is not implemented; an unauthenticated cluster is not started in its place' });
+  const upgrade = spec.upgradeStrategy as { type?: string } | undefined;
+  if (upgrade?.type === 'Recreate') out.push({ field: 'spec.upgradeStrategy', refused: false, why: 'pods are not re-created when the spec changes' });
+  if (headGroup(cluster).enableIngress === true) out.push({ field: 'spec.headGroupSpec.enableIngress', refused: false, why: 'no Ingress is created' });
+  if (cluster.metadata.annotations?.['ray.io/enable-serve-service'] === 'true') out.push({ field: 'annotation ray.io/enable-serve-service', refused: false, why: 'no serve Service is created' });
+  for (const label of ['ray.io/scheduler-name', 'ray.io/gang-scheduling-enabled', 'ray.io/priority-class-name']) {
+    if (cluster.metadata.labels?.[label] !== undefined) out.push({ field: `label ${label}`, refused: false, why: 'no batch scheduler integration: pods are created one by one for the default scheduler' });
+  }
+  workerGroups(cluster).forEach((g, i) => {
+    if (g.idleTimeoutSeconds !== undefined) out.push({ field: `spec.workerGroupSpecs[${i}].idleTimeoutSeconds`, refused: false, why: 'autoscaler setting, no autoscaler runs' });
+  });
+  return out;
+}
+
+export function describeUnsupported(list: Unsupported[]): string {
+  return list.map((u) => `${u.field} (${u.why})`).join('; ');
+}
+
+function labelOf(p: Pod, key: string): string | undefined {
+  return p.metadata.labels?.[key];
+}
+
+function terminating(p: Pod): boolean {
+  return typeof p.metadata.deletionTimestamp === 'string' && p.metadata.deletionTimestamp !== '';
+}
+
+/** shouldDeletePod: a pod that will not run Ray again. */
+export function shouldDeletePod(p: Pod): string | undefined {
+  const phase = p.status?.phase;
+  if (phase === 'Failed' || phase === 'Succeeded') return `the Pod ${p.metadata.name} is ${phase}, a terminal state`;
+  if (phase === 'Running' && p.spec?.restartPolicy === 'Never') {
+    const rayName = p.spec.containers?.[0]?.name;
+    const st = (p.status?.containerStatuses ?? []).find((c) => c.name === rayName);
+    if (st?.state?.terminated) return `the Ray container of ${p.metadata.name} terminated and restartPolicy is Never`;
+  }
+  return undefined;
+}
+
+function del(p: Pod, group: string, nodeType: 'head' | 'worker', reason: string): PodAction {
+  return { kind: 'deletePod', group, name: p.metadata.name ?? '', uid: p.metadata.uid, nodeType, reason, terminating: terminating(p) };
+}
+
+function randomFive(): string {
+  const a = 'bcdfghjklmnpqrstvwxz2456789';
+  let s = '';
+  for (let i = 0; i < 5; i++) s += a[Math.floor(Math.random() * a.length)];
+  return s;
+}
+
+/** Lowest replica indices not in use. */
+function freeIndices(used: Set<number>, n: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; out.length < n; i++) if (!used.has(i)) out.push(i);
+  return out;
+}
+
+/** Scale-down order: terminating first (already going), then not running, then the highest replica index. */
+function scaleDownOrder(pods: Pod[]): Pod[] {
+  const rank = (p: Pod) => (terminating(p) ? 0 : p.status?.phase !== 'Running' ? 1 : 2);
+  const index = (p: Pod) => Number(labelOf(p, RAY_WORKER_REPLICA_INDEX_LABEL) ?? -1);
+  return [...pods].sort((a, b) => rank(a) - rank(b) || index(b) - index(a) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+}
+
+export function plan(input: PlanInput): Plan {
+  const { cluster, pods, services } = input;
+  const out: Plan = { services: [], actions: [], unsupported: unsupportedFields(cluster) };
+  if (isManagedExternally(cluster)) return { ...out, skip: 'managedExternally' };
+  if (cluster.metadata.deletionTimestamp) return { ...out, skip: 'deleting' };
+  if (input.gateEnabled && usesRedisBackend(cluster) && !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return { ...out, skip: 'waitForFinalizer' };
+  if (out.unsupported.some((u) => u.refused)) return out;
+  const options = input.options ?? {};
+
+  // Services.
+  const want = headServiceLabels(cluster);
+  const heads = services.filter((s) => ['ray.io/cluster', 'ray.io/node-type', 'ray.io/identifier'].every((k) => s.metadata.labels?.[k] === want[k]));
+  if (heads.length === 0) out.services.push(buildHeadService(cluster));
+  else if (heads.length > 1) return { ...out, stop: `${heads.length} head Services found: ${heads.map((s) => s.metadata.name).join(', ')}` };
+  if (needsHeadlessWorkerService(cluster) && !services.some((s) => s.metadata.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === cluster.metadata.name)) out.services.push(buildHeadlessWorkerService(cluster));
+
+  // Suspend.
+  const status = cluster.status as RayClusterStatus | undefined;
+  const suspend = suspendStatus(status);
+  if (suspend === 'Suspending') {
+    for (const p of pods) {
+      const type = labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_HEAD ? 'head' : 'worker';
+      out.actions.push(del(p, type === 'head' ? HEAD_GROUP_NAME : labelOf(p, RAY_GROUP_LABEL) ?? '', type, 'suspended'));
+    }
+    return { ...out, suspending: true };
+  }
+  if (suspend === 'Suspended' || cluster.spec?.suspend === true) return out;
+
+  // Head.
+  const headPods = pods.filter((p) => labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_HEAD);
+  if (!input.unsatisfied(HEAD_GROUP_NAME)) {
+    if (headPods.length === 1) {
+      const why = shouldDeletePod(headPods[0]!);
+      if (why && !terminating(headPods[0]!)) {
+        out.actions.push(del(headPods[0]!, HEAD_GROUP_NAME, 'head', why));
+        return { ...out, stop: why };
+      }
+    } else if (headPods.length === 0) {
+      const skipRestart = conditionTrue(status?.conditions, COND_PROVISIONED) && cluster.metadata.annotations?.[DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] === 'true';
+      if (!skipRestart) out.actions.push({ kind: 'createPod', group: HEAD_GROUP_NAME, nodeType: 'head', pod: buildHeadPod(cluster, options) });
+    } else {
+      return { ...out, stop: `${headPods.length} head pods found (${headPods.map((p) => p.metadata.name).join(', ')}); delete the extra ones` };
+    }
+  }
+
+  // Workers.
+  for (const group of workerGroups(cluster)) {
+    const name = group.groupName ?? '';
+    if (input.unsatisfied(name)) continue;
+    const groupPods = pods.filter((p) => labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_WORKER && labelOf(p, RAY_GROUP_LABEL) === name);
+    if (group.suspend === true) {
+      for (const p of groupPods) out.actions.push(del(p, name, 'worker', `worker group ${name} is suspended`));
+      continue;
+    }
+    const stop = hosts(group) > 1 ? planMultiHost(cluster, group, groupPods, out, options, input.randomSuffix ?? randomFive) : planSingleHost(cluster, group, groupPods, out, options);
+    if (stop) return { ...out, stop };
+  }
+  return out;
+}
+
+function planSingleHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: Pod[], out: Plan, options: BuildOptions): string | undefined {
+  const name = group.groupName ?? '';
+  const unhealthy = groupPods.filter((p) => !terminating(p) && shouldDeletePod(p));
+  for (const p of unhealthy) out.actions.push(del(p, name, 'worker', shouldDeletePod(p)!));
+  if (unhealthy.length > 0) return `deleted ${unhealthy.length} unhealthy worker Pods of group ${name}`;
+  const deleted = new Set<string>();
+  const toDelete = new Set(group.scaleStrategy?.workersToDelete ?? []);
+  for (const p of groupPods) {
+    if (!toDelete.has(p.metadata.name ?? '')) continue;
+    out.actions.push(del(p, name, 'worker', 'listed in scaleStrategy.workersToDelete'));
+    deleted.add(p.metadata.name ?? '');
+  }
+  const remaining = groupPods.filter((p) => !deleted.has(p.metadata.name ?? ''));
+  const diff = desiredReplicas(group) - remaining.length;
+  if (diff > 0) {
+    const used = new Set(remaining.map((p) => Number(labelOf(p, RAY_WORKER_REPLICA_INDEX_LABEL))).filter(Number.isInteger));
+    for (const replicaIndex of freeIndices(used, diff)) out.actions.push({ kind: 'createPod', group: name, nodeType: 'worker', pod: buildWorkerPod(cluster, group, { replicaIndex }, options) });
+  } else if (diff < 0) {
+    for (const p of scaleDownOrder(remaining).slice(0, -diff)) out.actions.push(del(p, name, 'worker', `scaling group ${name} down to ${desiredReplicas(group)}`));
+  }
+  return undefined;
+}
+
+function planMultiHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: Pod[], out: Plan, options: BuildOptions, suffix: () => string): string | undefined {
+  const name = group.groupName ?? '';
+  const n = hosts(group);
+  const replicas = new Map<string, Pod[]>();
+  for (const p of groupPods) {
+    const r = labelOf(p, RAY_WORKER_REPLICA_NAME_LABEL);
+    if (r !== undefined) replicas.set(r, [...(replicas.get(r) ?? []), p]);
+  }
+  const dropReplica = (r: string, why: string) => {
+    for (const p of replicas.get(r) ?? []) out.actions.push(del(p, name, 'worker', why));
+    replicas.delete(r);
+  };
+  // An incomplete replica (a host pod deleted from outside) goes as a whole.
+  const incomplete = [...replicas].filter(([, ps]) => ps.length < n).map(([r]) => r);
+  for (const r of incomplete) dropReplica(r, `multi-host replica ${r} is incomplete`);
+  if (incomplete.length > 0) return `cleaned up incomplete replica groups ${incomplete.join(', ')}`;
+  for (const [r, ps] of [...replicas]) {
+    const bad = ps.find((p) => !terminating(p) && shouldDeletePod(p));
+    if (bad) dropReplica(r, shouldDeletePod(bad)!);
+  }
+  const toDelete = new Set(group.scaleStrategy?.workersToDelete ?? []);
+  const listed = [...replicas].filter(([, ps]) => ps.some((p) => toDelete.has(p.metadata.name ?? ''))).map(([r]) => r);
+  for (const r of listed) dropReplica(r, 'listed in scaleStrategy.workersToDelete');
+  if (listed.length > 0) return `deleted replica groups ${listed.join(', ')} listed in scaleStrategy.workersToDelete`;
+  const want = desiredReplicas(group) / n;
+  const diff = want - replicas.size;
+  if (diff > 0) {
+    const used = new Set([...replicas.values()].map((ps) => Number(labelOf(ps[0]!, RAY_WORKER_REPLICA_INDEX_LABEL))).filter(Number.isInteger));
+    for (const replicaIndex of freeIndices(used, diff)) {
+      const replicaName = `${name}-${suffix()}`;
+      for (let hostIndex = 0; hostIndex < n; hostIndex++) out.actions.push({ kind: 'createPod', group: name, nodeType: 'worker', pod: buildWorkerPod(cluster, group, { replicaIndex, replicaName, hostIndex }, options) });
+    }
+  } else if (diff < 0) {
+    const order = [...replicas.keys()].sort((a, b) => Number(labelOf(replicas.get(b)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)) - Number(labelOf(replicas.get(a)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)));
+    for (const r of order.slice(0, -diff)) dropReplica(r, `scaling group ${name} down to ${want} replicas`);
+  }
+  return undefined;
+}

@@ -1,0 +1,133 @@
+// KubeRay as the oracle: its own operator (v1.6.2, built by tools/build-kuberay.sh into the cache) runs on
+// a control plane of its own with KubeRay's CRDs; for the same RayClusters our builders' pods and head
+// Service are compared with KubeRay's, per node type: `ray start` flags and values, env names and values,
+// container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector.
+// The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
+// Skips with the reason when the operator binary or KubeRay's CRDs (Go module cache) are missing.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { parse } from 'yaml';
+import { cacheDir, REPO_ROOT } from '../../localcluster/binaries.ts';
+import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane.ts';
+import { KubeClient } from '../../src/kube.ts';
+import { buildHeadPod, buildWorkerPod, type Pod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { buildHeadService, type Service } from '../../src/raycluster/service.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { until } from './harness.ts';
+import { kuberaySample } from './samples.ts';
+
+const VERSION = 'v1.6.2';
+
+function locate(): { bin: string; crds: string } | { missing: string } {
+  const bin = process.env.RAYKEEPER_KUBERAY_OPERATOR ?? join(cacheDir(process.env), 'bin', `ray-operator-${VERSION}`);
+  if (!existsSync(bin)) return { missing: `KubeRay's operator is not built (${bin}): run tools/build-kuberay.sh` };
+  const modcache = spawnSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).stdout?.trim();
+  const crds = modcache ? join(modcache, 'github.com/ray-project/kuberay', `ray-operator@${VERSION}`, 'config/crd/bases') : '';
+  if (!crds || !existsSync(crds)) return { missing: `KubeRay's CRDs are not in the Go module cache (${crds || 'no go'}): run tools/build-kuberay.sh --print-crds` };
+  return { bin, crds };
+}
+
+/** Our intended differences (README): who made the pod says so; the head pod has KubeRay's deterministic name. */
+const OWN_LABELS = new Set(['app.kubernetes.io/created-by']);
+const OWN_ENV = new Set(['RAY_USAGE_STATS_EXTRA_TAGS']);
+/** KubeRay stamps its version and its spec hash for upgradeStrategy Recreate (not implemented, README). */
+const OWN_ANNOTATIONS = new Set(['ray.io/kuberay-version', 'ray.io/upgrade-strategy-recreate-hash']);
+
+const flags = (s: string) => s.split(/\s+/).filter(Boolean).sort();
+
+function envView(p: Pod): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const e of p.spec?.containers[0]?.env ?? []) {
+    if (OWN_ENV.has(e.name)) continue;
+    out[e.name] = e.name === 'KUBERAY_GEN_RAY_START_CMD' ? flags(e.value ?? '') : e.valueFrom !== undefined ? e.valueFrom : e.value ?? '';
+  }
+  return out;
+}
+
+function view(p: Pod) {
+  const c = p.spec!.containers[0]!;
+  const labels = Object.fromEntries(Object.entries(p.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k) && k !== 'ray.io/worker-group-replica-index'));
+  return {
+    command: c.command,
+    args: flags(c.args?.[0] ?? ''),
+    env: envView(p),
+    ports: (c.ports ?? []).map((x) => [x.name, x.containerPort]),
+    labels,
+    annotations: Object.fromEntries(Object.entries(p.metadata.annotations ?? {}).filter(([k]) => k.startsWith('ray.io/') && !OWN_ANNOTATIONS.has(k))),
+    volumes: (p.spec!.volumes ?? []).map((v) => v.name),
+    mounts: (c.volumeMounts ?? []).map((m) => m.mountPath),
+    probes: [c.livenessProbe, c.readinessProbe],
+    init: (p.spec!.initContainers ?? []).map((i) => ({ name: i.name, env: (i.env ?? []).map((e) => e.name) })),
+  };
+}
+
+function serviceView(s: Service) {
+  return {
+    ports: (s.spec?.ports ?? []).map((p) => [p.name, p.port, p.appProtocol]),
+    selector: Object.fromEntries(Object.entries(s.spec?.selector ?? {}).filter(([k]) => !OWN_LABELS.has(k))),
+    clusterIP: s.spec?.clusterIP === 'None' ? 'None' : 'allocated',
+    publishNotReadyAddresses: s.spec?.publishNotReadyAddresses ?? false,
+  };
+}
+
+const where = locate();
+if ('missing' in where) {
+  t.comment(`skipping the KubeRay oracle comparison: ${where.missing}`);
+  t.plan(0, where.missing);
+} else {
+  t.test(`our pods and head Service = KubeRay ${VERSION}'s for its samples`, { timeout: 280_000 }, async (t) => {
+    const cp = await startControlPlane({ crdsDir: where.crds });
+    t.teardown(() => cp.stop());
+    const kube = new KubeClient(cp.kubeConfig());
+    t.teardown(() => kube.close());
+    const ns = 'oracle';
+    await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+    const op = spawn(where.bin, ['--metrics-addr=0', '--health-probe-bind-address=0', '--enable-leader-election=false', `--watch-namespace=${ns}`, '--log-stdout-encoder=console'], {
+      env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    op.stdout!.on('data', (d) => (log += d));
+    op.stderr!.on('data', (d) => (log += d));
+    t.teardown(() => {
+      if (op.exitCode === null) op.kill('SIGKILL');
+    });
+
+    const gcsFt = parse(readFileSync(join(REPO_ROOT, 'manifests/samples/raycluster-gcs-ft.yaml'), 'utf8')) as RayCluster;
+    const withCmd = kuberaySample();
+    withCmd.metadata.name = 'with-command';
+    withCmd.spec!.headGroupSpec!.template!.spec!.containers![0]!.command = ['echo', 'before'];
+    (withCmd.spec!.workerGroupSpecs![0] as WorkerGroupSpec).rayStartParams = { 'num-gpus': '0', 'log-color': 'true' };
+    const multi = kuberaySample();
+    multi.metadata.name = 'multi-host';
+    (multi.spec!.workerGroupSpecs![0] as WorkerGroupSpec).numOfHosts = 2;
+    const samples = [kuberaySample(), gcsFt, withCmd, multi];
+    for (const c of samples) await kube.create({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns }, c);
+
+    for (const sample of samples) {
+      const name = sample.metadata.name!;
+      const theirs = await until(async () => {
+        if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
+        const ps = (await kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
+        return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') && ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker') ? ps : undefined;
+      }, `KubeRay's pods of ${name}`, 90_000, 500);
+      // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
+      const stored = await kube.get<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns, name });
+      const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
+      const worker = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
+      const group = stored.spec!.workerGroupSpecs![0] as WorkerGroupSpec;
+      const index = { replicaIndex: Number(worker.metadata.labels?.['ray.io/worker-group-replica-index'] ?? 0), replicaName: worker.metadata.labels?.['ray.io/worker-group-replica-name'], hostIndex: Number(worker.metadata.labels?.['ray.io/replica-host-index'] ?? 0) };
+      t.same(view(buildHeadPod(stored)), view(head), `${name}: head pod (flags, env, ports, labels, annotations, volumes, probes)`);
+      t.same(view(buildWorkerPod(stored, group, index)), view(worker), `${name}: worker pod`);
+      t.match(head.metadata.generateName, `${name}-head-`, 'KubeRay: generated head name (ours is the deterministic one, README)');
+      t.equal(worker.metadata.generateName, buildWorkerPod(stored, group, index).metadata.generateName, `${name}: worker generateName`);
+      const svc = await until(() => kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: ns, name: `${name}-head-svc` }), `KubeRay's head Service of ${name}`, 60_000, 500);
+      t.same(serviceView(buildHeadService(stored)), serviceView(svc), `${name}: head Service ports and selector`);
+    }
+    const headless = await until(() => kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: ns, name: 'multi-host-headless' }), 'the headless worker Service', 60_000, 500);
+    t.same(headless.spec?.selector, { 'ray.io/cluster': 'multi-host', 'ray.io/node-type': 'worker' });
+    t.equal(headless.spec?.clusterIP, 'None');
+  });
+}
