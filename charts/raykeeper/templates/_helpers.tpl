@@ -130,8 +130,14 @@ are kept, so the CA never rotates under a running webhook; on install (or in `he
 {{- if and (not .Values.companion.enabled) (or (not $r) (has "rayjob" (splitList "," $r))) }}true{{ end -}}
 {{- end -}}
 
+{{/* "true" when the RayCluster operator (reconciler raycluster-pods: Ray pods and Services) runs: never in companion mode. */}}
+{{- define "raykeeper.operatorEnabled" -}}
+{{- $r := include "raykeeper.reconcilers" . -}}
+{{- if and (not .Values.companion.enabled) (or (not $r) (has "raycluster-pods" (splitList "," $r))) }}true{{ end -}}
+{{- end -}}
+
 {{/*
-The controller's RBAC rules (include with (dict "rayjob" <bool>)): the ClusterRole's, or each watched
+The controller's RBAC rules (include with (dict "rayjob" <bool> "operator" <bool>)): the ClusterRole's, or each watched
 namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 */}}
 {{- define "raykeeper.controllerRules" -}}
@@ -157,9 +163,18 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
   resources: ["rayclusters/finalizers"]
   verbs: ["update"]
 {{- end }}
+{{- if .operator }}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["list", "watch", "create"]
+{{- else }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "delete"]
+{{- end }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "get", "list", "watch", "delete"]
