@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { applyObject, Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
-import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
 import { ApiError, KubeRest } from '../../localcluster/rest.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
@@ -17,7 +17,7 @@ const CONTROLLER = `system:serviceaccount:${SYSTEM_NS}:raykeeper-controller`;
 const WEBHOOK = `system:serviceaccount:${SYSTEM_NS}:raykeeper-webhook`;
 
 function kustomize(dir: string): KubeObject[] {
-  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
+  const r = spawnSync(requireKubeCommand('kubectl'), ['kustomize', join(REPO_ROOT, dir)], { encoding: 'utf8' });
   if (r.error) throw new Error(`kubectl is needed to render the kustomization (kubectl kustomize): ${r.error.message}`);
   if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} failed: ${r.stderr}`);
   return parseManifests(r.stdout);
