@@ -94,6 +94,11 @@ export function kubeCommandPath(name: KubeCommand, env: NodeJS.ProcessEnv = proc
   return override || join(cacheDir(env), 'bin', `${name}-${versionFrom('kube-node', 'k8s.io/kubernetes')}`);
 }
 
+/** crictl (tools/crictl, its own cri-tools version), built with the node's commands. RAYKEEPER_CRICTL overrides it. */
+export function crictlPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.RAYKEEPER_CRICTL || join(cacheDir(env), 'bin', `crictl-${versionFrom('crictl', 'sigs.k8s.io/cri-tools')}`);
+}
+
 /** The path of a built Kubernetes command, or a MissingBinariesError naming what to run. Builds nothing. */
 export function requireKubeCommand(name: KubeCommand, env: NodeJS.ProcessEnv = process.env): string {
   const path = kubeCommandPath(name, env);

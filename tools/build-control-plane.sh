@@ -11,6 +11,7 @@
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/kube-apiserver-v<version>
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/kubectl-v<version>
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/{kubelet,kube-proxy,kube-scheduler,kube-controller-manager}-v<version>  (--node)
+#   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/crictl-v<cri-tools version>  (--node; tools/crictl/go.mod)
 #
 # Usage: tools/build-control-plane.sh [--node] [--print-paths]
 #   --node          also build the node's commands (several more minutes cold)
@@ -45,6 +46,8 @@ kube_bin="$bin_dir/kube-apiserver-$kube_version"
 node_version="$(version_of "$here/kube-node/go.mod" k8s.io/kubernetes)"
 [[ "$node_version" == "$kube_version" ]] || die "tools/kube-node/go.mod requires k8s.io/kubernetes $node_version but tools/kube-apiserver/go.mod $kube_version: keep them equal"
 node_cmds=(kubelet kube-proxy kube-scheduler kube-controller-manager)
+crictl_version="$(version_of "$here/crictl/go.mod" sigs.k8s.io/cri-tools)"
+crictl_bin="$bin_dir/crictl-$crictl_version"
 
 node=false print=false
 for arg in "$@"; do
@@ -59,6 +62,7 @@ if $print; then
   echo "kube-apiserver=$kube_bin"
   echo "kubectl=$bin_dir/kubectl-$kube_version"
   for c in "${node_cmds[@]}"; do echo "$c=$bin_dir/$c-$kube_version"; done
+  echo "crictl=$crictl_bin"
   exit 0
 fi
 
@@ -88,6 +92,7 @@ build() {
   kill "$ticker" 2>/dev/null
   local check=(--version)
   [[ "$name" == kubectl ]] && check=(version --client)
+  [[ "$name" == crictl ]] && check=(--help)
   "$tmp" "${check[@]}" >/dev/null 2>&1 || { rm -f "$tmp"; die "$name: the built binary does not run ($tmp ${check[*]} failed)"; }
   mv -f "$tmp" "$out"
   trap - EXIT
@@ -112,4 +117,7 @@ if $node; then
     build "$c" "$here/kube-node" "k8s.io/kubernetes/cmd/$c" "$bin_dir/$c-$kube_version" "$kube_ldflags"
     say "ready: $bin_dir/$c-$kube_version"
   done
+  # crictl stops and removes the node's pods through the CRI when the node stops (netns, IPs, mounts).
+  build crictl "$here/crictl" sigs.k8s.io/cri-tools/cmd/crictl "$crictl_bin"
+  say "ready: $crictl_bin"
 fi

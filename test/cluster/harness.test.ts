@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { controlPlaneBinaries, kubeCommandPath, MissingBinariesError, NODE_COMMANDS, REPO_ROOT, requireBinaries, requireKubeCommand } from '../../localcluster/binaries.ts';
+import { controlPlaneBinaries, crictlPath, kubeCommandPath, MissingBinariesError, NODE_COMMANDS, REPO_ROOT, requireBinaries, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { ApiError, KubeRest } from '../../localcluster/rest.ts';
@@ -130,7 +130,7 @@ t.test('missing binaries: a clear failure naming the build script, recorded by t
   const printed = spawnSync('bash', [join(REPO_ROOT, 'tools/build-control-plane.sh'), '--print-paths'], { env, encoding: 'utf8' });
   const b = controlPlaneBinaries(env);
   const commands = (['kubectl', ...NODE_COMMANDS] as const).map((c) => `${c}=${kubeCommandPath(c, env)}\n`).join('');
-  t.equal(printed.stdout, `etcd=${b.etcd}\nkube-apiserver=${b.kubeApiserver}\n${commands}`);
+  t.equal(printed.stdout, `etcd=${b.etcd}\nkube-apiserver=${b.kubeApiserver}\n${commands}crictl=${crictlPath(env)}\n`);
   t.ok(kubeCommandPath('kubelet', env).startsWith(join(empty, 'bin', 'kubelet-v1.35.')), 'the node commands at the kube-apiserver version');
   t.throws(() => requireKubeCommand('kubelet', env), { message: /build-control-plane\.sh --node/ });
   t.ok(b.etcd.startsWith(join(empty, 'bin', 'etcd-v3.6.')), b.etcd);
