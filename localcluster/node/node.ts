@@ -137,7 +137,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     const log = join(logs, `${name}.log`);
     const fd = logFd(log);
     try {
-      const proc = await spawnSupervised(command, args, { env, cwd: root, stdio: ['ignore', fd, fd], graceSeconds: 10 });
+      const proc = await spawnSupervised(command, args, { env, cwd: root, stdio: ['ignore', fd, fd], graceSeconds: 10, group: true, ownerStops: true });
       procs.push({ name, proc });
       return { proc, log };
     } finally {
