@@ -3,8 +3,8 @@
 # redis-sentinel) and redis-tools (redis-cli, used by the benchmark's baseline). Idempotent.
 # With --node, also what the real node (`raykeeper dev --kubelet`, `npm run test:cluster`) runs:
 # containerd 1.6 and runc (the container runtime), containernetworking-plugins (bridge, host-local,
-# loopback CNI plugins in /usr/lib/cni), dnsmasq-base (cluster DNS), conntrack (kube-proxy), buildah
-# (building the images without a registry).
+# loopback CNI plugins in /usr/lib/cni), dnsmasq-base (cluster DNS), conntrack (kube-proxy), and what
+# tools/build-images.sh builds the images with, without a registry (buildah, debootstrap, busybox-static).
 set -euo pipefail
 node=false
 for arg in "$@"; do
@@ -24,6 +24,8 @@ if $node; then
   command -v dnsmasq >/dev/null || need+=(dnsmasq-base)
   command -v conntrack >/dev/null || need+=(conntrack)
   command -v buildah >/dev/null || need+=(buildah)
+  command -v debootstrap >/dev/null || need+=(debootstrap)
+  command -v busybox >/dev/null || need+=(busybox-static)
   command -v iptables >/dev/null || need+=(iptables)
 fi
 if [ ${#need[@]} -gt 0 ]; then
