@@ -100,3 +100,47 @@ t.test('controller leader failover: deleting the leader pod moves the Lease to t
   }, 'a new leader', 180_000, 500);
   t.ok(next.startsWith(standby.metadata.name), `the standby ${standby.metadata.name} leads now (${next})`);
 });
+
+t.test('a webhook pod deleted under load: every RayCluster created meanwhile is admitted and defaulted', async (t) => {
+  const ns = 'webhook-load';
+  await rest.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  const sample = devSampleCluster(env.redisInCluster) as object;
+  type Created = { metadata: { name: string; finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } };
+  const created: Created[] = [];
+  const failures: string[] = [];
+  let running = true;
+  let n = 0;
+  const loader = async (): Promise<void> => {
+    while (running) {
+      const name = `load-${n++}`;
+      try {
+        created.push(await rest.post<Created>(`/apis/ray.io/v1/namespaces/${ns}/rayclusters`, { ...sample, metadata: { name } }));
+      } catch (err) {
+        failures.push(`${name}: ${(err as Error).message}`);
+      }
+    }
+  };
+  const loaders = [loader(), loader(), loader()];
+  await until(() => created.length >= 30, '30 creates before the deletion', 120_000);
+  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const victim = pods.items[0]!.metadata.name;
+  const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
+  t.equal(r.status, 0, r.stderr);
+  await until(
+    async () => rest.get(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods/${victim}`).then(() => false, (err: unknown) => isStatus(err, 404)),
+    `the deleted webhook pod ${victim} to be gone`,
+    180_000,
+    250,
+  );
+  await until(async () => {
+    const d = await rest.get<{ status?: { availableReplicas?: number } }>(`/apis/apps/v1/namespaces/${SYSTEM_NAMESPACE}/deployments/raykeeper-webhook`);
+    return d.status?.availableReplicas === 2;
+  }, 'two available webhook pods again', 180_000, 250);
+  const mark = created.length;
+  await until(() => created.length >= mark + 30, '30 creates after the replacement', 120_000);
+  running = false;
+  await Promise.all(loaders);
+  t.same(failures, [], 'no create failed');
+  const undefaulted = created.filter((c) => !c.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER) || !c.spec.gcsFaultToleranceOptions.externalStorageNamespace).map((c) => c.metadata.name);
+  t.same(undefaulted, [], `every one of ${created.length} RayClusters was mutated by the webhook (failurePolicy Ignore would hide a failed call)`);
+});
