@@ -12,6 +12,7 @@ import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
 import { KubeRest } from '../localcluster/rest.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
+import { sleep } from '../controller/runtime/backoff.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';
 export const WEBHOOK_SERVICE = 'raykeeper-webhook';
@@ -85,9 +86,6 @@ async function runCli(args: string[]): Promise<void> {
   if (code !== 0) throw new Error(`raykeeper ${args.join(' ')} failed (${code}): ${stderr}`);
 }
 
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
-}
 
 /** Waits until a Deployment has all its replicas updated and available. */
 export async function waitForDeployment(rest: KubeRest, namespace: string, name: string, timeoutMs = 300_000): Promise<void> {

@@ -9,6 +9,7 @@ import { rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NodeNetwork } from './config.ts';
+import { sleep } from '../../controller/runtime/backoff.ts';
 
 const execFileP = promisify(execFile);
 
@@ -223,9 +224,6 @@ export function mountsUnder(dir: string): string[] {
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
 
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
-}
 
 /**
  * Puts the host back after the node's processes stopped: kills what is left in kubepods cgroups and the

@@ -36,6 +36,7 @@ import {
   type ServiceRecord,
 } from './config.ts';
 import { restoreHost, run, setUpNetwork, snapshotHost } from './host.ts';
+import { sleep } from '../../controller/runtime/backoff.ts';
 
 export interface NodeClusterOptions {
   /** Where to write the admin kubeconfig (default <state dir>/kubeconfig). */
@@ -105,9 +106,6 @@ async function writePrivate(path: string, text: string): Promise<void> {
   await chmod(path, 0o600);
 }
 
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
-}
 
 /** Node `name` is Ready (its Ready condition True). */
 export async function nodeReady(rest: KubeRest, name = NODE_NAME): Promise<boolean> {
