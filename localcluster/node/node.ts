@@ -289,11 +289,12 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       // Ready for pods: the node is Ready and kube-controller-manager made the default ServiceAccount
       // (the ServiceAccount admission plugin rejects pods until then).
       await waitUntil('kubelet (node Ready) and kube-controller-manager', kubelet.proc, kubelet.log, deadline(), async () => {
-        if (ended) throw new Error(`a component exited; see ${ended}`);
+        if (ended) return true; // reported below, with the log that says why
         if (!(await nodeReady(rest))) return false;
         await rest.get('/api/v1/namespaces/default/serviceaccounts/default');
         return true;
       });
+      if (ended) throw new Error(`a node component exited before the node was ready; see ${ended}`);
 
       // kube-proxy
       progress('starting kube-proxy (iptables)');
