@@ -99,6 +99,35 @@ export function generateCertificates(req: CertificateRequest): CertificateBundle
   };
 }
 
+/** A new CA (the local node's cluster CA: client certificates, kube-controller-manager's CSR signer). */
+export function generateCa(days = DEFAULT_DAYS * 10, bits: 2048 | 3072 | 4096 = 2048, now = new Date()): { cert: string; key: string } {
+  const ca = createCa(now, days, bits);
+  return { cert: forge.pki.certificateToPem(ca.cert), key: forge.pki.privateKeyToPem(ca.key) };
+}
+
+/**
+ * A client certificate from a CA: Kubernetes reads the user from the commonName and the groups from
+ * the organizations (e.g. `system:node:localhost` in `system:nodes`).
+ */
+export function generateClientCertificate(req: { ca: { cert: string; key: string }; commonName: string; organizations?: string[]; days?: number; bits?: 2048 | 3072 | 4096; now?: Date }): { cert: string; key: string } {
+  const now = req.now ?? new Date();
+  const ca = { cert: forge.pki.certificateFromPem(req.ca.cert), key: forge.pki.privateKeyFromPem(req.ca.key) as forge.pki.rsa.PrivateKey };
+  const keys = keyPair(req.bits ?? 2048);
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serial();
+  validity(cert, now, req.days ?? DEFAULT_DAYS);
+  cert.setSubject([{ name: 'commonName', value: req.commonName }, ...(req.organizations ?? []).map((value) => ({ name: 'organizationName', value }))]);
+  cert.setIssuer(ca.cert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', clientAuth: true },
+  ]);
+  cert.sign(ca.key, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
 /** The base64 caBundle a webhook configuration carries. */
 export function caBundle(caCertPem: string): string {
   return Buffer.from(caCertPem, 'utf8').toString('base64');

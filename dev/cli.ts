@@ -1,18 +1,23 @@
 // `raykeeper dev`: start the local environment, print where it is, run until Ctrl-C / SIGTERM.
 import { parseArgs } from 'node:util';
 import { readyText, startDev } from './dev.ts';
+import { startKubeletDev } from './kubelet.ts';
 
-const USAGE = `Usage: raykeeper dev [--state-dir DIR]
+const USAGE = `Usage: raykeeper dev [--state-dir DIR] [--kubelet]
 
 Starts a local control plane (etcd + kube-apiserver built from source), a redis-server, the webhook,
 the controller and a job runner on loopback, then prints the kubeconfig path and the Redis address.
 Ctrl-C or SIGTERM stops everything. For a real cluster, install manifests/ instead (see README).
+
+  --kubelet   a real node instead (root; bash tools/setup.sh --node first): containerd, kubelet,
+              kube-proxy, kube-controller-manager, kube-scheduler, cluster DNS; raykeeper installed
+              from manifests/ as pods of the image built from the Dockerfile, Redis as a pod.
 `;
 
 export async function run(argv: string[]): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: { 'state-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({ args: argv, options: { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
   } catch (err) {
     process.stderr.write(`raykeeper dev: ${(err as Error).message}\n\n${USAGE}`);
     return 2;
@@ -21,7 +26,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const env = await startDev({ stateDir: values['state-dir'] });
+  const env = values.kubelet ? await startKubeletDev({ stateDir: values['state-dir'] }) : await startDev({ stateDir: values['state-dir'] });
   process.stdout.write(readyText(env) + '\n');
   const signal = await new Promise<string>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));

@@ -34,6 +34,8 @@ export interface DevEnvironment {
   redis: { host: string; port: number };
   webhookUrl: string;
   samples: string[];
+  /** With a real node (`--kubelet`): "<name> Ready". */
+  node?: string;
   stop(): Promise<void>;
 }
 
@@ -131,6 +133,7 @@ export function readyText(env: DevEnvironment): string {
   return [
     `kubeconfig: ${env.kubeconfig}`,
     `redis: ${env.redis.host}:${env.redis.port}`,
+    ...(env.node ? [`node: ${env.node}`] : []),
     `webhook: ${env.webhookUrl}`,
     '',
     'Try:',

@@ -1,5 +1,6 @@
-// Where the locally built etcd and kube-apiserver live: ${RAYKEEPER_CACHE:-~/.cache/raykeeper}/bin/<name>-<version>,
-// the versions being the ones tools/etcd/go.mod and tools/kube-apiserver/go.mod require.
+// Where the locally built etcd, kube-apiserver, kubectl and the node's commands live:
+// ${RAYKEEPER_CACHE:-~/.cache/raykeeper}/bin/<name>-<version>, the versions being the ones
+// tools/etcd/go.mod, tools/kube-apiserver/go.mod and tools/kube-node/go.mod require.
 // tools/build-control-plane.sh builds them; ensureBinaries() runs it when asked to.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
@@ -70,14 +71,39 @@ export function missingBinaries(b: ControlPlaneBinaries = controlPlaneBinaries()
 
 export class MissingBinariesError extends Error {
   readonly missing: string[];
-  constructor(missing: string[]) {
+  constructor(missing: string[], buildFlags = '') {
     super(
       `the local control plane binaries are not built: missing ${missing.join(', ')}. ` +
-        `Build them with tools/build-control-plane.sh (several minutes the first time; cached afterwards).`,
+        `Build them with tools/build-control-plane.sh${buildFlags} (several minutes the first time; cached afterwards).`,
     );
     this.name = 'MissingBinariesError';
     this.missing = missing;
   }
+}
+
+/** The Kubernetes commands built from tools/kube-node at the kube-apiserver's version. */
+export const NODE_COMMANDS = ['kubelet', 'kube-proxy', 'kube-scheduler', 'kube-controller-manager'] as const;
+export type KubeCommand = 'kubectl' | (typeof NODE_COMMANDS)[number];
+
+/**
+ * The path of a locally built Kubernetes command (tools/build-control-plane.sh builds kubectl always,
+ * the node's commands with --node). RAYKEEPER_KUBECTL, RAYKEEPER_KUBELET, ... override it.
+ */
+export function kubeCommandPath(name: KubeCommand, env: NodeJS.ProcessEnv = process.env): string {
+  const override = env[`RAYKEEPER_${name.toUpperCase().replaceAll('-', '_')}`];
+  return override || join(cacheDir(env), 'bin', `${name}-${versionFrom('kube-node', 'k8s.io/kubernetes')}`);
+}
+
+/** crictl (tools/crictl, its own cri-tools version), built with the node's commands. RAYKEEPER_CRICTL overrides it. */
+export function crictlPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.RAYKEEPER_CRICTL || join(cacheDir(env), 'bin', `crictl-${versionFrom('crictl', 'sigs.k8s.io/cri-tools')}`);
+}
+
+/** The path of a built Kubernetes command, or a MissingBinariesError naming what to run. Builds nothing. */
+export function requireKubeCommand(name: KubeCommand, env: NodeJS.ProcessEnv = process.env): string {
+  const path = kubeCommandPath(name, env);
+  if (!executable(path)) throw new MissingBinariesError([path], name === 'kubectl' ? '' : ' --node');
+  return path;
 }
 
 /** The binaries, or a MissingBinariesError naming what to run. Builds nothing. */

@@ -63,15 +63,34 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags (e.g. --v=4). */
   apiserverArgs?: string[];
+  /** Serve a real node (localcluster/node): see NodeServing. */
+  node?: NodeServing;
+}
+
+/**
+ * What a control plane with a real node needs: served on the node's bridge address (pods reach it
+ * through the `kubernetes` Service, whose endpoint is the advertise address) instead of loopback; x509
+ * client certificates from the cluster CA (the kubelet's `system:node:<name>`); a client certificate to
+ * call the kubelet with; the Node authorizer, NodeRestriction, and the ServiceAccount admission plugin
+ * (pods get their tokens).
+ */
+export interface NodeServing {
+  address: string;
+  clientCaFile: string;
+  kubeletClientCertFile: string;
+  kubeletClientKeyFile: string;
+  serviceClusterIpRange: string;
+  /** Extra NO_PROXY entries (the pod and service CIDRs: the apiserver calls webhooks by Service). */
+  noProxy: string[];
 }
 
 export const DEFAULT_CRDS_DIR = join(REPO_ROOT, 'manifests', 'crds');
-const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
+export const SERVICE_CLUSTER_IP_RANGE = '10.0.0.0/24';
 
 /** Env for the children: the apiserver honours proxy variables when it calls webhooks on 127.0.0.1. */
-export function loopbackEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function loopbackEnv(env: NodeJS.ProcessEnv = process.env, extra: string[] = []): NodeJS.ProcessEnv {
   const existing = env.NO_PROXY ?? env.no_proxy;
-  const noProxy = ['127.0.0.1', 'localhost', ...(existing ? [existing] : [])].join(',');
+  const noProxy = ['127.0.0.1', 'localhost', ...extra, ...(existing ? [existing] : [])].join(',');
   return { ...env, NO_PROXY: noProxy, no_proxy: noProxy };
 }
 
@@ -87,6 +106,11 @@ export function kubeconfigDocument(info: Pick<ControlPlaneInfo, 'server' | 'toke
   };
 }
 
+/** Files inside a control plane's directory that the node's components read. */
+export function controlPlaneFiles(info: Pick<ControlPlaneInfo, 'dir'>): { serviceAccountKey: string; servingCa: string } {
+  return { serviceAccountKey: join(info.dir, 'sa.key'), servingCa: join(info.dir, 'certs', 'apiserver.crt') };
+}
+
 /** A client-node KubeConfig for a running control plane (no file needed). */
 export function kubeConfigFor(info: Pick<ControlPlaneInfo, 'server' | 'token' | 'caCert'>, namespace?: string): KubeConfig {
   const kc = new KubeConfig();
@@ -99,7 +123,7 @@ export function kubeConfigFor(info: Pick<ControlPlaneInfo, 'server' | 'token' | 
   return kc;
 }
 
-function tail(path: string, lines = 30): string {
+export function tail(path: string, lines = 30): string {
   try {
     return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {
@@ -112,7 +136,7 @@ async function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `probe` until it returns true; fails early when `proc` exits or when the deadline passes. */
-async function waitUntil(what: string, proc: Supervised, logPath: string, deadline: number, probe: () => Promise<boolean>): Promise<void> {
+export async function waitUntil(what: string, proc: Supervised, logPath: string, deadline: number, probe: () => Promise<boolean>): Promise<void> {
   let exited: { code: number | null; signal: string | null } | undefined;
   void proc.exited.then((e) => (exited = e));
   for (;;) {
@@ -123,14 +147,15 @@ async function waitUntil(what: string, proc: Supervised, logPath: string, deadli
   }
 }
 
-function logFd(path: string): number {
+export function logFd(path: string): number {
   return openSync(path, 'a', 0o600);
 }
 
 async function startOnce(options: StartOptions, binaries: ControlPlaneBinaries, dir: string, progress: (m: string) => void): Promise<ControlPlaneInfo> {
   const ownerPid = options.ownerPid ?? process.pid;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 180_000);
-  const env = loopbackEnv();
+  const env = loopbackEnv(process.env, options.node?.noProxy ?? []);
+  const host = options.node?.address ?? '127.0.0.1';
   const supervise = { detached: options.detached ?? false, watchPid: ownerPid, graceSeconds: 5 };
   const started: Supervised[] = [];
   try {
@@ -174,8 +199,8 @@ async function startOnce(options: StartOptions, binaries: ControlPlaneBinaries, 
     const saPub = join(dir, 'sa.pub');
     await writeFile(saKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     await writeFile(saPub, publicKey.export({ type: 'spki', format: 'pem' }), { mode: 0o644 });
-    const port = await freePort();
-    const server = `https://127.0.0.1:${port}`;
+    const port = await freePort(host);
+    const server = `https://${host}:${port}`;
     const apiLog = join(dir, 'kube-apiserver.log');
     const apiFd = logFd(apiLog);
     progress(`starting kube-apiserver ${binaries.kubeVersion} on ${server}`);
@@ -184,16 +209,23 @@ async function startOnce(options: StartOptions, binaries: ControlPlaneBinaries, 
       [
         `--etcd-servers=${etcdUrl}`,
         `--secure-port=${port}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        `--bind-address=${host}`,
+        `--advertise-address=${host}`,
         `--cert-dir=${certDir}`,
         `--token-auth-file=${tokenFile}`,
-        '--authorization-mode=RBAC',
-        '--disable-admission-plugins=ServiceAccount',
+        ...(options.node
+          ? [
+              '--authorization-mode=Node,RBAC',
+              '--enable-admission-plugins=NodeRestriction',
+              `--client-ca-file=${options.node.clientCaFile}`,
+              `--kubelet-client-certificate=${options.node.kubeletClientCertFile}`,
+              `--kubelet-client-key=${options.node.kubeletClientKeyFile}`,
+            ]
+          : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount']),
         '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
         `--service-account-key-file=${saPub}`,
         `--service-account-signing-key-file=${saKey}`,
-        `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+        `--service-cluster-ip-range=${options.node?.serviceClusterIpRange ?? SERVICE_CLUSTER_IP_RANGE}`,
         '--allow-privileged=true',
         '--profiling=false',
         ...(options.apiserverArgs ?? []),

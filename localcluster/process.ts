@@ -23,6 +23,12 @@ export interface SuperviseOptions {
   watchPid?: number;
   /** Seconds between SIGTERM and SIGKILL, for the watchdog and the exit hooks (default 5). */
   graceSeconds?: number;
+  /**
+   * Leave this child alone on our SIGINT/SIGTERM/SIGHUP (it still dies on our exit and by its watchdog):
+   * for components whose owner stops them in order (the real node: kubelet before the CRI clean-up
+   * before containerd). Use with `group`, so a terminal's Ctrl-C does not reach it either.
+   */
+  ownerStops?: boolean;
 }
 
 export interface Supervised {
@@ -61,7 +67,7 @@ done
 if [ -n "$d" ] && ! up "$w"; then sleep 1; rm -rf "$d"; fi
 `;
 
-const live = new Set<{ target: number; group: boolean }>();
+const live = new Set<{ target: number; group: boolean; ownerStops: boolean }>();
 const exitCleanups = new Set<() => void>();
 let hooksInstalled = false;
 
@@ -100,7 +106,7 @@ function installHooks(): void {
   process.on('exit', killAndClean);
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const handler = (): void => {
-      for (const entry of live) signalTarget(entry.target, 'SIGTERM');
+      for (const entry of live) if (!entry.ownerStops) signalTarget(entry.target, 'SIGTERM');
       // When nobody else handles the signal, keep its default meaning: terminate. (The 'exit' hook
       // does not run on a signal death, so kill the children hard first.)
       if (process.listenerCount(signal) === 1) {
@@ -186,7 +192,7 @@ export async function spawnSupervised(command: string, args: string[], options: 
   if (spawnError !== undefined) throw new Error(`cannot start ${command}: ${spawnError.message}`);
   const pid = child.pid!;
   const target = group ? -pid : pid;
-  const entry = { target, group };
+  const entry = { target, group, ownerStops: options.ownerStops ?? false };
   if (!options.detached) {
     installHooks();
     live.add(entry);

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Builds the local Kubernetes control plane used by the tests and by `raykeeper dev`: etcd and
-# kube-apiserver, from the Go module proxy (no Docker, no binary downloads). The versions are the ones
-# the helper modules tools/etcd/go.mod and tools/kube-apiserver/go.mod require. Binaries land in a cache
+# Builds the local Kubernetes control plane used by the tests and by `raykeeper dev`: etcd,
+# kube-apiserver and kubectl, and with --node the node's commands (kubelet, kube-proxy, kube-scheduler,
+# kube-controller-manager) for `raykeeper dev --kubelet` and `npm run test:cluster`. All from the Go
+# module proxy (no Docker, no binary downloads). The versions are the ones the helper modules
+# tools/etcd/go.mod, tools/kube-apiserver/go.mod and tools/kube-node/go.mod require (kube-node requires
+# the same k8s.io/kubernetes version and replace list as kube-apiserver). Binaries land in a cache
 # outside git, keyed by version, and are rebuilt only when missing:
 #
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/etcd-v<version>
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/kube-apiserver-v<version>
+#   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/kubectl-v<version>
+#   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/{kubelet,kube-proxy,kube-scheduler,kube-controller-manager}-v<version>  (--node)
+#   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/crictl-v<cri-tools version>  (--node; tools/crictl/go.mod)
 #
-# Usage: tools/build-control-plane.sh [--print-paths]
-#   --print-paths   print "etcd=<path>" and "kube-apiserver=<path>" and exit (builds nothing)
+# Usage: tools/build-control-plane.sh [--node] [--print-paths]
+#   --node          also build the node's commands (several more minutes cold)
+#   --print-paths   print "<name>=<path>" lines and exit (builds nothing)
 # Idempotent; safe to run on every CI run (a warm run only checks the two files).
 # A cold kube-apiserver build takes several minutes and ~2 GiB of RAM.
 set -euo pipefail
@@ -23,12 +30,27 @@ kube_version="$(version_of "$here/kube-apiserver/go.mod" k8s.io/kubernetes)"
 etcd_bin="$bin_dir/etcd-$etcd_version"
 kube_bin="$bin_dir/kube-apiserver-$kube_version"
 
-if [[ "${1:-}" == "--print-paths" ]]; then
+node_version="$(version_of "$here/kube-node/go.mod" k8s.io/kubernetes)"
+[[ "$node_version" == "$kube_version" ]] || die "tools/kube-node/go.mod requires k8s.io/kubernetes $node_version but tools/kube-apiserver/go.mod $kube_version: keep them equal"
+node_cmds=(kubelet kube-proxy kube-scheduler kube-controller-manager)
+crictl_version="$(version_of "$here/crictl/go.mod" sigs.k8s.io/cri-tools)"
+crictl_bin="$bin_dir/crictl-$crictl_version"
+
+node=false print=false
+for arg in "$@"; do
+  case "$arg" in
+    --node) node=true ;;
+    --print-paths) print=true ;;
+    *) die "unknown argument $arg (usage: $0 [--node] [--print-paths])" ;;
+  esac
+done
+if $print; then
   echo "etcd=$etcd_bin"
   echo "kube-apiserver=$kube_bin"
+  echo "kubectl=$bin_dir/kubectl-$kube_version"
+  for c in "${node_cmds[@]}"; do echo "$c=$bin_dir/$c-$kube_version"; done
+  echo "crictl=$crictl_bin"
   exit 0
-elif [[ $# -gt 0 ]]; then
-  die "unknown argument $1 (usage: $0 [--print-paths])"
 fi
 
 build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin"
@@ -37,7 +59,19 @@ build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin"
 kube_minor="${kube_version#v*.}"; kube_minor="${kube_minor%%.*}"
 kube_major="${kube_version#v}"; kube_major="${kube_major%%.*}"
 vpkg=k8s.io/component-base/version
-build kube-apiserver "$here/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" \
-  "-X $vpkg.gitVersion=$kube_version -X $vpkg.gitMajor=$kube_major -X $vpkg.gitMinor=$kube_minor -X $vpkg.gitTreeState=clean"
+kube_ldflags="-X $vpkg.gitVersion=$kube_version -X $vpkg.gitMajor=$kube_major -X $vpkg.gitMinor=$kube_minor -X $vpkg.gitTreeState=clean"
+build kube-apiserver "$here/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" "$kube_ldflags"
 say "ready: $etcd_bin"
 say "ready: $kube_bin"
+# kubectl: the tests and `raykeeper dev` users call it; a fresh Debian machine has none.
+build kubectl "$here/kube-node" k8s.io/kubernetes/cmd/kubectl "$bin_dir/kubectl-$kube_version" "$kube_ldflags" "version --client"
+say "ready: $bin_dir/kubectl-$kube_version"
+if $node; then
+  for c in "${node_cmds[@]}"; do
+    build "$c" "$here/kube-node" "k8s.io/kubernetes/cmd/$c" "$bin_dir/$c-$kube_version" "$kube_ldflags"
+    say "ready: $bin_dir/$c-$kube_version"
+  done
+  # crictl stops and removes the node's pods through the CRI when the node stops (netns, IPs, mounts).
+  build crictl "$here/crictl" sigs.k8s.io/cri-tools/cmd/crictl "$crictl_bin" "" --help
+  say "ready: $crictl_bin"
+fi

@@ -51,6 +51,13 @@ export interface WebhookOptions {
   bodyWaitMs?: number;
   /** Certificate files are also re-read this often (file events are the fast path). Default 30 s. */
   certificatePollIntervalMs?: number;
+  /**
+   * On shutdown, keep listening and answering this long first, every answer closing its connection
+   * (default 0). Behind a Service, the API server keeps calling a deleted pod over its kept-alive
+   * connections and kube-proxy's rules until they are updated; closing them at once would reset requests
+   * already on the wire, which failurePolicy Ignore turns into silently skipped defaults.
+   */
+  drainMs?: number;
 }
 
 export type WebhookApp = FastifyInstance<HttpsServer> & {
@@ -114,7 +121,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     logger: false,
     bodyLimit,
     requestTimeout: 30_000,
-    return503OnClosing: true,
+    // While draining (drainMs) admission calls are still answered; /readyz says 503 on its own.
+    return503OnClosing: !options.drainMs,
   }) as unknown as FastifyInstance<HttpsServer>;
 
   metrics.certificateNotAfter.set(material.notAfter.getTime() / 1000);
@@ -134,6 +142,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
   });
   app.addHook('onClose', async () => reloader.stop());
 

@@ -1,9 +1,9 @@
-// `raykeeper webhook --cert FILE --key FILE [--host H] [--port P]`: the admission webhook over HTTPS.
+// `raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]`: the admission webhook over HTTPS.
 import { parseArgs } from 'node:util';
 import { DEFAULT_WEBHOOK_PORT, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import { DEFAULT_WEBHOOK_HOST, runWebhook } from './main.ts';
 
-const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P]
+const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]
 
 Serves the mutating admission webhook over HTTPS (TLS 1.2+):
   POST ${MUTATE_RAYCLUSTER_PATH}   GCS fault-tolerance finalizer and storage namespace
@@ -16,6 +16,9 @@ Options:
   --key FILE    PEM private key (tls.key)
   --host H      address to listen on (default ${DEFAULT_WEBHOOK_HOST})
   --port P      port to listen on (default ${DEFAULT_WEBHOOK_PORT})
+  --drain-seconds N
+                on SIGTERM, keep answering N seconds (0-60, default 0), each answer closing its
+                connection, before stopping: behind a Service, lets the endpoint leave first
 
 Environment: LOG_LEVEL (pino level, default info); ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer.
 `;
@@ -30,6 +33,7 @@ export async function run(argv: string[]): Promise<number> {
         key: { type: 'string' },
         host: { type: 'string' },
         port: { type: 'string' },
+        'drain-seconds': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -53,8 +57,13 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`raykeeper webhook: --port must be a whole number from 0 to 65535, got ${JSON.stringify(values.port)}\n`);
     return 2;
   }
+  const drainSeconds = values['drain-seconds'] === undefined ? 0 : Number(values['drain-seconds']);
+  if (!Number.isInteger(drainSeconds) || drainSeconds < 0 || drainSeconds > 60) {
+    process.stderr.write(`raykeeper webhook: --drain-seconds must be a whole number from 0 to 60, got ${JSON.stringify(values['drain-seconds'])}\n`);
+    return 2;
+  }
   try {
-    await runWebhook({ certFile: values.cert!, keyFile: values.key!, host: values.host ?? DEFAULT_WEBHOOK_HOST, port });
+    await runWebhook({ certFile: values.cert!, keyFile: values.key!, host: values.host ?? DEFAULT_WEBHOOK_HOST, port, drainMs: drainSeconds * 1000 });
   } catch (err) {
     process.stderr.write(`raykeeper webhook: ${(err as Error).message}\n`);
     return 1;

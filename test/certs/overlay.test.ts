@@ -5,6 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { requireKubeCommand } from '../../localcluster/binaries.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 
@@ -15,7 +16,7 @@ t.test('the overlay installs raykeeper with the generated certificate', async (t
   t.equal(gen.status, 0, gen.stderr);
   t.equal(statSync(join(overlay, 'webhook-tls-secret.yaml')).mode & 0o777, 0o600, 'the file holding the key is 0600');
 
-  const rendered = spawnSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' });
+  const rendered = spawnSync(requireKubeCommand('kubectl'), ['kustomize', overlay], { encoding: 'utf8' });
   t.equal(rendered.status, 0, rendered.stderr);
   const objects = parseAllDocuments(rendered.stdout).map((d) => d.toJSON() as { kind: string; metadata: { name: string }; data?: Record<string, string>; webhooks?: Array<{ clientConfig: { caBundle: string } }> });
   const ca = readFileSync(join(dir, 'certs', 'ca.crt'), 'utf8');

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { controlPlaneBinaries, MissingBinariesError, REPO_ROOT, requireBinaries } from '../../localcluster/binaries.ts';
+import { controlPlaneBinaries, crictlPath, kubeCommandPath, MissingBinariesError, NODE_COMMANDS, REPO_ROOT, requireBinaries, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { ApiError, KubeRest } from '../../localcluster/rest.ts';
@@ -55,7 +55,7 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   const kubeconfig = readFileSync(info.kubeconfigPath, 'utf8');
   t.match(kubeconfig, /certificate-authority-data: /);
   t.notMatch(kubeconfig, /insecure-skip-tls-verify/);
-  const kubectl = spawnSync('kubectl', ['--kubeconfig', info.kubeconfigPath, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
+  const kubectl = spawnSync(requireKubeCommand('kubectl'), ['--kubeconfig', info.kubeconfigPath, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
   t.equal(kubectl.stdout.trim(), 'ok', `kubectl through the kubeconfig: ${kubectl.stderr}`);
 
   const dir = info.dir;
@@ -129,7 +129,10 @@ t.test('missing binaries: a clear failure naming the build script, recorded by t
   // The build script and the TypeScript agree on the cache paths.
   const printed = spawnSync('bash', [join(REPO_ROOT, 'tools/build-control-plane.sh'), '--print-paths'], { env, encoding: 'utf8' });
   const b = controlPlaneBinaries(env);
-  t.equal(printed.stdout, `etcd=${b.etcd}\nkube-apiserver=${b.kubeApiserver}\n`);
+  const commands = (['kubectl', ...NODE_COMMANDS] as const).map((c) => `${c}=${kubeCommandPath(c, env)}\n`).join('');
+  t.equal(printed.stdout, `etcd=${b.etcd}\nkube-apiserver=${b.kubeApiserver}\n${commands}crictl=${crictlPath(env)}\n`);
+  t.ok(kubeCommandPath('kubelet', env).startsWith(join(empty, 'bin', 'kubelet-v1.35.')), 'the node commands at the kube-apiserver version');
+  t.throws(() => requireKubeCommand('kubelet', env), { message: /build-control-plane\.sh --node/ });
   t.ok(b.etcd.startsWith(join(empty, 'bin', 'etcd-v3.6.')), b.etcd);
   t.ok(b.kubeApiserver.startsWith(join(empty, 'bin', 'kube-apiserver-v1.35.')), b.kubeApiserver);
 

@@ -52,7 +52,8 @@ t.test('webhook and controller workloads: replicas, probes, security, wiring', a
   t.ok(controller.spec.replicas >= 1 && controller.spec.replicas <= 2);
   const wc = webhook.spec.template.spec.containers[0];
   const cc = controller.spec.template.spec.containers[0];
-  t.same(wc.args, ['webhook', '--cert', '/etc/raykeeper/tls/tls.crt', '--key', '/etc/raykeeper/tls/tls.key']);
+  t.same(wc.args, ['webhook', '--cert', '/etc/raykeeper/tls/tls.crt', '--key', '/etc/raykeeper/tls/tls.key', '--drain-seconds=5']);
+  t.ok(5 < webhook.spec.template.spec.terminationGracePeriodSeconds, 'the drain fits in the grace period');
   t.equal(cc.args[0], 'controller');
   t.ok(cc.args.includes('--leader-elect'), 'leader election on');
   for (const [c, image] of [

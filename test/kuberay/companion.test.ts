@@ -4,7 +4,7 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { pino } from 'pino';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import {
@@ -71,7 +71,7 @@ t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in
 });
 
 t.test('manifests/companion renders base with the controller in companion mode and our cleanup on', async (t) => {
-  const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, 'manifests/companion')], { encoding: 'utf8' });
+  const r = spawnSync(requireKubeCommand('kubectl'), ['kustomize', join(REPO_ROOT, 'manifests/companion')], { encoding: 'utf8' });
   t.equal(r.status, 0, `kubectl kustomize manifests/companion: ${r.stderr ?? ''}`);
   const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec?: Record<string, unknown> });
   t.notOk(docs.some((d) => d.kind === 'CustomResourceDefinition'), "no CRDs of ours: KubeRay's chart installs its own");

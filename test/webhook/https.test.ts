@@ -159,3 +159,19 @@ t.test('a Kubernetes Secret volume rotation (atomic ..data symlink swap) is pick
   }
   t.equal(seen, want, 'the swapped-in certificate is presented');
 });
+
+t.test('drainMs: after close() starts, new connections are still answered, each answer closing its connection', async (t) => {
+  const draining = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: log.logger, finalizerEnabled: true, drainMs: 1500 });
+  await draining.listen({ host: '127.0.0.1', port: 0 });
+  const addr = draining.server.address();
+  const drainPort = typeof addr === 'object' && addr !== null ? addr.port : 0;
+  let closed = false;
+  const closing = draining.close().then(() => (closed = true));
+  const res = await httpsCall(drainPort, CLUSTER, { ca: certs.bundle.caCert, body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))) });
+  t.equal(res.status, 200, 'answered while draining');
+  t.ok(decodePatch(JSON.parse(res.body).response.patch).some((op) => JSON.stringify(op.value).includes(FINALIZER)), 'with the defaults');
+  t.equal(res.headers.connection, 'close', 'and the connection is not kept alive');
+  t.notOk(closed, 'close() waits for the drain');
+  await closing;
+  await t.rejects(httpsCall(drainPort, '/healthz', { ca: certs.bundle.caCert }), 'refused after the drain');
+});

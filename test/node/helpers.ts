@@ -1,0 +1,64 @@
+// Shared by the real-node suite (`npm run test:cluster`, needs root): one node per tap run (its bridge
+// is machine-wide), the built kubectl against it, and what the host looks like (to prove stop() leaves
+// nothing behind).
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { requireKubeCommand } from '../../localcluster/binaries.ts';
+import { NODE_NETWORK } from '../../localcluster/node/config.ts';
+import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
+
+export { until } from '../raycluster/harness.ts';
+
+export interface KubectlResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built kubectl against `kubeconfig`; `input` goes to stdin. */
+export function kubectl(kubeconfig: string, args: string[], input?: string): KubectlResult {
+  const r = spawnSync(requireKubeCommand('kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, timeout: 120_000 });
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? (r.error?.message ?? '') };
+}
+
+export interface HostState {
+  iptables: Record<string, string[]>;
+  sysctls: Record<string, string>;
+  mounts: string[];
+  netns: string[];
+  links: string[];
+  kubepods: string[];
+  fixedPaths: string[];
+  processes: string[];
+}
+
+const NODE_PROCESSES = /^(containerd|containerd-shim\S*|kubelet|kube-proxy|kube-scheduler|kube-controller-manager|dnsmasq|runc|etcd|kube-apiserver)$/;
+
+/** Every host fact the node touches (processes: only ours, by command name and the node's paths). */
+export async function hostState(): Promise<HostState> {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split(' ')[4]!)
+    .sort();
+  const processes: string[] = [];
+  for (const pid of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (NODE_PROCESSES.test(comm) && (cmdline.includes('/tmp/raykeeper-node-') || cmdline.includes(NODE_NETWORK.gateway))) processes.push(`${pid} ${comm}`);
+    } catch {
+      // gone
+    }
+  }
+  return {
+    iptables: await iptablesRules(),
+    sysctls: readSysctls(),
+    mounts,
+    netns: existsSync('/run/netns') ? readdirSync('/run/netns') : [],
+    links: readdirSync('/sys/class/net').filter((l) => l === NODE_NETWORK.bridge || l.startsWith('veth')),
+    kubepods: kubepodsCgroups(),
+    fixedPaths: FIXED_HOST_PATHS.filter((p) => existsSync(p)),
+    processes,
+  };
+}

@@ -1,0 +1,152 @@
+// raykeeper installed on the real node as an admin installs it (`raykeeper dev --kubelet`): the webhook's
+// pods Ready behind their Service and called by the API server through the MutatingWebhookConfiguration;
+// a RayCluster's deletion runs our cleanup Job as a pod of our image against the in-cluster Redis; the
+// controller's leadership moves when the leader pod is deleted. Needs root (`npm run test:cluster`).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { devSampleCluster } from '../../dev/dev.ts';
+import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
+import { isStatus, KubeRest } from '../../localcluster/rest.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
+import { rayKeys, seedRay } from '../raycluster/harness.ts';
+import { kubectl, until } from './helpers.ts';
+
+const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
+t.teardown(() => env.stop());
+const rest = new KubeRest(env.cluster.controlPlane.kubeConfig());
+t.teardown(() => rest.close());
+const redis = new Redis({ host: env.redis.host, port: env.redis.port, lazyConnect: true, maxRetriesPerRequest: 3 });
+t.teardown(() => redis.disconnect());
+const NS = 'ray-users';
+
+interface Pod {
+  metadata: { name: string };
+  spec: { containers: Array<{ image: string }> };
+  status?: { conditions?: Array<{ type: string; status: string }>; podIP?: string };
+}
+
+t.test('dev --kubelet prints its node Ready and installs from manifests/', async (t) => {
+  t.equal(env.node, 'localhost Ready');
+  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`);
+  t.ok(pods.items.length >= 4, 'webhook and controller pods');
+  for (const p of pods.items) t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
+});
+
+t.test('the webhook pods are Ready behind their Service and the API server calls them by it', async (t) => {
+  const config = await rest.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>('/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/raykeeper');
+  for (const w of config.webhooks) t.same(w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace }, { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE }, 'by Service, no url');
+  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+  t.equal(ready.length, 2, 'two Ready webhook pods');
+  const slices = await rest.get<{ items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }> }>(
+    `/apis/discovery.k8s.io/v1/namespaces/${SYSTEM_NAMESPACE}/endpointslices`,
+    { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
+  );
+  const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
+  t.same(addresses, ready.map((p) => p.status?.podIP).sort(), 'the Service routes to exactly those pods');
+
+  await rest.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  const sample = devSampleCluster(env.redisInCluster) as { metadata: Record<string, unknown> };
+  t.notOk('annotations' in sample.metadata, 'metadata.annotations absent');
+  // The object the CREATE returns is the admitted one: only the webhook can have changed it.
+  const created = await rest.post<{ metadata: { finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } }>(
+    `/apis/ray.io/v1/namespaces/${NS}/rayclusters`,
+    { ...sample, metadata: { name: 'pinned' } },
+  );
+  t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
+  t.match(created.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
+});
+
+t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against the in-cluster Redis', async (t) => {
+  const name = 'pinned';
+  const rc = await rest.get<{ spec: { gcsFaultToleranceOptions: { externalStorageNamespace: string } } }>(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`);
+  const storage = rc.spec.gcsFaultToleranceOptions.externalStorageNamespace;
+  const seeded = await seedRay(redis, storage);
+  const neighbour = await seedRay(redis, 'neighbour-cluster');
+  t.same(await rayKeys(redis, storage), seeded.sort(), 'the cluster has GCS data in the in-cluster Redis');
+
+  await rest.delete(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`);
+  await until(
+    async () => rest.get(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`).then(() => false, (err: unknown) => isStatus(err, 404)),
+    'the RayCluster to be gone (finalizer released)',
+    240_000,
+    500,
+  );
+  t.same(await rayKeys(redis, storage), [], "its keys are gone");
+  t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
+
+  // The Job and its pod are garbage-collected with the cluster; their Events stay.
+  const events = await rest.get<{ items: Array<{ reason: string; message: string; involvedObject: { kind: string; name: string } }> }>(`/api/v1/namespaces/${NS}/events`);
+  const jobName = `${name}-redis-cleanup`;
+  t.ok(events.items.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
+  const podEvents = events.items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
+  t.ok(podEvents.some((e) => e.reason === 'Started'), 'the kubelet started the Job pod');
+  // The controller's RAYKEEPER_IMAGE (manifests: raykeeper:0.1.0, i.e. docker.io/library/raykeeper:0.1.0).
+  t.ok(podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)), 'from our image');
+});
+
+t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {
+  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => rest.get(`/apis/coordination.k8s.io/v1/namespaces/${SYSTEM_NAMESPACE}/leases/raykeeper-controller`);
+  const leader = await until(async () => (await lease().catch(() => undefined))?.spec.holderIdentity, 'a controller leader', 120_000, 500);
+  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name));
+  t.ok(leaderPod, `the leader ${leader} is one of the controller pods`);
+  const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name, '--wait=false']);
+  t.equal(r.status, 0, r.stderr);
+  const next = await until(async () => {
+    const h = (await lease()).spec.holderIdentity;
+    return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
+  }, 'a new leader', 180_000, 500);
+  // The standby, or the ReplicaSet's replacement when it starts first after the old leader released the Lease.
+  const now = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const holder = now.items.find((p) => next.startsWith(`${p.metadata.name}_`));
+  t.ok(holder && holder.metadata.name !== leaderPod!.metadata.name, `a live controller pod leads now (${next})`);
+});
+
+t.test('a webhook pod deleted under load: every RayCluster created meanwhile is admitted and defaulted', async (t) => {
+  const ns = 'webhook-load';
+  await rest.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  const sample = devSampleCluster(env.redisInCluster) as object;
+  type Created = { metadata: { name: string; finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } };
+  const created: Created[] = [];
+  const failures: string[] = [];
+  let running = true;
+  let n = 0;
+  const loader = async (): Promise<void> => {
+    while (running) {
+      const name = `load-${n++}`;
+      try {
+        created.push(await rest.post<Created>(`/apis/ray.io/v1/namespaces/${ns}/rayclusters`, { ...sample, metadata: { name } }));
+      } catch (err) {
+        failures.push(`${name}: ${(err as Error).message}`);
+      }
+    }
+  };
+  const loaders = [loader(), loader(), loader()];
+  await until(() => created.length >= 30, '30 creates before the deletion', 120_000);
+  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const victim = pods.items[0]!.metadata.name;
+  const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
+  t.equal(r.status, 0, r.stderr);
+  await until(
+    async () => rest.get(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods/${victim}`).then(() => false, (err: unknown) => isStatus(err, 404)),
+    `the deleted webhook pod ${victim} to be gone`,
+    180_000,
+    250,
+  );
+  await until(async () => {
+    const d = await rest.get<{ status?: { availableReplicas?: number } }>(`/apis/apps/v1/namespaces/${SYSTEM_NAMESPACE}/deployments/raykeeper-webhook`);
+    return d.status?.availableReplicas === 2;
+  }, 'two available webhook pods again', 180_000, 250);
+  const mark = created.length;
+  await until(() => created.length >= mark + 30, '30 creates after the replacement', 120_000);
+  running = false;
+  await Promise.all(loaders);
+  t.same(failures, [], 'no create failed');
+  const undefaulted = created.filter((c) => !c.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER) || !c.spec.gcsFaultToleranceOptions.externalStorageNamespace).map((c) => c.metadata.name);
+  // The API server logs each call it failed open on: the reason, when there is one.
+  const failedOpen = readFileSync(join(env.cluster.controlPlane.info.dir, 'kube-apiserver.log'), 'utf8').split('\n').filter((l) => /failing open|Failed calling webhook/.test(l));
+  t.same(undefaulted, [], `every one of ${created.length} RayClusters was mutated by the webhook (failurePolicy Ignore would hide a failed call)`, { apiserver: failedOpen.slice(0, 5) });
+});
