@@ -12,6 +12,7 @@ import { applyObject } from '../localcluster/apply.ts';
 import { ensureBinaries, REPO_ROOT } from '../localcluster/binaries.ts';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
+import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
 import { KubeRest } from '../localcluster/rest.ts';
@@ -119,6 +120,8 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     progress('[6/6] starting the job runner (stands in for the kubelet: runs Jobs as local processes)');
     const runner: JobRunner = await startJobRunner({ kubeConfig, logger, baseEnv: ray.jobEnv });
     stops.push(() => runner.stop());
+    const gc = await startOwnerGarbageCollector({ kubeConfig, logger });
+    stops.push(() => gc.stop());
 
     const samplesDir = join(stateDir, 'samples');
     await mkdir(samplesDir, { recursive: true });

@@ -12,13 +12,17 @@ import { parse, stringify } from 'yaml';
 import { cacheDir, controlPlaneBinaries, REPO_ROOT } from '../../localcluster/binaries.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
+import { until } from '../raycluster/harness.ts';
 
 const found = findRay();
 // The kubectl built beside kube-apiserver when there is one, else kubectl on PATH (as the kustomize tests).
 const built = join(cacheDir(), 'bin', `kubectl-${controlPlaneBinaries().kubeVersion}`);
 const kubectl = existsSync(built) ? built : 'kubectl';
 
-/** Pids whose command line mentions dir (dev's TMPDIR: every Ray process has its temp dir in its args). */
+/**
+ * Pids whose command line mentions dir: dev's TMPDIR (dev itself, its control plane, its Ray processes),
+ * or the ray pod runner's temp dir under it (`<TMPDIR>/rk-raypods-`: every Ray process has it in its args).
+ */
 function processesUnder(dir: string): number[] {
   const out: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -32,13 +36,16 @@ function processesUnder(dir: string): number[] {
   return out.filter((p) => p !== process.pid);
 }
 
-function alive(pid: number): boolean {
+/** A process's identity: pid, start time (clock ticks since boot) and command line; undefined when gone or a zombie. */
+function identity(pid: number): string | undefined {
   try {
-    process.kill(pid, 0);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z') return undefined;
+    return `${pid} ${fields[19]} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
   } catch {
-    return false;
+    return undefined;
   }
-  return !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).stdout);
 }
 
 /** Lines of a child's stream until one matches (or the child exits / the time is up). */
@@ -115,6 +122,7 @@ if ('missing' in found) {
     dev.stderr!.on('data', (d: Buffer) => (err.text += d.toString()));
     const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
     let pids: number[] = [];
+    let before: string[] = [];
     tt.teardown(() => {
       // Only after a failure is anything left: kill dev and what it started, by pid.
       for (const p of [dev.pid!, ...pids, ...processesUnder(tmp)]) {
@@ -147,18 +155,26 @@ if ('missing' in found) {
     const clusters = run(['get', 'rayjobs', '-o', 'jsonpath={.items[*].status.rayClusterName}'], kubeconfig).trim().split(/\s+/);
     tt.equal(new Set(clusters).size, 2, 'two RayClusters, each with its own head');
 
-    const running = processesUnder(tmp);
-    tt.ok(running.length > 0, 'Ray processes run under dev');
+    const rayDir = join(tmp, 'rk-raypods-');
+    const running = processesUnder(rayDir);
+    tt.ok(running.length >= 2, `Ray processes run under dev (${running.length})`);
     pids = [...new Set([...descendants(dev.pid!), ...running])];
+    before = pids.map(identity).filter((i) => i !== undefined);
 
     run(['delete', 'rayjob', 'rayjob-sample', 'rayjob-second', '--wait=true', '--timeout=60s'], kubeconfig);
     tt.equal(run(['get', 'rayjobs', '-o', 'name'], kubeconfig).trim(), '', 'the RayJobs are gone (finalizer released)');
+    // dev's owner garbage collector takes their RayClusters, pods and Services along; the ray pod
+    // runner stops the deleted pods' Ray processes, while dev keeps running.
+    await until(() => processesUnder(rayDir).length === 0, 'the deleted RayJobs\' Ray processes to stop', 90_000, 500);
+    const left = run(['get', 'rayclusters,pods,services,jobs', '-o', 'name'], kubeconfig).trim().split('\n').filter((l) => l !== '' && l !== 'service/kubernetes');
+    tt.same(left, [], 'no RayCluster, pod, Service or Job is left');
+    tt.equal(dev.exitCode, null, 'dev still runs');
 
     dev.kill('SIGTERM');
     const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running 60 s after SIGTERM'), 60_000).unref())]);
     tt.equal(code, 0, 'dev exits 0 on SIGTERM');
     tt.match(err.text, /SIGTERM: stopping\.\.\.\nstopped\n/);
-    tt.same(pids.filter(alive), [], 'no process dev started (Ray included) is left');
+    tt.same(before.filter((i) => identity(Number(i.split(' ')[0])) === i), [], 'no process dev started (Ray included) is left');
     tt.same(processesUnder(tmp), [], 'no process with dev\'s temp dir in its command line is left');
   });
 }
