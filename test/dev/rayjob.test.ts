@@ -4,10 +4,11 @@
 // the job runner (the submitter's `ray job submit`). A second RayJob runs at the same time (each head has
 // its own dashboard port behind dev's loopback proxy). Deleting the RayJobs stops their Ray processes;
 // SIGTERM stops dev with exit 0 and no process of it left. Needs Ray (tools/install-ray.sh): skips without.
+// Without Ray (RAYKEEPER_RAY pointing nowhere), dev says in one line that RayJobs will stay Initializing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { parse, stringify } from 'yaml';
 import { cacheDir, controlPlaneBinaries, REPO_ROOT } from '../../localcluster/binaries.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
@@ -103,40 +104,67 @@ function watchRayJob(kubeconfig: string, name: string, ms: number): Promise<stri
   });
 }
 
+interface Dev {
+  tmp: string;
+  kubeconfig: string;
+  dev: ChildProcess;
+  out: { text: string };
+  err: { text: string };
+  exited: Promise<number | null>;
+  /** Pids to kill in teardown (after a failure only is anything left). */
+  pids: number[];
+}
+
+/** `bin/raykeeper.js dev` as a user starts it, with its own TMPDIR and state dir; ready when it says so. */
+async function startDevProcess(tt: Test, env: Record<string, string> = {}): Promise<Dev> {
+  // A short TMPDIR: Ray's socket paths under it must stay below 107 characters.
+  const tmp = mkdtempSync('/tmp/rkd-');
+  const kubeconfig = join(tmp, 'state', 'kubeconfig');
+  const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--state-dir', join(tmp, 'state')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const d: Dev = { tmp, kubeconfig, dev, out: { text: '' }, err: { text: '' }, exited: new Promise((resolve) => dev.once('exit', (code) => resolve(code))), pids: [] };
+  dev.stdout!.on('data', (b: Buffer) => (d.out.text += b.toString()));
+  dev.stderr!.on('data', (b: Buffer) => (d.err.text += b.toString()));
+  tt.teardown(() => {
+    for (const p of [dev.pid!, ...d.pids, ...processesUnder(tmp)]) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  await waitForLine(dev, 'stdout', /^Ctrl-C stops everything\.$/, 180_000, d.out);
+  tt.match(d.out.text, `kubeconfig: ${kubeconfig}`, 'dev prints its kubeconfig');
+  return d;
+}
+
+/** SIGTERM: dev exits 0 within 60 s after printing that it stopped. */
+async function stopDev(tt: Test, d: Dev): Promise<void> {
+  d.dev.kill('SIGTERM');
+  const code = await Promise.race([d.exited, new Promise<string>((r) => setTimeout(() => r('still running 60 s after SIGTERM'), 60_000).unref())]);
+  tt.equal(code, 0, 'dev exits 0 on SIGTERM');
+  tt.match(d.err.text, /SIGTERM: stopping\.\.\.\nstopped\n/);
+}
+
+t.test('raykeeper dev without Ray: one line says RayJobs will stay Initializing, and why', { timeout: 240_000 }, async (tt) => {
+  const d = await startDevProcess(tt, { RAYKEEPER_RAY: '/nonexistent/ray' });
+  tt.match(d.err.text, /^      Ray not found, so RayJobs will stay Initializing \(their RayCluster's pods are created but nothing runs them\): RAYKEEPER_RAY=\/nonexistent\/ray does not exist$/m);
+  tt.notMatch(d.err.text, /Ray pods run as local processes/);
+  tt.match(d.out.text, /rayjob\.yaml\s+# stays Initializing without Ray \(tools\/install-ray\.sh\)/);
+  await stopDev(tt, d);
+});
+
 if ('missing' in found) {
-  t.comment(`skipping raykeeper dev with Ray pods: ${found.missing}`);
-  t.plan(0, found.missing);
+  t.test('raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED)', { skip: found.missing }, async () => {});
 } else {
   t.test('raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED), a second RayJob beside it, clean stop', { timeout: 290_000 }, async (tt) => {
-    // A short TMPDIR: Ray's socket paths under it must stay below 107 characters.
-    const tmp = mkdtempSync('/tmp/rkd-');
-    const kubeconfig = join(tmp, 'state', 'kubeconfig');
-    const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--state-dir', join(tmp, 'state')], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out = { text: '' };
-    const err = { text: '' };
-    dev.stdout!.on('data', (d: Buffer) => (out.text += d.toString()));
-    dev.stderr!.on('data', (d: Buffer) => (err.text += d.toString()));
-    const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
-    let pids: number[] = [];
-    let before: string[] = [];
-    tt.teardown(() => {
-      // Only after a failure is anything left: kill dev and what it started, by pid.
-      for (const p of [dev.pid!, ...pids, ...processesUnder(tmp)]) {
-        try {
-          process.kill(p, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-      rmSync(tmp, { recursive: true, force: true });
-    });
-
-    await waitForLine(dev, 'stdout', /^Ctrl-C stops everything\.$/, 180_000, out);
-    tt.match(out.text, `kubeconfig: ${kubeconfig}`, 'dev prints its kubeconfig');
+    const d = await startDevProcess(tt);
+    const { tmp, kubeconfig, dev, out, err } = d;
     tt.match(out.text, /rayjob\.yaml\s+# New -> Initializing -> Running -> Complete/, 'dev says RayJobs run to Complete');
     tt.match(err.text, /Ray pods run as local processes .*dashboards at http:\/\/127\.0\.0\.1:\d+\/\{namespace\}\/\{cluster\}/);
 
@@ -158,8 +186,8 @@ if ('missing' in found) {
     const rayDir = join(tmp, 'rk-raypods-');
     const running = processesUnder(rayDir);
     tt.ok(running.length >= 2, `Ray processes run under dev (${running.length})`);
-    pids = [...new Set([...descendants(dev.pid!), ...running])];
-    before = pids.map(identity).filter((i) => i !== undefined);
+    d.pids = [...new Set([...descendants(dev.pid!), ...running])];
+    const before = d.pids.map(identity).filter((i) => i !== undefined);
 
     run(['delete', 'rayjob', 'rayjob-sample', 'rayjob-second', '--wait=true', '--timeout=60s'], kubeconfig);
     tt.equal(run(['get', 'rayjobs', '-o', 'name'], kubeconfig).trim(), '', 'the RayJobs are gone (finalizer released)');
@@ -170,10 +198,7 @@ if ('missing' in found) {
     tt.same(left, [], 'no RayCluster, pod, Service or Job is left');
     tt.equal(dev.exitCode, null, 'dev still runs');
 
-    dev.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running 60 s after SIGTERM'), 60_000).unref())]);
-    tt.equal(code, 0, 'dev exits 0 on SIGTERM');
-    tt.match(err.text, /SIGTERM: stopping\.\.\.\nstopped\n/);
+    await stopDev(tt, d);
     tt.same(before.filter((i) => identity(Number(i.split(' ')[0])) === i), [], 'no process dev started (Ray included) is left');
     tt.same(processesUnder(tmp), [], 'no process with dev\'s temp dir in its command line is left');
   });
