@@ -12,6 +12,7 @@ import { applyObject } from '../localcluster/apply.ts';
 import { ensureBinaries, REPO_ROOT } from '../localcluster/binaries.ts';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
+import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
 import { KubeRest } from '../localcluster/rest.ts';
@@ -19,6 +20,7 @@ import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
 import { runWebhook } from '../webhook/main.ts';
+import { startDevRay } from './ray-pods.ts';
 
 export interface DevOptions {
   /** Where the kubeconfig, certificates and samples go (default .raykeeper/dev in the repository). */
@@ -36,6 +38,8 @@ export interface DevEnvironment {
   samples: string[];
   /** With a real node (`--kubelet`): "<name> Ready". */
   node?: string;
+  /** The `ray` that runs Ray pods, or undefined (then RayJobs stay Initializing). */
+  ray?: string;
   stop(): Promise<void>;
 }
 
@@ -110,18 +114,22 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     await applyObject(rest, config);
 
     progress('[5/6] starting the controller');
-    const controller: RunningController = await startController({ kubeConfig, healthPort: 0, healthHost: '127.0.0.1', logger });
+    const ray = await startDevRay({ kubeConfig, logger, progress });
+    stops.push(() => ray.stop());
+    const controller: RunningController = await startController({ kubeConfig, healthPort: 0, healthHost: '127.0.0.1', logger, moduleFlags: ray.controllerFlags });
     stops.push(() => controller.stop());
 
     progress('[6/6] starting the job runner (stands in for the kubelet: runs Jobs as local processes)');
-    const runner: JobRunner = await startJobRunner({ kubeConfig, logger });
+    const runner: JobRunner = await startJobRunner({ kubeConfig, logger, baseEnv: ray.jobEnv });
     stops.push(() => runner.stop());
+    const gc = await startOwnerGarbageCollector({ kubeConfig, logger });
+    stops.push(() => gc.stop());
 
     const samplesDir = join(stateDir, 'samples');
     await mkdir(samplesDir, { recursive: true });
     const sample = join(samplesDir, 'raycluster-gcs-ft.yaml');
     await writeFile(sample, stringify(devSampleCluster(`${redis.host}:${redis.port}`)));
-    return { kubeconfig: cp.info.kubeconfigPath, redis: { host: redis.host, port: redis.port }, webhookUrl, samples: [sample], stop };
+    return { kubeconfig: cp.info.kubeconfigPath, redis: { host: redis.host, port: redis.port }, webhookUrl, samples: [sample], ray: ray.ray, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -142,7 +150,7 @@ export function readyText(env: DevEnvironment): string {
     `  ${k} delete raycluster raycluster-gcs-ft         # cleanup Job runs, finalizer released`,
     `  ${k} get jobs,events`,
     `  npx raykeeper redis-cleanup --list --address ${env.redis.host}:${env.redis.port}`,
-    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # status starts at New`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # ${env.ray ? 'New -> Initializing -> Running -> Complete' : 'stays Initializing without Ray (tools/install-ray.sh)'}`,
     '',
     'Ctrl-C stops everything.',
   ].join('\n');

@@ -97,6 +97,13 @@ export const DEFAULT_COMMANDS: CommandTable = {
 
 const BASE_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'TMPDIR', 'NO_PROXY', 'no_proxy'];
 
+/** The default base environment: PATH, HOME, LANG, TMPDIR, NO_PROXY of this process. */
+export function defaultBaseEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const k of BASE_ENV_KEYS) if (process.env[k] !== undefined) env[k] = process.env[k]!;
+  return env;
+}
+
 interface Running {
   uid: string;
   proc?: Supervised;
@@ -459,10 +466,7 @@ export class JobRunner extends EventEmitter {
   }
 
   private baseEnv(): Record<string, string> {
-    if (this.options.baseEnv) return this.options.baseEnv;
-    const env: Record<string, string> = {};
-    for (const k of BASE_ENV_KEYS) if (process.env[k] !== undefined) env[k] = process.env[k]!;
-    return env;
+    return this.options.baseEnv ?? defaultBaseEnv();
   }
 
   /** Runs attempts until success, the backoff limit, the deadline, or a stop; then writes the outcome. */

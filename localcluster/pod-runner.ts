@@ -53,8 +53,8 @@ export class RayPodRunner {
   private readonly log: Logger;
   private readonly running = new Map<string, Running>();
   private readonly starting = new Set<string>();
-  /** cluster key -> the GCS port of its head running here. */
-  private readonly heads = new Map<string, number>();
+  /** cluster key (namespace/name) -> the GCS and dashboard ports of its head running here. */
+  private readonly heads = new Map<string, { gcs: number; dashboard: number }>();
   private temp = '';
   private stopped = false;
 
@@ -80,6 +80,11 @@ export class RayPodRunner {
     this.running.clear();
     this.kube.close();
     if (this.temp) await rm(this.temp, { recursive: true, force: true });
+  }
+
+  /** The loopback dashboard port of a cluster's head started here (undefined: no head of it runs here). */
+  dashboardPort(namespace: string, cluster: string): number | undefined {
+    return this.heads.get(`${namespace}/${cluster}`)?.dashboard;
   }
 
   private key(p: Pod): string {
@@ -119,10 +124,10 @@ export class RayPodRunner {
     if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') {
       const [gcs, dashboard, client] = [await freePort(), this.o.dashboardPort ?? (await freePort()), await freePort()];
       c.args = [`${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`];
-      this.heads.set(cluster, gcs);
+      this.heads.set(cluster, { gcs, dashboard });
       return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
     }
-    const gcs = this.heads.get(cluster);
+    const gcs = this.heads.get(cluster)?.gcs;
     if (gcs === undefined) return undefined;
     c.args = [`${line.replace(/--address=\S+/, `--address=127.0.0.1:${gcs}`)}${common}`];
     return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };

@@ -1,0 +1,139 @@
+// THE OWNER GARBAGE COLLECTOR of the local control plane, which has no kube-controller-manager: an object
+// whose owners (ownerReferences) are all gone is deleted, as Kubernetes' garbage collector does with
+// background propagation. Only the kinds `raykeeper dev` makes: RayClusters owned by RayJobs, submitter
+// Jobs owned by RayJobs, cleanup Jobs, Pods and Services owned by RayClusters. So a deleted RayJob (or the
+// RayCluster its ttlSecondsAfterFinished deletes) takes its pods along, and the ray pod runner stops their
+// Ray processes. An owner of a kind not listed here keeps its dependents (nothing is known about it).
+// Owners are confirmed gone with a GET (uid compared) before a delete, which carries a uid precondition.
+// Not modelled: the `orphan` and `foregroundDeletion` finalizers (delete owners with propagationPolicy
+// Background, as kubectl and raykeeper's controller do; a batch/v1 Job deleted with the API's default,
+// Orphan, keeps its finalizer for ever here).
+import type { KubeConfig } from '@kubernetes/client-node';
+import { InformerFactory, type Informer, type KubeObject } from '../controller/runtime/informer.ts';
+import { isNotFound, KubeClient, type ResourceRef } from '../src/kube.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
+import type { OwnerReference } from '../src/types.ts';
+
+type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;
+
+/** Owner kinds (apiVersion + kind) this collector can look up. */
+export const OWNER_KINDS: Record<string, Kind> = {
+  'ray.io/v1/RayJob': { group: 'ray.io', version: 'v1', plural: 'rayjobs' },
+  'ray.io/v1/RayCluster': { group: 'ray.io', version: 'v1', plural: 'rayclusters' },
+  'batch/v1/Job': { group: 'batch', version: 'v1', plural: 'jobs' },
+};
+
+/** The kinds whose objects may be collected. */
+export const DEPENDENT_KINDS: Kind[] = [
+  { group: 'ray.io', version: 'v1', plural: 'rayclusters' },
+  { group: 'batch', version: 'v1', plural: 'jobs' },
+  { version: 'v1', plural: 'pods' },
+  { version: 'v1', plural: 'services' },
+];
+
+const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;
+
+/**
+ * Whether an object is a candidate for collection: it has owners, all of kinds we know, and none of
+ * them exists (`exists(namespace, owner)`). Being deleted already: not a candidate.
+ */
+export function orphaned(obj: KubeObject, exists: (namespace: string, owner: OwnerReference) => boolean): boolean {
+  const owners = obj.metadata?.ownerReferences ?? [];
+  if (owners.length === 0 || obj.metadata?.deletionTimestamp) return false;
+  if (!owners.every((o) => OWNER_KINDS[ownerKey(o)] !== undefined)) return false;
+  return !owners.some((o) => exists(obj.metadata?.namespace ?? '', o));
+}
+
+export interface OwnerGcOptions {
+  kubeConfig: KubeConfig;
+  /** One namespace (tests sharing a control plane), or all (undefined). */
+  namespace?: string;
+  logger?: Logger;
+}
+
+export class OwnerGarbageCollector {
+  private readonly kube: KubeClient;
+  private readonly factory: InformerFactory;
+  private readonly dependents: Array<{ kind: Kind; informer: Informer }>;
+  private readonly owners = new Map<string, Informer>();
+  private readonly log: Logger;
+  private readonly deleting = new Set<string>();
+  private scheduled = false;
+  private stopped = false;
+
+  constructor(options: OwnerGcOptions) {
+    this.kube = new KubeClient(options.kubeConfig);
+    this.factory = new InformerFactory(this.kube, { namespace: options.namespace });
+    this.log = options.logger ?? createLogger('owner-gc');
+    this.dependents = DEPENDENT_KINDS.map((kind) => ({ kind, informer: this.factory.get(kind) }));
+    for (const [key, kind] of Object.entries(OWNER_KINDS)) this.owners.set(key, this.factory.get(kind));
+  }
+
+  async start(): Promise<void> {
+    for (const informer of this.factory.all()) informer.on(() => this.schedule());
+    this.factory.start();
+    await this.factory.waitForSync();
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.factory.stop();
+    this.kube.close();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.sweep().catch((err: unknown) => this.log.warn({ err: String(err) }, 'owner gc: sweep failed'));
+    });
+  }
+
+  private cached(namespace: string, o: OwnerReference): boolean {
+    const found = this.owners.get(ownerKey(o))?.getByName(namespace, o.name);
+    return found !== undefined && found.metadata?.uid === o.uid;
+  }
+
+  /** The cache can lag behind (an owner created just before its dependent): ask the API. */
+  private async ownerGone(namespace: string, o: OwnerReference): Promise<boolean> {
+    try {
+      const found = await this.kube.get<KubeObject>({ ...OWNER_KINDS[ownerKey(o)]!, namespace, name: o.name });
+      return found.metadata?.uid !== o.uid;
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      throw err;
+    }
+  }
+
+  private async sweep(): Promise<void> {
+    for (const { kind, informer } of this.dependents) {
+      for (const obj of informer.list()) {
+        if (this.stopped || !orphaned(obj, (ns, o) => this.cached(ns, o))) continue;
+        const namespace = obj.metadata?.namespace ?? '';
+        const name = obj.metadata?.name ?? '';
+        const key = `${kind.plural}/${namespace}/${name}/${obj.metadata?.uid ?? ''}`;
+        if (this.deleting.has(key)) continue;
+        this.deleting.add(key);
+        try {
+          const owners = obj.metadata?.ownerReferences ?? [];
+          const gone = await Promise.all(owners.map((o) => this.ownerGone(namespace, o)));
+          if (!gone.every(Boolean)) continue;
+          await this.kube.delete({ ...kind, namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: obj.metadata?.uid } });
+          this.log.info({ kind: kind.plural, namespace, name }, 'owner gc: deleted an object whose owners are gone');
+        } catch (err) {
+          if (!isNotFound(err)) this.log.warn({ err: String(err), kind: kind.plural, namespace, name }, 'owner gc: delete failed');
+        } finally {
+          this.deleting.delete(key);
+        }
+      }
+    }
+  }
+}
+
+export async function startOwnerGarbageCollector(options: OwnerGcOptions): Promise<OwnerGarbageCollector> {
+  const gc = new OwnerGarbageCollector(options);
+  await gc.start();
+  return gc;
+}
