@@ -194,8 +194,10 @@ if ('missing' in found) {
     // dev's owner garbage collector takes their RayClusters, pods and Services along; the ray pod
     // runner stops the deleted pods' Ray processes, while dev keeps running.
     await until(() => processesUnder(rayDir).length === 0, 'the deleted RayJobs\' Ray processes to stop', 90_000, 500);
-    const left = run(['get', 'rayclusters,pods,services,jobs', '-o', 'name'], kubeconfig).trim().split('\n').filter((l) => l !== '' && l !== 'service/kubernetes');
-    tt.same(left, [], 'no RayCluster, pod, Service or Job is left');
+    // The collector works in passes (owners first, then their children): wait until a pass left nothing.
+    const leftover = () => run(['get', 'rayclusters,pods,services,jobs', '-o', 'name'], kubeconfig).trim().split('\n').filter((l) => l !== '' && l !== 'service/kubernetes');
+    await until(() => leftover().length === 0, 'the deleted RayJobs\' RayClusters, pods, Services and Jobs to be collected', 60_000, 500).catch(() => undefined);
+    tt.same(leftover(), [], 'no RayCluster, pod, Service or Job is left');
     tt.equal(dev.exitCode, null, 'dev still runs');
 
     await stopDev(tt, d);

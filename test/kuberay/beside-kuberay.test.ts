@@ -124,7 +124,7 @@ t.test('beside KubeRay v1.6.2 (the real operator)', { skip: missing && !process.
     controllers.push(us.controller);
     const startup = us.lines.find((l) => l.includes('companion mode:')) ?? '';
     t.match(startup, /KubeRay operator running \(Lease kuberay-system\/ray-operator-leader held by /, 'start-up log line says why');
-    t.match(startup, /not starting rayjob/, 'and what it does not start');
+    t.match(startup, /not starting (raycluster-pods, rayjob|rayjob, raycluster-pods) /, 'and what it does not start');
     t.match(await us.metrics.getSingleMetricAsString('raykeeper_companion_mode'), /raykeeper_companion_mode\{reason="kuberay-detected"\} 1/);
 
     const runner = new JobRunner({ kubeConfig: cp.kubeConfig(), namespaces: [ns], labelSelector: 'app.kubernetes.io/created-by!=kuberay-operator', killGraceMs: 1000 });
@@ -169,8 +169,12 @@ t.test('beside KubeRay v1.6.2 (the real operator)', { skip: missing && !process.
     // GCS-FT RayCluster (its finalizer). KubeRay also races itself (its RayJob and RayCluster
     // controllers both update the RayJob's cluster); those are reported, not blamed on us.
     const errors = kuberay.reconcilerErrors(logFrom).map((l) => JSON.parse(l) as { logger?: string; error?: string; RayCluster?: { name?: string }; RayJob?: { name?: string } });
-    const ours_ = errors.filter((e) => e.RayCluster?.name === 'ft');
-    t.same(ours_, [], 'no Reconciler error in KubeRay\'s log about the GCS-FT RayCluster we clean');
+    // A 409 (optimistic concurrency: our finalizer patch and KubeRay's update crossed) is retried by
+    // KubeRay at once and is how the API server serialises two writers; it is counted, not blamed.
+    const conflict = (e: { error?: string }) => /the object has been modified/.test(e.error ?? '');
+    const ours_ = errors.filter((e) => e.RayCluster?.name === 'ft' && !conflict(e));
+    t.same(ours_, [], 'no Reconciler error (other than a retried 409 conflict) in KubeRay\'s log about the GCS-FT RayCluster we clean');
+    t.comment(`companion: 409 conflicts on the GCS-FT RayCluster: ${errors.filter((e) => e.RayCluster?.name === 'ft' && conflict(e)).length}`);
     t.comment(`companion: KubeRay Reconciler errors in all: ${errors.length} (${errors.map((e) => `${e.logger} ${e.RayCluster?.name ?? e.RayJob?.name ?? ''}: ${(e.error ?? '').slice(0, 80)}`).join('; ')})`);
     await us.controller.stop();
     await kuberay.stop();
