@@ -13,6 +13,7 @@ import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts
 import { KubeRest } from '../localcluster/rest.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
 import { sleep } from '../controller/runtime/backoff.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';
 export const WEBHOOK_SERVICE = 'raykeeper-webhook';
@@ -103,6 +104,31 @@ export async function waitForDeployment(rest: KubeRest, namespace: string, name:
   }
 }
 
+/**
+ * Waits until the API server's admission really reaches the webhook through its Service: a Ready pod
+ * behind the Service is not yet enough (kube-proxy may not have programmed the Service's rules), and with
+ * failurePolicy Ignore an unreachable webhook is silently skipped. Probes with a server-side dry run.
+ */
+export async function waitForAdmission(rest: KubeRest, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const probe = {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCluster',
+    metadata: { name: 'raykeeper-admission-probe', annotations: { 'ray.io/ft-enabled': 'true' } },
+    spec: { headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray' }] } } } },
+  };
+  let last = '';
+  for (;;) {
+    const answer = await rest
+      .post<{ metadata?: { finalizers?: string[] } }>('/apis/ray.io/v1/namespaces/default/rayclusters', probe, { dryRun: 'All' })
+      .catch((err: unknown) => { last = err instanceof Error ? err.message : String(err); return undefined; });
+    if (answer?.metadata?.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+    if (answer) last = 'the dry-run RayCluster came back without the finalizer (the webhook was not reached)';
+    if (Date.now() > deadline) throw new Error(`the API server does not reach the webhook through its Service after ${timeoutMs} ms: ${last}`);
+    await sleep(500);
+  }
+}
+
 export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<KubeletDevEnvironment> {
   const progress = options.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
   const stateDir = resolve(options.stateDir ?? join(REPO_ROOT, '.raykeeper', 'dev'));
@@ -156,6 +182,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await waitForDeployment(rest, REDIS_NAMESPACE, REDIS_NAME);
     await waitForDeployment(rest, SYSTEM_NAMESPACE, 'raykeeper-webhook');
     await waitForDeployment(rest, SYSTEM_NAMESPACE, 'raykeeper-controller');
+    await waitForAdmission(rest);
     const svc = await rest.get<{ spec: { clusterIP: string } }>(`/api/v1/namespaces/${REDIS_NAMESPACE}/services/${REDIS_NAME}`);
     const redisInCluster = `${REDIS_NAME}.${REDIS_NAMESPACE}.svc.cluster.local:6379`;
 
