@@ -6,19 +6,18 @@
 // SIGTERM stops dev with exit 0 and no process of it left. Needs Ray (tools/install-ray.sh): skips without.
 // Without Ray (RAYKEEPER_RAY pointing nowhere), dev says in one line that RayJobs will stay Initializing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { parse, stringify } from 'yaml';
-import { cacheDir, controlPlaneBinaries, REPO_ROOT } from '../../localcluster/binaries.ts';
+import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { until } from '../raycluster/harness.ts';
 
 const found = findRay();
-// The kubectl built beside kube-apiserver when there is one, else kubectl on PATH (as the kustomize tests).
-const built = join(cacheDir(), 'bin', `kubectl-${controlPlaneBinaries().kubeVersion}`);
-const kubectl = existsSync(built) ? built : 'kubectl';
+// The kubectl built beside kube-apiserver (tools/build-control-plane.sh), as the other tests use.
+const kubectl = requireKubeCommand('kubectl');
 
 /**
  * Pids whose command line mentions dir: dev's TMPDIR (dev itself, its control plane, its Ray processes),

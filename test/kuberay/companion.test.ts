@@ -1,10 +1,7 @@
 // Companion mode's pure parts as tables: the flag, the Lease judgement, the decision, and which
 // reconcilers start. (KubeRay's real operator beside ours: beside-kuberay.test.ts.)
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
+import { kustomize } from '../helpers/kustomize.ts';
 import { pino } from 'pino';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import {
@@ -71,9 +68,7 @@ t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in
 });
 
 t.test('manifests/companion renders base with the controller in companion mode and our cleanup on', async (t) => {
-  const r = spawnSync(requireKubeCommand('kubectl'), ['kustomize', join(REPO_ROOT, 'manifests/companion')], { encoding: 'utf8' });
-  t.equal(r.status, 0, `kubectl kustomize manifests/companion: ${r.stderr ?? ''}`);
-  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec?: Record<string, unknown> });
+  const docs = kustomize('manifests/companion') as Array<{ kind: string; metadata: { name: string }; spec?: Record<string, unknown> }>;
   t.notOk(docs.some((d) => d.kind === 'CustomResourceDefinition'), "no CRDs of ours: KubeRay's chart installs its own");
   const deployment = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'raykeeper-controller') as
     | { spec: { template: { spec: { containers: Array<{ args: string[]; env: Array<{ name: string; value?: string }> }> } } } }

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { hostState } from './helpers.ts';
+import { assertHostRestored, hostState } from './helpers.ts';
 
 t.test('dev --kubelet: ready lines, then Ctrl-C leaves nothing behind', async (t) => {
   const before = await hostState();
@@ -35,13 +35,5 @@ t.test('dev --kubelet: ready lines, then Ctrl-C leaves nothing behind', async (t
   t.equal(await exited, 0, 'exits 0 after stopping');
   t.match(stderr, /stopped\n$/);
   t.notMatch(stderr, /clean-up left/, 'every clean-up step succeeded');
-  const after = await hostState();
-  t.same(after.processes, [], 'no node process is left');
-  t.same(after.kubepods, before.kubepods, 'kubepods cgroups');
-  t.same(after.netns, before.netns, 'network namespaces');
-  t.same(after.links, before.links, 'bridge and veths');
-  t.same(after.iptables, before.iptables, 'iptables and ip6tables rules');
-  t.same(after.sysctls, before.sysctls, 'sysctls');
-  t.same(after.fixedPaths, before.fixedPaths, 'fixed paths');
-  t.same(after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')), [], 'mounts');
+  await assertHostRestored(t, before);
 });

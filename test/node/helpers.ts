@@ -2,6 +2,7 @@
 // is machine-wide), the built kubectl against it, and what the host looks like (to prove stop() leaves
 // nothing behind).
 import { spawnSync } from 'node:child_process';
+import type { Test } from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
@@ -61,4 +62,17 @@ export async function hostState(): Promise<HostState> {
     fixedPaths: FIXED_HOST_PATHS.filter((p) => existsSync(p)),
     processes,
   };
+}
+
+/** Asserts that the host is back to `before`: no node process, and every fact the node touches restored. */
+export async function assertHostRestored(t: Test, before: HostState): Promise<void> {
+  const after = await hostState();
+  t.same(after.processes, [], 'no node process is left');
+  t.same(after.kubepods, before.kubepods, 'kubepods cgroups');
+  t.same(after.netns, before.netns, 'network namespaces');
+  t.same(after.links, before.links, 'bridge and veths');
+  t.same(after.iptables, before.iptables, 'iptables and ip6tables rules');
+  t.same(after.sysctls, before.sysctls, 'sysctls');
+  t.same(after.fixedPaths, before.fixedPaths, '/var/lib/kubelet, /var/log/containers, /run/netns, ...');
+  t.same(after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')), [], 'mounts');
 }

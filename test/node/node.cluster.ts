@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { KubeRest } from '../../localcluster/rest.ts';
 import { buildImages } from '../../localcluster/node/images.ts';
 import { nodeReady, startNodeCluster } from '../../localcluster/node/node.ts';
-import { hostState, kubectl, until } from './helpers.ts';
+import { assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
 const BUSYBOX = 'docker.io/library/busybox:1.35';
 
@@ -79,13 +79,5 @@ t.test('stop leaves no processes, mounts, netns, links, iptables rules, cgroups,
   const leftovers = await cluster.stop();
   stopped = true;
   t.same(leftovers, [], 'every clean-up step succeeded');
-  const after = await hostState();
-  t.same(after.processes, [], 'no node process is left');
-  t.same(after.kubepods, before.kubepods, 'kubepods cgroups');
-  t.same(after.netns, before.netns, 'network namespaces');
-  t.same(after.links, before.links, 'bridge and veths');
-  t.same(after.iptables, before.iptables, 'iptables and ip6tables rules');
-  t.same(after.sysctls, before.sysctls, 'sysctls');
-  t.same(after.fixedPaths, before.fixedPaths, '/var/lib/kubelet, /var/log/containers, /run/netns, ...');
-  t.same(after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')), [], 'mounts');
+  await assertHostRestored(t, before);
 });
