@@ -23,7 +23,7 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL,
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { decide, describeTarget, EVENT_INVALID_DELETION_TIMEOUT, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
-import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
+import { addFinalizerPatch, isDeleting, removeFinalizerPatch } from '../../src/finalizer.ts';
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
@@ -59,11 +59,6 @@ function slimDependent(obj: KubeObject): KubeObject {
   const status = obj.status as { conditions?: unknown } | undefined;
   if (status?.conditions) slim.status = { conditions: status.conditions };
   return slim;
-}
-
-function isDeleting(obj: KubeObject | RayCluster | undefined): boolean {
-  const ts = obj?.metadata?.deletionTimestamp;
-  return typeof ts === 'string' && ts !== '';
 }
 
 /** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */

@@ -11,7 +11,7 @@ import { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
-import { addFinalizerPatch, removeFinalizerPatch } from '../../src/raycluster/finalizer.ts';
+import { addFinalizerPatch, removeFinalizerPatch } from '../../src/finalizer.ts';
 import type { BatchJob } from '../../src/rayjob/builders.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import {

@@ -1,4 +1,5 @@
 // Reading and changing metadata on a (copied) object. Absent and null maps/lists are treated alike.
+import { hasFinalizer } from '../finalizer.ts';
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
 
@@ -12,21 +13,9 @@ function ensureMetadata(obj: JsonObject): JsonObject {
   return obj.metadata as JsonObject;
 }
 
-export function isDeleting(obj: JsonObject | null | undefined): boolean {
-  if (!obj) return false;
-  const ts = metadataOf(obj)?.deletionTimestamp;
-  return typeof ts === 'string' && ts !== '';
-}
-
-export function hasFinalizer(obj: JsonObject | null | undefined, finalizer: string): boolean {
-  if (!obj) return false;
-  const list = metadataOf(obj)?.finalizers;
-  return Array.isArray(list) && list.includes(finalizer);
-}
-
 /** Appends the finalizer once; other finalizers and their order are kept. */
 export function addFinalizer(obj: JsonObject, finalizer: string): boolean {
-  if (hasFinalizer(obj, finalizer)) return false;
+  if (hasFinalizer(metadataOf(obj), finalizer)) return false;
   const meta = ensureMetadata(obj);
   if (Array.isArray(meta.finalizers)) meta.finalizers.push(finalizer);
   else meta.finalizers = [finalizer];

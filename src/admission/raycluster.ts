@@ -22,7 +22,8 @@ import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
-import { addFinalizer, annotationOf, hasFinalizer, isDeleting, metadataShapeProblem, setAnnotation } from './metadata.ts';
+import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { addFinalizer, annotationOf, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';
 
 /** spec.managedBy value meaning "KubeRay reconciles this" (KubeRay's utils.KubeRayController). */
 
@@ -99,10 +100,10 @@ export function rayClusterShapeProblem(obj: JsonObject): string | undefined {
 function applyFinalizerRule(cluster: JsonObject, ctx: RayClusterDefaultingContext, result: DefaultingResult): void {
   if (!ctx.finalizerEnabled) return;
   if (isDeleting(cluster)) return; // never add a finalizer to an object being deleted
-  if (hasFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+  if (hasFinalizer(metadataOf(cluster), GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
   if (ctx.operation === 'UPDATE') {
     // The old object had it and this update removes it: the controller (after cleanup) or an admin did it.
-    if (hasFinalizer(ctx.oldObject, GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+    if (ctx.oldObject && hasFinalizer(metadataOf(ctx.oldObject), GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (isDeleting(ctx.oldObject)) return;
   }
   if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER)) result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);

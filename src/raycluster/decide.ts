@@ -33,7 +33,7 @@ import {
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
-import { hasFinalizer } from './finalizer.ts';
+import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand, type Job } from './job.ts';
 
 // Our event reasons (KubeRay's CreatedRedisCleanupJob / FailedToCreateRedisCleanupJob /
@@ -97,11 +97,6 @@ export type Decision =
   | { action: 'forceRelease'; event: EventSpec };
 
 export type Action = Decision['action'];
-
-function isDeleting(cluster: RayCluster): boolean {
-  const ts = cluster.metadata?.deletionTimestamp;
-  return typeof ts === 'string' && ts !== '';
-}
 
 /** deletionTimestamp + timeout, in ms epoch (NaN-safe: an unparsable timestamp counts as now). */
 export function deletionDeadlineMs(cluster: RayCluster, now: number): number {

@@ -14,6 +14,7 @@
 // Complete and Failed. finish() only merges the case's status changes and stamps the next state.
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft.ts';
+import { isDeleting } from '../finalizer.ts';
 import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
 import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type BatchJob, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
 import {
@@ -191,10 +192,6 @@ function parseTime(value: unknown): number | undefined {
   if (typeof value !== 'string' || value === '') return undefined;
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? undefined : ms;
-}
-
-function isDeleting(obj: { metadata: { deletionTimestamp?: string | null } } | null | undefined): boolean {
-  return obj !== null && obj !== undefined && typeof obj.metadata.deletionTimestamp === 'string' && obj.metadata.deletionTimestamp !== '';
 }
 
 /** Drops keys whose value is undefined, so two statuses compare by what would be stored. */

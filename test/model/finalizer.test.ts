@@ -1,6 +1,6 @@
 import t from 'tap';
 import jsonpatch from 'fast-json-patch';
-import { addFinalizerPatch, hasFinalizer, removeFinalizerPatch, type PatchOp } from '../../src/raycluster/finalizer.ts';
+import { addFinalizerPatch, hasFinalizer, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
 
 const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 

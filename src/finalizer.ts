@@ -1,4 +1,6 @@
-// Finalizer changes as JSON patches guarded by a `test` op, so a concurrent change to the finalizers
+// Finalizers and deletion, for every kind (RayCluster, RayJob; the webhook and the controllers).
+//
+// Finalizer changes are JSON patches guarded by a `test` op, so a concurrent change to the finalizers
 // (another controller adding or removing its own) makes our patch fail instead of being clobbered.
 // The API server answers a failed `test` with an error; the reconciler re-reads and decides again.
 
@@ -44,6 +46,16 @@ export function removeFinalizerPatch(meta: FinalizerMeta, finalizer: string): Pa
   return ops;
 }
 
-export function hasFinalizer(meta: FinalizerMeta | undefined, finalizer: string): boolean {
-  return Array.isArray(meta?.finalizers) && meta.finalizers.includes(finalizer);
+/** `meta` may come from an unchecked object (an admission request): anything but a list is "absent". */
+export function hasFinalizer(meta: { finalizers?: unknown } | null | undefined, finalizer: string): boolean {
+  const list = meta?.finalizers;
+  return Array.isArray(list) && list.includes(finalizer);
+}
+
+/** Marked for deletion (a deletionTimestamp is set); only finalizers keep it stored. */
+export function isDeleting(obj: { metadata?: unknown } | null | undefined): boolean {
+  const meta = obj?.metadata;
+  if (typeof meta !== 'object' || meta === null) return false;
+  const ts = (meta as { deletionTimestamp?: unknown }).deletionTimestamp;
+  return typeof ts === 'string' && ts !== '';
 }
