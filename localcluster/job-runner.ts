@@ -136,7 +136,7 @@ export class JobRunner extends EventEmitter {
   constructor(options: JobRunnerOptions) {
     super();
     this.options = options;
-    this.rest = new KubeRest(options.kubeConfig);
+    this.rest = new KubeRest(options.kubeConfig, { fieldManager: 'raykeeper-job-runner' }); // stands in for the kubelet and the job controller
     this.log = options.logger ?? createLogger('job-runner');
     this.commands = { ...DEFAULT_COMMANDS, ...(options.commands ?? {}) };
   }

@@ -60,7 +60,7 @@ export class RayPodRunner {
 
   constructor(options: RayPodRunnerOptions) {
     this.o = options;
-    this.kube = new KubeClient(options.kubeConfig);
+    this.kube = new KubeClient(options.kubeConfig, { fieldManager: 'raykeeper-pod-runner' }); // stands in for the kubelet
     this.factory = new InformerFactory(this.kube, { namespace: options.namespace });
     this.pods = this.factory.get({ ...PODS, labelSelector: 'ray.io/is-ray-node=yes' });
     this.log = options.logger ?? createLogger('ray-pod-runner');

@@ -27,9 +27,10 @@ export const APPLY_PATCH = 'application/apply-patch+yaml';
 export class KubeRest {
   readonly kc: KubeConfig;
   private readonly client: KubeClient;
-  constructor(kc: KubeConfig) {
+  /** `fieldManager`: who the writes are recorded as (default raykeeper; the stand-ins name themselves). */
+  constructor(kc: KubeConfig, options: { fieldManager?: string } = {}) {
     this.kc = kc;
-    this.client = new KubeClient(kc, { timeoutMs: 60_000 });
+    this.client = new KubeClient(kc, { timeoutMs: 60_000, ...options });
   }
 
   get server(): string {

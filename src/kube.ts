@@ -12,6 +12,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
 
+/** The field manager our writes carry, so `metadata.managedFields` names raykeeper for what it wrote. */
+export const FIELD_MANAGER = 'raykeeper';
+/** Verbs whose requests take a `fieldManager` (create, update, patch; also on subresources like /status). */
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+
 /** A Kubernetes `Status` returned with an error. */
 export interface KubeStatus {
   kind?: string;
@@ -125,6 +130,8 @@ export class KubeClient {
   readonly kubeConfig: KubeConfig;
   readonly server: URL;
   private readonly defaultTimeoutMs: number;
+  /** Sent as `fieldManager` on every write unless the request's query names one; '' sends none. */
+  readonly fieldManager: string;
   private material: Promise<TlsMaterial> | undefined;
   private materialAt = 0;
   private agent: HttpsAgent | HttpAgent | undefined;
@@ -132,12 +139,13 @@ export class KubeClient {
   /** Counts of requests by verb and status code, read by the metrics collector. */
   readonly requestCounts = new Map<string, number>();
 
-  constructor(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}) {
+  constructor(kubeConfig: KubeConfig, options: { timeoutMs?: number; fieldManager?: string } = {}) {
     this.kubeConfig = kubeConfig;
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('no current cluster in kubeconfig');
     this.server = new URL(cluster.server);
     this.defaultTimeoutMs = options.timeoutMs ?? 30_000;
+    this.fieldManager = options.fieldManager ?? FIELD_MANAGER;
   }
 
   /** Auth headers and TLS material from the KubeConfig, refreshed at most every 5 s (rotating tokens). */
@@ -198,6 +206,7 @@ export class KubeClient {
   async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
     const m = await this.tls();
     const url = new URL(path, this.server);
+    if (WRITES.has(method) && this.fieldManager !== '') url.searchParams.set('fieldManager', this.fieldManager);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
     const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...m.headers };
