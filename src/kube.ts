@@ -60,10 +60,24 @@ export const isConflict = (err: unknown): boolean => code(err) === 409 && (err a
 export const isAlreadyExists = (err: unknown): boolean => code(err) === 409 && (err as KubeApiError).reason === 'AlreadyExists';
 export const isForbidden = (err: unknown): boolean => code(err) === 403;
 export const isGone = (err: unknown): boolean => code(err) === 410;
-/** A JSON patch whose `test` op failed (the object changed since we read it): re-read and retry. */
-// kube-apiserver 1.35 answers a failed `test` op with 422 Invalid "the server rejected our request due
-// to an error in our request" (verified against the local control plane).
-export const isPatchTestFailed = (err: unknown): boolean => code(err) === 422;
+/**
+ * A JSON patch the API server could not apply to the stored object: a failed `test` op (the object
+ * changed since we read it), or a path the stored object lacks. Re-read and decide again.
+ *
+ * kube-apiserver 1.35 answers these with 422 Invalid and a fixed message, no details (the JSON-patch
+ * error itself is dropped: handlers/patch.go, NewGenericServerResponse). Every other 422 names the
+ * object (`<kind> "<name>" is invalid: ...`, a ValidatingAdmissionPolicy's `... is forbidden: ...`):
+ * the API refuses the change itself, and re-reading cannot help (see isInvalid).
+ * Both shapes are asserted against the real API server in test/controller/finalizer-patches.test.ts.
+ */
+export function isPatchTestFailed(err: unknown): boolean {
+  if (!(err instanceof KubeApiError) || err.statusCode !== 422) return false;
+  const s = err.status;
+  return s?.reason === 'Invalid' && (s.message ?? '').startsWith(PATCH_NOT_APPLICABLE) && !s.details?.name && (s.details?.causes ?? []).length === 0;
+}
+const PATCH_NOT_APPLICABLE = 'the server rejected our request due to an error in our request';
+/** 422 refusing the change itself (validation, CEL rules, admission policy), not a failed patch `test`. */
+export const isInvalid = (err: unknown): boolean => code(err) === 422 && !isPatchTestFailed(err);
 /** Creation refused because the namespace is being deleted (kuberay #3388). */
 export function isNamespaceTerminating(err: unknown): boolean {
   if (!(err instanceof KubeApiError) || err.statusCode !== 403) return false;

@@ -19,15 +19,16 @@
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
 import { Counter } from 'prom-client';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { decide, describeTarget, EVENT_INVALID_DELETION_TIMEOUT, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
-import { addFinalizerPatch, isDeleting, removeFinalizerPatch } from '../../src/finalizer.ts';
+import { isDeleting } from '../../src/finalizer.ts';
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
-import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, type KubeClient } from '../../src/kube.ts';
+import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../src/kube.ts';
+import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import { rayClusterInformer } from './informers.ts';
 export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
@@ -89,6 +90,7 @@ export class RayClusterReconciler {
   private readonly clusters: Informer;
   private readonly jobs: Informer;
   private readonly heads: Informer;
+  private readonly finalizers: FinalizerPatcher;
   private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
 
   constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
@@ -103,6 +105,7 @@ export class RayClusterReconciler {
     this.clusters = rayClusterInformer(ctx);
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
+    this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
     const registers = [ctx.metrics];
     const existing = (name: string) => ctx.metrics.getSingleMetric(name) as Counter<never> | undefined;
     this.m = {
@@ -215,33 +218,26 @@ export class RayClusterReconciler {
     this.ctx.events.event(cluster as KubeObject, e.type, e.reason, e.message);
   }
 
-  /** 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'. */
+  /**
+   * 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'.
+   * A refusal by the API (validation, admission policy) throws after a Warning: the queue backs off.
+   */
   private async addFinalizer(cluster: RayCluster): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
-    const ops = addFinalizerPatch(cluster.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
-    if (!ops) return 'unchanged';
-    try {
-      await this.kube.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), ops, JSON_PATCH);
-      this.m.actions.inc({ action: 'addFinalizer' });
-      this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
-      return 'changed';
-    } catch (err) {
-      if (isNotFound(err)) return 'gone';
-      if (isPatchTestFailed(err)) return 'conflict';
-      throw err;
-    }
+    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'add', GCS_FT_REDIS_CLEANUP_FINALIZER);
+    if (r.result !== 'patched') return r.result;
+    this.m.actions.inc({ action: 'addFinalizer' });
+    this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
+    return 'changed';
   }
 
-  /** Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried. */
+  /**
+   * Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried within 200 ms
+   * (re-read). A refusal by the API throws after a Warning: the queue backs off.
+   */
   private async release(cluster: RayCluster, reason: string): Promise<void> {
-    const ops = removeFinalizerPatch(cluster.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
-    if (!ops) return;
-    try {
-      await this.kube.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), ops, JSON_PATCH);
-    } catch (err) {
-      if (isNotFound(err)) return;
-      if (isPatchTestFailed(err)) throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200, { cause: err });
-      throw err;
-    }
+    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'remove', GCS_FT_REDIS_CLEANUP_FINALIZER);
+    if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
+    if (r.result !== 'patched') return;
     this.m.releases.inc({ reason });
     this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason }, 'released the GCS FT Redis cleanup finalizer');
   }

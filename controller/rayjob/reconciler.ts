@@ -11,7 +11,6 @@ import { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
-import { addFinalizerPatch, removeFinalizerPatch } from '../../src/finalizer.ts';
 import type { BatchJob } from '../../src/rayjob/builders.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import {
@@ -41,7 +40,9 @@ import {
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
-import { isAlreadyExists, isConflict, isNotFound, isPatchTestFailed, JSON_PATCH, MERGE_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import { isAlreadyExists, isConflict, isNotFound, MERGE_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import { FinalizerPatcher } from '../runtime/finalizers.ts';
+import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 
@@ -97,6 +98,7 @@ export class RayJobReconciler implements Reconciler {
   private readonly dashboard: DashboardClient;
   private readonly transitions: Counter<'from' | 'to'>;
   private readonly dashboardCalls: Counter<'operation' | 'outcome'>;
+  private readonly finalizers: FinalizerPatcher;
 
   constructor(deps: RayJobReconcilerDeps) {
     this.kube = deps.kube;
@@ -106,6 +108,7 @@ export class RayJobReconciler implements Reconciler {
     this.caches = deps.caches;
     this.now = deps.now ?? Date.now;
     this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
+    this.finalizers = new FinalizerPatcher({ kube: deps.kube, events: deps.events, metrics: deps.metrics, kind: 'RayJob', apiVersion: RAY_API_VERSION });
     const registers = deps.metrics ? [deps.metrics] : [];
     this.transitions = metric(
       deps.metrics,
@@ -249,14 +252,12 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 
-  private async patchFinalizers(current: RayJob, ops: unknown[] | undefined, signal?: AbortSignal): Promise<RayJob> {
-    if (ops === undefined) return current;
-    try {
-      return await this.kube.patch<RayJob>(this.ref(current), ops, JSON_PATCH, { signal });
-    } catch (err) {
-      if (isPatchTestFailed(err) || isConflict(err)) throw new Moved('finalizers changed since read');
-      throw err;
-    }
+  /** A failed `test` (or the RayJob gone) means re-read; a refusal by the API throws (Warning, backoff). */
+  private async patchFinalizer(current: RayJob, change: FinalizerChange, signal?: AbortSignal): Promise<RayJob> {
+    const r = await this.finalizers.patch<RayJob>(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
+    if (r.result === 'patched') return r.object;
+    if (r.result === 'unchanged') return current;
+    throw new Moved(r.result === 'gone' ? 'the RayJob is gone' : 'finalizers changed since read');
   }
 
   /** The dashboard-failure clock as an annotation; the resourceVersion in the patch makes it conditional. */
@@ -275,9 +276,9 @@ export class RayJobReconciler implements Reconciler {
     const owner = current as KubeObject;
     switch (action.type) {
       case 'addFinalizer':
-        return this.patchFinalizers(current, addFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
+        return this.patchFinalizer(current, 'add', signal);
       case 'removeFinalizer':
-        return this.patchFinalizers(current, removeFinalizerPatch(current.metadata, RAYJOB_FINALIZER), signal);
+        return this.patchFinalizer(current, 'remove', signal);
       case 'setStatusCheckClock':
         return this.setStatusCheckClock(current, action.since, signal);
       case 'createCluster': {

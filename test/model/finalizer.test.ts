@@ -1,6 +1,6 @@
 import t from 'tap';
 import jsonpatch from 'fast-json-patch';
-import { addFinalizerPatch, hasFinalizer, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, hasFinalizer, inlineSecrets, isDeleting, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
 
 const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
@@ -65,4 +65,84 @@ t.test('hasFinalizer', async (tt) => {
   tt.equal(hasFinalizer({ finalizers: [F] }, F), true);
   tt.equal(hasFinalizer({ finalizers: null }, F), false);
   tt.equal(hasFinalizer(undefined, F), false);
+});
+
+t.test('hasFinalizer on unchecked metadata (an admission request): only a list counts', async (tt) => {
+  const rows: Array<[unknown, boolean]> = [
+    [{ finalizers: ['a/1', F] }, true],
+    [{ finalizers: 'ray.io/gcs-ft-redis-cleanup-finalizer' }, false],
+    [{ finalizers: { 0: F } }, false],
+    [{}, false],
+    [null, false],
+  ];
+  for (const [meta, want] of rows) tt.equal(hasFinalizer(meta as { finalizers?: unknown } | null, F), want, JSON.stringify(meta));
+});
+
+t.test('isDeleting: a non-empty deletionTimestamp string on object metadata', async (tt) => {
+  const rows: Array<[unknown, boolean]> = [
+    [{ metadata: { deletionTimestamp: '2026-01-01T00:00:00Z' } }, true],
+    [{ metadata: { deletionTimestamp: '' } }, false],
+    [{ metadata: { deletionTimestamp: null } }, false],
+    [{ metadata: { deletionTimestamp: 5 } }, false],
+    [{ metadata: {} }, false],
+    [{ metadata: 'not an object' }, false],
+    [{ metadata: null }, false],
+    [{}, false],
+    [null, false],
+    [undefined, false],
+  ];
+  for (const [obj, want] of rows) tt.equal(isDeleting(obj as { metadata?: unknown } | null | undefined), want, JSON.stringify(obj) ?? 'undefined');
+});
+
+t.test('inlineSecrets: env values and map entries named like secrets, URL user information', async (tt) => {
+  const cluster = {
+    metadata: { name: 'c', annotations: { 'example.com/token': 'tok-123' } },
+    spec: {
+      headGroupSpec: {
+        rayStartParams: { 'redis-password': 'pw-in-params', 'num-cpus': '1' },
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'ray-head',
+                env: [
+                  { name: 'REDIS_PASSWORD', value: 'pw-in-env' },
+                  { name: 'RAY_REDIS_ADDRESS', value: 'redis://user:pw-in-url@redis:6379' },
+                  { name: 'OTHER', value: 'not-secret' },
+                  { name: 'EMPTY_PASSWORD', value: '' },
+                  { name: 'REF_PASSWORD', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    },
+  };
+  tt.same(inlineSecrets(cluster).sort(), ['pw-in-env', 'pw-in-params', 'tok-123', 'user:pw-in-url'].sort());
+  tt.same(inlineSecrets({ metadata: { name: 'plain' } }), []);
+});
+
+t.test("the refusal Warning: the API's message, one line, no secret of the object", async (tt) => {
+  const obj = { metadata: { name: 'c' }, spec: { rayStartParams: { 'redis-password': 'hunter22' } } };
+  const rows: Array<{ name: string; message: string; want: RegExp[]; never: string[] }> = [
+    {
+      name: 'admission policy quoting the object',
+      message: "rayclusters.ray.io \"c\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: frozen (hunter22)",
+      want: [/^Cannot add finalizer ray\.io\/gcs-ft-redis-cleanup-finalizer: the API server refused the change \(422 Invalid\): /, /ValidatingAdmissionPolicy 'p'/, /frozen \(\*\*\*\)/, /Retrying with backoff/],
+      never: ['hunter22'],
+    },
+    {
+      name: 'URL credentials not in the object, multi-line',
+      message: 'RayCluster.ray.io "c" is invalid:\n spec: Invalid value: "redis://u:p4ss@h:1"',
+      want: [/redis:\/\/\*\*\*@h:1/, /is invalid: spec:/],
+      never: ['p4ss', '\n'],
+    },
+  ];
+  for (const row of rows) {
+    const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, obj);
+    for (const re of row.want) tt.match(text, re, `${row.name}: ${re}`);
+    for (const s of row.never) tt.notOk(text.includes(s), `${row.name}: no ${JSON.stringify(s)}`);
+  }
+  tt.match(finalizerRejectedMessage('remove', F, { statusCode: 403, reason: 'Forbidden', message: 'no' }, obj), /^Cannot remove finalizer .*\(403 Forbidden\): no\./);
 });

@@ -1,0 +1,88 @@
+// Sending a finalizer patch (src/finalizer.ts builds it) and reading the API server's answer, the same
+// for every reconciler:
+// - 2xx: done; 404: the object is gone;
+// - a failed `test` (or 409): the object changed since it was read: 'conflict', the caller re-reads
+//   and decides again at once;
+// - the API refusing the change itself (422 from validation, a CEL rule or a ValidatingAdmissionPolicy;
+//   403; 400): re-reading cannot help until someone changes the policy or the object, so a Warning
+//   event carries the API's message, `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
+//   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
+import { Counter } from 'prom-client';
+import { addFinalizerPatch, EVENT_FINALIZER_PATCH_REJECTED, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
+import { isConflict, isForbidden, isInvalid, isNotFound, isPatchTestFailed, JSON_PATCH, KubeApiError, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import type { Registry } from '../../src/metrics.ts';
+import type { EventRecorder } from './events.ts';
+import type { KubeObject } from './informer.ts';
+
+export type FinalizerPatchOutcome<T> = { result: 'patched'; object: T } | { result: 'unchanged' | 'gone' | 'conflict' };
+
+/** The API server refused a finalizer patch as such; thrown so the work queue backs off. */
+export class FinalizerPatchRejectedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'FinalizerPatchRejectedError';
+  }
+}
+
+const METRIC = 'raykeeper_finalizer_patches_total';
+
+function isRefusal(err: unknown): err is KubeApiError {
+  return err instanceof KubeApiError && (isInvalid(err) || isForbidden(err) || err.statusCode === 400);
+}
+
+export class FinalizerPatcher {
+  private readonly kube: KubeClient;
+  private readonly events: EventRecorder;
+  private readonly kind: string;
+  private readonly apiVersion: string;
+  private readonly patches: Counter<'kind' | 'change' | 'result'>;
+
+  /** `kind` / `apiVersion`: of the objects this patcher changes (metric label, the event's object). */
+  constructor(deps: { kube: KubeClient; events: EventRecorder; metrics?: Registry | undefined; kind: string; apiVersion: string }) {
+    this.kube = deps.kube;
+    this.events = deps.events;
+    this.kind = deps.kind;
+    this.apiVersion = deps.apiVersion;
+    this.patches =
+      (deps.metrics?.getSingleMetric(METRIC) as Counter<'kind' | 'change' | 'result'> | undefined) ??
+      new Counter({
+        name: METRIC,
+        help: 'Finalizer patches sent, by kind, change (add, remove) and result (patched, conflict: re-read; rejected: refused by the API, retried with backoff; gone; error).',
+        labelNames: ['kind', 'change', 'result'] as const,
+        registers: deps.metrics ? [deps.metrics] : [],
+      });
+  }
+
+  /**
+   * Adds or removes `finalizer` on `obj` as read (`ref` names it). 'unchanged' when there is nothing
+   * to do. Throws FinalizerPatchRejectedError after a Warning event when the API refuses the change,
+   * and any other error as it came.
+   */
+  async patch<T = unknown>(ref: ResourceRef, obj: { metadata: FinalizerMeta }, change: FinalizerChange, finalizer: string, signal?: AbortSignal): Promise<FinalizerPatchOutcome<T>> {
+    const ops = change === 'add' ? addFinalizerPatch(obj.metadata, finalizer) : removeFinalizerPatch(obj.metadata, finalizer);
+    if (!ops) return { result: 'unchanged' };
+    const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });
+    try {
+      const object = await this.kube.patch<T>(ref, ops, JSON_PATCH, signal ? { signal } : {});
+      count('patched');
+      return { result: 'patched', object };
+    } catch (err) {
+      if (isNotFound(err)) {
+        count('gone');
+        return { result: 'gone' };
+      }
+      if (isPatchTestFailed(err) || isConflict(err)) {
+        count('conflict');
+        return { result: 'conflict' };
+      }
+      if (isRefusal(err)) {
+        count('rejected');
+        const message = finalizerRejectedMessage(change, finalizer, { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body }, obj);
+        this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj } as KubeObject, 'Warning', EVENT_FINALIZER_PATCH_REJECTED, message);
+        throw new FinalizerPatchRejectedError(message, { cause: err });
+      }
+      count('error');
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,227 @@
+// Finalizer patches on the REAL kube-apiserver (issue 13 item 11): a failed JSON-patch `test` (the
+// object changed since read) is re-read and retried at once; the API refusing the change itself (a
+// ValidatingAdmissionPolicy, a validation rule) is a Warning event with the API's message, a metric,
+// and exponential backoff through the work queue, never a 200 ms spin.
+import t, { type Test } from 'tap';
+import type { Counter } from 'prom-client';
+import { startController } from '../../controller/main.ts';
+import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { RayClusterReconciler } from '../../controller/raycluster/reconciler.ts';
+import { FinalizerPatchRejectedError } from '../../controller/runtime/finalizers.ts';
+import { KubeEventRecorder } from '../../controller/runtime/events.ts';
+import { InformerFactory } from '../../controller/runtime/informer.ts';
+import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
+import { addFinalizerPatch, EVENT_FINALIZER_PATCH_REJECTED } from '../../src/finalizer.ts';
+import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../src/kube.ts';
+import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
+import { RAYJOB_FINALIZER } from '../../src/names.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
+import { env, events, FINALIZER, getCluster, quiet, RAYCLUSTERS, rayCluster, until, type Env } from '../raycluster/harness.ts';
+import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
+
+const FROZEN_LABEL = 'raykeeper.test/frozen-finalizers';
+const SECRET = 'sup3r-secret-pw';
+const VAP = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicies' };
+const VAP_BINDING = { ...VAP, plural: 'validatingadmissionpolicybindings' };
+
+/**
+ * A ValidatingAdmissionPolicy that refuses any change to the finalizers of RayClusters and RayJobs
+ * labelled FROZEN_LABEL=yes in `namespace`; its message quotes the cluster's inline redis-password
+ * (as a careless policy could). Resolves once the API server enforces it (a dry-run is refused).
+ */
+async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
+  const name = `frozen-finalizers-${e.ns.name}`;
+  const count = (side: string) => `(has(${side}.metadata.finalizers) ? size(${side}.metadata.finalizers) : 0)`;
+  await e.kube.create(VAP, {
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['ray.io'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['rayclusters', 'rayjobs'] }] },
+      validations: [
+        {
+          expression: `${count('object')} == ${count('oldObject')}`,
+          message: 'finalizers are frozen here',
+          messageExpression: `'finalizers are frozen here (redis-password ' + object.spec.headGroupSpec.rayStartParams['redis-password'] + ')'`,
+        },
+      ],
+    },
+  });
+  await e.kube.create(VAP_BINDING, {
+    metadata: { name },
+    spec: {
+      policyName: name,
+      validationActions: ['Deny'],
+      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } }, objectSelector: { matchLabels: { [FROZEN_LABEL]: 'yes' } } },
+    },
+  });
+  tt.teardown(async () => {
+    await e.kube.delete({ ...VAP_BINDING, name });
+    await e.kube.delete({ ...VAP, name });
+  });
+  // A probe the controllers ignore (no GCS FT): a dry-run finalizer change is refused once the policy is live.
+  const probe = rayCluster('probe', '127.0.0.1:1');
+  probe.metadata.labels = { [FROZEN_LABEL]: 'yes' };
+  probe.metadata.annotations = {};
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, probe);
+  await until(
+    () =>
+      e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'probe' }, [{ op: 'add', path: '/metadata/finalizers', value: ['example.com/x'] }], JSON_PATCH, { query: { dryRun: 'All' } }).then(
+        () => false,
+        (err: unknown) => isInvalid(err),
+      ),
+    'the policy to be enforced',
+    30_000,
+    100,
+  );
+}
+
+async function patchCount(metrics: Registry, kind: string, result: string, change?: string): Promise<number> {
+  const counter = metrics.getSingleMetric('raykeeper_finalizer_patches_total') as Counter | undefined;
+  const values = counter ? (await counter.get()).values : [];
+  return values.filter((v) => v.labels.kind === kind && v.labels.result === result && (change === undefined || v.labels.change === change)).reduce((sum, v) => sum + v.value, 0);
+}
+
+function gcsFtCluster(name: string, labels: Record<string, string> = {}): RayCluster {
+  const c = rayCluster(name, '127.0.0.1:6379');
+  c.metadata.labels = labels;
+  (c.spec as { headGroupSpec: { rayStartParams: Record<string, string> } }).headGroupSpec.rayStartParams['redis-password'] = SECRET;
+  return c;
+}
+
+t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of the change', async (tt) => {
+  const e = await env(tt);
+  await freezeFinalizers(tt, e);
+  const ns = e.ns.name;
+  const plain = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, gcsFtCluster('plain'));
+  const ref = { ...RAYCLUSTERS, namespace: ns, name: 'plain' };
+  const caught = (p: Promise<unknown>) => p.then(() => tt.fail('expected a refusal') as never, (err: unknown) => err as KubeApiError);
+
+  // The stored object moved on since this copy was read: the `test` op fails.
+  const stale = structuredClone(plain);
+  await e.kube.patch(ref, { metadata: { finalizers: ['example.com/other'] } }, MERGE_PATCH);
+  const testFailed = await caught(e.kube.patch(ref, addFinalizerPatch(stale.metadata, FINALIZER), JSON_PATCH));
+  tt.equal(testFailed.statusCode, 422);
+  tt.equal(testFailed.status?.reason, 'Invalid');
+  tt.equal(testFailed.status?.message, 'the server rejected our request due to an error in our request', 'the JSON-patch error itself is not in the answer');
+  tt.same(testFailed.status?.details?.causes ?? [], [], 'no causes');
+  tt.ok(isPatchTestFailed(testFailed), 'a failed test op is recognised');
+  tt.notOk(isInvalid(testFailed), 'and is not a refusal');
+
+  // Validation: a finalizer name the API does not accept.
+  const current = await e.kube.get<RayCluster>(ref);
+  const invalid = await caught(e.kube.patch(ref, [{ op: 'test', path: '/metadata/finalizers', value: current.metadata.finalizers }, { op: 'add', path: '/metadata/finalizers/-', value: 'not a/valid name!' }], JSON_PATCH));
+  tt.equal(invalid.statusCode, 422);
+  tt.equal(invalid.status?.reason, 'Invalid');
+  tt.match(invalid.status?.message, /^RayCluster\.ray\.io "plain" is invalid: \[?metadata\.finalizers: Invalid value: "not a\/valid name!"/, 'names the object and the field');
+  tt.ok((invalid.status?.details?.causes ?? []).length > 0, 'with causes');
+  tt.notOk(isPatchTestFailed(invalid), 'a validation error is not a failed test op');
+  tt.ok(isInvalid(invalid));
+
+  // The admission policy refuses the change (its default reason is Invalid: 422 as well).
+  await e.kube.patch(ref, { metadata: { labels: { [FROZEN_LABEL]: 'yes' } } }, MERGE_PATCH);
+  const frozen = await e.kube.get<RayCluster>(ref);
+  const refused = await caught(e.kube.patch(ref, addFinalizerPatch(frozen.metadata, FINALIZER), JSON_PATCH));
+  tt.equal(refused.statusCode, 422);
+  tt.equal(refused.status?.reason, 'Invalid');
+  tt.match(refused.status?.message, /^rayclusters\.ray\.io "plain" is forbidden: ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' with binding '[^']+' denied request: finalizers are frozen here/);
+  tt.notOk(isPatchTestFailed(refused), 'an admission refusal is not a failed test op');
+  tt.ok(isInvalid(refused));
+});
+
+// Both directions: adding to a new cluster (gate on), releasing from a deleted one (gate off: no
+// cleanup, the finalizer goes at once; the old code retried that refusal every 200 ms for ever).
+const refusedRows = [
+  { change: 'add', gate: 'true', finalizers: undefined, deleteIt: false, after: (c: RayCluster | undefined) => c?.metadata.finalizers?.includes(FINALIZER) === true },
+  { change: 'remove', gate: 'false', finalizers: [FINALIZER], deleteIt: true, after: (c: RayCluster | undefined) => c === undefined },
+] as const;
+
+for (const row of refusedRows) {
+  t.test(`a refused finalizer patch (${row.change}): Warning with the API message (no secret), metric, exponential backoff; allowed again, it goes through`, async (tt) => {
+    const e = await env(tt);
+    await freezeFinalizers(tt, e);
+    const metrics = createMetricsRegistry();
+    // The product's default retry (0.5 s doubling): a 200 ms spin would refuse ~18 times in 3.5 s.
+    const controller = await startController({ kubeConfig: e.ns.kubeConfig, watchNamespace: e.ns.name, workers: 2, modules: [rayClusterModule], env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate }, logger: quiet, metrics, moduleFlags: { 'cleanup-image': 'raykeeper:test' } });
+    tt.teardown(() => controller.stop());
+    const body = gcsFtCluster('frozen', { [FROZEN_LABEL]: 'yes' });
+    if (row.finalizers) body.metadata.finalizers = [...row.finalizers];
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, body);
+    if (row.deleteIt) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' });
+
+    // Times of the refusals, read from the metric as they happen.
+    const seen: number[] = [];
+    await until(
+      async () => {
+        const n = await patchCount(metrics, 'RayCluster', 'rejected', row.change);
+        while (seen.length < n) seen.push(Date.now());
+        return n >= 4;
+      },
+      'four refused attempts',
+      60_000,
+      20,
+    );
+    const gaps = seen.slice(1).map((at, i) => at - seen[i]!);
+    tt.comment(`${row.change}: gaps between refused attempts: ${gaps.join(', ')} ms`);
+    tt.ok(seen[3]! - seen[0]! >= 2_500, `4 attempts took ${seen[3]! - seen[0]!} ms (backoff 0.5 + 1 + 2 s, jitter 20%), not 3 x 200 ms`);
+    tt.ok(gaps[2]! > gaps[0]!, 'the gaps grow');
+    tt.equal(await patchCount(metrics, 'RayCluster', 'conflict'), 0, 'never taken for a failed test op');
+
+    const warning = await until(async () => (await events(e, EVENT_FINALIZER_PATCH_REJECTED)).find((ev) => ev.involvedObject.name === 'frozen'), 'the Warning event');
+    tt.equal(warning.type, 'Warning');
+    tt.equal(warning.involvedObject.kind, 'RayCluster');
+    tt.match(warning.message, new RegExp(`^Cannot ${row.change} finalizer ray\\.io/gcs-ft-redis-cleanup-finalizer: the API server refused the change \\(422 Invalid\\): `));
+    tt.match(warning.message, /ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' .*denied request: finalizers are frozen here \(redis-password \*\*\*\)/, "the API's message");
+    tt.notOk(warning.message.includes(SECRET), 'the inline password the policy quoted is masked');
+    tt.notOk(row.after(await getCluster(e, 'frozen')), 'nothing changed while refused');
+
+    await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' }, { metadata: { labels: { [FROZEN_LABEL]: null } } }, MERGE_PATCH);
+    await until(async () => row.after(await getCluster(e, 'frozen')), 'the change once the policy no longer applies', 30_000);
+    tt.equal(await patchCount(metrics, 'RayCluster', 'patched', row.change), 1);
+  });
+}
+
+t.test('a failed `test` op (stale cache) is re-read and retried in the same reconcile: no event, no backoff', async (tt) => {
+  const e = await env(tt);
+  const metrics = createMetricsRegistry();
+  const factory = new InformerFactory(e.kube, { namespace: e.ns.name });
+  const recorder = new KubeEventRecorder({ kube: e.kube, component: 'raykeeper-test', instance: 'test', logger: quiet });
+  const ctx: ControllerContext = { kubeConfig: e.ns.kubeConfig, kube: e.kube, informers: factory, watchNamespace: e.ns.name, events: recorder, logger: quiet, metrics, env: {}, now: Date.now };
+  const reconciler = new RayClusterReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
+  tt.teardown(() => factory.stop());
+  factory.start();
+  await factory.waitForSync();
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, gcsFtCluster('stale'));
+  const key = `${e.ns.name}/stale`;
+  await until(() => factory.all().some((i) => i.get(key)), 'the cluster in the cache');
+  // Freeze the cache, then change the finalizers behind its back: the cached copy is stale.
+  await factory.stop();
+  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'stale' }, { metadata: { finalizers: ['example.com/other'] } }, MERGE_PATCH);
+
+  const started = Date.now();
+  const result = await reconciler.reconcile(key);
+  tt.comment(`reconcile with one failed test op took ${Date.now() - started} ms`);
+  tt.equal(result, undefined, 'done in one reconcile: nothing left for the queue');
+  tt.same((await getCluster(e, 'stale'))?.metadata.finalizers, ['example.com/other', FINALIZER], 'added after the re-read, the other finalizer kept');
+  tt.equal(await patchCount(metrics, 'RayCluster', 'conflict'), 1, 'the stale patch failed its test op');
+  tt.equal(await patchCount(metrics, 'RayCluster', 'patched'), 1);
+  tt.equal(await patchCount(metrics, 'RayCluster', 'rejected'), 0);
+  await recorder.flush();
+  tt.same(await events(e, EVENT_FINALIZER_PATCH_REJECTED), [], 'no Warning for a conflict');
+});
+
+t.test('RayJob: a refused finalizer patch is one attempt per reconcile, a Warning, an error for the backoff', async (tt) => {
+  const h = await rayJobHarness(tt);
+  const e: Env = { ns: h.ns, kube: h.kube };
+  await freezeFinalizers(tt, e);
+  await h.create(manifest('frozen-job', {}, { labels: { [FROZEN_LABEL]: 'yes' } }));
+  const before = h.kube.requestCounts.get('PATCH 422') ?? 0;
+  await tt.rejects(h.reconciler.reconcile(`${h.namespace}/frozen-job`), FinalizerPatchRejectedError);
+  tt.equal((h.kube.requestCounts.get('PATCH 422') ?? 0) - before, 1, 'one refused patch, not a re-read loop');
+  const job = (await h.get('frozen-job')) as RayJob;
+  tt.notOk(job.metadata.finalizers?.includes(RAYJOB_FINALIZER), 'no finalizer');
+  tt.equal(job.status, undefined, 'no transition written past the refused action');
+  const warnings = (await h.events('frozen-job')).filter((ev) => ev.reason === EVENT_FINALIZER_PATCH_REJECTED);
+  tt.equal(warnings.length, 1);
+  tt.equal(warnings[0]?.type, 'Warning');
+  tt.match(warnings[0]?.message, /^Cannot add finalizer ray\.io\/rayjob-finalizer: the API server refused the change \(422 Invalid\): rayjobs\.ray\.io "frozen-job" is forbidden: ValidatingAdmissionPolicy/);
+});
