@@ -317,3 +317,37 @@ t.test('a Job left between the interim and the final condition is finished, not 
   ]);
   t.equal(job.status!.failed, 1);
 });
+
+t.test('inProcess: a command run as a function in this process; maxRunning: the other Jobs wait unclaimed', async (t) => {
+  const ns = await testNamespace(t);
+  let release: () => void = () => {};
+  const held = new Promise<void>((res) => (release = res));
+  let entered: () => void = () => {};
+  const firstCall = new Promise<void>((res) => (entered = res));
+  const calls: string[][] = [];
+  const r = await runner(t, ns, {
+    maxRunning: 1,
+    inProcess: {
+      'in-proc': async (args, io) => {
+        calls.push(args);
+        io.stdout.write(`hello ${args.join(' ')} ${io.env.GREETING}\n`);
+        entered();
+        await held;
+        return args[0] === 'fail' ? 3 : 0;
+      },
+    },
+  });
+  await createJob(ns, jobSpec('one', ['/usr/bin/in-proc', 'ok', '$(GREETING)'], { env: [{ name: 'GREETING', value: 'hi' }] }));
+  await firstCall;
+  const two = await createJob(ns, jobSpec('two', ['in-proc', 'fail']));
+  await r.waitForHandled(ns.name, 'two', two.metadata.resourceVersion!);
+  t.notOk((await readJob(ns, 'two')).status?.startTime, 'the second Job waits unclaimed while the first runs (maxRunning 1)');
+  release();
+  const one = await r.waitFor(ns.name, 'one');
+  t.same(one.outcome, { kind: 'succeeded' });
+  t.equal(one.output, 'hello ok hi hi\n', 'args $(VAR)-expanded (basename matched), env resolved, output kept');
+  const failed = await r.waitFor(ns.name, 'two');
+  t.equal(failed.exitCode, 3, 'the function\'s return value is the exit code');
+  t.same(conditionTypes(await readJob(ns, 'two')).at(-1), ['Failed', 'True', 'BackoffLimitExceeded']);
+  t.same(calls, [['ok', 'hi'], ['fail']], 'each ran once, the second after the first');
+});
