@@ -180,6 +180,7 @@ export class JobRunner extends EventEmitter {
       this.informers.set(namespace, informer);
     }
     this.log = options.logger ?? createLogger('job-runner');
+    for (const informer of this.informers.values()) informer.onError((err) => this.log.warn({ err: String(err) }, 'job watch failed; retrying with backoff'));
     this.commands = { ...DEFAULT_COMMANDS, ...(options.commands ?? {}) };
   }
 
@@ -272,6 +273,7 @@ export class JobRunner extends EventEmitter {
     if (!job) {
       this.waiting.delete(key);
       this.interimSince.delete(key);
+      this.handled.delete(key);
       return;
     }
     await this.act(key, job, run !== undefined && run.uid === job.metadata.uid);
