@@ -15,8 +15,8 @@ import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
-import { KubeRest } from '../localcluster/rest.ts';
 import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../localcluster/webhook-config.ts';
+import { KubeClient } from '../src/kube.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
 import { runWebhook } from '../webhook/main.ts';
@@ -91,7 +91,8 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     });
     stops.push(() => cp.stop());
     const kubeConfig = cp.kubeConfig('default');
-    const rest = new KubeRest(kubeConfig);
+    const kube = new KubeClient(kubeConfig);
+    stops.push(async () => kube.close());
 
     progress('[3/6] starting redis-server on loopback');
     const redis: RedisServer = await startRedisServer();
@@ -111,7 +112,7 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     stops.push(async () => stopWebhook());
     const webhookUrl = `https://127.0.0.1:${port}`;
     const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), { baseUrl: webhookUrl, caBundle: caBundle(bundle.caCert) });
-    await applyObject(rest, config);
+    await applyObject(kube, config);
 
     progress('[5/6] starting the controller');
     const ray = await startDevRay({ kubeConfig, logger, progress });

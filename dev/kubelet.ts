@@ -10,7 +10,7 @@ import { REPO_ROOT, requireKubeCommand } from '../localcluster/binaries.ts';
 import { buildImages, type LocalImage } from '../localcluster/node/images.ts';
 import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
-import { KubeRest } from '../localcluster/rest.ts';
+import { KubeClient } from '../src/kube.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
 import { sleep } from '../controller/runtime/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
@@ -89,13 +89,13 @@ async function runCli(args: string[]): Promise<void> {
 
 
 /** Waits until a Deployment has all its replicas updated and available. */
-export async function waitForDeployment(rest: KubeRest, namespace: string, name: string, timeoutMs = 300_000): Promise<void> {
+export async function waitForDeployment(kube: KubeClient, namespace: string, name: string, timeoutMs = 300_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
-    const d = await rest.get<{ metadata: { generation?: number }; spec: { replicas?: number }; status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number } }>(
-      `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`,
-    ).catch(() => undefined);
+    const d = await kube
+      .get<{ metadata: { generation?: number }; spec: { replicas?: number }; status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number } }>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })
+      .catch(() => undefined);
     const want = d?.spec.replicas ?? 1;
     last = JSON.stringify(d?.status ?? {});
     if (d && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.availableReplicas === want && d.status?.updatedReplicas === want) return;
@@ -109,7 +109,7 @@ export async function waitForDeployment(rest: KubeRest, namespace: string, name:
  * behind the Service is not yet enough (kube-proxy may not have programmed the Service's rules), and with
  * failurePolicy Ignore an unreachable webhook is silently skipped. Probes with a server-side dry run.
  */
-export async function waitForAdmission(rest: KubeRest, timeoutMs = 120_000): Promise<void> {
+export async function waitForAdmission(kube: KubeClient, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const probe = {
     apiVersion: 'ray.io/v1',
@@ -119,8 +119,8 @@ export async function waitForAdmission(rest: KubeRest, timeoutMs = 120_000): Pro
   };
   let last = '';
   for (;;) {
-    const answer = await rest
-      .post<{ metadata?: { finalizers?: string[] } }>('/apis/ray.io/v1/namespaces/default/rayclusters', probe, { dryRun: 'All' })
+    const answer = await kube
+      .create<{ metadata?: { finalizers?: string[] } }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: 'default' }, probe, { query: { dryRun: 'All' } })
       .catch((err: unknown) => { last = err instanceof Error ? err.message : String(err); return undefined; });
     if (answer?.metadata?.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (answer) last = 'the dry-run RayCluster came back without the finalizer (the webhook was not reached)';
@@ -149,9 +149,9 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     images: images.map((i) => i.archive),
     onProgress: (m) => progress(`      ${m}`),
   });
-  const rest = new KubeRest(cluster.controlPlane.kubeConfig());
+  const kube = new KubeClient(cluster.controlPlane.kubeConfig());
   const stop = async (): Promise<void> => {
-    rest.close();
+    kube.close();
     const leftovers = await cluster.stop();
     if (leftovers.length > 0) progress(`clean-up left: ${leftovers.join('; ')}`);
   };
@@ -179,11 +179,11 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await kubectl(['apply', '--server-side', '-k', overlay]);
 
     progress('[5/5] waiting for Redis, the webhook and the controller to be available');
-    await waitForDeployment(rest, REDIS_NAMESPACE, REDIS_NAME);
-    await waitForDeployment(rest, SYSTEM_NAMESPACE, 'raykeeper-webhook');
-    await waitForDeployment(rest, SYSTEM_NAMESPACE, 'raykeeper-controller');
-    await waitForAdmission(rest);
-    const svc = await rest.get<{ spec: { clusterIP: string } }>(`/api/v1/namespaces/${REDIS_NAMESPACE}/services/${REDIS_NAME}`);
+    await waitForDeployment(kube, REDIS_NAMESPACE, REDIS_NAME);
+    await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-webhook');
+    await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-controller');
+    await waitForAdmission(kube);
+    const svc = await kube.get<{ spec: { clusterIP: string } }>({ version: 'v1', plural: 'services', namespace: REDIS_NAMESPACE, name: REDIS_NAME });
     const redisInCluster = `${REDIS_NAME}.${REDIS_NAMESPACE}.svc.cluster.local:6379`;
 
     const samplesDir = join(stateDir, 'samples');

@@ -3,7 +3,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { APPLY_PATCH, type KubeRest, resourcePath } from './rest.ts';
+import { sleep } from '../controller/runtime/backoff.ts';
+import { APPLY_PATCH, type KubeClient, type ResourceRef } from '../src/kube.ts';
 
 export interface KubeObject {
   apiVersion: string;
@@ -11,6 +12,8 @@ export interface KubeObject {
   metadata: { name: string; namespace?: string; [key: string]: unknown };
   [key: string]: unknown;
 }
+
+const CRDS = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' } as const;
 
 interface ApiResource {
   name: string;
@@ -21,9 +24,9 @@ interface ApiResource {
 /** Kind -> resource lookups, cached per client; refreshed once when a kind is unknown (new CRDs). */
 export class Discovery {
   private readonly cache = new Map<string, ApiResource[]>();
-  private readonly rest: KubeRest;
-  constructor(rest: KubeRest) {
-    this.rest = rest;
+  private readonly kube: KubeClient;
+  constructor(kube: KubeClient) {
+    this.kube = kube;
   }
 
   async resourceFor(apiVersion: string, kind: string): Promise<ApiResource> {
@@ -31,7 +34,7 @@ export class Discovery {
       let list = attempt === 0 ? this.cache.get(apiVersion) : undefined;
       if (!list) {
         const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-        const body = await this.rest.get<{ resources: ApiResource[] }>(path);
+        const body = await this.kube.request<{ resources: ApiResource[] }>('GET', path);
         list = body.resources.filter((r) => !r.name.includes('/'));
         this.cache.set(apiVersion, list);
       }
@@ -41,16 +44,17 @@ export class Discovery {
     throw new Error(`the API server does not serve kind ${kind} in ${apiVersion}`);
   }
 
-  /** The object's REST path (namespace defaulted for namespaced kinds). */
-  async pathOf(obj: KubeObject, defaultNamespace = 'default', subresource?: string): Promise<string> {
+  /** The object's resource (namespace defaulted for namespaced kinds). */
+  async refOf(obj: KubeObject, defaultNamespace = 'default'): Promise<ResourceRef> {
     const r = await this.resourceFor(obj.apiVersion, obj.kind);
-    return resourcePath({
-      apiVersion: obj.apiVersion,
-      resource: r.name,
+    const [group, version] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
+    return {
+      group,
+      version: version!,
+      plural: r.name,
       namespace: r.namespaced ? (obj.metadata.namespace ?? defaultNamespace) : undefined,
       name: obj.metadata.name,
-      subresource,
-    });
+    };
   }
 }
 
@@ -65,12 +69,9 @@ export interface ApplyOptions {
 }
 
 /** Server-side applies one object; resolves with what the server returned. */
-export async function applyObject(rest: KubeRest, obj: KubeObject, options: ApplyOptions = {}): Promise<KubeObject> {
-  const discovery = options.discovery ?? new Discovery(rest);
-  const path = await discovery.pathOf(obj);
-  return rest.request<KubeObject>('PATCH', path, {
-    body: obj,
-    contentType: APPLY_PATCH,
+export async function applyObject(kube: KubeClient, obj: KubeObject, options: ApplyOptions = {}): Promise<KubeObject> {
+  const discovery = options.discovery ?? new Discovery(kube);
+  return kube.patch<KubeObject>(await discovery.refOf(obj), obj, APPLY_PATCH, {
     query: { fieldManager: options.fieldManager ?? 'raykeeper', force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined },
     warnings: options.warnings,
   });
@@ -96,19 +97,17 @@ export async function readManifestDir(dir: string): Promise<KubeObject[]> {
 }
 
 /** Polls until every named CRD has condition Established=True. */
-export async function waitForCrdsEstablished(rest: KubeRest, names: string[], timeoutMs = 60_000): Promise<void> {
+export async function waitForCrdsEstablished(kube: KubeClient, names: string[], timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pending: string[] = [];
     for (const name of names) {
-      const crd = await rest.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(
-        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
-      );
+      const crd = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ ...CRDS, name });
       if (!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) pending.push(name);
     }
     if (pending.length === 0) return;
     if (Date.now() > deadline) throw new Error(`CRDs not Established in time: ${pending.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
@@ -116,13 +115,13 @@ export async function waitForCrdsEstablished(rest: KubeRest, names: string[], ti
  * Applies the CRDs of a directory (server-side apply, so re-running is harmless) and waits until they
  * are Established and their resources are served. Returns the CRD names.
  */
-export async function applyCrds(rest: KubeRest, dir: string, timeoutMs = 60_000): Promise<string[]> {
+export async function applyCrds(kube: KubeClient, dir: string, timeoutMs = 60_000): Promise<string[]> {
   const crds = (await readManifestDir(dir)).filter((o) => o.kind === 'CustomResourceDefinition');
   if (crds.length === 0) throw new Error(`no CustomResourceDefinition in ${dir}`);
-  const discovery = new Discovery(rest);
-  for (const crd of crds) await applyObject(rest, crd, { discovery, fieldManager: 'raykeeper' });
+  const discovery = new Discovery(kube);
+  for (const crd of crds) await applyObject(kube, crd, { discovery, fieldManager: 'raykeeper' });
   const names = crds.map((c) => c.metadata.name);
-  await waitForCrdsEstablished(rest, names, timeoutMs);
+  await waitForCrdsEstablished(kube, names, timeoutMs);
   // Established means the API server will serve them; discovery and the watch cache lag a moment
   // behind (a list answers 429 "storage is (re)initializing" meanwhile): wait until a list succeeds.
   const deadline = Date.now() + timeoutMs;
@@ -131,11 +130,11 @@ export async function applyCrds(rest: KubeRest, dir: string, timeoutMs = 60_000)
     for (const v of spec.versions.filter((x) => x.served)) {
       for (;;) {
         try {
-          await rest.get(resourcePath({ apiVersion: `${spec.group}/${v.name}`, resource: spec.names.plural }), { limit: 1 });
+          await kube.get({ group: spec.group, version: v.name, plural: spec.names.plural }, { query: { limit: 1 } });
           break;
         } catch (err) {
           if (Date.now() > deadline) throw err;
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
         }
       }
     }

@@ -13,7 +13,8 @@ import { type ControlPlaneBinaries, REPO_ROOT, requireBinaries } from './binarie
 import { applyCrds } from './apply.ts';
 import { freePort, get } from './net.ts';
 import { onExitCleanup, spawnSupervised, startWatchdog, terminate, type Supervised } from './process.ts';
-import { KubeRest } from './rest.ts';
+import { sleep } from '../controller/runtime/backoff.ts';
+import { KubeClient } from '../src/kube.ts';
 
 /** Everything needed to reach (and to stop) a running control plane; JSON-serialisable. */
 export interface ControlPlaneInfo {
@@ -129,10 +130,6 @@ export function tail(path: string, lines = 30): string {
   } catch {
     return '(no log)';
   }
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
 }
 
 /** Polls `probe` until it returns true; fails early when `proc` exits or when the deadline passes. */
@@ -271,11 +268,11 @@ async function startOnce(options: StartOptions, binaries: ControlPlaneBinaries, 
     const crdsDir = options.crdsDir ?? DEFAULT_CRDS_DIR;
     if (crdsDir !== false) {
       progress(`applying CRDs from ${crdsDir}`);
-      const rest = new KubeRest(kubeConfigFor(info));
+      const kube = new KubeClient(kubeConfigFor(info));
       try {
-        await applyCrds(rest, crdsDir, Math.max(10_000, deadline - Date.now()));
+        await applyCrds(kube, crdsDir, Math.max(10_000, deadline - Date.now()));
       } finally {
-        rest.close();
+        kube.close();
       }
     }
     return info;

@@ -11,17 +11,28 @@
 // process at spec.activeDeadlineSeconds, and writes the outcome through /status the way a 1.35 job
 // controller does: SuccessCriteriaMet then Complete (+ completionTime, succeeded), or FailureTarget then
 // Failed (reason BackoffLimitExceeded or DeadlineExceeded; failed count). Process output goes to the
-// runner's log (pino) and is kept per Job (see output()).
+// runner's log (pino) and is kept per Job (see output()). A benchmark can run a command as a function in
+// this process instead (`inProcess`), without a process start-up.
+//
+// Built on the controller runtime's informer and work queue (controller/runtime): the Jobs are cached by
+// one informer per namespace (or one for all), and a Job's key is handled by one worker at a time from
+// its cached state (level-triggered, like a reconciler): failures are retried with per-key backoff, and
+// what must happen later (an orphan's deadline, a half-finished Job) is a delayed add of the key.
 //
 // Idempotent across restarts: a Job whose startTime is set is never run again (by this or another
 // runner); if it was left unfinished by a runner that stopped, only its activeDeadlineSeconds ends it.
 // Not modelled: parallelism/completions > 1, indexed Jobs, podFailurePolicy, successPolicy, pod
 // objects (no Pod is created), ttlSecondsAfterFinished, the exponential 10 s pod backoff (retryDelayMs).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { sleep } from '../controller/runtime/backoff.ts';
+import { type Informer, InformerFactory } from '../controller/runtime/informer.ts';
+import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
+import { objectKey, type ObjectKey, splitKey } from '../controller/runtime/reconciler.ts';
+import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
@@ -44,7 +55,17 @@ import {
   suspendedStatus,
 } from './job-logic.ts';
 import { spawnSupervised, type Supervised } from './process.ts';
-import { isStatus, KubeRest, resourcePath } from './rest.ts';
+
+const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
+
+/**
+ * A container command run as a function in this process (see JobRunnerOptions.inProcess): `args` are the
+ * words after the command's first one, $(VAR)-expanded; resolves with the exit code.
+ */
+export type InProcessCommand = (
+  args: string[],
+  io: { env: Record<string, string>; stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown }; signal: AbortSignal },
+) => Promise<number>;
 
 export interface JobRunnerOptions {
   kubeConfig: KubeConfig;
@@ -68,8 +89,14 @@ export interface JobRunnerOptions {
   envRetryMs?: number;
   /** SIGTERM -> SIGKILL grace when a process must be stopped. Default 3000. */
   killGraceMs?: number;
-  /** Full relist period, a guard against silently stalled watches. Default 30000. */
+  /** Every cached Job is decided again this often (a guard against anything missed). Default 30000. */
   resyncMs?: number;
+  /** Job keys handled at once (claims and status writes; the runs themselves go on in the background). Default 4. */
+  workers?: number;
+  /** Jobs run at once; more wait unclaimed (no startTime) until one ends. Default: no limit. */
+  maxRunning?: number;
+  /** First word of a container command (exact, or its basename) -> a function run in this process instead. */
+  inProcess?: Record<string, InProcessCommand>;
   /**
    * A Job showing only the interim condition (SuccessCriteriaMet / FailureTarget) is finished by this
    * runner if it still does after this long (its runner stopped between the two writes). Default 5000.
@@ -107,28 +134,37 @@ export function defaultBaseEnv(): Record<string, string> {
 interface Running {
   uid: string;
   proc?: Supervised;
+  /** Aborted when the run must stop: cuts waits short, tells in-process commands. */
+  abort: AbortController;
   /** Why we are stopping it (set before killing). */
   stopReason?: 'deadline' | 'deleted' | 'suspended' | 'shutdown';
   deadlineTimer?: NodeJS.Timeout;
   done: Promise<void>;
 }
 
-type Key = string;
-const keyOf = (namespace: string, name: string): Key => `${namespace}/${name}`;
-
 export class JobRunner extends EventEmitter {
   private readonly options: JobRunnerOptions;
-  private readonly rest: KubeRest;
+  private readonly kube: KubeClient;
+  private readonly factory: InformerFactory;
+  /** namespace ('' for all) -> the informer caching its Jobs. */
+  private readonly informers = new Map<string, Informer>();
+  private readonly queue = new WorkQueue({ retry: { baseMs: 200, maxMs: 10_000, factor: 2, jitter: 0.2 } });
   private readonly log: Logger;
   private readonly commands: CommandTable;
-  private readonly running = new Map<Key, Running>();
-  private readonly orphanTimers = new Map<Key, NodeJS.Timeout>();
-  private readonly queues = new Map<Key, Promise<void>>();
-  private readonly outputs = new Map<Key, string>();
-  private readonly results = new Map<Key, JobRunResult>();
+  private readonly running = new Map<ObjectKey, Running>();
+  /** Keys of Jobs to start once fewer than `maxRunning` run. */
+  private readonly waiting = new Set<ObjectKey>();
+  /** Since when a Job has shown only an interim condition (key -> uid and ms epoch). */
+  private readonly interimSince = new Map<ObjectKey, { uid: string; since: number }>();
+  /** Orphans (by uid) already reported. */
+  private readonly orphansSeen = new Set<string>();
+  private readonly outputs = new Map<ObjectKey, string>();
+  private readonly results = new Map<ObjectKey, JobRunResult>();
+  /** key -> the resourceVersion of the Job as last handled (see waitForHandled). */
+  private readonly handled = new Map<ObjectKey, string>();
   /** Jobs (by uid) this runner ran or finished: later (stale) events about them are ignored. */
   private readonly doneUids = new Set<string>();
-  private readonly watches: AbortController[] = [];
+  private workers: Promise<void> = Promise.resolve();
   private resyncTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private started = false;
@@ -136,21 +172,31 @@ export class JobRunner extends EventEmitter {
   constructor(options: JobRunnerOptions) {
     super();
     this.options = options;
-    this.rest = new KubeRest(options.kubeConfig, { fieldManager: 'raykeeper-job-runner' }); // stands in for the kubelet and the job controller
+    // fieldManager: stands in for the kubelet and the job controller, so its writes are not recorded as raykeeper's
+    this.kube = new KubeClient(options.kubeConfig, { timeoutMs: 60_000, fieldManager: 'raykeeper-job-runner' });
+    this.factory = new InformerFactory(this.kube);
+    for (const namespace of options.namespaces?.length ? options.namespaces : ['']) {
+      const informer = this.factory.get({ ...JOBS, namespace, labelSelector: options.labelSelector });
+      informer.on((_type, job) => this.queue.add(objectKey(job)));
+      this.informers.set(namespace, informer);
+    }
     this.log = options.logger ?? createLogger('job-runner');
+    for (const informer of this.informers.values()) informer.onError((err) => this.log.warn({ err: String(err) }, 'job watch failed; retrying with backoff'));
     this.commands = { ...DEFAULT_COMMANDS, ...(options.commands ?? {}) };
   }
 
-  /** Lists the Jobs, handles them, and starts watching. Resolves once the initial list is handled. */
+  /** Lists the Jobs and starts watching and handling them. Resolves once every Job listed is queued. */
   async start(): Promise<void> {
     if (this.started) throw new Error('JobRunner already started');
     this.started = true;
-    const scopes = this.options.namespaces?.length ? this.options.namespaces : [undefined];
-    await Promise.all(scopes.map((ns) => this.listAndWatch(ns)));
-    const resync = this.options.resyncMs ?? 30_000;
+    this.factory.start();
+    await this.factory.waitForSync();
+    this.workers = runWorkers(this.queue, this.options.workers ?? 4, (key) => this.handle(key), (key, err, retryInMs) =>
+      this.log.warn({ err, job: key, retryInMs }, 'job runner failed to handle a job; retrying'),
+    );
     this.resyncTimer = setInterval(() => {
-      for (const ns of scopes) void this.list(ns).catch((err) => this.log.warn({ err }, 'job runner resync failed'));
-    }, resync);
+      for (const informer of this.informers.values()) for (const key of informer.keys()) this.queue.add(key);
+    }, this.options.resyncMs ?? 30_000);
     this.resyncTimer.unref();
     this.log.info({ namespaces: this.options.namespaces ?? 'all' }, 'job runner started');
   }
@@ -158,236 +204,194 @@ export class JobRunner extends EventEmitter {
   /** Stops watching and kills the processes it runs (their Jobs keep startTime: they are not rerun). */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
-    for (const w of this.watches.splice(0)) w.abort();
-    for (const t of this.orphanTimers.values()) clearTimeout(t);
-    this.orphanTimers.clear();
+    clearInterval(this.resyncTimer);
+    this.queue.shutdown();
+    await this.workers;
+    await this.factory.stop();
     const runs = [...this.running.values()];
-    for (const r of runs) {
-      r.stopReason ??= 'shutdown';
-      void r.proc?.stop(this.options.killGraceMs ?? 3000);
-    }
+    for (const r of runs) this.stopRun(r, 'shutdown');
     await Promise.allSettled(runs.map((r) => r.done));
-    await Promise.allSettled([...this.queues.values()]);
-    this.rest.close();
+    this.kube.close();
     this.log.info('job runner stopped');
   }
 
   /** Output captured so far for a Job (stdout and stderr interleaved; last `outputLimit` bytes). */
   output(namespace: string, name: string): string {
-    return this.outputs.get(keyOf(namespace, name)) ?? '';
+    return this.outputs.get(`${namespace}/${name}`) ?? '';
   }
 
   /** The result of a Job this runner ran to the end, if any. */
   result(namespace: string, name: string): JobRunResult | undefined {
-    return this.results.get(keyOf(namespace, name));
+    return this.results.get(`${namespace}/${name}`);
   }
 
   /** Resolves with the Job's result once this runner finished it (rejects after timeoutMs). */
   waitFor(namespace: string, name: string, timeoutMs = 60_000): Promise<JobRunResult> {
-    const key = keyOf(namespace, name);
-    const existing = this.results.get(key);
-    if (existing) return Promise.resolve(existing);
+    const key = `${namespace}/${name}`;
+    return this.until('finished', (r: JobRunResult) => (`${r.namespace}/${r.name}` === key ? r : undefined), this.results.get(key), timeoutMs, () => `job ${key} did not finish within ${timeoutMs} ms; output so far:\n${this.output(namespace, name)}`);
+  }
+
+  /**
+   * Resolves once this runner has handled the Job as stored at `resourceVersion` (e.g. the version its
+   * own last status write made): every earlier event about it has been dealt with by then.
+   */
+  async waitForHandled(namespace: string, name: string, resourceVersion: string, timeoutMs = 10_000): Promise<void> {
+    const key = `${namespace}/${name}`;
+    const match = (h: { key: string; resourceVersion: string }) => (h.key === key && h.resourceVersion === resourceVersion ? true : undefined);
+    await this.until('handled', match, this.handled.get(key) === resourceVersion || undefined, timeoutMs, () => `job ${key} at resourceVersion ${resourceVersion} not handled within ${timeoutMs} ms (last: ${this.handled.get(key)})`);
+  }
+
+  private until<E, T>(event: string, match: (e: E) => T | undefined, already: T | undefined, timeoutMs: number, failure: () => string): Promise<T> {
+    if (already !== undefined) return Promise.resolve(already);
     return new Promise((resolve, reject) => {
-      const onFinished = (r: JobRunResult): void => {
-        if (keyOf(r.namespace, r.name) !== key) return;
+      const listener = (e: E): void => {
+        const found = match(e);
+        if (found === undefined) return;
         clearTimeout(timer);
-        this.off('finished', onFinished);
-        resolve(r);
+        this.off(event, listener);
+        resolve(found);
       };
       const timer = setTimeout(() => {
-        this.off('finished', onFinished);
-        reject(new Error(`job ${key} did not finish within ${timeoutMs} ms; output so far:\n${this.output(namespace, name)}`));
+        this.off(event, listener);
+        reject(new Error(failure()));
       }, timeoutMs);
-      this.on('finished', onFinished);
+      this.on(event, listener);
     });
   }
 
-  // ---- watching ----
-
-  private jobsPath(namespace: string | undefined): string {
-    return resourcePath({ apiVersion: 'batch/v1', resource: 'jobs', namespace });
-  }
-
-  private async list(namespace: string | undefined): Promise<string> {
-    const list = await this.rest.get<{ metadata: { resourceVersion: string }; items: Job[] }>(this.jobsPath(namespace), {
-      labelSelector: this.options.labelSelector,
-    });
-    for (const job of list.items) this.enqueue(job);
-    return list.metadata.resourceVersion;
-  }
-
-  private async listAndWatch(namespace: string | undefined): Promise<void> {
-    const resourceVersion = await this.list(namespace);
-    if (this.stopped) return;
-    const restart = (why: unknown): void => {
-      if (this.stopped) return;
-      this.log.debug({ err: why, namespace }, 'job watch ended; relisting');
-      setTimeout(() => {
-        if (!this.stopped) this.listAndWatch(namespace).catch((err) => restart(err));
-      }, 1000).unref();
-    };
-    let ended = false;
-    let controller: AbortController | undefined;
-    const end = (err: unknown): void => {
-      if (ended) return;
-      ended = true;
-      const i = controller ? this.watches.indexOf(controller) : -1;
-      if (i >= 0) this.watches.splice(i, 1);
-      controller?.abort(); // an ERROR event (e.g. 410 Gone) leaves the stream open
-      restart(err);
-    };
-    controller = await new Watch(this.options.kubeConfig).watch(
-      this.jobsPath(namespace),
-      { resourceVersion, allowWatchBookmarks: true, labelSelector: this.options.labelSelector },
-      (phase: string, obj: any) => {
-        if (phase === 'ADDED' || phase === 'MODIFIED') this.enqueue(obj as Job);
-        else if (phase === 'DELETED') this.enqueue(obj as Job, true);
-        else if (phase === 'ERROR') end(obj);
-      },
-      (err: unknown) => end(err),
-    );
-    if (this.stopped) controller.abort();
-    else if (!ended) this.watches.push(controller);
-  }
-
-  /** Handles Job events one at a time per Job, in order. */
-  private enqueue(job: Job, deleted = false): void {
-    if (this.stopped) return;
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
-    const previous = this.queues.get(key) ?? Promise.resolve();
-    const next = previous
-      .then(() => (this.stopped ? undefined : this.handle(job, deleted)))
-      .catch((err) => this.log.error({ err, job: key }, 'job runner failed to handle a job'));
-    this.queues.set(key, next);
-    void next.then(() => {
-      if (this.queues.get(key) === next) this.queues.delete(key);
-    });
+  private cached(key: ObjectKey): Job | undefined {
+    const { namespace = '' } = splitKey(key);
+    return (this.informers.get(namespace) ?? this.informers.get(''))?.get(key) as Job | undefined;
   }
 
   // ---- decisions ----
 
-  private async handle(job: Job, deleted: boolean): Promise<void> {
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
+  /** Brings one Job (by key, from the cache) along: level-triggered, one call per key at a time. */
+  private async handle(key: ObjectKey): Promise<void> {
+    const job = this.cached(key);
     const run = this.running.get(key);
-    if (deleted) {
-      if (run && run.uid === job.metadata.uid) this.stopRun(run, 'deleted');
-      this.clearOrphan(key);
+    if (run && run.uid !== job?.metadata.uid) this.stopRun(run, 'deleted'); // gone, or replaced by a new Job
+    if (!job) {
+      this.waiting.delete(key);
+      this.interimSince.delete(key);
+      this.handled.delete(key);
       return;
     }
-    if (job.metadata.uid && this.doneUids.has(job.metadata.uid)) return;
-    const decision = decide(job, run !== undefined && run.uid === job.metadata.uid);
+    await this.act(key, job, run !== undefined && run.uid === job.metadata.uid);
+    if (job.metadata.resourceVersion) {
+      this.handled.set(key, job.metadata.resourceVersion);
+      this.emit('handled', { key, resourceVersion: job.metadata.resourceVersion });
+    }
+  }
+
+  private async act(key: ObjectKey, job: Job, runningHere: boolean): Promise<void> {
+    if (this.stopped || (job.metadata.uid && this.doneUids.has(job.metadata.uid))) return;
+    const decision = decide(job, runningHere);
+    if (decision.kind !== 'finalize') this.interimSince.delete(key);
+    if (decision.kind !== 'start') this.waiting.delete(key);
     switch (decision.kind) {
       case 'finished':
-        this.clearOrphan(key);
-        return;
-      case 'deleting':
-        if (run) this.stopRun(run, 'deleted');
-        return;
-      case 'finalize':
-        // Interim condition without the final one: either the runner that runs it is between its two
-        // writes (leave it alone) or a runner stopped there. Finish it only if it stays so for a while.
-        this.finalizeLater(job, decision.outcome);
-        return;
-      case 'suspended':
-        if (run) this.stopRun(run, 'suspended');
-        else if (decision.markSuspended) await this.writeStatus(job, (fresh) => (fresh.spec.suspend ? suspendedStatus(fresh, new Date()) : null));
-        return;
       case 'running':
         return;
+      case 'deleting':
+        if (runningHere) this.stopRun(this.running.get(key)!, 'deleted');
+        return;
+      case 'suspended':
+        if (runningHere) this.stopRun(this.running.get(key)!, 'suspended');
+        else if (decision.markSuspended) await this.writeStatus(job, (fresh) => (fresh.spec.suspend ? suspendedStatus(fresh, new Date()) : null));
+        return;
+      case 'finalize':
+        await this.finalizeIfStuck(key, job, decision.outcome);
+        return;
       case 'orphaned':
-        this.watchOrphan(job, decision.deadlineAt);
+        await this.failOrphanAtDeadline(key, job, decision.deadlineAt);
         return;
       case 'start':
-        await this.claimAndRun(job);
+        if (this.running.size >= (this.options.maxRunning ?? Infinity)) this.waiting.add(key);
+        else await this.claimAndRun(key, job);
         return;
     }
   }
 
-  private finalizeLater(job: Job, outcome: Outcome): void {
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
-    if (this.orphanTimers.has(key)) return;
-    const timer = setTimeout(() => {
-      this.orphanTimers.delete(key);
-      void (async () => {
-        const fresh = await this.rest.get<Job>(resourcePath({ apiVersion: 'batch/v1', resource: 'jobs', namespace: job.metadata.namespace, name: job.metadata.name }));
-        if (fresh.metadata.uid !== job.metadata.uid || decide(fresh, false).kind !== 'finalize') return;
-        if (await this.finish(fresh, outcome, { succeeded: fresh.status?.succeeded ?? 0, failed: fresh.status?.failed ?? 0 })) this.record(fresh, outcome, null, 0);
-      })().catch((err) => {
-        if (!isStatus(err, 404)) this.log.error({ err, job: key }, 'cannot finish a half-finished job');
-      });
-    }, this.options.finalizeAfterMs ?? 5000);
-    timer.unref();
-    this.orphanTimers.set(key, timer);
-  }
-
-  private clearOrphan(key: Key): void {
-    const t = this.orphanTimers.get(key);
-    if (t) clearTimeout(t);
-    this.orphanTimers.delete(key);
+  /**
+   * Interim condition without the final one: either the runner that runs it is between its two writes
+   * (leave it alone) or a runner stopped there. Finish it only if it stays so for `finalizeAfterMs`.
+   */
+  private async finalizeIfStuck(key: ObjectKey, job: Job, outcome: Outcome): Promise<void> {
+    const uid = job.metadata.uid ?? '';
+    const now = Date.now();
+    const seen = this.interimSince.get(key);
+    if (!seen || seen.uid !== uid) this.interimSince.set(key, { uid, since: now });
+    const waitMs = (seen?.uid === uid ? seen.since : now) + (this.options.finalizeAfterMs ?? 5000) - now;
+    if (waitMs > 0) {
+      this.queue.addAfter(key, waitMs);
+      return;
+    }
+    this.interimSince.delete(key);
+    const counts = { succeeded: job.status?.succeeded ?? 0, failed: job.status?.failed ?? 0 };
+    if (await this.finish(job, outcome, counts, (fresh) => decide(fresh, false).kind === 'finalize')) this.record(job, outcome, null, 0);
   }
 
   /** A started Job we do not run: never rerun it; fail it at its deadline like the job controller would. */
-  private watchOrphan(job: Job, at: number | undefined): void {
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
-    if (this.orphanTimers.has(key)) return;
-    this.log.warn({ job: key, startTime: job.status?.startTime }, 'job already started by an earlier runner; not running it again');
+  private async failOrphanAtDeadline(key: ObjectKey, job: Job, at: number | undefined): Promise<void> {
+    const uid = job.metadata.uid ?? '';
+    if (!this.orphansSeen.has(uid)) {
+      this.orphansSeen.add(uid);
+      this.log.warn({ job: key, startTime: job.status?.startTime }, 'job already started by an earlier runner; not running it again');
+    }
     if (at === undefined) return;
-    const timer = setTimeout(() => {
-      this.orphanTimers.delete(key);
-      this.finish(job, DEADLINE_EXCEEDED, { succeeded: 0, failed: (job.status?.failed ?? 0) + (job.status?.active ? 1 : 0) })
-        .then((done) => done && this.record(job, DEADLINE_EXCEEDED, null, 0))
-        .catch((err) => this.log.error({ err, job: key }, 'cannot fail an orphaned job'));
-    }, Math.max(0, at - Date.now()));
-    timer.unref();
-    this.orphanTimers.set(key, timer);
+    if (at > Date.now()) {
+      this.queue.addAfter(key, at - Date.now());
+      return;
+    }
+    const counts = { succeeded: 0, failed: (job.status?.failed ?? 0) + (job.status?.active ? 1 : 0) };
+    if (await this.finish(job, DEADLINE_EXCEEDED, counts)) this.record(job, DEADLINE_EXCEEDED, null, 0);
   }
 
   // ---- status writes ----
 
   /**
-   * Reads the Job, computes a status patch from the fresh copy (null: nothing to write), and writes it
-   * through /status guarded by that copy's resourceVersion; re-reads and retries on 409 Conflict.
-   * Resolves with the stored Job, or undefined when nothing was written (or the Job is gone).
+   * Computes a status patch from the Job (null: nothing to write) and writes it through /status guarded
+   * by that copy's resourceVersion. The first try uses the copy given (the cache's, or what the last
+   * write returned); on 409 Conflict it re-reads and retries. Resolves with the stored Job, or undefined
+   * when nothing was written (or the Job is gone or was replaced by a new one).
    */
   private async writeStatus(job: Job, compute: (fresh: Job) => Record<string, unknown> | null): Promise<Job | undefined> {
-    const path = resourcePath({ apiVersion: 'batch/v1', resource: 'jobs', namespace: job.metadata.namespace, name: job.metadata.name });
+    const ref = { ...JOBS, namespace: job.metadata.namespace, name: job.metadata.name };
+    let fresh: Job | undefined = job.metadata.resourceVersion ? job : undefined;
     for (let attempt = 0; attempt < 10; attempt++) {
-      let fresh: Job;
-      try {
-        fresh = await this.rest.get<Job>(path);
-      } catch (err) {
-        if (isStatus(err, 404)) return undefined;
-        throw err;
-      }
-      if (job.metadata.uid && fresh.metadata.uid !== job.metadata.uid) return undefined; // replaced by a new Job
+      fresh ??= await this.kube.getOrUndefined<Job>(ref);
+      if (!fresh || (job.metadata.uid && fresh.metadata.uid !== job.metadata.uid)) return undefined;
       const status = compute(fresh);
       if (status === null) return undefined;
       try {
-        return await this.rest.patch<Job>(`${path}/status`, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status });
+        return await this.kube.patch<Job>({ ...ref, subresource: 'status' }, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status }, MERGE_PATCH);
       } catch (err) {
-        if (isStatus(err, 409)) continue;
-        if (isStatus(err, 404)) return undefined;
-        throw err;
+        if (isNotFound(err)) return undefined;
+        if (!isConflict(err)) throw err;
+        fresh = undefined;
       }
     }
     throw new Error(`too many conflicts writing the status of job ${job.metadata.namespace}/${job.metadata.name}`);
   }
 
-  /** Writes the two final status updates; false when there was nothing to finish (already finished, gone). */
-  private async finish(job: Job, outcome: Outcome, counts: { succeeded: number; failed: number }): Promise<boolean> {
+  /**
+   * Writes the two final status updates; false when there was nothing to finish (already finished,
+   * being deleted, gone, or `still(fresh)` says the Job changed meanwhile).
+   */
+  private async finish(job: Job, outcome: Outcome, counts: { succeeded: number; failed: number }, still: (fresh: Job) => boolean = () => true): Promise<boolean> {
     const now = new Date();
     let second: Record<string, unknown> | undefined;
     const first = await this.writeStatus(job, (fresh) => {
       const d = decide(fresh, true);
-      if (d.kind === 'finished' || d.kind === 'deleting') return null;
+      if (d.kind === 'finished' || d.kind === 'deleting' || !still(fresh)) return null;
       const [a, b] = finishStatuses(fresh, outcome, counts, now);
       second = b;
       return a;
     });
     if (!first || !second) return false;
     await this.writeStatus(first, (fresh) => (decide(fresh, true).kind === 'finished' ? null : finishStatuses(fresh, outcome, counts, now)[1]));
-    this.log.info({ job: keyOf(job.metadata.namespace, job.metadata.name), outcome, ...counts }, 'job finished');
+    this.log.info({ job: objectKey(job), outcome, ...counts }, 'job finished');
     return true;
   }
 
@@ -402,17 +406,17 @@ export class JobRunner extends EventEmitter {
       attempts,
       output: this.output(job.metadata.namespace, job.metadata.name),
     };
-    this.results.set(keyOf(job.metadata.namespace, job.metadata.name), result);
+    this.results.set(objectKey(job), result);
     this.emit('finished', result);
   }
 
   // ---- running ----
 
-  private async claimAndRun(job: Job): Promise<void> {
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
+  private async claimAndRun(key: ObjectKey, job: Job): Promise<void> {
     const claimed = await this.writeStatus(job, (fresh) => (decide(fresh, false).kind === 'start' ? startStatus(fresh, new Date()) : null));
     if (!claimed) return; // someone else started it, or it changed: its next event decides
-    const run: Running = { uid: claimed.metadata.uid ?? '', done: Promise.resolve() };
+    this.waiting.delete(key);
+    const run: Running = { uid: claimed.metadata.uid ?? '', abort: new AbortController(), done: Promise.resolve() };
     this.running.set(key, run);
     this.outputs.set(key, '');
     const at = deadlineAt(claimed);
@@ -427,30 +431,29 @@ export class JobRunner extends EventEmitter {
         // Stale events about it (e.g. our own startTime write) must not make it look orphaned.
         if (run.stopReason !== 'shutdown' && run.stopReason !== 'suspended') this.doneUids.add(run.uid);
         if (this.running.get(key) === run) this.running.delete(key);
+        // A slot is free: the Jobs waiting for one are decided again.
+        for (const waiting of this.waiting) this.queue.add(waiting);
+        // Suspended: the Job is decided again (resumed meanwhile? then it starts over).
+        if (run.stopReason === 'suspended') this.queue.add(key);
       });
   }
 
   private stopRun(run: Running, reason: NonNullable<Running['stopReason']>): void {
     if (run.stopReason) return;
     run.stopReason = reason;
+    run.abort.abort();
     void run.proc?.stop(this.options.killGraceMs ?? 3000);
   }
 
-  private append(key: Key, text: string): void {
+  private append(key: ObjectKey, text: string): void {
     const limit = this.options.outputLimit ?? 65_536;
     const next = (this.outputs.get(key) ?? '') + text;
     this.outputs.set(key, next.length > limit ? next.slice(next.length - limit) : next);
   }
 
   private lookups(): EnvLookups {
-    const read = async (resource: string, namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> } | undefined> => {
-      try {
-        return await this.rest.get(resourcePath({ apiVersion: 'v1', resource, namespace, name }));
-      } catch (err) {
-        if (isStatus(err, 404)) return undefined;
-        throw err;
-      }
-    };
+    const read = (plural: 'secrets' | 'configmaps', namespace: string, name: string) =>
+      this.kube.getOrUndefined<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural, namespace, name });
     const decode = (m: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     return {
@@ -471,7 +474,7 @@ export class JobRunner extends EventEmitter {
 
   /** Runs attempts until success, the backoff limit, the deadline, or a stop; then writes the outcome. */
   private async runAttempts(job: Job, run: Running): Promise<void> {
-    const key = keyOf(job.metadata.namespace, job.metadata.name);
+    const key = objectKey(job);
     const container = job.spec.template.spec.containers[0];
     let failed = job.status?.failed ?? 0;
     let attempts = 0;
@@ -481,7 +484,6 @@ export class JobRunner extends EventEmitter {
       attempts++;
       const pod = localPod(job, randomBytes(3).toString('hex').slice(0, 5), randomUUID());
       let env: Record<string, string> | undefined;
-      let command: { file: string; args: string[] } | undefined;
       try {
         if (!container) throw new Error('the pod template has no container');
         // Like the kubelet, wait for missing Secrets/ConfigMaps (only the deadline or a stop ends that).
@@ -492,19 +494,18 @@ export class JobRunner extends EventEmitter {
             if (!(err instanceof EnvResolutionError)) throw err;
             this.append(key, `job runner: CreateContainerConfigError: ${err.message}\n`);
             this.log.warn({ job: key, reason: err.message }, 'cannot resolve the container env yet');
-            await new Promise((r) => setTimeout(r, this.options.envRetryMs ?? 1000));
+            await sleep(this.options.envRetryMs ?? 1000, run.abort.signal);
           }
         }
-        if (env === undefined) break;
-        command = localCommand(container, this.commands, env);
       } catch (err) {
         // The container cannot start at all (no command, unsupported env source): a failed pod.
+        env = undefined;
         this.append(key, `job runner: cannot start the container: ${(err as Error).message}\n`);
         this.log.error({ job: key, err }, 'cannot start the job container');
       }
       if (run.stopReason) break;
-      if (command && env) {
-        exitCode = await this.spawnAttempt(key, run, command, { ...this.baseEnv(), ...env }, container!.workingDir);
+      if (env) {
+        exitCode = await this.runContainer(key, run, container!, { ...this.baseEnv(), ...env });
         if (run.stopReason) break;
         if (exitCode === 0) {
           outcome = { kind: 'succeeded' };
@@ -517,7 +518,7 @@ export class JobRunner extends EventEmitter {
         break;
       }
       await this.writeStatus(job, (fresh) => (decide(fresh, true).kind === 'running' ? retryStatus(failed) : null));
-      await new Promise((r) => setTimeout(r, this.options.retryDelayMs ?? 1000));
+      await sleep(this.options.retryDelayMs ?? 1000, run.abort.signal);
     }
     if (run.stopReason === 'deadline') outcome = DEADLINE_EXCEEDED;
     if (run.stopReason === 'deadline' && exitCode !== 0) failed++; // the killed pod counts as failed
@@ -530,7 +531,27 @@ export class JobRunner extends EventEmitter {
     this.record(job, outcome, exitCode, attempts);
   }
 
-  private async spawnAttempt(key: Key, run: Running, command: { file: string; args: string[] }, env: Record<string, string>, workingDir: string | undefined): Promise<number | null> {
+  /** One attempt: the container's command in this process (`inProcess`) or as a local process. */
+  private async runContainer(key: ObjectKey, run: Running, container: Job['spec']['template']['spec']['containers'][number], env: Record<string, string>): Promise<number | null> {
+    let command: { file: string; args: string[] };
+    try {
+      const words = localCommand(container, {}, env);
+      const inProcess = this.options.inProcess?.[words.file] ?? this.options.inProcess?.[words.file.split('/').pop()!];
+      if (inProcess) {
+        const sink = { write: (s: string) => (this.append(key, s), true) };
+        return await inProcess(words.args, { env, stdout: sink, stderr: sink, signal: run.abort.signal });
+      }
+      command = localCommand(container, this.commands, env);
+    } catch (err) {
+      // No command, or an in-process command that threw: a failed container.
+      this.append(key, `job runner: cannot start the container: ${(err as Error).message}\n`);
+      this.log.error({ job: key, err }, 'cannot start the job container');
+      return null;
+    }
+    return this.spawnAttempt(key, run, command, env, container.workingDir);
+  }
+
+  private async spawnAttempt(key: ObjectKey, run: Running, command: { file: string; args: string[] }, env: Record<string, string>, workingDir: string | undefined): Promise<number | null> {
     const cwd = workingDir && existsSync(workingDir) ? workingDir : (this.options.cwd ?? process.cwd());
     this.log.info({ job: key, command: command.file, args: command.args.length }, 'running job container locally');
     let proc: Supervised;
@@ -542,8 +563,11 @@ export class JobRunner extends EventEmitter {
       return 127;
     }
     run.proc = proc;
-    this.emit('started', { namespace: key.split('/')[0], name: key.split('/')[1], pid: proc.pid });
-    for (const [stream, name] of [
+    const { namespace, name } = splitKey(key);
+    this.emit('started', { namespace, name, pid: proc.pid });
+    // The output is complete once both pipes closed, which can be a moment after the exit.
+    const closed = once(proc.child, 'close');
+    for (const [stream, streamName] of [
       [proc.child.stdout, 'stdout'],
       [proc.child.stderr, 'stderr'],
     ] as const) {
@@ -553,12 +577,14 @@ export class JobRunner extends EventEmitter {
         this.append(key, chunk);
         const lines = (partial + chunk).split('\n');
         partial = lines.pop() ?? '';
-        for (const line of lines) this.log.info({ job: key, stream: name }, line);
+        for (const line of lines) this.log.info({ job: key, stream: streamName }, line);
       });
-      stream?.on('end', () => partial && this.log.info({ job: key, stream: name }, partial));
+      stream?.on('end', () => partial && this.log.info({ job: key, stream: streamName }, partial));
     }
     if (run.stopReason) void proc.stop(this.options.killGraceMs ?? 3000);
     const { code, signal } = await proc.exited;
+    // The process group is killed on exit; a pipe held open elsewhere must not hold the Job up.
+    await Promise.race([closed, sleep(1000)]);
     this.log.info({ job: key, code, signal }, 'job container exited');
     return code ?? (signal ? null : 1);
   }

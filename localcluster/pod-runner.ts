@@ -10,11 +10,15 @@
 // - a deleted (or terminating) pod's process group is killed.
 // Not modelled: probes, init containers, resources, volumes, restarts (restartPolicy: the operator
 // deletes and re-creates a failed pod, as KubeRay does).
+// Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
+// time, from the cached pod (a worker waiting for its head is tried again a second later).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { InformerFactory, type Informer } from '../controller/runtime/informer.ts';
+import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
+import { objectKey, type ObjectKey } from '../controller/runtime/reconciler.ts';
 import { isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
@@ -41,6 +45,8 @@ export interface RayPodRunnerOptions {
 interface Running {
   uid: string;
   proc: RayPodProcess;
+  /** The cluster key (namespace/name) when this is its head. */
+  headOf: string | undefined;
 }
 
 const PODS = { version: 'v1', plural: 'pods' } as const;
@@ -51,8 +57,9 @@ export class RayPodRunner {
   private readonly factory: InformerFactory;
   private readonly pods: Informer;
   private readonly log: Logger;
-  private readonly running = new Map<string, Running>();
-  private readonly starting = new Set<string>();
+  private readonly queue = new WorkQueue();
+  private readonly running = new Map<ObjectKey, Running>();
+  private workers: Promise<void> = Promise.resolve();
   /** cluster key (namespace/name) -> the GCS and dashboard ports of its head running here. */
   private readonly heads = new Map<string, { gcs: number; dashboard: number }>();
   private temp = '';
@@ -68,13 +75,16 @@ export class RayPodRunner {
 
   async start(): Promise<void> {
     this.temp = await mkdtemp(join(tmpdir(), 'rk-raypods-'));
-    this.pods.on((type, obj) => void this.onPod(type, obj as unknown as Pod).catch((err: unknown) => this.log.warn({ err: String(err), pod: obj.metadata?.name }, 'ray pod runner: failed')));
+    this.pods.on((_type, obj) => this.queue.add(objectKey(obj)));
     this.factory.start();
     await this.factory.waitForSync();
+    this.workers = runWorkers(this.queue, 4, (key) => this.handle(key), (key, err, retryInMs) => this.log.warn({ err: String(err), pod: key, retryInMs }, 'ray pod runner: failed; retrying'));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.queue.shutdown();
+    await this.workers;
     await this.factory.stop();
     await Promise.all([...this.running.values()].map((r) => r.proc.stop()));
     this.running.clear();
@@ -87,30 +97,19 @@ export class RayPodRunner {
     return this.heads.get(`${namespace}/${cluster}`)?.dashboard;
   }
 
-  private key(p: Pod): string {
-    return `${p.metadata.namespace}/${p.metadata.name}`;
-  }
-
-  private async onPod(type: 'add' | 'update' | 'delete', p: Pod): Promise<void> {
-    const key = this.key(p);
+  /** Brings one pod (by key, from the cache) along: one call per key at a time. */
+  private async handle(key: ObjectKey): Promise<void> {
+    const p = this.pods.get(key) as unknown as Pod | undefined;
     const here = this.running.get(key);
-    if (type === 'delete' || p.metadata.deletionTimestamp || (here && here.uid !== p.metadata.uid)) {
-      if (here) {
-        this.running.delete(key);
-        if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') this.heads.delete(`${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`);
-        await here.proc.stop();
-        this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
-      }
-      if (type === 'delete' || p.metadata.deletionTimestamp) return;
+    if (here && (!p || p.metadata.deletionTimestamp || here.uid !== p.metadata.uid)) {
+      this.running.delete(key);
+      if (here.headOf) this.heads.delete(here.headOf);
+      await here.proc.stop();
+      this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
     }
-    if (this.running.has(key) || this.starting.has(key) || this.stopped || p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') return;
+    if (!p || p.metadata.deletionTimestamp || this.running.has(key) || this.stopped || p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') return;
     if (p.status?.phase === 'Running') return; // another runner's (or a test's)
-    this.starting.add(key);
-    try {
-      await this.launch(p);
-    } finally {
-      this.starting.delete(key);
-    }
+    await this.launch(key, p);
   }
 
   /** The pod with loopback ports; undefined when it must wait (a worker whose head does not run here yet). */
@@ -148,19 +147,15 @@ export class RayPodRunner {
     return { secret: (ns, name) => read('secrets', ns, name), configMap: (ns, name) => read('configmaps', ns, name) };
   }
 
-  private async launch(p: Pod): Promise<void> {
-    const key = this.key(p);
+  private async launch(key: ObjectKey, p: Pod): Promise<void> {
     const local = await this.localize(p);
     if (!local) {
-      // Retried on the next event for this pod or its head (the head's status write wakes the worker).
-      setTimeout(() => {
-        const again = this.pods.get(key);
-        if (again && !this.stopped) void this.onPod('update', again as unknown as Pod);
-      }, 1000).unref();
+      this.queue.addAfter(key, 1000); // a worker whose head does not run here yet
       return;
     }
     const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups: this.lookups(), extraEnv: local.extraEnv });
-    this.running.set(key, { uid: p.metadata.uid ?? '', proc });
+    const headOf = p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head' ? `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}` : undefined;
+    this.running.set(key, { uid: p.metadata.uid ?? '', proc, headOf });
     this.log.info({ pod: key }, 'started a Ray pod as a local process');
     const ref = { ...PODS, namespace: p.metadata.namespace, name: p.metadata.name ?? '', subresource: 'status' };
     const name = p.spec!.containers[0]!.name;

@@ -11,6 +11,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
+/** Server-side apply (what `kubectl apply --server-side` sends). */
+export const APPLY_PATCH = 'application/apply-patch+yaml';
 
 /** The field manager our writes carry, so `metadata.managedFields` names raykeeper for what it wrote. */
 export const FIELD_MANAGER = 'raykeeper';
@@ -300,8 +302,9 @@ export class KubeClient {
     return { items, resourceVersion };
   }
 
+  /** POST to the collection, or to an object's subresource when `subresource` is set (e.g. a ServiceAccount's token). */
   create<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('POST', resourcePath({ ...ref, name: undefined } as ResourceRef), { ...options, body });
+    return this.request<T>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), { ...options, body });
   }
 
   /** PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). */

@@ -165,3 +165,24 @@ export class WorkQueue {
     });
   }
 }
+
+/**
+ * Runs `workers` loops that hand the queue's keys to `handle` until the queue shuts down: a key that
+ * throws is retried with its per-key backoff (`onError` hears of it), one that returns is forgotten.
+ * Resolves when every loop has ended. (The controller manager runs its own loops: metrics, requeues.)
+ */
+export function runWorkers(queue: WorkQueue, workers: number, handle: (key: string) => Promise<void>, onError: (key: string, err: unknown, retryInMs: number) => void): Promise<void> {
+  const loop = async (): Promise<void> => {
+    for (let key = await queue.get(); key !== undefined; key = await queue.get()) {
+      try {
+        await handle(key);
+        queue.forget(key);
+      } catch (err) {
+        if (!queue.shuttingDown) onError(key, err, queue.addRateLimited(key));
+      } finally {
+        queue.done(key);
+      }
+    }
+  };
+  return Promise.all(Array.from({ length: workers }, loop)).then(() => undefined);
+}

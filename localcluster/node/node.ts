@@ -19,7 +19,7 @@ import {
 } from '../control-plane.ts';
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
-import { KubeRest } from '../rest.ts';
+import { KubeClient } from '../../src/kube.ts';
 import {
   CNI_BIN_DIR,
   cniConfList,
@@ -108,8 +108,8 @@ async function writePrivate(path: string, text: string): Promise<void> {
 
 
 /** Node `name` is Ready (its Ready condition True). */
-export async function nodeReady(rest: KubeRest, name = NODE_NAME): Promise<boolean> {
-  const node = await rest.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>(`/api/v1/nodes/${name}`);
+export async function nodeReady(kube: KubeClient, name = NODE_NAME): Promise<boolean> {
+  const node = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ version: 'v1', plural: 'nodes', name });
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
@@ -282,7 +282,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       `--hostname-override=${NODE_NAME}`,
       `--node-ip=${net.gateway}`,
     ]);
-    const rest = new KubeRest(controlPlane.kubeConfig());
+    const kube = new KubeClient(controlPlane.kubeConfig());
     try {
       let ended: string | undefined;
       for (const c of [kcm, scheduler, containerd]) void c.proc.exited.then(() => (ended ??= c.log));
@@ -290,8 +290,8 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       // (the ServiceAccount admission plugin rejects pods until then).
       await waitUntil('kubelet (node Ready) and kube-controller-manager', kubelet.proc, kubelet.log, deadline(), async () => {
         if (ended) return true; // reported below, with the log that says why
-        if (!(await nodeReady(rest))) return false;
-        await rest.get('/api/v1/namespaces/default/serviceaccounts/default');
+        if (!(await nodeReady(kube))) return false;
+        await kube.get({ version: 'v1', plural: 'serviceaccounts', namespace: 'default', name: 'default' });
         return true;
       });
       if (ended) throw new Error(`a node component exited before the node was ready; see ${ended}`);
@@ -306,14 +306,14 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       progress(`starting the cluster DNS (dnsmasq on ${net.gateway}:53)`);
       const hostsFile = join(dirs.dns, 'hosts');
       const servicesText = async (): Promise<string> => {
-        const list = await rest.get<{ items: Array<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }> }>('/api/v1/services');
+        const list = await kube.list<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }>({ version: 'v1', plural: 'services' });
         const records: ServiceRecord[] = list.items.map((s) => ({ name: s.metadata.name, namespace: s.metadata.namespace, clusterIP: s.spec?.clusterIP }));
         return dnsHosts(records, net.clusterDomain);
       };
       let current = await servicesText();
       await writeFile(hostsFile, current, { mode: 0o644 });
       const dns = await spawnComponent('dnsmasq', 'dnsmasq', dnsmasqArgs(net, hostsFile));
-      feeder = startDnsFeeder(rest, async () => {
+      feeder = startDnsFeeder(kube, async () => {
         const next = await servicesText();
         if (next === current) return;
         current = next;
@@ -321,7 +321,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
         dns.proc.child.kill('SIGHUP');
       });
     } catch (err) {
-      rest.close();
+      kube.close();
       throw err;
     }
     progress(`node ${NODE_NAME} Ready`);
@@ -334,7 +334,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
 }
 
 /** Re-syncs the DNS hosts file from the Services about once a second until stopped. */
-function startDnsFeeder(rest: KubeRest, sync: () => Promise<void>): { stop(): Promise<void> } {
+function startDnsFeeder(kube: KubeClient, sync: () => Promise<void>): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {
     while (running) {
@@ -346,7 +346,7 @@ function startDnsFeeder(rest: KubeRest, sync: () => Promise<void>): { stop(): Pr
     stop: async () => {
       running = false;
       await loop;
-      rest.close();
+      kube.close();
     },
   };
 }

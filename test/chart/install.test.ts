@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
-import { ApiError, type KubeRest } from '../../localcluster/rest.ts';
+import type { KubeApiError, KubeClient } from '../../src/kube.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, HELM_MAJORS, helmOk, key, needsHelm, valuesFile } from './helm.ts';
 
@@ -16,7 +16,7 @@ const opts = needsHelm();
 const statusOf = (p: Promise<unknown>) =>
   p.then(
     () => 200,
-    (e: ApiError) => e.status,
+    (e: KubeApiError) => e.statusCode,
   );
 
 interface Certs {
@@ -26,19 +26,21 @@ interface Certs {
   caBundles: string[];
 }
 
-async function certsOf(rest: KubeRest, namespace: string, fullname: string): Promise<Certs> {
-  const secret = await rest.get(`/api/v1/namespaces/${namespace}/secrets/${fullname}-webhook-tls`);
-  const mwc = await rest.get(`/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${fullname}`);
+const tlsSecret = (namespace: string, fullname: string) => ({ version: 'v1', plural: 'secrets', namespace, name: `${fullname}-webhook-tls` });
+
+async function certsOf(kube: KubeClient, namespace: string, fullname: string): Promise<Certs> {
+  const secret = await kube.get<any>(tlsSecret(namespace, fullname));
+  const mwc = await kube.get<any>({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name: fullname });
   return { ca: secret.data['ca.crt'], crt: secret.data['tls.crt'], key: secret.data['tls.key'], caBundles: mwc.webhooks.map((w: any) => w.clientConfig.caBundle) };
 }
 
-const envOf = async (rest: KubeRest, namespace: string, name: string, variable: string): Promise<string> =>
-  (await rest.get(`/apis/apps/v1/namespaces/${namespace}/deployments/${name}`)).spec.template.spec.containers[0].env.find((e: any) => e.name === variable)?.value;
+const envOf = async (kube: KubeClient, namespace: string, name: string, variable: string): Promise<string> =>
+  (await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })).spec.template.spec.containers[0].env.find((e: any) => e.name === variable)?.value;
 
 for (const major of HELM_MAJORS) {
   t.test(`helm ${major}: install, upgrade (the CA is kept), rotation on request, uninstall`, opts, async (t) => {
     const ns = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
-    const rest = ns.rest;
+    const kube = ns.kube;
     const kubeconfig = await kubeconfigFile(t, ns.cp, ns.name);
     const release = `rk-${randomBytes(3).toString('hex')}`;
     const fullname = `${release}-raykeeper`;
@@ -57,31 +59,31 @@ for (const major of HELM_MAJORS) {
     t.notMatch(notes, /does not enforce the restricted Pod Security Standard/, 'no Pod Security hint where restricted is enforced');
     const manifest = parseManifests(helm('get', 'manifest', release));
     t.ok(manifest.length >= 12, `${manifest.length} objects in the release`);
-    const discovery = new Discovery(rest);
+    const discovery = new Discovery(kube);
     for (const o of manifest) {
-      const stored = (await rest.get(await discovery.pathOf(o, ns.name))) as KubeObject;
+      const stored = await kube.get<KubeObject>(await discovery.refOf(o, ns.name));
       t.equal(stored.metadata.name, o.metadata.name, `${key(o)} stored`);
       t.equal((stored.metadata.annotations as Record<string, string> | undefined)?.['meta.helm.sh/release-name'], release, `${key(o)} owned by the release`);
     }
-    const installed = await certsOf(rest, ns.name, fullname);
+    const installed = await certsOf(kube, ns.name, fullname);
     t.ok(installed.ca.length > 100, 'a generated CA in the Secret');
     t.same(installed.caBundles, [installed.ca, installed.ca], 'both webhooks trust it');
 
     helm('upgrade', release, CHART_DIR, '-f', values, '--set', 'logLevel=debug');
-    t.equal(await envOf(rest, ns.name, `${fullname}-controller`, 'LOG_LEVEL'), 'debug', 'the upgrade applied');
+    t.equal(await envOf(kube, ns.name, `${fullname}-controller`, 'LOG_LEVEL'), 'debug', 'the upgrade applied');
     t.match(helm('history', release, '-o', 'json'), /"revision":2/);
-    t.same(await certsOf(rest, ns.name, fullname), installed, 'helm upgrade kept the CA, the certificate, the key and the caBundle');
+    t.same(await certsOf(kube, ns.name, fullname), installed, 'helm upgrade kept the CA, the certificate, the key and the caBundle');
 
     // Rotation is explicit: delete the Secret, upgrade: a new CA, the caBundle follows.
-    await rest.delete(`/api/v1/namespaces/${ns.name}/secrets/${fullname}-webhook-tls`);
+    t.ok(await kube.delete(tlsSecret(ns.name, fullname)));
     helm('upgrade', release, CHART_DIR, '-f', values, '--set', 'logLevel=debug');
-    const rotated = await certsOf(rest, ns.name, fullname);
+    const rotated = await certsOf(kube, ns.name, fullname);
     t.not(rotated.ca, installed.ca, 'a new CA after deleting the Secret');
     t.same(rotated.caBundles, [rotated.ca, rotated.ca], 'and the webhooks trust the new one');
 
     helm('uninstall', release);
-    for (const o of manifest) t.equal(await statusOf(rest.get(await discovery.pathOf(o, ns.name))), 404, `${key(o)} removed`);
-    t.equal(await statusOf(rest.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayclusters.ray.io')), 200, 'CRDs stay (Helm never deletes crds/)');
+    for (const o of manifest) t.equal(await statusOf(kube.get(await discovery.refOf(o, ns.name))), 404, `${key(o)} removed`);
+    t.equal(await statusOf(kube.get({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: 'rayclusters.ray.io' })), 200, 'CRDs stay (Helm never deletes crds/)');
   });
 }
 

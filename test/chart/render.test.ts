@@ -4,7 +4,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
-import { KubeRest } from '../../localcluster/rest.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, find, HELM_MAJORS, helm, key, needsHelm, normalise, template, valuesFile } from './helm.ts';
 
@@ -253,22 +253,22 @@ t.test('every object of every mode is accepted by the real API server (server-si
   const cp = await getControlPlane();
   const release = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
   const watched = await testNamespace(t);
-  const rest = new KubeRest(cp.kubeConfig());
-  t.teardown(() => rest.close());
-  await installStandInCrds(rest);
-  const discovery = new Discovery(rest);
+  const kube = new KubeClient(cp.kubeConfig());
+  t.teardown(() => kube.close());
+  await installStandInCrds(kube);
+  const discovery = new Discovery(kube);
   for (const [name, values] of Object.entries(MODES)) {
     const objs = template(withNamespace(values, watched.name), { release: 'rk', namespace: release.name, crds: true });
     for (const o of objs) {
       const warnings: string[] = [];
-      const r = await applyObject(rest, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
+      const r = await applyObject(kube, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
       t.equal(r.metadata.name, o.metadata.name, `${name}: ${key(o)} accepted`);
       t.same(warnings, [], `${name}: ${key(o)} no warnings`);
     }
     // The Pods of both Deployments meet the restricted profile enforced on the release namespace.
     for (const d of objs.filter((o) => o.kind === 'Deployment') as any[]) {
       const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `psa-${d.metadata.name}` }, spec: d.spec.template.spec };
-      const r = await rest.post(`/api/v1/namespaces/${release.name}/pods`, pod, { dryRun: 'All' });
+      const r = await kube.create<{ metadata: { name: string } }>({ version: 'v1', plural: 'pods', namespace: release.name }, pod, { query: { dryRun: 'All' } });
       t.equal(r.metadata.name, pod.metadata.name, `${name}: ${d.metadata.name} Pods admitted under Pod Security restricted`);
     }
   }
@@ -279,14 +279,14 @@ t.test('every object of every mode is accepted by the real API server (server-si
  * scope as theirs; any fields): the dry run then checks the object's identity and metadata, the field
  * shapes being asserted above. Created once on the shared control plane, never deleted (harmless).
  */
-async function installStandInCrds(rest: KubeRest): Promise<void> {
+async function installStandInCrds(kube: KubeClient): Promise<void> {
   const crds = [
     ['cert-manager.io', 'Certificate', 'certificates'],
     ['cert-manager.io', 'Issuer', 'issuers'],
     ['monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors'],
   ];
   for (const [group, kind, plural] of crds) {
-    await applyObject(rest, {
+    await applyObject(kube, {
       apiVersion: 'apiextensions.k8s.io/v1',
       kind: 'CustomResourceDefinition',
       metadata: { name: `${plural}.${group}` },
@@ -298,5 +298,5 @@ async function installStandInCrds(rest: KubeRest): Promise<void> {
       },
     }, { fieldManager: 'raykeeper-test' });
   }
-  await waitForCrdsEstablished(rest, crds.map(([g, , p]) => `${p}.${g}`));
+  await waitForCrdsEstablished(kube, crds.map(([g, , p]) => `${p}.${g}`));
 }

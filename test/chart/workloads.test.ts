@@ -125,7 +125,7 @@ t.test('the controller container: every mode\'s args are accepted and it starts'
 t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace", opts, async (t) => {
   const release = await testNamespace(t);
   const watched = await testNamespace(t);
-  const admin = release.rest;
+  const admin = release.kube;
   const discovery = new Discovery(admin);
   const modes: Record<string, unknown> = {
     all: {},
@@ -139,10 +139,10 @@ t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's toke
     const rbac = objs.filter((o) => o.kind === 'ServiceAccount' || /Role/.test(o.kind));
     for (const o of rbac) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
     t.teardown(async () => {
-      for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.pathOf(o)).catch(() => {});
+      for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.refOf(o)).catch(() => {});
     });
     const sa = `${rel}-raykeeper-controller`;
-    const token = (await admin.post(`/api/v1/namespaces/${release.name}/serviceaccounts/${sa}/token`, { spec: { expirationSeconds: 600 } })).status.token as string;
+    const token = (await admin.create<{ status: { token: string } }>({ version: 'v1', plural: 'serviceaccounts', namespace: release.name, name: sa, subresource: 'token' }, { spec: { expirationSeconds: 600 } })).status.token;
     const kubeconfig = join(t.testdir(), 'kubeconfig');
     await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
     const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];

@@ -9,7 +9,7 @@ import t from 'tap';
 import { controlPlaneBinaries, crictlPath, kubeCommandPath, MissingBinariesError, NODE_COMMANDS, REPO_ROOT, requireBinaries, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
-import { ApiError, KubeRest } from '../../localcluster/rest.ts';
+import { KubeApiError, KubeClient } from '../../src/kube.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
 
 // Child node processes without tap's coverage instrumentation (it only slows them down here).
@@ -34,19 +34,19 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   for (const pid of allPids(info)) t.ok(isAlive(pid), `pid ${pid} runs`);
   t.match(info.server, /^https:\/\/127\.0\.0\.1:\d+$/);
 
-  const rest = new KubeRest(cp.kubeConfig());
-  t.teardown(() => rest.close());
-  t.match((await rest.get('/version')).gitVersion, /^v1\.35\./, 'a 1.35 kube-apiserver');
+  const kube = new KubeClient(cp.kubeConfig());
+  t.teardown(() => kube.close());
+  t.match((await kube.request<{ gitVersion: string }>('GET', '/version')).gitVersion, /^v1\.35\./, 'a 1.35 kube-apiserver');
   for (const name of ['rayclusters.ray.io', 'rayjobs.ray.io']) {
-    const crd = await rest.get(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+    const crd = await kube.get<any>({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name });
     t.ok(crd.status.conditions.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True'), `${name} Established`);
   }
 
   // Token auth is real: a wrong token is refused; RBAC is on (no anonymous admin).
-  const wrong = new KubeRest(kubeConfigFor({ ...info, token: 'wrong' }));
-  const status = await wrong.get('/api/v1/namespaces').then(
+  const wrong = new KubeClient(kubeConfigFor({ ...info, token: 'wrong' }));
+  const status = await wrong.list({ version: 'v1', plural: 'namespaces' }).then(
     () => 200,
-    (err: ApiError) => err.status,
+    (err: KubeApiError) => err.statusCode,
   );
   t.equal(status, 401, 'a wrong token is 401');
   wrong.close();
@@ -109,9 +109,9 @@ t.test('tap before/after scripts: start a detached control plane, record it, sto
   t.teardown(() => spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/stop.ts')], { env }));
   t.equal(info.ownerPid, process.pid, 'owned by the process that ran the script (tap)');
   t.ok(isAlive(info.pids.kubeApiserver), 'still running after the before script exited');
-  const rest = new KubeRest(kubeConfigFor(info));
-  t.equal((await rest.get('/apis/ray.io/v1/rayclusters')).kind, 'RayClusterList', 'serves our CRDs');
-  rest.close();
+  const kube = new KubeClient(kubeConfigFor(info));
+  t.equal((await kube.get<{ kind: string }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters' })).kind, 'RayClusterList', 'serves our CRDs');
+  kube.close();
 
   const stop = spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/stop.ts')], { env, encoding: 'utf8' });
   t.equal(stop.status, 0, stop.stderr);
@@ -146,9 +146,9 @@ t.test('getControlPlane + testNamespace: a namespace of its own on the shared co
   const ns = await testNamespace(t);
   t.match(ns.name, /^rk-getcontrolplane-testnamespace-a-[a-z-]*-[0-9a-f]{6}$/);
   t.ok(ns.name.length <= 63, 'a valid label');
-  t.equal((await ns.rest.get(`/api/v1/namespaces/${ns.name}`)).status.phase, 'Active');
+  t.equal((await ns.kube.get<{ status: { phase: string } }>({ version: 'v1', plural: 'namespaces', name: ns.name })).status.phase, 'Active');
   t.equal(ns.kubeConfig.getContextObject(ns.kubeConfig.getCurrentContext())?.namespace, ns.name, 'the KubeConfig defaults to it');
   const again = await getControlPlane();
   t.equal(again.info.server, ns.cp.info.server, 'one control plane per test process');
-  await t.rejects(ns.rest.get(`/api/v1/namespaces/${ns.name}/configmaps/none`), ApiError);
+  await t.rejects(ns.kube.get({ version: 'v1', plural: 'configmaps', namespace: ns.name, name: 'none' }), KubeApiError);
 });

@@ -9,9 +9,11 @@ import { pino } from 'pino';
 import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
 import type { Job } from '../../localcluster/job-logic.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
+import { MERGE_PATCH } from '../../src/kube.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 
 const quiet = pino({ level: 'silent' });
+const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 async function scratch(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-jobrunner-test-'));
@@ -36,11 +38,15 @@ function jobSpec(name: string, command: string[], extra: { env?: unknown[]; spec
 }
 
 async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<Job> {
-  return ns.rest.post(`/apis/batch/v1/namespaces/${ns.name}/jobs`, body);
+  return ns.kube.create<Job>({ ...JOBS, namespace: ns.name }, body);
 }
 
 async function readJob(ns: TestNamespace, name: string): Promise<Job> {
-  return ns.rest.get(`/apis/batch/v1/namespaces/${ns.name}/jobs/${name}`);
+  return ns.kube.get<Job>({ ...JOBS, namespace: ns.name, name });
+}
+
+async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<Job> {
+  return ns.kube.patch<Job>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
 }
 
 async function runner(t: { teardown(fn: () => unknown): void }, ns: TestNamespace, options: Partial<JobRunnerOptions> = {}): Promise<JobRunner> {
@@ -76,8 +82,9 @@ t.test('exit 0: SuccessCriteriaMet + Complete, succeeded 1, start and completion
   const start = Date.parse(job.status!.startTime!);
   const end = Date.parse(job.status!.completionTime!);
   t.ok(start >= Math.floor(before / 1000) * 1000 && end >= start && end <= Date.now(), 'startTime <= completionTime, both during the test');
-  // The output reaches the runner's log; stale events about our own writes are not taken for orphans.
-  await new Promise((res) => setTimeout(res, 300));
+  // The output reaches the runner's log; stale events about our own writes are not taken for orphans
+  // (the runner has handled the Job as its last write left it, so every earlier event too).
+  await r.waitForHandled(ns.name, 'ok', job.metadata.resourceVersion!);
   t.ok(logLines.some((l) => JSON.parse(l).msg === 'out' && JSON.parse(l).stream === 'stdout'), 'stdout lines are logged');
   t.notOk(logLines.some((l) => /not running it again/.test(l)), 'no spurious orphan warning');
 });
@@ -117,8 +124,8 @@ t.test('retries up to backoffLimit: fails once, then succeeds', async (t) => {
 t.test('env: secretKeyRef and configMapKeyRef read through the API, fieldRef, $(VAR) in args', async (t) => {
   const ns = await testNamespace(t);
   const dir = await scratch(t);
-  await ns.rest.post(`/api/v1/namespaces/${ns.name}/secrets`, { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } });
-  await ns.rest.post(`/api/v1/namespaces/${ns.name}/configmaps`, { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } });
+  await ns.kube.create({ version: 'v1', plural: 'secrets', namespace: ns.name }, { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } });
+  await ns.kube.create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } });
   const r = await runner(t, ns);
   const out = join(dir, 'env.txt');
   await createJob(
@@ -148,7 +155,7 @@ t.test('a missing Secret makes the Job wait (like the kubelet) until the Secret 
   t.match(r.output(ns.name, 'late'), /CreateContainerConfigError: secret "later" not found/);
   t.ok((await readJob(ns, 'late')).status?.startTime, 'started (the pod exists), waiting');
   t.notOk(existsSync(out), 'the command has not run');
-  await ns.rest.post(`/api/v1/namespaces/${ns.name}/secrets`, { metadata: { name: 'later' }, stringData: { pw: 'now' } });
+  await ns.kube.create({ version: 'v1', plural: 'secrets', namespace: ns.name }, { metadata: { name: 'later' }, stringData: { pw: 'now' } });
   await r.waitFor(ns.name, 'late');
   t.equal(readFileSync(out, 'utf8'), 'now');
 });
@@ -247,7 +254,7 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   }
   t.same(conditionTypes(job), [['Suspended', 'True', 'JobSuspended']], 'marked Suspended, as the job controller does');
   t.notOk(job.status?.startTime, 'not started');
-  await ns.rest.patch(`/apis/batch/v1/namespaces/${ns.name}/jobs/held`, { spec: { suspend: false } });
+  await patchJob(ns, 'held', { spec: { suspend: false } });
   await r.waitFor(ns.name, 'held');
   job = await readJob(ns, 'held');
   t.same(conditionTypes(job).map((c) => c.slice(0, 2)), [
@@ -260,7 +267,7 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   const firstRun = new Promise<{ pid: number }>((res) => r.once('started', res));
   await createJob(ns, jobSpec('paused', ['sh', '-c', 'sleep 60']));
   const { pid: pausedPid } = await firstRun;
-  await ns.rest.patch(`/apis/batch/v1/namespaces/${ns.name}/jobs/paused`, { spec: { suspend: true } });
+  await patchJob(ns, 'paused', { spec: { suspend: true } });
   t.ok(await waitForExit([pausedPid], 10_000), 'suspending kills the process');
   for (let i = 0; i < 100 && !job.status?.conditions?.some((c) => c.type === 'Suspended' && c.status === 'True'); i++) {
     await new Promise((res) => setTimeout(res, 50));
@@ -270,7 +277,7 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   t.notOk(job.status?.startTime, 'startTime cleared');
   t.notOk(job.status?.active, 'no active pod');
   const secondRun = new Promise<{ pid: number }>((res) => r.once('started', res));
-  await ns.rest.patch(`/apis/batch/v1/namespaces/${ns.name}/jobs/paused`, { spec: { suspend: false } });
+  await patchJob(ns, 'paused', { spec: { suspend: false } });
   const { pid: resumedPid } = await secondRun;
   t.not(resumedPid, pausedPid, 'resumed: runs again');
   t.ok((await readJob(ns, 'paused')).status?.startTime, 'with a new startTime');
@@ -278,7 +285,7 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   const started = new Promise<{ pid: number }>((res) => r.once('started', res));
   await createJob(ns, jobSpec('doomed', ['sh', '-c', 'sleep 60']));
   const { pid } = await started;
-  await ns.rest.delete(`/apis/batch/v1/namespaces/${ns.name}/jobs/doomed`);
+  await ns.kube.delete({ ...JOBS, namespace: ns.name, name: 'doomed' });
   t.ok(await waitForExit([pid], 10_000), 'the process of a deleted Job is killed');
   t.equal(r.result(ns.name, 'doomed'), undefined, 'and no result is recorded');
 });
@@ -287,13 +294,18 @@ t.test('a Job left between the interim and the final condition is finished, not 
   const ns = await testNamespace(t);
   await createJob(ns, jobSpec('half', ['sh', '-c', 'echo must-not-run']));
   // What a runner that stopped between its two writes leaves behind.
-  await ns.rest.patch(`/apis/batch/v1/namespaces/${ns.name}/jobs/half/status`, {
-    status: {
-      startTime: '2026-01-01T00:00:00Z',
-      failed: 1,
-      conditions: [{ type: 'FailureTarget', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: '2026-01-01T00:00:05Z' }],
+  await patchJob(
+    ns,
+    'half',
+    {
+      status: {
+        startTime: '2026-01-01T00:00:00Z',
+        failed: 1,
+        conditions: [{ type: 'FailureTarget', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: '2026-01-01T00:00:05Z' }],
+      },
     },
-  });
+    'status',
+  );
   const r = await runner(t, ns, { finalizeAfterMs: 200 });
   const result = await r.waitFor(ns.name, 'half', 10_000);
   t.equal(result.attempts, 0, 'not run');
@@ -304,4 +316,38 @@ t.test('a Job left between the interim and the final condition is finished, not 
     ['Failed', 'True', 'BackoffLimitExceeded'],
   ]);
   t.equal(job.status!.failed, 1);
+});
+
+t.test('inProcess: a command run as a function in this process; maxRunning: the other Jobs wait unclaimed', async (t) => {
+  const ns = await testNamespace(t);
+  let release: () => void = () => {};
+  const held = new Promise<void>((res) => (release = res));
+  let entered: () => void = () => {};
+  const firstCall = new Promise<void>((res) => (entered = res));
+  const calls: string[][] = [];
+  const r = await runner(t, ns, {
+    maxRunning: 1,
+    inProcess: {
+      'in-proc': async (args, io) => {
+        calls.push(args);
+        io.stdout.write(`hello ${args.join(' ')} ${io.env.GREETING}\n`);
+        entered();
+        await held;
+        return args[0] === 'fail' ? 3 : 0;
+      },
+    },
+  });
+  await createJob(ns, jobSpec('one', ['/usr/bin/in-proc', 'ok', '$(GREETING)'], { env: [{ name: 'GREETING', value: 'hi' }] }));
+  await firstCall;
+  const two = await createJob(ns, jobSpec('two', ['in-proc', 'fail']));
+  await r.waitForHandled(ns.name, 'two', two.metadata.resourceVersion!);
+  t.notOk((await readJob(ns, 'two')).status?.startTime, 'the second Job waits unclaimed while the first runs (maxRunning 1)');
+  release();
+  const one = await r.waitFor(ns.name, 'one');
+  t.same(one.outcome, { kind: 'succeeded' });
+  t.equal(one.output, 'hello ok hi hi\n', 'args $(VAR)-expanded (basename matched), env resolved, output kept');
+  const failed = await r.waitFor(ns.name, 'two');
+  t.equal(failed.exitCode, 3, 'the function\'s return value is the exit code');
+  t.same(conditionTypes(await readJob(ns, 'two')).at(-1), ['Failed', 'True', 'BackoffLimitExceeded']);
+  t.same(calls, [['ok', 'hi'], ['fail']], 'each ran once, the second after the first');
 });

@@ -8,11 +8,13 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
-import { ApiError, KubeRest } from '../../localcluster/rest.ts';
+import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH } from '../../src/kube.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { kustomize } from '../helpers/kustomize.ts';
 
 const SYSTEM_NS = 'raykeeper-system';
+const PODS = { version: 'v1', plural: 'pods' } as const;
+const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 const CONTROLLER = `system:serviceaccount:${SYSTEM_NS}:raykeeper-controller`;
 const WEBHOOK = `system:serviceaccount:${SYSTEM_NS}:raykeeper-webhook`;
 
@@ -104,14 +106,14 @@ t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namesp
 
 t.test('every object is accepted by the real API server; Pods meet the restricted profile', async (t) => {
   const cp = await getControlPlane();
-  const rest = new KubeRest(cp.kubeConfig());
-  t.teardown(() => rest.close());
-  const discovery = new Discovery(rest);
+  const kube = new KubeClient(cp.kubeConfig());
+  t.teardown(() => kube.close());
+  const discovery = new Discovery(kube);
   // Everything through server-side dry run first: validation and admission, nothing stored.
   for (const o of rendered) {
     const warnings: string[] = [];
-    if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
-    const r = await applyObject(rest, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
+    if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
+    const r = await applyObject(kube, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
     t.equal(r.metadata.name, o.metadata.name, `${o.kind}/${o.metadata.name} accepted (dry run)`);
     t.same(
       warnings.filter((w) => /PodSecurity|deprecated/i.test(w)),
@@ -121,27 +123,27 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
   }
   // Then for real, except the webhook configuration (it would intercept other tests' RayClusters).
   for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration')) {
-    await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+    await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   }
-  const stored = await rest.get(`/apis/apps/v1/namespaces/${SYSTEM_NS}/deployments/raykeeper-webhook`);
+  const stored = await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace: SYSTEM_NS, name: 'raykeeper-webhook' });
   t.equal(stored.spec.replicas, 2, 'stored');
-  const ns = await rest.get(`/api/v1/namespaces/${SYSTEM_NS}`);
+  const ns = await kube.get<any>({ version: 'v1', plural: 'namespaces', name: SYSTEM_NS });
   t.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'restricted');
   // A Pod from the webhook's template is admitted in the restricted namespace (dry run).
   const webhook = find(rendered, 'Deployment', 'raykeeper-webhook');
-  const pod = await rest.post(
-    `/api/v1/namespaces/${SYSTEM_NS}/pods`,
+  const pod = await kube.create<any>(
+    { ...PODS, namespace: SYSTEM_NS },
     { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'psa-check', labels: webhook.spec.template.metadata.labels }, spec: webhook.spec.template.spec },
-    { dryRun: 'All' },
+    { query: { dryRun: 'All' } },
   );
   t.equal(pod.metadata.name, 'psa-check', 'the restricted profile admits the webhook Pod');
-  const rootPod = await rest
-    .post(`/api/v1/namespaces/${SYSTEM_NS}/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'x' }] } }, { dryRun: 'All' })
+  const rootPod = await kube
+    .create({ ...PODS, namespace: SYSTEM_NS }, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'x' }] } }, { query: { dryRun: 'All' } })
     .then(
       () => undefined,
-      (e: ApiError) => e,
+      (e: KubeApiError) => e,
     );
-  t.equal(rootPod?.status, 403, 'and refuses a Pod that does not meet it (the check is real)');
+  t.equal(rootPod?.statusCode, 403, 'and refuses a Pod that does not meet it (the check is real)');
 });
 
 interface Access {
@@ -152,9 +154,9 @@ interface Access {
   namespace?: string;
 }
 
-async function allowed(rest: KubeRest, user: string, a: Access): Promise<boolean> {
+async function allowed(kube: KubeClient, user: string, a: Access): Promise<boolean> {
   const ns = user.split(':')[2]!;
-  const review = await rest.post('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+  const review = await kube.create<{ status: { allowed?: boolean } }>({ group: 'authorization.k8s.io', version: 'v1', plural: 'subjectaccessreviews' }, {
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
     spec: { user, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'], resourceAttributes: { group: a.group ?? '', ...a } },
@@ -166,10 +168,10 @@ const show = (a: Access) => `${a.verb} ${a.group ? a.group + '/' : ''}${a.resour
 
 t.test('RBAC: the controller may do what it calls and no more; the webhook may do nothing', async (t) => {
   const cp = await getControlPlane();
-  const rest = new KubeRest(cp.kubeConfig());
-  t.teardown(() => rest.close());
-  const discovery = new Discovery(rest);
-  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+  const kube = new KubeClient(cp.kubeConfig());
+  t.teardown(() => kube.close());
+  const discovery = new Discovery(kube);
+  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
 
   const userNs = 'team-a';
   const ray = (resource: string, verbs: string[], subresource?: string): Access[] => verbs.map((verb) => ({ verb, group: 'ray.io', resource, subresource, namespace: userNs }));
@@ -218,28 +220,28 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'create', group: 'rbac.authorization.k8s.io', resource: 'clusterrolebindings' },
     { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: SYSTEM_NS },
   ];
-  for (const a of needed) t.ok(await allowed(rest, CONTROLLER, a), `controller may ${show(a)}`);
-  for (const a of forbidden) t.notOk(await allowed(rest, CONTROLLER, a), `controller may NOT ${show(a)}`);
-  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }]) t.notOk(await allowed(rest, WEBHOOK, a), `webhook may NOT ${show(a)}`);
+  for (const a of needed) t.ok(await allowed(kube, CONTROLLER, a), `controller may ${show(a)}`);
+  for (const a of forbidden) t.notOk(await allowed(kube, CONTROLLER, a), `controller may NOT ${show(a)}`);
+  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }]) t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
 
   // The optional Secret reader grants get (no list), only when applied. Undone at the end of the test.
   const optional = kustomize('manifests/optional/controller-secret-reader');
-  for (const o of optional) await applyObject(rest, o, { discovery, fieldManager: 'raykeeper-test' });
+  for (const o of optional) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   t.teardown(async () => {
-    for (const o of optional) await rest.delete(await discovery.pathOf(o)).catch(() => {});
+    for (const o of optional) await kube.delete(await discovery.refOf(o)).catch(() => {});
   });
-  t.ok(await allowed(rest, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'with the optional reader: get secrets');
-  t.ok(await allowed(rest, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
-  t.notOk(await allowed(rest, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
+  t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'with the optional reader: get secrets');
+  t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
+  t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
 });
 
 t.test("real calls with the controller ServiceAccount's own token", async (t) => {
   const ns = await testNamespace(t);
-  const admin = ns.rest;
+  const admin = ns.kube;
   const discovery = new Discovery(admin);
   for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
-  const tokenReview = await admin.post(`/api/v1/namespaces/${SYSTEM_NS}/serviceaccounts/raykeeper-controller/token`, { spec: { expirationSeconds: 600 } });
-  const sa = new KubeRest(kubeConfigFor({ ...ns.cp.info, token: tokenReview.status.token }));
+  const tokenReview = await admin.create<{ status: { token: string } }>({ version: 'v1', plural: 'serviceaccounts', namespace: SYSTEM_NS, name: 'raykeeper-controller', subresource: 'token' }, { spec: { expirationSeconds: 600 } });
+  const sa = new KubeClient(kubeConfigFor({ ...ns.cp.info, token: tokenReview.status.token }));
   t.teardown(() => sa.close());
   const rc = {
     apiVersion: 'ray.io/v1',
@@ -247,27 +249,27 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     metadata: { name: 'rc', finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer'] },
     spec: { headGroupSpec: { template: { spec: { containers: [{ name: 'h', image: 'x' }] } } } },
   };
-  const base = `/apis/ray.io/v1/namespaces/${ns.name}`;
-  const created = await sa.post(`${base}/rayclusters`, rc);
+  const rcRef = { ...RAYCLUSTERS, namespace: ns.name, name: 'rc' };
+  const created = await sa.create<any>(rcRef, rc);
   t.equal(created.metadata.name, 'rc', 'creates a RayCluster');
-  await sa.patch(`${base}/rayclusters/rc/status`, { status: { state: 'ready' } });
-  await sa.post(`/apis/batch/v1/namespaces/${ns.name}/jobs`, {
+  await sa.patch({ ...rcRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
+  await sa.create({ group: 'batch', version: 'v1', plural: 'jobs', namespace: ns.name }, {
     metadata: { name: 'rc-redis-cleanup', ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }] },
     spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
   });
   t.pass('creates the cleanup Job owned by the RayCluster');
-  const podDelete = await sa.delete(`/api/v1/namespaces/${ns.name}/pods/rc-head-xyz`).then(
-    () => 200,
-    (e: ApiError) => e.status,
+  const podDelete = await sa.delete({ ...PODS, namespace: ns.name, name: 'rc-head-xyz' }).then(
+    (found) => (found ? 200 : 404),
+    (e: KubeApiError) => e.statusCode,
   );
   t.equal(podDelete, 404, 'may delete a Pod (404: none there, not 403)');
-  t.equal((await sa.get(`/api/v1/namespaces/${ns.name}/pods`, { labelSelector: 'ray.io/cluster=rc' })).kind, 'PodList', 'lists Pods');
+  t.equal((await sa.get<{ kind: string }>({ ...PODS, namespace: ns.name }, { query: { labelSelector: 'ray.io/cluster=rc' } })).kind, 'PodList', 'lists Pods');
   const owner = [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }];
-  await sa.post(`/api/v1/namespaces/${ns.name}/pods`, { metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner }, spec: { containers: [{ name: 'ray-head', image: 'x' }] } }, { dryRun: 'All' });
+  await sa.create({ ...PODS, namespace: ns.name }, { metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner }, spec: { containers: [{ name: 'ray-head', image: 'x' }] } }, { query: { dryRun: 'All' } });
   t.pass('creates a head Pod owned by the RayCluster (dry run)');
-  await sa.post(`/api/v1/namespaces/${ns.name}/services`, { metadata: { name: 'rc-head-svc', ownerReferences: owner }, spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] } }, { dryRun: 'All' });
+  await sa.create({ version: 'v1', plural: 'services', namespace: ns.name }, { metadata: { name: 'rc-head-svc', ownerReferences: owner }, spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] } }, { query: { dryRun: 'All' } });
   t.pass('creates the head Service owned by the RayCluster (dry run)');
-  await sa.post(`/api/v1/namespaces/${ns.name}/events`, {
+  await sa.create({ version: 'v1', plural: 'events', namespace: ns.name }, {
     metadata: { generateName: 'rc.' },
     involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
     reason: 'CreatedRedisCleanupJob',
@@ -275,28 +277,28 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     type: 'Normal',
   });
   t.pass('records an Event');
-  await sa.post(`/apis/coordination.k8s.io/v1/namespaces/${SYSTEM_NS}/leases`, { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } });
+  await sa.create({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NS }, { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } });
   t.pass('creates a Lease in its own namespace');
-  await sa.patch(`${base}/rayclusters/rc`, [{ op: 'remove', path: '/metadata/finalizers/0' }], 'application/json-patch+json');
-  await sa.delete(`${base}/rayclusters/rc`);
+  await sa.patch(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
+  t.ok(await sa.delete(rcRef));
   t.pass('removes the finalizer and deletes the RayCluster');
-  const denied = await sa.get(`/api/v1/namespaces/${ns.name}/secrets`).then(
+  const denied = await sa.list({ version: 'v1', plural: 'secrets', namespace: ns.name }).then(
     () => 200,
-    (e: ApiError) => e.status,
+    (e: KubeApiError) => e.statusCode,
   );
   t.equal(denied, 403, 'cannot list Secrets');
 });
 
 t.test('samples are valid objects for our CRDs', async (t) => {
   const ns = await testNamespace(t);
-  const discovery = new Discovery(ns.rest);
+  const discovery = new Discovery(ns.kube);
   const dir = join(REPO_ROOT, 'manifests/samples');
   const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
   t.ok(files.length >= 4, files.join(', '));
   const byName = new Map<string, KubeObject>();
   for (const f of files) {
     for (const o of parseManifests(readFileSync(join(dir, f), 'utf8'))) {
-      const stored = await applyObject(ns.rest, { ...o, metadata: { ...o.metadata, namespace: ns.name } }, { discovery, fieldManager: 'raykeeper-test' });
+      const stored = await applyObject(ns.kube, { ...o, metadata: { ...o.metadata, namespace: ns.name } }, { discovery, fieldManager: 'raykeeper-test' });
       t.equal(stored.metadata.namespace, ns.name, `${f}: ${o.kind}/${o.metadata.name} stored`);
       byName.set(`${o.kind}/${o.metadata.name}`, o);
     }

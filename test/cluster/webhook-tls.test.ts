@@ -5,7 +5,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
-import { ApiError } from '../../localcluster/rest.ts';
+import { JSON_PATCH, type KubeApiError } from '../../src/kube.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 interface Review {
@@ -43,7 +43,9 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
   const port = (server.address() as AddressInfo).port;
 
   const name = `stand-in-${ns.name}`;
-  await ns.rest.post('/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', {
+  const config = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name };
+  const rayclusters = { group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns.name };
+  await ns.kube.create(config, {
     metadata: { name },
     webhooks: [
       {
@@ -59,7 +61,7 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
       },
     ],
   });
-  t.teardown(() => ns.rest.delete(`/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${name}`));
+  t.teardown(() => ns.kube.delete(config));
 
   const cluster = {
     apiVersion: 'ray.io/v1',
@@ -70,7 +72,7 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
   // A new webhook configuration takes a moment to reach the admission chain: retry until it is called.
   let stored: { metadata: { annotations?: Record<string, string> } } | undefined;
   for (let i = 0; i < 100 && seen.length === 0; i++) {
-    stored = await ns.rest.post(`/apis/ray.io/v1/namespaces/${ns.name}/rayclusters`, { ...cluster, metadata: { name: `rc-${i}` } });
+    stored = await ns.kube.create(rayclusters, { ...cluster, metadata: { name: `rc-${i}` } });
     if (seen.length === 0) await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(seen.length > 0, 'the webhook was called over TLS');
@@ -83,19 +85,13 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
 
   // With a caBundle that does not match, the call fails: the TLS is really verified.
   const other = generateCertificates({ service: 'other', namespace: ns.name });
-  await ns.rest.patch(
-    `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${name}`,
-    [{ op: 'replace', path: '/webhooks/0/clientConfig/caBundle', value: caBundle(other.caCert) }],
-    'application/json-patch+json',
-  );
-  let refused: ApiError | undefined;
+  await ns.kube.patch(config, [{ op: 'replace', path: '/webhooks/0/clientConfig/caBundle', value: caBundle(other.caCert) }], JSON_PATCH);
+  let refused: KubeApiError | undefined;
   for (let i = 0; i < 100 && !refused; i++) {
-    refused = await ns.rest
-      .post(`/apis/ray.io/v1/namespaces/${ns.name}/rayclusters`, { ...cluster, metadata: { name: `wrong-ca-${i}` } })
-      .then(
-        () => undefined,
-        (err: ApiError) => err,
-      );
+    refused = await ns.kube.create(rayclusters, { ...cluster, metadata: { name: `wrong-ca-${i}` } }).then(
+      () => undefined,
+      (err: KubeApiError) => err,
+    );
     if (!refused) await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(refused, 'a wrong caBundle makes the call fail (failurePolicy Fail refuses the object)');

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { WorkQueue } from '../../controller/runtime/queue.ts';
+import { runWorkers, WorkQueue } from '../../controller/runtime/queue.ts';
 import { Backoff, backoffDelay, sleep } from '../../controller/runtime/backoff.ts';
 
 t.test('dedup: a key added many times while waiting is handed out once', async (tt) => {
@@ -126,4 +126,35 @@ t.test('drain gives up after its timeout', async (tt) => {
   await q.get();
   q.shutdown();
   tt.equal(await q.drain(20), false);
+});
+
+t.test('runWorkers: each key handled, a throw retried with backoff then forgotten, ends at shutdown', async (tt) => {
+  const q = new WorkQueue({ retry: { baseMs: 5, maxMs: 5, factor: 1, jitter: 0 } });
+  const handled: string[] = [];
+  const errors: Array<[string, string, number]> = [];
+  let failuresLeft = 2;
+  let allDone: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (allDone = resolve));
+  const loops = runWorkers(
+    q,
+    2,
+    async (key) => {
+      if (key === 'flaky' && failuresLeft-- > 0) throw new Error('not yet');
+      handled.push(key);
+      if (handled.length === 3) allDone();
+    },
+    (key, err, retryInMs) => errors.push([key, (err as Error).message, retryInMs]),
+  );
+  for (const k of ['a', 'flaky', 'b']) q.add(k);
+  await finished;
+  tt.ok(await q.drain(1000), 'the last key is done');
+  tt.same(handled.sort(), ['a', 'b', 'flaky'], 'every key handled once it succeeds');
+  tt.same(errors, [
+    ['flaky', 'not yet', 5],
+    ['flaky', 'not yet', 5],
+  ], 'each failure reported with its retry delay');
+  tt.equal(q.failuresOf('flaky'), 0, 'the failure count is forgotten after a success');
+  q.shutdown();
+  await loops;
+  tt.equal(q.inFlight, 0, 'the loops ended with the queue');
 });

@@ -38,7 +38,7 @@ async function registerWebhook(tt: Test, e: Env): Promise<void> {
     name,
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
   });
-  await applyObject(e.ns.rest, config);
+  await applyObject(e.ns.kube, config);
   tt.teardown(async () => {
     await e.kube.delete({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name }).catch(() => {});
     stop();

@@ -17,7 +17,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type ControlPlane, type ControlPlaneInfo, controlPlaneHandle, kubeconfigDocument, startControlPlane } from '../../localcluster/control-plane.ts';
 import { get } from '../../localcluster/net.ts';
 import { isAlive } from '../../localcluster/process.ts';
-import { isStatus, KubeRest } from '../../localcluster/rest.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { readState, STATE_FILE } from './control-plane-state.ts';
 
 export { readState, STATE_FILE, stateFile, type ControlPlaneState } from './control-plane-state.ts';
@@ -82,8 +82,8 @@ export interface TestNamespace {
   cp: TestControlPlane;
   /** Admin KubeConfig whose default namespace is this one (client-node: kc.makeApiClient(...)). */
   kubeConfig: KubeConfig;
-  /** Raw-JSON REST client (admin). */
-  rest: KubeRest;
+  /** Admin API client (the project's one, src/kube.ts). */
+  kube: KubeClient;
 }
 
 /**
@@ -94,15 +94,13 @@ export interface TestNamespace {
 export async function testNamespace(tt: Teardownable, labels: Record<string, string> = {}): Promise<TestNamespace> {
   const cp = await getControlPlane();
   const name = namespaceName(tt.name);
-  const rest = new KubeRest(cp.kubeConfig(name));
-  await rest.post('/api/v1/namespaces', { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } });
+  const kube = new KubeClient(cp.kubeConfig(name));
+  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } });
   tt.teardown(async () => {
-    await rest.delete(`/api/v1/namespaces/${name}`).catch((err) => {
-      if (!isStatus(err, 404)) throw err;
-    });
-    rest.close();
+    await kube.delete({ version: 'v1', plural: 'namespaces', name }); // false when already gone
+    kube.close();
   });
-  return { name, cp, kubeConfig: cp.kubeConfig(name), rest };
+  return { name, cp, kubeConfig: cp.kubeConfig(name), kube };
 }
 
 /**

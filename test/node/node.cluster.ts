@@ -3,9 +3,9 @@
 // kube-proxy; stop() leaves the host exactly as it found it.
 import t from 'tap';
 import { stringify } from 'yaml';
-import { KubeRest } from '../../localcluster/rest.ts';
 import { buildImages } from '../../localcluster/node/images.ts';
 import { nodeReady, startNodeCluster } from '../../localcluster/node/node.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
 const BUSYBOX = 'docker.io/library/busybox:1.35';
@@ -18,8 +18,8 @@ t.teardown(async () => {
   if (!stopped) await cluster.stop();
 });
 const kc = cluster.kubeconfigPath;
-const rest = new KubeRest(cluster.controlPlane.kubeConfig());
-t.teardown(() => rest.close());
+const kube = new KubeClient(cluster.controlPlane.kubeConfig());
+t.teardown(() => kube.close());
 
 const pod = (name: string, command: string, extra: object = {}): object => ({
   apiVersion: 'v1',
@@ -33,13 +33,13 @@ const pod = (name: string, command: string, extra: object = {}): object => ({
 });
 
 async function phase(name: string): Promise<string | undefined> {
-  const p = await rest.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/default/pods/${name}`);
+  const p = await kube.get<{ status?: { phase?: string } }>({ version: 'v1', plural: 'pods', namespace: 'default', name });
   return p.status?.phase;
 }
 
 t.test('node Ready', async (t) => {
   t.equal(cluster.nodeName, 'localhost');
-  t.ok(await nodeReady(rest), 'Ready condition True');
+  t.ok(await nodeReady(kube), 'Ready condition True');
   const r = kubectl(kc, ['get', 'node', 'localhost', '-o', 'jsonpath={.status.nodeInfo.containerRuntimeVersion}']);
   t.match(r.stdout, /^containerd:\/\/1\./, r.stderr);
 });
@@ -70,7 +70,7 @@ t.test('a pod resolves a Service by name and reaches it through kube-proxy', asy
   }, 'pod client to finish', 180_000);
   const logs = kubectl(kc, ['logs', 'client']).stdout;
   t.equal(done, 'Succeeded', logs);
-  const svc = await rest.get<{ spec: { clusterIP: string } }>('/api/v1/namespaces/default/services/web');
+  const svc = await kube.get<{ spec: { clusterIP: string } }>({ version: 'v1', plural: 'services', namespace: 'default', name: 'web' });
   t.match(logs, new RegExp(`Address[^\\n]*${svc.spec.clusterIP.replaceAll('.', '\\.')}`), 'the cluster DNS answers with the ClusterIP');
   t.match(logs, /hello-through-the-service/, 'and the Service forwards to the pod');
 });

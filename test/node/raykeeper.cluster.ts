@@ -8,18 +8,21 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import { devSampleCluster } from '../../dev/dev.ts';
 import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
-import { isStatus, KubeRest } from '../../localcluster/rest.ts';
+import { KubeClient } from '../../src/kube.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
 import { kubectl, until } from './helpers.ts';
 
 const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
 t.teardown(() => env.stop());
-const rest = new KubeRest(env.cluster.controlPlane.kubeConfig());
-t.teardown(() => rest.close());
+const kube = new KubeClient(env.cluster.controlPlane.kubeConfig());
+t.teardown(() => kube.close());
 const redis = new Redis({ host: env.redis.host, port: env.redis.port, lazyConnect: true, maxRetriesPerRequest: 3 });
 t.teardown(() => redis.disconnect());
 const NS = 'ray-users';
+const PODS = { version: 'v1', plural: 'pods', namespace: SYSTEM_NAMESPACE } as const;
+const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
+const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
 
 interface Pod {
   metadata: { name: string };
@@ -29,30 +32,30 @@ interface Pod {
 
 t.test('dev --kubelet prints its node Ready and installs from manifests/', async (t) => {
   t.equal(env.node, 'localhost Ready');
-  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`);
+  const pods = await kube.list<Pod>(PODS);
   t.ok(pods.items.length >= 4, 'webhook and controller pods');
   for (const p of pods.items) t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
 });
 
 t.test('the webhook pods are Ready behind their Service and the API server calls them by it', async (t) => {
-  const config = await rest.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>('/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/raykeeper');
+  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name: 'raykeeper' });
   for (const w of config.webhooks) t.same(w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace }, { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE }, 'by Service, no url');
-  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
-  const slices = await rest.get<{ items: Array<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }> }>(
-    `/apis/discovery.k8s.io/v1/namespaces/${SYSTEM_NAMESPACE}/endpointslices`,
+  const slices = await kube.list<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>(
+    { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', namespace: SYSTEM_NAMESPACE },
     { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
   );
   const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
   t.same(addresses, ready.map((p) => p.status?.podIP).sort(), 'the Service routes to exactly those pods');
 
-  await rest.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
+  await kube.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const sample = devSampleCluster(env.redisInCluster) as { metadata: Record<string, unknown> };
   t.notOk('annotations' in sample.metadata, 'metadata.annotations absent');
   // The object the CREATE returns is the admitted one: only the webhook can have changed it.
-  const created = await rest.post<{ metadata: { finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } }>(
-    `/apis/ray.io/v1/namespaces/${NS}/rayclusters`,
+  const created = await kube.create<{ metadata: { finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } }>(
+    { ...RAYCLUSTERS, namespace: NS },
     { ...sample, metadata: { name: 'pinned' } },
   );
   t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
@@ -61,15 +64,16 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
 
 t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against the in-cluster Redis', async (t) => {
   const name = 'pinned';
-  const rc = await rest.get<{ spec: { gcsFaultToleranceOptions: { externalStorageNamespace: string } } }>(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`);
+  const ref = { ...RAYCLUSTERS, namespace: NS, name };
+  const rc = await kube.get<{ spec: { gcsFaultToleranceOptions: { externalStorageNamespace: string } } }>(ref);
   const storage = rc.spec.gcsFaultToleranceOptions.externalStorageNamespace;
   const seeded = await seedRay(redis, storage);
   const neighbour = await seedRay(redis, 'neighbour-cluster');
   t.same(await rayKeys(redis, storage), seeded.sort(), 'the cluster has GCS data in the in-cluster Redis');
 
-  await rest.delete(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`);
+  await kube.delete(ref);
   await until(
-    async () => rest.get(`/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`).then(() => false, (err: unknown) => isStatus(err, 404)),
+    async () => (await kube.getOrUndefined(ref)) === undefined,
     'the RayCluster to be gone (finalizer released)',
     240_000,
     500,
@@ -78,7 +82,7 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
   t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
 
   // The Job and its pod are garbage-collected with the cluster; their Events stay.
-  const events = await rest.get<{ items: Array<{ reason: string; message: string; involvedObject: { kind: string; name: string } }> }>(`/api/v1/namespaces/${NS}/events`);
+  const events = await kube.list<{ reason: string; message: string; involvedObject: { kind: string; name: string } }>({ version: 'v1', plural: 'events', namespace: NS });
   const jobName = `${name}-redis-cleanup`;
   t.ok(events.items.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
   const podEvents = events.items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
@@ -88,9 +92,9 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
 });
 
 t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {
-  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => rest.get(`/apis/coordination.k8s.io/v1/namespaces/${SYSTEM_NAMESPACE}/leases/raykeeper-controller`);
+  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => kube.get({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
   const leader = await until(async () => (await lease().catch(() => undefined))?.spec.holderIdentity, 'a controller leader', 120_000, 500);
-  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name));
   t.ok(leaderPod, `the leader ${leader} is one of the controller pods`);
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name, '--wait=false']);
@@ -100,14 +104,14 @@ t.test('controller leader failover: deleting the leader pod moves the Lease to a
     return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
   }, 'a new leader', 180_000, 500);
   // The standby, or the ReplicaSet's replacement when it starts first after the old leader released the Lease.
-  const now = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const now = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const holder = now.items.find((p) => next.startsWith(`${p.metadata.name}_`));
   t.ok(holder && holder.metadata.name !== leaderPod!.metadata.name, `a live controller pod leads now (${next})`);
 });
 
 t.test('a webhook pod deleted under load: every RayCluster created meanwhile is admitted and defaulted', async (t) => {
   const ns = 'webhook-load';
-  await rest.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  await kube.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   const sample = devSampleCluster(env.redisInCluster) as object;
   type Created = { metadata: { name: string; finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } };
   const created: Created[] = [];
@@ -118,7 +122,7 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
     while (running) {
       const name = `load-${n++}`;
       try {
-        created.push(await rest.post<Created>(`/apis/ray.io/v1/namespaces/${ns}/rayclusters`, { ...sample, metadata: { name } }));
+        created.push(await kube.create<Created>({ ...RAYCLUSTERS, namespace: ns }, { ...sample, metadata: { name } }));
       } catch (err) {
         failures.push(`${name}: ${(err as Error).message}`);
       }
@@ -126,18 +130,18 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
   };
   const loaders = [loader(), loader(), loader()];
   await until(() => created.length >= 30, '30 creates before the deletion', 120_000);
-  const pods = await rest.get<{ items: Pod[] }>(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods`, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const victim = pods.items[0]!.metadata.name;
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
   t.equal(r.status, 0, r.stderr);
   await until(
-    async () => rest.get(`/api/v1/namespaces/${SYSTEM_NAMESPACE}/pods/${victim}`).then(() => false, (err: unknown) => isStatus(err, 404)),
+    async () => (await kube.getOrUndefined({ ...PODS, name: victim })) === undefined,
     `the deleted webhook pod ${victim} to be gone`,
     180_000,
     250,
   );
   await until(async () => {
-    const d = await rest.get<{ status?: { availableReplicas?: number } }>(`/apis/apps/v1/namespaces/${SYSTEM_NAMESPACE}/deployments/raykeeper-webhook`);
+    const d = await kube.get<{ status?: { availableReplicas?: number } }>({ group: 'apps', version: 'v1', plural: 'deployments', namespace: SYSTEM_NAMESPACE, name: 'raykeeper-webhook' });
     return d.status?.availableReplicas === 2;
   }, 'two available webhook pods again', 180_000, 250);
   const mark = created.length;
