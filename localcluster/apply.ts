@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { APPLY_PATCH, type KubeRest, resourcePath } from './rest.ts';
+import { sleep } from '../src/backoff.ts';
 
 export interface KubeObject {
   apiVersion: string;
@@ -108,7 +109,7 @@ export async function waitForCrdsEstablished(rest: KubeRest, names: string[], ti
     }
     if (pending.length === 0) return;
     if (Date.now() > deadline) throw new Error(`CRDs not Established in time: ${pending.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
@@ -135,7 +136,7 @@ export async function applyCrds(rest: KubeRest, dir: string, timeoutMs = 60_000)
           break;
         } catch (err) {
           if (Date.now() > deadline) throw err;
-          await new Promise((r) => setTimeout(r, 100));
+          await sleep(100);
         }
       }
     }

@@ -14,6 +14,7 @@ import { applyCrds } from './apply.ts';
 import { freePort, get } from './net.ts';
 import { onExitCleanup, spawnSupervised, startWatchdog, terminate, type Supervised } from './process.ts';
 import { KubeRest } from './rest.ts';
+import { sleep } from '../src/backoff.ts';
 
 /** Everything needed to reach (and to stop) a running control plane; JSON-serialisable. */
 export interface ControlPlaneInfo {
@@ -129,10 +130,6 @@ export function tail(path: string, lines = 30): string {
   } catch {
     return '(no log)';
   }
-}
-
-async function sleep(ms: number): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
 }
 
 /** Polls `probe` until it returns true; fails early when `proc` exits or when the deadline passes. */

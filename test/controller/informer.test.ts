@@ -2,7 +2,7 @@
 // real-API-server behaviour is covered by test/controller/runtime-apiserver.test.ts).
 import t from 'tap';
 import { Informer, type KubeObject, type ListFn, type WatchFn } from '../../controller/runtime/informer.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 
 interface OpenWatch {
   query: Record<string, string | boolean | undefined>;

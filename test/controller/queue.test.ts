@@ -1,6 +1,6 @@
 import t from 'tap';
 import { WorkQueue } from '../../controller/runtime/queue.ts';
-import { Backoff, backoffDelay, sleep } from '../../controller/runtime/backoff.ts';
+import { Backoff, backoffDelay, sleep } from '../../src/backoff.ts';
 
 t.test('dedup: a key added many times while waiting is handed out once', async (tt) => {
   const q = new WorkQueue();

@@ -2,6 +2,7 @@
 // `raykeeper redis-cleanup` against a real redis-server.
 import t from 'tap';
 import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
   const e = await env(tt);
@@ -65,7 +66,7 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   }, 'the head pod is being deleted');
   tt.ok(head);
   // Meanwhile no Job: GCS could still be writing.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   tt.equal((await listJobs(e)).length, 0, 'no cleanup while a head pod exists');
   tt.ok(await getCluster(e, 'slowhead'), 'cluster still there');
   // The "kubelet" finishes the pod.

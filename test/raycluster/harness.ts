@@ -7,7 +7,7 @@ import type { Test } from 'tap';
 import { KubeClient } from '../../src/kube.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';

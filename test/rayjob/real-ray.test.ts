@@ -10,7 +10,8 @@ import { freePort } from '../../localcluster/net.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { spawnSupervised } from '../../localcluster/process.ts';
 import { shellQuote } from '../../src/rayjob/builders.ts';
-import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 /** The `ray` CLI as a shell command, or why there is none. */
 function rayCommand(): { command: string; argv: string[] } | { missing: string } {

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import type { RayJob } from '../../src/types.ts';
-import { inState, manifest, rayJobHarness, sleep, type Harness } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness, type Harness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 /** Every stored version of a RayJob, in order, from a real watch. */
 async function recordVersions(t: Tap, h: Harness, name: string): Promise<RayJob[]> {

@@ -18,12 +18,11 @@ import { KubeClient } from '../../../src/kube.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
+import { sleep } from '../../../src/backoff.ts';
 
 export const FAKE_RAY = join(dirname(fileURLToPath(import.meta.url)), 'fake-ray.mjs');
 /** The submitter's `ray` command: our stand-in under the Node running the tests. */
 export const FAKE_RAY_COMMAND = `${shellQuote(process.execPath)} ${shellQuote(FAKE_RAY)}`;
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface HarnessOptions {
   /** Machine settings over test defaults (grace, status-check timeout, submitter-finished timeout: 10 s). */
