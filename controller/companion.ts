@@ -24,6 +24,7 @@ import type { Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
 import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
+import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
 
 export type CompanionSetting = 'auto' | 'on' | 'off';
 export const COMPANION_SETTINGS: readonly CompanionSetting[] = ['auto', 'on', 'off'];
@@ -70,7 +71,7 @@ export async function detectKubeRay(kube: KubeClient, now: number, signal?: Abor
   let leases: Lease[];
   try {
     const list = await kube.list<Lease>(
-      { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' },
+      LEASES,
       { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) },
     );
     leases = list.items;
@@ -147,7 +148,7 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
   name: KUBERAY_CLEANUP_WATCH,
   summary: "companion mode: Warning when KubeRay's own Redis cleanup Job appears beside ours",
   create(ctx) {
-    const jobs = ctx.informers.get({ group: 'batch', version: 'v1', plural: 'jobs', labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
+    const jobs = ctx.informers.get({ ...JOBS, labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
     const existing = ctx.metrics.getSingleMetric('raykeeper_kuberay_cleanup_jobs_total') as Counter | undefined;
     const seen =
       existing ??
@@ -170,7 +171,7 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
           const { namespace } = splitKey(key);
           const clusterName = job.metadata?.labels?.[RAY_CLUSTER_LABEL] ?? '';
           if (clusterName === '') return;
-          const cluster = await ctx.kube.getOrUndefined<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace, name: clusterName }, { signal });
+          const cluster = await ctx.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal });
           if (!cluster || !cluster.metadata.deletionTimestamp || !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
           warned.add(uid);
           seen.inc();

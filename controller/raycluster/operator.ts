@@ -20,10 +20,9 @@ import { computeStatus, COND_UNSUPPORTED, statusChanged, type RayClusterStatus }
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
-import { RAYCLUSTERS, rayClusterInformer } from './informers.ts';
+import { rayClusterInformer } from './informers.ts';
+import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 
-const PODS = { version: 'v1', plural: 'pods' } as const;
-const SERVICES = { version: 'v1', plural: 'services' } as const;
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 

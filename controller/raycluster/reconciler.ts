@@ -32,6 +32,7 @@ import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import { rayClusterInformer } from './informers.ts';
 export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 export interface RayClusterReconcilerConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
@@ -47,9 +48,6 @@ export interface RayClusterReconcilerConfig {
 /** Runs the cleanup with a resolved environment within deadlineMs; resolves to success and one line. */
 export type InProcessRunner = (env: Record<string, string>, deadlineMs: number) => Promise<{ ok: boolean; message: string }>;
 
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
-const PODS = { version: 'v1', plural: 'pods' } as const;
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
 function slimDependent(obj: KubeObject): KubeObject {

@@ -45,10 +45,8 @@ import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 
-export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
-export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;

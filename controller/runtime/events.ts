@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
 import type { KubeObject } from './informer.ts';
 import type { Logger } from '../../src/logger.ts';
+import { EVENTS } from '../../src/kube-resources.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -80,14 +81,14 @@ export class KubeEventRecorder implements EventRecorder {
       prior.count += 1;
       prior.at = now;
       try {
-        await this.kube.patch({ version: 'v1', plural: 'events', namespace: prior.namespace, name: prior.name }, { count: prior.count, lastTimestamp: ts }, MERGE_PATCH);
+        await this.kube.patch({ ...EVENTS, namespace: prior.namespace, name: prior.name }, { count: prior.count, lastTimestamp: ts }, MERGE_PATCH);
         return;
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     }
     const name = `${meta.name}.${randomBytes(8).toString('hex')}`;
-    await this.kube.create({ version: 'v1', plural: 'events', namespace }, {
+    await this.kube.create({ ...EVENTS, namespace }, {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name, namespace },
