@@ -25,6 +25,7 @@ import type { RayCluster } from '../src/types.ts';
 import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
 import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
+import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
 
 export type CompanionSetting = 'auto' | 'on' | 'off';
 export const COMPANION_SETTINGS: readonly CompanionSetting[] = ['auto', 'on', 'off'];
@@ -37,7 +38,6 @@ export const KUBERAY_CREATED_BY_SELECTOR = 'app.kubernetes.io/created-by=kuberay
 export const COMPANION_SKIPPED: readonly string[] = ['rayjob', 'raycluster-pods'];
 /** The module that warns when KubeRay's own Redis cleanup is left on. */
 export const KUBERAY_CLEANUP_WATCH = 'kuberay-cleanup-watch';
-export const EVENT_KUBERAY_CLEANUP_ENABLED = 'KubeRayRedisCleanupEnabled';
 /** What to change, in the words an admin needs (the Warning and README say the same). */
 export const KUBERAY_CLEANUP_FIX =
   "set ENABLE_GCS_FT_REDIS_CLEANUP=false in KubeRay's operator (Helm chart kuberay-operator: an `env` entry " +

@@ -37,10 +37,6 @@ export const REDIS_TLS_ENV = [
   'RAY_REDIS_SERVER_NAME',
 ] as const;
 
-export const EVENT_CREATED_REDIS_CLEANUP_JOB = 'CreatedRedisCleanupJob';
-export const EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB = 'FailedToCreateRedisCleanupJob';
-export const EVENT_FORCE_DELETED_STUCK_CLUSTER = 'ForceDeletedStuckCluster';
-
 // Our own names (not KubeRay's).
 export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
 export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';

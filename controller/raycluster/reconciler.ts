@@ -19,10 +19,10 @@
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
 import { Counter } from 'prom-client';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { decide, describeTarget, EVENT_INVALID_DELETION_TIMEOUT, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
+import { decide, describeTarget, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
@@ -33,6 +33,7 @@ import { rayClusterInformer } from './informers.ts';
 export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, EVENT_INVALID_DELETION_TIMEOUT, EVENT_INVALID_REDIS_CLEANUP_RESOURCES, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED } from '../../src/event-reasons.ts';
 
 export interface RayClusterReconcilerConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
@@ -244,7 +245,7 @@ export class RayClusterReconciler {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const { problems } = cleanupResources(cluster, this.config.job);
-    for (const p of problems) this.event(cluster, { type: 'Warning', reason: 'InvalidRedisCleanupResources', message: p });
+    for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {

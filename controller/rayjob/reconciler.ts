@@ -13,20 +13,7 @@ import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 import type { BatchJob } from '../../src/rayjob/builders.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
-import {
-  EVENT_CREATED_RAYCLUSTER,
-  EVENT_CREATED_SUBMITTER,
-  EVENT_DELETED_RAYCLUSTER,
-  EVENT_DELETED_SUBMITTER,
-  EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-  EVENT_FAILED_TO_CREATE_SUBMITTER,
-  EVENT_FAILED_TO_DELETE_RAYCLUSTER,
-  EVENT_FAILED_TO_DELETE_SUBMITTER,
-  EVENT_FAILED_TO_STOP_RAY_JOB,
-  EVENT_STOPPED_RAY_JOB,
-  EVENT_SUBMITTED_RAY_JOB,
-  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
-} from '../../src/rayjob/constants.ts';
+import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
 import {
   decideRayJob,
@@ -46,6 +33,7 @@ import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENT_CREATED_RAYCLUSTER, EVENT_CREATED_SUBMITTER, EVENT_DELETED_RAYCLUSTER, EVENT_DELETED_SUBMITTER, EVENT_FAILED_TO_CREATE_RAYCLUSTER, EVENT_FAILED_TO_CREATE_SUBMITTER, EVENT_FAILED_TO_DELETE_RAYCLUSTER, EVENT_FAILED_TO_DELETE_SUBMITTER, EVENT_FAILED_TO_STOP_RAY_JOB, EVENT_STOPPED_RAY_JOB, EVENT_SUBMITTED_RAY_JOB } from '../../src/event-reasons.ts';
 
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */

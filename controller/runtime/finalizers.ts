@@ -8,7 +8,8 @@
 //   event carries the API's message, `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import { Counter } from 'prom-client';
-import { addFinalizerPatch, EVENT_FINALIZER_PATCH_REJECTED, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
+import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
 import { isConflict, isForbidden, isInvalid, isNotFound, isPatchTestFailed, JSON_PATCH, KubeApiError, type KubeClient, type ResourceRef } from '../../src/kube.ts';
 import type { Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';

@@ -23,30 +23,12 @@
 // of the Job.
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, isManagedExternally, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
-import {
-  ENV_REDIS_ADDRESS,
-  EVENT_FORCE_DELETED_STUCK_CLUSTER,
-  GCS_FT_REDIS_CLEANUP_FINALIZER,
-  NODE_TYPE_HEAD,
-  NODE_TYPE_WORKER,
-  RAY_NODE_TYPE_LABEL,
-} from '../names.ts';
+import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand, type Job } from './job.ts';
-
-// Our event reasons (KubeRay's CreatedRedisCleanupJob / FailedToCreateRedisCleanupJob /
-// ForceDeletedStuckCluster are in src/names.ts).
-export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
-export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
-export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
-export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
-export const EVENT_ADDED_FINALIZER = 'AddedRedisCleanupFinalizer';
-export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
-export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
-/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft.ts deletionTimeoutProblem): the default applies. */
-export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
+import { EVENT_FORCE_DELETED_STUCK_CLUSTER, EVENT_REDIS_CLEANUP_DISABLED, EVENT_REDIS_CLEANUP_FAILED, EVENT_REDIS_CLEANUP_SKIPPED, EVENT_REDIS_CLEANUP_SUCCEEDED } from '../event-reasons.ts';
 
 export const HEAD_POD_WAIT_MS = 10_000;
 /**

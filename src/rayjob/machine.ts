@@ -17,23 +17,7 @@ import { isManagedExternally } from '../gcsft.ts';
 import { isDeleting } from '../finalizer.ts';
 import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
 import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type BatchJob, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
-import {
-  DEFAULT_GRACE_PERIOD_SECONDS,
-  DEFAULT_REQUEUE_MS,
-  DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
-  DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS,
-  EVENT_RAYCLUSTER_NOT_FOUND,
-  EVENT_RAYJOB_FAILED,
-  REASON_APP_FAILED,
-  REASON_DEADLINE_EXCEEDED,
-  REASON_GRACE_PERIOD_EXCEEDED,
-  REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
-  REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
-  REASON_SUBMISSION_FAILED,
-  REASON_VALIDATION_FAILED,
-  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
-  isRayJobTerminal,
-} from './constants.ts';
+import { DEFAULT_GRACE_PERIOD_SECONDS, DEFAULT_REQUEUE_MS, DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS, DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS, REASON_APP_FAILED, REASON_DEADLINE_EXCEEDED, REASON_GRACE_PERIOD_EXCEEDED, REASON_PRE_RUNNING_DEADLINE_EXCEEDED, REASON_STATUS_CHECK_TIMEOUT_EXCEEDED, REASON_SUBMISSION_FAILED, REASON_VALIDATION_FAILED, STATUS_CHECK_FAILING_SINCE_ANNOTATION, isRayJobTerminal } from './constants.ts';
 import {
   DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE,
   generateClusterName,
@@ -47,6 +31,7 @@ import {
   type RandomSource,
 } from './ids.ts';
 import { submissionMode, validateRayJob } from './validation.ts';
+import { EVENT_RAYCLUSTER_NOT_FOUND, EVENT_RAYJOB_FAILED } from '../event-reasons.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs

@@ -12,7 +12,7 @@ import { Watch } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
-import { EVENT_KUBERAY_CLEANUP_ENABLED, KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
+import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
 import type { KubeClient } from '../../src/kube.ts';
@@ -22,6 +22,7 @@ import { startRedisServer } from '../helpers/redis-server.ts';
 import { rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator, type ManagedFieldsEntry } from './helpers.ts';
 import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
