@@ -15,12 +15,12 @@
 // race to create the RayCluster) and the RayCluster pod reconciler. A start-up log line and the gauge
 // `raykeeper_companion_mode{reason}` say which mode and why. A watcher of KubeRay's own cleanup Jobs
 // warns (event + counter) when KubeRay's cleanup was left on, naming the setting to change.
-import { Counter, Gauge } from 'prom-client';
+import type { Gauge } from 'prom-client';
 import { redisCleanupEnabled } from '../src/gcsft.ts';
 import type { KubeClient } from '../src/kube.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { Logger } from '../src/logger.ts';
-import type { Registry } from '../src/metrics.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
 import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
@@ -99,16 +99,11 @@ export function companionDecision(setting: CompanionSetting, detection: Detectio
 }
 
 function gauge(metrics: Registry): Gauge<'reason'> {
-  const existing = metrics.getSingleMetric('raykeeper_companion_mode') as Gauge<'reason'> | undefined;
-  return (
-    existing ??
-    new Gauge({
-      name: 'raykeeper_companion_mode',
-      help: 'Companion mode beside KubeRay (1 = on: the RayJob and RayCluster pod reconcilers are left to KubeRay), by why',
-      labelNames: ['reason'],
-      registers: [metrics],
-    })
-  );
+  return sharedGauge(metrics, {
+    name: 'raykeeper_companion_mode',
+    help: 'Companion mode beside KubeRay (1 = on: the RayJob and RayCluster pod reconcilers are left to KubeRay), by why',
+    labelNames: ['reason'],
+  });
 }
 
 /**
@@ -149,14 +144,10 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
   summary: "companion mode: Warning when KubeRay's own Redis cleanup Job appears beside ours",
   create(ctx) {
     const jobs = ctx.informers.get({ ...JOBS, labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
-    const existing = ctx.metrics.getSingleMetric('raykeeper_kuberay_cleanup_jobs_total') as Counter | undefined;
-    const seen =
-      existing ??
-      new Counter({
-        name: 'raykeeper_kuberay_cleanup_jobs_total',
-        help: "Redis cleanup Jobs made by KubeRay's operator for RayClusters raykeeper cleans up (KubeRay's cleanup should be off)",
-        registers: [ctx.metrics],
-      });
+    const seen = sharedCounter(ctx.metrics, {
+      name: 'raykeeper_kuberay_cleanup_jobs_total',
+      help: "Redis cleanup Jobs made by KubeRay's operator for RayClusters raykeeper cleans up (KubeRay's cleanup should be off)",
+    });
     const warned = new Set<string>();
     const log: Logger = ctx.logger.child({ controller: KUBERAY_CLEANUP_WATCH });
     return {

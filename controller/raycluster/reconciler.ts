@@ -18,7 +18,8 @@
 // TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
-import { Counter } from 'prom-client';
+import type { Counter } from 'prom-client';
+import { sharedCounter } from '../../src/metrics.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { RayCluster } from '../../src/types.ts';
@@ -105,12 +106,10 @@ export class RayClusterReconciler {
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
     this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
-    const registers = [ctx.metrics];
-    const existing = (name: string) => ctx.metrics.getSingleMetric(name) as Counter<never> | undefined;
     this.m = {
-      actions: (existing('raykeeper_raycluster_actions_total') as Counter<'action'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const, registers }),
-      releases: (existing('raykeeper_raycluster_finalizer_releases_total') as Counter<'reason'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const, registers }),
-      inProcess: (existing('raykeeper_raycluster_inprocess_cleanups_total') as Counter<'result'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const, registers }),
+      actions: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const }),
+      releases: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const }),
+      inProcess: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const }),
     };
   }
 

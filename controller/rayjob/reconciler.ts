@@ -7,10 +7,10 @@
 // again", so a stale copy (informer cache, squashed events, a second replica) can neither apply a
 // transition twice nor skip one. A cache MISS is confirmed by a GET (a RayCluster that is not in the
 // cache yet must not fail a running job), so a steady Running RayJob costs no API reads at all.
-import { Counter } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
-import type { Registry } from '../../src/metrics.ts';
+import { sharedCounter, type Registry } from '../../src/metrics.ts';
 import type { BatchJob } from '../../src/rayjob/builders.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
@@ -69,11 +69,6 @@ class Moved extends Error {
   }
 }
 
-function metric<T>(registry: Registry | undefined, name: string, make: () => T): T {
-  const existing = registry?.getSingleMetric(name) as T | undefined;
-  return existing ?? make();
-}
-
 export class RayJobReconciler implements Reconciler {
   private readonly kube: KubeClient;
   private readonly events: EventRecorder;
@@ -95,23 +90,8 @@ export class RayJobReconciler implements Reconciler {
     this.now = deps.now ?? Date.now;
     this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
     this.finalizers = new FinalizerPatcher({ kube: deps.kube, events: deps.events, metrics: deps.metrics, kind: 'RayJob', apiVersion: RAY_API_VERSION });
-    const registers = deps.metrics ? [deps.metrics] : [];
-    this.transitions = metric(
-      deps.metrics,
-      'raykeeper_rayjob_transitions_total',
-      () => new Counter({ name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'], registers }),
-    );
-    this.dashboardCalls = metric(
-      deps.metrics,
-      'raykeeper_rayjob_dashboard_requests_total',
-      () =>
-        new Counter({
-          name: 'raykeeper_rayjob_dashboard_requests_total',
-          help: 'Ray dashboard requests by operation and outcome',
-          labelNames: ['operation', 'outcome'],
-          registers,
-        }),
-    );
+    this.transitions = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'] });
+    this.dashboardCalls = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_dashboard_requests_total', help: 'Ray dashboard requests by operation and outcome', labelNames: ['operation', 'outcome'] });
   }
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
