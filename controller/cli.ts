@@ -27,7 +27,7 @@ const BASE_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsOptionsConfig;
 
-export function usage(): string {
+export function controllerUsage(): string {
   const moduleLines = RECONCILER_MODULES.flatMap((m) => [
     `  ${m.name}: ${m.summary}`,
     ...Object.entries(m.flags ?? {}).map(([flag, f]) => `    --${flag}${f.type === 'string' ? ' VALUE' : ''}\n        ${f.help}`),
@@ -86,11 +86,11 @@ export async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
   } catch (err) {
-    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n\n${usage()}`);
+    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n\n${controllerUsage()}`);
     return 2;
   }
   if (values.help) {
-    process.stdout.write(usage());
+    process.stdout.write(controllerUsage());
     return 0;
   }
   const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);

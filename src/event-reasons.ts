@@ -1,6 +1,15 @@
 // The reasons of every Kubernetes Event the controller writes: KubeRay's names where KubeRay has the
 // event (so `kubectl get events` reads the same under either operator), ours where it has none.
 
+export type EventType = 'Normal' | 'Warning';
+
+/** An Event a pure decision asks for; the reconciler writes it on the object it decided about. */
+export interface EventSpec {
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
 /** Ours, on a RayCluster or RayJob: the API server refused our finalizer patch itself (not a failed `test`). */
 export const EVENT_FINALIZER_PATCH_REJECTED = 'FinalizerPatchRejected';
 

@@ -16,7 +16,7 @@ import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions, Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
-import { computeStatus, COND_UNSUPPORTED, statusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
+import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
@@ -184,7 +184,7 @@ export class RayClusterOperator {
     const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
-    if (statusChanged(old, next)) await this.writeStatus(cluster, next);
+    if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
     if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
     return undefined;
   }

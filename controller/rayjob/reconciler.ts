@@ -11,7 +11,7 @@ import type { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, type Registry } from '../../src/metrics.ts';
-import type { BatchJob } from '../../src/rayjob/builders.ts';
+import type { BatchJob } from '../../src/types.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
@@ -19,7 +19,7 @@ import {
   decideRayJob,
   isSelfGuarded,
   observationPlan,
-  statusChanged,
+  rayJobStatusChanged,
   type Observed,
   type RayJobAction,
   type RayJobStep,
@@ -133,7 +133,7 @@ export class RayJobReconciler implements Reconciler {
       return { kind: 'done', result: {} };
     }
     const log = this.log.child({ rayjob: key, from: decision.from, next: decision.next });
-    const changed = statusChanged(job.status, decision.status);
+    const changed = rayJobStatusChanged(job.status, decision.status);
     try {
       let current: RayJob = job;
       if (decision.actions.some((a) => !isSelfGuarded(a))) {

@@ -21,7 +21,7 @@ export interface ListOptions {
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
 }
 
-export interface ListResult {
+export interface NamespaceListing {
   target: string;
   mode: Session['mode'];
   namespaces: NamespaceSummary[];
@@ -68,7 +68,7 @@ async function types(client: Redis, keys: Buffer[]): Promise<string[]> {
   });
 }
 
-export async function listNamespaces(options: ListOptions): Promise<ListResult> {
+export async function listNamespaces(options: ListOptions): Promise<NamespaceListing> {
   const started = Date.now();
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const scanCount = options.scanCount ?? DEFAULT_SCAN_COUNT;

@@ -8,8 +8,8 @@ import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
 import type { KubeObject } from './informer.ts';
 import type { Logger } from '../../src/logger.ts';
 import { EVENTS } from '../../src/kube-resources.ts';
+import type { EventType } from '../../src/event-reasons.ts';
 
-export type EventType = 'Normal' | 'Warning';
 
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */
