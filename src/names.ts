@@ -41,6 +41,8 @@ export const REDIS_TLS_ENV = [
 export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
 export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';
 export const DEFAULT_WEBHOOK_PORT = 9443;
+/** The controller's plain-HTTP /healthz, /readyz and /metrics. */
+export const DEFAULT_CONTROLLER_HEALTH_PORT = 8080;
 
 // Labels, ports and env of the Ray pods and Services KubeRay's RayCluster controller makes
 // (utils/constant.go); raykeeper's RayCluster operator makes the same.

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { defaultLeaseNamespace } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/names.ts';
 
 function raykeeper(...args: string[]) {
   return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' }, timeout: 60_000 });
@@ -25,6 +27,22 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const workers = raykeeper('controller', '--workers', '0');
   tt.equal(workers.status, 2);
   tt.match(workers.stderr, /--workers must be an integer >= 1/);
+});
+
+t.test('the removed aliases are unknown options that name the flag to use', async (tt) => {
+  for (const [removed, kept] of [['--http-port=8080', '--health-port'], ['--leader-election-namespace', '--lease-namespace']] as const) {
+    const r = raykeeper('controller', removed, 'x');
+    tt.equal(r.status, 2, removed);
+    tt.match(r.stderr, `unknown option ${removed.split('=')[0]} (removed: use ${kept})`, removed);
+  }
+  const other = raykeeper('controller', '--no-such-flag=1');
+  tt.match(other.stderr, /^raykeeper controller: unknown option --no-such-flag\n/, 'other unknown flags: one plain line');
+});
+
+t.test("the Dockerfile's EXPOSE lists the webhook's and the controller's default ports", async (tt) => {
+  const expose = /^EXPOSE\s+(.+)$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1]?.trim().split(/\s+/).map(Number);
+  tt.same(expose, [DEFAULT_WEBHOOK_PORT, DEFAULT_CONTROLLER_HEALTH_PORT]);
+  tt.match(raykeeper('controller', '--help').stdout, `--health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT};`);
 });
 
 t.test('no cluster configured: exit 1, not a hang', async (tt) => {
