@@ -117,12 +117,3 @@ export class KubeEventRecorder implements EventRecorder {
     }
   }
 }
-
-/** Records nothing; keeps what it was given (unit tests of reconcilers without an API server). */
-export class MemoryEventRecorder implements EventRecorder {
-  readonly events: Array<{ obj: KubeObject; type: EventType; reason: string; message: string }> = [];
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
-    this.events.push({ obj, type, reason, message });
-  }
-  async flush(): Promise<void> {}
-}

@@ -1,7 +1,7 @@
 // The seed's manual test, automated, on the real kube-apiserver: our webhook registered through our
 // MutatingWebhookConfiguration (url https://127.0.0.1:PORT, caBundle from our certs), `raykeeper
 // controller` as a child process, a real password-protected redis-server, and the job runner that stands in
-// for the kubelet. Issue 4 steps 1-4.
+// for the kubelet: create, defaults, delete, Redis cleaned, finalizer gone.
 import t, { type Test } from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { writeBundle } from '../../certs/files.ts';

@@ -1,6 +1,6 @@
 // raykeeper beside KubeRay's REAL operator (ray-operator v1.6.2 built from the Go module proxy by
 // tools/build-kuberay.sh), both against one real kube-apiserver with KubeRay's CRDs, KubeRay out of
-// cluster as platform.md describes. Re-measures issue 12's behaviour table:
+// cluster as platform.md describes. Measures README's "Beside KubeRay" table:
 // - companion mode (KubeRay's cleanup off): detected from KubeRay's Lease; exactly one cleanup Job per
 //   cluster, made by us, Redis data gone; RayJob status written only by KubeRay (never `New`); no
 //   "Reconciler error" in KubeRay's log;

@@ -1,4 +1,4 @@
-// Issue 15 and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
+// Cached reads and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
 // RayCluster and submitter Job from the informer caches (a steady Running RayJob costs no API reads),
 // and the dashboard-failure clock lives in an annotation, so a new leader continues it.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// Issue 12 item 3, on the real kube-apiserver with the real controller runtime: a watch opened before
+// New is a stored, visible state, on the real kube-apiserver with the real controller runtime: a watch opened before
 // the RayJob is created sees the state New stored (with jobId and rayClusterName) before Initializing.
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
