@@ -109,12 +109,28 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
     });
     return { ctl, done };
   };
+  const leaseRef = { ...LEASES, namespace: ns.name, name: 'lock' };
+  const renewTime = async () => (await kubes[2]!.get<{ spec: { renewTime?: string } }>(leaseRef)).spec.renewTime;
+  /** Resolves once the holder has renewed the Lease `times` more times (its renewTime moved on). */
+  const renewals = async (times: number) => {
+    let last = await renewTime();
+    for (let i = 0; i < times; i++) {
+      await until(async () => {
+        const now = await renewTime();
+        if (now === last) return false;
+        last = now;
+        return true;
+      }, `renewal ${i + 1} of ${times}`);
+    }
+  };
   const a = make(0);
   const b = make(1);
   const ra = run(a);
   await until(() => leading.has('r0'), 'r0 leads');
   const rb = run(b);
-  await sleep(1500);
+  // The control: r1 has read the Lease held by r0, and r0 renewed it twice since (r1 retried meanwhile).
+  await until(() => b.observedLeader === 'r0', 'r1 sees r0 holding the Lease');
+  await renewals(2);
   tt.same([...leading], ['r0'], 'only one leader while it renews');
   tt.equal(b.observedLeader, 'r0');
   const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
@@ -134,7 +150,8 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   // r1 releases on shutdown; a third candidate takes over at its next retry, not after 3 s.
   const c = make(2);
   const rc = run(c);
-  await sleep(500);
+  await until(() => c.observedLeader === 'r1', 'r2 sees r1 holding the Lease');
+  await renewals(2);
   tt.notOk(leading.has('r2'), 'r2 waits while r1 holds the lease');
   rb.ctl.abort();
   await rb.done;

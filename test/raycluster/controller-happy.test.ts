@@ -1,8 +1,7 @@
 // The RayCluster reconciler end to end on the real API server, with the test job runner running
 // `raykeeper redis-cleanup` against a real redis-server.
 import t from 'tap';
-import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
-import { sleep } from '../../src/backoff.ts';
+import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
@@ -55,7 +54,7 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   const e = await env(tt);
   const { server, client } = await redis(tt);
   await jobRunner(tt, e);
-  await controllerInProcess(tt, e);
+  const controller = await controllerInProcess(tt, e);
   const created = await createCluster(e, rayCluster('slowhead', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
   await seedRay(client, created.metadata.uid!);
   // A scheduled head pod: without a kubelet it stays Terminating after DELETE (grace period).
@@ -66,8 +65,10 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
     return p?.metadata.deletionTimestamp ? p : undefined;
   }, 'the head pod is being deleted');
   tt.ok(head);
-  // Meanwhile no Job: GCS could still be writing.
-  await sleep(1500);
+  // Meanwhile no Job: GCS could still be writing. The control: the controller has seen the terminating
+  // head and decided to wait for it.
+  const waits = async () => metricValue(await controller.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'), 'raykeeper_raycluster_actions_total', 'action="waitForHeadGone"') ?? 0;
+  await until(async () => (await waits()) >= 1, 'the controller to decide to wait for the head pod');
   tt.equal((await listJobs(e)).length, 0, 'no cleanup while a head pod exists');
   tt.ok(await getCluster(e, 'slowhead'), 'cluster still there');
   // The "kubelet" finishes the pod.
