@@ -66,7 +66,7 @@ Environment: ENABLE_GCS_FT_REDIS_CLEANUP (default on unless "false"), RAYKEEPER_
 const REMOVED_FLAGS: Record<string, string> = { 'leader-election-namespace': 'lease-namespace', 'http-port': 'health-port' };
 
 /** parseArgs' error in one line: "unknown option --x" (and what replaced it), else its own message. */
-function argumentError(err: unknown): string {
+export function argumentError(err: unknown): string {
   const e = err as { code?: string; message?: string };
   const option = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(e.message ?? '')?.[1] : undefined;
   if (option === undefined) return e.message ?? String(err);
