@@ -21,7 +21,8 @@ RUN chmod 0755 bin/raykeeper.js && ln -s /app/bin/raykeeper.js /usr/local/bin/ra
 # The image's `node` user (uid/gid 1000), numeric so runAsNonRoot can be verified by the kubelet.
 USER 1000:1000
 
-# Webhook HTTPS port; the controller serves /healthz, /readyz, /metrics on 8080.
+# The webhook's HTTPS port (--port, default 9443) and the controller's /healthz, /readyz, /metrics
+# (--health-port, default 8080): the defaults, which the manifests and the chart also use.
 EXPOSE 9443 8080
 
 ENTRYPOINT ["raykeeper"]

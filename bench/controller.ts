@@ -32,7 +32,7 @@ import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
 import { startControlPlane, kubeconfigDocument, type ControlPlane } from '../localcluster/control-plane.ts';
-import { finishStatuses, startStatus, type Job as RunnerJob } from '../localcluster/job-logic.ts';
+import { finishStatuses, startStatus, type RunnerJob } from '../localcluster/job-logic.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';

@@ -16,6 +16,7 @@ import { InformerFactory } from '../controller/runtime/informer.ts';
 import { KubeClient } from '../src/kube.ts';
 import { cpuSeconds, pool, rss, startControllerChild } from './controller.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS } from '../src/kube-resources.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const KUBERAY_VERSION = 'v1.6.2';
@@ -38,9 +39,9 @@ function kuberay(): { bin: string; crds: string } | undefined {
 }
 
 async function measure(kube: KubeClient, namespace: string, clusters: number, pid: number, label: string): Promise<PodsBenchFigures> {
-  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: namespace } });
+  await kube.create(NAMESPACES, { metadata: { name: namespace } });
   const factory = new InformerFactory(kube, { namespace });
-  const pods = factory.get({ version: 'v1', plural: 'pods', labelSelector: 'ray.io/cluster' });
+  const pods = factory.get({ ...PODS, labelSelector: 'ray.io/cluster' });
   factory.start();
   await factory.waitForSync();
   const want = clusters * 3;
@@ -48,7 +49,7 @@ async function measure(kube: KubeClient, namespace: string, clusters: number, pi
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
   await pool(Array.from({ length: clusters }, (_, i) => i), 16, async (i) => {
-    await kube.create({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace }, { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: `rc-${i}` }, spec: benchClusterSpec([]) });
+    await kube.create({ ...RAYCLUSTERS, namespace }, { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: `rc-${i}` }, spec: benchClusterSpec([]) });
   });
   await done;
   const seconds = (performance.now() - t0) / 1000;

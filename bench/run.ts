@@ -1,5 +1,5 @@
-// `npm run bench [-- webhook redis-cleanup controller]`: each part prints its figures beside its baseline,
-// measured in the same run on this machine. Benchmarks, not tests: nothing here passes or fails on speed.
+// `npm run bench [-- webhook redis-cleanup controller]`: each part prints its figures, beside its baseline
+// (measured in the same run on this machine) where it has one. Benchmarks, not tests: nothing here passes or fails on speed.
 import { runControllerBench } from './controller.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';

@@ -1,6 +1,7 @@
 // `raykeeper controller`: the reconciling process.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { createLogger } from '../src/logger.ts';
+import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';
 
@@ -21,13 +22,10 @@ const BASE_OPTIONS = {
   'shutdown-timeout': { type: 'string' },
   reconcilers: { type: 'string' },
   companion: { type: 'string' },
-  // Aliases (names used by other controllers' manifests).
-  'leader-election-namespace': { type: 'string' },
-  'http-port': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsOptionsConfig;
 
-export function usage(): string {
+export function controllerUsage(): string {
   const moduleLines = RECONCILER_MODULES.flatMap((m) => [
     `  ${m.name}: ${m.summary}`,
     ...Object.entries(m.flags ?? {}).map(([flag, f]) => `    --${flag}${f.type === 'string' ? ' VALUE' : ''}\n        ${f.help}`),
@@ -48,7 +46,7 @@ Options:
   --renew-deadline SECONDS   the leader gives up after failing to renew this long (default 10)
   --retry-period SECONDS     renew / campaign period (default 2)
   --identity ID              this replica's identity in the Lease (default hostname_random)
-  --health-port PORT         /healthz /readyz /metrics port (default 8081; 0 = any free port)
+  --health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT}; 0 = any free port)
   --health-host HOST         listen address (default 0.0.0.0)
   --resync-period SECONDS    re-enqueue every object this often (default 600)
   --shutdown-timeout SECONDS how long in-flight reconciles may finish on SIGTERM (default 20)
@@ -56,13 +54,25 @@ Options:
   --companion auto|on|off    beside KubeRay: on = leave RayJobs and Ray pods to KubeRay's operator;
                              auto (default) = on when KubeRay's Lease ray-operator-leader is held
   -h, --help                 this text
-  (aliases: --leader-election-namespace = --lease-namespace, --http-port = --health-port)
 
 Reconcilers and their options:
 ${moduleLines.join('\n')}
 
 Environment: ENABLE_GCS_FT_REDIS_CLEANUP (default on unless "false"), RAYKEEPER_IMAGE, LOG_LEVEL.
 `;
+}
+
+/** Flags an earlier version accepted as aliases: named in the error, with the one to use. */
+const REMOVED_FLAGS: Record<string, string> = { 'leader-election-namespace': 'lease-namespace', 'http-port': 'health-port' };
+
+/** parseArgs' error in one line: "unknown option --x" (and what replaced it), else its own message. */
+export function argumentError(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  const option = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(e.message ?? '')?.[1] : undefined;
+  if (option === undefined) return e.message ?? String(err);
+  const name = option.replace(/^-+/, '').split('=', 1)[0]!;
+  const replacement = REMOVED_FLAGS[name];
+  return replacement ? `unknown option --${name} (removed: use --${replacement})` : `unknown option ${option.split('=', 1)[0]}`;
 }
 
 function seconds(raw: string | undefined, flag: string, fallback: number): number {
@@ -86,11 +96,11 @@ export async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
   } catch (err) {
-    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n\n${usage()}`);
+    process.stderr.write(`raykeeper controller: ${argumentError(err)}\n\n${controllerUsage()}`);
     return 2;
   }
   if (values.help) {
-    process.stdout.write(usage());
+    process.stdout.write(controllerUsage());
     return 0;
   }
   const s = (k: string) => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
@@ -112,13 +122,13 @@ export async function run(argv: string[]): Promise<number> {
       watchNamespace: s('watch-namespace'),
       workers: integer(s('workers'), 'workers', 4, 1),
       leaderElect: values['leader-elect'] === true,
-      leaseNamespace: s('lease-namespace') ?? s('leader-election-namespace'),
+      leaseNamespace: s('lease-namespace'),
       leaseName: s('lease-name') ?? 'raykeeper-controller',
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
       identity: s('identity'),
-      healthPort: integer(s('health-port') ?? s('http-port'), 'health-port', 8081, 0),
+      healthPort: integer(s('health-port'), 'health-port', DEFAULT_CONTROLLER_HEALTH_PORT, 0),
       healthHost: s('health-host') ?? '0.0.0.0',
       resyncPeriodMs: seconds(s('resync-period'), 'resync-period', 600_000),
       shutdownTimeoutMs: seconds(s('shutdown-timeout'), 'shutdown-timeout', 20_000),

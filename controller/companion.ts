@@ -15,15 +15,17 @@
 // race to create the RayCluster) and the RayCluster pod reconciler. A start-up log line and the gauge
 // `raykeeper_companion_mode{reason}` say which mode and why. A watcher of KubeRay's own cleanup Jobs
 // warns (event + counter) when KubeRay's cleanup was left on, naming the setting to change.
-import { Counter, Gauge } from 'prom-client';
+import type { Gauge } from 'prom-client';
 import { redisCleanupEnabled } from '../src/gcsft.ts';
 import type { KubeClient } from '../src/kube.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { Logger } from '../src/logger.ts';
-import type { Registry } from '../src/metrics.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
 import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
+import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
+import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
 
 export type CompanionSetting = 'auto' | 'on' | 'off';
 export const COMPANION_SETTINGS: readonly CompanionSetting[] = ['auto', 'on', 'off'];
@@ -36,7 +38,6 @@ export const KUBERAY_CREATED_BY_SELECTOR = 'app.kubernetes.io/created-by=kuberay
 export const COMPANION_SKIPPED: readonly string[] = ['rayjob', 'raycluster-pods'];
 /** The module that warns when KubeRay's own Redis cleanup is left on. */
 export const KUBERAY_CLEANUP_WATCH = 'kuberay-cleanup-watch';
-export const EVENT_KUBERAY_CLEANUP_ENABLED = 'KubeRayRedisCleanupEnabled';
 /** What to change, in the words an admin needs (the Warning and README say the same). */
 export const KUBERAY_CLEANUP_FIX =
   "set ENABLE_GCS_FT_REDIS_CLEANUP=false in KubeRay's operator (Helm chart kuberay-operator: an `env` entry " +
@@ -70,7 +71,7 @@ export async function detectKubeRay(kube: KubeClient, now: number, signal?: Abor
   let leases: Lease[];
   try {
     const list = await kube.list<Lease>(
-      { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' },
+      LEASES,
       { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) },
     );
     leases = list.items;
@@ -98,16 +99,11 @@ export function companionDecision(setting: CompanionSetting, detection: Detectio
 }
 
 function gauge(metrics: Registry): Gauge<'reason'> {
-  const existing = metrics.getSingleMetric('raykeeper_companion_mode') as Gauge<'reason'> | undefined;
-  return (
-    existing ??
-    new Gauge({
-      name: 'raykeeper_companion_mode',
-      help: 'Companion mode beside KubeRay (1 = on: the RayJob and RayCluster pod reconcilers are left to KubeRay), by why',
-      labelNames: ['reason'],
-      registers: [metrics],
-    })
-  );
+  return sharedGauge(metrics, {
+    name: 'raykeeper_companion_mode',
+    help: 'Companion mode beside KubeRay (1 = on: the RayJob and RayCluster pod reconcilers are left to KubeRay), by why',
+    labelNames: ['reason'],
+  });
 }
 
 /**
@@ -147,15 +143,11 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
   name: KUBERAY_CLEANUP_WATCH,
   summary: "companion mode: Warning when KubeRay's own Redis cleanup Job appears beside ours",
   create(ctx) {
-    const jobs = ctx.informers.get({ group: 'batch', version: 'v1', plural: 'jobs', labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
-    const existing = ctx.metrics.getSingleMetric('raykeeper_kuberay_cleanup_jobs_total') as Counter | undefined;
-    const seen =
-      existing ??
-      new Counter({
-        name: 'raykeeper_kuberay_cleanup_jobs_total',
-        help: "Redis cleanup Jobs made by KubeRay's operator for RayClusters raykeeper cleans up (KubeRay's cleanup should be off)",
-        registers: [ctx.metrics],
-      });
+    const jobs = ctx.informers.get({ ...JOBS, labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
+    const seen = sharedCounter(ctx.metrics, {
+      name: 'raykeeper_kuberay_cleanup_jobs_total',
+      help: "Redis cleanup Jobs made by KubeRay's operator for RayClusters raykeeper cleans up (KubeRay's cleanup should be off)",
+    });
     const warned = new Set<string>();
     const log: Logger = ctx.logger.child({ controller: KUBERAY_CLEANUP_WATCH });
     return {
@@ -170,7 +162,7 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
           const { namespace } = splitKey(key);
           const clusterName = job.metadata?.labels?.[RAY_CLUSTER_LABEL] ?? '';
           if (clusterName === '') return;
-          const cluster = await ctx.kube.getOrUndefined<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace, name: clusterName }, { signal });
+          const cluster = await ctx.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal });
           if (!cluster || !cluster.metadata.deletionTimestamp || !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
           warned.add(uid);
           seen.inc();

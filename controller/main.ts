@@ -12,7 +12,7 @@ import { Manager, type RunOutcome } from './runtime/manager.ts';
 import { loadKubeConfig } from '../src/kube.ts';
 import { buildHealthServer } from './runtime/server.ts';
 import type { InformerTimings } from './runtime/informer.ts';
-import type { BackoffOptions } from './runtime/backoff.ts';
+import type { BackoffOptions } from '../src/backoff.ts';
 import type { ReconcilerModule } from './runtime/reconciler.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { companionModules, type CompanionSetting } from './companion.ts';

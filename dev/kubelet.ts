@@ -12,7 +12,7 @@ import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
 import { KubeClient } from '../src/kube.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
-import { sleep } from '../controller/runtime/backoff.ts';
+import { sleep } from '../src/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';

@@ -3,8 +3,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { sleep } from '../controller/runtime/backoff.ts';
 import { APPLY_PATCH, type KubeClient, type ResourceRef } from '../src/kube.ts';
+import { sleep } from '../src/backoff.ts';
 
 export interface KubeObject {
   apiVersion: string;

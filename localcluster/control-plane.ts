@@ -13,8 +13,8 @@ import { type ControlPlaneBinaries, REPO_ROOT, requireBinaries } from './binarie
 import { applyCrds } from './apply.ts';
 import { freePort, get } from './net.ts';
 import { onExitCleanup, spawnSupervised, startWatchdog, terminate, type Supervised } from './process.ts';
-import { sleep } from '../controller/runtime/backoff.ts';
 import { KubeClient } from '../src/kube.ts';
+import { sleep } from '../src/backoff.ts';
 
 /** Everything needed to reach (and to stop) a running control plane; JSON-serialisable. */
 export interface ControlPlaneInfo {

@@ -29,7 +29,7 @@ export interface JobContainer {
   [key: string]: unknown;
 }
 
-export interface Job {
+export interface RunnerJob {
   apiVersion?: string;
   kind?: string;
   metadata: {
@@ -71,27 +71,27 @@ export function k8sTime(date: Date): string {
   return date.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-export function conditionTrue(job: Job, type: string): boolean {
+export function jobConditionTrue(job: RunnerJob, type: string): boolean {
   return (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
 }
 
 /** Complete or Failed: nothing more happens to this Job. */
-export function isFinished(job: Job): boolean {
-  return conditionTrue(job, 'Complete') || conditionTrue(job, 'Failed');
+export function isFinished(job: RunnerJob): boolean {
+  return jobConditionTrue(job, 'Complete') || jobConditionTrue(job, 'Failed');
 }
 
 /** Backoff limit as the API server defaults it (6). */
-export function backoffLimit(job: Job): number {
+export function backoffLimit(job: RunnerJob): number {
   return job.spec.backoffLimit ?? 6;
 }
 
-export type Decision =
+export type JobRunDecision =
   /** Already Complete or Failed. */
   | { kind: 'finished' }
   /** Being deleted: stop its process, write nothing. */
   | { kind: 'deleting' }
   /** SuccessCriteriaMet / FailureTarget without the final condition (we stopped between the two writes). */
-  | { kind: 'finalize'; outcome: Outcome }
+  | { kind: 'finalize'; outcome: JobRunOutcome }
   /** spec.suspend: do not start; `stop` when we run it; `markSuspended` when the condition is missing. */
   | { kind: 'suspended'; markSuspended: boolean }
   /** No startTime: claim it (set startTime through /status) and run it. */
@@ -101,15 +101,15 @@ export type Decision =
   /** We run it: nothing to do. */
   | { kind: 'running' };
 
-export type Outcome =
+export type JobRunOutcome =
   | { kind: 'succeeded' }
   | { kind: 'failed'; reason: 'BackoffLimitExceeded' | 'DeadlineExceeded' | string; message: string };
 
-export const BACKOFF_LIMIT_EXCEEDED: Outcome = { kind: 'failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
-export const DEADLINE_EXCEEDED: Outcome = { kind: 'failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
+export const BACKOFF_LIMIT_EXCEEDED: JobRunOutcome = { kind: 'failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
+export const DEADLINE_EXCEEDED: JobRunOutcome = { kind: 'failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
 
 /** When the Job's activeDeadlineSeconds ends (ms since epoch), if it has one and has started. */
-export function deadlineAt(job: Job): number | undefined {
+export function deadlineAt(job: RunnerJob): number | undefined {
   const ads = job.spec.activeDeadlineSeconds;
   const start = job.status?.startTime;
   if (ads === undefined || ads === null || !start) return undefined;
@@ -117,15 +117,15 @@ export function deadlineAt(job: Job): number | undefined {
 }
 
 /** What to do with a Job we were told about; `runningHere` = this runner has a process for its uid. */
-export function decide(job: Job, runningHere: boolean): Decision {
+export function decideJobRun(job: RunnerJob, runningHere: boolean): JobRunDecision {
   if (job.metadata.deletionTimestamp) return { kind: 'deleting' };
   if (isFinished(job)) return { kind: 'finished' };
-  if (job.spec.suspend) return { kind: 'suspended', markSuspended: !conditionTrue(job, 'Suspended') };
+  if (job.spec.suspend) return { kind: 'suspended', markSuspended: !jobConditionTrue(job, 'Suspended') };
   // Ours and running: our own interim write is on its way to the final one.
   if (runningHere) return { kind: 'running' };
   const interimFailure = (job.status?.conditions ?? []).find((c) => c.type === 'FailureTarget' && c.status === 'True');
   if (interimFailure) return { kind: 'finalize', outcome: { kind: 'failed', reason: interimFailure.reason ?? '', message: interimFailure.message ?? '' } };
-  if (conditionTrue(job, 'SuccessCriteriaMet')) return { kind: 'finalize', outcome: { kind: 'succeeded' } };
+  if (jobConditionTrue(job, 'SuccessCriteriaMet')) return { kind: 'finalize', outcome: { kind: 'succeeded' } };
   if (!job.status?.startTime) return { kind: 'start' };
   return { kind: 'orphaned', deadlineAt: deadlineAt(job) };
 }
@@ -135,9 +135,9 @@ function withCondition(conditions: JobCondition[], next: JobCondition): JobCondi
 }
 
 /** The status patch that claims a Job: what the job controller writes when it creates the pod. */
-export function startStatus(job: Job, now: Date): Record<string, unknown> {
+export function startStatus(job: RunnerJob, now: Date): Record<string, unknown> {
   const status: Record<string, unknown> = { startTime: k8sTime(now), active: 1, ready: 0 };
-  if (conditionTrue(job, 'Suspended')) {
+  if (jobConditionTrue(job, 'Suspended')) {
     status.conditions = withCondition(job.status?.conditions ?? [], {
       type: 'Suspended',
       status: 'False',
@@ -156,7 +156,7 @@ export function retryStatus(failed: number): Record<string, unknown> {
 }
 
 /** What the job controller writes when a Job is suspended: no active pod, no startTime, Suspended=True. */
-export function suspendedStatus(job: Job, now: Date): Record<string, unknown> {
+export function suspendedStatus(job: RunnerJob, now: Date): Record<string, unknown> {
   return {
     startTime: null,
     active: 0,
@@ -177,7 +177,7 @@ export function suspendedStatus(job: Job, now: Date): Record<string, unknown> {
  * condition (SuccessCriteriaMet, or FailureTarget) with no active pod, then the final one (Complete with
  * completionTime, or Failed) with the same reason and message. `failed`/`succeeded` are the totals.
  */
-export function finishStatuses(job: Job, outcome: Outcome, counts: { succeeded: number; failed: number }, now: Date): [Record<string, unknown>, Record<string, unknown>] {
+export function finishStatuses(job: RunnerJob, outcome: JobRunOutcome, counts: { succeeded: number; failed: number }, now: Date): [Record<string, unknown>, Record<string, unknown>] {
   const t = k8sTime(now);
   const base = job.status?.conditions ?? [];
   const reason = outcome.kind === 'succeeded' ? 'CompletionsReached' : outcome.reason;
@@ -244,7 +244,7 @@ export interface LocalPod {
   serviceAccountName: string;
 }
 
-export function localPod(job: Job, suffix: string, uid: string): LocalPod {
+export function localPod(job: RunnerJob, suffix: string, uid: string): LocalPod {
   const jobUid = job.metadata.uid ?? '';
   return {
     name: `${job.metadata.name}-${suffix}`.slice(0, 63),

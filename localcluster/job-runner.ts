@@ -28,7 +28,7 @@ import { EventEmitter, once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../controller/runtime/backoff.ts';
+import { sleep } from '../src/backoff.ts';
 import { type Informer, InformerFactory } from '../controller/runtime/informer.ts';
 import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../controller/runtime/reconciler.ts';
@@ -41,14 +41,14 @@ import {
   type CommandTable,
   DEADLINE_EXCEEDED,
   deadlineAt,
-  decide,
+  decideJobRun,
   EnvResolutionError,
   type EnvLookups,
   finishStatuses,
-  type Job,
+  type RunnerJob,
   localCommand,
   localPod,
-  type Outcome,
+  type JobRunOutcome,
   resolveEnv,
   retryStatus,
   startStatus,
@@ -110,7 +110,7 @@ export interface JobRunResult {
   namespace: string;
   name: string;
   uid: string;
-  outcome: Outcome;
+  outcome: JobRunOutcome;
   /** Exit code of the last attempt (null if killed by a signal or never started). */
   exitCode: number | null;
   attempts: number;
@@ -259,9 +259,9 @@ export class JobRunner extends EventEmitter {
     });
   }
 
-  private cached(key: ObjectKey): Job | undefined {
+  private cached(key: ObjectKey): RunnerJob | undefined {
     const { namespace = '' } = splitKey(key);
-    return (this.informers.get(namespace) ?? this.informers.get(''))?.get(key) as Job | undefined;
+    return (this.informers.get(namespace) ?? this.informers.get(''))?.get(key) as RunnerJob | undefined;
   }
 
   // ---- decisions ----
@@ -270,7 +270,7 @@ export class JobRunner extends EventEmitter {
   private async handle(key: ObjectKey): Promise<void> {
     const job = this.cached(key);
     const run = this.running.get(key);
-    if (run && run.uid !== job?.metadata.uid) this.stopRun(run, 'deleted'); // gone, or replaced by a new Job
+    if (run && run.uid !== job?.metadata.uid) this.stopRun(run, 'deleted'); // gone, or replaced by a new RunnerJob
     if (!job) {
       this.waiting.delete(key);
       this.interimSince.delete(key);
@@ -284,9 +284,9 @@ export class JobRunner extends EventEmitter {
     }
   }
 
-  private async act(key: ObjectKey, job: Job, runningHere: boolean): Promise<void> {
+  private async act(key: ObjectKey, job: RunnerJob, runningHere: boolean): Promise<void> {
     if (this.stopped || (job.metadata.uid && this.doneUids.has(job.metadata.uid))) return;
-    const decision = decide(job, runningHere);
+    const decision = decideJobRun(job, runningHere);
     if (decision.kind !== 'finalize') this.interimSince.delete(key);
     if (decision.kind !== 'start') this.waiting.delete(key);
     switch (decision.kind) {
@@ -317,7 +317,7 @@ export class JobRunner extends EventEmitter {
    * Interim condition without the final one: either the runner that runs it is between its two writes
    * (leave it alone) or a runner stopped there. Finish it only if it stays so for `finalizeAfterMs`.
    */
-  private async finalizeIfStuck(key: ObjectKey, job: Job, outcome: Outcome): Promise<void> {
+  private async finalizeIfStuck(key: ObjectKey, job: RunnerJob, outcome: JobRunOutcome): Promise<void> {
     const uid = job.metadata.uid ?? '';
     const now = Date.now();
     const seen = this.interimSince.get(key);
@@ -329,11 +329,11 @@ export class JobRunner extends EventEmitter {
     }
     this.interimSince.delete(key);
     const counts = { succeeded: job.status?.succeeded ?? 0, failed: job.status?.failed ?? 0 };
-    if (await this.finish(job, outcome, counts, (fresh) => decide(fresh, false).kind === 'finalize')) this.record(job, outcome, null, 0);
+    if (await this.finish(job, outcome, counts, (fresh) => decideJobRun(fresh, false).kind === 'finalize')) this.record(job, outcome, null, 0);
   }
 
   /** A started Job we do not run: never rerun it; fail it at its deadline like the job controller would. */
-  private async failOrphanAtDeadline(key: ObjectKey, job: Job, at: number | undefined): Promise<void> {
+  private async failOrphanAtDeadline(key: ObjectKey, job: RunnerJob, at: number | undefined): Promise<void> {
     const uid = job.metadata.uid ?? '';
     if (!this.orphansSeen.has(uid)) {
       this.orphansSeen.add(uid);
@@ -356,16 +356,16 @@ export class JobRunner extends EventEmitter {
    * write returned); on 409 Conflict it re-reads and retries. Resolves with the stored Job, or undefined
    * when nothing was written (or the Job is gone or was replaced by a new one).
    */
-  private async writeStatus(job: Job, compute: (fresh: Job) => Record<string, unknown> | null): Promise<Job | undefined> {
+  private async writeStatus(job: RunnerJob, compute: (fresh: RunnerJob) => Record<string, unknown> | null): Promise<RunnerJob | undefined> {
     const ref = { ...JOBS, namespace: job.metadata.namespace, name: job.metadata.name };
-    let fresh: Job | undefined = job.metadata.resourceVersion ? job : undefined;
+    let fresh: RunnerJob | undefined = job.metadata.resourceVersion ? job : undefined;
     for (let attempt = 0; attempt < 10; attempt++) {
-      fresh ??= await this.kube.getOrUndefined<Job>(ref);
+      fresh ??= await this.kube.getOrUndefined<RunnerJob>(ref);
       if (!fresh || (job.metadata.uid && fresh.metadata.uid !== job.metadata.uid)) return undefined;
       const status = compute(fresh);
       if (status === null) return undefined;
       try {
-        return await this.kube.patch<Job>({ ...ref, subresource: 'status' }, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status }, MERGE_PATCH);
+        return await this.kube.patch<RunnerJob>({ ...ref, subresource: 'status' }, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status }, MERGE_PATCH);
       } catch (err) {
         if (isNotFound(err)) return undefined;
         if (!isConflict(err)) throw err;
@@ -379,23 +379,23 @@ export class JobRunner extends EventEmitter {
    * Writes the two final status updates; false when there was nothing to finish (already finished,
    * being deleted, gone, or `still(fresh)` says the Job changed meanwhile).
    */
-  private async finish(job: Job, outcome: Outcome, counts: { succeeded: number; failed: number }, still: (fresh: Job) => boolean = () => true): Promise<boolean> {
+  private async finish(job: RunnerJob, outcome: JobRunOutcome, counts: { succeeded: number; failed: number }, still: (fresh: RunnerJob) => boolean = () => true): Promise<boolean> {
     const now = new Date();
     let second: Record<string, unknown> | undefined;
     const first = await this.writeStatus(job, (fresh) => {
-      const d = decide(fresh, true);
+      const d = decideJobRun(fresh, true);
       if (d.kind === 'finished' || d.kind === 'deleting' || !still(fresh)) return null;
       const [a, b] = finishStatuses(fresh, outcome, counts, now);
       second = b;
       return a;
     });
     if (!first || !second) return false;
-    await this.writeStatus(first, (fresh) => (decide(fresh, true).kind === 'finished' ? null : finishStatuses(fresh, outcome, counts, now)[1]));
+    await this.writeStatus(first, (fresh) => (decideJobRun(fresh, true).kind === 'finished' ? null : finishStatuses(fresh, outcome, counts, now)[1]));
     this.log.info({ job: objectKey(job), outcome, ...counts }, 'job finished');
     return true;
   }
 
-  private record(job: Job, outcome: Outcome, exitCode: number | null, attempts: number): void {
+  private record(job: RunnerJob, outcome: JobRunOutcome, exitCode: number | null, attempts: number): void {
     if (job.metadata.uid) this.doneUids.add(job.metadata.uid);
     const result: JobRunResult = {
       namespace: job.metadata.namespace,
@@ -412,8 +412,8 @@ export class JobRunner extends EventEmitter {
 
   // ---- running ----
 
-  private async claimAndRun(key: ObjectKey, job: Job): Promise<void> {
-    const claimed = await this.writeStatus(job, (fresh) => (decide(fresh, false).kind === 'start' ? startStatus(fresh, new Date()) : null));
+  private async claimAndRun(key: ObjectKey, job: RunnerJob): Promise<void> {
+    const claimed = await this.writeStatus(job, (fresh) => (decideJobRun(fresh, false).kind === 'start' ? startStatus(fresh, new Date()) : null));
     if (!claimed) return; // someone else started it, or it changed: its next event decides
     this.waiting.delete(key);
     const run: Running = { uid: claimed.metadata.uid ?? '', abort: new AbortController(), done: Promise.resolve() };
@@ -473,13 +473,13 @@ export class JobRunner extends EventEmitter {
   }
 
   /** Runs attempts until success, the backoff limit, the deadline, or a stop; then writes the outcome. */
-  private async runAttempts(job: Job, run: Running): Promise<void> {
+  private async runAttempts(job: RunnerJob, run: Running): Promise<void> {
     const key = objectKey(job);
     const container = job.spec.template.spec.containers[0];
     let failed = job.status?.failed ?? 0;
     let attempts = 0;
     let exitCode: number | null = null;
-    let outcome: Outcome | undefined;
+    let outcome: JobRunOutcome | undefined;
     while (outcome === undefined && !run.stopReason) {
       attempts++;
       const pod = localPod(job, randomBytes(3).toString('hex').slice(0, 5), randomUUID());
@@ -517,7 +517,7 @@ export class JobRunner extends EventEmitter {
         outcome = BACKOFF_LIMIT_EXCEEDED;
         break;
       }
-      await this.writeStatus(job, (fresh) => (decide(fresh, true).kind === 'running' ? retryStatus(failed) : null));
+      await this.writeStatus(job, (fresh) => (decideJobRun(fresh, true).kind === 'running' ? retryStatus(failed) : null));
       await sleep(this.options.retryDelayMs ?? 1000, run.abort.signal);
     }
     if (run.stopReason === 'deadline') outcome = DEADLINE_EXCEEDED;
@@ -532,7 +532,7 @@ export class JobRunner extends EventEmitter {
   }
 
   /** One attempt: the container's command in this process (`inProcess`) or as a local process. */
-  private async runContainer(key: ObjectKey, run: Running, container: Job['spec']['template']['spec']['containers'][number], env: Record<string, string>): Promise<number | null> {
+  private async runContainer(key: ObjectKey, run: Running, container: RunnerJob['spec']['template']['spec']['containers'][number], env: Record<string, string>): Promise<number | null> {
     let command: { file: string; args: string[] };
     try {
       const words = localCommand(container, {}, env);

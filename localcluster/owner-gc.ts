@@ -13,22 +13,23 @@ import { InformerFactory, type Informer, type KubeObject } from '../controller/r
 import { isNotFound, KubeClient, type ResourceRef } from '../src/kube.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import type { OwnerReference } from '../src/types.ts';
+import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SERVICES } from '../src/kube-resources.ts';
 
 type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;
 
 /** Owner kinds (apiVersion + kind) this collector can look up. */
 export const OWNER_KINDS: Record<string, Kind> = {
-  'ray.io/v1/RayJob': { group: 'ray.io', version: 'v1', plural: 'rayjobs' },
-  'ray.io/v1/RayCluster': { group: 'ray.io', version: 'v1', plural: 'rayclusters' },
-  'batch/v1/Job': { group: 'batch', version: 'v1', plural: 'jobs' },
+  'ray.io/v1/RayJob': RAYJOBS,
+  'ray.io/v1/RayCluster': RAYCLUSTERS,
+  'batch/v1/Job': JOBS,
 };
 
 /** The kinds whose objects may be collected. */
 export const DEPENDENT_KINDS: Kind[] = [
-  { group: 'ray.io', version: 'v1', plural: 'rayclusters' },
-  { group: 'batch', version: 'v1', plural: 'jobs' },
-  { version: 'v1', plural: 'pods' },
-  { version: 'v1', plural: 'services' },
+  RAYCLUSTERS,
+  JOBS,
+  PODS,
+  SERVICES,
 ];
 
 const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;

@@ -27,6 +27,7 @@ import type { EnvLookups } from './job-logic.ts';
 import { freePort } from './net.ts';
 import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
+import { PODS } from '../src/kube-resources.ts';
 
 export interface RayPodRunnerOptions {
   kubeConfig: KubeConfig;
@@ -49,7 +50,6 @@ interface Running {
   headOf: string | undefined;
 }
 
-const PODS = { version: 'v1', plural: 'pods' } as const;
 
 export class RayPodRunner {
   private readonly o: RayPodRunnerOptions;

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { sleep } from '../src/backoff.ts';
 
 export interface SuperviseOptions {
   env?: NodeJS.ProcessEnv;
@@ -143,7 +144,7 @@ export async function waitForExit(pids: number[], timeoutMs: number): Promise<bo
   for (;;) {
     if (pids.every((p) => !isAlive(p))) return true;
     if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 

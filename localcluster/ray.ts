@@ -4,6 +4,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from './binaries.ts';
+import { sleep } from '../src/backoff.ts';
 
 export interface RayInstall {
   /** The `ray` executable. */
@@ -64,6 +65,6 @@ export async function stopRay(head: ChildProcess): Promise<void> {
   }
   const until = Date.now() + 15_000;
   while (pids.some((p) => spawnSync('kill', ['-0', String(p)]).status === 0 && !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout)) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }

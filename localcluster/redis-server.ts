@@ -19,6 +19,7 @@ import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './net.ts';
+import { sleep } from '../src/backoff.ts';
 
 export { freePort };
 
@@ -90,7 +91,7 @@ export async function waitForRedis(port: number, tls: boolean, timeoutMs: number
     });
     if (ok) return;
     if (Date.now() > until) throw new Error(`redis on port ${port} did not answer within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -279,7 +280,7 @@ export async function startRedisCluster(count = 3, options: Pick<RedisServerOpti
         const info = spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8', env });
         if (/cluster_state:ok/.test(info.stdout)) break;
         if (Date.now() > until) throw new Error(`cluster did not become ok: ${info.stdout}`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     }
     return { nodes, host: '127.0.0.1', port: nodes[0]!.port, stop: stopAll };

@@ -62,9 +62,6 @@ export function isDeleting(obj: { metadata?: unknown } | null | undefined): bool
   return typeof ts === 'string' && ts !== '';
 }
 
-/** Warning on the object when the API server refuses our finalizer patch itself (not a failed `test`). */
-export const EVENT_FINALIZER_PATCH_REJECTED = 'FinalizerPatchRejected';
-
 export type FinalizerChange = 'add' | 'remove';
 
 /** What the API server answered (a Kubernetes Status). */

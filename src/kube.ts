@@ -61,7 +61,6 @@ export const isNotFound = (err: unknown): boolean => code(err) === 404;
 export const isConflict = (err: unknown): boolean => code(err) === 409 && (err as KubeApiError).reason !== 'AlreadyExists';
 export const isAlreadyExists = (err: unknown): boolean => code(err) === 409 && (err as KubeApiError).reason === 'AlreadyExists';
 export const isForbidden = (err: unknown): boolean => code(err) === 403;
-export const isGone = (err: unknown): boolean => code(err) === 410;
 /**
  * A JSON patch the API server could not apply to the stored object: a failed `test` op (the object
  * changed since we read it), or a path the stored object lacks. Re-read and decide again.

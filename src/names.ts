@@ -37,14 +37,12 @@ export const REDIS_TLS_ENV = [
   'RAY_REDIS_SERVER_NAME',
 ] as const;
 
-export const EVENT_CREATED_REDIS_CLEANUP_JOB = 'CreatedRedisCleanupJob';
-export const EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB = 'FailedToCreateRedisCleanupJob';
-export const EVENT_FORCE_DELETED_STUCK_CLUSTER = 'ForceDeletedStuckCluster';
-
 // Our own names (not KubeRay's).
 export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
 export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';
 export const DEFAULT_WEBHOOK_PORT = 9443;
+/** The controller's plain-HTTP /healthz, /readyz and /metrics. */
+export const DEFAULT_CONTROLLER_HEALTH_PORT = 8080;
 
 // Labels, ports and env of the Ray pods and Services KubeRay's RayCluster controller makes
 // (utils/constant.go); raykeeper's RayCluster operator makes the same.

@@ -153,6 +153,18 @@ export interface RayJob {
   [key: string]: unknown;
 }
 
+/**
+ * The parts of a batch/v1 Job raykeeper writes or reads: the Redis cleanup Jobs (src/raycluster/job.ts)
+ * and the RayJob submitters (src/rayjob/builders.ts).
+ */
+export interface BatchJob {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: { backoffLimit?: number; template?: PodTemplateSpec; [key: string]: unknown };
+  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
+}
+
 /** A batch/v1 Job condition (Complete, Failed, SuccessCriteriaMet, FailureTarget, Suspended). */
 export interface JobCondition {
   type: string;

@@ -13,6 +13,7 @@ import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
+import { sleep } from '../src/backoff.ts';
 
 /**
  * Largest object etcd stores: its default --max-request-bytes (1.5 MiB) bounds the JSON of one object (a
@@ -142,7 +143,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
-    if (options.drainMs) await new Promise((r) => setTimeout(r, options.drainMs));
+    if (options.drainMs) await sleep(options.drainMs);
   });
   app.addHook('onClose', async () => reloader.stop());
 

@@ -8,7 +8,7 @@ import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
 import { isJsonObject } from '../src/admission/json.ts';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
-import type { Operation } from '../src/admission/patch.ts';
+import type { PatchOperation } from '../src/admission/patch.ts';
 import type { JsonObject } from '../src/types.ts';
 
 const TARGETS: readonly string[] = ['RayCluster', 'RayJob'] satisfies TargetKind[];
@@ -25,7 +25,7 @@ export type DocumentResult =
       kind: 'object';
       /** What the API server would store (the input itself for objects the webhook does not mutate). */
       stored: JsonObject;
-      patch: Operation[];
+      patch: PatchOperation[];
       changes: string[];
       warnings: string[];
       answer: AdmissionReviewAnswer;

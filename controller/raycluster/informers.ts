@@ -3,8 +3,8 @@
 // cache, so the clusters are listed and watched once.
 import type { ControllerContext } from '../runtime/reconciler.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
+import { RAYCLUSTERS } from '../../src/kube-resources.ts';
 
-export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /**

@@ -16,18 +16,28 @@ import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions, Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
-import { computeStatus, COND_UNSUPPORTED, statusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
+import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
-import { RAYCLUSTERS, rayClusterInformer } from './informers.ts';
-
-const PODS = { version: 'v1', plural: 'pods' } as const;
-const SERVICES = { version: 'v1', plural: 'services' } as const;
+import { rayClusterInformer } from './informers.ts';
+import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
+import {
+  EVENT_CREATED_HEAD_POD,
+  EVENT_CREATED_SERVICE,
+  EVENT_CREATED_WORKER_POD,
+  EVENT_DELETED_HEAD_POD,
+  EVENT_DELETED_POD,
+  EVENT_DELETED_WORKER_POD,
+  EVENT_FAILED_TO_CREATE_HEAD_POD,
+  EVENT_FAILED_TO_CREATE_SERVICE,
+  EVENT_FAILED_TO_CREATE_WORKER_POD,
+  EVENT_FAILED_TO_DELETE_HEAD_POD,
+  EVENT_FAILED_TO_DELETE_WORKER_POD,
+  EVENT_UNSUPPORTED_FIELDS,
+} from '../../src/event-reasons.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
-
-export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
 
 export interface RayClusterOperatorConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP and the cleanup reconciler running: wait for its finalizer before any pod. */
@@ -174,7 +184,7 @@ export class RayClusterOperator {
     const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
-    if (statusChanged(old, next)) await this.writeStatus(cluster, next);
+    if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
     if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
     return undefined;
   }
@@ -184,10 +194,10 @@ export class RayClusterOperator {
       try {
         await this.kube.create({ ...SERVICES, namespace: cluster.metadata.namespace }, svc);
         this.m.actions.inc({ action: 'createService' });
-        this.ctx.events.event(cluster as KubeObject, 'Normal', 'CreatedService', `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`);
+        this.ctx.events.event(cluster as KubeObject, 'Normal', EVENT_CREATED_SERVICE, `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`);
       } catch (err) {
         if (isAlreadyExists(err)) continue;
-        this.ctx.events.event(cluster as KubeObject, 'Warning', 'FailedToCreateService', `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${(err as Error).message}`);
+        this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SERVICE, `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${(err as Error).message}`);
         throw err;
       }
     }
@@ -205,11 +215,11 @@ export class RayClusterOperator {
           const name = created.metadata.name ?? '';
           this.expectations.expect(key, a.group, name, 'create');
           this.m.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
-          this.ctx.events.event(obj, 'Normal', head ? 'CreatedHeadPod' : 'CreatedWorkerPod', `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`);
+          this.ctx.events.event(obj, 'Normal', head ? EVENT_CREATED_HEAD_POD : EVENT_CREATED_WORKER_POD, `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`);
         } catch (err) {
           // The fixed-name head pod exists (a stale cache, or the old one still terminating): wait for the cache.
           if (head && isAlreadyExists(err)) return undefined;
-          this.ctx.events.event(obj, 'Warning', head ? 'FailedToCreateHeadPod' : 'FailedToCreateWorkerPod', `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${(err as Error).message}`);
+          this.ctx.events.event(obj, 'Warning', head ? EVENT_FAILED_TO_CREATE_HEAD_POD : EVENT_FAILED_TO_CREATE_WORKER_POD, `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${(err as Error).message}`);
           return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: (err as Error).message };
         }
       } else {
@@ -218,7 +228,7 @@ export class RayClusterOperator {
       }
     }
     if (p.suspending && p.actions.some((a) => a.kind === 'deletePod' && !a.terminating)) {
-      this.ctx.events.event(obj, 'Normal', 'DeletedPod', `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`);
+      this.ctx.events.event(obj, 'Normal', EVENT_DELETED_POD, `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`);
     }
     return undefined;
   }
@@ -231,12 +241,12 @@ export class RayClusterOperator {
       await this.kube.delete({ ...PODS, namespace: ns, name: a.name }, a.uid ? { preconditions: { uid: a.uid } } : {});
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? 'FailedToDeleteHeadPod' : 'FailedToDeleteWorkerPod', `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${(err as Error).message}`);
+      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD, `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${(err as Error).message}`);
       return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: (err as Error).message };
     }
     this.expectations.expect(key, a.group, a.name, 'delete');
     this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
-    if (!quiet) this.ctx.events.event(cluster as KubeObject, 'Normal', head ? 'DeletedHeadPod' : 'DeletedWorkerPod', `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`);
+    if (!quiet) this.ctx.events.event(cluster as KubeObject, 'Normal', head ? EVENT_DELETED_HEAD_POD : EVENT_DELETED_WORKER_POD, `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`);
     return undefined;
   }
 

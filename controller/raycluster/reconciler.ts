@@ -18,13 +18,14 @@
 // TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
-import { Counter } from 'prom-client';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP, EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/names.ts';
+import type { Counter } from 'prom-client';
+import { sharedCounter } from '../../src/metrics.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
-import type { RayCluster } from '../../src/types.ts';
-import { decide, describeTarget, EVENT_INVALID_DELETION_TIMEOUT, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type Decision, type EventSpec, type PodLite } from '../../src/raycluster/decide.ts';
+import type { BatchJob, RayCluster } from '../../src/types.ts';
+import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
-import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig, type Job } from '../../src/raycluster/job.ts';
+import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../src/kube.ts';
@@ -32,6 +33,8 @@ import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import { rayClusterInformer } from './informers.ts';
 export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, EVENT_INVALID_DELETION_TIMEOUT, EVENT_INVALID_REDIS_CLEANUP_RESOURCES, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type EventSpec } from '../../src/event-reasons.ts';
 
 export interface RayClusterReconcilerConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
@@ -47,9 +50,6 @@ export interface RayClusterReconcilerConfig {
 /** Runs the cleanup with a resolved environment within deadlineMs; resolves to success and one line. */
 export type InProcessRunner = (env: Record<string, string>, deadlineMs: number) => Promise<{ ok: boolean; message: string }>;
 
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
-const PODS = { version: 'v1', plural: 'pods' } as const;
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
 function slimDependent(obj: KubeObject): KubeObject {
@@ -106,12 +106,10 @@ export class RayClusterReconciler {
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
     this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
-    const registers = [ctx.metrics];
-    const existing = (name: string) => ctx.metrics.getSingleMetric(name) as Counter<never> | undefined;
     this.m = {
-      actions: (existing('raykeeper_raycluster_actions_total') as Counter<'action'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const, registers }),
-      releases: (existing('raykeeper_raycluster_finalizer_releases_total') as Counter<'reason'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const, registers }),
-      inProcess: (existing('raykeeper_raycluster_inprocess_cleanups_total') as Counter<'result'> | undefined) ?? new Counter({ name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const, registers }),
+      actions: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const }),
+      releases: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const }),
+      inProcess: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const }),
     };
   }
 
@@ -122,7 +120,7 @@ export class RayClusterReconciler {
       watches: [
         { informer: this.clusters },
         // A cleanup Job matters when it finishes or disappears (not for its start-up updates).
-        { informer: this.jobs, toKeys: ownerKeys('RayCluster', 'ray.io'), filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as Job) !== undefined, resync: false },
+        { informer: this.jobs, toKeys: ownerKeys('RayCluster', 'ray.io'), filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as BatchJob) !== undefined, resync: false },
         // A head pod matters when it is gone (the cleanup may start).
         { informer: this.heads, toKeys: podKeys, filter: (type) => type === 'delete', resync: false },
       ],
@@ -140,7 +138,7 @@ export class RayClusterReconciler {
     if (!cached) return; // gone
     const { namespace, name } = splitKey(key);
     if (!isDeleting(cached)) {
-      const d = decide({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
+      const d = decideRayClusterCleanup({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
       if (d.action === 'nothing') return;
       if (d.action === 'addFinalizer') {
         const added = await this.addFinalizer(cached);
@@ -161,14 +159,14 @@ export class RayClusterReconciler {
     for (let pass = 0; ; pass++) {
       const now = this.ctx.now();
       let pods: PodLite[] = [];
-      let job: Job | undefined;
+      let job: BatchJob | undefined;
       if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
-        job = this.jobs.getByName(namespace, cleanupJobName(name)) as Job | undefined;
+        job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         // Pods matter only until our Job exists: it is created once no head pod is left.
         if (!ours) pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}` })).items;
       }
-      const d = decide({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
+      const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
       this.m.actions.inc({ action: d.action });
       this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
       const result = await this.act(cluster, d, now);
@@ -176,7 +174,7 @@ export class RayClusterReconciler {
     }
   }
 
-  private async act(cluster: RayCluster, d: Decision, now: number): Promise<ReconcileResult | void> {
+  private async act(cluster: RayCluster, d: RayClusterCleanupDecision, now: number): Promise<ReconcileResult | void> {
     const meta = cluster.metadata;
     const namespace = meta.namespace;
     const log = this.ctx.logger.child({ cluster: `${namespace}/${meta.name}` });
@@ -246,7 +244,7 @@ export class RayClusterReconciler {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const { problems } = cleanupResources(cluster, this.config.job);
-    for (const p of problems) this.event(cluster, { type: 'Warning', reason: 'InvalidRedisCleanupResources', message: p });
+    for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {

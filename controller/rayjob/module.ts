@@ -4,7 +4,8 @@ import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
 import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../runtime/reconciler.ts';
 import type { InformerFactory } from '../runtime/informer.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler, type RayJobCaches } from './reconciler.ts';
+import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 
 const flags: Record<string, ModuleFlag> = {};
 for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {

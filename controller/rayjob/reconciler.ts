@@ -7,32 +7,19 @@
 // again", so a stale copy (informer cache, squashed events, a second replica) can neither apply a
 // transition twice nor skip one. A cache MISS is confirmed by a GET (a RayCluster that is not in the
 // cache yet must not fail a running job), so a steady Running RayJob costs no API reads at all.
-import { Counter } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
-import type { Registry } from '../../src/metrics.ts';
-import type { BatchJob } from '../../src/rayjob/builders.ts';
+import { sharedCounter, type Registry } from '../../src/metrics.ts';
+import type { BatchJob } from '../../src/types.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
-import {
-  EVENT_CREATED_RAYCLUSTER,
-  EVENT_CREATED_SUBMITTER,
-  EVENT_DELETED_RAYCLUSTER,
-  EVENT_DELETED_SUBMITTER,
-  EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-  EVENT_FAILED_TO_CREATE_SUBMITTER,
-  EVENT_FAILED_TO_DELETE_RAYCLUSTER,
-  EVENT_FAILED_TO_DELETE_SUBMITTER,
-  EVENT_FAILED_TO_STOP_RAY_JOB,
-  EVENT_STOPPED_RAY_JOB,
-  EVENT_SUBMITTED_RAY_JOB,
-  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
-} from '../../src/rayjob/constants.ts';
+import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
 import {
   decideRayJob,
   isSelfGuarded,
   observationPlan,
-  statusChanged,
+  rayJobStatusChanged,
   type Observed,
   type RayJobAction,
   type RayJobStep,
@@ -45,10 +32,9 @@ import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENT_CREATED_RAYCLUSTER, EVENT_CREATED_SUBMITTER, EVENT_DELETED_RAYCLUSTER, EVENT_DELETED_SUBMITTER, EVENT_FAILED_TO_CREATE_RAYCLUSTER, EVENT_FAILED_TO_CREATE_SUBMITTER, EVENT_FAILED_TO_DELETE_RAYCLUSTER, EVENT_FAILED_TO_DELETE_SUBMITTER, EVENT_FAILED_TO_STOP_RAY_JOB, EVENT_STOPPED_RAY_JOB, EVENT_SUBMITTED_RAY_JOB } from '../../src/event-reasons.ts';
 
-export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
-export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
@@ -83,11 +69,6 @@ class Moved extends Error {
   }
 }
 
-function metric<T>(registry: Registry | undefined, name: string, make: () => T): T {
-  const existing = registry?.getSingleMetric(name) as T | undefined;
-  return existing ?? make();
-}
-
 export class RayJobReconciler implements Reconciler {
   private readonly kube: KubeClient;
   private readonly events: EventRecorder;
@@ -109,23 +90,8 @@ export class RayJobReconciler implements Reconciler {
     this.now = deps.now ?? Date.now;
     this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
     this.finalizers = new FinalizerPatcher({ kube: deps.kube, events: deps.events, metrics: deps.metrics, kind: 'RayJob', apiVersion: RAY_API_VERSION });
-    const registers = deps.metrics ? [deps.metrics] : [];
-    this.transitions = metric(
-      deps.metrics,
-      'raykeeper_rayjob_transitions_total',
-      () => new Counter({ name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'], registers }),
-    );
-    this.dashboardCalls = metric(
-      deps.metrics,
-      'raykeeper_rayjob_dashboard_requests_total',
-      () =>
-        new Counter({
-          name: 'raykeeper_rayjob_dashboard_requests_total',
-          help: 'Ray dashboard requests by operation and outcome',
-          labelNames: ['operation', 'outcome'],
-          registers,
-        }),
-    );
+    this.transitions = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'] });
+    this.dashboardCalls = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_dashboard_requests_total', help: 'Ray dashboard requests by operation and outcome', labelNames: ['operation', 'outcome'] });
   }
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
@@ -167,7 +133,7 @@ export class RayJobReconciler implements Reconciler {
       return { kind: 'done', result: {} };
     }
     const log = this.log.child({ rayjob: key, from: decision.from, next: decision.next });
-    const changed = statusChanged(job.status, decision.status);
+    const changed = rayJobStatusChanged(job.status, decision.status);
     try {
       let current: RayJob = job;
       if (decision.actions.some((a) => !isSelfGuarded(a))) {

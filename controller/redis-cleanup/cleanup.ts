@@ -22,7 +22,7 @@ import {
 } from '../../src/redis/keys.ts';
 import { batchKeys } from '../../src/redis/slots.ts';
 import { nextScanCount, SCAN_COUNT_START } from '../../src/redis/pace.ts';
-import type { BackoffPolicy } from '../../src/redis/errors.ts';
+import type { BackoffOptions } from '../../src/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
@@ -50,7 +50,7 @@ export interface CleanupOptions {
   deadlineMs?: number | undefined;
   /** How long Redis may stay unreachable (no connection at all) before giving up; default 60 s. */
   connectBudgetMs?: number | undefined;
-  backoff?: BackoffPolicy | undefined;
+  backoff?: BackoffOptions | undefined;
   /** Aborts between steps and during retry waits (the controller's in-process cleanup). */
   signal?: AbortSignal | undefined;
   /** Called after every SCAN batch (awaited). */

@@ -10,7 +10,7 @@ import { errorMessage } from '../../src/redis/errors.ts';
 import { MODE_CHOICES, type ModeChoice } from '../../src/redis/topology.ts';
 import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE } from '../../src/names.ts';
 import { storageNamespaceProblem } from '../../src/gcsft.ts';
-import { RedisCleanupError, type RedisConnectionOptions, type TlsMaterial } from './connect.ts';
+import { RedisCleanupError, type RedisConnectionOptions, type RedisTlsMaterial } from './connect.ts';
 import { runCleanup, type CleanupOptions, type CleanupResult } from './cleanup.ts';
 
 /** A configuration the user must fix (exit 2); never holds a password. */
@@ -146,7 +146,7 @@ export async function resolveSettings(values: FlagValues, env: Record<string, st
   }
 
   const tls = address.tls || values.tls === true;
-  const material: TlsMaterial = {};
+  const material: RedisTlsMaterial = {};
   const caCert = str('ca-cert', 'RAY_REDIS_CA_CERT');
   const caPath = str('ca-path', 'RAY_REDIS_CA_PATH');
   const clientCert = str('client-cert', 'RAY_REDIS_CLIENT_CERT');

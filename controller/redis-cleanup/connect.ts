@@ -7,7 +7,7 @@ import { formatHostPort } from '../../src/redis/address.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters, type ModeChoice, type RedisMode } from '../../src/redis/topology.ts';
 import { classifyRedisError, errorMessage } from '../../src/redis/errors.ts';
 
-export interface TlsMaterial {
+export interface RedisTlsMaterial {
   /** PEM CA certificates (RAY_REDIS_CA_CERT and the files of RAY_REDIS_CA_PATH); system CAs when absent. */
   ca?: string[] | undefined;
   /** PEM client certificate and key (RAY_REDIS_CLIENT_CERT / RAY_REDIS_CLIENT_KEY) for mutual TLS. */
@@ -22,7 +22,7 @@ export interface RedisConnectionOptions {
   port: number;
   /** TLS on (rediss://, or forced). TLS 1.2 is the minimum. */
   tls: boolean;
-  tlsMaterial?: TlsMaterial | undefined;
+  tlsMaterial?: RedisTlsMaterial | undefined;
   username?: string | undefined;
   password?: string | undefined;
   /** 'auto' asks the server (INFO server: redis_mode), as Ray does. */
@@ -64,7 +64,7 @@ export class RedisCleanupError extends Error {
   }
 }
 
-export function tlsOptions(material: TlsMaterial | undefined): ConnectionOptions {
+export function tlsOptions(material: RedisTlsMaterial | undefined): ConnectionOptions {
   const out: ConnectionOptions = { minVersion: 'TLSv1.2' };
   if (material?.ca && material.ca.length > 0) out.ca = material.ca;
   if (material?.cert) out.cert = material.cert;

@@ -3,7 +3,8 @@
 // also every hash whose sampled fields all read `<key>@...` (older Ray's single-hash layout).
 import type { Redis } from 'ioredis';
 import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from '../../src/redis/keys.ts';
-import { classifyRedisError, errorMessage, type BackoffPolicy } from '../../src/redis/errors.ts';
+import type { BackoffOptions } from '../../src/backoff.ts';
+import { classifyRedisError, errorMessage } from '../../src/redis/errors.ts';
 import type { RedisConnectionOptions, Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT } from './cleanup.ts';
@@ -16,11 +17,11 @@ export interface ListOptions {
   deadlineMs?: number | undefined;
   /** See CleanupOptions.connectBudgetMs. */
   connectBudgetMs?: number | undefined;
-  backoff?: BackoffPolicy | undefined;
+  backoff?: BackoffOptions | undefined;
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
 }
 
-export interface ListResult {
+export interface NamespaceListing {
   target: string;
   mode: Session['mode'];
   namespaces: NamespaceSummary[];
@@ -67,7 +68,7 @@ async function types(client: Redis, keys: Buffer[]): Promise<string[]> {
   });
 }
 
-export async function listNamespaces(options: ListOptions): Promise<ListResult> {
+export async function listNamespaces(options: ListOptions): Promise<NamespaceListing> {
   const started = Date.now();
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const scanCount = options.scanCount ?? DEFAULT_SCAN_COUNT;

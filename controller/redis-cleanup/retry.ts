@@ -4,8 +4,8 @@
 // on after the connection budget (Ray's own cleanup: 120 x 500 ms = 60 s), so a deleted cluster whose
 // Redis is gone is released in about a minute; a Redis that accepts connections but is slow (or
 // restarts, loads, fails over) keeps the whole deadline.
-import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffDelay, DEFAULT_BACKOFF, isUnreachable, type BackoffPolicy } from '../../src/redis/errors.ts';
+import { sleep, type BackoffOptions } from '../../src/backoff.ts';
+import { delayWithin, isUnreachable, REDIS_BACKOFF } from '../../src/redis/errors.ts';
 import type { Redis } from 'ioredis';
 import { openSession, RedisCleanupError, wrapError, type RedisConnectionOptions, type Session } from './connect.ts';
 
@@ -24,7 +24,7 @@ export interface RetryOptions {
   deadline: number;
   /** Consecutive time without any connection before giving up (default DEFAULT_CONNECT_BUDGET_MS). */
   connectBudgetMs?: number | undefined;
-  backoff?: BackoffPolicy | undefined;
+  backoff?: BackoffOptions | undefined;
   /** Ends the retries (and the wait between them) when aborted. */
   signal?: AbortSignal | undefined;
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
@@ -42,7 +42,7 @@ export function withTimeouts(connection: RedisConnectionOptions, totalMs: number
 
 export async function withRetries<T>(opts: RetryOptions, pass: (session: Session, attempt: number) => Promise<T>): Promise<{ value: T; attempts: number }> {
   const started = Date.now();
-  const policy = opts.backoff ?? DEFAULT_BACKOFF;
+  const policy = opts.backoff ?? REDIS_BACKOFF;
   const connection = withTimeouts(opts.connection, opts.deadline - started);
   const budgetMs = opts.connectBudgetMs ?? DEFAULT_CONNECT_BUDGET_MS;
   let attempts = 0;
@@ -70,15 +70,15 @@ export async function withRetries<T>(opts: RetryOptions, pass: (session: Session
         const unreachableMs = Date.now() - unreachableSince;
         if (unreachableMs >= budgetMs) throw unreachable(wrapped, unreachableMs, attempts);
         // One last attempt when the budget ends, not a sleep past it.
-        remaining = Math.min(remaining, unreachableSince + budgetMs - Date.now() + Math.ceil(policy.initialMs / 4));
+        remaining = Math.min(remaining, unreachableSince + budgetMs - Date.now() + Math.ceil(policy.baseMs / 4));
       }
-      const delay = backoffDelay(attempts - 1, remaining, policy);
+      const delay = delayWithin(attempts, remaining, policy);
       if (delay === undefined) {
         if (unreachableSince !== undefined && remaining < opts.deadline - Date.now()) throw unreachable(wrapped, Date.now() - unreachableSince, attempts);
         throw giveUp(new DeadlineExceeded('deadline reached'), lastError, Date.now() - started);
       }
       opts.onRetry?.({ attempt: attempts, delayMs: delay, reason: wrapped.message });
-      await sleep(delay, undefined, { signal: opts.signal }).catch(() => undefined);
+      await sleep(delay, opts.signal);
     } finally {
       await session?.close().catch(() => undefined);
     }

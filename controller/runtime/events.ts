@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
 import type { KubeObject } from './informer.ts';
 import type { Logger } from '../../src/logger.ts';
+import { EVENTS } from '../../src/kube-resources.ts';
+import type { EventType } from '../../src/event-reasons.ts';
 
-export type EventType = 'Normal' | 'Warning';
 
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */
@@ -80,14 +81,14 @@ export class KubeEventRecorder implements EventRecorder {
       prior.count += 1;
       prior.at = now;
       try {
-        await this.kube.patch({ version: 'v1', plural: 'events', namespace: prior.namespace, name: prior.name }, { count: prior.count, lastTimestamp: ts }, MERGE_PATCH);
+        await this.kube.patch({ ...EVENTS, namespace: prior.namespace, name: prior.name }, { count: prior.count, lastTimestamp: ts }, MERGE_PATCH);
         return;
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     }
     const name = `${meta.name}.${randomBytes(8).toString('hex')}`;
-    await this.kube.create({ version: 'v1', plural: 'events', namespace }, {
+    await this.kube.create({ ...EVENTS, namespace }, {
       apiVersion: 'v1',
       kind: 'Event',
       metadata: { name, namespace },
@@ -115,13 +116,4 @@ export class KubeEventRecorder implements EventRecorder {
       if (!oldest.done) this.seen.delete(oldest.value);
     }
   }
-}
-
-/** Records nothing; keeps what it was given (unit tests of reconcilers without an API server). */
-export class MemoryEventRecorder implements EventRecorder {
-  readonly events: Array<{ obj: KubeObject; type: EventType; reason: string; message: string }> = [];
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
-    this.events.push({ obj, type, reason, message });
-  }
-  async flush(): Promise<void> {}
 }

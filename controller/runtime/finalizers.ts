@@ -7,10 +7,11 @@
 //   403; 400): re-reading cannot help until someone changes the policy or the object, so a Warning
 //   event carries the API's message, `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
-import { Counter } from 'prom-client';
-import { addFinalizerPatch, EVENT_FINALIZER_PATCH_REJECTED, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
+import type { Counter } from 'prom-client';
+import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
 import { isConflict, isForbidden, isInvalid, isNotFound, isPatchTestFailed, JSON_PATCH, KubeApiError, type KubeClient, type ResourceRef } from '../../src/kube.ts';
-import type { Registry } from '../../src/metrics.ts';
+import { sharedCounter, type Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeObject } from './informer.ts';
 
@@ -23,8 +24,6 @@ export class FinalizerPatchRejectedError extends Error {
     this.name = 'FinalizerPatchRejectedError';
   }
 }
-
-const METRIC = 'raykeeper_finalizer_patches_total';
 
 function isRefusal(err: unknown): err is KubeApiError {
   return err instanceof KubeApiError && (isInvalid(err) || isForbidden(err) || err.statusCode === 400);
@@ -43,14 +42,11 @@ export class FinalizerPatcher {
     this.events = deps.events;
     this.kind = deps.kind;
     this.apiVersion = deps.apiVersion;
-    this.patches =
-      (deps.metrics?.getSingleMetric(METRIC) as Counter<'kind' | 'change' | 'result'> | undefined) ??
-      new Counter({
-        name: METRIC,
-        help: 'Finalizer patches sent, by kind, change (add, remove) and result (patched, conflict: re-read; rejected: refused by the API, retried with backoff; gone; error).',
-        labelNames: ['kind', 'change', 'result'] as const,
-        registers: deps.metrics ? [deps.metrics] : [],
-      });
+    this.patches = sharedCounter(deps.metrics, {
+      name: 'raykeeper_finalizer_patches_total',
+      help: 'Finalizer patches sent, by kind, change (add, remove) and result (patched, conflict: re-read; rejected: refused by the API, retried with backoff; gone; error).',
+      labelNames: ['kind', 'change', 'result'] as const,
+    });
   }
 
   /**

@@ -14,7 +14,7 @@
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
-import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
+import { Backoff, sleep, type BackoffOptions } from '../../src/backoff.ts';
 import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from '../../src/kube.ts';
 import type { OwnerReference } from '../../src/types.ts';
 

@@ -17,7 +17,7 @@ import { KubeClient } from '../../src/kube.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
-import type { BackoffOptions } from './backoff.ts';
+import type { BackoffOptions } from '../../src/backoff.ts';
 import type { HealthReport } from './server.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';

@@ -5,7 +5,7 @@
 // - delayed adds (`addAfter`, earliest deadline wins) and per-key exponential, capped, jittered
 //   retries (`addRateLimited`, reset by `forget`);
 // - shutdown: no new keys, waiting `get()` calls resolve undefined, `drain()` waits for in-flight work.
-import { backoffDelay, type BackoffOptions } from './backoff.ts';
+import { backoffDelay, type BackoffOptions } from '../../src/backoff.ts';
 
 export interface WorkQueueHooks {
   /** A key entered the ready queue (after dedup). */
@@ -16,11 +16,23 @@ export interface WorkQueueHooks {
   onGet?(key: string, waitedMs: number): void;
 }
 
+/** The timers the queue schedules delayed adds and drain timeouts with; a test passes fake ones. */
+export interface QueueTimers {
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(timer: unknown): void;
+}
+
+const REAL_TIMERS: QueueTimers = {
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
+};
+
 export interface WorkQueueOptions {
   retry?: BackoffOptions;
   hooks?: WorkQueueHooks;
   random?: () => number;
   now?: () => number;
+  timers?: QueueTimers;
 }
 
 export const DEFAULT_RETRY: BackoffOptions = { baseMs: 500, maxMs: 300_000, factor: 2, jitter: 0.2 };
@@ -29,7 +41,7 @@ export class WorkQueue {
   private readonly ready = new Map<string, number>(); // key -> time it became ready (insertion-ordered)
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
-  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly delayed = new Map<string, { at: number; timer: unknown }>();
   private readonly failures = new Map<string, number>();
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private readonly idleWaiters: Array<() => void> = [];
@@ -38,12 +50,14 @@ export class WorkQueue {
   private readonly hooks: WorkQueueHooks;
   private readonly random: () => number;
   private readonly now: () => number;
+  private readonly timers: QueueTimers;
 
   constructor(options: WorkQueueOptions = {}) {
     this.retry = options.retry ?? DEFAULT_RETRY;
     this.hooks = options.hooks ?? {};
     this.random = options.random ?? Math.random;
     this.now = options.now ?? Date.now;
+    this.timers = options.timers ?? REAL_TIMERS;
   }
 
   /** Keys ready to be handed out (not counting in-flight or delayed ones). */
@@ -90,8 +104,8 @@ export class WorkQueue {
     const at = this.now() + ms;
     const existing = this.delayed.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
+    if (existing) this.timers.clearTimer(existing.timer);
+    const timer = this.timers.setTimer(() => {
       this.delayed.delete(key);
       this.add(key);
     }, ms);
@@ -146,7 +160,7 @@ export class WorkQueue {
   /** Stops accepting keys, cancels delayed adds and releases idle workers. */
   shutdown(): void {
     this.closed = true;
-    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    for (const { timer } of this.delayed.values()) this.timers.clearTimer(timer);
     this.delayed.clear();
     this.ready.clear();
     this.dirty.clear();
@@ -157,9 +171,9 @@ export class WorkQueue {
   drain(timeoutMs: number): Promise<boolean> {
     if (this.processing.size === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const timer = this.timers.setTimer(() => resolve(false), timeoutMs);
       this.idleWaiters.push(() => {
-        clearTimeout(timer);
+        this.timers.clearTimer(timer);
         resolve(true);
       });
     });

@@ -9,7 +9,7 @@ import { rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NodeNetwork } from './config.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const execFileP = promisify(execFile);
 

@@ -4,7 +4,7 @@
 import { RAY_GROUP, RAY_VERSION } from '../names.ts';
 import type { JsonObject } from '../types.ts';
 import { copyForDefaulting } from './copy.ts';
-import { diffPatch, type Operation as PatchOperation } from './patch.ts';
+import { diffPatch, type PatchOperation } from './patch.ts';
 import { defaultRayCluster, rayClusterShapeProblem, type DefaultingResult } from './raycluster.ts';
 import { defaultRayJob, rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';

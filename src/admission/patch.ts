@@ -10,7 +10,7 @@
 import type { Json, JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
 
-export type Operation =
+export type PatchOperation =
   | { op: 'add'; path: string; value: Json }
   | { op: 'replace'; path: string; value: Json }
   | { op: 'remove'; path: string };
@@ -25,20 +25,20 @@ export function escapePointerToken(token: string): string {
  * RFC 6902 operations turning `original` into `defaulted`. A null parent replaced by an object becomes a
  * `replace` of the parent (valid: the member exists); an absent parent becomes an `add` of the whole parent.
  */
-export function diffPatch(original: JsonObject, defaulted: JsonObject): Operation[] {
-  const ops: Operation[] = [];
+export function diffPatch(original: JsonObject, defaulted: JsonObject): PatchOperation[] {
+  const ops: PatchOperation[] = [];
   diffObjects(original, defaulted, '', ops);
   return ops;
 }
 
-function diffValues(before: Json, after: Json, path: string, ops: Operation[]): void {
+function diffValues(before: Json, after: Json, path: string, ops: PatchOperation[]): void {
   if (before === after) return;
   if (isJsonObject(before) && isJsonObject(after)) return diffObjects(before, after, path, ops);
   if (Array.isArray(before) && Array.isArray(after)) return diffArrays(before, after, path, ops);
   ops.push({ op: 'replace', path, value: after });
 }
 
-function diffObjects(before: JsonObject, after: JsonObject, path: string, ops: Operation[]): void {
+function diffObjects(before: JsonObject, after: JsonObject, path: string, ops: PatchOperation[]): void {
   for (const key of Object.keys(before)) {
     if (!Object.hasOwn(after, key)) ops.push({ op: 'remove', path: `${path}/${escapePointerToken(key)}` });
   }
@@ -50,7 +50,7 @@ function diffObjects(before: JsonObject, after: JsonObject, path: string, ops: O
 }
 
 /** Appended elements become adds at their indexes; any other change replaces the whole array. */
-function diffArrays(before: Json[], after: Json[], path: string, ops: Operation[]): void {
+function diffArrays(before: Json[], after: Json[], path: string, ops: PatchOperation[]): void {
   const sharedPrefix = after.length >= before.length && before.every((item, i) => item === after[i]);
   if (!sharedPrefix) {
     ops.push({ op: 'replace', path, value: after });

@@ -17,7 +17,7 @@
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
 //   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
-import { storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally as managedByOther } from '../gcsft.ts';
+import { storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
 import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
@@ -55,10 +55,6 @@ function specOf(obj: JsonObject): JsonObject | undefined {
 function optionsOf(obj: JsonObject): JsonObject | undefined {
   const options = specOf(obj)?.gcsFaultToleranceOptions;
   return isJsonObject(options) ? options : undefined;
-}
-
-export function isManagedExternally(obj: JsonObject): boolean {
-  return managedByOther(obj as FtSubject);
 }
 
 /** The storage namespace the user (or an earlier admission) set explicitly: options > annotation. */
@@ -150,7 +146,7 @@ export function defaultRayCluster(cluster: JsonObject, ctx: RayClusterDefaulting
   const result: DefaultingResult = { changes: [], warnings: [] };
   const subject = ftSubject(cluster);
   if (!usesRedisBackend(subject)) return result; // FT off, or rocksdb: no Redis to clean
-  if (isManagedExternally(cluster)) return result;
+  if (isManagedExternally(cluster as FtSubject)) return result;
   const mode = gcsFtMode(subject);
   if (mode === 'both') {
     result.warnings.push(

@@ -1,6 +1,6 @@
 // AdmissionReview answers. Every answer names the request's apiVersion and carries its uid ('' only when
 // the body never revealed one).
-import type { Operation as PatchOperation } from './patch.ts';
+import type { PatchOperation } from './patch.ts';
 import type { AdmissionApiVersion } from './review.ts';
 
 export interface AdmissionResponse {

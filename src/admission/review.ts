@@ -8,7 +8,7 @@ export type AdmissionApiVersion = (typeof ADMISSION_API_VERSIONS)[number];
 export const DEFAULT_ADMISSION_API_VERSION: AdmissionApiVersion = 'admission.k8s.io/v1';
 
 export const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] as const;
-export type Operation = (typeof OPERATIONS)[number];
+export type AdmissionOperation = (typeof OPERATIONS)[number];
 
 export interface GroupVersionKind {
   group: string;
@@ -21,7 +21,7 @@ export interface AdmissionRequest {
   apiVersion: AdmissionApiVersion;
   uid: string;
   kind: GroupVersionKind;
-  operation: Operation;
+  operation: AdmissionOperation;
   /** e.g. "status" or "scale"; absent for the main resource. */
   subResource?: string;
   name?: string;
@@ -51,7 +51,7 @@ function isApiVersion(value: unknown): value is AdmissionApiVersion {
   return (ADMISSION_API_VERSIONS as readonly unknown[]).includes(value);
 }
 
-function isOperation(value: unknown): value is Operation {
+function isOperation(value: unknown): value is AdmissionOperation {
   return (OPERATIONS as readonly unknown[]).includes(value);
 }
 

@@ -1,5 +1,5 @@
 // The GCS fault-tolerance finalizer of a RayCluster as ONE pure decision:
-//   decide({ cluster, pods, job, now, gateEnabled }) -> what to do next.
+//   decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled }) -> what to do next.
 // The reconciler (controller/raycluster) reads the world, calls this, performs the one action and
 // requeues. Each reconcile re-decides from scratch (level-triggered), so a restart between any two
 // steps simply decides again from what is there.
@@ -23,30 +23,12 @@
 // of the Job.
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, isManagedExternally, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
-import {
-  ENV_REDIS_ADDRESS,
-  EVENT_FORCE_DELETED_STUCK_CLUSTER,
-  GCS_FT_REDIS_CLEANUP_FINALIZER,
-  NODE_TYPE_HEAD,
-  NODE_TYPE_WORKER,
-  RAY_NODE_TYPE_LABEL,
-} from '../names.ts';
-import type { RayCluster } from '../types.ts';
+import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
+import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
-import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand, type Job } from './job.ts';
-
-// Our event reasons (KubeRay's CreatedRedisCleanupJob / FailedToCreateRedisCleanupJob /
-// ForceDeletedStuckCluster are in src/names.ts).
-export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
-export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
-export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
-export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
-export const EVENT_ADDED_FINALIZER = 'AddedRedisCleanupFinalizer';
-export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
-export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
-/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft.ts deletionTimeoutProblem): the default applies. */
-export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
+import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './job.ts';
+import { EVENT_FORCE_DELETED_STUCK_CLUSTER, EVENT_REDIS_CLEANUP_DISABLED, EVENT_REDIS_CLEANUP_FAILED, EVENT_REDIS_CLEANUP_SKIPPED, EVENT_REDIS_CLEANUP_SUCCEEDED, type EventSpec } from '../event-reasons.ts';
 
 export const HEAD_POD_WAIT_MS = 10_000;
 /**
@@ -65,27 +47,21 @@ export interface PodLite {
   metadata?: { name?: string; labels?: Record<string, string> | null; deletionTimestamp?: string | null; uid?: string } | undefined;
 }
 
-export interface DecideInput {
+export interface RayClusterCleanupInput {
   cluster: RayCluster;
   /** The cluster's pods (head and workers). Only read while deleting; pass [] otherwise. */
   pods: PodLite[];
   /** The Job named cleanupJobName(cluster), if it exists. */
-  job: Job | undefined;
+  job: BatchJob | undefined;
   /** ms since epoch. */
   now: number;
   /** ENABLE_GCS_FT_REDIS_CLEANUP (src/gcsft.ts redisCleanupEnabled). */
   gateEnabled: boolean;
 }
 
-export interface EventSpec {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
-
 export type ReleaseReason = 'gate-off' | 'no-redis' | 'unusable-config' | 'job-complete' | 'job-failed';
 
-export type Decision =
+export type RayClusterCleanupDecision =
   | { action: 'nothing'; reason: string }
   | { action: 'addFinalizer' }
   | { action: 'deletePods'; pods: string[]; requeueAfterMs: number }
@@ -95,8 +71,6 @@ export type Decision =
   | { action: 'waitForJob'; jobName: string; requeueAfterMs: number }
   | { action: 'releaseFinalizer'; reason: ReleaseReason; event: EventSpec | undefined }
   | { action: 'forceRelease'; event: EventSpec };
-
-export type Action = Decision['action'];
 
 /** deletionTimestamp + timeout, in ms epoch (NaN-safe: an unparsable timestamp counts as now). */
 export function deletionDeadlineMs(cluster: RayCluster, now: number): number {
@@ -109,7 +83,7 @@ function capped(ms: number, deadline: number, now: number): number {
   return Math.max(MIN_REQUEUE_MS, Math.min(ms, deadline - now + 50));
 }
 
-function ownedBy(job: Job, cluster: RayCluster): boolean {
+function ownedBy(job: BatchJob, cluster: RayCluster): boolean {
   const uid = cluster.metadata?.uid;
   return (job.metadata.ownerReferences ?? []).some((o) => o.kind === 'RayCluster' && o.uid === uid);
 }
@@ -146,7 +120,7 @@ export function unusableConfig(cluster: RayCluster): string | undefined {
   return undefined;
 }
 
-export function decide(input: DecideInput): Decision {
+export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClusterCleanupDecision {
   const { cluster, pods, job, now, gateEnabled } = input;
   const meta = cluster.metadata ?? {};
   const ours = hasFinalizer(meta, GCS_FT_REDIS_CLEANUP_FINALIZER);

@@ -32,7 +32,7 @@ import {
   RAY_NODE_TYPE_LABEL,
   REDIS_TLS_ENV,
 } from '../names.ts';
-import type { Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
+import type { BatchJob, Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
@@ -68,27 +68,6 @@ export interface CleanupJobConfig {
 }
 
 export const DEFAULT_CLEANUP_CONFIG: CleanupJobConfig = { image: DEFAULT_CLEANUP_IMAGE, cpu: DEFAULT_CLEANUP_CPU, memory: DEFAULT_CLEANUP_MEMORY };
-
-// Minimal Job / Pod shapes (plain JSON sent to the API server).
-export type { JobCondition } from '../types.ts';
-import type { JobCondition } from '../types.ts';
-export interface Job {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }>;
-    creationTimestamp?: string;
-    deletionTimestamp?: string | null;
-    [key: string]: unknown;
-  };
-  spec?: Record<string, unknown>;
-  status?: { conditions?: JobCondition[] | null; active?: number; failed?: number; succeeded?: number; [key: string]: unknown };
-}
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -266,7 +245,7 @@ export function cleanupTimeoutSeconds(activeDeadlineSeconds: number): number {
 }
 
 /** The complete Job. `deadlineMs` is deletionTimestamp + timeout (ms epoch). */
-export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, deadlineMs: number, nowMs: number): Job {
+export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, deadlineMs: number, nowMs: number): BatchJob {
   const name = cluster.metadata.name ?? '';
   const labels = { [RAY_CLUSTER_LABEL]: clusterLabelValue(name), [RAY_NODE_TYPE_LABEL]: NODE_TYPE_REDIS_CLEANUP, 'app.kubernetes.io/created-by': 'raykeeper' };
   const { cpu, memory } = cleanupResources(cluster, config);
@@ -339,7 +318,7 @@ export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, d
 }
 
 /** Job finished? 'complete' / 'failed' (with the reason) / undefined while running. */
-export function jobOutcome(job: Job): { outcome: 'complete' } | { outcome: 'failed'; reason: string; message: string } | undefined {
+export function jobOutcome(job: BatchJob): { outcome: 'complete' } | { outcome: 'failed'; reason: string; message: string } | undefined {
   const conditions = job.status?.conditions ?? [];
   const on = (type: string) => conditions.find((c) => c.type === type && c.status === 'True');
   if (on('Complete') ?? on('SuccessCriteriaMet')) return { outcome: 'complete' };

@@ -1,6 +1,6 @@
 // RayCluster status as KubeRay v1.6 computes it (raycluster_controller.go calculateStatus, with the
 // RayClusterStatusConditions gate on, its default), from the cluster and the pods / Services seen.
-// Pure: the reconciler writes the result through /status only when statusChanged() says so.
+// Pure: the reconciler writes the result through /status only when rayClusterStatusChanged() says so.
 import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import type { Pod, WorkerGroupSpec } from './pods.ts';
@@ -225,7 +225,7 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
   s.head = dropEmpty(headInfo);
   s.conditions = conditions;
   if (old.state !== s.state && s.state !== undefined) s.stateTransitionTimes = { ...(s.stateTransitionTimes ?? {}), [s.state]: now };
-  if (statusChanged(old, s)) s.lastUpdateTime = now;
+  if (rayClusterStatusChanged(old, s)) s.lastUpdateTime = now;
   return s;
 }
 
@@ -240,7 +240,7 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 /** InconsistentRayClusterStatus (+ observedGeneration): whether the status must be written. */
-export function statusChanged(a: RayClusterStatus, b: RayClusterStatus): boolean {
+export function rayClusterStatusChanged(a: RayClusterStatus, b: RayClusterStatus): boolean {
   if ((a.state ?? '') !== (b.state ?? '') || (a.reason ?? '') !== (b.reason ?? '')) return true;
   for (const k of ['readyWorkerReplicas', 'availableWorkerReplicas', 'desiredWorkerReplicas', 'minWorkerReplicas', 'maxWorkerReplicas', 'observedGeneration'] as const) {
     if ((a[k] ?? 0) !== (b[k] ?? 0)) return true;

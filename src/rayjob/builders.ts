@@ -2,7 +2,7 @@
 // and the HTTPMode submission request.
 import { parse as parseYaml } from 'yaml';
 import { RAY_API_VERSION } from '../names.ts';
-import type { Container, EnvVar, ObjectMeta, OwnerReference, PodTemplateSpec, RayCluster, RayJob } from '../types.ts';
+import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec, RayCluster, RayJob } from '../types.ts';
 import {
   CREATED_BY_LABEL,
   CREATED_BY_VALUE,
@@ -16,18 +16,6 @@ import {
   SUBMITTER_CONTAINER_NAME,
 } from './constants.ts';
 import { fromStatusDashboardUrl, submitterJobName } from './ids.ts';
-
-/** The parts of a batch/v1 Job the state machine reads or writes. */
-export type { JobCondition } from '../types.ts';
-import type { JobCondition } from '../types.ts';
-
-export interface BatchJob {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec?: { backoffLimit?: number; template?: PodTemplateSpec; [key: string]: unknown };
-  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
-}
 
 /** Annotations never copied from the RayJob to its RayCluster (kubectl's copy of the RayJob itself). */
 const NOT_COPIED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);

@@ -19,25 +19,6 @@ export const REASON_GRACE_PERIOD_EXCEEDED = 'JobDeploymentStatusTransitionGraceP
 export const REASON_STATUS_CHECK_TIMEOUT_EXCEEDED = 'JobStatusCheckTimeoutExceeded';
 export const REASON_VALIDATION_FAILED = 'ValidationFailed';
 
-/** Event reasons (KubeRay's K8sEventType values for RayJob). */
-export const EVENT_INVALID_RAYJOB_METADATA = 'InvalidRayJobMetadata';
-export const EVENT_INVALID_RAYJOB_SPEC = 'InvalidRayJobSpec';
-export const EVENT_INVALID_RAYJOB_STATUS = 'InvalidRayJobStatus';
-export const EVENT_CREATED_RAYCLUSTER = 'CreatedRayCluster';
-export const EVENT_FAILED_TO_CREATE_RAYCLUSTER = 'FailedToCreateRayCluster';
-export const EVENT_DELETED_RAYCLUSTER = 'DeletedRayCluster';
-export const EVENT_FAILED_TO_DELETE_RAYCLUSTER = 'FailedToDeleteRayCluster';
-export const EVENT_CREATED_SUBMITTER = 'CreatedRayJobSubmitter';
-export const EVENT_FAILED_TO_CREATE_SUBMITTER = 'FailedToCreateRayJobSubmitter';
-export const EVENT_DELETED_SUBMITTER = 'DeletedRayJobSubmitter';
-export const EVENT_FAILED_TO_DELETE_SUBMITTER = 'FailedToDeleteRayJobSubmitter';
-export const EVENT_RAYCLUSTER_NOT_FOUND = 'RayClusterNotFound';
-/** Ours (KubeRay has no event for these): a RayJob reached Failed, a stop request on deletion. */
-export const EVENT_RAYJOB_FAILED = 'RayJobFailed';
-export const EVENT_STOPPED_RAY_JOB = 'StoppedRayJob';
-export const EVENT_FAILED_TO_STOP_RAY_JOB = 'FailedToStopRayJob';
-export const EVENT_SUBMITTED_RAY_JOB = 'SubmittedRayJob';
-
 /** Labels KubeRay puts on what a RayJob creates. */
 export const ORIGINATED_FROM_CR_NAME_LABEL = 'ray.io/originated-from-cr-name';
 export const ORIGINATED_FROM_CRD_LABEL = 'ray.io/originated-from-crd';

@@ -39,7 +39,7 @@ export function usesClusterSelector(job: RayJob): boolean {
 }
 
 /** KubeRay's head service name for a RayCluster. */
-export function headServiceName(clusterName: string): string {
+export function defaultHeadServiceName(clusterName: string): string {
   return `${clusterName}-head-svc`;
 }
 
@@ -59,7 +59,7 @@ export interface DashboardTarget {
  */
 export function renderDashboardUrl(template: string, target: DashboardTarget): string {
   return template
-    .replaceAll('{service}', headServiceName(target.cluster))
+    .replaceAll('{service}', defaultHeadServiceName(target.cluster))
     .replaceAll('{cluster}', target.cluster)
     .replaceAll('{namespace}', target.namespace)
     .replaceAll('{port}', String(DASHBOARD_PORT))

@@ -15,25 +15,9 @@
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft.ts';
 import { isDeleting } from '../finalizer.ts';
-import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
-import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type BatchJob, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
-import {
-  DEFAULT_GRACE_PERIOD_SECONDS,
-  DEFAULT_REQUEUE_MS,
-  DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
-  DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS,
-  EVENT_RAYCLUSTER_NOT_FOUND,
-  EVENT_RAYJOB_FAILED,
-  REASON_APP_FAILED,
-  REASON_DEADLINE_EXCEEDED,
-  REASON_GRACE_PERIOD_EXCEEDED,
-  REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
-  REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
-  REASON_SUBMISSION_FAILED,
-  REASON_VALIDATION_FAILED,
-  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
-  isRayJobTerminal,
-} from './constants.ts';
+import { JOB_DEPLOYMENT_STATUSES, type BatchJob, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
+import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
+import { DEFAULT_GRACE_PERIOD_SECONDS, DEFAULT_REQUEUE_MS, DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS, DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS, REASON_APP_FAILED, REASON_DEADLINE_EXCEEDED, REASON_GRACE_PERIOD_EXCEEDED, REASON_PRE_RUNNING_DEADLINE_EXCEEDED, REASON_STATUS_CHECK_TIMEOUT_EXCEEDED, REASON_SUBMISSION_FAILED, REASON_VALIDATION_FAILED, STATUS_CHECK_FAILING_SINCE_ANNOTATION, isRayJobTerminal } from './constants.ts';
 import {
   DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE,
   generateClusterName,
@@ -47,6 +31,7 @@ import {
   type RandomSource,
 } from './ids.ts';
 import { submissionMode, validateRayJob } from './validation.ts';
+import { EVENT_RAYCLUSTER_NOT_FOUND, EVENT_RAYJOB_FAILED, type EventSpec } from '../event-reasons.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -128,12 +113,6 @@ export function isSelfGuarded(action: RayJobAction): boolean {
   return action.type === 'addFinalizer' || action.type === 'removeFinalizer' || action.type === 'setStatusCheckClock';
 }
 
-export interface RayJobEventSpec {
-  type: 'Normal' | 'Warning';
-  reason: string;
-  message: string;
-}
-
 /** What one pass decided for a RayJob this controller drives. */
 export interface RayJobStep {
   kind: 'step';
@@ -146,7 +125,7 @@ export interface RayJobStep {
   /** Side effects, in order, BEFORE the status write (creations use deterministic names, so a repeat is harmless). */
   actions: RayJobAction[];
   /** Emitted only AFTER the status write succeeded, so a retried decision does not repeat them. */
-  events: RayJobEventSpec[];
+  events: EventSpec[];
   requeueAfterMs?: number;
   /** Running: the dashboard answered ('ok') or did not ('failing'). */
   statusCheck?: 'ok' | 'failing';
@@ -211,7 +190,7 @@ function stableStringify(value: unknown): string {
 }
 
 /** Whether writing `next` would change the stored status (key order and undefined keys ignored). */
-export function statusChanged(stored: RayJobStatus | undefined, next: RayJobStatus): boolean {
+export function rayJobStatusChanged(stored: RayJobStatus | undefined, next: RayJobStatus): boolean {
   return stableStringify(clean(stored ?? {})) !== stableStringify(clean(next));
 }
 
@@ -247,7 +226,7 @@ interface Outcome {
   /** Keys removed from the status (resets). */
   remove?: string[];
   actions?: RayJobAction[];
-  events?: RayJobEventSpec[];
+  events?: EventSpec[];
   requeueAfterMs?: number;
   statusCheck?: 'ok' | 'failing';
   note: string;
@@ -268,7 +247,7 @@ function fail(ctx: Ctx, reason: string, message: string, note: string, extra: Ex
   const failed = (ctx.status.failed ?? 0) + 1;
   const limit = ctx.job.spec?.backoffLimit;
   const retry = typeof limit === 'number' && failed < limit + 1 && reason !== REASON_DEADLINE_EXCEEDED;
-  const event: RayJobEventSpec = {
+  const event: EventSpec = {
     type: 'Warning',
     reason: EVENT_RAYJOB_FAILED,
     message: `${reason}: ${message}${retry ? ` (attempt ${failed} of ${(limit ?? 0) + 1}; retrying)` : ''}`,
@@ -374,7 +353,7 @@ function decideInitializing(ctx: Ctx): Outcome {
   if (cluster === null || cluster === undefined) {
     if (usesClusterSelector(job)) {
       const message = `RayCluster ${fullName(ctx, clusterName)} set in the clusterSelector is not found. It must be created manually`;
-      const events: RayJobEventSpec[] = status.message === message ? [] : [{ type: 'Warning', reason: EVENT_RAYCLUSTER_NOT_FOUND, message }];
+      const events: EventSpec[] = status.message === message ? [] : [{ type: 'Warning', reason: EVENT_RAYCLUSTER_NOT_FOUND, message }];
       return stay(ctx, 'selected cluster not found', { changes: { message }, events, requeueAfterMs: wake });
     }
     return stay(ctx, 'creating the RayCluster', {

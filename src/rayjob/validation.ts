@@ -11,14 +11,9 @@ import {
   FT_ENABLED_ANNOTATION,
 } from '../names.ts';
 import type { Container, RayClusterSpec, RayJob } from '../types.ts';
-import {
-  CLUSTER_SELECTOR_KEY,
-  EVENT_INVALID_RAYJOB_METADATA,
-  EVENT_INVALID_RAYJOB_SPEC,
-  EVENT_INVALID_RAYJOB_STATUS,
-  MAX_RAYJOB_NAME_LENGTH,
-} from './constants.ts';
+import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
+import { EVENT_INVALID_RAYJOB_METADATA, EVENT_INVALID_RAYJOB_SPEC, EVENT_INVALID_RAYJOB_STATUS } from '../event-reasons.ts';
 
 export interface ValidationProblem {
   /** The Warning event reason: InvalidRayJobMetadata | InvalidRayJobSpec | InvalidRayJobStatus. */

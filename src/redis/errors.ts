@@ -1,5 +1,6 @@
 // How a Redis failure is handled: retried with backoff (the server may come back), or reported at once.
 // Pure: decisions on error codes and messages, and the backoff schedule.
+import { backoffDelay, type BackoffOptions } from '../backoff.ts';
 
 export type ErrorKind =
   /** Wrong password / user, missing AUTH: retrying cannot help and may lock the account. */
@@ -87,27 +88,19 @@ export function isUnreachable(err: unknown): boolean {
   return /connect etimedout|timed out while connecting/i.test(message);
 }
 
-export interface BackoffPolicy {
-  initialMs: number;
-  maxMs: number;
-  factor: number;
-  /** 0..1: the delay is drawn from [d*(1-jitter), d]. */
-  jitter: number;
-}
-
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 250, maxMs: 8000, factor: 2, jitter: 0.2 };
+/** The Redis cleanup's retry schedule: 250 ms doubling to 8 s, 20 % jitter. */
+export const REDIS_BACKOFF: BackoffOptions = { baseMs: 250, maxMs: 8000, factor: 2, jitter: 0.2 };
 
 /**
- * Delay before retry number `attempt` (0-based), never past the deadline: undefined when even a minimal
- * wait would not leave time for another try.
+ * Delay before retry number `failures` (1 = first retry), never past the deadline: undefined when even
+ * a minimal wait would not leave time for another try.
  */
-export function backoffDelay(attempt: number, remainingMs: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random: () => number = Math.random): number | undefined {
-  const base = Math.min(policy.maxMs, policy.initialMs * policy.factor ** Math.max(0, attempt));
-  const delay = Math.round(base * (1 - policy.jitter * random()));
+export function delayWithin(failures: number, remainingMs: number, options: BackoffOptions = REDIS_BACKOFF, random: () => number = Math.random): number | undefined {
   if (remainingMs <= 0) return undefined;
-  // Leave at least a quarter of the initial delay for the attempt itself.
-  if (remainingMs < policy.initialMs / 4) return undefined;
-  return Math.min(delay, Math.max(0, remainingMs - Math.ceil(policy.initialMs / 4)));
+  // Leave at least a quarter of the first delay for the attempt itself.
+  const slice = Math.ceil(options.baseMs / 4);
+  if (remainingMs < options.baseMs / 4) return undefined;
+  return Math.min(backoffDelay(failures, options, random), Math.max(0, remainingMs - slice));
 }
 
 /** One line, no newlines, secrets masked, bounded length: fit for a Job's termination message. */

@@ -215,7 +215,7 @@ t.test('everything else: image, scheduling, resources, gate, cleanup Job, select
   const objs = template(MODES.everything);
   const v = MODES.everything as any;
   t.same(args(objs), [
-    'controller', '--leader-elect', '--leader-election-namespace=$(POD_NAMESPACE)', '--http-port=8090', '--reconcilers=raycluster', '--workers=8',
+    'controller', '--leader-elect', '--lease-namespace=$(POD_NAMESPACE)', '--health-port=8090', '--reconcilers=raycluster', '--workers=8',
     '--cleanup-image=registry.example/raykeeper:cleanup', '--cleanup-cpu=500m', '--cleanup-memory=1Gi', '--cleanup-image-pull-policy=IfNotPresent',
     '--cleanup-image-pull-secrets=a,b', '--resync-period=300',
   ]);

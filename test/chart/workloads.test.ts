@@ -115,7 +115,7 @@ t.test('the controller container: every mode\'s args are accepted and it starts'
     const container: Container = find(template(values, { namespace: release.name }), 'Deployment', 'raykeeper-controller').spec.template.spec.containers[0];
     const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
     // $(VAR) in args is expanded by the kubelet from the container's env.
-    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--http-port=0', '--kubeconfig', kubeconfig, '--lease-name', `raykeeper-test-${name}`];
+    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--health-port=0', '--kubeconfig', kubeconfig, '--lease-name', `raykeeper-test-${name}`];
     const { match, stop } = await runUntil(t, args, env, /"watchNamespace":"([^"]+)","leaderElect":(true|false),"msg":"controller starting"/);
     stop();
     t.same([match[1], match[2]], [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController')], `${name}: started (${container.args.slice(1).join(' ')})`);
@@ -147,7 +147,7 @@ t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's toke
     await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
     const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];
     const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
-    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--http-port=0', '--kubeconfig', kubeconfig, '--lease-name', sa];
+    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--health-port=0', '--kubeconfig', kubeconfig, '--lease-name', sa];
     // Started reconcilers: caches synced (list/watch allowed) and the Lease taken (leader election allowed).
     const { match, stop } = await runUntil(t, args, env, /"controller":"(\w+)","workers":\d+,"msg":"reconciler started"/);
     stop();

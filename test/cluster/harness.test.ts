@@ -11,6 +11,7 @@ import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../l
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { KubeApiError, KubeClient } from '../../src/kube.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
+import { sleep } from '../../src/backoff.ts';
 
 // Child node processes without tap's coverage instrumentation (it only slows them down here).
 const plainEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
@@ -93,7 +94,7 @@ setInterval(() => {}, 1000);
   const gone = await waitForExit(allPids(info), 30_000);
   t.ok(gone, 'etcd, kube-apiserver and the watchdogs are gone after the owner was SIGKILLed');
   // The watchdog removes the directory a moment after the processes are gone.
-  for (let i = 0; i < 50 && existsSync(info.dir); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 50 && existsSync(info.dir); i++) await sleep(100);
   t.notOk(existsSync(info.dir), 'and the temporary directory');
 });
 

@@ -2,12 +2,12 @@
 // resolution and $(VAR) expansion, the command table.
 import t from 'tap';
 import {
-  decide,
+  decideJobRun,
   EnvResolutionError,
   type EnvLookups,
   expand,
   finishStatuses,
-  type Job,
+  type RunnerJob,
   k8sTime,
   localCommand,
   localPod,
@@ -17,15 +17,15 @@ import {
   DEADLINE_EXCEEDED,
 } from '../../localcluster/job-logic.ts';
 
-const job = (over: { spec?: Partial<Job['spec']>; status?: Job['status']; metadata?: Partial<Job['metadata']> } = {}): Job => ({
+const job = (over: { spec?: Partial<RunnerJob['spec']>; status?: RunnerJob['status']; metadata?: Partial<RunnerJob['metadata']> } = {}): RunnerJob => ({
   metadata: { name: 'j', namespace: 'ns', uid: 'job-uid', ...over.metadata },
   spec: { template: { metadata: { labels: { app: 'x' }, annotations: { note: 'n' } }, spec: { containers: [{ name: 'c', command: ['sh'] }] } }, ...over.spec },
   ...(over.status ? { status: over.status } : {}),
 });
 const cond = (type: string, status = 'True', reason = 'R', message = 'M') => ({ type, status, reason, message });
 
-t.test('decide: one row per situation', async (t) => {
-  const rows: Array<[string, Job, boolean, string]> = [
+t.test('decideJobRun: one row per situation', async (t) => {
+  const rows: Array<[string, RunnerJob, boolean, string]> = [
     ['new job', job(), false, 'start'],
     ['new job we already run (same uid)', job(), true, 'running'],
     ['started elsewhere: never rerun', job({ status: { startTime: '2026-01-01T00:00:00Z' } }), false, 'orphaned'],
@@ -39,12 +39,12 @@ t.test('decide: one row per situation', async (t) => {
     ['suspended, never started', job({ spec: { suspend: true } }), false, 'suspended'],
     ['deleting', job({ metadata: { deletionTimestamp: '2026-01-01T00:00:00Z' } }), true, 'deleting'],
   ];
-  for (const [name, j, here, kind] of rows) t.equal(decide(j, here).kind, kind, name);
+  for (const [name, j, here, kind] of rows) t.equal(decideJobRun(j, here).kind, kind, name);
 
-  const orphan = decide(job({ spec: { activeDeadlineSeconds: 10 }, status: { startTime: '2026-01-01T00:00:00Z' } }), false);
+  const orphan = decideJobRun(job({ spec: { activeDeadlineSeconds: 10 }, status: { startTime: '2026-01-01T00:00:00Z' } }), false);
   t.same(orphan, { kind: 'orphaned', deadlineAt: Date.parse('2026-01-01T00:00:10Z') }, 'an orphan keeps its deadline');
-  t.same(decide(job({ spec: { suspend: true }, status: { conditions: [cond('Suspended')] } }), false), { kind: 'suspended', markSuspended: false });
-  const finalize = decide(job({ status: { conditions: [cond('FailureTarget', 'True', 'DeadlineExceeded', 'late')] } }), false);
+  t.same(decideJobRun(job({ spec: { suspend: true }, status: { conditions: [cond('Suspended')] } }), false), { kind: 'suspended', markSuspended: false });
+  const finalize = decideJobRun(job({ status: { conditions: [cond('FailureTarget', 'True', 'DeadlineExceeded', 'late')] } }), false);
   t.same(finalize, { kind: 'finalize', outcome: { kind: 'failed', reason: 'DeadlineExceeded', message: 'late' } });
 });
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { pino } from 'pino';
 import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
-import type { Job } from '../../localcluster/job-logic.ts';
+import type { RunnerJob } from '../../localcluster/job-logic.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { MERGE_PATCH } from '../../src/kube.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
@@ -37,16 +37,16 @@ function jobSpec(name: string, command: string[], extra: { env?: unknown[]; spec
   };
 }
 
-async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<Job> {
-  return ns.kube.create<Job>({ ...JOBS, namespace: ns.name }, body);
+async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<RunnerJob> {
+  return ns.kube.create<RunnerJob>({ ...JOBS, namespace: ns.name }, body);
 }
 
-async function readJob(ns: TestNamespace, name: string): Promise<Job> {
-  return ns.kube.get<Job>({ ...JOBS, namespace: ns.name, name });
+async function readJob(ns: TestNamespace, name: string): Promise<RunnerJob> {
+  return ns.kube.get<RunnerJob>({ ...JOBS, namespace: ns.name, name });
 }
 
-async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<Job> {
-  return ns.kube.patch<Job>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
+async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<RunnerJob> {
+  return ns.kube.patch<RunnerJob>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
 }
 
 async function runner(t: { teardown(fn: () => unknown): void }, ns: TestNamespace, options: Partial<JobRunnerOptions> = {}): Promise<JobRunner> {
@@ -55,7 +55,7 @@ async function runner(t: { teardown(fn: () => unknown): void }, ns: TestNamespac
   return r;
 }
 
-const conditionTypes = (job: Job) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
+const conditionTypes = (job: RunnerJob) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
 
 t.test('exit 0: SuccessCriteriaMet + Complete, succeeded 1, start and completion times', async (t) => {
   const ns = await testNamespace(t);

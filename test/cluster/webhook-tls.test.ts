@@ -7,6 +7,7 @@ import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { JSON_PATCH, type KubeApiError } from '../../src/kube.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
+import { sleep } from '../../src/backoff.ts';
 
 interface Review {
   apiVersion: string;
@@ -73,7 +74,7 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
   let stored: { metadata: { annotations?: Record<string, string> } } | undefined;
   for (let i = 0; i < 100 && seen.length === 0; i++) {
     stored = await ns.kube.create(rayclusters, { ...cluster, metadata: { name: `rc-${i}` } });
-    if (seen.length === 0) await new Promise((r) => setTimeout(r, 100));
+    if (seen.length === 0) await sleep(100);
   }
   t.ok(seen.length > 0, 'the webhook was called over TLS');
   t.equal(seen[0]!.apiVersion, 'admission.k8s.io/v1');
@@ -92,7 +93,7 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
       () => undefined,
       (err: KubeApiError) => err,
     );
-    if (!refused) await new Promise((r) => setTimeout(r, 100));
+    if (!refused) await sleep(100);
   }
   t.ok(refused, 'a wrong caBundle makes the call fail (failurePolicy Fail refuses the object)');
   t.match(refused!.message, /certificate|x509|tls/i);

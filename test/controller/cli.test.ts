@@ -5,6 +5,10 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { defaultLeaseNamespace } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { argumentError, controllerUsage } from '../../controller/cli.ts';
+import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/names.ts';
 
 function raykeeper(...args: string[]) {
   return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' }, timeout: 60_000 });
@@ -25,6 +29,32 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const workers = raykeeper('controller', '--workers', '0');
   tt.equal(workers.status, 2);
   tt.match(workers.stderr, /--workers must be an integer >= 1/);
+});
+
+t.test('the removed aliases are unknown options that name the flag to use', async (tt) => {
+  const r = raykeeper('controller', '--http-port=8080');
+  tt.equal(r.status, 2);
+  tt.match(r.stderr, /^raykeeper controller: unknown option --http-port \(removed: use --health-port\)\n/);
+  const rows: Array<[string[], string]> = [
+    [['--http-port', '8080'], 'unknown option --http-port (removed: use --health-port)'],
+    [['--leader-election-namespace=ns'], 'unknown option --leader-election-namespace (removed: use --lease-namespace)'],
+    [['--no-such-flag=1'], 'unknown option --no-such-flag'],
+  ];
+  for (const [args, message] of rows) {
+    let thrown: unknown;
+    try {
+      parseArgs({ args, options: { 'health-port': { type: 'string' }, 'lease-namespace': { type: 'string' } }, strict: true });
+    } catch (err) {
+      thrown = err;
+    }
+    tt.equal(argumentError(thrown), message, args.join(' '));
+  }
+});
+
+t.test("the Dockerfile's EXPOSE lists the webhook's and the controller's default ports", async (tt) => {
+  const expose = /^EXPOSE\s+(.+)$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1]?.trim().split(/\s+/).map(Number);
+  tt.same(expose, [DEFAULT_WEBHOOK_PORT, DEFAULT_CONTROLLER_HEALTH_PORT]);
+  tt.match(controllerUsage(), `--health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT};`);
 });
 
 t.test('no cluster configured: exit 1, not a hang', async (tt) => {

@@ -10,8 +10,9 @@ import { FIELD_MANAGER, KubeClient } from '../../src/kube.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { FINALIZER, quiet, RAYCLUSTERS, rayCluster, until } from '../raycluster/harness.ts';
+import { FINALIZER, quiet, rayCluster, until } from '../raycluster/harness.ts';
 import { manifest } from '../rayjob/helpers/harness.ts';
+import { CONFIGMAPS, EVENTS, LEASES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 
 interface ManagedFields {
   manager?: string;
@@ -21,7 +22,6 @@ interface ManagedFields {
 }
 type WithManaged<T> = T & { metadata: { managedFields?: ManagedFields[] } };
 
-const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
 const TEST_MANAGER = 'raykeeper-field-manager-test';
 
 /** Managers whose entry owns `finalizer` in metadata.finalizers (a set: `v:"<name>"`). */
@@ -37,7 +37,7 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
   // What a client that names no field manager is recorded as.
   const anonymous = new KubeClient(ns.kubeConfig, { fieldManager: '' });
   tt.teardown(() => anonymous.close());
-  const probe = await anonymous.create<WithManaged<{ metadata: object }>>({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'probe' }, data: { k: 'v' } });
+  const probe = await anonymous.create<WithManaged<{ metadata: object }>>({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'probe' }, data: { k: 'v' } });
   const defaultManager = probe.metadata.managedFields?.[0]?.manager ?? '';
   tt.comment(`a write without fieldManager is recorded as ${JSON.stringify(defaultManager)}`);
   tt.ok(defaultManager !== '' && defaultManager !== FIELD_MANAGER, 'another name than raykeeper');
@@ -77,13 +77,13 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
   const made = await until(() => kube.get<WithManaged<RayCluster>>({ ...RAYCLUSTERS, namespace: ns.name, name: job.status?.rayClusterName ?? '' }).catch(() => undefined), "the RayJob's RayCluster");
   tt.same([...new Set((made.metadata.managedFields ?? []).filter((f) => !f.subresource).map((f) => f.manager))], [FIELD_MANAGER], 'the RayCluster made for the RayJob is raykeeper\'s');
 
-  const head = await until(async () => (await kube.list<WithManaged<{ metadata: { name: string } }>>({ version: 'v1', plural: 'pods', namespace: ns.name }, { labelSelector: `ray.io/cluster=${made.metadata.name},ray.io/node-type=head` })).items[0], 'the head pod the operator makes');
+  const head = await until(async () => (await kube.list<WithManaged<{ metadata: { name: string } }>>({ ...PODS, namespace: ns.name }, { labelSelector: `ray.io/cluster=${made.metadata.name},ray.io/node-type=head` })).items[0], 'the head pod the operator makes');
   tt.equal(head.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'the head pod is raykeeper\'s');
 
-  const event = await until(async () => (await kube.list<WithManaged<{ reason: string; metadata: object }>>({ version: 'v1', plural: 'events', namespace: ns.name })).items.find((e) => e.reason === 'CreatedRayCluster'), 'an Event');
+  const event = await until(async () => (await kube.list<WithManaged<{ reason: string; metadata: object }>>({ ...EVENTS, namespace: ns.name })).items.find((e) => e.reason === 'CreatedRayCluster'), 'an Event');
   tt.equal(event.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'Events are raykeeper\'s');
 
-  const lease = await kube.get<WithManaged<{ metadata: object }>>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'raykeeper-controller' });
+  const lease = await kube.get<WithManaged<{ metadata: object }>>({ ...LEASES, namespace: ns.name, name: 'raykeeper-controller' });
   tt.same([...new Set((lease.metadata.managedFields ?? []).map((f) => f.manager))], [FIELD_MANAGER], 'the Lease is raykeeper\'s');
 });
 
@@ -91,7 +91,7 @@ t.test('a fieldManager in the request wins over the client default', async (tt) 
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const cms = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  const cms = { ...CONFIGMAPS, namespace: ns.name };
   const mine = await kube.create<WithManaged<{ metadata: object }>>(cms, { metadata: { name: 'default' }, data: { k: 'v' } });
   tt.equal(mine.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'the default is raykeeper');
   const other = await kube.create<WithManaged<{ metadata: object }>>(cms, { metadata: { name: 'explicit' }, data: { k: 'v' } }, { query: { fieldManager: 'someone-else' } });

@@ -11,18 +11,18 @@ import { FinalizerPatchRejectedError } from '../../controller/runtime/finalizers
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
 import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
-import { addFinalizerPatch, EVENT_FINALIZER_PATCH_REJECTED } from '../../src/finalizer.ts';
+import { addFinalizerPatch } from '../../src/finalizer.ts';
+import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
 import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../src/kube.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
-import { env, events, FINALIZER, getCluster, quiet, RAYCLUSTERS, rayCluster, until, type Env } from '../raycluster/harness.ts';
+import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../raycluster/harness.ts';
 import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
+import { RAYCLUSTERS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../src/kube-resources.ts';
 
 const FROZEN_LABEL = 'raykeeper.test/frozen-finalizers';
 const SECRET = 'sup3r-secret-pw';
-const VAP = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicies' };
-const VAP_BINDING = { ...VAP, plural: 'validatingadmissionpolicybindings' };
 
 /**
  * A ValidatingAdmissionPolicy that refuses any change to the finalizers of RayClusters and RayJobs
@@ -32,7 +32,7 @@ const VAP_BINDING = { ...VAP, plural: 'validatingadmissionpolicybindings' };
 async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
   const name = `frozen-finalizers-${e.ns.name}`;
   const count = (side: string) => `(has(${side}.metadata.finalizers) ? size(${side}.metadata.finalizers) : 0)`;
-  await e.kube.create(VAP, {
+  await e.kube.create(VALIDATING_ADMISSION_POLICIES, {
     metadata: { name },
     spec: {
       failurePolicy: 'Fail',
@@ -46,7 +46,7 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
       ],
     },
   });
-  await e.kube.create(VAP_BINDING, {
+  await e.kube.create(VALIDATING_ADMISSION_POLICY_BINDINGS, {
     metadata: { name },
     spec: {
       policyName: name,
@@ -55,8 +55,8 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
     },
   });
   tt.teardown(async () => {
-    await e.kube.delete({ ...VAP_BINDING, name });
-    await e.kube.delete({ ...VAP, name });
+    await e.kube.delete({ ...VALIDATING_ADMISSION_POLICY_BINDINGS, name });
+    await e.kube.delete({ ...VALIDATING_ADMISSION_POLICIES, name });
   });
   // A probe the controllers ignore (no GCS FT): a dry-run finalizer change is refused once the policy is live.
   const probe = rayCluster('probe', '127.0.0.1:1');

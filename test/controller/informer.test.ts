@@ -2,7 +2,7 @@
 // real-API-server behaviour is covered by test/controller/runtime-apiserver.test.ts).
 import t from 'tap';
 import { Informer, type KubeObject, type ListFn, type WatchFn } from '../../controller/runtime/informer.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 
 interface OpenWatch {
   query: Record<string, string | boolean | undefined>;
@@ -229,10 +229,18 @@ t.test('stop: no error callbacks, no restarts', async (tt) => {
   await inf.waitForSync();
   await until(() => api.current !== undefined, 'watch');
   const w = api.current!;
+  // The control: a running informer with the same timings, whose watch ends too, restarts it.
+  const controlApi = new FakeApi();
+  const control = new Informer('control', { version: 'v1', plural: 'things' }, { watchFn: controlApi.watchFn, listFn: controlApi.listFn, timings: fast });
+  control.start();
+  tt.teardown(() => control.stop());
+  await control.waitForSync();
+  await until(() => controlApi.current !== undefined, 'the control watch');
   await inf.stop();
   tt.ok(w.aborted);
   w.onDone(new DOMException('aborted', 'AbortError'));
-  await sleep(30);
+  controlApi.current!.onDone(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+  await until(() => controlApi.watches.length === 2, 'the control to restart its watch');
   tt.same(errors, []);
   tt.equal(api.watches.length, 1);
   tt.equal(inf.healthy(1000), false, 'a stopped informer is not healthy');

@@ -1,6 +1,35 @@
 import t from 'tap';
-import { runWorkers, WorkQueue } from '../../controller/runtime/queue.ts';
-import { Backoff, backoffDelay, sleep } from '../../controller/runtime/backoff.ts';
+import { runWorkers, WorkQueue, type QueueTimers } from '../../controller/runtime/queue.ts';
+import { Backoff, backoffDelay, sleep } from '../../src/backoff.ts';
+
+/** Time that moves only when the test says: `advance` fires the timers that fall due, in order. */
+class FakeClock implements QueueTimers {
+  private at = 1_000_000;
+  private readonly timers = new Map<number, { due: number; fn: () => void }>();
+  private nextId = 0;
+  readonly now = (): number => this.at;
+  setTimer(fn: () => void, ms: number): number {
+    this.timers.set(++this.nextId, { due: this.at + ms, fn });
+    return this.nextId;
+  }
+  clearTimer(timer: unknown): void {
+    this.timers.delete(timer as number);
+  }
+  advance(ms: number): void {
+    const until = this.at + ms;
+    for (;;) {
+      const due = [...this.timers].filter(([, t]) => t.due <= until).sort((a, b) => a[1].due - b[1].due || a[0] - b[0])[0];
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.at = due[1].due;
+      due[1].fn();
+    }
+    this.at = until;
+  }
+}
+
+/** Resolves after every promise callback queued so far has run (a resolved get() would have landed). */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 t.test('dedup: a key added many times while waiting is handed out once', async (tt) => {
   const q = new WorkQueue();
@@ -22,10 +51,10 @@ t.test('one in flight per key: re-added while processing comes back only after d
   tt.equal(q.length, 0, 'parked, not ready, while in flight');
   let second: string | undefined;
   void q.get().then((k) => (second = k));
-  await sleep(10);
+  await settled();
   tt.equal(second, undefined, 'a second worker does not get the same key');
   q.done('k');
-  await sleep(0);
+  await settled();
   tt.equal(second, 'k', 'after done it is processed once more');
   q.done('k');
   tt.equal(q.length, 0);
@@ -53,7 +82,8 @@ t.test('concurrent workers never hold the same key at once', async (tt) => {
     q.add(`k${i % 5}`);
     if (i % 20 === 0) await sleep(1);
   }
-  await sleep(100);
+  // Every add is made; the workers are done when nothing is ready or in flight.
+  while (q.length > 0 || q.inFlight > 0) await sleep(1);
   q.shutdown();
   await Promise.all(workers);
   tt.equal(overlaps, 0);
@@ -61,15 +91,17 @@ t.test('concurrent workers never hold the same key at once', async (tt) => {
 });
 
 t.test('addAfter: delayed, and the earliest deadline wins', async (tt) => {
-  let now = 1_000_000;
-  const q = new WorkQueue({ now: () => now });
+  const clock = new FakeClock();
+  const q = new WorkQueue({ now: clock.now, timers: clock });
   q.addAfter('k', 200);
   q.addAfter('k', 20);
   q.addAfter('k', 500);
   tt.equal(q.delayedCount, 1);
   tt.equal(q.scheduledAt('k'), 1_000_020, 'the earliest schedule is kept');
+  clock.advance(19);
   tt.equal(q.length, 0, 'not ready before its time');
-  now += 1;
+  clock.advance(1);
+  tt.equal(q.length, 1, 'ready at its time');
   tt.equal(await q.get(), 'k', 'fires');
   tt.equal(q.delayedCount, 0);
   q.done('k');
@@ -101,7 +133,8 @@ t.test('jitter stays within [d*(1-j), d]', async (tt) => {
 });
 
 t.test('shutdown releases waiting workers and drain waits for in-flight keys', async (tt) => {
-  const q = new WorkQueue();
+  const clock = new FakeClock();
+  const q = new WorkQueue({ now: clock.now, timers: clock });
   const waiting = q.get();
   q.add('busy');
   tt.equal(await waiting, 'busy');
@@ -112,7 +145,8 @@ t.test('shutdown releases waiting workers and drain waits for in-flight keys', a
   tt.equal(q.length, 0, 'no adds after shutdown');
   let drained = false;
   const d = q.drain(1000).then((ok) => (drained = ok));
-  await sleep(10);
+  clock.advance(999);
+  await settled();
   tt.equal(drained, false, 'still in flight');
   q.done('busy');
   await d;
@@ -121,11 +155,14 @@ t.test('shutdown releases waiting workers and drain waits for in-flight keys', a
 });
 
 t.test('drain gives up after its timeout', async (tt) => {
-  const q = new WorkQueue();
+  const clock = new FakeClock();
+  const q = new WorkQueue({ now: clock.now, timers: clock });
   q.add('stuck');
   await q.get();
   q.shutdown();
-  tt.equal(await q.drain(20), false);
+  const drained = q.drain(20);
+  clock.advance(20);
+  tt.equal(await drained, false);
 });
 
 t.test('runWorkers: each key handled, a throw retried with backoff then forgotten, ends at shutdown', async (tt) => {

@@ -7,10 +7,11 @@ import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
 import { buildHealthServer } from '../../controller/runtime/server.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
+import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../src/kube-resources.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
 
@@ -28,7 +29,7 @@ t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace term
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  const cm = { ...CONFIGMAPS, namespace: ns.name };
   await kube.create(cm, { metadata: { name: 'a' }, data: { k: 'v' } });
   await kube.create(cm, { metadata: { name: 'a' } }).then(
     () => tt.fail('duplicate create must fail'),
@@ -51,7 +52,7 @@ t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace term
     () => tt.fail(),
     (err) => tt.ok(isNotFound(err)),
   );
-  await kube.delete({ version: 'v1', plural: 'namespaces', name: ns.name });
+  await kube.delete({ ...NAMESPACES, name: ns.name });
   await kube.create(cm, { metadata: { name: 'late' } }).then(
     () => tt.fail('no new objects in a terminating namespace'),
     (err) => tt.ok(isNamespaceTerminating(err), 'NamespaceTerminating recognised'),
@@ -66,11 +67,11 @@ t.test('informer against the API server: events, selectors, and a 410 relist', a
     await factory.stop();
     kube.close();
   });
-  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  const cm = { ...CONFIGMAPS, namespace: ns.name };
   await kube.create(cm, { metadata: { name: 'before', labels: { pick: 'yes' } } });
   await kube.create(cm, { metadata: { name: 'other', labels: { pick: 'no' } } });
-  const inf = factory.get({ version: 'v1', plural: 'configmaps', labelSelector: 'pick=yes' });
-  tt.equal(factory.get({ version: 'v1', plural: 'configmaps', labelSelector: 'pick=yes' }), inf, 'shared');
+  const inf = factory.get({ ...CONFIGMAPS, labelSelector: 'pick=yes' });
+  tt.equal(factory.get({ ...CONFIGMAPS, labelSelector: 'pick=yes' }), inf, 'shared');
   const seen: string[] = [];
   inf.on((type, obj) => seen.push(`${type}:${obj.metadata?.name}`));
   factory.start();
@@ -108,15 +109,31 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
     });
     return { ctl, done };
   };
+  const leaseRef = { ...LEASES, namespace: ns.name, name: 'lock' };
+  const renewTime = async () => (await kubes[2]!.get<{ spec: { renewTime?: string } }>(leaseRef)).spec.renewTime;
+  /** Resolves once the holder has renewed the Lease `times` more times (its renewTime moved on). */
+  const renewals = async (times: number) => {
+    let last = await renewTime();
+    for (let i = 0; i < times; i++) {
+      await until(async () => {
+        const now = await renewTime();
+        if (now === last) return false;
+        last = now;
+        return true;
+      }, `renewal ${i + 1} of ${times}`);
+    }
+  };
   const a = make(0);
   const b = make(1);
   const ra = run(a);
   await until(() => leading.has('r0'), 'r0 leads');
   const rb = run(b);
-  await sleep(1500);
+  // The control: r1 has read the Lease held by r0, and r0 renewed it twice since (r1 retried meanwhile).
+  await until(() => b.observedLeader === 'r0', 'r1 sees r0 holding the Lease');
+  await renewals(2);
   tt.same([...leading], ['r0'], 'only one leader while it renews');
   tt.equal(b.observedLeader, 'r0');
-  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock' });
+  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
   tt.equal(lease.spec.holderIdentity, 'r0');
   tt.equal(lease.spec.leaseDurationSeconds, 3);
 
@@ -133,13 +150,14 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   // r1 releases on shutdown; a third candidate takes over at its next retry, not after 3 s.
   const c = make(2);
   const rc = run(c);
-  await sleep(500);
+  await until(() => c.observedLeader === 'r1', 'r2 sees r1 holding the Lease');
+  await renewals(2);
   tt.notOk(leading.has('r2'), 'r2 waits while r1 holds the lease');
   rb.ctl.abort();
   await rb.done;
   tt.equal(await b.release(), true, 'released');
   await until(() => leading.has('r2'), 'r2 takes over after the release', 5000);
-  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock' });
+  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
   tt.equal(after.spec.holderIdentity, 'r2');
   tt.ok(after.spec.leaseTransitions >= 2);
   rc.ctl.abort();
@@ -164,7 +182,7 @@ t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
   });
   await until(() => started, 'leading');
   // Someone else overwrites the lease (e.g. an admin, or a replica that saw it expire).
-  const ref = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns.name, name: 'lock2' };
+  const ref = { ...LEASES, namespace: ns.name, name: 'lock2' };
   const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
   await kube.replace(ref, { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') } });
   await done;
@@ -176,7 +194,7 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'target' } });
+  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'target' } });
   const rec = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'i1', logger: quiet });
   const obj = { ...cm, apiVersion: 'v1', kind: 'ConfigMap' };
   rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
@@ -184,7 +202,7 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
   rec.event(obj, 'Normal', 'Other', 'different');
   await rec.flush();
-  const events = (await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({ version: 'v1', plural: 'events', namespace: ns.name })).items;
+  const events = (await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({ ...EVENTS, namespace: ns.name })).items;
   const broke = events.filter((e) => e.reason === 'SomethingBroke');
   tt.equal(broke.length, 1, 'deduplicated');
   tt.equal(broke[0]!.count, 2);
@@ -199,7 +217,7 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   const ns = await testNamespace(tt);
   const metrics = createMetricsRegistry();
   const manager = new Manager({ kubeConfig: ns.kubeConfig, logger: quiet, metrics, watchNamespace: ns.name });
-  const inf = manager.informers.get({ version: 'v1', plural: 'configmaps' });
+  const inf = manager.informers.get(CONFIGMAPS);
   const keys: string[] = [];
   manager.add({ name: 'probe', reconciler: { reconcile: async (key) => void keys.push(key) }, watches: [{ informer: inf }] });
   const app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics });
@@ -212,7 +230,7 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   });
   await until(async () => (await app.inject({ url: '/readyz' })).statusCode === 200, 'ready');
   tt.equal((await app.inject({ url: '/healthz' })).statusCode, 200);
-  await new KubeClient(ns.kubeConfig).create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'ping' } });
+  await new KubeClient(ns.kubeConfig).create({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'ping' } });
   await until(() => keys.includes(`${ns.name}/ping`), 'reconciled');
   const text = (await app.inject({ url: '/metrics' })).body;
   tt.match(text, /raykeeper_controller_reconcile_total\{controller="probe",result="success"\} \d+/);

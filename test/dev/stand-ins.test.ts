@@ -5,6 +5,7 @@ import { routeOf } from '../../localcluster/dashboard-proxy.ts';
 import { orphaned, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
 import type { OwnerReference } from '../../src/types.ts';
 import { env, quiet, until } from '../raycluster/harness.ts';
+import { CONFIGMAPS, JOBS, SERVICES } from '../../src/kube-resources.ts';
 
 t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<rest>', async (tt) => {
   const ports = (ns: string, c: string) => (ns === 'default' && c === 'rayjob-sample-x' ? 41000 : undefined);
@@ -46,21 +47,21 @@ t.test('the owner garbage collector on the real kube-apiserver: dependents of a 
   const ns = e.ns.name;
   const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
   tt.teardown(() => gc.stop());
-  const JOBS = { group: 'batch', version: 'v1', plural: 'jobs', namespace: ns } as const;
-  const SERVICES = { version: 'v1', plural: 'services', namespace: ns } as const;
-  const CONFIGMAPS = { version: 'v1', plural: 'configmaps', namespace: ns } as const;
-  const owner = await e.kube.create<{ metadata: { name: string; uid: string } }>(JOBS, {
+  const jobs = { ...JOBS, namespace: ns } as const;
+  const services = { ...SERVICES, namespace: ns } as const;
+  const configMaps = { ...CONFIGMAPS, namespace: ns } as const;
+  const owner = await e.kube.create<{ metadata: { name: string; uid: string } }>(jobs, {
     metadata: { name: 'owner' },
     spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
   });
-  const other = await e.kube.create<{ metadata: { name: string; uid: string } }>(CONFIGMAPS, { metadata: { name: 'not-an-owner-kind' } });
+  const other = await e.kube.create<{ metadata: { name: string; uid: string } }>(configMaps, { metadata: { name: 'not-an-owner-kind' } });
   const svc = (name: string, ref: OwnerReference) => ({ metadata: { name, ownerReferences: [ref] }, spec: { ports: [{ port: 80 }] } });
-  await e.kube.create(SERVICES, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid }));
-  await e.kube.create(SERVICES, svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name, uid: 'gone-but-unknown-kind' }));
-  await e.kube.create(SERVICES, svc('owner-already-gone', { apiVersion: 'batch/v1', kind: 'Job', name: 'never-was', uid: 'no-such-uid' }));
-  await until(async () => !(await e.kube.getOrUndefined({ ...SERVICES, name: 'owner-already-gone' })), 'a dependent whose owner never existed to be collected', 30_000);
-  tt.ok(await e.kube.getOrUndefined({ ...SERVICES, name: 'owned-by-job' }), 'a dependent of a live owner stays');
-  await e.kube.delete({ ...JOBS, name: 'owner' }, { propagationPolicy: 'Background' });
-  await until(async () => !(await e.kube.getOrUndefined({ ...SERVICES, name: 'owned-by-job' })), 'the deleted Job\'s Service to be collected', 30_000);
-  tt.ok(await e.kube.getOrUndefined({ ...SERVICES, name: 'owned-by-configmap' }), 'an owner of a kind the collector does not know keeps its dependent');
+  await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid }));
+  await e.kube.create(services, svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name, uid: 'gone-but-unknown-kind' }));
+  await e.kube.create(services, svc('owner-already-gone', { apiVersion: 'batch/v1', kind: 'Job', name: 'never-was', uid: 'no-such-uid' }));
+  await until(async () => !(await e.kube.getOrUndefined({ ...services, name: 'owner-already-gone' })), 'a dependent whose owner never existed to be collected', 30_000);
+  tt.ok(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' }), 'a dependent of a live owner stays');
+  await e.kube.delete({ ...jobs, name: 'owner' }, { propagationPolicy: 'Background' });
+  await until(async () => !(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' })), 'the deleted Job\'s Service to be collected', 30_000);
+  tt.ok(await e.kube.getOrUndefined({ ...services, name: 'owned-by-configmap' }), 'an owner of a kind the collector does not know keeps its dependent');
 });

@@ -1,7 +1,7 @@
 // The seed's manual test, automated, on the real kube-apiserver: our webhook registered through our
 // MutatingWebhookConfiguration (url https://127.0.0.1:PORT, caBundle from our certs), `raykeeper
 // controller` as a child process, a real password-protected redis-server, and the job runner that stands in
-// for the kubelet. Issue 4 steps 1-4.
+// for the kubelet: create, defaults, delete, Redis cleaned, finalizer gone.
 import t, { type Test } from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { writeBundle } from '../../certs/files.ts';
@@ -12,12 +12,12 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { runWebhook } from '../../webhook/main.ts';
-import { controllerChild, createCluster, env, getCluster, jobRunner, quiet, RAYCLUSTERS, rayKeys, redis, seedRay, until, type Env } from '../raycluster/harness.ts';
+import { controllerChild, createCluster, env, getCluster, jobRunner, quiet, rayKeys, redis, seedRay, until, type Env } from '../raycluster/harness.ts';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { JOBS, MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../src/kube-resources.ts';
 
-const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
 const PASSWORD = 'e2e-s3cret-pw';
 
 /** Our webhook over HTTPS on loopback, registered for this test's namespace only (the API server is shared). */
@@ -40,7 +40,7 @@ async function registerWebhook(tt: Test, e: Env): Promise<void> {
   });
   await applyObject(e.ns.kube, config);
   tt.teardown(async () => {
-    await e.kube.delete({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name }).catch(() => {});
+    await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
     stop();
   });
 }
@@ -60,7 +60,7 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   const e = await env(t);
   const { server, client } = await redis(t, { password: PASSWORD });
   const address = `${server.host}:${server.port}`;
-  await e.kube.create({ version: 'v1', plural: 'secrets', namespace: e.ns.name }, {
+  await e.kube.create({ ...SECRETS, namespace: e.ns.name }, {
     metadata: { name: 'redis-password-secret' },
     stringData: { password: PASSWORD },
   });
@@ -103,7 +103,7 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.same(await rayKeys(client, nsAnnotated!), [...annotatedKeys].sort(), 'the other cluster data is intact');
   t.equal(await client.get('unrelated'), 'x');
   t.equal(optionsKeys.length, 5);
-  const job = await e.kube.getOrUndefined<{ status?: { conditions?: Array<{ type: string; status: string }> }; spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } } }>({ group: 'batch', version: 'v1', plural: 'jobs', namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
+  const job = await e.kube.getOrUndefined<{ status?: { conditions?: Array<{ type: string; status: string }> }; spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } } }>({ ...JOBS, namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
   t.ok(job?.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'), 'the cleanup Job completed');
   const pw = job?.spec.template.spec.containers[0]?.env?.find((x) => x.name === 'REDIS_PASSWORD');
   t.same(pw?.valueFrom, { secretKeyRef: { name: 'redis-password-secret', key: 'password' } }, 'the password reaches the Job only by secretKeyRef');

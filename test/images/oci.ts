@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sleep } from '../../src/backoff.ts';
 
 export interface Descriptor {
   mediaType: string;
@@ -208,7 +209,7 @@ export async function waitRunning(c: Container): Promise<void> {
       const r = await c.done;
       throw new Error(`${c.id} ended (exit ${r.code}) before running: ${r.stderr}`);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 

@@ -1,6 +1,6 @@
 // raykeeper beside KubeRay's REAL operator (ray-operator v1.6.2 built from the Go module proxy by
 // tools/build-kuberay.sh), both against one real kube-apiserver with KubeRay's CRDs, KubeRay out of
-// cluster as platform.md describes. Re-measures issue 12's behaviour table:
+// cluster as platform.md describes. Measures README's "Beside KubeRay" table:
 // - companion mode (KubeRay's cleanup off): detected from KubeRay's Lease; exactly one cleanup Job per
 //   cluster, made by us, Redis data gone; RayJob status written only by KubeRay (never `New`); no
 //   "Reconciler error" in KubeRay's log;
@@ -12,7 +12,7 @@ import { Watch } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
-import { EVENT_KUBERAY_CLEANUP_ENABLED, KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
+import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
 import type { KubeClient } from '../../src/kube.ts';
@@ -21,10 +21,9 @@ import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
 import { rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator, type ManagedFieldsEntry } from './helpers.ts';
+import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
 
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
 const missing = missingKubeRay();
@@ -56,7 +55,7 @@ async function ours(cp: ControlPlane, namespace: string, companion: CompanionSet
 }
 
 async function namespace(kube: KubeClient, name: string): Promise<string> {
-  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name } });
+  await kube.create(NAMESPACES, { metadata: { name } });
   return name;
 }
 
@@ -83,7 +82,7 @@ async function record<T>(t: Tap, cp: ControlPlane, path: string): Promise<Array<
 type Tap = { teardown(fn: () => unknown): void };
 
 async function leaseHeld(kube: KubeClient, ns: string): Promise<boolean> {
-  const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: ns, name: KUBERAY_LEASE_NAME });
+  const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ ...LEASES, namespace: ns, name: KUBERAY_LEASE_NAME });
   return lease !== undefined && leaseIsHeld(lease, Date.now());
 }
 
@@ -114,7 +113,7 @@ t.test('beside KubeRay v1.6.2 (the real operator)', { skip: missing && !process.
   };
   /** KubeRay's head pod for a cluster: KubeRay reconciles it. */
   const headPodOf = (ns: string, cluster: string) =>
-    until(async () => (await kube.list({ version: 'v1', plural: 'pods', namespace: ns }, { labelSelector: `ray.io/cluster=${cluster}` })).items.length > 0, `KubeRay's head pod of ${cluster}`);
+    until(async () => (await kube.list({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${cluster}` })).items.length > 0, `KubeRay's head pod of ${cluster}`);
 
   await t.test('companion mode (KubeRay cleanup off): detected; one cleanup Job, ours; RayJob status only from KubeRay', async (t) => {
     const ns = await namespace(kube, 'companion');
@@ -199,7 +198,7 @@ t.test('beside KubeRay v1.6.2 (the real operator)', { skip: missing && !process.
     const second = await ours(cp, ns, 'auto');
     controllers.push(second.controller);
     const warning = await until(async () => {
-      const events = (await kube.list<{ reason: string; type: string; message: string; involvedObject: { name: string } }>({ version: 'v1', plural: 'events', namespace: ns })).items;
+      const events = (await kube.list<{ reason: string; type: string; message: string; involvedObject: { name: string } }>({ ...EVENTS, namespace: ns })).items;
       return events.find((e) => e.reason === EVENT_KUBERAY_CLEANUP_ENABLED && e.involvedObject.name === 'both');
     }, 'the Warning on the RayCluster');
     t.equal(warning.type, 'Warning');

@@ -1,7 +1,8 @@
 // When the cleanup cannot succeed, the deletion still ends, and an admin is told what was left where.
 import t from 'tap';
 import { createServer } from 'node:net';
-import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, JOBS, jobRunner, listJobs, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { JOBS, NAMESPACES, RAYCLUSTERS, SECRETS } from '../../src/kube-resources.ts';
 
 async function closedPort(): Promise<number> {
   const srv = createServer();
@@ -56,7 +57,7 @@ t.test('namespace terminating (kuberay #3388): the controller cleans up itself w
   const e = await env(tt);
   const { server, client } = await redis(tt, { password: 'pw-in-a-secret' });
   await controllerInProcess(tt, e);
-  await e.kube.create({ version: 'v1', plural: 'secrets', namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'pw-in-a-secret' } });
+  await e.kube.create({ ...SECRETS, namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'pw-in-a-secret' } });
   const c = await createCluster(
     e,
     rayCluster('nsgone', `127.0.0.1:${server.port}`, {
@@ -67,7 +68,7 @@ t.test('namespace terminating (kuberay #3388): the controller cleans up itself w
   await seedRay(client, c.metadata.uid!);
   await seedRay(client, 'neighbour');
   // The namespace is deleted; the namespace controller (absent here) would then delete the cluster.
-  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...NAMESPACES, name: e.ns.name });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'nsgone' });
   await until(async () => (await getCluster(e, 'nsgone')) === undefined, 'the finalizer is released', 60_000);
   tt.same(await rayKeys(client, c.metadata.uid!), [], 'cleaned by the controller itself');
@@ -88,7 +89,7 @@ t.test('namespace terminating and a credential the controller cannot resolve: bl
     }),
   );
   await seedRay(client, c.metadata.uid!);
-  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...NAMESPACES, name: e.ns.name });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'nsblocked' });
   await until(async () => (await getCluster(e, 'nsblocked')) === undefined, 'released at the timeout', 30_000);
   tt.equal((await rayKeys(client, c.metadata.uid!)).length, 5, 'nothing could be cleaned');

@@ -1,7 +1,8 @@
 // The RayCluster reconciler end to end on the real API server, with the test job runner running
 // `raykeeper redis-cleanup` against a real redis-server.
 import t from 'tap';
-import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
   const e = await env(tt);
@@ -32,7 +33,7 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
   tt.same(await rayKeys(client, created.metadata.uid!), [], "this cluster's GCS data is gone from Redis");
   tt.same(await rayKeys(client, 'some-other-cluster'), theirs.sort(), "another cluster's data is intact");
   tt.ok(ours.length > 0);
-  const pods = (await e.kube.list({ version: 'v1', plural: 'pods', namespace: e.ns.name })).items;
+  const pods = (await e.kube.list({ ...PODS, namespace: e.ns.name })).items;
   tt.equal(pods.length, 0, 'head and worker pods were deleted before the cleanup');
   const jobs = await listJobs(e);
   tt.equal(jobs.length, 1, 'exactly one cleanup Job');
@@ -53,23 +54,25 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   const e = await env(tt);
   const { server, client } = await redis(tt);
   await jobRunner(tt, e);
-  await controllerInProcess(tt, e);
+  const controller = await controllerInProcess(tt, e);
   const created = await createCluster(e, rayCluster('slowhead', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
   await seedRay(client, created.metadata.uid!);
   // A scheduled head pod: without a kubelet it stays Terminating after DELETE (grace period).
   await createPods(e, created, { headNodeName: 'node-1' });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'slowhead' });
   const head = await until(async () => {
-    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({ version: 'v1', plural: 'pods', namespace: e.ns.name, name: 'slowhead-head' });
+    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({ ...PODS, namespace: e.ns.name, name: 'slowhead-head' });
     return p?.metadata.deletionTimestamp ? p : undefined;
   }, 'the head pod is being deleted');
   tt.ok(head);
-  // Meanwhile no Job: GCS could still be writing.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Meanwhile no Job: GCS could still be writing. The control: the controller has seen the terminating
+  // head and decided to wait for it.
+  const waits = async () => metricValue(await controller.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'), 'raykeeper_raycluster_actions_total', 'action="waitForHeadGone"') ?? 0;
+  await until(async () => (await waits()) >= 1, 'the controller to decide to wait for the head pod');
   tt.equal((await listJobs(e)).length, 0, 'no cleanup while a head pod exists');
   tt.ok(await getCluster(e, 'slowhead'), 'cluster still there');
   // The "kubelet" finishes the pod.
-  await e.kube.delete({ version: 'v1', plural: 'pods', namespace: e.ns.name, name: 'slowhead-head' }, { gracePeriodSeconds: 0 });
+  await e.kube.delete({ ...PODS, namespace: e.ns.name, name: 'slowhead-head' }, { gracePeriodSeconds: 0 });
   await until(async () => (await getCluster(e, 'slowhead')) === undefined, 'cluster gone after the cleanup', 60_000);
   tt.same(await rayKeys(client, created.metadata.uid!), []);
   tt.equal((await listJobs(e)).length, 1);

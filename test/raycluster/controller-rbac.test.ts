@@ -12,7 +12,8 @@ import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { KubeClient } from '../../src/kube.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
-import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';
+import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';
+import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../src/kube-resources.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -35,7 +36,7 @@ async function controllerIdentity(tt: Test, e: Env): Promise<KubeConfig> {
   const id = `raykeeper-controller-${e.ns.name}`;
   const subject = [{ kind: 'ServiceAccount', name: sa, namespace: e.ns.name }];
   const rbac = (plural: string, namespaced = false) => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, namespace: namespaced ? e.ns.name : undefined });
-  await e.kube.create({ version: 'v1', plural: 'serviceaccounts', namespace: e.ns.name }, { metadata: { name: sa } });
+  await e.kube.create({ ...SERVICEACCOUNTS, namespace: e.ns.name }, { metadata: { name: sa } });
   await e.kube.create(rbac('clusterroles'), { metadata: { name: id }, rules: cluster });
   await e.kube.create(rbac('clusterrolebindings'), { metadata: { name: id }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: id }, subjects: subject });
   await e.kube.create(rbac('roles', true), { metadata: { name: 'leader-election' }, rules: leases });
@@ -58,7 +59,7 @@ t.test('with only the shipped RBAC: finalizer, pods, Job, events, Lease, release
   // Sanity: the identity really is restricted.
   const restricted = new KubeClient(kc);
   tt.teardown(() => restricted.close());
-  const forbidden = await restricted.get({ version: 'v1', plural: 'secrets', namespace: e.ns.name }).then(
+  const forbidden = await restricted.get({ ...SECRETS, namespace: e.ns.name }).then(
     () => false,
     (err: { statusCode?: number }) => err.statusCode === 403,
   );
@@ -95,7 +96,7 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   const e = await env(tt);
   const { server, client } = await redis(tt, { password: 'hidden' });
   const kc = await controllerIdentity(tt, e);
-  await e.kube.create({ version: 'v1', plural: 'secrets', namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'hidden' } });
+  await e.kube.create({ ...SECRETS, namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'hidden' } });
   const c = await startController({ kubeConfig: kc, watchNamespace: e.ns.name, modules: [rayClusterModule], moduleFlags: {}, env: {}, logger: quiet });
   tt.teardown(() => c.stop());
   const created = await createCluster(
@@ -107,7 +108,7 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
     }),
   );
   await seedRay(client, created.metadata.uid!);
-  await e.kube.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+  await e.kube.delete({ ...NAMESPACES, name: e.ns.name });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'forbidden' });
   await until(async () => (await getCluster(e, 'forbidden')) === undefined, 'released at the timeout', 30_000);
   tt.equal((await rayKeys(client, created.metadata.uid!)).length, 5, 'not cleaned: the password was out of reach');

@@ -1,7 +1,8 @@
 // `raykeeper controller` as real child processes: killed mid-way and restarted, and two replicas with
 // leader election.
 import t from 'tap';
-import { controllerChild, createCluster, env, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, RAYCLUSTERS, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { controllerChild, createCluster, env, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import { LEASES, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 t.test('controller killed after creating the Job, restarted twice: exactly one Job, finalizer released once cleaned', async (tt) => {
   const e = await env(tt);
@@ -42,7 +43,7 @@ t.test('two replicas: only the leader reconciles; the standby takes over when th
   const { server, client } = await redis(tt);
   const flags = (id: string) => ['--leader-elect', '--lease-namespace', e.ns.name, '--lease-name', 'rk', '--identity', id, '--lease-duration', '3', '--renew-deadline', '2', '--retry-period', '0.4'];
   const replicas = { one: await controllerChild(tt, e, flags('one')), two: await controllerChild(tt, e, flags('two')) };
-  const leaseRef = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: e.ns.name, name: 'rk' };
+  const leaseRef = { ...LEASES, namespace: e.ns.name, name: 'rk' };
   const holder = async () => (await e.kube.getOrUndefined<Lease>(leaseRef))?.spec.holderIdentity ?? undefined;
   const first = (await until(holder, 'a leader')) as 'one' | 'two';
   const second = first === 'one' ? 'two' : 'one';

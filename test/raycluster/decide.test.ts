@@ -1,12 +1,12 @@
 import t, { type Test } from 'tap';
-import { decide, deletionDeadlineMs, HEAD_POD_WAIT_MS, JOB_WAIT_MS, type Decision, type DecideInput } from '../../src/raycluster/decide.ts';
+import { decideRayClusterCleanup, deletionDeadlineMs, HEAD_POD_WAIT_MS, JOB_WAIT_MS, type RayClusterCleanupDecision, type RayClusterCleanupInput } from '../../src/raycluster/decide.ts';
 import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
 
 interface Row {
   name: string;
-  input: Partial<DecideInput> & Pick<DecideInput, 'cluster'>;
-  action: Decision['action'];
-  check?: (d: Decision, tt: Test) => void;
+  input: Partial<RayClusterCleanupInput> & Pick<RayClusterCleanupInput, 'cluster'>;
+  action: RayClusterCleanupDecision['action'];
+  check?: (d: RayClusterCleanupDecision, tt: Test) => void;
 }
 
 const S = 1000;
@@ -188,7 +188,7 @@ const rows: Row[] = [
 
 for (const row of rows) {
   t.test(row.name, async (tt) => {
-    const d = decide({ pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input });
+    const d = decideRayClusterCleanup({ pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input });
     tt.equal(d.action, row.action, JSON.stringify(d));
     row.check?.(d, tt);
   });
@@ -202,6 +202,6 @@ t.test('deadline = deletionTimestamp + timeout', async (tt) => {
 t.test('the decision never depends on anything but its input (same input, same answer)', async (tt) => {
   for (const row of rows) {
     const input = { pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input };
-    tt.same(decide(structuredClone(input)), decide(structuredClone(input)), row.name);
+    tt.same(decideRayClusterCleanup(structuredClone(input)), decideRayClusterCleanup(structuredClone(input)), row.name);
   }
 });

@@ -3,7 +3,7 @@ import t from 'tap';
 import { plan, unsupportedFields, type PlanInput } from '../../src/raycluster/desired.ts';
 import { Expectations } from '../../src/raycluster/expectations.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
-import { computeStatus, desiredReplicas, statusChanged, type Condition } from '../../src/raycluster/status.ts';
+import { computeStatus, desiredReplicas, rayClusterStatusChanged, type Condition } from '../../src/raycluster/status.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { RayCluster } from '../../src/types.ts';
 
@@ -106,9 +106,9 @@ t.test('status: provisioning, ready, head info, suspend transitions, written onl
   t.match(s1.conditions?.find((x: Condition) => x.type === 'HeadPodReady'), { status: 'True', reason: 'HeadPodRunningAndReady' });
   t.match(s1.conditions?.find((x: Condition) => x.type === 'RayClusterProvisioned'), { status: 'True', reason: 'AllPodRunningAndReadyFirstTime', lastTransitionTime: '2026-12-01T08:00:01Z' });
   t.ok(s1.stateTransitionTimes?.ready);
-  t.ok(statusChanged(s0, s1));
+  t.ok(rayClusterStatusChanged(s0, s1));
   const s2 = computeStatus({ cluster: { ...c, status: s1 }, pods: running, services: [svc], now: now + 5000 });
-  t.notOk(statusChanged(s1, s2), 'same world, no write (lastUpdateTime does not count)');
+  t.notOk(rayClusterStatusChanged(s1, s2), 'same world, no write (lastUpdateTime does not count)');
   t.equal(s2.lastUpdateTime, s1.lastUpdateTime);
   const failed = computeStatus({ cluster: { ...c, status: s1 }, pods: running, services: [svc], failure: { reason: 'FailedCreateWorkerPod', message: 'quota' }, now });
   t.match(failed.conditions?.find((x: Condition) => x.type === 'ReplicaFailure'), { status: 'True', reason: 'FailedCreateWorkerPod' });

@@ -1,7 +1,7 @@
 // Builders for RayCluster / Pod / Job objects used by the raycluster tests.
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
-import type { Job } from '../../src/raycluster/job.ts';
+import type { BatchJob } from '../../src/types.ts';
 import type { PodLite } from '../../src/raycluster/decide.ts';
 
 export const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -55,8 +55,8 @@ export function pod(name: string, type: 'head' | 'worker' | 'redis-cleanup', del
   };
 }
 
-export function job(opts: { ownerUid?: string; condition?: 'Complete' | 'Failed' | 'FailureTarget' | 'SuccessCriteriaMet'; reason?: string; message?: string; deleting?: boolean } = {}): Job {
-  const j: Job = {
+export function job(opts: { ownerUid?: string; condition?: 'Complete' | 'Failed' | 'FailureTarget' | 'SuccessCriteriaMet'; reason?: string; message?: string; deleting?: boolean } = {}): BatchJob {
+  const j: BatchJob = {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {

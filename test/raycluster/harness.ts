@@ -7,7 +7,7 @@ import type { Test } from 'tap';
 import { KubeClient } from '../../src/kube.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { sleep } from '../../controller/runtime/backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
@@ -15,10 +15,9 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kubeconfigFile, testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
+import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
 
 export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 60_000, every = 100): Promise<NonNullable<T>> {
@@ -103,7 +102,7 @@ export async function createPods(e: Env, cluster: RayCluster, opts: { headNodeNa
   for (const [suffix, type] of [['head', 'head'], ['worker-w-0', 'worker']] as const) {
     const spec: Record<string, unknown> = { containers: [{ name: 'ray', image: 'rayproject/ray:2.40.0' }] };
     if (type === 'head' && opts.headNodeName) spec.nodeName = opts.headNodeName;
-    await e.kube.create({ version: 'v1', plural: 'pods', namespace: e.ns.name }, {
+    await e.kube.create({ ...PODS, namespace: e.ns.name }, {
       metadata: { name: `${cluster.metadata.name}-${suffix}`, labels: { 'ray.io/cluster': cluster.metadata.name!, 'ray.io/node-type': type }, ownerReferences: [owner] },
       spec,
     });
@@ -123,7 +122,7 @@ export interface EventLite {
 }
 
 export async function events(e: Env, reason?: string): Promise<EventLite[]> {
-  const items = (await e.kube.list<EventLite>({ version: 'v1', plural: 'events', namespace: e.ns.name })).items;
+  const items = (await e.kube.list<EventLite>({ ...EVENTS, namespace: e.ns.name })).items;
   return reason ? items.filter((x) => x.reason === reason) : items;
 }
 

@@ -172,7 +172,7 @@ t.test('resources: defaults, flags, annotations, KubeRay fallback names, invalid
   tt.equal(bad.problems.length, 2);
 });
 
-t.test('the Job: shape the issue asks for', async (tt) => {
+t.test('the Job: its shape', async (tt) => {
   const c = cluster({ deletedAt: T0, annotations: { 'raykeeper.io/redis-cleanup-memory': '256Mi' } });
   c.spec!.headGroupSpec!.template!.spec!.tolerations = [{ key: 'ray', operator: 'Exists' }];
   c.spec!.headGroupSpec!.template!.spec!.affinity = { podAntiAffinity: {} };

@@ -14,10 +14,10 @@ import type { Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { env, events, getCluster, quiet, RAYCLUSTERS, until, type Env } from './harness.ts';
+import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
+import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 
-const PODS = { version: 'v1', plural: 'pods' } as const;
 
 async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
   const c = await startController({
@@ -71,7 +71,7 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   tt.equal(rayEnv(worker).get('RAY_ADDRESS')?.value, `raycluster-kuberay-head-svc.${e.ns.name}.svc.cluster.local:6379`);
   tt.equal(worker.spec!.initContainers?.[0]?.name, 'wait-gcs-ready');
 
-  const svc = await until(() => e.kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }), 'head Service');
+  const svc = await until(() => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }), 'head Service');
   tt.equal(svc.spec!.clusterIP, 'None');
   tt.same(svc.spec!.ports!.map((p) => [p.name, p.port]), [['client', 10001], ['dashboard', 8265], ['gcs-server', 6379], ['metrics', 8080]]);
   tt.same(svc.spec!.selector, { 'ray.io/cluster': 'raycluster-kuberay', 'ray.io/node-type': 'head', 'ray.io/identifier': 'raycluster-kuberay-head', 'app.kubernetes.io/name': 'kuberay', 'app.kubernetes.io/created-by': 'raykeeper' });
@@ -170,7 +170,7 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   tt.notOk(JSON.stringify(head).includes('5241590000000000'), 'no password value anywhere in the pod');
   const worker = await until(async () => (await pods(e, 'ray.io/node-type=worker'))[0], 'worker pod');
   tt.equal(rayEnv(worker).get('RAY_gcs_rpc_server_reconnect_timeout_s')?.value, '600');
-  const svc = await until(() => e.kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }), 'head Service');
+  const svc = await until(() => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }), 'head Service');
   tt.same(svc.spec!.ports!.map((p) => p.name), ['client', 'dashboard', 'gcs', 'metrics']);
 
   // The head dies: its successor writes to the same storage namespace (what GCS FT is for).

@@ -17,6 +17,7 @@ import { buildHeadService, type Service } from '../../src/raycluster/service.ts'
 import type { RayCluster } from '../../src/types.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 
 const VERSION = 'v1.6.2';
 
@@ -83,7 +84,7 @@ if ('missing' in where) {
     const kube = new KubeClient(cp.kubeConfig());
     t.teardown(() => kube.close());
     const ns = 'oracle';
-    await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+    await kube.create(NAMESPACES, { metadata: { name: ns } });
     const op = spawn(where.bin, ['--metrics-addr=0', '--health-probe-bind-address=0', '--enable-leader-election=false', `--watch-namespace=${ns}`, '--log-stdout-encoder=console'], {
       env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -104,17 +105,17 @@ if ('missing' in where) {
     multi.metadata.name = 'multi-host';
     (multi.spec!.workerGroupSpecs![0] as WorkerGroupSpec).numOfHosts = 2;
     const samples = [kuberaySample(), gcsFt, withCmd, multi];
-    for (const c of samples) await kube.create({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns }, c);
+    for (const c of samples) await kube.create({ ...RAYCLUSTERS, namespace: ns }, c);
 
     for (const sample of samples) {
       const name = sample.metadata.name!;
       const theirs = await until(async () => {
         if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
-        const ps = (await kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
+        const ps = (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
         return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') && ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker') ? ps : undefined;
       }, `KubeRay's pods of ${name}`, 90_000, 500);
       // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
-      const stored = await kube.get<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns, name });
+      const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
       const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
       const worker = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
       const group = stored.spec!.workerGroupSpecs![0] as WorkerGroupSpec;
@@ -123,10 +124,10 @@ if ('missing' in where) {
       t.same(view(buildWorkerPod(stored, group, index)), view(worker), `${name}: worker pod`);
       t.match(head.metadata.generateName, `${name}-head-`, 'KubeRay: generated head name (ours is the deterministic one, README)');
       t.equal(worker.metadata.generateName, buildWorkerPod(stored, group, index).metadata.generateName, `${name}: worker generateName`);
-      const svc = await until(() => kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: ns, name: `${name}-head-svc` }), `KubeRay's head Service of ${name}`, 60_000, 500);
+      const svc = await until(() => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }), `KubeRay's head Service of ${name}`, 60_000, 500);
       t.same(serviceView(buildHeadService(stored)), serviceView(svc), `${name}: head Service ports and selector`);
     }
-    const headless = await until(() => kube.getOrUndefined<Service>({ version: 'v1', plural: 'services', namespace: ns, name: 'multi-host-headless' }), 'the headless worker Service', 60_000, 500);
+    const headless = await until(() => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }), 'the headless worker Service', 60_000, 500);
     t.same(headless.spec?.selector, { 'ray.io/cluster': 'multi-host', 'ray.io/node-type': 'worker' });
     t.equal(headless.spec?.clusterIP, 'None');
   });

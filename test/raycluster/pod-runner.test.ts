@@ -11,8 +11,9 @@ import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
-import { env, getCluster, quiet, RAYCLUSTERS, until } from './harness.ts';
+import { env, getCluster, quiet, until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
+import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 const found = findRay();
 if ('missing' in found) {
@@ -38,7 +39,7 @@ if ('missing' in found) {
     tt.equal(ready.head?.podIP, '127.0.0.1');
 
     // Kill the head's Ray processes (as an OOM kill would): the pod goes Failed, the operator replaces it.
-    const head = (await e.kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
+    const head = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
     const running = (runner as unknown as { running: Map<string, { proc: { proc: { pid?: number } } }> }).running.get(`${e.ns.name}/${head.metadata.name}`)!;
     const pid = running.proc.proc.pid!;
     for (const p of [pid, ...descendants(pid)]) {
@@ -49,7 +50,7 @@ if ('missing' in found) {
       }
     }
     const next = await until(async () => {
-      const hs = (await e.kube.list<Pod>({ version: 'v1', plural: 'pods', namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
+      const hs = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
       return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid && hs[0]!.status?.phase === 'Running' ? hs[0] : undefined;
     }, 'a new head pod running', 100_000, 500);
     tt.ok(next.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'), 'the new head is ready');

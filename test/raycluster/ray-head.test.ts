@@ -17,6 +17,7 @@ import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/rayclus
 import type { RayCluster } from '../../src/types.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client } from '../redis/fixtures.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const missing = redisServerMissing();
 const found = findRay();
@@ -68,7 +69,7 @@ if (missing) {
     while (!(await keys()).includes(`RAY${ns}@NODE`)) {
       if (headProc.proc.exitCode !== null) throw new Error(`the head exited: ${headProc.log().slice(-2000)}`);
       if (Date.now() - started > 120_000) throw new Error(`no GCS tables after 120 s: ${headProc.log().slice(-2000)}`);
-      await new Promise((res) => setTimeout(res, 500));
+      await sleep(500);
     }
     t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
 
@@ -81,7 +82,7 @@ if (missing) {
     while ((await nodes()) < 2) {
       if (workerProc.proc.exitCode !== null) throw new Error(`the worker exited: ${workerProc.log().slice(-2000)}`);
       if (Date.now() - joinStart > 90_000) throw new Error(`the worker did not join within 90 s: ${workerProc.log().slice(-2000)}`);
-      await new Promise((res) => setTimeout(res, 500));
+      await sleep(500);
     }
     t.pass('the worker registered with the head (two nodes in the NODE table)');
 

@@ -18,6 +18,7 @@ import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
+import { RAYJOBS } from '../../src/kube-resources.ts';
 
 const found = findRay();
 if ('missing' in found) {
@@ -45,9 +46,9 @@ if ('missing' in found) {
     });
     tt.teardown(() => c.stop());
     const sample = parse(readFileSync(join(REPO_ROOT, 'manifests/samples/rayjob.yaml'), 'utf8')) as RayJob;
-    await e.kube.create({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: e.ns.name }, sample);
+    await e.kube.create({ ...RAYJOBS, namespace: e.ns.name }, sample);
     const done = await until(async () => {
-      const j = await e.kube.get<RayJob>({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: e.ns.name, name: 'rayjob-sample' });
+      const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'rayjob-sample' });
       const s = j.status?.jobDeploymentStatus;
       return s === 'Complete' || s === 'Failed' ? j : undefined;
     }, 'the RayJob finished', 200_000, 1000);

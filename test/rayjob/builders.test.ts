@@ -6,7 +6,7 @@ import {
   fromStatusDashboardUrl,
   generateClusterName,
   generateJobId,
-  headServiceName,
+  defaultHeadServiceName,
   randomSuffix,
   renderDashboardUrl,
   toStatusDashboardUrl,
@@ -21,8 +21,8 @@ t.test('ids follow KubeRay', async (t) => {
   t.equal(randomSuffix(3, () => 0.9999), '999');
   t.not(generateJobId('demo'), generateJobId('demo'), 'random each time');
   const longest = generateClusterName('a'.repeat(47));
-  t.ok(headServiceName(longest).length <= 63, 'a 47-character RayJob keeps the head service within 63 characters');
-  t.equal(headServiceName('c1'), 'c1-head-svc');
+  t.ok(defaultHeadServiceName(longest).length <= 63, 'a 47-character RayJob keeps the head service within 63 characters');
+  t.equal(defaultHeadServiceName('c1'), 'c1-head-svc');
 });
 
 t.test('dashboard URLs', async (t) => {

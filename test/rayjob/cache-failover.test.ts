@@ -1,4 +1,4 @@
-// Issue 15 and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
+// Cached reads and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
 // RayCluster and submitter Job from the informer caches (a steady Running RayJob costs no API reads),
 // and the dashboard-failure clock lives in an annotation, so a new leader continues it.
 import t from 'tap';
@@ -6,7 +6,8 @@ import { InformerFactory } from '../../controller/runtime/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
 import { KubeClient } from '../../src/kube.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
-import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 /** A KubeClient that records every request as "METHOD path". */
 function countingClient(kubeConfig: KubeClient['kubeConfig']): { kube: KubeClient; calls: string[] } {

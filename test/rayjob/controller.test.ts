@@ -10,7 +10,8 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startController } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
-import { FAKE_RAY_COMMAND, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { FAKE_RAY_COMMAND, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 import type { RayJob } from '../../src/types.ts';
 
 t.test('registered in controller/reconcilers.ts, its flags in `raykeeper controller --help`', async (t) => {

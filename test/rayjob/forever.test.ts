@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { FAKE_RAY_COMMAND, inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 /** A submitterPodTemplate whose own command runs `script` (KubeRay keeps a user command as is). */
 function customSubmitter(script: string) {
@@ -48,7 +49,7 @@ t.test('#1233: the RayCluster (and its head) is deleted while the job runs -> Fa
   await h.create(manifest('headless', { entrypoint: 'sleep 60' }));
   const running = await h.drive('headless', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
   const cluster = running.job?.status?.rayClusterName ?? '';
-  await h.kube.delete({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: h.namespace, name: cluster });
+  await h.kube.delete({ ...RAYCLUSTERS, namespace: h.namespace, name: cluster });
   const done = await h.drive('headless', inState('Complete', 'Failed'));
   t.equal(done.job?.status?.reason, 'AppFailed');
   t.match(done.job?.status?.message, new RegExp(`${cluster} no longer exists`));

@@ -4,7 +4,8 @@
 // the failures: Ray FAILED, submitter failure, deadline, retries.
 import t from 'tap';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
-import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 t.test('K8sJobMode: New -> Initializing -> Running -> Complete, then the RayCluster goes after ttl', async (t) => {
   const h = await rayJobHarness(t);

@@ -1,4 +1,4 @@
-// Issue 12 item 3, on the real kube-apiserver with the real controller runtime: a watch opened before
+// New is a stored, visible state, on the real kube-apiserver with the real controller runtime: a watch opened before
 // the RayJob is created sees the state New stored (with jobId and rayClusterName) before Initializing.
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
@@ -7,7 +7,8 @@ import { createMetricsRegistry } from '../../src/metrics.ts';
 import { startController } from '../../controller/main.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import type { RayJob } from '../../src/types.ts';
-import { FAKE_RAY_COMMAND, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { FAKE_RAY_COMMAND, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 t.test('a watch from creation sees New (with its names) before Initializing', async (t) => {
   const h = await rayJobHarness(t);

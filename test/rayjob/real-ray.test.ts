@@ -10,7 +10,9 @@ import { freePort } from '../../localcluster/net.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { spawnSupervised } from '../../localcluster/process.ts';
 import { shellQuote } from '../../src/rayjob/builders.ts';
-import { inState, manifest, rayJobHarness, sleep } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
+import { RAYJOBS } from '../../src/kube-resources.ts';
 
 /** The `ray` CLI as a shell command, or why there is none. */
 function rayCommand(): { command: string; argv: string[] } | { missing: string } {
@@ -124,7 +126,7 @@ if ('missing' in ray) {
     t.equal(done.job?.status?.jobDeploymentStatus, 'Complete');
     t.equal(done.job?.status?.jobStatus, 'SUCCEEDED');
     const jobId = running.job?.status?.jobId ?? '';
-    await h.kube.delete({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: h.namespace, name: 'real-stop' });
+    await h.kube.delete({ ...RAYJOBS, namespace: h.namespace, name: 'real-stop' });
     await h.drive('real-stop', (j) => j === undefined, { timeoutMs: 60_000 });
     let status = '';
     for (let i = 0; i < 60 && status !== 'STOPPED'; i++) {

@@ -4,21 +4,50 @@
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import type { RayJob } from '../../src/types.ts';
-import { inState, manifest, rayJobHarness, sleep, type Harness } from './helpers/harness.ts';
+import { inState, manifest, rayJobHarness, type Harness } from './helpers/harness.ts';
+import { sleep } from '../../src/backoff.ts';
 
 /** Every stored version of a RayJob, in order, from a real watch. */
-async function recordVersions(t: Tap, h: Harness, name: string): Promise<RayJob[]> {
-  const seen: RayJob[] = [];
+interface VersionLog {
+  versions: RayJob[];
+  /** Resolves once the watch has delivered the RayJob as it is stored now. */
+  caughtUp(): Promise<void>;
+}
+
+/** Opens the watch and returns once it delivered its first event (the RayJob as stored when it opened). */
+async function recordVersions(t: Tap, h: Harness, name: string): Promise<VersionLog> {
+  const versions: RayJob[] = [];
+  let delivered = () => {};
   const watch = new Watch(h.ns.kubeConfig);
   const req = await watch.watch(
     `/apis/ray.io/v1/namespaces/${h.namespace}/rayjobs`,
     { fieldSelector: `metadata.name=${name}` },
-    (_phase, obj: RayJob) => seen.push(obj),
+    (_phase, obj: RayJob) => {
+      versions.push(obj);
+      delivered();
+    },
     () => undefined,
   );
   t.teardown(() => req.abort());
-  await sleep(200);
-  return seen;
+  const delivers = (rv: string | undefined, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      const has = () => versions.some((v) => rv === undefined || v.metadata.resourceVersion === rv);
+      if (has()) return resolve();
+      const timer = setTimeout(() => reject(new Error(`the watch did not deliver ${what} within 10 s`)), 10_000);
+      delivered = () => {
+        if (!has()) return;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  await delivers(undefined, 'its first event');
+  return {
+    versions,
+    caughtUp: async () => {
+      const rv = (await h.get(name))?.metadata.resourceVersion;
+      await delivers(rv, `resourceVersion ${rv}`);
+    },
+  };
 }
 
 type Tap = { teardown(fn: () => unknown): void };
@@ -51,7 +80,7 @@ function entries(versions: RayJob[]): Record<string, number> {
 t.test('a reconcile fed an old copy (New) after the RayJob moved on: no second transition, no second cluster', async (t) => {
   const h = await rayJobHarness(t);
   await h.create(manifest('old', { entrypoint: 'sleep 60' }));
-  const versions = await recordVersions(t, h, 'old');
+  const log = await recordVersions(t, h, 'old');
   const newCopy = (await h.get('old'))!;
   const init = await h.drive('old', inState('Initializing'));
   const names = { cluster: init.job?.status?.rayClusterName, jobId: init.job?.status?.jobId, rv: init.job?.metadata.resourceVersion };
@@ -68,9 +97,9 @@ t.test('a reconcile fed an old copy (New) after the RayJob moved on: no second t
   const clusters = await h.clusters();
   t.same(clusters.map((c) => c.metadata.name), [names.cluster], 'exactly one RayCluster, the recorded one');
   t.same(h.dashboard.submissions, [names.jobId], 'exactly one submission');
-  await sleep(200);
-  t.same(path(versions), ['New', 'Initializing', 'Running'], 'each transition once, none skipped');
-  t.same(entries(versions), { New: 1, Initializing: 1, Running: 1 });
+  await log.caughtUp();
+  t.same(path(log.versions), ['New', 'Initializing', 'Running'], 'each transition once, none skipped');
+  t.same(entries(log.versions), { New: 1, Initializing: 1, Running: 1 });
 });
 
 t.test('an old Suspending copy after suspend/resume moved on: the live submitter is not deleted', async (t) => {
@@ -100,7 +129,7 @@ t.test('an old Suspending copy after suspend/resume moved on: the live submitter
 t.test('two replicas reconciling the same RayJob concurrently: one transition each step, one cluster, one submission', async (t) => {
   const h = await rayJobHarness(t);
   await h.create(manifest('race', { entrypoint: 'sleep 0.5', shutdownAfterJobFinishes: false }));
-  const versions = await recordVersions(t, h, 'race');
+  const log = await recordVersions(t, h, 'race');
   const a = h.reconciler;
   const b = h.replica();
   const copy = (await h.get('race'))!;
@@ -126,14 +155,14 @@ t.test('two replicas reconciling the same RayJob concurrently: one transition ea
     if (Date.now() > deadline) throw new Error(`race did not finish: ${JSON.stringify(job?.status)}`);
     await sleep(150);
   }
-  await sleep(200);
+  await log.caughtUp();
   const final = (await h.get('race'))!;
   t.equal(final.status?.jobDeploymentStatus, 'Complete');
   t.equal(final.status?.succeeded, 1, 'counted once');
   t.same((await h.clusters()).map((c) => c.metadata.name), [stored.status?.rayClusterName], 'one RayCluster');
   t.same(h.dashboard.submissions, [stored.status?.jobId], 'one submission');
-  t.same(path(versions), ['New', 'Initializing', 'Running', 'Complete'], 'no transition skipped');
-  t.same(entries(versions), { New: 1, Initializing: 1, Running: 1, Complete: 1 }, 'no transition applied twice');
+  t.same(path(log.versions), ['New', 'Initializing', 'Running', 'Complete'], 'no transition skipped');
+  t.same(entries(log.versions), { New: 1, Initializing: 1, Running: 1, Complete: 1 }, 'no transition applied twice');
   const created = (await h.events('race')).filter((e) => e.reason === 'CreatedRayCluster' || e.reason === 'CreatedRayJobSubmitter');
   t.same(created.map((e) => e.reason).sort(), ['CreatedRayCluster', 'CreatedRayJobSubmitter'], 'each creation happened once');
 });

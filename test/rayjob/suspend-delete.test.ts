@@ -2,6 +2,7 @@
 import t from 'tap';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { RAYJOBS } from '../../src/kube-resources.ts';
 
 t.test('suspend a running RayJob: Suspending deletes cluster and submitter, Suspended; resume: New and a new run', async (t) => {
   const h = await rayJobHarness(t);
@@ -43,7 +44,7 @@ t.test('deleting a running RayJob stops the Ray job, then releases the finalizer
   const running = await h.drive('del', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
   const jobId = running.job?.status?.jobId ?? '';
   t.ok(running.job?.metadata.finalizers?.includes(RAYJOB_FINALIZER));
-  await h.kube.delete({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: h.namespace, name: 'del' });
+  await h.kube.delete({ ...RAYJOBS, namespace: h.namespace, name: 'del' });
   const pending = await h.get('del');
   t.ok(pending?.metadata.deletionTimestamp, 'held by the finalizer');
   const gone = await h.drive('del', (j) => j === undefined);
@@ -58,7 +59,7 @@ t.test('deleting a RayJob whose dashboard is unreachable still releases the fina
   await h.create(manifest('del2', { entrypoint: 'sleep 60' }));
   await h.drive('del2', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
   h.dashboard.down = true;
-  await h.kube.delete({ group: 'ray.io', version: 'v1', plural: 'rayjobs', namespace: h.namespace, name: 'del2' });
+  await h.kube.delete({ ...RAYJOBS, namespace: h.namespace, name: 'del2' });
   await h.drive('del2', (j) => j === undefined);
   t.ok((await h.events('del2')).some((e) => e.type === 'Warning' && e.reason === 'FailedToStopRayJob'), 'Warning event FailedToStopRayJob');
 });

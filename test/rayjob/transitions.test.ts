@@ -3,7 +3,7 @@
 // has; the test fails if a state or one of its exits has no row.
 import t from 'tap';
 import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
-import { decideRayJob, defaultMachineConfig, observationPlan, statusChanged, type RayJobDecision, type RayJobStep, type Observed } from '../../src/rayjob/machine.ts';
+import { decideRayJob, defaultMachineConfig, observationPlan, rayJobStatusChanged, type RayJobDecision, type RayJobStep, type Observed } from '../../src/rayjob/machine.ts';
 import { at, cluster, info, iso, rayJob, submitter } from './fixtures.ts';
 import type { RayJob } from '../../src/types.ts';
 
@@ -729,12 +729,12 @@ t.test('a New decision with the stale copy of a RayJob proposes names the API se
   t.equal(b.next, 'New');
 });
 
-t.test('statusChanged compares what would be stored', async (t) => {
-  t.equal(statusChanged({ a: 1, b: 'x' } as never, { b: 'x', a: 1 } as never), false, 'key order ignored');
-  t.equal(statusChanged({ a: 1 } as never, { a: 1, b: undefined } as never), false, 'undefined keys ignored');
-  t.equal(statusChanged(undefined, {}), false, 'absent = empty');
-  t.equal(statusChanged({ rayJobInfo: { endTime: 'x' } } as never, { rayJobInfo: { endTime: 'y' } } as never), true, 'nested values compared');
-  t.equal(statusChanged({ l: [1, 2] } as never, { l: [2, 1] } as never), true, 'array order matters');
+t.test('rayJobStatusChanged compares what would be stored', async (t) => {
+  t.equal(rayJobStatusChanged({ a: 1, b: 'x' } as never, { b: 'x', a: 1 } as never), false, 'key order ignored');
+  t.equal(rayJobStatusChanged({ a: 1 } as never, { a: 1, b: undefined } as never), false, 'undefined keys ignored');
+  t.equal(rayJobStatusChanged(undefined, {}), false, 'absent = empty');
+  t.equal(rayJobStatusChanged({ rayJobInfo: { endTime: 'x' } } as never, { rayJobInfo: { endTime: 'y' } } as never), true, 'nested values compared');
+  t.equal(rayJobStatusChanged({ l: [1, 2] } as never, { l: [2, 1] } as never), true, 'array order matters');
 });
 
 t.test('observationPlan: each state reads only what its case needs', async (t) => {

@@ -11,8 +11,9 @@ import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { KubeClient } from '../../src/kube.ts';
-import { createCluster, env, events, getCluster, jobRunner, JOBS, RAYCLUSTERS, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
+import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
 import { client } from './fixtures.ts';
+import { JOBS, NAMESPACES, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 const SECRET = 'Adm1n-S3cret#9';
 
@@ -118,7 +119,7 @@ if (missing) {
     // Without kube-controller-manager the namespace stays Terminating: no new object (Job) can be created.
     const admin = new KubeClient(e.ns.kubeConfig);
     tt.teardown(() => admin.close());
-    await admin.delete({ version: 'v1', plural: 'namespaces', name: e.ns.name });
+    await admin.delete({ ...NAMESPACES, name: e.ns.name });
     await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'inproc' });
     await released(e, 'inproc');
     tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");

@@ -16,7 +16,7 @@ import {
 } from '../../src/redis/keys.ts';
 import { batchKeys, crc16, keySlot } from '../../src/redis/slots.ts';
 import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../src/redis/pace.ts';
-import { backoffDelay, classifyRedisError, errorMessage, oneLine } from '../../src/redis/errors.ts';
+import { classifyRedisError, delayWithin, errorMessage, oneLine } from '../../src/redis/errors.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../src/redis/topology.ts';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
@@ -156,12 +156,12 @@ t.test('error classes', async (t) => {
 });
 
 t.test('backoff grows exponentially, is capped, and never passes the deadline', async (t) => {
-  const policy = { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0 };
-  t.same([0, 1, 2, 3, 4, 5].map((a) => backoffDelay(a, 1e9, policy)), [100, 200, 400, 800, 1000, 1000]);
-  t.equal(backoffDelay(5, 300, policy), 275, 'clipped to the remaining time minus a slice for the attempt');
-  t.equal(backoffDelay(0, 10, policy), undefined, 'no time left for another attempt');
-  t.equal(backoffDelay(0, 0, policy), undefined);
-  const jittered = backoffDelay(2, 1e9, { ...policy, jitter: 0.5 }, () => 1);
+  const policy = { baseMs: 100, maxMs: 1000, factor: 2, jitter: 0 };
+  t.same([1, 2, 3, 4, 5, 6].map((failures) => delayWithin(failures, 1e9, policy)), [100, 200, 400, 800, 1000, 1000]);
+  t.equal(delayWithin(6, 300, policy), 275, 'clipped to the remaining time minus a slice for the attempt');
+  t.equal(delayWithin(1, 10, policy), undefined, 'no time left for another attempt');
+  t.equal(delayWithin(1, 0, policy), undefined);
+  const jittered = delayWithin(3, 1e9, { ...policy, jitter: 0.5 }, () => 1);
   t.equal(jittered, 200, 'jitter takes off up to half');
 });
 

@@ -8,8 +8,9 @@ import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import type { RedisCleanupError } from '../../controller/redis-cleanup/connect.ts';
 import { freePort, redisServerMissing, startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
 import { client, seedCurrent, seedFiller, snapshot } from './fixtures.ts';
+import { sleep } from '../../src/backoff.ts';
 
-const FAST = { initialMs: 100, maxMs: 400, factor: 2, jitter: 0 };
+const FAST = { baseMs: 100, maxMs: 400, factor: 2, jitter: 0 };
 
 const missing = redisServerMissing();
 if (missing) {
@@ -74,7 +75,7 @@ if (missing) {
         if (restarted) return;
         await server.kill();
         restarted = (async () => {
-          await new Promise((res) => setTimeout(res, 700));
+          await sleep(700);
           server = await startRedisServer({ port, dir });
         })();
       },

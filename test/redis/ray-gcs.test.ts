@@ -13,6 +13,7 @@ import { RAY_TABLES } from '../../src/redis/keys.ts';
 import { findRay, stopRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const missing = redisServerMissing();
 const found = findRay();
@@ -49,7 +50,7 @@ if (missing) {
     while (!(await rayKeys()).includes(`RAY${ns}@NODE`)) {
       if (head.exitCode !== null) throw new Error(`ray start exited: ${headLog.slice(-2000)}`);
       if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headLog.slice(-2000)}`);
-      await new Promise((res) => setTimeout(res, 500));
+      await sleep(500);
     }
     t.comment(`Ray head wrote its tables after ${Date.now() - started} ms`);
 

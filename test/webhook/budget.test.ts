@@ -1,6 +1,7 @@
 // The request-byte budget as pure bookkeeping (tables), and the JSON container count that guards parsing.
 import t from 'tap';
 import { ByteBudget, jsonContainerCount } from '../../webhook/budget.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const budget = (capacity = 100, maxWaiters = 2, maxWaitMs = 50) => new ByteBudget({ capacity, maxWaitMs, maxWaiters });
 
@@ -53,7 +54,7 @@ t.test('a timed-out head lets the waiters behind it in', async (t) => {
   const b = new ByteBudget({ capacity: 100, maxWaiters: 5, maxWaitMs: 30 });
   t.ok(b.tryAcquire(60));
   const head = b.acquire(100); // cannot fit until the 60 are released
-  await new Promise((r) => setTimeout(r, 10));
+  await sleep(10); // not a wait for anything: the next waiter's deadline falls 10 ms after the head's
   const next = b.acquire(40); // fits now, but waits behind the head
   t.equal(await head, false);
   t.equal(await next, true, 'admitted as soon as the head left the queue');

@@ -8,6 +8,7 @@ import { rayCluster, review, FT } from '../admission/fixtures.ts';
 import { certDir, httpsCall } from './helpers.ts';
 import { run } from '../../webhook/cli.ts';
 import { runCapturing } from '../helpers/capture.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 
@@ -101,7 +102,7 @@ t.test('serves, then on SIGTERM finishes the in-flight request, refuses new conn
   t.equal(inFlight, Buffer.byteLength(body), 'the half-sent request is in flight');
   child.kill('SIGTERM');
   const deadline = Date.now() + 10_000;
-  while (!logs().includes('shutting down') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (!logs().includes('shutting down') && Date.now() < deadline) await sleep(50);
   t.match(logs(), /shutting down: finishing in-flight requests/);
 
   await t.rejects(httpsCall(port, '/healthz', { ca: certs.bundle.caCert }), /ECONNREFUSED|ECONNRESET|socket hang up/, 'no new connections');

@@ -8,6 +8,7 @@ import { writeBundle } from '../../certs/files.ts';
 import { buildApp } from '../../webhook/app.ts';
 import { rayCluster, review, FT, FINALIZER } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, decodePatch, httpsCall } from './helpers.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const CLUSTER = '/mutate-ray-io-v1-raycluster';
 const certs = await certDir(t);
@@ -91,7 +92,7 @@ t.test('rotated files are served without a restart; TLS 1.2+ still enforced', as
     const now = await handshake({ port, ca: certs.bundle.caCert });
     seen = 'fingerprint' in now ? now.fingerprint : undefined;
     if (seen === want) break;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   t.equal(seen, want, 'the rotated certificate is presented by the same server');
   const res = await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster())) });
@@ -155,7 +156,7 @@ t.test('a Kubernetes Secret volume rotation (atomic ..data symlink swap) is pick
     const now = await handshake({ port: volumePort, ca: certs.bundle.caCert });
     seen = 'fingerprint' in now ? now.fingerprint : undefined;
     if (seen === want) break;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   t.equal(seen, want, 'the swapped-in certificate is presented');
 });

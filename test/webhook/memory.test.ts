@@ -8,6 +8,7 @@ import { buildApp, DEFAULT_BODY_LIMIT, ETCD_MAX_OBJECT_BYTES, ADMISSION_ENVELOPE
 import { MAX_JSON_CONTAINERS } from '../../webhook/budget.ts';
 import { FT, rayCluster, review } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, httpsCall } from './helpers.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const CLUSTER = '/mutate-ray-io-v1-raycluster';
 const UID = 'e911857d-c318-11e8-bbad-025000000001';
@@ -45,7 +46,7 @@ async function until(fact: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!fact()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
   }
 }
 

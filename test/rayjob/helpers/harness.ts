@@ -15,15 +15,15 @@ import { storedState, type MachineConfig } from '../../../src/rayjob/machine.ts'
 import type { RayCluster, RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
 import { KubeClient } from '../../../src/kube.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS, RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
+import { RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
+import { sleep } from '../../../src/backoff.ts';
+import { EVENTS, JOBS, RAYCLUSTERS, RAYJOBS } from '../../../src/kube-resources.ts';
 
 export const FAKE_RAY = join(dirname(fileURLToPath(import.meta.url)), 'fake-ray.mjs');
 /** The submitter's `ray` command: our stand-in under the Node running the tests. */
 export const FAKE_RAY_COMMAND = `${shellQuote(process.execPath)} ${shellQuote(FAKE_RAY)}`;
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface HarnessOptions {
   /** Machine settings over test defaults (grace, status-check timeout, submitter-finished timeout: 10 s). */
@@ -204,7 +204,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     async events(name) {
       await Promise.all(recorders.map((r) => r.flush()));
-      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({ version: 'v1', plural: 'events', namespace });
+      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({ ...EVENTS, namespace });
       return list.items.filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayJob').map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
     },
   };

@@ -1,0 +1,66 @@
+// The reasons of every Kubernetes Event the controller writes: KubeRay's names where KubeRay has the
+// event (so `kubectl get events` reads the same under either operator), ours where it has none.
+
+export type EventType = 'Normal' | 'Warning';
+
+/** An Event a pure decision asks for; the reconciler writes it on the object it decided about. */
+export interface EventSpec {
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+/** Ours, on a RayCluster or RayJob: the API server refused our finalizer patch itself (not a failed `test`). */
+export const EVENT_FINALIZER_PATCH_REJECTED = 'FinalizerPatchRejected';
+
+// RayCluster GCS fault tolerance: KubeRay's.
+export const EVENT_CREATED_REDIS_CLEANUP_JOB = 'CreatedRedisCleanupJob';
+export const EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB = 'FailedToCreateRedisCleanupJob';
+export const EVENT_FORCE_DELETED_STUCK_CLUSTER = 'ForceDeletedStuckCluster';
+// RayCluster GCS fault tolerance: ours.
+export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
+export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
+export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
+export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
+export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
+export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
+/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft.ts deletionTimeoutProblem): the default applies. */
+export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
+/** --cleanup-cpu / --cleanup-memory not usable as the cleanup Job's resources. */
+export const EVENT_INVALID_REDIS_CLEANUP_RESOURCES = 'InvalidRedisCleanupResources';
+/** Companion mode: KubeRay's own cleanup Job appeared for a cluster we clean. */
+export const EVENT_KUBERAY_CLEANUP_ENABLED = 'KubeRayRedisCleanupEnabled';
+
+// RayCluster pods and Services (KubeRay's RayCluster controller).
+export const EVENT_CREATED_SERVICE = 'CreatedService';
+export const EVENT_FAILED_TO_CREATE_SERVICE = 'FailedToCreateService';
+export const EVENT_CREATED_HEAD_POD = 'CreatedHeadPod';
+export const EVENT_CREATED_WORKER_POD = 'CreatedWorkerPod';
+export const EVENT_FAILED_TO_CREATE_HEAD_POD = 'FailedToCreateHeadPod';
+export const EVENT_FAILED_TO_CREATE_WORKER_POD = 'FailedToCreateWorkerPod';
+export const EVENT_DELETED_HEAD_POD = 'DeletedHeadPod';
+export const EVENT_DELETED_WORKER_POD = 'DeletedWorkerPod';
+export const EVENT_DELETED_POD = 'DeletedPod';
+export const EVENT_FAILED_TO_DELETE_HEAD_POD = 'FailedToDeleteHeadPod';
+export const EVENT_FAILED_TO_DELETE_WORKER_POD = 'FailedToDeleteWorkerPod';
+/** Ours: fields our operator does not implement (RayCluster status condition of the same name). */
+export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
+
+// RayJob: KubeRay's K8sEventType values.
+export const EVENT_INVALID_RAYJOB_METADATA = 'InvalidRayJobMetadata';
+export const EVENT_INVALID_RAYJOB_SPEC = 'InvalidRayJobSpec';
+export const EVENT_INVALID_RAYJOB_STATUS = 'InvalidRayJobStatus';
+export const EVENT_CREATED_RAYCLUSTER = 'CreatedRayCluster';
+export const EVENT_FAILED_TO_CREATE_RAYCLUSTER = 'FailedToCreateRayCluster';
+export const EVENT_DELETED_RAYCLUSTER = 'DeletedRayCluster';
+export const EVENT_FAILED_TO_DELETE_RAYCLUSTER = 'FailedToDeleteRayCluster';
+export const EVENT_CREATED_SUBMITTER = 'CreatedRayJobSubmitter';
+export const EVENT_FAILED_TO_CREATE_SUBMITTER = 'FailedToCreateRayJobSubmitter';
+export const EVENT_DELETED_SUBMITTER = 'DeletedRayJobSubmitter';
+export const EVENT_FAILED_TO_DELETE_SUBMITTER = 'FailedToDeleteRayJobSubmitter';
+export const EVENT_RAYCLUSTER_NOT_FOUND = 'RayClusterNotFound';
+// RayJob: ours (KubeRay has no event for these): a RayJob reached Failed, a stop request on deletion.
+export const EVENT_RAYJOB_FAILED = 'RayJobFailed';
+export const EVENT_STOPPED_RAY_JOB = 'StoppedRayJob';
+export const EVENT_FAILED_TO_STOP_RAY_JOB = 'FailedToStopRayJob';
+export const EVENT_SUBMITTED_RAY_JOB = 'SubmittedRayJob';
