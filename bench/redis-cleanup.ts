@@ -6,7 +6,8 @@
 //              whole keyspace, UNLINK of what it finds (no TYPE checks, no old layout): what any
 //              SCAN-based cleanup must at least spend;
 //   - ours:    runCleanup in process (connect, INFO, read-only checks, known tables, adaptive sweep);
-//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included);
+//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included)
+//              with the stripped-TypeScript cache the image carries (bin/strip-cache.js), and without it;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
@@ -19,7 +20,9 @@
 //   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
 import { spawn, spawnSync } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { runCleanup } from '../controller/redis-cleanup/cleanup.ts';
@@ -42,7 +45,9 @@ export interface RedisCleanupBenchFigures {
   oursMs: number;
   walkDataGoneMs: number;
   oursDataGoneMs: number;
+  /** With the image's stripped-TypeScript cache (RAYKEEPER_STRIP_CACHE), as the Job runs. */
   oursProcessMs: number;
+  oursProcessNoCacheMs: number;
   rayProcessMs?: number | undefined;
   nodeStartMs: number;
   /** ours / walk (goal <= 1.1). */
@@ -121,6 +126,10 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   r.on('error', () => undefined);
   const python = rayPython();
+  const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
+  // As the image's build fills it (Dockerfile).
+  const filled = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'], { cwd: ROOT, encoding: 'utf8' });
+  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
   try {
     await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
     let serial = 0;
@@ -145,8 +154,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const connection = { host: '127.0.0.1', port: server.port, tls: false };
     const KEYS = TABLES.length + 1;
 
-    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [] };
+    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], oursProcessNoCache: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [] };
     let lastSummary = '';
+    const oursProcess = async (key: string, env: NodeJS.ProcessEnv) => {
+      const ns = await seed();
+      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns, ...env });
+      if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
+      lastSummary = res.out.trim().split('\n')[0] ?? '';
+      results[key]!.push(res.ms);
+      await gone(ns);
+    };
     const contenders: Array<[string, () => Promise<void>]> = [
       ['walk', async () => {
         const ns = await seed();
@@ -167,14 +184,8 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
         results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
         await gone(ns);
       }],
-      ['oursProcess', async () => {
-        const ns = await seed();
-        const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns });
-        if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
-        lastSummary = res.out.trim().split('\n')[0] ?? '';
-        results.oursProcess!.push(res.ms);
-        await gone(ns);
-      }],
+      ['oursProcess', () => oursProcess('oursProcess', { RAYKEEPER_STRIP_CACHE: stripCache })],
+      ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', {})],
       ['nodeStart', async () => {
         results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
       }],
@@ -203,6 +214,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       walkDataGoneMs: m('walkGone'),
       oursDataGoneMs: m('oursGone'),
       oursProcessMs: m('oursProcess'),
+      oursProcessNoCacheMs: m('oursProcessNoCache'),
       rayProcessMs: python ? m('rayProcess') : undefined,
       nodeStartMs: m('nodeStart'),
       ratioWalk: m('ours') / Math.max(1, m('walk')),
@@ -220,6 +232,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     row('time to data gone: walk', 'walkGone');
     row('time to data gone: ours (known tables first)', 'oursGone');
     row('ours as a process (raykeeper redis-cleanup)', 'oursProcess', lastSummary.replace(/^.*?: /, ''));
+    row('  the same without the strip cache', 'oursProcessNoCache');
     if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess', `${x(figures.ratioRay!)} ours as a process (goal >= 2x)`);
     else log("  Ray's cleanup_redis_storage as a process      n/a  Ray not installed (tools/install-ray.sh)");
     row('node -e 0 (Node start-up, context)', 'nodeStart');
@@ -231,6 +244,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   } finally {
     r.disconnect();
     await server.stop();
+    rmSync(stripCache, { recursive: true, force: true });
   }
 }
 
