@@ -2,7 +2,7 @@
 // outdated one falls back to Node's own stripping, and the entry's content is what runs. Real processes:
 // the hook and Node's loader as the image runs them.
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,32 +12,27 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STRIP_CACHE = join(ROOT, 'bin', 'strip-cache.js');
 const BIN = join(ROOT, 'bin', 'raykeeper.js');
 
-function node(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** Node with only PATH and `env` in its environment, from the checkout's root. */
+function node(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+  if (res.error) throw res.error;
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
-async function fill(cache: string, folder: string): Promise<void> {
-  const res = await node([STRIP_CACHE, cache, folder]);
+function fill(cache: string, folder: string): void {
+  const res = node([STRIP_CACHE, cache, folder]);
   if (res.code !== 0) throw new Error(`fill failed: ${res.stderr}`);
 }
 
 /** Imports `module` with the cache registered: its exported value and whether swc was loaded. */
-async function load(cache: string, module: string): Promise<{ value: unknown; swc: boolean }> {
+function load(cache: string, module: string): { value: unknown; swc: boolean } {
   const script = [
     `import { registerStripCache } from ${JSON.stringify(pathToFileURL(STRIP_CACHE).href)};`,
     `registerStripCache(${JSON.stringify(cache)});`,
     `const { value } = await import(${JSON.stringify(pathToFileURL(module).href)});`,
     `console.log(JSON.stringify({ value, swc: process.moduleLoadList.some((m) => m.includes('amaro')) }));`,
   ].join('\n');
-  const res = await node(['--input-type=module', '-e', script]);
+  const res = node(['--input-type=module', '-e', script]);
   if (res.code !== 0) throw new Error(`load failed: ${res.stderr}`);
   return JSON.parse(res.stdout) as { value: unknown; swc: boolean };
 }
@@ -51,35 +46,41 @@ t.test('a filled entry loads without swc; a missing or outdated one is stripped 
   await mkdir(src);
   await writeFile(module, 'interface Box { n: number }\nconst box: Box = { n: 1 };\nexport const value: number = box.n;\n');
 
-  t.same(await load(cache, module), { value: 1, swc: true }, 'no cache directory: Node strips');
-  await fill(cache, src);
+  t.same(load(cache, module), { value: 1, swc: true }, 'no cache directory: Node strips');
+  fill(cache, src);
   t.same(await readdir(cache).then((f) => f.length), 1, 'one entry per module');
-  t.same(await load(cache, module), { value: 1, swc: false }, 'filled: loaded from the cache, swc not loaded');
+  t.same(load(cache, module), { value: 1, swc: false }, 'filled: loaded from the cache, swc not loaded');
 
   await writeFile(module, 'export const value: number = 2;\n');
-  t.same(await load(cache, module), { value: 2, swc: true }, 'edited after the fill: the old entry is not used');
+  t.same(load(cache, module), { value: 2, swc: true }, 'edited after the fill: the old entry is not used');
 
   // The entry's content is what runs: plant different JavaScript under the current source's name.
   await rm(cache, { recursive: true, force: true });
-  await fill(cache, src);
+  fill(cache, src);
   const [entry] = await readdir(cache);
   await writeFile(join(cache, entry!), 'export const value = "from the cache";\n');
-  t.same(await load(cache, module), { value: 'from the cache', swc: false });
+  t.same(load(cache, module), { value: 'from the cache', swc: false });
 });
 
 t.test('raykeeper with RAYKEEPER_STRIP_CACHE runs the same as without', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'strip-cache-bin-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const res = await node([STRIP_CACHE, dir, 'bin', 'src', 'controller']);
+  const res = node([STRIP_CACHE, dir, 'bin', 'src', 'controller']);
   t.equal(res.code, 0, res.stderr);
   t.match(res.stdout, /^strip cache: \d+ modules in /);
   t.equal(res.stderr, '', 'no experimental warning in the build log');
-  const plain = await node([BIN, 'redis-cleanup', '--help']);
-  const cached = await node([BIN, 'redis-cleanup', '--help'], { RAYKEEPER_STRIP_CACHE: dir });
+  // Reports at exit whether swc was loaded (before bin/raykeeper.js runs, through NODE_OPTIONS).
+  const report = join(dir, 'report.mjs');
+  await writeFile(report, "process.on('exit', () => process.stderr.write(`swc: ${process.moduleLoadList.some((m) => m.includes('amaro'))}\\n`));\n");
+  const withReport = { NODE_OPTIONS: `--import ${pathToFileURL(report).href}` };
+  const plain = node([BIN, 'redis-cleanup', '--help'], withReport);
+  const cached = node([BIN, 'redis-cleanup', '--help'], { ...withReport, RAYKEEPER_STRIP_CACHE: dir });
+  t.equal(plain.stderr, 'swc: true\n');
   t.equal(cached.code, 0, cached.stderr);
+  t.equal(cached.stderr, 'swc: false\n', 'every module of the command came from the cache');
   t.equal(cached.stdout, plain.stdout);
   t.match(cached.stdout, /^Usage: raykeeper redis-cleanup/);
-  const missing = await node([BIN, 'redis-cleanup', '--help'], { RAYKEEPER_STRIP_CACHE: join(dir, 'absent') });
+  const missing = node([BIN, 'redis-cleanup', '--help'], { RAYKEEPER_STRIP_CACHE: join(dir, 'absent') });
   t.equal(missing.code, 0, 'a cache directory that does not exist only means no cache');
   t.equal(missing.stdout, plain.stdout);
 });
