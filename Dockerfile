@@ -1,6 +1,7 @@
 # raykeeper's image: the webhook (`raykeeper webhook ...`) and the controller (`raykeeper controller ...`)
 # are the same image with different args (see manifests/base). TypeScript runs directly on Node 22's
-# type stripping: there is no build step, only production dependencies.
+# type stripping: there is no build step, only production dependencies (and a cache of the stripped
+# sources, below, that Node falls back from whenever a source does not match it).
 #   docker build -t raykeeper:0.1.0 .
 FROM node:22-slim
 
@@ -16,6 +17,10 @@ COPY src ./src
 COPY certs ./certs
 COPY webhook ./webhook
 COPY controller ./controller
+# The stripped-TypeScript cache (bin/strip-cache.js): modules load without swc, about a third less
+# start-up CPU for every process (the cleanup Job's most of all). Keyed by source and Node version.
+RUN node bin/strip-cache.js /app/.strip-cache bin src certs webhook controller
+ENV RAYKEEPER_STRIP_CACHE=/app/.strip-cache
 RUN chmod 0755 bin/raykeeper.js && ln -s /app/bin/raykeeper.js /usr/local/bin/raykeeper
 
 # The image's `node` user (uid/gid 1000), numeric so runAsNonRoot can be verified by the kubelet.

@@ -6,20 +6,33 @@
 //              whole keyspace, UNLINK of what it finds (no TYPE checks, no old layout): what any
 //              SCAN-based cleanup must at least spend;
 //   - ours:    runCleanup in process (connect, INFO, read-only checks, known tables, adaptive sweep);
-//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included);
+//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included)
+//              with the stripped-TypeScript cache the image carries (bin/strip-cache.js), and without it;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
 //              the end of the UNLINK that removed the last of them);
 //   - node -e 0: Node's own start-up, for context; and the longest single server command during ours
-//              (SLOWLOG), to show the adaptive COUNT does not block the server.
+//              (SLOWLOG), to show the adaptive COUNT does not block the server;
+//   - CPU: for walk, ours and the processes, the CPU milliseconds they cost, client + redis-server
+//              (/proc: the server's, and the bench's own or its waited-for children's), which a loaded
+//              machine's scheduling does not inflate as it does wall time.
 // Whole milliseconds side by side, every run printed, medians and ratios; the load average before and
 // after (this machine is shared: read the ratios, not the absolute numbers).
+//
+// What bounds the process ratio: Ray 2.60's cleanup walks the whole keyspace as well (SCAN MATCH
+// RAY<ns>@* COUNT 1000, then one DEL per key) after ~450 ms CPU of Python imports. A SCAN walk costs
+// redis-server the same CPU at any COUNT (Redis 7.0 allocates every key it visits: ~0.65 s per 1M keys
+// here, KEYS ~0.15 s), so with a SCAN sweep ours as a process is at most (450 + walk) / walk faster,
+// 1.7x at 1M keys; measured 1.2-1.4x (README, Benchmarks). Start-up (Node, ioredis, our modules through
+// the image's stripped-TypeScript cache, connect and checks) is ~160 ms of ours' ~800.
 //
 //   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
 import { spawn, spawnSync } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { runCleanup } from '../controller/redis-cleanup/cleanup.ts';
@@ -42,13 +55,23 @@ export interface RedisCleanupBenchFigures {
   oursMs: number;
   walkDataGoneMs: number;
   oursDataGoneMs: number;
+  /** With the image's stripped-TypeScript cache (RAYKEEPER_STRIP_CACHE), as the Job runs. */
   oursProcessMs: number;
+  oursProcessNoCacheMs: number;
   rayProcessMs?: number | undefined;
   nodeStartMs: number;
   /** ours / walk (goal <= 1.1). */
   ratioWalk: number;
   /** Ray process / ours process (goal >= 2). */
   ratioRay?: number | undefined;
+  /** CPU ms, client + redis-server, medians. */
+  walkCpuMs: number;
+  oursCpuMs: number;
+  oursProcessCpuMs: number;
+  oursProcessNoCacheCpuMs: number;
+  rayProcessCpuMs?: number | undefined;
+  /** Ray process CPU / ours process CPU. */
+  ratioRayCpu?: number | undefined;
   /** Longest single server command during ours (SLOWLOG), us, median. */
   oursServerMaxUs: number;
   walkServerMaxUs: number;
@@ -64,6 +87,18 @@ const TABLES = ['JOB', 'ACTOR', 'NODE', 'ACTOR_TASK_SPEC', 'PLACEMENT_GROUP'];
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor((s.length - 1) / 2)]!;
+}
+
+/** CPU ms so far of redis-server `serverPid` plus this process and its waited-for children (Linux /proc, 100 Hz ticks). */
+function cpuMs(serverPid: number): number {
+  const ticks = (pid: number | 'self', fields: number[]) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields.reduce((sum, i) => sum + Number(f[i]), 0);
+  };
+  const own = process.cpuUsage();
+  // After the command name: utime, stime are fields 11 and 12; cutime, cstime 13 and 14.
+  return (ticks(serverPid, [11, 12]) + ticks('self', [13, 14])) * 10 + (own.user + own.system) / 1000;
 }
 
 function exec(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; ms: number }> {
@@ -121,6 +156,10 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   r.on('error', () => undefined);
   const python = rayPython();
+  const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
+  // As the image's build fills it (Dockerfile).
+  const filled = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'], { cwd: ROOT, encoding: 'utf8' });
+  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
   try {
     await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
     let serial = 0;
@@ -145,13 +184,26 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const connection = { host: '127.0.0.1', port: server.port, tls: false };
     const KEYS = TABLES.length + 1;
 
-    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [] };
+    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], oursProcessNoCache: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [], walkCpu: [], oursCpu: [], oursProcessCpu: [], oursProcessNoCacheCpu: [], rayProcessCpu: [] };
+    const cpu = () => cpuMs(server.pid);
     let lastSummary = '';
+    const oursProcess = async (key: string, env: NodeJS.ProcessEnv) => {
+      const ns = await seed();
+      const c0 = cpu();
+      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns, ...env });
+      results[`${key}Cpu`]!.push(Math.round(cpu() - c0));
+      if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
+      lastSummary = res.out.trim().split('\n')[0] ?? '';
+      results[key]!.push(res.ms);
+      await gone(ns);
+    };
     const contenders: Array<[string, () => Promise<void>]> = [
       ['walk', async () => {
         const ns = await seed();
         await r.slowlog('RESET');
+        const c0 = cpu();
         const w = await walk(r, ns, KEYS);
+        results.walkCpu!.push(Math.round(cpu() - c0));
         results.walkServerMax!.push(await longestCommandUs(r));
         results.walk!.push(w.ms);
         results.walkGone!.push(w.dataGoneMs);
@@ -161,20 +213,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
         const ns = await seed();
         await r.slowlog('RESET');
         const started = performance.now();
+        const c0 = cpu();
         const res = await runCleanup({ connection, namespace: ns });
+        results.oursCpu!.push(Math.round(cpu() - c0));
         results.ours!.push(Math.round(performance.now() - started));
         results.oursServerMax!.push(await longestCommandUs(r));
         results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
         await gone(ns);
       }],
-      ['oursProcess', async () => {
-        const ns = await seed();
-        const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns });
-        if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
-        lastSummary = res.out.trim().split('\n')[0] ?? '';
-        results.oursProcess!.push(res.ms);
-        await gone(ns);
-      }],
+      ['oursProcess', () => oursProcess('oursProcess', { RAYKEEPER_STRIP_CACHE: stripCache })],
+      ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', {})],
       ['nodeStart', async () => {
         results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
       }],
@@ -183,7 +231,9 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       contenders.push(['rayProcess', async () => {
         const ns = await seed();
         const script = `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${ns}") else 1)`;
+        const c0 = cpu();
         const res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
+        results.rayProcessCpu!.push(Math.round(cpu() - c0));
         if (res.code !== 0) throw new Error(`Ray's cleanup failed: ${res.out.slice(-500)}`);
         results.rayProcess!.push(res.ms);
         await gone(ns);
@@ -203,10 +253,17 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       walkDataGoneMs: m('walkGone'),
       oursDataGoneMs: m('oursGone'),
       oursProcessMs: m('oursProcess'),
+      oursProcessNoCacheMs: m('oursProcessNoCache'),
       rayProcessMs: python ? m('rayProcess') : undefined,
       nodeStartMs: m('nodeStart'),
       ratioWalk: m('ours') / Math.max(1, m('walk')),
       ratioRay: python ? m('rayProcess') / Math.max(1, m('oursProcess')) : undefined,
+      walkCpuMs: m('walkCpu'),
+      oursCpuMs: m('oursCpu'),
+      oursProcessCpuMs: m('oursProcessCpu'),
+      oursProcessNoCacheCpuMs: m('oursProcessNoCacheCpu'),
+      rayProcessCpuMs: python ? m('rayProcessCpu') : undefined,
+      ratioRayCpu: python ? m('rayProcessCpu') / Math.max(1, m('oursProcessCpu')) : undefined,
       oursServerMaxUs: m('oursServerMax'),
       walkServerMaxUs: m('walkServerMax'),
       loadBefore,
@@ -220,9 +277,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     row('time to data gone: walk', 'walkGone');
     row('time to data gone: ours (known tables first)', 'oursGone');
     row('ours as a process (raykeeper redis-cleanup)', 'oursProcess', lastSummary.replace(/^.*?: /, ''));
+    row('  the same without the strip cache', 'oursProcessNoCache');
     if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess', `${x(figures.ratioRay!)} ours as a process (goal >= 2x)`);
     else log("  Ray's cleanup_redis_storage as a process      n/a  Ray not installed (tools/install-ray.sh)");
     row('node -e 0 (Node start-up, context)', 'nodeStart');
+    log('CPU milliseconds, client + redis-server (median, every run):');
+    row('walk', 'walkCpu');
+    row('ours in process', 'oursCpu', `${x(figures.oursCpuMs / Math.max(1, figures.walkCpuMs))} the walk`);
+    row('ours as a process', 'oursProcessCpu');
+    row('  the same without the strip cache', 'oursProcessNoCacheCpu');
+    if (python) row("Ray's cleanup as a process", 'rayProcessCpu', `${x(figures.ratioRayCpu!)} ours as a process`);
     log('longest single command the server ran (SLOWLOG), us (median, every run):');
     row('walk (COUNT 10000)', 'walkServerMax');
     row('ours (adaptive COUNT)', 'oursServerMax');
@@ -231,6 +295,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   } finally {
     r.disconnect();
     await server.stop();
+    rmSync(stripCache, { recursive: true, force: true });
   }
 }
 

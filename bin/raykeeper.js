@@ -13,6 +13,8 @@ if (major > 22 || (major === 22 && minor >= 18)) {
   // baseline compiler alone is enough, and V8's optimising tier-up of it cost a quarter of the
   // start-up CPU (bench/redis-cleanup.ts). Set before the first .ts file is imported.
   setFlagsFromString('--liftoff-only');
+  // The image's stripped-TypeScript cache (bin/strip-cache.js): swc then does not load at all.
+  if (process.env.RAYKEEPER_STRIP_CACHE) (await import('./strip-cache.js')).registerStripCache(process.env.RAYKEEPER_STRIP_CACHE);
   const { main } = await import('./cli.ts');
   process.exitCode = await main(process.argv.slice(2)).catch((err) => {
     process.stderr.write(`raykeeper: ${err instanceof Error ? err.message : String(err)}\n`);
