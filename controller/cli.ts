@@ -4,6 +4,7 @@ import { createLogger } from '../src/logger.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';
+import { DEFAULT_LEADER_TIMING, leaderTimingProblem } from './runtime/leader.ts';
 
 const BASE_OPTIONS = {
   kubeconfig: { type: 'string' },
@@ -33,7 +34,9 @@ export function controllerUsage(): string {
   return `Usage: raykeeper controller [options]
 
 Watches RayClusters (and RayJobs) and reconciles them. Only the leader reconciles when --leader-elect
-is on. SIGTERM stops gracefully (in-flight reconciles finish, the Lease is released).
+is on; a leader that cannot renew the Lease within --renew-deadline stops, aborts its reconciles and
+exits 1 (to be restarted as a fresh candidate). SIGTERM stops gracefully (in-flight reconciles finish,
+the Lease is released).
 
 Options:
   --kubeconfig FILE          kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)
@@ -43,7 +46,8 @@ Options:
   --lease-namespace NS       namespace of the Lease (default: POD_NAMESPACE, the pod's, else default)
   --lease-name NAME          name of the Lease (default raykeeper-controller)
   --lease-duration SECONDS   lease duration (default 15): a standby takes over within it
-  --renew-deadline SECONDS   the leader gives up after failing to renew this long (default 10)
+  --renew-deadline SECONDS   the leader stops (and exits) this long after its last successful renew
+                             unless it renews again (default 10; < --lease-duration)
   --retry-period SECONDS     renew / campaign period (default 2)
   --identity ID              this replica's identity in the Lease (default hostname_random)
   --health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT}; 0 = any free port)
@@ -114,9 +118,11 @@ export async function run(argv: string[]): Promise<number> {
       if (unknown.length > 0) throw new Error(`--reconcilers: unknown ${unknown.join(', ')}`);
       modules = RECONCILER_MODULES.filter((m) => wanted.includes(m.name));
     }
-    const leaseDurationMs = seconds(s('lease-duration'), 'lease-duration', 15_000);
-    const renewDeadlineMs = seconds(s('renew-deadline'), 'renew-deadline', Math.min(10_000, Math.round(leaseDurationMs * 2 / 3)));
-    const retryPeriodMs = seconds(s('retry-period'), 'retry-period', Math.min(2_000, Math.round(renewDeadlineMs / 5)));
+    const leaseDurationMs = seconds(s('lease-duration'), 'lease-duration', DEFAULT_LEADER_TIMING.leaseDurationMs);
+    const renewDeadlineMs = seconds(s('renew-deadline'), 'renew-deadline', Math.min(DEFAULT_LEADER_TIMING.renewDeadlineMs, Math.round(leaseDurationMs * 2 / 3)));
+    const retryPeriodMs = seconds(s('retry-period'), 'retry-period', Math.min(DEFAULT_LEADER_TIMING.retryPeriodMs, Math.round(renewDeadlineMs / 5)));
+    const timingProblem = values['leader-elect'] === true ? leaderTimingProblem({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }) : undefined;
+    if (timingProblem) throw new Error(`${timingProblem} (--lease-duration, --renew-deadline, --retry-period)`);
     config = {
       kubeconfig: s('kubeconfig'),
       watchNamespace: s('watch-namespace'),
@@ -163,7 +169,12 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   try {
     const outcome = await controller.done;
-    return outcome === 'lost-leadership' ? 1 : 0;
+    if (outcome === 'lost-leadership') {
+      // Whatever still runs must not write as a leader: exit now, as controller-runtime does.
+      logger.fatal('lost leadership: exiting (restart as a new candidate)');
+      process.exit(1);
+    }
+    return 0;
   } catch (err) {
     logger.fatal({ err: err instanceof Error ? err.stack : String(err) }, 'controller failed');
     return 1;

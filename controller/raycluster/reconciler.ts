@@ -18,6 +18,10 @@
 // TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
+//
+// The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
+// request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
+// and never releases the finalizer of a cleanup it did not finish.
 import type { Counter } from 'prom-client';
 import { sharedCounter } from '../../src/metrics.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP } from '../../src/names.ts';
@@ -47,8 +51,8 @@ export interface RayClusterReconcilerConfig {
   workers?: number;
 }
 
-/** Runs the cleanup with a resolved environment within deadlineMs; resolves to success and one line. */
-export type InProcessRunner = (env: Record<string, string>, deadlineMs: number) => Promise<{ ok: boolean; message: string }>;
+/** Runs the cleanup with a resolved environment within deadlineMs (stopping when `signal` aborts); resolves to success and one line. */
+export type InProcessRunner = (env: Record<string, string>, deadlineMs: number, signal?: AbortSignal) => Promise<{ ok: boolean; message: string }>;
 
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
@@ -70,14 +74,14 @@ function podKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
-export async function defaultInProcessRunner(env: Record<string, string>, deadlineMs: number): Promise<{ ok: boolean; message: string }> {
+export async function defaultInProcessRunner(env: Record<string, string>, deadlineMs: number, signal?: AbortSignal): Promise<{ ok: boolean; message: string }> {
   const [{ cleanupFromEnvironment }, { summarize }, { errorMessage, oneLine }] = await Promise.all([
     import('../redis-cleanup/config.ts'),
     import('../redis-cleanup/cleanup.ts'),
     import('../../src/redis/errors.ts'),
   ]);
   try {
-    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, { deadlineMs })), [env.REDIS_PASSWORD]) };
+    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, { deadlineMs, signal })), [env.REDIS_PASSWORD]) };
   } catch (err) {
     return { ok: false, message: oneLine(errorMessage(err), [env.REDIS_PASSWORD]) };
   }
@@ -116,7 +120,7 @@ export class RayClusterReconciler {
   registration(workers?: number): ControllerRegistration {
     const reg: ControllerRegistration = {
       name: 'raycluster',
-      reconciler: { reconcile: (key) => this.reconcile(key) },
+      reconciler: { reconcile: (key, signal) => this.reconcile(key, signal) },
       watches: [
         { informer: this.clusters },
         // A cleanup Job matters when it finishes or disappears (not for its start-up updates).
@@ -133,7 +137,7 @@ export class RayClusterReconciler {
     return { ...RAYCLUSTERS, namespace, name };
   }
 
-  async reconcile(key: ObjectKey): Promise<ReconcileResult | void> {
+  async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const cached = this.clusters.get(key) as RayCluster | undefined;
     if (!cached) return; // gone
     const { namespace, name } = splitKey(key);
@@ -141,18 +145,18 @@ export class RayClusterReconciler {
       const d = decideRayClusterCleanup({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
       if (d.action === 'nothing') return;
       if (d.action === 'addFinalizer') {
-        const added = await this.addFinalizer(cached);
-        if (added !== 'changed') return added === 'gone' ? undefined : this.reconcileFresh(namespace, name);
+        const added = await this.addFinalizer(cached, signal);
+        if (added !== 'changed') return added === 'gone' ? undefined : this.reconcileFresh(namespace, name, signal);
         return;
       }
       // The cache does not say deleting but the decision wants more: act on the API's copy.
     }
-    return this.reconcileFresh(namespace, name);
+    return this.reconcileFresh(namespace, name, signal);
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
-  private async reconcileFresh(namespace: string | undefined, name: string): Promise<ReconcileResult | void> {
-    const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name));
+  private async reconcileFresh(namespace: string | undefined, name: string, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
+    const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name), { signal });
     if (!cluster) return;
     // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
     // the cleanup can start in the same reconcile instead of one requeue later.
@@ -164,17 +168,17 @@ export class RayClusterReconciler {
         job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         // Pods matter only until our Job exists: it is created once no head pod is left.
-        if (!ours) pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}` })).items;
+        if (!ours) pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal })).items;
       }
       const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
       this.m.actions.inc({ action: d.action });
       this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
-      const result = await this.act(cluster, d, now);
+      const result = await this.act(cluster, d, now, signal);
       if (d.action !== 'deletePods' || pass >= 1) return result;
     }
   }
 
-  private async act(cluster: RayCluster, d: RayClusterCleanupDecision, now: number): Promise<ReconcileResult | void> {
+  private async act(cluster: RayCluster, d: RayClusterCleanupDecision, now: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
     const meta = cluster.metadata;
     const namespace = meta.namespace;
     const log = this.ctx.logger.child({ cluster: `${namespace}/${meta.name}` });
@@ -182,12 +186,12 @@ export class RayClusterReconciler {
       case 'nothing':
         return;
       case 'addFinalizer': {
-        const r = await this.addFinalizer(cluster);
+        const r = await this.addFinalizer(cluster, signal);
         if (r === 'conflict') throw new Error('finalizers changed while adding ours; retrying');
         return;
       }
       case 'deletePods': {
-        for (const pod of d.pods) await this.kube.delete({ ...PODS, namespace, name: pod });
+        for (const pod of d.pods) await this.kube.delete({ ...PODS, namespace, name: pod }, { signal });
         log.info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
         return { requeueAfterMs: d.requeueAfterMs };
       }
@@ -195,19 +199,19 @@ export class RayClusterReconciler {
       case 'waitForJob':
         return { requeueAfterMs: d.requeueAfterMs };
       case 'deleteStaleJob': {
-        await this.kube.delete({ ...JOBS, namespace, name: d.jobName }, { propagationPolicy: 'Background', preconditions: d.jobUid ? { uid: d.jobUid } : undefined });
+        await this.kube.delete({ ...JOBS, namespace, name: d.jobName }, { propagationPolicy: 'Background', preconditions: d.jobUid ? { uid: d.jobUid } : undefined, signal });
         log.info({ job: d.jobName }, 'deleted a cleanup Job left by an earlier cluster of the same name');
         return { requeueAfterMs: d.requeueAfterMs };
       }
       case 'createJob':
-        return this.createJob(cluster, d.deadlineMs, d.requeueAfterMs, now);
+        return this.createJob(cluster, d.deadlineMs, d.requeueAfterMs, now, signal);
       case 'releaseFinalizer':
         if (d.event) this.event(cluster, d.event);
-        await this.release(cluster, d.reason);
+        await this.release(cluster, d.reason, signal);
         return;
       case 'forceRelease':
         this.event(cluster, d.event);
-        await this.release(cluster, 'timeout');
+        await this.release(cluster, 'timeout', signal);
         return;
     }
   }
@@ -220,8 +224,8 @@ export class RayClusterReconciler {
    * 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'.
    * A refusal by the API (validation, admission policy) throws after a Warning: the queue backs off.
    */
-  private async addFinalizer(cluster: RayCluster): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
-    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'add', GCS_FT_REDIS_CLEANUP_FINALIZER);
+  private async addFinalizer(cluster: RayCluster, signal: AbortSignal | undefined): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
+    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'add', GCS_FT_REDIS_CLEANUP_FINALIZER, signal);
     if (r.result !== 'patched') return r.result;
     this.m.actions.inc({ action: 'addFinalizer' });
     this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
@@ -232,15 +236,15 @@ export class RayClusterReconciler {
    * Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried within 200 ms
    * (re-read). A refusal by the API throws after a Warning: the queue backs off.
    */
-  private async release(cluster: RayCluster, reason: string): Promise<void> {
-    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'remove', GCS_FT_REDIS_CLEANUP_FINALIZER);
+  private async release(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'remove', GCS_FT_REDIS_CLEANUP_FINALIZER, signal);
     if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
     if (r.result !== 'patched') return;
     this.m.releases.inc({ reason });
     this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason }, 'released the GCS FT Redis cleanup finalizer');
   }
 
-  private async createJob(cluster: RayCluster, deadlineMs: number, requeueAfterMs: number, now: number): Promise<ReconcileResult | void> {
+  private async createJob(cluster: RayCluster, deadlineMs: number, requeueAfterMs: number, now: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const { problems } = cleanupResources(cluster, this.config.job);
@@ -248,10 +252,11 @@ export class RayClusterReconciler {
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {
-      await this.kube.create({ ...JOBS, namespace }, job);
+      await this.kube.create({ ...JOBS, namespace }, job, { signal });
     } catch (err) {
+      signal?.throwIfAborted();
       if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it
-      if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs);
+      if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs, signal);
       this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${(err as Error).message}` });
       throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${(err as Error).message}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
     }
@@ -260,7 +265,7 @@ export class RayClusterReconciler {
   }
 
   /** The Job cannot be created (namespace terminating): clean up from here if we can. */
-  private async cleanupInProcess(cluster: RayCluster, deadlineMs: number): Promise<ReconcileResult | void> {
+  private async cleanupInProcess(cluster: RayCluster, deadlineMs: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
     const log = this.ctx.logger.child({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` });
     const untilDeadline = Math.max(100, deadlineMs - this.ctx.now() + 50);
     const blocked = (why: string): ReconcileResult => {
@@ -277,18 +282,25 @@ export class RayClusterReconciler {
     if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
     let env: Record<string, string>;
     try {
-      env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan);
+      env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan, signal);
     } catch (err) {
+      signal?.throwIfAborted();
       return blocked((err as Error).message);
     }
     const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
     log.warn('namespace is terminating: running the Redis cleanup in the controller');
-    const { ok, message } = await this.config.runCleanup(env, Math.min(secondsLeft, 240) * 1000);
+    const { ok, message } = await this.config.runCleanup(env, Math.min(secondsLeft, 240) * 1000, signal);
+    if (signal?.aborted) {
+      // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.
+      this.m.inProcess.inc({ result: 'aborted' });
+      log.warn({ result: message }, 'in-process Redis cleanup aborted: the finalizer stays');
+      signal.throwIfAborted();
+    }
     if (ok) {
       this.m.inProcess.inc({ result: 'succeeded' });
       this.event(cluster, { type: 'Normal', reason: EVENT_REDIS_CLEANED_IN_PROCESS, message: `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${message}`.trim() });
-      await this.releaseFresh(cluster, 'inprocess-complete');
+      await this.releaseFresh(cluster, 'inprocess-complete', signal);
       return;
     }
     this.m.inProcess.inc({ result: 'failed' });
@@ -297,25 +309,25 @@ export class RayClusterReconciler {
       reason: EVENT_REDIS_CLEANUP_FAILED,
       message: `The controller's own Redis cleanup failed (${message}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
     });
-    await this.releaseFresh(cluster, 'inprocess-failed');
+    await this.releaseFresh(cluster, 'inprocess-failed', signal);
   }
 
   /** Re-reads the cluster (the cleanup took time) and releases the finalizer from that copy. */
-  private async releaseFresh(cluster: RayCluster, reason: string): Promise<void> {
-    const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''));
+  private async releaseFresh(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+    const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
     if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
-    await this.release(fresh, reason);
+    await this.release(fresh, reason, signal);
   }
 
   /** Resolves the plan like the kubelet would, with the controller's permissions. */
-  private async resolveEnv(namespace: string, plan: ReturnType<typeof planInProcessCleanup>): Promise<Record<string, string>> {
+  private async resolveEnv(namespace: string, plan: ReturnType<typeof planInProcessCleanup>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
     const cache = new Map<string, Record<string, string> | undefined>();
     const load = async (kind: 'secret' | 'configMap', name: string, optional: boolean): Promise<Record<string, string> | undefined> => {
       const id = `${kind}/${name}`;
       if (cache.has(id)) return cache.get(id);
       let data: Record<string, string> | undefined;
       try {
-        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name });
+        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name }, { signal });
         data = {};
         for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
         for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');

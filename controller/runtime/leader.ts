@@ -3,10 +3,14 @@
 //   the resourceVersion it read) when it is free (no holder, released) or when the record has not
 //   changed for a whole lease duration, measured on OUR clock from the moment we observed the record
 //   (so clock skew between replicas does not matter).
-// - The leader renews every retry period; if it cannot renew for `renewDeadlineMs` it stops leading
-//   (its reconcilers are cancelled) before anyone else can take over (renewDeadline < leaseDuration).
-// - `release()` (SIGTERM) hands the Lease back: empty holder, so a standby takes over at its next retry
-//   instead of waiting for the lease to expire.
+// - The leader leads until ONE deadline: its last successful renew + `renewDeadlineMs`. It retries the
+//   renew (GET + PUT) every retry period, each request aborted at that deadline, and stops leading when
+//   it passes (`renewStep`). Since renewDeadline < leaseDuration (`leaderTimingProblem`), it has stopped
+//   before any other replica can see the lease expire: a replica waits a whole lease duration from when
+//   it OBSERVED our last renew, which is after we sent it.
+// - After losing the lease the elector does not campaign again here: the manager exits the process.
+// - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
+//   next retry instead of waiting for the lease to expire.
 import { sleep } from './backoff.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -26,14 +30,51 @@ interface Lease {
   spec?: LeaseSpec;
 }
 
-export interface LeaderElectionOptions {
+export interface LeaderTiming {
+  /** How long a Lease holds without renewal: a standby takes over after observing it unchanged this long. */
+  leaseDurationMs: number;
+  /** The leader leads until its last successful renew + this; shorter than the lease duration. */
+  renewDeadlineMs: number;
+  /** Between two attempts (campaign and renew). */
+  retryPeriodMs: number;
+}
+
+/** client-go's defaults (15 s / 10 s / 2 s). */
+export const DEFAULT_LEADER_TIMING: LeaderTiming = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+
+/** A campaign waits the retry period stretched by up to this fraction (client-go's JitterFactor 1.2). */
+const RETRY_JITTER = 0.2;
+
+/** What makes a timing unsafe (client-go's rules), or undefined. */
+export function leaderTimingProblem(t: LeaderTiming): string | undefined {
+  for (const [name, v] of [['lease duration', t.leaseDurationMs], ['renew deadline', t.renewDeadlineMs], ['retry period', t.retryPeriodMs]] as const) {
+    if (!Number.isFinite(v) || v <= 0) return `leader election: the ${name} must be positive`;
+  }
+  if (t.renewDeadlineMs >= t.leaseDurationMs) return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be shorter than the lease duration (${t.leaseDurationMs} ms), or two replicas could lead at once`;
+  if (t.renewDeadlineMs <= t.retryPeriodMs * (1 + RETRY_JITTER)) return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be longer than ${1 + RETRY_JITTER} x the retry period (${t.retryPeriodMs} ms)`;
+  return undefined;
+}
+
+/** The leader's next move: stop at the deadline, or wait (never past it) and renew before it. */
+export type RenewStep = { kind: 'stop'; deadline: number } | { kind: 'renew'; waitMs: number; deadline: number };
+
+/**
+ * Where a leader stands `now`, having last renewed successfully at `lastRenewAt` (when that attempt
+ * started). It leads until `lastRenewAt + renewDeadlineMs` and not one moment longer, however the
+ * attempts in between went: the next one starts a retry period later (or at the deadline) and its
+ * requests are aborted at the deadline.
+ */
+export function renewStep(now: number, lastRenewAt: number, t: Pick<LeaderTiming, 'renewDeadlineMs' | 'retryPeriodMs'>): RenewStep {
+  const deadline = lastRenewAt + t.renewDeadlineMs;
+  if (now >= deadline) return { kind: 'stop', deadline };
+  return { kind: 'renew', waitMs: Math.min(t.retryPeriodMs, deadline - now), deadline };
+}
+
+export interface LeaderElectionOptions extends Partial<LeaderTiming> {
   kube: KubeClient;
   namespace: string;
   name: string;
   identity: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
   logger?: Logger | undefined;
   now?: () => number;
 }
@@ -41,7 +82,7 @@ export interface LeaderElectionOptions {
 export interface LeaderCallbacks {
   /** Became leader; `signal` aborts when leadership ends. */
   onStartedLeading(signal: AbortSignal): void;
-  /** Leadership ended (renew failed, or release on shutdown). */
+  /** Leadership ended (renew deadline passed, lease taken, or shutdown). */
   onStoppedLeading(reason: string): void;
   /** Observed a (new) leader, possibly ourselves. */
   onNewLeader?(identity: string): void;
@@ -54,33 +95,41 @@ export function microTime(ms: number): string {
 
 const LEASE = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const;
 
+/** One attempt's outcome: we hold the lease, another replica holds it, or we could not tell. */
+type Attempt = 'held' | 'lost' | 'failed';
+
 export class LeaderElector {
   readonly identity: string;
-  private readonly o: Required<Omit<LeaderElectionOptions, 'logger'>> & { logger: Logger | undefined };
+  private readonly o: LeaderTiming & Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now'>> & { logger: Logger | undefined };
   private observedRecord = '';
   private observedTime = 0;
   private observedHolder = '';
   private leading = false;
+  /** When the last successful acquire or renew STARTED (what the others measure from is later). */
   private lastRenew = 0;
   private leaderController: AbortController | undefined;
+  /** The Lease as we last wrote it while holding it; cleared when leadership is lost. */
   private current: Lease | undefined;
 
   constructor(options: LeaderElectionOptions) {
     this.o = {
-      ...options,
-      leaseDurationMs: options.leaseDurationMs ?? 15_000,
-      renewDeadlineMs: options.renewDeadlineMs ?? 10_000,
-      retryPeriodMs: options.retryPeriodMs ?? 2_000,
+      kube: options.kube,
+      namespace: options.namespace,
+      name: options.name,
+      leaseDurationMs: options.leaseDurationMs ?? DEFAULT_LEADER_TIMING.leaseDurationMs,
+      renewDeadlineMs: options.renewDeadlineMs ?? DEFAULT_LEADER_TIMING.renewDeadlineMs,
+      retryPeriodMs: options.retryPeriodMs ?? DEFAULT_LEADER_TIMING.retryPeriodMs,
       now: options.now ?? Date.now,
       logger: options.logger,
     };
-    if (this.o.renewDeadlineMs >= this.o.leaseDurationMs) throw new Error('leader election: renew deadline must be shorter than the lease duration');
-    if (this.o.retryPeriodMs >= this.o.renewDeadlineMs) throw new Error('leader election: retry period must be shorter than the renew deadline');
+    const problem = leaderTimingProblem(this.o);
+    if (problem) throw new Error(problem);
     this.identity = options.identity;
   }
 
+  /** True while leading: false from the renew deadline on, even before the renew loop notices. */
   isLeader(): boolean {
-    return this.leading;
+    return this.leading && this.o.now() < this.lastRenew + this.o.renewDeadlineMs;
   }
 
   /** The holder we last saw ('' when free). */
@@ -93,45 +142,54 @@ export class LeaderElector {
     return !this.leading || this.o.now() - this.lastRenew <= this.o.leaseDurationMs;
   }
 
-  /** Runs until `signal` aborts: campaigns, leads, and campaigns again after losing the lease. */
+  /**
+   * Campaigns until this replica holds the lease, leads until the renew deadline passes, the lease is
+   * taken or `signal` aborts, then resolves (one term: a replica that lost the lease exits and starts
+   * over as a fresh candidate).
+   */
   async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
-    while (!signal.aborted) {
-      // Campaign.
-      while (!signal.aborted && !(await this.tryAcquireOrRenew(callbacks))) {
-        await sleep(this.o.retryPeriodMs * (1 + 0.2 * Math.random()), signal);
+    const now = this.o.now;
+    for (;;) {
+      if (signal.aborted) return;
+      const attemptAt = now();
+      if ((await this.tryAcquireOrRenew(callbacks, attemptAt + this.o.renewDeadlineMs, signal)) === 'held') {
+        this.lastRenew = attemptAt;
+        break;
       }
-      if (signal.aborted) break;
-      this.leading = true;
-      this.lastRenew = this.o.now();
-      this.leaderController = new AbortController();
-      this.o.logger?.info({ lease: `${this.o.namespace}/${this.o.name}`, identity: this.identity }, 'became leader');
-      callbacks.onStartedLeading(this.leaderController.signal);
-      // Renew until it fails for renewDeadline.
-      let reason = 'shutdown';
-      while (!signal.aborted) {
-        await sleep(this.o.retryPeriodMs, signal);
-        if (signal.aborted) break;
-        if (await this.tryAcquireOrRenew(callbacks)) {
-          this.lastRenew = this.o.now();
-          continue;
-        }
-        if (!this.leading) {
-          reason = 'lease taken by another replica';
-          break;
-        }
-        if (this.o.now() - this.lastRenew > this.o.renewDeadlineMs) {
-          reason = `could not renew the lease for ${this.o.renewDeadlineMs} ms`;
-          break;
-        }
-      }
-      this.leading = false;
-      this.leaderController.abort();
-      this.o.logger?.warn({ lease: `${this.o.namespace}/${this.o.name}`, reason }, 'stopped leading');
-      callbacks.onStoppedLeading(reason);
+      await sleep(this.o.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal);
     }
+    this.leading = true;
+    this.leaderController = new AbortController();
+    const lease = `${this.o.namespace}/${this.o.name}`;
+    this.o.logger?.info({ lease, identity: this.identity }, 'became leader');
+    callbacks.onStartedLeading(this.leaderController.signal);
+    let reason = 'shutdown';
+    for (;;) {
+      const step = renewStep(now(), this.lastRenew, this.o);
+      if (step.kind === 'stop') {
+        reason = `could not renew the lease within the renew deadline (${this.o.renewDeadlineMs} ms)`;
+        break;
+      }
+      await sleep(step.waitMs, signal);
+      if (signal.aborted) break;
+      const attemptAt = now();
+      if (attemptAt >= step.deadline) continue;
+      const attempt = await this.tryAcquireOrRenew(callbacks, step.deadline, signal);
+      if (attempt === 'held') this.lastRenew = attemptAt;
+      else if (attempt === 'lost') {
+        reason = 'lease taken by another replica';
+        break;
+      }
+    }
+    const leadingUntil = Math.min(now(), this.lastRenew + this.o.renewDeadlineMs);
+    this.leading = false;
+    if (reason !== 'shutdown') this.current = undefined; // not ours to release any more
+    this.leaderController.abort();
+    this.o.logger?.warn({ lease, reason, lastRenew: new Date(this.lastRenew).toISOString(), leadingUntil: new Date(leadingUntil).toISOString() }, 'stopped leading');
+    callbacks.onStoppedLeading(reason);
   }
 
-  /** Gives the lease back if we hold it (best effort; call on SIGTERM after reconcilers stopped). */
+  /** Gives the lease back if we still hold it (best effort; call on SIGTERM after reconcilers stopped). */
   async release(): Promise<boolean> {
     const lease = this.current;
     if (!lease || lease.spec?.holderIdentity !== this.identity) return false;
@@ -143,6 +201,7 @@ export class LeaderElector {
     try {
       await this.o.kube.replace(this.ref(), released, { timeoutMs: 5_000 });
       this.leading = false;
+      this.current = undefined;
       this.o.logger?.info({ lease: `${this.o.namespace}/${this.o.name}` }, 'released the lease');
       return true;
     } catch (err) {
@@ -169,20 +228,31 @@ export class LeaderElector {
     }
   }
 
-  /** One round: create, renew or take over the lease. True when we hold it afterwards. */
-  async tryAcquireOrRenew(callbacks: LeaderCallbacks): Promise<boolean> {
+  /**
+   * One round: create, renew or take over the lease, every request aborted at `deadline` (or with
+   * `signal`), and none started after it.
+   */
+  private async tryAcquireOrRenew(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
     const kube = this.o.kube;
     const now = this.o.now();
     const durationSeconds = Math.max(1, Math.ceil(this.o.leaseDurationMs / 1000));
+    const bounded = (): { signal: AbortSignal; timeoutMs: number } | undefined => {
+      const left = deadline - this.o.now();
+      return left > 0 && !signal.aborted ? { signal: AbortSignal.any([signal, AbortSignal.timeout(left)]), timeoutMs: left } : undefined;
+    };
     let lease: Lease | undefined;
+    let options = bounded();
+    if (!options) return 'failed';
     try {
-      lease = await kube.get<Lease>(this.ref(), { timeoutMs: this.o.renewDeadlineMs });
+      lease = await kube.get<Lease>(this.ref(), options);
     } catch (err) {
       if (!isNotFound(err)) {
         this.o.logger?.warn({ err: String(err) }, 'leader election: cannot read the lease');
-        return false;
+        return 'failed';
       }
     }
+    options = bounded();
+    if (!options) return 'failed';
     if (!lease) {
       const created: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
@@ -191,12 +261,12 @@ export class LeaderElector {
         spec: { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
       };
       try {
-        this.current = await kube.create<Lease>(this.ref(), created, { timeoutMs: this.o.renewDeadlineMs });
+        this.current = await kube.create<Lease>(this.ref(), created, options);
         this.observe(this.current, callbacks);
-        return true;
+        return 'held';
       } catch (err) {
         if (!isAlreadyExists(err)) this.o.logger?.warn({ err: String(err) }, 'leader election: cannot create the lease');
-        return false;
+        return 'failed';
       }
     }
     this.observe(lease, callbacks);
@@ -204,10 +274,8 @@ export class LeaderElector {
     const holder = spec.holderIdentity ?? '';
     const mine = holder === this.identity;
     const observedDurationMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-    if (!mine && holder !== '' && this.observedTime + observedDurationMs > now) {
-      if (this.leading) this.leading = false; // someone else holds it: we lost it
-      return false;
-    }
+    if (!mine && holder !== '' && this.observedTime + observedDurationMs > now) return 'lost';
+    if (!mine && this.leading) return 'lost'; // released or expired under us: we were not renewing it
     const next: Lease = {
       ...lease,
       spec: mine
@@ -222,12 +290,12 @@ export class LeaderElector {
           },
     };
     try {
-      this.current = await kube.replace<Lease>(this.ref(), next, { timeoutMs: this.o.renewDeadlineMs });
+      this.current = await kube.replace<Lease>(this.ref(), next, options);
       this.observe(this.current, callbacks);
-      return true;
+      return 'held';
     } catch (err) {
       if (!isConflict(err)) this.o.logger?.warn({ err: String(err) }, 'leader election: cannot update the lease');
-      return false;
+      return 'failed';
     }
   }
 }

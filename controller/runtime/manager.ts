@@ -7,8 +7,11 @@
 //   3. with leader election, reconcilers start when this replica acquires the Lease and stop when it
 //      loses it; without it they start at once;
 //   4. `run` resolves when `signal` aborts (SIGTERM: workers are cancelled, in-flight reconciles get
-//      `shutdownTimeoutMs` to finish, the Lease is released) or leadership is lost (the caller exits
-//      non-zero so the Deployment restarts the pod, as controller-runtime does).
+//      `shutdownTimeoutMs` to finish, the Lease is released) or leadership is lost: then in-flight
+//      reconciles are aborted and not waited for, nothing more is written (no Events, no release),
+//      and the caller exits non-zero so the Deployment restarts the pod, as controller-runtime does.
+//      From the renew deadline on, no reconcile starts and no key is queued (`isLeader()` checks the
+//      clock), even before the renew loop has noticed (a process resumed after a pause).
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
@@ -108,7 +111,7 @@ export class Manager {
       const toKeys = watch.toKeys ?? ((obj: KubeObject) => [objectKey(obj)]);
       watch.informer.on((type, obj) => {
         const rc = this.running.find((r) => r.registration === registration);
-        if (!rc) return; // not leading: the resync at leadership start covers it
+        if (!rc || !this.isLeader()) return; // not leading: the resync at leadership start covers it
         if (watch.filter && !watch.filter(type, obj)) return;
         for (const key of toKeys(obj)) if (key) rc.queue.add(key);
       });
@@ -148,10 +151,12 @@ export class Manager {
 
   /** Runs until `signal` aborts or leadership is lost. */
   async run(signal: AbortSignal): Promise<RunOutcome> {
+    let outcome: RunOutcome = 'stopped';
     try {
-      return await this.runInner(signal);
+      outcome = await this.runInner(signal);
+      return outcome;
     } finally {
-      await this.shutdown();
+      await this.shutdown(outcome);
     }
   }
 
@@ -232,6 +237,10 @@ export class Manager {
     for (;;) {
       const key: ObjectKey | undefined = await rc.queue.get();
       if (key === undefined) return;
+      if (rc.abort.signal.aborted || !this.isLeader()) {
+        rc.queue.done(key);
+        continue;
+      }
       const end = this.m.duration.startTimer({ controller: name });
       try {
         const result = await rc.registration.reconciler.reconcile(key, rc.abort.signal);
@@ -282,13 +291,16 @@ export class Manager {
     );
   }
 
-  private async shutdown(): Promise<void> {
+  private async shutdown(outcome: RunOutcome): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    await this.stopControllers();
-    await Promise.all(this.stopPromises);
-    await this.ctx.events.flush();
-    if (this.elector) await this.elector.release();
+    const stopped = this.stopControllers();
+    if (outcome !== 'lost-leadership') {
+      await stopped;
+      await Promise.all(this.stopPromises);
+      await this.ctx.events.flush();
+      if (this.elector) await this.elector.release();
+    }
     await this.informers.stop();
     this.kube.close();
   }

@@ -2,7 +2,11 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
-import { JOBS, NAMESPACES, RAYCLUSTERS, SECRETS } from '../../src/kube-resources.ts';
+import { JOBS, LEASES, NAMESPACES, RAYCLUSTERS, SECRETS } from '../../src/kube-resources.ts';
+import { startController } from '../../controller/main.ts';
+import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { microTime } from '../../controller/runtime/leader.ts';
+import { capturingLogger } from '../webhook/helpers.ts';
 
 async function closedPort(): Promise<number> {
   const srv = createServer();
@@ -116,4 +120,48 @@ t.test('a Job left by an earlier cluster of the same name is not taken for ours'
   tt.equal(jobs.length, 1);
   const owner = (await e.kube.get<{ metadata: { ownerReferences: Array<{ uid: string }> } }>({ ...JOBS, namespace: e.ns.name, name: 'reborn-redis-cleanup' })).metadata.ownerReferences[0]!.uid;
   tt.equal(owner, c.metadata.uid, 'the stale Job was replaced by one owned by this cluster');
+});
+
+t.test('leadership lost during the in-process cleanup: the cleanup stops, nothing more is written, the finalizer stays', async (tt) => {
+  const e = await env(tt);
+  const { logger, lines } = capturingLogger();
+  const lease = { ...LEASES, namespace: 'default', name: `rk-${e.ns.name}` };
+  const c = await startController({
+    kubeConfig: e.ns.kubeConfig,
+    watchNamespace: e.ns.name,
+    modules: [rayClusterModule],
+    env: {},
+    logger,
+    moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+    leaderElect: true,
+    leaseNamespace: lease.namespace,
+    leaseName: lease.name,
+    identity: 'first',
+    leaseDurationMs: 3000,
+    renewDeadlineMs: 2000,
+    retryPeriodMs: 400,
+  });
+  tt.teardown(() => c.stop());
+  await until(() => c.manager.isLeader(), 'leading');
+  // Redis refuses connections: the cleanup retries for its whole connection budget (60 s).
+  await createCluster(e, rayCluster('abort', `127.0.0.1:${await closedPort()}`, { finalizers: [FINALIZER] }));
+  await e.kube.delete({ ...NAMESPACES, name: e.ns.name });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'abort' });
+  await until(() => lines().some((l) => l.msg === 'namespace is terminating: running the Redis cleanup in the controller'), 'the in-process cleanup runs');
+
+  // Another replica takes the Lease (it saw it expire, say): at its next renew this one has lost it.
+  const taken = Date.now();
+  const current = await e.kube.get<{ spec: Record<string, unknown> }>(lease);
+  await e.kube.replace(lease, { ...current, spec: { ...current.spec, holderIdentity: 'second', acquireTime: microTime(taken), renewTime: microTime(taken) } });
+  tt.equal(await c.done, 'lost-leadership');
+  await until(() => lines().some((l) => l.msg === 'in-process Redis cleanup aborted: the finalizer stays'), 'the cleanup aborted');
+  const stoppedMs = Date.now() - taken;
+  tt.comment(`stopped ${stoppedMs} ms after the Lease was taken`);
+  tt.ok(stoppedMs < 10_000, 'stopped at once, not after the cleanup\'s retries or the 20 s shutdown grace');
+  tt.ok((await getCluster(e, 'abort'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer stays for the next leader');
+  const after = lines().filter((l) => Number(l.time) >= taken).map((l) => String(l.msg));
+  tt.notOk(after.some((m) => /released the GCS FT|RedisCleanupFailed|reconcile failed; will retry/.test(m)), `nothing released, no Event, no retry: ${after.join(' | ')}`);
+  const m = c.manager.ctx.metrics.getSingleMetric('raykeeper_raycluster_inprocess_cleanups_total');
+  const results = (await m!.get()).values.map((v) => `${v.labels.result}=${v.value}`);
+  tt.same(results, ['aborted=1'], 'counted as aborted (not failed)');
 });

@@ -1,7 +1,14 @@
 // `raykeeper controller` as real child processes: killed mid-way and restarted, and two replicas with
-// leader election.
-import t from 'tap';
-import { controllerChild, createCluster, env, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+// leader election: killed, paused (SIGSTOP), and behind an API server that answers too late.
+import t, { type Test } from 'tap';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
+import { InformerFactory } from '../../controller/runtime/informer.ts';
+import { controllerChild, createCluster, env, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, rayCluster, rayKeys, redis, seedRay, until, type ChildController, type Env } from './harness.ts';
 import { LEASES, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 t.test('controller killed after creating the Job, restarted twice: exactly one Job, finalizer released once cleaned', async (tt) => {
@@ -72,4 +79,128 @@ t.test('two replicas: only the leader reconciles; the standby takes over when th
   tt.equal(await standby.exited, 0, 'graceful exit on SIGTERM');
   tt.equal((await holder()) ?? '', '', 'the lease was released on SIGTERM');
   tt.match(standby.log(), /released the lease/);
+});
+
+interface LeaseRecord {
+  holder: string;
+  /** ms since the epoch (MicroTime cut to ms). */
+  acquireTime: number;
+  renewTime: number;
+  durationMs: number;
+}
+
+const ms = (microTime: string | null | undefined) => Date.parse(String(microTime).replace(/\.(\d{3})\d*Z$/, '.$1Z'));
+
+/** Every version of the Lease `name`, as a watch delivers them (the Lease's history). */
+async function leaseHistory(tt: Test, e: Env, name: string): Promise<LeaseRecord[]> {
+  const factory = new InformerFactory(e.kube, { namespace: e.ns.name });
+  const informer = factory.get(LEASES);
+  const history: LeaseRecord[] = [];
+  informer.on((type, obj) => {
+    const spec = (obj as { spec?: { holderIdentity?: string | null; acquireTime?: string; renewTime?: string; leaseDurationSeconds?: number } }).spec;
+    if (type === 'delete' || obj.metadata?.name !== name || !spec) return;
+    history.push({ holder: spec.holderIdentity ?? '', acquireTime: ms(spec.acquireTime), renewTime: ms(spec.renewTime), durationMs: (spec.leaseDurationSeconds ?? 0) * 1000 });
+  });
+  factory.start();
+  await factory.waitForSync();
+  tt.teardown(() => factory.stop());
+  return history;
+}
+
+/** The JSON log lines of a child controller with this message. */
+const logLines = (c: ChildController, msg: string) =>
+  c
+    .log()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown> & { time: number })
+    .filter((l) => l.msg === msg);
+
+t.test('a paused leader (SIGSTOP): the standby takes over only once the lease expired; resumed, the old leader exits without leading again', async (tt) => {
+  const e = await env(tt);
+  const history = await leaseHistory(tt, e, 'paused');
+  const flags = (id: string) => ['--leader-elect', '--lease-namespace', e.ns.name, '--lease-name', 'paused', '--identity', id, '--lease-duration', '3', '--renew-deadline', '2', '--retry-period', '0.4'];
+  const one = await controllerChild(tt, e, flags('one'));
+  await until(() => history.some((r) => r.holder === 'one'), 'one leads');
+  const two = await controllerChild(tt, e, flags('two'));
+  await until(() => logLines(two, 'leader observed').length > 0, 'two sees the leader');
+
+  one.proc.kill('SIGSTOP');
+  await until(() => history.some((r) => r.holder === 'two'), 'two takes the lease', 30_000);
+  one.proc.kill('SIGCONT');
+  tt.equal(await one.exited, 1, 'the resumed old leader exits 1');
+
+  const taken = history.findIndex((r) => r.holder === 'two');
+  const lastOfOne = history[taken - 1]!;
+  const firstOfTwo = history[taken]!;
+  tt.equal(lastOfOne.holder, 'one');
+  tt.ok(firstOfTwo.acquireTime - lastOfOne.renewTime >= lastOfOne.durationMs, `two acquired ${firstOfTwo.acquireTime - lastOfOne.renewTime} ms after one's last renew (lease ${lastOfOne.durationMs} ms)`);
+  const stopped = logLines(one, 'stopped leading');
+  tt.equal(stopped.length, 1);
+  tt.match(stopped[0]!.reason, /renew deadline/);
+  const leadingUntil = Date.parse(String(stopped[0]!.leadingUntil));
+  tt.ok(leadingUntil <= lastOfOne.renewTime + 2000, "one's leadership ended at its renew deadline (its own clock, measured from the renew it sent)");
+  tt.ok(leadingUntil < firstOfTwo.acquireTime, 'before two acquired the lease: never two leaders');
+  tt.ok(logLines(two, 'became leader')[0]!.time >= leadingUntil, 'two believed it led only after one stopped believing it');
+  tt.equal(logLines(one, 'became leader').length, 1, 'one never led again');
+  tt.equal(logLines(one, 'lost leadership: exiting (restart as a new candidate)').length, 1);
+  // One's exit is before this point; a renew by two after it shows the watch has delivered everything.
+  const exitedAt = Date.now();
+  await until(() => history.some((r) => r.holder === 'two' && r.renewTime > exitedAt), 'two renews after one exited');
+  tt.same(history.slice(taken).filter((r) => r.holder !== 'two'), [], 'no write by one after two took over');
+});
+
+/** A TCP proxy to `target` whose answers (bytes from the target) can be held back `delayMs`. */
+async function delayingProxy(tt: Test, target: URL): Promise<{ url: string; delayMs: number }> {
+  const sockets = new Set<Socket>();
+  const proxy = { url: '', delayMs: 0 };
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.on('data', (chunk: Buffer) => {
+      if (proxy.delayMs > 0) setTimeout(() => client.write(chunk), proxy.delayMs).unref();
+      else client.write(chunk);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+  tt.teardown(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return proxy;
+}
+
+t.test('a slow API server: the leader stops leading and exits before the lease could expire', async (tt) => {
+  const e = await env(tt);
+  const proxy = await delayingProxy(tt, new URL(e.ns.cp.info.server));
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-slow-'));
+  tt.teardown(() => rm(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...e.ns.cp.info, server: proxy.url }, e.ns.name)), { mode: 0o600 });
+  const leaseDurationMs = 4000;
+  // The last --kubeconfig wins: everything this controller asks goes through the proxy.
+  const leader = await controllerChild(tt, e, ['--kubeconfig', kubeconfig, '--leader-elect', '--lease-namespace', e.ns.name, '--lease-name', 'slow', '--identity', 'slow', '--lease-duration', String(leaseDurationMs / 1000), '--renew-deadline', '2', '--retry-period', '0.5']);
+  const lease = async () => e.kube.getOrUndefined<{ spec: { holderIdentity?: string; renewTime?: string } }>({ ...LEASES, namespace: e.ns.name, name: 'slow' });
+  await until(async () => (await lease())?.spec.holderIdentity === 'slow', 'the leader holds the lease');
+  await until(() => logLines(leader, 'reconciler started').length > 0, 'the leader runs its reconcilers');
+
+  proxy.delayMs = 20_000; // every answer now comes 20 s late: longer than the renew deadline
+  const slowFrom = Date.now();
+  tt.equal(await leader.exited, 1, 'the leader exits 1');
+  const exitedAt = Date.now();
+  const lastRenew = ms((await lease())!.spec.renewTime); // the API server's view: the latest renew that reached it
+  tt.comment(`slow from ${slowFrom - lastRenew} ms after the last renew; exited ${exitedAt - lastRenew} ms after it (lease ${leaseDurationMs} ms)`);
+  tt.ok(exitedAt < lastRenew + leaseDurationMs, 'gone before the lease could expire for anyone else');
+  tt.match(logLines(leader, 'stopped leading')[0]?.reason, /renew deadline/);
+  tt.equal(logLines(leader, 'lost leadership: exiting (restart as a new candidate)').length, 1);
 });
