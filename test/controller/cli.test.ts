@@ -29,6 +29,13 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const workers = raykeeper('controller', '--workers', '0');
   tt.equal(workers.status, 2);
   tt.match(workers.stderr, /--workers must be an integer >= 1/);
+  // A renew deadline as long as the lease: two replicas could lead at once. Refused before starting.
+  const timing = raykeeper('controller', '--leader-elect', '--lease-duration', '10', '--renew-deadline', '10', '--kubeconfig', '/nonexistent/kubeconfig');
+  tt.equal(timing.status, 2);
+  tt.match(timing.stderr, /renew deadline \(10000 ms\) must be shorter than the lease duration \(10000 ms\)/);
+  const retry = raykeeper('controller', '--leader-elect', '--renew-deadline', '2', '--retry-period', '2', '--kubeconfig', '/nonexistent/kubeconfig');
+  tt.equal(retry.status, 2);
+  tt.match(retry.stderr, /must be longer than 1.2 x the retry period/);
 });
 
 t.test('the removed aliases are unknown options that name the flag to use', async (tt) => {
