@@ -18,8 +18,10 @@ import { fileURLToPath } from 'node:url';
 const RELAYED = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 /** Tells the re-run child that its IPC channel carries relayed signals (removed from its env at once). */
 const RELAY_ENV = 'RAYKEEPER_SIGNAL_RELAY';
-/** A direct signal this recent stands for the relayed copy of the same signal. */
+/** A direct signal this recent stands for the relayed copy of the same signal... */
 const SAME_SIGNAL_MS = 2_000;
+/** ...and so does one arriving this soon after it (the group's copy can reach the child late). */
+const RELAY_WAIT_MS = 200;
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major > 22 || (major === 22 && minor >= 18)) {
@@ -78,8 +80,8 @@ function runPinned(node) {
 }
 
 /**
- * The child's side. A relayed signal is raised on this process unless the same signal arrived directly
- * within SAME_SIGNAL_MS (then it was the process group's copy). Listening for a signal takes away
+ * The child's side. A relayed signal is raised on this process (RELAY_WAIT_MS later) unless the same
+ * signal arrived directly around it (then that was the process group's copy). Listening for a signal takes away
  * Node's default action, so a direct signal nobody else listens to is re-raised with the default.
  */
 function acceptRelayedSignals() {
@@ -100,15 +102,15 @@ function acceptRelayedSignals() {
   process.on('message', (m) => {
     const signal = m && typeof m === 'object' ? m.signal : undefined;
     if (!RELAYED.includes(signal)) return;
-    // After this turn's I/O: a direct copy delivered together with the relay is counted first.
-    setImmediate(() => {
-      const recent = direct.get(signal).filter((at) => Date.now() - at < SAME_SIGNAL_MS);
+    const relayedAt = Date.now();
+    setTimeout(() => {
+      const recent = direct.get(signal).filter((at) => at > relayedAt - SAME_SIGNAL_MS);
       const matched = recent.length > 0;
       direct.set(signal, recent.slice(1));
       if (matched) return;
       raising.set(signal, raising.get(signal) + 1);
       process.kill(process.pid, signal);
-    });
+    }, RELAY_WAIT_MS).unref();
   });
   process.channel?.unref();
   process.send('relay-ready');

@@ -233,12 +233,27 @@ export class LeaderElector {
    * `signal`), and none started after it.
    */
   private async tryAcquireOrRenew(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
+    if (signal.aborted) return 'failed';
+    const attempt = new AbortController();
+    const timer = setTimeout(() => attempt.abort(new Error('leader election: deadline reached')), Math.max(0, deadline - this.o.now()));
+    const onAbort = (): void => attempt.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.acquireOrRenewUntil(callbacks, deadline, attempt.signal);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async acquireOrRenewUntil(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
     const kube = this.o.kube;
     const now = this.o.now();
     const durationSeconds = Math.max(1, Math.ceil(this.o.leaseDurationMs / 1000));
+    /** Request options, or undefined when the deadline has passed (checked on our clock before each request). */
     const bounded = (): { signal: AbortSignal; timeoutMs: number } | undefined => {
       const left = deadline - this.o.now();
-      return left > 0 && !signal.aborted ? { signal: AbortSignal.any([signal, AbortSignal.timeout(left)]), timeoutMs: left } : undefined;
+      return left > 0 && !signal.aborted ? { signal, timeoutMs: left } : undefined;
     };
     let lease: Lease | undefined;
     let options = bounded();
