@@ -7,6 +7,7 @@ import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { microTime } from '../../controller/runtime/leader.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
+import { isConflict } from '../../src/kube.ts';
 
 async function closedPort(): Promise<number> {
   const srv = createServer();
@@ -150,9 +151,17 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   await until(() => lines().some((l) => l.msg === 'namespace is terminating: running the Redis cleanup in the controller'), 'the in-process cleanup runs');
 
   // Another replica takes the Lease (it saw it expire, say): at its next renew this one has lost it.
-  const taken = Date.now();
-  const current = await e.kube.get<{ spec: Record<string, unknown> }>(lease);
-  await e.kube.replace(lease, { ...current, spec: { ...current.spec, holderIdentity: 'second', acquireTime: microTime(taken), renewTime: microTime(taken) } });
+  let taken = 0;
+  for (;;) {
+    const current = await e.kube.get<{ spec: Record<string, unknown> }>(lease);
+    taken = Date.now();
+    try {
+      await e.kube.replace(lease, { ...current, spec: { ...current.spec, holderIdentity: 'second', acquireTime: microTime(taken), renewTime: microTime(taken) } });
+      break;
+    } catch (err) {
+      if (!isConflict(err)) throw err; // renewed in between: read again
+    }
+  }
   tt.equal(await c.done, 'lost-leadership');
   await until(() => lines().some((l) => l.msg === 'in-process Redis cleanup aborted: the finalizer stays'), 'the cleanup aborted');
   const stoppedMs = Date.now() - taken;
