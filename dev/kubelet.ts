@@ -14,6 +14,7 @@ import { KubeRest } from '../localcluster/rest.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
 import { sleep } from '../controller/runtime/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
+import { RAY_IMAGE } from '../src/ray-release.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';
 export const WEBHOOK_SERVICE = 'raykeeper-webhook';
@@ -115,7 +116,7 @@ export async function waitForAdmission(rest: KubeRest, timeoutMs = 120_000): Pro
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
     metadata: { name: 'raykeeper-admission-probe', annotations: { 'ray.io/ft-enabled': 'true' } },
-    spec: { headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray' }] } } } },
+    spec: { headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: RAY_IMAGE }] } } } },
   };
   let last = '';
   for (;;) {
