@@ -39,7 +39,7 @@ export interface DevEnvironment {
   samples: string[];
   /** With a real node (`--kubelet`): "<name> Ready". */
   node?: string;
-  /** The `ray` that runs Ray pods, or undefined (then RayJobs stay Initializing). */
+  /** What runs Ray pods: the `ray` executable, with --kubelet the Ray image; undefined: RayJobs stay Initializing. */
   ray?: string;
   stop(): Promise<void>;
 }
