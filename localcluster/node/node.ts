@@ -25,6 +25,8 @@ import {
   cniConfList,
   containerdConfig,
   dnsHosts,
+  endpointAddresses,
+  type EndpointSlice,
   dnsmasqArgs,
   kubeletConfig,
   kubeProxyConfig,
@@ -307,7 +309,13 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       const hostsFile = join(dirs.dns, 'hosts');
       const servicesText = async (): Promise<string> => {
         const list = await rest.get<{ items: Array<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }> }>('/api/v1/services');
-        const records: ServiceRecord[] = list.items.map((s) => ({ name: s.metadata.name, namespace: s.metadata.namespace, clusterIP: s.spec?.clusterIP }));
+        const slices = endpointAddresses((await rest.get<{ items: EndpointSlice[] }>('/apis/discovery.k8s.io/v1/endpointslices')).items);
+        const records: ServiceRecord[] = list.items.map((s) => ({
+          name: s.metadata.name,
+          namespace: s.metadata.namespace,
+          clusterIP: s.spec?.clusterIP,
+          addresses: slices.get(`${s.metadata.namespace}/${s.metadata.name}`),
+        }));
         return dnsHosts(records, net.clusterDomain);
       };
       let current = await servicesText();
@@ -333,7 +341,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   }
 }
 
-/** Re-syncs the DNS hosts file from the Services about once a second until stopped. */
+/** Re-syncs the DNS hosts file from the Services and EndpointSlices about once a second until stopped. */
 function startDnsFeeder(rest: KubeRest, sync: () => Promise<void>): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {
