@@ -19,6 +19,7 @@ import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../
 import { KubeClient } from '../src/kube.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
+import { RAY_IMAGE, RAY_RELEASE } from '../src/ray-release.ts';
 import { runWebhook } from '../webhook/main.ts';
 import { startDevRay } from './ray-pods.ts';
 
@@ -38,7 +39,7 @@ export interface DevEnvironment {
   samples: string[];
   /** With a real node (`--kubelet`): "<name> Ready". */
   node?: string;
-  /** The `ray` that runs Ray pods, or undefined (then RayJobs stay Initializing). */
+  /** What runs Ray pods: the `ray` executable, with --kubelet the Ray image; undefined: RayJobs stay Initializing. */
   ray?: string;
   stop(): Promise<void>;
 }
@@ -50,11 +51,11 @@ export function devSampleCluster(redisAddress: string): object {
     kind: 'RayCluster',
     metadata: { name: 'raycluster-gcs-ft' },
     spec: {
-      rayVersion: '2.46.0',
+      rayVersion: RAY_RELEASE,
       gcsFaultToleranceOptions: { redisAddress },
       headGroupSpec: {
         rayStartParams: {},
-        template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.46.0' }] } },
+        template: { spec: { containers: [{ name: 'ray-head', image: RAY_IMAGE }] } },
       },
       workerGroupSpecs: [
         {
@@ -63,7 +64,7 @@ export function devSampleCluster(redisAddress: string): object {
           minReplicas: 1,
           maxReplicas: 2,
           rayStartParams: {},
-          template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.46.0' }] } },
+          template: { spec: { containers: [{ name: 'ray-worker', image: RAY_IMAGE }] } },
         },
       ],
     },

@@ -14,11 +14,12 @@ import { KubeClient } from '../src/kube.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
 import { sleep } from '../src/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
+import { RAY_IMAGE } from '../src/ray-release.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';
 export const WEBHOOK_SERVICE = 'raykeeper-webhook';
-/** The images the node needs (tools/build-images.sh names). */
-export const KUBELET_IMAGES = ['pause', 'raykeeper', 'redis'];
+/** The images the node needs (tools/build-images.sh names): Ray's for the Ray pods our operator makes. */
+export const KUBELET_IMAGES = ['pause', 'raykeeper', 'redis', 'ray'];
 export const REDIS_NAME = 'redis';
 export const REDIS_NAMESPACE = 'default';
 
@@ -115,7 +116,7 @@ export async function waitForAdmission(kube: KubeClient, timeoutMs = 120_000): P
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
     metadata: { name: 'raykeeper-admission-probe', annotations: { 'ray.io/ft-enabled': 'true' } },
-    spec: { headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray' }] } } } },
+    spec: { headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: RAY_IMAGE }] } } } },
   };
   let last = '';
   for (;;) {
@@ -134,7 +135,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
   const stateDir = resolve(options.stateDir ?? join(REPO_ROOT, '.raykeeper', 'dev'));
   await mkdir(stateDir, { recursive: true });
 
-  progress('[1/5] images (tools/build-images.sh: pause, our Dockerfile, redis; cached by content)');
+  progress('[1/5] images (tools/build-images.sh: pause, our Dockerfile, redis, Ray; cached by content)');
   const images = await buildImages([...KUBELET_IMAGES, ...(options.extraImages ?? [])]);
   const ref = (recipe: string): string => {
     const hit = images.find((i) => i.archive.includes(`/${recipe}-`));
@@ -197,6 +198,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
       webhookUrl: `https://${WEBHOOK_SERVICE}.${SYSTEM_NAMESPACE}.svc:443`,
       samples: [sample],
       node: `${cluster.nodeName} Ready`,
+      ray: ref('ray'),
       cluster,
       images,
       stop,

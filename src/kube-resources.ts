@@ -7,6 +7,7 @@ export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as 
 export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const satisfies ResourceRef;
 export const PODS = { version: 'v1', plural: 'pods' } as const satisfies ResourceRef;
 export const SERVICES = { version: 'v1', plural: 'services' } as const satisfies ResourceRef;
+export const ENDPOINT_SLICES = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' } as const satisfies ResourceRef;
 export const EVENTS = { version: 'v1', plural: 'events' } as const satisfies ResourceRef;
 export const SECRETS = { version: 'v1', plural: 'secrets' } as const satisfies ResourceRef;
 export const CONFIGMAPS = { version: 'v1', plural: 'configmaps' } as const satisfies ResourceRef;

@@ -2,6 +2,8 @@
 # Optional: a real Ray (from PyPI) for the tests that start a Ray head against the test Redis and
 # submit real jobs. Installed into a venv in the cache, never into the system Python. Failure is not
 # fatal: those tests then skip with a printed reason. Prints the path of the `ray` executable.
+# The release is the project's one Ray release (src/ray-release.ts): tools/images/ray.sh builds
+# rayproject/ray:<it> with it, and manifests/samples name that tag (test/images/ray-release.test.ts).
 set -uo pipefail
 cache="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
 venv="$cache/ray-venv"

@@ -204,19 +204,41 @@ export interface ServiceRecord {
   name: string;
   namespace: string;
   clusterIP?: string;
+  /** A headless Service's endpoint addresses (its EndpointSlices' ready ones), as cluster DNS answers them. */
+  addresses?: string[];
 }
 
 /**
  * dnsmasq's hosts file for the cluster DNS: `<svc>.<ns>.svc.<domain>` (and `<svc>.<ns>.svc`) for every
- * Service with a cluster IP; headless and IP-less Services are skipped. Sorted: same Services, same text.
+ * Service with a cluster IP, and for a headless Service one line per endpoint address (as CoreDNS
+ * answers: KubeRay's head Service of a RayJob's cluster is headless); IP-less Services are skipped.
+ * Sorted: same Services, same text.
  */
 export function dnsHosts(services: ServiceRecord[], domain: string): string {
   return services
-    .filter((s) => s.clusterIP && s.clusterIP !== 'None')
-    .map((s) => `${s.clusterIP} ${s.name}.${s.namespace}.svc.${domain} ${s.name}.${s.namespace}.svc`)
+    .flatMap((s) => (s.clusterIP === 'None' ? [...new Set(s.addresses ?? [])] : s.clusterIP ? [s.clusterIP] : []).map((ip) => `${ip} ${s.name}.${s.namespace}.svc.${domain} ${s.name}.${s.namespace}.svc`))
     .sort()
     .join('\n')
     .concat('\n');
+}
+
+/** The addresses of a namespace's Services from EndpointSlices (`kubernetes.io/service-name`): ready (unset = ready) ones. */
+export function endpointAddresses(slices: EndpointSlice[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const slice of slices) {
+    const service = slice.metadata.labels?.['kubernetes.io/service-name'];
+    if (!service || slice.addressType !== 'IPv4') continue;
+    const key = `${slice.metadata.namespace}/${service}`;
+    const ready = (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses);
+    out.set(key, [...(out.get(key) ?? []), ...ready].sort());
+  }
+  return out;
+}
+
+export interface EndpointSlice {
+  metadata: { namespace: string; labels?: Record<string, string> };
+  addressType?: string;
+  endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }>;
 }
 
 /** dnsmasq's arguments: on the bridge address only, no upstream (nothing leaves), answers from the hosts file. */

@@ -20,11 +20,14 @@ import {
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
 import { KubeClient } from '../../src/kube.ts';
+import { ENDPOINT_SLICES, SERVICES } from '../../src/kube-resources.ts';
 import {
   CNI_BIN_DIR,
   cniConfList,
   containerdConfig,
   dnsHosts,
+  endpointAddresses,
+  type EndpointSlice,
   dnsmasqArgs,
   kubeletConfig,
   kubeProxyConfig,
@@ -306,8 +309,14 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       progress(`starting the cluster DNS (dnsmasq on ${net.gateway}:53)`);
       const hostsFile = join(dirs.dns, 'hosts');
       const servicesText = async (): Promise<string> => {
-        const list = await kube.list<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }>({ version: 'v1', plural: 'services' });
-        const records: ServiceRecord[] = list.items.map((s) => ({ name: s.metadata.name, namespace: s.metadata.namespace, clusterIP: s.spec?.clusterIP }));
+        const list = await kube.list<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }>(SERVICES);
+        const slices = endpointAddresses((await kube.list<EndpointSlice>(ENDPOINT_SLICES)).items);
+        const records: ServiceRecord[] = list.items.map((s) => ({
+          name: s.metadata.name,
+          namespace: s.metadata.namespace,
+          clusterIP: s.spec?.clusterIP,
+          addresses: slices.get(`${s.metadata.namespace}/${s.metadata.name}`),
+        }));
         return dnsHosts(records, net.clusterDomain);
       };
       let current = await servicesText();
@@ -333,7 +342,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   }
 }
 
-/** Re-syncs the DNS hosts file from the Services about once a second until stopped. */
+/** Re-syncs the DNS hosts file from the Services and EndpointSlices about once a second until stopped. */
 function startDnsFeeder(kube: KubeClient, sync: () => Promise<void>): { stop(): Promise<void> } {
   let running = true;
   const loop = (async () => {

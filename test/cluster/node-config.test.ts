@@ -2,7 +2,7 @@
 // iptables rule splitting, the image script's output. The node itself is tested by `npm run test:cluster`.
 import t from 'tap';
 import { parse } from 'yaml';
-import { cniConfList, containerdConfig, dnsHosts, dnsmasqArgs, kubeletConfig, kubeProxyConfig, NODE_NETWORK, nodeDirs } from '../../localcluster/node/config.ts';
+import { cniConfList, containerdConfig, dnsHosts, dnsmasqArgs, endpointAddresses, type EndpointSlice, kubeletConfig, kubeProxyConfig, NODE_NETWORK, nodeDirs } from '../../localcluster/node/config.ts';
 import { splitRule } from '../../localcluster/node/host.ts';
 import { parseImageLines } from '../../localcluster/node/images.ts';
 import { redisManifests, setOverlayImage } from '../../dev/kubelet.ts';
@@ -11,12 +11,12 @@ import { join } from 'node:path';
 
 const dirs = nodeDirs('/tmp/raykeeper-node-x');
 
-t.test('dnsHosts: one line per Service with a cluster IP, sorted, headless skipped', async (t) => {
+t.test('dnsHosts: one line per Service with a cluster IP, per address of a headless one, sorted', async (t) => {
   const cases: Array<[string, Parameters<typeof dnsHosts>[0], string]> = [
     ['none', [], '\n'],
     ['one', [{ name: 'redis', namespace: 'default', clusterIP: '10.0.0.7' }], '10.0.0.7 redis.default.svc.cluster.local redis.default.svc\n'],
     [
-      'headless and IP-less skipped, sorted',
+      'headless without endpoints and IP-less skipped, sorted',
       [
         { name: 'b', namespace: 'x', clusterIP: '10.0.0.9' },
         { name: 'h', namespace: 'x', clusterIP: 'None' },
@@ -25,8 +25,31 @@ t.test('dnsHosts: one line per Service with a cluster IP, sorted, headless skipp
       ],
       '10.0.0.1 a.x.svc.cluster.local a.x.svc\n10.0.0.9 b.x.svc.cluster.local b.x.svc\n',
     ],
+    [
+      'headless: one line per endpoint address, duplicates once',
+      [
+        { name: 'head-svc', namespace: 'ray', clusterIP: 'None', addresses: ['10.217.0.9', '10.217.0.12', '10.217.0.9'] },
+        { name: 'b', namespace: 'x', clusterIP: '10.0.0.9', addresses: ['10.217.0.3'] },
+      ],
+      '10.0.0.9 b.x.svc.cluster.local b.x.svc\n10.217.0.12 head-svc.ray.svc.cluster.local head-svc.ray.svc\n10.217.0.9 head-svc.ray.svc.cluster.local head-svc.ray.svc\n',
+    ],
   ];
   for (const [name, services, want] of cases) t.equal(dnsHosts(services, 'cluster.local'), want, name);
+});
+
+t.test('endpointAddresses: ready (or unset) IPv4 endpoints per Service, over all its slices', async (t) => {
+  const slice = (ns: string, svc: string | undefined, endpoints: Array<[string, boolean | undefined]>, addressType = 'IPv4'): EndpointSlice => ({
+    metadata: { namespace: ns, labels: svc ? { 'kubernetes.io/service-name': svc } : ({} as Record<string, string>) },
+    addressType,
+    endpoints: endpoints.map(([a, ready]) => ({ addresses: [a], conditions: ready === undefined ? {} : { ready } })),
+  });
+  const got = endpointAddresses([
+    slice('ray', 'head-svc', [['10.217.0.9', true], ['10.217.0.5', false]]),
+    slice('ray', 'head-svc', [['10.217.0.2', undefined]]),
+    slice('x', 'v6', [['fd00::1', true]], 'IPv6'),
+    slice('x', undefined, [['10.217.0.7', true]]),
+  ]);
+  t.same([...got.entries()], [['ray/head-svc', ['10.217.0.2', '10.217.0.9']]]);
 });
 
 t.test('splitRule: iptables -S lines into arguments, quoted comments whole', async (t) => {

@@ -92,7 +92,7 @@ t.test('image references are normalised as the kubelet does', async (t) => {
   for (const [ref, want] of [
     ['raykeeper:0.1.0', 'docker.io/library/raykeeper:0.1.0'],
     ['node:22-slim', 'docker.io/library/node:22-slim'],
-    ['rayproject/ray:2.46.0', 'docker.io/rayproject/ray:2.46.0'],
+    ['rayproject/ray:2.60.0', 'docker.io/rayproject/ray:2.60.0'],
     ['registry.k8s.io/pause:3.10', 'registry.k8s.io/pause:3.10'],
     ['localhost/x:1', 'localhost/x:1'],
     ['redis', 'docker.io/library/redis:latest'],

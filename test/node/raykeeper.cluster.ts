@@ -11,7 +11,7 @@ import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/ku
 import { KubeClient } from '../../src/kube.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
-import { kubectl, until } from './helpers.ts';
+import { assertCleanupJobRan, kubectl, until } from './helpers.ts';
 
 const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
 t.teardown(() => env.stop());
@@ -81,14 +81,7 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
   t.same(await rayKeys(redis, storage), [], "its keys are gone");
   t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
 
-  // The Job and its pod are garbage-collected with the cluster; their Events stay.
-  const events = await kube.list<{ reason: string; message: string; involvedObject: { kind: string; name: string } }>({ version: 'v1', plural: 'events', namespace: NS });
-  const jobName = `${name}-redis-cleanup`;
-  t.ok(events.items.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
-  const podEvents = events.items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
-  t.ok(podEvents.some((e) => e.reason === 'Started'), 'the kubelet started the Job pod');
-  // The controller's RAYKEEPER_IMAGE (manifests: raykeeper:0.1.0, i.e. docker.io/library/raykeeper:0.1.0).
-  t.ok(podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)), 'from our image');
+  await assertCleanupJobRan(t, kube, NS, name);
 });
 
 t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {

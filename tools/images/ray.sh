@@ -1,21 +1,22 @@
-# Ray for the samples' `rayproject/ray:<tag>` (the tag manifests/samples/ use): the Debian base with
-# Debian's python3 and Ray from PyPI at the version tools/install-ray.sh installs (ray[default]: the
-# dashboard and its agent, which KubeRay's probes ask). As KubeRay expects of a Ray image: `python` and
+# rayproject/ray:<version>, <version> being the Ray release tools/install-ray.sh installs; the image
+# holds exactly that release, and manifests/samples must name exactly that tag (the build fails
+# otherwise). The Debian base with Debian's python3 and Ray from PyPI (ray[default]: the dashboard
+# and its agent, which KubeRay's probes ask). As KubeRay expects of a Ray image: `python` and
 # `ray` on the PATH of a login shell (KubeRay runs `bash -lc`), wget (its probes), user `ray` uid 1000
 # gid 100 with HOME /home/ray.
 ray_version() {
   [ -n "${RAYKEEPER_RAY_VERSION:-}" ] && { echo "$RAYKEEPER_RAY_VERSION"; return; }
   sed -n 's/.*RAYKEEPER_RAY_VERSION:-\([0-9][0-9.]*\)}.*/\1/p' "$REPO_ROOT/tools/install-ray.sh" | head -1
 }
-ray_tag() { grep -rhoE 'rayproject/ray:[0-9A-Za-z._-]+' "$REPO_ROOT/manifests/samples" | sort -u | head -1 | cut -d: -f2; }
-ray_ref() { echo "docker.io/rayproject/ray:$(ray_tag)"; }
+# The tags the samples name (one line each).
+ray_sample_tags() { grep -rhoE 'rayproject/ray:[0-9A-Za-z._-]+' "$REPO_ROOT/manifests/samples" | cut -d: -f2 | sort -u; }
+ray_ref() { echo "docker.io/rayproject/ray:$(ray_version)"; }
 ray_deps() { echo debian; }
 ray_inputs() { echo "ray=$(ray_version)"; }
 ray_build() {
   local v c work="$IMAGES_DIR/work/ray"
   v="$(ray_version)"; [ -n "$v" ] || die "ray: no Ray version in tools/install-ray.sh"
-  [ -n "$(ray_tag)" ] || die "ray: no rayproject/ray:<tag> in manifests/samples"
-  [ "$(ray_tag)" = "$v" ] || log "ray: the samples name rayproject/ray:$(ray_tag); the image has Ray $v (tools/install-ray.sh's version, label io.raykeeper.ray-version)"
+  [ "$(ray_sample_tags)" = "$v" ] || die "ray: manifests/samples name rayproject/ray:$(ray_sample_tags | paste -sd, -); the image holds Ray $v (tools/install-ray.sh): name rayproject/ray:$v there"
   # pip trusts what the host trusts (a TLS-intercepting proxy's CA, if any): bind-mounted over /mnt
   # (empty in the base) for this step only.
   rm -rf "$work"; mkdir -p "$work"; cp "$(host_ca_bundle)" "$work/ca.crt"
