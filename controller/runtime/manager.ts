@@ -10,7 +10,7 @@
 //      `shutdownTimeoutMs` to finish, the Lease is released) or leadership is lost (the caller exits
 //      non-zero so the Deployment restarts the pod, as controller-runtime does).
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
 import { KubeClient } from '../../src/kube.ts';
@@ -23,7 +23,7 @@ import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 
 export interface ManagerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeCredentials;
   logger: Logger;
   metrics: Registry;
   watchNamespace?: string | undefined;

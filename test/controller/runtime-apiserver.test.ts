@@ -6,7 +6,7 @@ import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed,
 import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
-import { buildHealthServer } from '../../controller/runtime/server.ts';
+import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
 import { sleep } from '../../controller/runtime/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
@@ -203,23 +203,30 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   const keys: string[] = [];
   manager.add({ name: 'probe', reconciler: { reconcile: async (key) => void keys.push(key) }, watches: [{ informer: inf }] });
   const app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics });
-  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready before the caches sync');
+  const port = await listen(app, 0, '127.0.0.1');
+  tt.teardown(() => close(app));
+  const get = async (path: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { statusCode: res.status, body: await res.text() };
+  };
+  tt.equal((await get('/readyz')).statusCode, 503, 'not ready before the caches sync');
   const ctl = new AbortController();
   const done = manager.run(ctl.signal);
   tt.teardown(async () => {
     ctl.abort();
     await done;
   });
-  await until(async () => (await app.inject({ url: '/readyz' })).statusCode === 200, 'ready');
-  tt.equal((await app.inject({ url: '/healthz' })).statusCode, 200);
+  await until(async () => (await get('/readyz')).statusCode === 200, 'ready');
+  tt.equal((await get('/healthz')).statusCode, 200);
+  tt.equal((await get('/nothing')).statusCode, 404);
   await new KubeClient(ns.kubeConfig).create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'ping' } });
   await until(() => keys.includes(`${ns.name}/ping`), 'reconciled');
-  const text = (await app.inject({ url: '/metrics' })).body;
+  const text = (await get('/metrics')).body;
   tt.match(text, /raykeeper_controller_reconcile_total\{controller="probe",result="success"\} \d+/);
   tt.match(text, /raykeeper_informer_last_event_age_seconds\{informer="configmaps.core@/);
   tt.match(text, /raykeeper_informer_reconnects\{/);
   tt.match(text, /raykeeper_leader 1/);
   ctl.abort();
   tt.equal(await done, 'stopped');
-  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready while stopping');
+  tt.equal((await get('/readyz')).statusCode, 503, 'not ready while stopping');
 });
