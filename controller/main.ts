@@ -105,9 +105,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     env,
   });
-  for (const module of await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off')) {
-    manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
-  }
+  const modules = await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off');
+  manager.ctx.reconcilers = modules.map((m) => m.name);
+  for (const module of modules) manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
   let app: Server | undefined;
   let port: number | undefined;
   if (options.healthPort !== undefined) {

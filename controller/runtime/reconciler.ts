@@ -133,6 +133,11 @@ export interface ControllerContext {
   env: Record<string, string | undefined>;
   /** Injectable clock (ms since epoch); tests may freeze it. */
   now: () => number;
+  /**
+   * Names of the reconciler modules this process runs, set before any is created (controller/main.ts);
+   * a module may cache less when another is absent. Undefined: unknown (assume all).
+   */
+  reconcilers?: readonly string[] | undefined;
 }
 
 /** A flag a module adds to `raykeeper controller` (node:util parseArgs option + help text). */
