@@ -82,8 +82,8 @@ export interface ControllerBenchFigures {
   cachedClusters: number;
   /** Per contender name ('raykeeper', 'kuberay v1.6.2'), one entry per round. */
   rounds: Record<string, RoundFigures[]>;
-  /** Redis namespaces left behind over all deletions (must be 0) and neighbour keys intact. */
-  redisLeftovers: number;
+  /** Per contender: Redis namespaces its deletions left behind (must be 0); and neighbour keys intact. */
+  redisLeftovers: Record<string, number>;
   neighbourIntact: boolean;
   loadAverage: { start: number[]; end: number[] };
 }
@@ -329,7 +329,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     };
     const names = o.kuberay ? [OURS, KUBERAY] : [OURS];
     const rounds: Record<string, RoundFigures[]> = Object.fromEntries(names.map((n) => [n, []]));
-    const uids: string[] = [];
+    const uids: Record<string, string[]> = Object.fromEntries(names.map((n) => [n, []]));
     let batch = 0;
 
     // ---- idle, 500 cached, 500 deletions ----
@@ -348,7 +348,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         const clusters = Array.from({ length: o.clusters }, (_, i) => ({ ns: nsNames[i % o.namespaces]!, name: `rc-${i}` }));
         await pool(clusters, 32, async ({ ns, name: cluster }) => {
           const created = await k.create<{ metadata: { uid: string } }>({ ...RAYCLUSTERS, namespace: ns }, benchCluster(cluster, address));
-          uids.push(created.metadata.uid);
+          uids[name]!.push(created.metadata.uid);
           const pipe = r.pipeline();
           for (const table of ['NODE', 'JOB', 'ACTOR', 'KV']) pipe.hset(`RAY${created.metadata.uid}@${table}`, 'k', 'v');
           pipe.set(`RAY${created.metadata.uid}@JobCounter`, '1');
@@ -412,7 +412,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         if (o.cachedClusters > 0) {
           say(`round ${round + 1}: ${name}: a fresh start over ${o.cachedClusters} cached`);
           const c = await start(name);
-          const s = await settle(c, o.cachedClusters, 600_000);
+          const s = await settle(c, o.cachedClusters, 300_000);
           await sleep(SETTLE_MS);
           const m = rss(c.pid);
           await stop(c);
@@ -425,8 +425,8 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
       }
     }
 
-    let redisLeftovers = 0;
-    for (const uid of uids) if ((await r.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) redisLeftovers += 1;
+    const redisLeftovers: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+    for (const name of names) for (const uid of uids[name]!) if ((await r.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) redisLeftovers[name]! += 1;
     const neighbourIntact = (await r.exists('RAYneighbour@NODE')) === 1;
     const figures: ControllerBenchFigures = { clusters: o.clusters, cachedClusters: o.cachedClusters, rounds, redisLeftovers, neighbourIntact, loadAverage: { start: loadStart, end: loadavg() } };
     if (o.print) process.stdout.write(formatControllerFigures(figures) + '\n');
@@ -475,7 +475,7 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   }
   const reconciled = names.map((x) => f.rounds[x]!.map((r) => r.cached10kReconciled).join('/'));
   lines.push(`  (reconciles counted in the ${f.cachedClusters}-cluster wait: ${names.map((x, i) => `${x} ${reconciled[i]}`).join(', ')})`);
-  lines.push(`Redis namespaces left after all deletions: ${f.redisLeftovers}; neighbour data intact: ${f.neighbourIntact}`);
+  lines.push(`Redis namespaces left after all deletions: ${names.map((x) => `${x} ${f.redisLeftovers[x]}`).join(', ')}; neighbour data intact: ${f.neighbourIntact}`);
   lines.push(`load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per round (1 min): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`);
   return lines.join('\n');
 }
