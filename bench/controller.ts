@@ -464,7 +464,9 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   const width = 44;
   const col = 22;
   const lines = [
-    `controller beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`,
+    names.length === 2
+      ? `controller beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
+      : `controller (KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
     `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${names.length === 2 ? 'ours/theirs'.padStart(14) : ''}`,
   ];
   for (const [label, key] of rows) {
