@@ -236,10 +236,13 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
   }
 }
 
-/** Stands in for kubelet + job controller: runs the cleanup code of each Job, writes its status. */
-function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<void>; done: () => number } {
-  const factory = new InformerFactory(kube, { namespace: undefined });
-  const jobs = factory.get({ group: 'batch', version: 'v1', plural: 'jobs', labelSelector: 'ray.io/node-type=redis-cleanup' });
+/**
+ * Stands in for kubelet + job controller in `namespaces` (the Jobs an earlier contender left finished
+ * elsewhere must not run again): runs the cleanup code of each Job, writes its status.
+ */
+function benchKubelet(kube: KubeClient, concurrency: number, namespaces: string[]): { stop(): Promise<void>; done: () => number } {
+  const factory = new InformerFactory(kube);
+  const informers = namespaces.map((namespace) => factory.get({ group: 'batch', version: 'v1', plural: 'jobs', namespace, labelSelector: 'ray.io/node-type=redis-cleanup' }));
   const queue: KubeObject[] = [];
   const seen = new Set<string>();
   let active = 0;
@@ -275,13 +278,14 @@ function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<
     await kube.patch(ref, { status: second }, MERGE_PATCH);
     finished += 1;
   };
-  jobs.on((type, obj) => {
+  const onJob = (type: string, obj: KubeObject): void => {
     const key = `${obj.metadata?.namespace}/${obj.metadata?.name}/${obj.metadata?.uid}`;
     if (type === 'delete' || seen.has(key)) return;
     seen.add(key);
     queue.push(obj);
     pump();
-  });
+  };
+  for (const jobs of informers) jobs.on(onJob);
   factory.start();
   return {
     done: () => finished,
@@ -365,7 +369,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await sleep(SETTLE_MS);
         const cached500 = rss(c.pid).rss;
 
-        const kubelet = benchKubelet(k, o.kubeletConcurrency);
+        const kubelet = benchKubelet(k, o.kubeletConcurrency, nsNames);
         const watcher = new InformerFactory(k, { namespace: undefined });
         const watched = nsNames.map((ns) => watcher.get({ ...RAYCLUSTERS, namespace: ns }));
         watcher.start();
@@ -392,7 +396,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await kubelet.stop();
         await stop(c);
         partial[name]!.push({ idleRssMiB: idle, cached500RssMiB: cached500, deleteSeconds, deleteCpuSeconds, deletePeakRssMiB: deletePeak, load1: loadavg()[0]! });
-        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB, 500 cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
+        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
       }
     }
 
