@@ -24,6 +24,42 @@ async function until<T>(fn: () => T | Promise<T>, what: string, ms = 20_000): Pr
   }
 }
 
+t.test('watch stream: events in order, a refused watch as KubeApiError, the inactivity timeout, abort', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => kube.close());
+  const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+  const { resourceVersion } = await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name });
+  const events: string[] = [];
+  let done: Error | null | undefined;
+  const handle = await kube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => events.push(`${type} ${obj.metadata.name}`), (err) => (done = err));
+  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  await kube.create(cm, { metadata: { name: 'w1' }, data: { a: '1' } });
+  await kube.patch({ ...cm, name: 'w1' }, { data: { a: '2' } }, 'application/merge-patch+json');
+  await kube.delete({ ...cm, name: 'w1' });
+  await until(() => events.length >= 3, 'three events');
+  tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
+  handle.abort();
+  await kube.create(cm, { metadata: { name: 'after-abort' } });
+  await sleep(300);
+  tt.equal(done, undefined, 'abort() ends the stream without calling onDone');
+  tt.notOk(events.includes('ADDED after-abort'), 'and delivers nothing more');
+
+  let refused: unknown;
+  await kube.watch(`/apis/example.com/v1/namespaces/${ns.name}/nothings`, {}, () => {}, (err) => (refused = err));
+  await until(() => refused, 'the refused watch to end');
+  tt.equal((refused as { statusCode?: number }).statusCode, 404, 'a non-200 answer ends the watch with its status code');
+  tt.match((refused as Error).message, /^WATCH \/apis\/example.com/);
+
+  let quiet: Error | null | undefined;
+  const started = Date.now();
+  await kube.watch(path, { resourceVersion: (await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name })).resourceVersion }, () => {}, (err) => (quiet = err), 400);
+  await until(() => quiet, 'the inactivity timeout');
+  tt.equal(quiet?.name, 'TimeoutError', 'nothing for inactivityMs: TimeoutError (the informer re-watches)');
+  tt.ok(Date.now() - started >= 400, 'not before inactivityMs');
+  tt.same(kube.requestCounts.get('WATCH 200'), 2, 'watches are counted by verb WATCH');
+});
+
 t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace terminating', async (tt) => {
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
