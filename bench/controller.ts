@@ -29,6 +29,7 @@
 // numbers are context, the side-by-side ratio is the figure.
 //
 //   node bench/controller.ts [--quick] [--rounds N] [--clusters N] [--cached N] [--no-kuberay]
+//   (--clusters 0: only the cached part; --cached 0: no cached part)
 //   (defaults: 3 rounds, 500, 10000; --quick: 1 round, 100, 1000; ~30-40 min in full on 2 cores)
 import { benchClusterSpec } from './sample-cluster.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -351,7 +352,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
 
     // ---- idle, 500 cached, 500 deletions ----
     const partial: Record<string, Array<Partial<RoundFigures>>> = Object.fromEntries(names.map((n) => [n, []]));
-    for (let round = 0; round < o.rounds; round++) {
+    for (let round = 0; round < (o.clusters > 0 ? o.rounds : 0); round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
         batch += 1;
         const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${batch}-${i}`);
@@ -428,7 +429,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     }
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-        const figures = { ...partial[name]![round]! } as RoundFigures;
+        const figures = { idleRssMiB: 0, cached500RssMiB: 0, deleteSeconds: 0, deleteCpuSeconds: 0, deletePeakRssMiB: 0, load1: 0, ...partial[name]![round] } as RoundFigures;
         if (o.cachedClusters > 0) {
           say(`round ${round + 1}: ${name}: a fresh start over ${o.cachedClusters} cached`);
           const c = await start(name);
