@@ -1,80 +1,99 @@
-// Controller benchmark, against a real kube-apiserver + etcd (localcluster) and a real redis-server.
+// Controller benchmark: raykeeper's controller beside KubeRay's operator (v1.6.2, built from the Go
+// module proxy by tools/build-kuberay.sh), on ONE control plane (real kube-apiserver + etcd with KubeRay's
+// CRDs, which ours work on too) and one real redis-server, measured the same way in the same run. Each
+// contender is a child process of its own, started fresh for each measurement, so its RSS is its own;
+// rounds alternate which one goes first. Per round and contender:
+//   idle       started over an empty cluster; ready (ours: /readyz; KubeRay: its leader Lease), 5 s
+//              later: VmRSS (nothing cached)
+//   500        500 GCS-FT RayClusters created (finalizer set, 5 GCS keys each in Redis); once every one
+//              was reconciled and the queue is empty, 5 s later: VmRSS (500 cached)
+//   deletion   all 500 deleted at once: seconds from the first DELETE until the last RayCluster is gone
+//              (each finalizer released after its cleanup Job completed), the contender's CPU seconds
+// Then 10,000 suspended RayClusters are created once, and each contender starts fresh over them:
+//   10k        VmHWM (its peak: list and first reconcile of all) and VmRSS once every one was reconciled
+//              and the queue is empty (5 s later), not after a forced GC.
 //
-// Part 1 (deletion throughput): 500 GCS-FT RayClusters (finalizer set, head + worker pod each, 5 GCS
-// keys each in Redis) in 5 namespaces; all deleted at once; measured: seconds from the first DELETE
-// until the last RayCluster is gone (every finalizer released after a successful cleanup), and the
-// controller process's peak RSS (VmHWM).
-//   What runs the cleanup Jobs: no kubelet exists, and starting 500 Node processes on 2 cores would
-//   measure process start-up, not the controller. A "bench kubelet" in THIS process watches the cleanup
-//   Jobs and, 16 at a time, runs the very code the Job's container runs (`raykeeper redis-cleanup`'s
-//   runWith, with the Job's env) against the real Redis, then writes the Job's status through /status
-//   as the 1.35 job controller does (startTime, SuccessCriteriaMet, Complete). The controller sees the
-//   same API traffic as in a cluster; the figure excludes pod scheduling and image start-up time.
-// Part 2 (memory): 10,000 RayClusters (finalizer already set, realistic spec ~2.5 KB) in 10 namespaces;
-// a fresh controller starts, caches and reconciles them all; measured: its RSS once idle (VmRSS) and
-// peak (VmHWM), and the time to sync and reconcile everything once.
+// Pods: our run starts `raykeeper controller --reconcilers raycluster,rayjob` (the GCS-FT cleanup; the
+// RayCluster operator is measured by bench/raycluster-pods.ts), so the bench creates each cluster's head
+// and worker pod; KubeRay's operator creates its own. No kubelet: pods never run, and unscheduled pods
+// vanish as soon as a controller deletes them.
+// Cleanup Jobs: a "bench kubelet" in THIS process watches them and, 16 at a time, runs the code our Job's
+// container runs (`raykeeper redis-cleanup`'s runWith, with the Job's env) against the real Redis, for
+// KubeRay's Jobs too (its `python -c` runs Ray's cleanup of the same RAY_external_storage_namespace from
+// the same env), then writes the Job's status through /status as the 1.35 job controller does. Spawning
+// a process per Job (localcluster/job-runner.ts) would measure 500 process start-ups on 2 cores, and
+// KubeRay's would need Ray installed; this way both controllers see the same API traffic and the same
+// Redis work, and the figures exclude pod start-up.
+// The 2 cores are shared by everything (apiserver, etcd, Redis, the bench kubelet, the contender) and
+// often by other work: spreads (min-max over the rounds) and the load average are printed; the absolute
+// numbers are context, the side-by-side ratio is the figure.
 //
-// The controller runs as a child process (`raykeeper controller` with its production defaults,
-// --workers 4, but without the RayCluster operator: it would create pods for every cluster here, a
-// different workload, measured by bench/raycluster-pods.ts), so its RSS is its own. The 2 cores are shared by everything
-// (apiserver, etcd, Redis, the bench kubelet, the controller): figures move with machine load
-// (500-cluster deletion measured 19-38 s here depending on what else ran).
-//
-//   npx node bench/controller.ts            (standalone, ~3-5 min on 2 cores)
-//   import { runControllerBench } from './controller.ts'   (bench/run.ts)
+//   node bench/controller.ts [--quick] [--rounds N] [--clusters N] [--cached N] [--no-kuberay]
+//   (--clusters 0: only the cached part; --cached 0: no cached part)
+//   (defaults: 3 rounds, 500, 10000; --quick: 1 round, 100, 1000; ~30-40 min in full on 2 cores)
 import { benchClusterSpec } from './sample-cluster.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
-import { writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { startControlPlane, kubeconfigDocument, type ControlPlane } from '../localcluster/control-plane.ts';
+import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
 import { finishStatuses, startStatus, type RunnerJob } from '../localcluster/job-logic.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
-import { sleep } from '../controller/runtime/backoff.ts';
+import { sleep } from '../src/backoff.ts';
+import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.ts';
+import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from '../test/kuberay/helpers.ts';
 
 export interface ControllerBenchOptions {
+  rounds?: number;
   clusters?: number;
   namespaces?: number;
   cachedClusters?: number;
   cachedNamespaces?: number;
   workers?: number;
   kubeletConcurrency?: number;
+  kuberay?: boolean;
   print?: boolean;
+}
+
+/** One contender's figures in one round (MiB, seconds). */
+export interface RoundFigures {
+  idleRssMiB: number;
+  cached500RssMiB: number;
+  deleteSeconds: number;
+  deleteCpuSeconds: number;
+  deletePeakRssMiB: number;
+  cached10kPeakMiB: number;
+  cached10kRssMiB: number;
+  /** Seconds from start until all cached clusters were reconciled once (or the wait gave up). */
+  cached10kSettleSeconds: number;
+  cached10kReconciled: number;
+  /** Load average (1 min) when the round's measurements of this contender ended. */
+  load1: number;
 }
 
 export interface ControllerBenchFigures {
   clusters: number;
-  /** Seconds from the first DELETE until the last RayCluster was gone. */
-  deleteAllSeconds: number;
-  /** CPU seconds the controller used meanwhile. */
-  deleteCpuSeconds: number;
-  /** CPU seconds of the rest of the machine's load meanwhile (2 cores are shared). */
-  othersCpuSeconds: { apiserver: number; etcd: number; benchKubeletAndWatcher: number };
-  /** Redis namespaces left behind (must be 0) and neighbour keys intact (must be true). */
-  redisLeftovers: number;
-  neighbourIntact: boolean;
-  jobsCreated: number;
-  controllerIdleRssMiB: number;
-  controllerPeakRssMiB: number;
   cachedClusters: number;
-  /** Seconds from controller start until all cached clusters were listed and reconciled once. */
-  syncAndReconcileSeconds: number;
-  cachedRssMiB: number;
-  cachedPeakRssMiB: number;
-  /** V8 heap in use at that point (the rest of RSS is code, heap slack and native memory). */
-  cachedHeapUsedMiB: number;
+  /** Per contender name ('raykeeper', 'kuberay v1.6.2'), one entry per round. */
+  rounds: Record<string, RoundFigures[]>;
+  /** Per contender: Redis namespaces its deletions left behind (must be 0); and neighbour keys intact. */
+  redisLeftovers: Record<string, number>;
+  neighbourIntact: boolean;
+  loadAverage: { start: number[]; end: number[] };
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
+const KUBERAY = 'kuberay v1.6.2';
+const OURS = 'raykeeper';
+const SETTLE_MS = 5_000;
 
 /** User + system CPU seconds of a process so far. */
 export function cpuSeconds(pid: number): number {
@@ -89,8 +108,8 @@ export function rss(pid: number): { rss: number; hwm: number } {
 }
 
 /** A RayCluster as users write them (GCS FT by annotation, external Redis, head + one worker group). */
-export function benchCluster(name: string, redisAddress: string): Record<string, unknown> {
-  const spec = benchClusterSpec([{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }]);
+export function benchCluster(name: string, redisAddress: string, suspend = false): Record<string, unknown> {
+  const spec = { ...benchClusterSpec([{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }]), ...(suspend ? { suspend: true } : {}) };
   const obj: Record<string, unknown> = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
@@ -148,16 +167,83 @@ export function startControllerChild(kubeconfig: string, workers: number, extraA
   };
 }
 
-async function metric(port: number, name: string, labels: string): Promise<number> {
+/** Sum of a Prometheus metric's samples whose label set matches `labels` (a regexp source). */
+export async function metricSum(port: number, name: string, labels: RegExp): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(labels ? `${name}{${labels}} ` : `${name} `));
-  return line ? Number(line.split(' ').pop()) : 0;
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)/.exec(line);
+    if (m && m[1] === name && labels.test(m[2] ?? '')) sum += Number(m[3]);
+  }
+  return sum;
 }
 
-/** Stands in for kubelet + job controller: runs the cleanup code of each Job, writes its status. */
-function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<void>; done: () => number } {
-  const factory = new InformerFactory(kube, { namespace: undefined });
-  const jobs = factory.get({ group: 'batch', version: 'v1', plural: 'jobs', labelSelector: 'ray.io/node-type=redis-cleanup' });
+/** A running contender: its pid and how to tell it has reconciled `n` RayClusters with nothing queued. */
+interface Contender {
+  name: string;
+  pid: number;
+  /** performance.now() before the process was spawned. */
+  startedAt: number;
+  /** RayCluster reconciles so far and the RayCluster queue's depth. */
+  progress(): Promise<{ reconciled: number; depth: number }>;
+  stop(): Promise<void>;
+}
+
+async function startOurs(kubeconfig: string, workers: number): Promise<Contender> {
+  const startedAt = performance.now();
+  const child = startControllerChild(kubeconfig, workers, ['--reconcilers', 'raycluster,rayjob', '--companion', 'off']);
+  const port = await child.port;
+  while ((await fetch(`http://127.0.0.1:${port}/readyz`)).status !== 200) await sleep(100);
+  const rc = /controller="raycluster"/;
+  return {
+    name: OURS,
+    pid: child.proc.pid!,
+    startedAt,
+    progress: async () => ({ reconciled: await metricSum(port, 'raykeeper_controller_reconcile_total', rc), depth: await metricSum(port, 'raykeeper_controller_queue_depth', rc) }),
+    stop: () => child.stop(),
+  };
+}
+
+let leaseNamespaces = 0;
+async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contender> {
+  // A Lease namespace per start: the next start need not wait for the last one's Lease to expire.
+  const leaseNamespace = `kuberay-lease-${++leaseNamespaces}`;
+  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: leaseNamespace } });
+  const startedAt = performance.now();
+  const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace });
+  for (;;) {
+    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: leaseNamespace, name: KUBERAY_LEASE_NAME });
+    if (lease && leaseIsHeld(lease, Date.now())) break;
+    if (op.proc.exitCode !== null) throw new Error(`KubeRay's operator exited: ${op.log().slice(-2000)}`);
+    await sleep(200);
+  }
+  const rc = /raycluster/i;
+  return {
+    name: KUBERAY,
+    pid: op.proc.pid!,
+    startedAt,
+    progress: async () => ({ reconciled: await metricSum(op.metricsPort, 'controller_runtime_reconcile_total', rc), depth: await metricSum(op.metricsPort, 'workqueue_depth', rc) }),
+    stop: () => op.stop(),
+  };
+}
+
+/** Waits until `n` reconciles happened and the queue is empty (or `capMs` passed); answers seconds since the start. */
+async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds: number; reconciled: number }> {
+  const t0 = performance.now();
+  for (;;) {
+    const p = await c.progress();
+    if ((p.reconciled >= n && p.depth === 0) || performance.now() - t0 > capMs) return { seconds: (performance.now() - c.startedAt) / 1000, reconciled: p.reconciled };
+    await sleep(250);
+  }
+}
+
+/**
+ * Stands in for kubelet + job controller in `namespaces` (the Jobs an earlier contender left finished
+ * elsewhere must not run again): runs the cleanup code of each Job, writes its status.
+ */
+function benchKubelet(kube: KubeClient, concurrency: number, namespaces: string[]): { stop(): Promise<void>; done: () => number } {
+  const factory = new InformerFactory(kube);
+  const informers = namespaces.map((namespace) => factory.get({ group: 'batch', version: 'v1', plural: 'jobs', namespace, labelSelector: 'ray.io/node-type=redis-cleanup' }));
   const queue: KubeObject[] = [];
   const seen = new Set<string>();
   let active = 0;
@@ -167,10 +253,12 @@ function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<
     while (!stopped && active < concurrency && queue.length > 0) {
       const job = queue.shift()!;
       active += 1;
-      void run(job).finally(() => {
-        active -= 1;
-        pump();
-      });
+      void run(job)
+        .catch((err: unknown) => process.stderr.write(`[controller bench] cleanup Job ${job.metadata?.namespace}/${job.metadata?.name}: ${String(err)}\n`))
+        .finally(() => {
+          active -= 1;
+          pump();
+        });
     }
   };
   const run = async (job: KubeObject): Promise<void> => {
@@ -178,24 +266,27 @@ function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<
     const ref = { group: 'batch', version: 'v1', plural: 'jobs', namespace: job.metadata?.namespace, name: job.metadata?.name ?? '', subresource: 'status' };
     const full = await kube.get<RunnerJob>({ ...ref, subresource: undefined });
     await kube.patch(ref, { status: startStatus(full, new Date()) }, MERGE_PATCH);
-    const container = (full.spec?.template?.spec?.containers ?? [])[0] as { env?: Array<{ name: string; value?: string }>; args?: string[] } | undefined;
+    const container = (full.spec?.template?.spec?.containers ?? [])[0] as { command?: string[]; env?: Array<{ name: string; value?: string }>; args?: string[] } | undefined;
     const env: Record<string, string> = {};
     for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    // Ours runs `raykeeper redis-cleanup ARGS`; KubeRay's `python -c ...` takes everything from the env.
+    const ours = (container?.command ?? [])[0] === 'raykeeper';
     const sink = { write: () => true };
-    const code = await runWith([...(container?.args ?? []), '--quiet'], { env, stdout: sink, stderr: sink });
+    const code = await runWith([...(ours ? (container?.args ?? []) : []), '--quiet'], { env, stdout: sink, stderr: sink });
     const outcome = code === 0 ? ({ kind: 'succeeded' } as const) : ({ kind: 'failed', reason: 'BackoffLimitExceeded', message: `exit ${code}` } as const);
     const [first, second] = finishStatuses(full, outcome, { succeeded: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1 }, new Date());
     await kube.patch(ref, { status: first }, MERGE_PATCH);
     await kube.patch(ref, { status: second }, MERGE_PATCH);
     finished += 1;
   };
-  jobs.on((type, obj) => {
+  const onJob = (type: string, obj: KubeObject): void => {
     const key = `${obj.metadata?.namespace}/${obj.metadata?.name}/${obj.metadata?.uid}`;
     if (type === 'delete' || seen.has(key)) return;
     seen.add(key);
     queue.push(obj);
     pump();
-  });
+  };
+  for (const jobs of informers) jobs.on(onJob);
   factory.start();
   return {
     done: () => finished,
@@ -206,161 +297,219 @@ function benchKubelet(kube: KubeClient, concurrency: number): { stop(): Promise<
   };
 }
 
-export async function runControllerBench(options: ControllerBenchOptions = {}): Promise<ControllerBenchFigures> {
-  const o = { clusters: 500, namespaces: 5, cachedClusters: 10_000, cachedNamespaces: 10, workers: 4, kubeletConcurrency: 16, print: true, ...options };
-  const say = (s: string) => o.print && process.stderr.write(`[controller bench] ${s}\n`);
-  let cp: ControlPlane | undefined;
-  let redisServer: RedisServer | undefined;
-  let dir: string | undefined;
-  const children: Child[] = [];
-  try {
-    say('starting etcd + kube-apiserver and redis-server');
-    cp = await startControlPlane({ onProgress: (m) => say(m) });
-    redisServer = await startRedisServer();
-    dir = await mkdtemp(join(tmpdir(), 'raykeeper-bench-controller-'));
-    const kubeconfig = join(dir, 'kubeconfig');
-    await writeFile(kubeconfig, stringify(kubeconfigDocument(cp.info)), { mode: 0o600 });
-    const kube = new KubeClient(cp.kubeConfig());
-    const redis = new Redis({ host: redisServer.host, port: redisServer.port });
-    const address = `127.0.0.1:${redisServer.port}`;
-
-    // ---- part 1 ----
-    const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${i}`);
-    for (const ns of nsNames) await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
-    const controller = startControllerChild(kubeconfig, o.workers);
-    children.push(controller);
-    const port = await controller.port;
-    const pid = controller.proc.pid!;
-    say(`creating ${o.clusters} RayClusters with head/worker pods and Redis data`);
-    const uids: string[] = [];
-    const names = Array.from({ length: o.clusters }, (_, i) => ({ ns: nsNames[i % o.namespaces]!, name: `rc-${i}` }));
-    await pool(names, 32, async ({ ns, name }) => {
-      const c = await kube.create<{ metadata: { uid: string } }>({ ...RAYCLUSTERS, namespace: ns }, benchCluster(name, address));
-      uids.push(c.metadata.uid);
-      const pipe = redis.pipeline();
-      for (const table of ['NODE', 'JOB', 'ACTOR', 'KV']) pipe.hset(`RAY${c.metadata.uid}@${table}`, 'k', 'v');
-      pipe.set(`RAY${c.metadata.uid}@JobCounter`, '1');
-      await pipe.exec();
-      for (const [suffix, type] of [['head', 'head'], ['worker-0', 'worker']]) {
-        await kube.create({ version: 'v1', plural: 'pods', namespace: ns }, {
-          metadata: { name: `${name}-${suffix}`, labels: { 'ray.io/cluster': name, 'ray.io/node-type': type }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name, uid: c.metadata.uid, controller: true }] },
-          spec: { containers: [{ name: 'ray', image: 'rayproject/ray:2.41.0' }] },
-        });
-      }
-    });
-    await redis.hset('RAYneighbour@NODE', 'k', 'v');
-    // Let the controller see them all (it has nothing to do: the finalizers are there).
-    while ((await metric(port, 'raykeeper_informer_objects', 'informer="rayclusters.ray.io#raycluster-slim"')) < o.clusters) await sleep(200);
-    await sleep(1000);
-    const idle = rss(pid);
-    const kubelet = benchKubelet(kube, o.kubeletConcurrency);
-    const watcher = new InformerFactory(kube, { namespace: undefined });
-    const clusters = watcher.get({ ...RAYCLUSTERS });
-    watcher.start();
-    await watcher.waitForSync();
-    say(`deleting all ${o.clusters} at once`);
-    const t0 = performance.now();
-    const cpu0 = cpuSeconds(pid);
-    const others0 = { apiserver: cpuSeconds(cp.info.pids.kubeApiserver), etcd: cpuSeconds(cp.info.pids.etcd), bench: process.cpuUsage() };
-    await pool(names, 64, async ({ ns, name }) => {
-      await kube.delete({ ...RAYCLUSTERS, namespace: ns, name });
-    });
-    let lastReport = 0;
-    while (clusters.size > 0) {
-      await sleep(100);
-      if (performance.now() - lastReport > 5000) {
-        lastReport = performance.now();
-        const depth = await metric(port, 'raykeeper_controller_queue_depth', 'controller="raycluster"');
-        say(`${clusters.size} left, ${kubelet.done()} cleanups done, queue depth ${depth}, controller CPU ${(cpuSeconds(pid) - cpu0).toFixed(1)} s`);
-      }
+/** Deletes the Jobs, pods and Services a deletion round leaves in `namespaces` (kube-controller-manager's GC would). */
+async function removeLeftovers(kube: KubeClient, namespaces: string[]): Promise<void> {
+  const kinds = [{ group: 'batch', version: 'v1', plural: 'jobs' }, { version: 'v1', plural: 'pods' }, { version: 'v1', plural: 'services' }];
+  for (const namespace of namespaces) {
+    for (const kind of kinds) {
+      const { items } = await kube.list<KubeObject>({ ...kind, namespace });
+      await pool(items, 16, async (item) => {
+        await kube.delete({ ...kind, namespace, name: item.metadata?.name ?? '' }, { propagationPolicy: 'Background' });
+      });
     }
-    const deleteAllSeconds = (performance.now() - t0) / 1000;
-    const deleteCpuSeconds = cpuSeconds(pid) - cpu0;
-    const benchCpu = process.cpuUsage(others0.bench);
-    const othersCpu = {
-      apiserver: cpuSeconds(cp.info.pids.kubeApiserver) - others0.apiserver,
-      etcd: cpuSeconds(cp.info.pids.etcd) - others0.etcd,
-      benchKubeletAndWatcher: (benchCpu.user + benchCpu.system) / 1e6,
-    };
-    const peak = rss(pid);
-    await watcher.stop();
-    await kubelet.stop();
-    let leftovers = 0;
-    for (const uid of uids) if ((await redis.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) leftovers += 1;
-    const neighbourIntact = (await redis.exists('RAYneighbour@NODE')) === 1;
-    let jobsCreated = 0;
-    for (const ns of nsNames) jobsCreated += (await kube.list({ group: 'batch', version: 'v1', plural: 'jobs', namespace: ns })).items.length;
-    if (process.env.BENCH_DEBUG) {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      say(text.split('\n').filter((l) => /^raykeeper_(kube_requests|raycluster_actions_total|controller_reconcile_total|controller_reconcile_duration_seconds_(sum|count))/.test(l)).join('\n'));
-    }
-    await controller.stop();
-
-    let syncAndReconcileSeconds = 0;
-    let cached = { rss: 0, hwm: 0 };
-    let cachedHeapMiB = 0;
-    if (o.cachedClusters > 0) {
-    // ---- part 2 ----
-    say(`creating ${o.cachedClusters} RayClusters for the memory figure`);
-    const cachedNs = Array.from({ length: o.cachedNamespaces }, (_, i) => `cache-${i}`);
-    for (const ns of cachedNs) await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
-    const many = Array.from({ length: o.cachedClusters }, (_, i) => ({ ns: cachedNs[i % o.cachedNamespaces]!, name: `cached-${i}` }));
-    await pool(many, 48, async ({ ns, name }) => {
-      await kube.create({ ...RAYCLUSTERS, namespace: ns }, benchCluster(name, address));
-    });
-    say('starting a fresh controller over them');
-    const t1 = performance.now();
-    const second = startControllerChild(kubeconfig, o.workers);
-    children.push(second);
-    const port2 = await second.port;
-    while ((await metric(port2, 'raykeeper_controller_reconcile_total', 'controller="raycluster",result="success"')) < o.cachedClusters) await sleep(200);
-    syncAndReconcileSeconds = (performance.now() - t1) / 1000;
-    await sleep(5000);
-    cached = rss(second.proc.pid!);
-    cachedHeapMiB = (await metric(port2, 'raykeeper_nodejs_heap_size_used_bytes', '')) / 1048576;
-    await second.stop();
-    }
-    redis.disconnect();
-    kube.close();
-
-    const figures: ControllerBenchFigures = {
-      clusters: o.clusters,
-      deleteAllSeconds,
-      deleteCpuSeconds,
-      othersCpuSeconds: othersCpu,
-      redisLeftovers: leftovers,
-      neighbourIntact,
-      jobsCreated,
-      controllerIdleRssMiB: idle.rss,
-      controllerPeakRssMiB: peak.hwm,
-      cachedClusters: o.cachedClusters,
-      syncAndReconcileSeconds,
-      cachedRssMiB: cached.rss,
-      cachedPeakRssMiB: cached.hwm,
-      cachedHeapUsedMiB: cachedHeapMiB,
-    };
-    if (o.print) process.stdout.write(formatControllerFigures(figures) + '\n');
-    return figures;
-  } finally {
-    for (const c of children) await c.stop().catch(() => {});
-    await redisServer?.stop().catch(() => {});
-    await cp?.stop().catch(() => {});
-    if (dir) await rm(dir, { recursive: true, force: true });
   }
 }
 
+export async function runControllerBench(options: ControllerBenchOptions = {}): Promise<ControllerBenchFigures> {
+  const o = { rounds: 3, clusters: 500, namespaces: 5, cachedClusters: 10_000, cachedNamespaces: 10, workers: 4, kubeletConcurrency: 16, kuberay: true, print: true, ...options };
+  const say = (s: string) => o.print && process.stderr.write(`[controller bench] ${s}\n`);
+  const missing = o.kuberay ? missingKubeRay() : undefined;
+  if (missing) throw new Error(`${missing} (or run with --no-kuberay)`);
+  const loadStart = loadavg();
+  let cp: ControlPlane | undefined;
+  let kube: KubeClient | undefined;
+  let redisServer: RedisServer | undefined;
+  let redis: Redis | undefined;
+  const running: Contender[] = [];
+  const stop = async (c: Contender): Promise<void> => {
+    await c.stop();
+    running.splice(running.indexOf(c), 1);
+  };
+  try {
+    say(`starting etcd + kube-apiserver (${o.kuberay ? "KubeRay's" : 'our'} CRDs) and redis-server`);
+    if (o.kuberay) ({ cp, kube } = await kubeRayControlPlane((m) => say(m)));
+    else {
+      cp = await startControlPlane({ onProgress: (m) => say(m) });
+      kube = new KubeClient(cp.kubeConfig());
+    }
+    const k = kube;
+    const plane = cp;
+    redisServer = await startRedisServer();
+    redis = new Redis({ host: redisServer.host, port: redisServer.port });
+    const r = redis;
+    const address = `127.0.0.1:${redisServer.port}`;
+    await r.hset('RAYneighbour@NODE', 'k', 'v');
+    const kubeconfig = cp.info.kubeconfigPath;
+    const start = async (name: string): Promise<Contender> => {
+      const c = name === OURS ? await startOurs(kubeconfig, o.workers) : await startTheirs(plane, k);
+      running.push(c);
+      return c;
+    };
+    const names = o.kuberay ? [OURS, KUBERAY] : [OURS];
+    const rounds: Record<string, RoundFigures[]> = Object.fromEntries(names.map((n) => [n, []]));
+    const uids: Record<string, string[]> = Object.fromEntries(names.map((n) => [n, []]));
+    let batch = 0;
+
+    // ---- idle, 500 cached, 500 deletions ----
+    const partial: Record<string, Array<Partial<RoundFigures>>> = Object.fromEntries(names.map((n) => [n, []]));
+    for (let round = 0; round < (o.clusters > 0 ? o.rounds : 0); round++) {
+      for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+        batch += 1;
+        const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${batch}-${i}`);
+        for (const ns of nsNames) await k.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+        say(`round ${round + 1}: ${name}: idle`);
+        const c = await start(name);
+        await sleep(SETTLE_MS);
+        const idle = rss(c.pid).rss;
+        const reconciledBefore = (await c.progress()).reconciled;
+        say(`round ${round + 1}: ${name}: creating ${o.clusters} GCS-FT RayClusters${name === OURS ? ' with head/worker pods' : ''} and their Redis data`);
+        const clusters = Array.from({ length: o.clusters }, (_, i) => ({ ns: nsNames[i % o.namespaces]!, name: `rc-${i}` }));
+        await pool(clusters, 32, async ({ ns, name: cluster }) => {
+          const created = await k.create<{ metadata: { uid: string } }>({ ...RAYCLUSTERS, namespace: ns }, benchCluster(cluster, address));
+          uids[name]!.push(created.metadata.uid);
+          const pipe = r.pipeline();
+          for (const table of ['NODE', 'JOB', 'ACTOR', 'KV']) pipe.hset(`RAY${created.metadata.uid}@${table}`, 'k', 'v');
+          pipe.set(`RAY${created.metadata.uid}@JobCounter`, '1');
+          await pipe.exec();
+          if (name !== OURS) return; // KubeRay's operator creates its own pods
+          for (const [suffix, type] of [['head', 'head'], ['worker-0', 'worker']]) {
+            await k.create({ version: 'v1', plural: 'pods', namespace: ns }, {
+              metadata: { name: `${cluster}-${suffix}`, labels: { 'ray.io/cluster': cluster, 'ray.io/node-type': type }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster, uid: created.metadata.uid, controller: true }] },
+              spec: { containers: [{ name: 'ray', image: 'rayproject/ray:2.41.0' }] },
+            });
+          }
+        });
+        await settle(c, reconciledBefore + o.clusters, 300_000);
+        await sleep(SETTLE_MS);
+        const cached500 = rss(c.pid).rss;
+
+        const kubelet = benchKubelet(k, o.kubeletConcurrency, nsNames);
+        const watcher = new InformerFactory(k, { namespace: undefined });
+        const watched = nsNames.map((ns) => watcher.get({ ...RAYCLUSTERS, namespace: ns }));
+        watcher.start();
+        await watcher.waitForSync();
+        const left = () => watched.reduce((n, i) => n + i.size, 0);
+        say(`round ${round + 1}: ${name}: deleting all ${o.clusters} at once`);
+        const t0 = performance.now();
+        const cpu0 = cpuSeconds(c.pid);
+        await pool(clusters, 64, async ({ ns, name: cluster }) => {
+          await k.delete({ ...RAYCLUSTERS, namespace: ns, name: cluster });
+        });
+        let lastReport = performance.now();
+        while (left() > 0) {
+          await sleep(100);
+          if (performance.now() - lastReport > 10_000) {
+            lastReport = performance.now();
+            say(`  ${left()} left, ${kubelet.done()} cleanups done, CPU ${(cpuSeconds(c.pid) - cpu0).toFixed(1)} s`);
+          }
+        }
+        const deleteSeconds = (performance.now() - t0) / 1000;
+        const deleteCpuSeconds = cpuSeconds(c.pid) - cpu0;
+        const deletePeak = rss(c.pid).hwm;
+        await watcher.stop();
+        await kubelet.stop();
+        await stop(c);
+        // No garbage collector runs here: what the deleted clusters owned stays unless removed, and the
+        // next contender would cache it (its "nothing cached" would not be).
+        await removeLeftovers(k, nsNames);
+        partial[name]!.push({ idleRssMiB: idle, cached500RssMiB: cached500, deleteSeconds, deleteCpuSeconds, deletePeakRssMiB: deletePeak, load1: loadavg()[0]! });
+        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
+      }
+    }
+
+    // ---- 10,000 suspended RayClusters cached ----
+    if (o.cachedClusters > 0) {
+      say(`creating ${o.cachedClusters} suspended RayClusters`);
+      const cachedNs = Array.from({ length: o.cachedNamespaces }, (_, i) => `cache-${i}`);
+      for (const ns of cachedNs) await k.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+      const many = Array.from({ length: o.cachedClusters }, (_, i) => ({ ns: cachedNs[i % o.cachedNamespaces]!, name: `cached-${i}` }));
+      await pool(many, 48, async ({ ns, name }) => {
+        await k.create({ ...RAYCLUSTERS, namespace: ns }, benchCluster(name, address, true));
+      });
+    }
+    for (let round = 0; round < o.rounds; round++) {
+      for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+        const figures = { idleRssMiB: 0, cached500RssMiB: 0, deleteSeconds: 0, deleteCpuSeconds: 0, deletePeakRssMiB: 0, load1: 0, ...partial[name]![round] } as RoundFigures;
+        if (o.cachedClusters > 0) {
+          say(`round ${round + 1}: ${name}: a fresh start over ${o.cachedClusters} cached`);
+          const c = await start(name);
+          const s = await settle(c, o.cachedClusters, 300_000);
+          await sleep(SETTLE_MS);
+          const m = rss(c.pid);
+          await stop(c);
+          Object.assign(figures, { cached10kPeakMiB: m.hwm, cached10kRssMiB: m.rss, cached10kSettleSeconds: s.seconds, cached10kReconciled: s.reconciled, load1: Math.max(figures.load1, loadavg()[0]!) });
+          say(`round ${round + 1}: ${name}: ${o.cachedClusters} cached: peak ${Math.round(m.hwm)} MiB, ${Math.round(m.rss)} MiB settled (${s.reconciled} reconciles in ${s.seconds.toFixed(0)} s)`);
+        } else {
+          Object.assign(figures, { cached10kPeakMiB: 0, cached10kRssMiB: 0, cached10kSettleSeconds: 0, cached10kReconciled: 0 });
+        }
+        rounds[name]!.push(figures);
+      }
+    }
+
+    const redisLeftovers: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
+    for (const name of names) for (const uid of uids[name]!) if ((await r.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) redisLeftovers[name]! += 1;
+    const neighbourIntact = (await r.exists('RAYneighbour@NODE')) === 1;
+    const figures: ControllerBenchFigures = { clusters: o.clusters, cachedClusters: o.cachedClusters, rounds, redisLeftovers, neighbourIntact, loadAverage: { start: loadStart, end: loadavg() } };
+    if (o.print) process.stdout.write(formatControllerFigures(figures) + '\n');
+    return figures;
+  } finally {
+    for (const c of [...running]) await c.stop().catch(() => {});
+    redis?.disconnect();
+    kube?.close();
+    await redisServer?.stop().catch(() => {});
+    await cp?.stop().catch(() => {});
+  }
+}
+
+/** "median (min-max)" of whole numbers. */
+function spread(values: number[]): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted[Math.floor(sorted.length / 2)]!;
+  const whole = (n: number) => String(Math.round(n));
+  return sorted.length > 1 ? `${whole(mid)} (${whole(sorted[0]!)}-${whole(sorted[sorted.length - 1]!)})` : whole(mid);
+}
+
 export function formatControllerFigures(f: ControllerBenchFigures): string {
-  const mib = (n: number) => `${n.toFixed(0)} MiB`;
-  return [
-    'controller (real kube-apiserver + etcd + redis-server, controller as a child process, --workers 4)',
-    `  delete ${f.clusters} GCS-FT RayClusters at once -> all finalizers released: ${f.deleteAllSeconds.toFixed(1)} s (controller CPU ${f.deleteCpuSeconds.toFixed(1)} s)`,
-    `    meanwhile CPU: kube-apiserver ${f.othersCpuSeconds.apiserver.toFixed(1)} s, etcd ${f.othersCpuSeconds.etcd.toFixed(1)} s, bench kubelet (runs the 500 cleanups) ${f.othersCpuSeconds.benchKubeletAndWatcher.toFixed(1)} s`,
-    `    cleanup Jobs created: ${f.jobsCreated}; Redis namespaces left: ${f.redisLeftovers}; neighbour data intact: ${f.neighbourIntact}`,
-    `    controller RSS: idle with ${f.clusters} cached ${mib(f.controllerIdleRssMiB)}, peak ${mib(f.controllerPeakRssMiB)}`,
-    `  ${f.cachedClusters} RayClusters cached: RSS ${mib(f.cachedRssMiB)} (peak ${mib(f.cachedPeakRssMiB)}, V8 heap used ${mib(f.cachedHeapUsedMiB)}); list + first reconcile of all: ${f.syncAndReconcileSeconds.toFixed(1)} s`,
-  ].join('\n');
+  const names = Object.keys(f.rounds);
+  const n = f.rounds[names[0]!]?.length ?? 0;
+  const rows: Array<[string, keyof RoundFigures]> = [
+    ['RSS MiB, nothing cached', 'idleRssMiB'],
+    [`RSS MiB, ${f.clusters} RayClusters cached`, 'cached500RssMiB'],
+    [`delete ${f.clusters} GCS-FT RayClusters: s`, 'deleteSeconds'],
+    ['  controller CPU s meanwhile', 'deleteCpuSeconds'],
+    ['  peak RSS MiB (VmHWM)', 'deletePeakRssMiB'],
+    [`${f.cachedClusters} suspended cached: peak MiB (VmHWM)`, 'cached10kPeakMiB'],
+    ['  RSS MiB once reconciled', 'cached10kRssMiB'],
+    ['  s from start until all reconciled', 'cached10kSettleSeconds'],
+  ];
+  const width = 44;
+  const col = 22;
+  const lines = [
+    names.length === 2
+      ? `controller beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
+      : `controller (KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
+    `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${names.length === 2 ? 'ours/theirs'.padStart(14) : ''}`,
+  ];
+  for (const [label, key] of rows) {
+    const values = names.map((x) => f.rounds[x]!.map((r) => r[key]));
+    const medians = values.map((v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!);
+    const ratio = names.length === 2 && medians[1]! > 0 ? (medians[0]! / medians[1]!).toFixed(2).padStart(14) : '';
+    lines.push(`${label.padEnd(width)}${values.map((v) => spread(v).padStart(col)).join('')}${ratio}`);
+  }
+  const reconciled = names.map((x) => f.rounds[x]!.map((r) => r.cached10kReconciled).join('/'));
+  lines.push(`  (reconciles counted in the ${f.cachedClusters}-cluster wait: ${names.map((x, i) => `${x} ${reconciled[i]}`).join(', ')})`);
+  lines.push(`Redis namespaces left after all deletions: ${names.map((x) => `${x} ${f.redisLeftovers[x]}`).join(', ')}; neighbour data intact: ${f.neighbourIntact}`);
+  lines.push(`load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per round (1 min): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`);
+  return lines.join('\n');
 }
 
 if (resolve(process.argv[1] ?? '') === THIS_FILE) {
-  await runControllerBench();
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, rounds: { type: 'string' }, clusters: { type: 'string' }, cached: { type: 'string' }, 'no-kuberay': { type: 'boolean' } } });
+  const quick = values.quick === true;
+  await runControllerBench({
+    rounds: Number(values.rounds ?? (quick ? 1 : 3)),
+    clusters: Number(values.clusters ?? (quick ? 100 : 500)),
+    cachedClusters: Number(values.cached ?? (quick ? 1000 : 10_000)),
+    kuberay: values['no-kuberay'] !== true,
+  });
 }

@@ -1,6 +1,7 @@
-// `npm run bench [-- webhook redis-cleanup controller]`: each part prints its figures, beside its baseline
+// `npm run bench [-- webhook redis-cleanup import-cost controller]`: each part prints its figures, beside its baseline
 // (measured in the same run on this machine) where it has one. Benchmarks, not tests: nothing here passes or fails on speed.
 import { runControllerBench } from './controller.ts';
+import { runImportCostBench } from './import-cost.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';
 import { runWebhookBench } from './webhook.ts';
@@ -10,6 +11,7 @@ const PARTS: Record<string, () => Promise<unknown>> = {
   webhook: () => runWebhookBench(),
   'webhook-memory': () => runWebhookMemoryBench(),
   'redis-cleanup': () => runRedisCleanupBench(),
+  'import-cost': () => runImportCostBench(),
   controller: () => runControllerBench(),
   'raycluster-pods': () => runRayClusterPodsBench(),
 };

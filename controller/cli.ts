@@ -1,5 +1,6 @@
 // `raykeeper controller`: the reconciling process.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import { createLogger } from '../src/logger.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
@@ -149,6 +150,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   let controller;
   try {
+    // V8's heap sizing for a small footprint: with 10,000 RayClusters cached the controller peaks at
+    // ~125 MiB instead of ~170 (and settles at ~115 instead of ~165), for a little more GC work
+    // (bench/controller.ts). Heap growth reads the flag as it goes, so setting it here works.
+    setFlagsFromString('--optimize-for-size');
     const { startController } = await import('./main.ts');
     controller = await startController(config);
   } catch (err) {

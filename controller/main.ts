@@ -4,13 +4,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { Server } from 'node:http';
+import type { KubeCredentials } from '../src/kubeconfig.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { Manager, type RunOutcome } from './runtime/manager.ts';
-import { loadKubeConfig } from '../src/kube.ts';
-import { buildHealthServer } from './runtime/server.ts';
+import { loadKubeConfig } from '../src/kubeconfig.ts';
+import { buildHealthServer, close, listen } from './runtime/server.ts';
 import type { InformerTimings } from './runtime/informer.ts';
 import type { BackoffOptions } from '../src/backoff.ts';
 import type { ReconcilerModule } from './runtime/reconciler.ts';
@@ -20,8 +20,8 @@ import { companionModules, type CompanionSetting } from './companion.ts';
 export interface ControllerOptions {
   /** A kubeconfig file; else KUBECONFIG / ~/.kube/config / in-cluster. */
   kubeconfig?: string | undefined;
-  /** Or a ready KubeConfig (tests). */
-  kubeConfig?: KubeConfig;
+  /** Or ready credentials (tests pass client-node's KubeConfig). */
+  kubeConfig?: KubeCredentials;
   watchNamespace?: string | undefined;
   workers?: number;
   leaderElect?: boolean;
@@ -51,7 +51,7 @@ export interface ControllerOptions {
 
 export interface RunningController {
   manager: Manager;
-  app: FastifyInstance | undefined;
+  app: Server | undefined;
   /** Port the health server listens on (when started). */
   port: number | undefined;
   /** Resolves when the manager stops: 'stopped' (after stop()) or 'lost-leadership'. */
@@ -105,21 +105,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     env,
   });
-  for (const module of await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off')) {
-    manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
-  }
-  let app: FastifyInstance | undefined;
+  const modules = await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off');
+  manager.ctx.reconcilers = modules.map((m) => m.name);
+  for (const module of modules) manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
+  let app: Server | undefined;
   let port: number | undefined;
   if (options.healthPort !== undefined) {
     app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics, logger });
-    await app.listen({ port: options.healthPort, host: options.healthHost ?? '0.0.0.0' });
-    const address = app.server.address();
-    port = typeof address === 'object' && address ? address.port : options.healthPort;
+    port = await listen(app, options.healthPort, options.healthHost ?? '0.0.0.0');
     logger.info({ port }, 'health and metrics server listening');
   }
   const abort = new AbortController();
   logger.info({ identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true }, 'controller starting');
-  const done = manager.run(abort.signal).finally(() => app?.close()).then((outcome) => {
+  const done = manager.run(abort.signal).finally(() => (app ? close(app) : undefined)).then((outcome) => {
     logger.info({ outcome }, 'controller stopped');
     return outcome;
   });

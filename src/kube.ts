@@ -3,11 +3,12 @@
 // Why not the generated @kubernetes/client-node API classes: in client-node 2.0 every request builds a
 // new undici Agent (a new TLS connection per call), errors carry the body as text, and each resource
 // needs its own class. Reconcilers here do a handful of verbs on a handful of resources, so one
-// generic client (auth and TLS material still come from client-node's KubeConfig) is simpler and
-// much cheaper under load (see bench/controller.ts).
-import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { KubeConfig } from '@kubernetes/client-node';
+// generic client (auth and TLS material still come from client-node's kubeconfig code, src/kubeconfig.ts)
+// is simpler and much cheaper under load (see bench/controller.ts). Watches too go through it: client-node's
+// Watch needs undici and the generated API's request context (~+27 MiB at start, bench/import-cost.ts).
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { HttpsOptions, KubeCredentials } from './kubeconfig.ts';
 
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -132,17 +133,13 @@ interface TlsMaterial {
   headers: Record<string, string>;
 }
 
-/** Loads a KubeConfig: explicit file > KUBECONFIG / ~/.kube/config > in-cluster service account. */
-export function loadKubeConfig(file?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (file) kc.loadFromFile(file);
-  else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured (use --kubeconfig, KUBECONFIG, or run in a pod)');
-  return kc;
+/** One watch stream; `abort()` ends it without calling `onDone`. */
+export interface WatchHandle {
+  abort(): void;
 }
 
 export class KubeClient {
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: KubeCredentials;
   readonly server: URL;
   private readonly defaultTimeoutMs: number;
   /** Sent as `fieldManager` on every write unless the request's query names one; '' sends none. */
@@ -154,7 +151,7 @@ export class KubeClient {
   /** Counts of requests by verb and status code, read by the metrics collector. */
   readonly requestCounts = new Map<string, number>();
 
-  constructor(kubeConfig: KubeConfig, options: { timeoutMs?: number; fieldManager?: string } = {}) {
+  constructor(kubeConfig: KubeCredentials, options: { timeoutMs?: number; fieldManager?: string } = {}) {
     this.kubeConfig = kubeConfig;
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('no current cluster in kubeconfig');
@@ -169,7 +166,7 @@ export class KubeClient {
     if (force || !this.material || now - this.materialAt > 5_000) {
       this.materialAt = now;
       this.material = (async () => {
-        const opts: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
+        const opts: HttpsOptions = { headers: {} };
         await this.kubeConfig.applyToHTTPSOptions(opts);
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
@@ -265,6 +262,86 @@ export class KubeClient {
     } catch {
       return text as T; // a 2xx that is not JSON (e.g. /healthz)
     }
+  }
+
+  /**
+   * A watch stream (`GET path?watch=true&...`) on the pooled connections: `onEvent(type, object)` for each
+   * JSON line; `onDone` once, with null when the server ends the stream, the error when it fails (a
+   * KubeApiError for a non-200 answer), or an error named `TimeoutError` after `inactivityMs` without a
+   * byte (client-node's Watch has the same 30 s rule; bookmarks keep a healthy watch talking).
+   */
+  async watch<T = unknown>(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (type: string, obj: T) => void, onDone: (err: Error | null) => void, inactivityMs = 30_000): Promise<WatchHandle> {
+    const m = await this.tls();
+    const url = new URL(path, this.server);
+    url.searchParams.set('watch', 'true');
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    let req: ClientRequest | undefined;
+    const end = (): boolean => {
+      if (finished) return false;
+      finished = true;
+      clearTimeout(timer);
+      req?.destroy();
+      return true;
+    };
+    const finish = (err: Error | null): void => {
+      if (end()) onDone(err);
+    };
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(Object.assign(new Error(`WATCH ${url.pathname}: nothing received for ${inactivityMs} ms`), { name: 'TimeoutError' })), inactivityMs);
+      timer.unref();
+    };
+    req = send(url, { method: 'GET', headers: { Accept: 'application/json', ...m.headers }, agent: this.agentFor(m) }, (res: IncomingMessage) => {
+      const statusCode = res.statusCode ?? 0;
+      const countKey = `WATCH ${statusCode}`;
+      this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
+      res.setEncoding('utf8');
+      let pending = '';
+      if (statusCode !== 200) {
+        if (statusCode === 401) this.materialAt = 0;
+        res.on('data', (c: string) => (pending += c));
+        res.on('end', () => {
+          let status: KubeStatus | undefined;
+          try {
+            status = JSON.parse(pending) as KubeStatus;
+          } catch {
+            status = undefined;
+          }
+          finish(new KubeApiError('WATCH', url.pathname, statusCode, status, pending));
+        });
+        res.on('error', (e) => finish(e));
+        return;
+      }
+      arm();
+      res.on('data', (chunk: string) => {
+        arm();
+        pending += chunk;
+        let start = 0;
+        for (let nl = pending.indexOf('\n'); nl >= 0 && !finished; nl = pending.indexOf('\n', start)) {
+          const line = pending.slice(start, nl);
+          start = nl + 1;
+          if (line.trim() === '') continue;
+          let event: { type?: string; object?: T };
+          try {
+            event = JSON.parse(line) as { type?: string; object?: T };
+          } catch {
+            continue; // client-node's Watch skips unparsable lines too
+          }
+          onEvent(event.type ?? '', event.object as T);
+        }
+        pending = pending.slice(start);
+      });
+      res.on('end', () => finish(null));
+      res.on('error', (e) => finish(e));
+      res.on('close', () => finish(null));
+    });
+    req.on('error', (e) => finish(e));
+    arm();
+    req.end();
+    return { abort: () => void end() };
   }
 
   get<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T> {

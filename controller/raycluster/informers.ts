@@ -1,6 +1,7 @@
 // The one RayCluster informer both RayCluster reconcilers read (the GCS-FT cleanup in ./reconciler.ts,
 // the pod/Service operator in ./operator.ts): asking the factory with the same spec returns the same
-// cache, so the clusters are listed and watched once.
+// cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
+// the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
 import type { ControllerContext } from '../runtime/reconciler.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { RAYCLUSTERS } from '../../src/kube-resources.ts';
@@ -22,7 +23,25 @@ export function slimRayCluster(obj: KubeObject): KubeObject {
   return { ...obj, metadata: metadata as KubeObject['metadata'] };
 }
 
-/** The shared RayCluster informer. */
+/**
+ * What the GCS-FT cleanup reads from a cached RayCluster (src/raycluster/decide.ts for a cluster that is
+ * not being deleted: its metadata, whether GCS FT is on and with which backend, spec.managedBy); a
+ * deleting cluster is always read from the API (./reconciler.ts).
+ */
+export function ftRayCluster(obj: KubeObject): KubeObject {
+  const spec = (obj.spec ?? {}) as Record<string, unknown>;
+  const kept: Record<string, unknown> = {};
+  for (const field of ['gcsFaultToleranceOptions', 'managedBy']) if (spec[field] !== undefined) kept[field] = spec[field];
+  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: slimRayCluster(obj).metadata, spec: kept };
+}
+
+/** The module that builds pods from the cached spec (controller/raycluster/operator-module.ts). */
+const OPERATOR_MODULE = 'raycluster-pods';
+
+/** The shared RayCluster informer: the operator's full one when it runs (or nobody said), else the FT projection. */
 export function rayClusterInformer(ctx: ControllerContext): Informer {
+  if (ctx.reconcilers !== undefined && !ctx.reconcilers.includes(OPERATOR_MODULE)) {
+    return ctx.informers.get({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' });
+  }
   return ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
 }

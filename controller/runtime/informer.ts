@@ -1,11 +1,11 @@
 // Informers that never die silently.
 //
-// Built on @kubernetes/client-node's `Watch` (the stream primitive its own ListWatch uses) with our
-// own list/watch loop, because client-node's ListWatch stops for good on any error other than 410 /
+// Built on KubeClient's watch stream (src/kube.ts) with our own list/watch loop, because client-node's
+// ListWatch stops for good on any error other than 410 /
 // TimeoutError (the caller must notice and restart it), cannot be told to relist, keeps objects
 // untransformed (managedFields and all) and fires its error callbacks when stopped. Here:
 // - 410 Gone (status or ERROR event) -> relist at once; bookmarks keep the resourceVersion fresh.
-// - A watch that ends normally or by client-node's 30 s inactivity timeout -> re-watch from the last
+// - A watch that ends normally or by the 30 s inactivity timeout -> re-watch from the last
 //   resourceVersion at once (that is how quiet resources look, not a failure).
 // - Any other error (list or watch) -> retry with exponential backoff + jitter (1 s .. 30 s), for ever;
 //   `failingSince` feeds liveness, so a watch that cannot recover makes the pod restart.
@@ -13,7 +13,6 @@
 // - Periodic relist (`relistIntervalMs`) repairs anything a watch could have missed.
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
-import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { Backoff, sleep, type BackoffOptions } from '../../src/backoff.ts';
 import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from '../../src/kube.ts';
 import type { OwnerReference } from '../../src/types.ts';
@@ -349,7 +348,7 @@ export class Informer {
         if (!err) return finish('closed');
         const e = err as { statusCode?: number; code?: number; name?: string };
         if (e.statusCode === 410 || e.code === 410) return finish('gone');
-        if (e.name === 'TimeoutError') return finish('closed'); // client-node's inactivity timeout: quiet resource
+        if (e.name === 'TimeoutError') return finish('closed'); // the stream's inactivity timeout: quiet resource
         if (e.name === 'AbortError' && !this.running) return finish('aborted');
         finish(err instanceof Error ? err : new Error(String(err)));
       };
@@ -416,14 +415,12 @@ export class Informer {
 export class InformerFactory {
   private readonly informers = new Map<string, Informer>();
   private readonly kube: KubeClient;
-  private readonly kubeConfig: KubeConfig;
   private readonly timings: Partial<InformerTimings>;
   private readonly defaultNamespace: string | undefined;
   private started = false;
 
   constructor(kube: KubeClient, options: { timings?: Partial<InformerTimings>; namespace?: string | undefined } = {}) {
     this.kube = kube;
-    this.kubeConfig = kube.kubeConfig;
     this.timings = options.timings ?? {};
     this.defaultNamespace = options.namespace;
   }
@@ -438,11 +435,7 @@ export class InformerFactory {
     const id = [full.group ?? '', full.version, full.plural, namespace ?? '*', full.labelSelector ?? '', full.fieldSelector ?? '', full.transformId ?? ''].join('|');
     let informer = this.informers.get(id);
     if (!informer) {
-      const watch = new Watch(this.kubeConfig);
-      const watchFn: WatchFn = async (path, query, onEvent, onDone) => {
-        const controller = await watch.watch(path, query, onEvent as (phase: string, obj: unknown) => void, onDone);
-        return { abort: () => controller.abort() };
-      };
+      const watchFn: WatchFn = (path, query, onEvent, onDone) => this.kube.watch(path, query, onEvent, onDone);
       const listFn: ListFn = (signal, transform) =>
         this.kube.list<KubeObject>(full, { labelSelector: full.labelSelector, fieldSelector: full.fieldSelector, signal, map: transform });
       informer = new Informer(id, full, { watchFn, listFn, timings: this.timings });

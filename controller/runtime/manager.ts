@@ -13,7 +13,7 @@
 //      From the renew deadline on, no reconcile starts and no key is queued (`isLeader()` checks the
 //      clock), even before the renew loop has noticed (a process resumed after a pause).
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
 import { KubeClient } from '../../src/kube.ts';
@@ -26,7 +26,7 @@ import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 
 export interface ManagerOptions {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeCredentials;
   logger: Logger;
   metrics: Registry;
   watchNamespace?: string | undefined;

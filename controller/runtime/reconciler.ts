@@ -26,7 +26,7 @@
 //       };
 //     },
 //   };
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
@@ -119,7 +119,7 @@ export interface ControllerRegistration {
 
 /** Everything a reconciler may use; one instance per process, shared by all reconcilers. */
 export interface ControllerContext {
-  kubeConfig: KubeConfig;
+  kubeConfig: KubeCredentials;
   /** Small JSON REST client with a keep-alive connection pool (get/list/create/patch/delete). */
   kube: KubeClient;
   /** Shared informers: asking twice for the same resource/selector returns the same informer. */
@@ -133,6 +133,11 @@ export interface ControllerContext {
   env: Record<string, string | undefined>;
   /** Injectable clock (ms since epoch); tests may freeze it. */
   now: () => number;
+  /**
+   * Names of the reconciler modules this process runs, set before any is created (controller/main.ts);
+   * a module may cache less when another is absent. Undefined: unknown (assume all).
+   */
+  reconcilers?: readonly string[] | undefined;
 }
 
 /** A flag a module adds to `raykeeper controller` (node:util parseArgs option + help text). */

@@ -6,7 +6,7 @@ import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed,
 import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
-import { buildHealthServer } from '../../controller/runtime/server.ts';
+import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
 import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
@@ -24,6 +24,42 @@ async function until<T>(fn: () => T | Promise<T>, what: string, ms = 20_000): Pr
     await sleep(50);
   }
 }
+
+t.test('watch stream: events in order, a refused watch as KubeApiError, the inactivity timeout, abort', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => kube.close());
+  const path = `/api/v1/namespaces/${ns.name}/configmaps`;
+  const { resourceVersion } = await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name });
+  const events: string[] = [];
+  let done: Error | null | undefined;
+  const handle = await kube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => events.push(`${type} ${obj.metadata.name}`), (err) => (done = err));
+  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
+  await kube.create(cm, { metadata: { name: 'w1' }, data: { a: '1' } });
+  await kube.patch({ ...cm, name: 'w1' }, { data: { a: '2' } }, 'application/merge-patch+json');
+  await kube.delete({ ...cm, name: 'w1' });
+  await until(() => events.length >= 3, 'three events');
+  tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
+  handle.abort();
+  await kube.create(cm, { metadata: { name: 'after-abort' } });
+  await sleep(300);
+  tt.equal(done, undefined, 'abort() ends the stream without calling onDone');
+  tt.notOk(events.includes('ADDED after-abort'), 'and delivers nothing more');
+
+  let refused: unknown;
+  await kube.watch(`/apis/example.com/v1/namespaces/${ns.name}/nothings`, {}, () => {}, (err) => (refused = err));
+  await until(() => refused, 'the refused watch to end');
+  tt.equal((refused as { statusCode?: number }).statusCode, 404, 'a non-200 answer ends the watch with its status code');
+  tt.match((refused as Error).message, /^WATCH \/apis\/example.com/);
+
+  let quiet: Error | null | undefined;
+  const started = Date.now();
+  await kube.watch(path, { resourceVersion: (await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name })).resourceVersion }, () => {}, (err) => (quiet = err), 400);
+  await until(() => quiet, 'the inactivity timeout');
+  tt.equal(quiet?.name, 'TimeoutError', 'nothing for inactivityMs: TimeoutError (the informer re-watches)');
+  tt.ok(Date.now() - started >= 400, 'not before inactivityMs');
+  tt.same(kube.requestCounts.get('WATCH 200'), 2, 'watches are counted by verb WATCH');
+});
 
 t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace terminating', async (tt) => {
   const ns = await testNamespace(tt);
@@ -221,23 +257,30 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   const keys: string[] = [];
   manager.add({ name: 'probe', reconciler: { reconcile: async (key) => void keys.push(key) }, watches: [{ informer: inf }] });
   const app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics });
-  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready before the caches sync');
+  const port = await listen(app, 0, '127.0.0.1');
+  tt.teardown(() => close(app));
+  const get = async (path: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { statusCode: res.status, body: await res.text() };
+  };
+  tt.equal((await get('/readyz')).statusCode, 503, 'not ready before the caches sync');
   const ctl = new AbortController();
   const done = manager.run(ctl.signal);
   tt.teardown(async () => {
     ctl.abort();
     await done;
   });
-  await until(async () => (await app.inject({ url: '/readyz' })).statusCode === 200, 'ready');
-  tt.equal((await app.inject({ url: '/healthz' })).statusCode, 200);
-  await new KubeClient(ns.kubeConfig).create({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'ping' } });
+  await until(async () => (await get('/readyz')).statusCode === 200, 'ready');
+  tt.equal((await get('/healthz')).statusCode, 200);
+  tt.equal((await get('/nothing')).statusCode, 404);
+  await new KubeClient(ns.kubeConfig).create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'ping' } });
   await until(() => keys.includes(`${ns.name}/ping`), 'reconciled');
-  const text = (await app.inject({ url: '/metrics' })).body;
+  const text = (await get('/metrics')).body;
   tt.match(text, /raykeeper_controller_reconcile_total\{controller="probe",result="success"\} \d+/);
   tt.match(text, /raykeeper_informer_last_event_age_seconds\{informer="configmaps.core@/);
   tt.match(text, /raykeeper_informer_reconnects\{/);
   tt.match(text, /raykeeper_leader 1/);
   ctl.abort();
   tt.equal(await done, 'stopped');
-  tt.equal((await app.inject({ url: '/readyz' })).statusCode, 503, 'not ready while stopping');
+  tt.equal((await get('/readyz')).statusCode, 503, 'not ready while stopping');
 });

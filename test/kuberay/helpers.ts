@@ -38,6 +38,8 @@ export async function kubeRayControlPlane(progress: (m: string) => void): Promis
 
 export interface KubeRayOperator {
   proc: ChildProcess;
+  /** Its controller-runtime Prometheus endpoint (127.0.0.1). */
+  metricsPort: number;
   /** Everything it logged (JSON lines). */
   log(): string;
   /** Its "Reconciler error" lines logged after `from` characters of the log. */
@@ -49,10 +51,11 @@ export interface KubeRayOperator {
 export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean; leaseNamespace: string }): Promise<KubeRayOperator> {
   const env: Record<string, string> = { KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '', NO_PROXY: '127.0.0.1,localhost' };
   if (!options.cleanup) env.ENABLE_GCS_FT_REDIS_CLEANUP = 'false';
+  const metricsPort = await freePort();
   const proc = spawn(
     kubeRayBinary(),
     [
-      `--metrics-addr=127.0.0.1:${await freePort()}`,
+      `--metrics-addr=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${await freePort()}`,
       '--enable-leader-election=true',
       `--leader-election-namespace=${options.leaseNamespace}`,
@@ -65,6 +68,7 @@ export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   return {
     proc,
+    metricsPort,
     log: () => out,
     reconcilerErrors: (from = 0) => out.slice(from).split('\n').filter((l) => l.includes('Reconciler error')),
     stop: async () => {

@@ -1,0 +1,52 @@
+// The GCS-FT cleanup's cache projection (controller/raycluster/informers.ts ftRayCluster): for every kind
+// of cluster that is not being deleted (the only ones decided from the cache), the decision on the
+// projection is the decision on the whole object; and the projection is what the informer keeps only
+// when the RayCluster operator does not run in the process.
+import t from 'tap';
+import { decideRayClusterCleanup } from '../../src/raycluster/decideRayClusterCleanup.ts';
+import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
+import { InformerFactory, type KubeObject } from '../../controller/runtime/informer.ts';
+import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
+import { KubeClient } from '../../src/kube.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { cluster, T0, withFinalizer } from './fixtures.ts';
+
+const withSpec = (c: RayCluster, spec: Record<string, unknown>): RayCluster => ({ ...c, spec: { ...c.spec, ...spec } }) as RayCluster;
+const CLUSTERS: Array<[string, RayCluster]> = [
+  ['FT by annotation', cluster()],
+  ['FT by options', cluster({ ft: 'options' })],
+  ['FT off', cluster({ ft: 'off' })],
+  ['rocksdb backend', cluster({ ft: 'rocksdb' })],
+  ['annotation "TRUE"', cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } })],
+  ['finalizer present', cluster({ finalizers: withFinalizer })],
+  ['other finalizers only', cluster({ finalizers: ['example.com/keep'] })],
+  ['managed by MultiKueue', withSpec(cluster(), { managedBy: 'kueue.x-k8s.io/multikueue' })],
+  ['managed by KubeRay', withSpec(cluster({ ft: 'options' }), { managedBy: 'ray.io/kuberay-operator' })],
+  ['with kubectl last-applied and managedFields', { ...cluster(), metadata: { ...cluster().metadata, managedFields: [{ manager: 'kubectl' }], annotations: { ...cluster().metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': '{"big":true}' } } } as RayCluster],
+];
+
+for (const [name, full] of CLUSTERS) {
+  t.test(name, async (t) => {
+    const projected = ftRayCluster(full as unknown as KubeObject) as unknown as RayCluster;
+    for (const gateEnabled of [true, false]) {
+      t.same(decideRayClusterCleanup({ cluster: projected, pods: [], job: undefined, now: T0, gateEnabled }), decideRayClusterCleanup({ cluster: full, pods: [], job: undefined, now: T0, gateEnabled }), `same decision, gate ${gateEnabled ? 'on' : 'off'}`);
+    }
+    t.same(projected.metadata, slimRayCluster(full as unknown as KubeObject).metadata, 'metadata as the operator cache keeps it');
+    t.notOk((projected as { status?: unknown }).status, 'no status');
+    t.notOk((projected.spec as { headGroupSpec?: unknown }).headGroupSpec, 'no pod templates');
+  });
+}
+
+t.test('the informer keeps the projection only without the RayCluster operator', async (t) => {
+  const kube = new KubeClient({ getCurrentCluster: () => ({ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: false }), getCurrentUser: () => null, applyToHTTPSOptions: async () => {} });
+  const ctxWith = (reconcilers: string[] | undefined) => ({ informers: new InformerFactory(kube), reconcilers }) as unknown as ControllerContext;
+  const full = cluster() as unknown as KubeObject;
+  const cachedBy = (reconcilers: string[] | undefined) => {
+    const spec = rayClusterInformer(ctxWith(reconcilers)).spec;
+    return spec.transform!(full);
+  };
+  t.same(cachedBy(['raycluster']), ftRayCluster(full), 'cleanup alone: projection');
+  t.same(cachedBy(['raycluster', 'rayjob']), ftRayCluster(full), 'cleanup and RayJob: projection');
+  t.same(cachedBy(['raycluster', 'raycluster-pods']), slimRayCluster(full), 'with the operator: its cache');
+  t.same(cachedBy(undefined), slimRayCluster(full), 'unknown: the operator cache');
+});
