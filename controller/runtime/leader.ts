@@ -11,7 +11,7 @@
 // - After losing the lease the elector does not campaign again here: the manager exits the process.
 // - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
 //   next retry instead of waiting for the lease to expire.
-import { sleep } from './backoff.ts';
+import { sleep } from '../../src/backoff.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Logger } from '../../src/logger.ts';
 

@@ -3,7 +3,7 @@
 // projection is the decision on the whole object; and the projection is what the informer keeps only
 // when the RayCluster operator does not run in the process.
 import t from 'tap';
-import { decideRayClusterCleanup } from '../../src/raycluster/decideRayClusterCleanup.ts';
+import { decideRayClusterCleanup } from '../../src/raycluster/decide.ts';
 import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
 import { InformerFactory, type KubeObject } from '../../controller/runtime/informer.ts';
 import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
