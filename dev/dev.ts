@@ -3,13 +3,13 @@
 // MutatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
 // for the kubelet, so a deleted RayCluster's cleanup Job really runs against the local Redis.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { generateCertificates, caBundle } from '../certs/generate.ts';
 import { writeBundle } from '../certs/files.ts';
 import { startController, type RunningController } from '../controller/main.ts';
 import { applyObject } from '../localcluster/apply.ts';
-import { ensureBinaries, REPO_ROOT } from '../localcluster/binaries.ts';
+import { ensureBinaries, executable, kubeCommandPath, REPO_ROOT } from '../localcluster/binaries.ts';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
@@ -138,8 +138,14 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
   }
 }
 
-export function readyText(env: DevEnvironment): string {
-  const k = `kubectl --kubeconfig ${env.kubeconfig}`;
+/** The kubectl the hints name: one on PATH, else the one tools/setup.sh built (a fresh machine has no other). */
+export function hintKubectl(env: NodeJS.ProcessEnv = process.env): string {
+  const onPath = (env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && executable(join(dir, 'kubectl')));
+  return onPath ? 'kubectl' : kubeCommandPath('kubectl', env);
+}
+
+export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string {
+  const k = `${kubectl} --kubeconfig ${env.kubeconfig}`;
   return [
     `kubeconfig: ${env.kubeconfig}`,
     `redis: ${env.redis.host}:${env.redis.port}`,

@@ -55,7 +55,7 @@ export function controlPlaneBinaries(env: NodeJS.ProcessEnv = process.env): Cont
   };
 }
 
-function executable(path: string): boolean {
+export function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
     return true;

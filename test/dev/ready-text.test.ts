@@ -1,0 +1,31 @@
+// What `raykeeper dev` prints when ready: the hints name a kubectl the user can run as printed.
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { hintKubectl, readyText } from '../../dev/dev.ts';
+import { kubeCommandPath } from '../../localcluster/binaries.ts';
+
+t.test('hintKubectl: kubectl on PATH by name, else the one tools/setup.sh built', async (t) => {
+  const dir = t.testdir();
+  const withKubectl = join(dir, 'with');
+  const without = join(dir, 'without');
+  mkdirSync(withKubectl);
+  mkdirSync(without);
+  writeFileSync(join(withKubectl, 'kubectl'), '#!/bin/sh\n');
+  chmodSync(join(withKubectl, 'kubectl'), 0o755);
+  writeFileSync(join(without, 'kubectl'), 'not executable\n');
+  const cache = { RAYKEEPER_CACHE: join(dir, 'cache') };
+  t.equal(hintKubectl({ ...cache, PATH: `${without}:${withKubectl}` }), 'kubectl');
+  t.equal(hintKubectl({ ...cache, PATH: without }), kubeCommandPath('kubectl', cache), 'a non-executable file does not count');
+  t.equal(hintKubectl({ ...cache, PATH: '' }), kubeCommandPath('kubectl', cache));
+  t.match(kubeCommandPath('kubectl', cache), /^.*\/cache\/bin\/kubectl-v\d+\.\d+\.\d+$/);
+});
+
+t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig', async (t) => {
+  const text = readyText({ kubeconfig: '/state/kubeconfig', redis: { host: '127.0.0.1', port: 6399 }, webhookUrl: 'https://127.0.0.1:9443', samples: ['/state/samples/rc.yaml'], stop: async () => {} } as Parameters<typeof readyText>[0], '/cache/bin/kubectl-v1.35.4');
+  const hints = text.split('\n').filter((l) => /kubectl/.test(l));
+  t.ok(hints.length >= 4, 'several kubectl hints');
+  for (const line of hints) t.match(line, /^ {2}\/cache\/bin\/kubectl-v1\.35\.4 --kubeconfig \/state\/kubeconfig /, line);
+  t.match(text, /^kubeconfig: \/state\/kubeconfig$/m);
+  t.match(text, /^redis: 127\.0\.0\.1:6399$/m);
+});
