@@ -47,6 +47,14 @@ function envView(p: Pod): Record<string, unknown> {
   return out;
 }
 
+/** A probe without what the API server defaults when it stores a pod (httpGet.scheme HTTP): ours are built, KubeRay's are read back. */
+function probeView(probe: Record<string, unknown> | undefined): unknown {
+  const httpGet = probe?.httpGet as Record<string, unknown> | undefined;
+  if (!probe || !httpGet || httpGet.scheme !== 'HTTP') return probe;
+  const { scheme: _default, ...rest } = httpGet;
+  return { ...probe, httpGet: rest };
+}
+
 function view(p: Pod) {
   const c = p.spec!.containers[0]!;
   const labels = Object.fromEntries(Object.entries(p.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k) && k !== 'ray.io/worker-group-replica-index'));
@@ -59,7 +67,7 @@ function view(p: Pod) {
     annotations: Object.fromEntries(Object.entries(p.metadata.annotations ?? {}).filter(([k]) => k.startsWith('ray.io/') && !OWN_ANNOTATIONS.has(k))),
     volumes: (p.spec!.volumes ?? []).map((v) => v.name),
     mounts: (c.volumeMounts ?? []).map((m) => m.mountPath),
-    probes: [c.livenessProbe, c.readinessProbe],
+    probes: [probeView(c.livenessProbe), probeView(c.readinessProbe)],
     init: (p.spec!.initContainers ?? []).map((i) => ({ name: i.name, env: (i.env ?? []).map((e) => e.name) })),
   };
 }
