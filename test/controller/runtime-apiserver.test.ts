@@ -42,9 +42,18 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
   handle.abort();
   await kube.create(cm, { metadata: { name: 'after-abort' } });
-  await sleep(300);
+  // A witness watch from the same resourceVersion (its own client: the count below is this one's):
+  // once it has the new ConfigMap, the API server has sent it to every watch still open.
+  const witnessKube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => witnessKube.close());
+  const witnessed: string[] = [];
+  const witness = await witnessKube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => witnessed.push(`${type} ${obj.metadata.name}`), () => {});
+  await until(() => witnessed.includes('ADDED after-abort'), 'the witness watch to see the ConfigMap created after abort()');
+  witness.abort();
+  tt.same(witnessed, ['ADDED w1', 'MODIFIED w1', 'DELETED w1', 'ADDED after-abort'], 'the witness saw everything from the same resourceVersion');
   tt.equal(done, undefined, 'abort() ends the stream without calling onDone');
   tt.notOk(events.includes('ADDED after-abort'), 'and delivers nothing more');
+  tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1'], 'the aborted watch has only what came before abort()');
 
   let refused: unknown;
   await kube.watch(`/apis/example.com/v1/namespaces/${ns.name}/nothings`, {}, () => {}, (err) => (refused = err));
