@@ -7,23 +7,13 @@ import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
 import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
-import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
+import { until } from '../helpers/until.ts';
 import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../src/kube-resources.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
-
-async function until<T>(fn: () => T | Promise<T>, what: string, ms = 20_000): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 t.test('watch stream: events in order, a refused watch as KubeApiError, the inactivity timeout, abort', async (tt) => {
   const ns = await testNamespace(tt);

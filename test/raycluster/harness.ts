@@ -7,7 +7,6 @@ import type { Test } from 'tap';
 import { KubeClient } from '../../src/kube.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { sleep } from '../../src/backoff.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
@@ -20,15 +19,7 @@ import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
 
-export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 60_000, every = 100): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(every);
-  }
-}
+export { until } from '../helpers/until.ts';
 
 export interface Env {
   ns: TestNamespace;
