@@ -11,6 +11,7 @@ import { buildImages, type LocalImage } from '../localcluster/node/images.ts';
 import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
 import { KubeClient } from '../src/kube.ts';
+import { DEPLOYMENTS, RAYCLUSTERS, SERVICES } from '../src/kube-resources.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
 import { sleep } from '../src/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
@@ -95,7 +96,7 @@ export async function waitForDeployment(kube: KubeClient, namespace: string, nam
   let last = '';
   for (;;) {
     const d = await kube
-      .get<{ metadata: { generation?: number }; spec: { replicas?: number }; status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number } }>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })
+      .get<{ metadata: { generation?: number }; spec: { replicas?: number }; status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number } }>({ ...DEPLOYMENTS, namespace, name })
       .catch(() => undefined);
     const want = d?.spec.replicas ?? 1;
     last = JSON.stringify(d?.status ?? {});
@@ -121,7 +122,7 @@ export async function waitForAdmission(kube: KubeClient, timeoutMs = 120_000): P
   let last = '';
   for (;;) {
     const answer = await kube
-      .create<{ metadata?: { finalizers?: string[] } }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: 'default' }, probe, { query: { dryRun: 'All' } })
+      .create<{ metadata?: { finalizers?: string[] } }>({ ...RAYCLUSTERS, namespace: 'default' }, probe, { query: { dryRun: 'All' } })
       .catch((err: unknown) => { last = err instanceof Error ? err.message : String(err); return undefined; });
     if (answer?.metadata?.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (answer) last = 'the dry-run RayCluster came back without the finalizer (the webhook was not reached)';
@@ -184,7 +185,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-webhook');
     await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-controller');
     await waitForAdmission(kube);
-    const svc = await kube.get<{ spec: { clusterIP: string } }>({ version: 'v1', plural: 'services', namespace: REDIS_NAMESPACE, name: REDIS_NAME });
+    const svc = await kube.get<{ spec: { clusterIP: string } }>({ ...SERVICES, namespace: REDIS_NAMESPACE, name: REDIS_NAME });
     const redisInCluster = `${REDIS_NAME}.${REDIS_NAMESPACE}.svc.cluster.local:6379`;
 
     const samplesDir = join(stateDir, 'samples');

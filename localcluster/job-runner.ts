@@ -33,6 +33,7 @@ import { type Informer, InformerFactory } from '../controller/runtime/informer.t
 import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../controller/runtime/reconciler.ts';
 import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
+import { CONFIGMAPS, JOBS, SECRETS } from '../src/kube-resources.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
@@ -56,7 +57,6 @@ import {
 } from './job-logic.ts';
 import { spawnSupervised, type Supervised } from './process.ts';
 
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 /**
  * A container command run as a function in this process (see JobRunnerOptions.inProcess): `args` are the
@@ -452,17 +452,17 @@ export class JobRunner extends EventEmitter {
   }
 
   private lookups(): EnvLookups {
-    const read = (plural: 'secrets' | 'configmaps', namespace: string, name: string) =>
-      this.kube.getOrUndefined<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural, namespace, name });
+    const read = (resource: typeof SECRETS | typeof CONFIGMAPS, namespace: string, name: string) =>
+      this.kube.getOrUndefined<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ ...resource, namespace, name });
     const decode = (m: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     return {
       secret: async (ns, name) => {
-        const s = await read('secrets', ns, name);
+        const s = await read(SECRETS, ns, name);
         return s && decode(s.data);
       },
       configMap: async (ns, name) => {
-        const c = await read('configmaps', ns, name);
+        const c = await read(CONFIGMAPS, ns, name);
         return c && { ...decode(c.binaryData), ...(c.data ?? {}) };
       },
     };

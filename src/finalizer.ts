@@ -4,7 +4,7 @@
 // (another controller adding or removing its own) makes our patch fail instead of being clobbered.
 // The API server answers a failed `test` with an error; the reconciler re-reads and decides again.
 
-import { oneLine } from './redis/errors.ts';
+import { maskInlineSecrets } from './inline-secrets.ts';
 
 export type PatchOp =
   | { op: 'test'; path: string; value: unknown }
@@ -73,42 +73,9 @@ export interface Refusal {
 
 /**
  * The Warning's message: the API's own words (which policy or rule refused it), on one line, with the
- * secrets the object carries inline masked (a rule's message may quote the object).
+ * secrets `objects` carry inline masked (a rule's message may quote the stored object: pass it, not
+ * only a cached projection of it).
  */
-export function finalizerRejectedMessage(change: FinalizerChange, finalizer: string, refusal: Refusal, obj: unknown): string {
-  const text = `Cannot ${change} finalizer ${finalizer}: the API server refused the change (${refusal.statusCode} ${refusal.reason ?? ''}): ${refusal.message}. Retrying with backoff until it is allowed.`;
-  return oneLine(maskUrlCredentials(text), inlineSecrets(obj), 1000);
-}
-
-const SECRET_NAME = /pass(word)?|secret|token|credential|api[-_]?key/i;
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi;
-
-function maskUrlCredentials(text: string): string {
-  return text.replace(URL_CREDENTIALS, '$1***@');
-}
-
-/**
- * Secret values written into the object itself: env values and map entries whose name says secret
- * (REDIS_PASSWORD, rayStartParams redis-password, ...) and the user information of URLs. Secrets
- * referenced from Secret objects are not in the object, so cannot leak from it.
- */
-export function inlineSecrets(obj: unknown): string[] {
-  const found = new Set<string>();
-  const walk = (v: unknown): void => {
-    if (typeof v === 'string') {
-      for (const m of v.matchAll(URL_CREDENTIALS)) found.add(m[0].slice(m[1]!.length, -1));
-      return;
-    }
-    if (Array.isArray(v)) return v.forEach(walk);
-    if (typeof v !== 'object' || v === null) return;
-    const rec = v as Record<string, unknown>;
-    if (typeof rec.name === 'string' && typeof rec.value === 'string' && SECRET_NAME.test(rec.name) && rec.value !== '') found.add(rec.value);
-    for (const [k, child] of Object.entries(rec)) {
-      if (typeof child === 'string' && SECRET_NAME.test(k) && child !== '') found.add(child);
-      walk(child);
-    }
-  };
-  walk(obj);
-  // Longest first, so a password containing another is masked whole.
-  return [...found].sort((a, b) => b.length - a.length);
+export function finalizerRejectedMessage(change: FinalizerChange, finalizer: string, refusal: Refusal, objects: unknown): string {
+  return maskInlineSecrets(`Cannot ${change} finalizer ${finalizer}: the API server refused the change (${refusal.statusCode} ${refusal.reason ?? ''}): ${refusal.message}. Retrying with backoff until it is allowed.`, objects);
 }

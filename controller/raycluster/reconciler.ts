@@ -29,6 +29,7 @@ import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts'
 import type { BatchJob, RayCluster } from '../../src/types.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
+import { maskInlineSecrets } from '../../src/inline-secrets.ts';
 import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig } from '../../src/raycluster/job.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
@@ -257,8 +258,10 @@ export class RayClusterReconciler {
       signal?.throwIfAborted();
       if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it
       if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs, signal);
-      this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${(err as Error).message}` });
-      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${(err as Error).message}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
+      // The API's message may quote the Job (its env may carry the cluster's inline REDIS_PASSWORD).
+      const reason = maskInlineSecrets((err as Error).message, [cluster, job]);
+      this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}` });
+      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
     }
     this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} for ${describeTarget(cluster)}` });
     return { requeueAfterMs };

@@ -5,7 +5,7 @@
 //   and decides again at once;
 // - the API refusing the change itself (422 from validation, a CEL rule or a ValidatingAdmissionPolicy;
 //   403; 400): re-reading cannot help until someone changes the policy or the object, so a Warning
-//   event carries the API's message, `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
+//   event carries the API's message (the stored object's inline secrets masked), `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import type { Counter } from 'prom-client';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
@@ -73,12 +73,20 @@ export class FinalizerPatcher {
       }
       if (isRefusal(err)) {
         count('rejected');
-        const message = finalizerRejectedMessage(change, finalizer, { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body }, obj);
+        const message = finalizerRejectedMessage(change, finalizer, { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body }, [await this.stored(ref, signal), obj]);
         this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj } as KubeObject, 'Warning', EVENT_FINALIZER_PATCH_REJECTED, message);
         throw new FinalizerPatchRejectedError(message, { cause: err });
       }
       count('error');
       throw err;
     }
+  }
+
+  /**
+   * The object as stored, which is what the API server quotes in a refusal: `obj` may be a cached
+   * projection without the secrets the stored spec carries inline. Undefined if it cannot be read.
+   */
+  private async stored(ref: ResourceRef, signal: AbortSignal | undefined): Promise<unknown> {
+    return this.kube.getOrUndefined(ref, signal ? { signal } : {}).catch(() => undefined);
   }
 }

@@ -20,7 +20,7 @@ import {
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
 import { KubeClient } from '../../src/kube.ts';
-import { ENDPOINT_SLICES, SERVICES } from '../../src/kube-resources.ts';
+import { ENDPOINT_SLICES, NODES, SERVICEACCOUNTS, SERVICES } from '../../src/kube-resources.ts';
 import {
   CNI_BIN_DIR,
   cniConfList,
@@ -112,7 +112,7 @@ async function writePrivate(path: string, text: string): Promise<void> {
 
 /** Node `name` is Ready (its Ready condition True). */
 export async function nodeReady(kube: KubeClient, name = NODE_NAME): Promise<boolean> {
-  const node = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ version: 'v1', plural: 'nodes', name });
+  const node = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ ...NODES, name });
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
@@ -294,7 +294,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       await waitUntil('kubelet (node Ready) and kube-controller-manager', kubelet.proc, kubelet.log, deadline(), async () => {
         if (ended) return true; // reported below, with the log that says why
         if (!(await nodeReady(kube))) return false;
-        await kube.get({ version: 'v1', plural: 'serviceaccounts', namespace: 'default', name: 'default' });
+        await kube.get({ ...SERVICEACCOUNTS, namespace: 'default', name: 'default' });
         return true;
       });
       if (ended) throw new Error(`a node component exited before the node was ready; see ${ended}`);

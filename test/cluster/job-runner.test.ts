@@ -11,6 +11,7 @@ import type { RunnerJob } from '../../localcluster/job-logic.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { MERGE_PATCH } from '../../src/kube.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
+import { until } from '../helpers/until.ts';
 
 const quiet = pino({ level: 'silent' });
 const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
@@ -151,7 +152,7 @@ t.test('a missing Secret makes the Job wait (like the kubelet) until the Secret 
   const r = await runner(t, ns, { envRetryMs: 100 });
   const out = join(dir, 'late.txt');
   await createJob(ns, jobSpec('late', ['sh', '-c', `printf %s "$PW" > ${out}`], { env: [{ name: 'PW', valueFrom: { secretKeyRef: { name: 'later', key: 'pw' } } }] }));
-  for (let i = 0; i < 100 && !r.output(ns.name, 'late').includes('CreateContainerConfigError'); i++) await new Promise((res) => setTimeout(res, 50));
+  await until(() => r.output(ns.name, 'late').includes('CreateContainerConfigError'), 'the Job to wait for its Secret', 5000, 50);
   t.match(r.output(ns.name, 'late'), /CreateContainerConfigError: secret "later" not found/);
   t.ok((await readJob(ns, 'late')).status?.startTime, 'started (the pod exists), waiting');
   t.notOk(existsSync(out), 'the command has not run');
@@ -203,7 +204,7 @@ t.test('never twice: a restarted runner does not rerun a started Job, and fails 
   const started = new Promise<{ pid: number }>((res) => first.once('started', res));
   await createJob(ns, jobSpec('once', ['sh', '-c', `echo run >> ${count}; sleep 60`], { spec: { activeDeadlineSeconds: 4 } }));
   const { pid } = await started;
-  for (let i = 0; i < 200 && !existsSync(count); i++) await new Promise((res) => setTimeout(res, 25));
+  await until(() => existsSync(count), 'the command to write its file', 5000, 25);
   t.ok(existsSync(count), 'the command runs');
   const startTime = (await readJob(ns, 'once')).status!.startTime;
   t.ok(startTime);
@@ -230,13 +231,7 @@ t.test('two runners on the same namespace run each Job once', async (t) => {
   const b = await runner(t, ns);
   const names = ['j1', 'j2', 'j3', 'j4'];
   for (const n of names) await createJob(ns, jobSpec(n, ['sh', '-c', `echo ${n} >> ${join(dir, 'log')}`]));
-  for (const n of names) {
-    for (let i = 0; i < 200; i++) {
-      const job = await readJob(ns, n);
-      if (job.status?.conditions?.some((c) => c.type === 'Complete')) break;
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  }
+  for (const n of names) await until(async () => (await readJob(ns, n)).status?.conditions?.some((c) => c.type === 'Complete'), `Job ${n} Complete`, 10_000, 50);
   const lines = readFileSync(join(dir, 'log'), 'utf8').trim().split('\n').sort();
   t.same(lines, names, 'each command ran exactly once');
   const ranBy = names.map((n) => (a.result(ns.name, n) ? 'a' : '') + (b.result(ns.name, n) ? 'b' : ''));
@@ -247,11 +242,11 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   const ns = await testNamespace(t);
   const r = await runner(t, ns, { killGraceMs: 200 });
   await createJob(ns, jobSpec('held', ['sh', '-c', 'exit 0'], { spec: { suspend: true } }));
-  let job = await readJob(ns, 'held');
-  for (let i = 0; i < 100 && !job.status?.conditions?.some((c) => c.type === 'Suspended'); i++) {
-    await new Promise((res) => setTimeout(res, 50));
-    job = await readJob(ns, 'held');
-  }
+  const suspended = async (name: string) => {
+    const j = await readJob(ns, name);
+    return j.status?.conditions?.some((c) => c.type === 'Suspended' && c.status === 'True') ? j : undefined;
+  };
+  let job = await until(() => suspended('held'), 'held marked Suspended', 5000, 50);
   t.same(conditionTypes(job), [['Suspended', 'True', 'JobSuspended']], 'marked Suspended, as the job controller does');
   t.notOk(job.status?.startTime, 'not started');
   await patchJob(ns, 'held', { spec: { suspend: false } });
@@ -269,10 +264,7 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   const { pid: pausedPid } = await firstRun;
   await patchJob(ns, 'paused', { spec: { suspend: true } });
   t.ok(await waitForExit([pausedPid], 10_000), 'suspending kills the process');
-  for (let i = 0; i < 100 && !job.status?.conditions?.some((c) => c.type === 'Suspended' && c.status === 'True'); i++) {
-    await new Promise((res) => setTimeout(res, 50));
-    job = await readJob(ns, 'paused');
-  }
+  job = await until(() => suspended('paused'), 'paused marked Suspended', 5000, 50);
   t.same(conditionTypes(job), [['Suspended', 'True', 'JobSuspended']]);
   t.notOk(job.status?.startTime, 'startTime cleared');
   t.notOk(job.status?.active, 'no active pod');

@@ -19,15 +19,18 @@ import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../raycluster/harness.ts';
 import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
+import { capturingLogger } from '../webhook/helpers.ts';
 import { RAYCLUSTERS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../src/kube-resources.ts';
 
 const FROZEN_LABEL = 'raykeeper.test/frozen-finalizers';
 const SECRET = 'sup3r-secret-pw';
+const ENV_SECRET = 'h3ad-env-pw';
 
 /**
  * A ValidatingAdmissionPolicy that refuses any change to the finalizers of RayClusters and RayJobs
  * labelled FROZEN_LABEL=yes in `namespace`; its message quotes the cluster's inline redis-password
- * (as a careless policy could). Resolves once the API server enforces it (a dry-run is refused).
+ * and the head's REDIS_PASSWORD env value (as a careless policy could; neither is in the controller's
+ * cache when the operator module is not running). Resolves once the API server enforces it (a dry-run is refused).
  */
 async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
   const name = `frozen-finalizers-${e.ns.name}`;
@@ -41,7 +44,7 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
         {
           expression: `${count('object')} == ${count('oldObject')}`,
           message: 'finalizers are frozen here',
-          messageExpression: `'finalizers are frozen here (redis-password ' + object.spec.headGroupSpec.rayStartParams['redis-password'] + ')'`,
+          messageExpression: `'finalizers are frozen here (redis-password ' + object.spec.headGroupSpec.rayStartParams['redis-password'] + ', env ' + object.spec.headGroupSpec.template.spec.containers[0].env.filter(e, e.name == 'REDIS_PASSWORD').map(e, e.value).join(',') + ')'`,
         },
       ],
     },
@@ -85,6 +88,7 @@ function gcsFtCluster(name: string, labels: Record<string, string> = {}): RayClu
   const c = rayCluster(name, '127.0.0.1:6379');
   c.metadata.labels = labels;
   (c.spec as { headGroupSpec: { rayStartParams: Record<string, string> } }).headGroupSpec.rayStartParams['redis-password'] = SECRET;
+  c.spec!.headGroupSpec!.template!.spec!.containers![0]!.env!.push({ name: 'REDIS_PASSWORD', value: ENV_SECRET });
   return c;
 }
 
@@ -141,7 +145,9 @@ for (const row of refusedRows) {
     await freezeFinalizers(tt, e);
     const metrics = createMetricsRegistry();
     // The product's default retry (0.5 s doubling): a 200 ms spin would refuse ~18 times in 3.5 s.
-    const controller = await startController({ kubeConfig: e.ns.kubeConfig, watchNamespace: e.ns.name, workers: 2, modules: [rayClusterModule], env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate }, logger: quiet, metrics, moduleFlags: { 'cleanup-image': 'raykeeper:test' } });
+    // Only the RayCluster cleanup module: its cache keeps no headGroupSpec, the API quotes the stored object.
+    const log = capturingLogger();
+    const controller = await startController({ kubeConfig: e.ns.kubeConfig, watchNamespace: e.ns.name, workers: 2, modules: [rayClusterModule], env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate }, logger: log.logger, metrics, moduleFlags: { 'cleanup-image': 'raykeeper:test' } });
     tt.teardown(() => controller.stop());
     const body = gcsFtCluster('frozen', { [FROZEN_LABEL]: 'yes' });
     if (row.finalizers) body.metadata.finalizers = [...row.finalizers];
@@ -170,8 +176,13 @@ for (const row of refusedRows) {
     tt.equal(warning.type, 'Warning');
     tt.equal(warning.involvedObject.kind, 'RayCluster');
     tt.match(warning.message, new RegExp(`^Cannot ${row.change} finalizer ray\\.io/gcs-ft-redis-cleanup-finalizer: the API server refused the change \\(422 Invalid\\): `));
-    tt.match(warning.message, /ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' .*denied request: finalizers are frozen here \(redis-password \*\*\*\)/, "the API's message");
+    tt.match(warning.message, /ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' .*denied request: finalizers are frozen here \(redis-password \*\*\*, env \*\*\*\)/, "the API's message");
     tt.notOk(warning.message.includes(SECRET), 'the inline password the policy quoted is masked');
+    tt.notOk(warning.message.includes(ENV_SECRET), "the head env's inline password the policy quoted is masked");
+    const lines = log.lines().map((l) => JSON.stringify(l));
+    tt.ok(lines.some((l) => l.includes(`event ${EVENT_FINALIZER_PATCH_REJECTED}`) && l.includes('env ***')), 'the event is logged, masked');
+    tt.ok(lines.some((l) => l.includes('reconcile failed') && l.includes('env ***')), 'the failed reconcile is logged, masked');
+    tt.same(lines.filter((l) => l.includes(SECRET) || l.includes(ENV_SECRET)), [], 'no log line carries either password');
     tt.notOk(row.after(await getCluster(e, 'frozen')), 'nothing changed while refused');
 
     await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' }, { metadata: { labels: { [FROZEN_LABEL]: null } } }, MERGE_PATCH);

@@ -2,7 +2,7 @@
 // real-API-server behaviour is covered by test/controller/runtime-apiserver.test.ts).
 import t from 'tap';
 import { Informer, type KubeObject, type ListFn, type WatchFn } from '../../controller/runtime/informer.ts';
-import { sleep } from '../../src/backoff.ts';
+import { until } from '../helpers/until.ts';
 
 interface OpenWatch {
   query: Record<string, string | boolean | undefined>;
@@ -57,14 +57,6 @@ class FakeApi {
 
 const fast = { backoff: { baseMs: 5, maxMs: 20, jitter: 0 }, stalenessMs: 60_000, relistIntervalMs: 0 };
 
-async function until(cond: () => boolean, what: string, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
-  }
-}
-
 function recorder(informer: Informer): string[] {
   const seen: string[] = [];
   informer.on((type, obj) => seen.push(`${type}:${obj.metadata?.name}`));
@@ -81,7 +73,7 @@ t.test('initial list, then watch events keep the cache current; managedFields ar
   tt.equal(await inf.waitForSync(), true);
   tt.same(seen, ['add:a']);
   tt.equal((inf.get('ns/a')?.metadata as Record<string, unknown>).managedFields, undefined);
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   tt.equal(api.current!.query.resourceVersion, '101', 'watches from the list resourceVersion');
   tt.equal(api.current!.query.allowWatchBookmarks, true);
   api.put('b');
@@ -91,7 +83,7 @@ t.test('initial list, then watch events keep the cache current; managedFields ar
   tt.same(inf.keys(), ['ns/a']);
   api.current!.onEvent('BOOKMARK', { metadata: { resourceVersion: '999' } });
   api.current!.onDone(null); // server closed the watch normally
-  await until(() => api.watches.length === 2 && api.current !== undefined, 're-watch');
+  await until(() => api.watches.length === 2 && api.current !== undefined, 're-watch', 3000, 2);
   tt.equal(api.current!.query.resourceVersion, '999', 'resumes from the bookmark');
   tt.equal(api.lists, 1, 'no relist for a normal close');
   tt.equal(inf.stats.errors, 0);
@@ -107,15 +99,15 @@ t.test('410 Gone relists, and the relist diff fires the missed add/update/delete
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   seen.length = 0;
   // Changes happen while the watch is broken: the informer never sees them as events.
   api.put('change', { spec: { v: 2 } }, false);
   api.remove('vanish', false);
   api.put('new', {}, false);
   api.current!.onEvent('ERROR', { code: 410, message: 'too old resource version' } as unknown as KubeObject);
-  await until(() => api.lists === 2, 'relist');
-  await until(() => seen.length === 3, 'diff events');
+  await until(() => api.lists === 2, 'relist', 3000, 2);
+  await until(() => seen.length === 3, 'diff events', 3000, 2);
   tt.same(seen.sort(), ['add:new', 'delete:vanish', 'update:change']);
   tt.same(inf.keys().sort(), ['ns/change', 'ns/keep', 'ns/new']);
   tt.equal(inf.stats.goneRelists, 1);
@@ -128,9 +120,9 @@ t.test('a 410 status on connect relists too', async (tt) => {
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   api.current!.onDone(Object.assign(new Error('Gone'), { statusCode: 410 }));
-  await until(() => api.lists === 2, 'relist');
+  await until(() => api.lists === 2, 'relist', 3000, 2);
   tt.equal(inf.stats.goneRelists, 1);
 });
 
@@ -144,16 +136,16 @@ t.test('other errors: restart with backoff for ever, cache kept, health reflects
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   api.watchFailures = 3;
   now = 1000;
   api.current!.onDone(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
-  await until(() => errors.length >= 1, 'first error');
+  await until(() => errors.length >= 1, 'first error', 3000, 2);
   tt.equal(inf.stats.failingSince, 1000);
   tt.equal(inf.healthy(5000), true, 'within the grace period');
   now = 10_000;
   tt.equal(inf.healthy(5000), false, 'failing for longer than the grace period');
-  await until(() => api.watches.length === 5 && api.current !== undefined, 'recovered after 3 more failures');
+  await until(() => api.watches.length === 5 && api.current !== undefined, 'recovered after 3 more failures', 3000, 2);
   tt.equal(inf.stats.errors, 4);
   tt.equal(inf.stats.failingSince, undefined, 'healthy again once connected');
   tt.equal(inf.healthy(5000), true);
@@ -180,10 +172,10 @@ t.test("client-node's inactivity TimeoutError is a quiet reconnect, not an error
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   api.put('x');
   api.current!.onDone(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  await until(() => api.watches.length === 2 && api.current !== undefined, 'reconnect');
+  await until(() => api.watches.length === 2 && api.current !== undefined, 'reconnect', 3000, 2);
   tt.equal(inf.stats.errors, 0);
   tt.equal(inf.stats.reconnects, 1);
 });
@@ -195,11 +187,11 @@ t.test('staleness watchdog: a watch that silently delivers nothing is replaced b
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   api.put('missed', {}, false); // never delivered
   now = 5000; // no activity for 5 s > 1 s
-  await until(() => inf.stats.staleRestarts === 1, 'watchdog', 5000);
-  await until(() => inf.get('ns/missed') !== undefined, 'relist picked it up');
+  await until(() => inf.stats.staleRestarts === 1, 'watchdog', 5000, 2);
+  await until(() => inf.get('ns/missed') !== undefined, 'relist picked it up', 3000, 2);
   tt.ok(api.watches[0]!.aborted, 'the silent watch was aborted');
   tt.equal(api.lists, 2);
 });
@@ -211,12 +203,12 @@ t.test('periodic relist', async (tt) => {
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   now = 500;
   api.put('x'); // activity, so the staleness watchdog stays quiet
   now = 2500;
   api.put('y');
-  await until(() => api.lists === 2, 'periodic relist', 5000);
+  await until(() => api.lists === 2, 'periodic relist', 5000, 2);
   tt.equal(inf.stats.staleRestarts, 0);
 });
 
@@ -227,7 +219,7 @@ t.test('stop: no error callbacks, no restarts', async (tt) => {
   inf.onError((e) => errors.push(e));
   inf.start();
   await inf.waitForSync();
-  await until(() => api.current !== undefined, 'watch');
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
   const w = api.current!;
   // The control: a running informer with the same timings, whose watch ends too, restarts it.
   const controlApi = new FakeApi();
@@ -235,12 +227,12 @@ t.test('stop: no error callbacks, no restarts', async (tt) => {
   control.start();
   tt.teardown(() => control.stop());
   await control.waitForSync();
-  await until(() => controlApi.current !== undefined, 'the control watch');
+  await until(() => controlApi.current !== undefined, 'the control watch', 3000, 2);
   await inf.stop();
   tt.ok(w.aborted);
   w.onDone(new DOMException('aborted', 'AbortError'));
   controlApi.current!.onDone(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
-  await until(() => controlApi.watches.length === 2, 'the control to restart its watch');
+  await until(() => controlApi.watches.length === 2, 'the control to restart its watch', 3000, 2);
   tt.same(errors, []);
   tt.equal(api.watches.length, 1);
   tt.equal(inf.healthy(1000), false, 'a stopped informer is not healthy');

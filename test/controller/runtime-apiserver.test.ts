@@ -7,23 +7,13 @@ import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
 import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
-import { sleep } from '../../src/backoff.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
+import { until } from '../helpers/until.ts';
 import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../src/kube-resources.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
-
-async function until<T>(fn: () => T | Promise<T>, what: string, ms = 20_000): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 t.test('watch stream: events in order, a refused watch as KubeApiError, the inactivity timeout, abort', async (tt) => {
   const ns = await testNamespace(tt);
@@ -42,9 +32,18 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1']);
   handle.abort();
   await kube.create(cm, { metadata: { name: 'after-abort' } });
-  await sleep(300);
+  // A witness watch from the same resourceVersion (its own client: the count below is this one's):
+  // once it has the new ConfigMap, the API server has sent it to every watch still open.
+  const witnessKube = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => witnessKube.close());
+  const witnessed: string[] = [];
+  const witness = await witnessKube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => witnessed.push(`${type} ${obj.metadata.name}`), () => {});
+  await until(() => witnessed.includes('ADDED after-abort'), 'the witness watch to see the ConfigMap created after abort()');
+  witness.abort();
+  tt.same(witnessed, ['ADDED w1', 'MODIFIED w1', 'DELETED w1', 'ADDED after-abort'], 'the witness saw everything from the same resourceVersion');
   tt.equal(done, undefined, 'abort() ends the stream without calling onDone');
   tt.notOk(events.includes('ADDED after-abort'), 'and delivers nothing more');
+  tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1'], 'the aborted watch has only what came before abort()');
 
   let refused: unknown;
   await kube.watch(`/apis/example.com/v1/namespaces/${ns.name}/nothings`, {}, () => {}, (err) => (refused = err));

@@ -1,6 +1,7 @@
 import t from 'tap';
 import jsonpatch from 'fast-json-patch';
-import { addFinalizerPatch, finalizerRejectedMessage, hasFinalizer, inlineSecrets, isDeleting, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, hasFinalizer, isDeleting, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
+import { inlineSecrets } from '../../src/inline-secrets.ts';
 
 const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
@@ -123,6 +124,18 @@ t.test('inlineSecrets: env values and map entries named like secrets, URL user i
   tt.same(inlineSecrets({ metadata: { name: 'plain' } }), []);
 });
 
+t.test('inlineSecrets: the `value` of an object under a secret name, several objects at once', async (tt) => {
+  const rows: Array<{ name: string; obj: unknown; want: string[] }> = [
+    { name: 'gcsFaultToleranceOptions.redisPassword.value', obj: { spec: { gcsFaultToleranceOptions: { redisAddress: 'redis:6379', redisPassword: { value: 'pw-in-ft' } } } }, want: ['pw-in-ft'] },
+    { name: 'redisUsername.value is no secret', obj: { spec: { gcsFaultToleranceOptions: { redisUsername: { value: 'default' } } } }, want: [] },
+    { name: 'redisPassword from a Secret', obj: { spec: { gcsFaultToleranceOptions: { redisPassword: { valueFrom: { secretKeyRef: { name: 's', key: 'k' } } } } } }, want: [] },
+    { name: 'empty value', obj: { redisPassword: { value: '' } }, want: [] },
+    { name: 'stored object and cached projection', obj: [{ spec: { rayStartParams: { 'redis-password': 'pw-stored' } } }, { spec: { gcsFaultToleranceOptions: {} } }], want: ['pw-stored'] },
+    { name: 'nothing stored (undefined) and the given object', obj: [undefined, { env: [{ name: 'REDIS_PASSWORD', value: 'pw-given' }] }], want: ['pw-given'] },
+  ];
+  for (const row of rows) tt.same(inlineSecrets(row.obj), row.want, row.name);
+});
+
 t.test("the refusal Warning: the API's message, one line, no secret of the object", async (tt) => {
   const obj = { metadata: { name: 'c' }, spec: { rayStartParams: { 'redis-password': 'hunter22' } } };
   const rows: Array<{ name: string; message: string; want: RegExp[]; never: string[] }> = [
@@ -139,6 +152,17 @@ t.test("the refusal Warning: the API's message, one line, no secret of the objec
       never: ['p4ss', '\n'],
     },
   ];
+  const cached = { metadata: { name: 'c' }, spec: { gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } } };
+  const stored = { metadata: { name: 'c' }, spec: { gcsFaultToleranceOptions: { redisPassword: { value: 'ft-pw-9' } }, headGroupSpec: { template: { spec: { containers: [{ env: [{ name: 'REDIS_PASSWORD', value: 'env-pw-7' }] }] } } } } };
+  const fromStored: Array<{ name: string; message: string; objects: unknown; never: string[] }> = [
+    { name: 'stored secrets, cached projection given', message: 'denied: frozen (env-pw-7, ft-pw-9)', objects: [stored, cached], never: ['env-pw-7', 'ft-pw-9'] },
+    { name: 'the stored object could not be read: the given one', message: 'denied: frozen (hunter22)', objects: [undefined, obj], never: ['hunter22'] },
+  ];
+  for (const row of fromStored) {
+    const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, row.objects);
+    tt.match(text, /denied: frozen \(\*\*\*(, \*\*\*)?\)/, `${row.name}: masked`);
+    for (const s of row.never) tt.notOk(text.includes(s), `${row.name}: no ${s}`);
+  }
   for (const row of rows) {
     const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, obj);
     for (const re of row.want) tt.match(text, re, `${row.name}: ${re}`);

@@ -123,6 +123,27 @@ t.test('in-cluster: the service account token (re-read), CA and namespace, like 
   t.same(ours.getContextObject(ours.getCurrentContext()), theirs.getContextObject(theirs.getCurrentContext()), 'namespace from the pod');
   t.same(await httpsOptions(ours), await httpsOptions(theirs));
   t.same((await httpsOptions(ours)).headers, { Authorization: 'Bearer sa-token' });
+
+  // The kubelet rotates the projected token: client-node's FileAuth re-reads the file once its copy is
+  // older than 60 s (as client-go does). `new Date()` is what it reads the time from: move it on.
+  writeFileSync(join(sa, 'token'), 'sa-token-rotated');
+  t.same((await httpsOptions(ours)).headers, { Authorization: 'Bearer sa-token' }, 'within 60 s of the last read: the copy read then');
+  const RealDate = Date;
+  let aheadMs = 0;
+  globalThis.Date = class extends RealDate {
+    constructor(...args: unknown[]) {
+      if (args.length === 0) super(RealDate.now() + aheadMs);
+      else super(...(args as [string]));
+    }
+    static override now(): number {
+      return RealDate.now() + aheadMs;
+    }
+  } as DateConstructor;
+  t.teardown(() => {
+    globalThis.Date = RealDate;
+  });
+  aheadMs = 61_000;
+  t.same((await httpsOptions(ours)).headers, { Authorization: 'Bearer sa-token-rotated' }, 'after 60 s: the rotated token is re-read and sent');
 });
 
 t.test('no cluster at all: a clear error', async (t) => {

@@ -9,7 +9,7 @@ import type { KubeClient } from '../../src/kube.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
 
-export { until } from '../raycluster/harness.ts';
+export { until } from '../helpers/until.ts';
 
 export interface KubectlResult {
   status: number | null;

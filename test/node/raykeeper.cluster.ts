@@ -9,6 +9,7 @@ import t from 'tap';
 import { devSampleCluster } from '../../dev/dev.ts';
 import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
 import { KubeClient } from '../../src/kube.ts';
+import { DEPLOYMENTS, ENDPOINT_SLICES, LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
 import { assertCleanupJobRan, kubectl, until } from './helpers.ts';
@@ -20,9 +21,7 @@ t.teardown(() => kube.close());
 const redis = new Redis({ host: env.redis.host, port: env.redis.port, lazyConnect: true, maxRetriesPerRequest: 3 });
 t.teardown(() => redis.disconnect());
 const NS = 'ray-users';
-const PODS = { version: 'v1', plural: 'pods', namespace: SYSTEM_NAMESPACE } as const;
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const;
+const SYSTEM_PODS = { ...PODS, namespace: SYSTEM_NAMESPACE };
 
 interface Pod {
   metadata: { name: string };
@@ -32,19 +31,19 @@ interface Pod {
 
 t.test('dev --kubelet prints its node Ready and installs from manifests/', async (t) => {
   t.equal(env.node, 'localhost Ready');
-  const pods = await kube.list<Pod>(PODS);
+  const pods = await kube.list<Pod>(SYSTEM_PODS);
   t.ok(pods.items.length >= 4, 'webhook and controller pods');
   for (const p of pods.items) t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
 });
 
 t.test('the webhook pods are Ready behind their Service and the API server calls them by it', async (t) => {
-  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name: 'raykeeper' });
+  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: 'raykeeper' });
   for (const w of config.webhooks) t.same(w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace }, { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE }, 'by Service, no url');
-  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
   const slices = await kube.list<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>(
-    { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', namespace: SYSTEM_NAMESPACE },
+    { ...ENDPOINT_SLICES, namespace: SYSTEM_NAMESPACE },
     { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
   );
   const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
@@ -85,9 +84,9 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
 });
 
 t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {
-  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => kube.get({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
+  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => kube.get({ ...LEASES, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
   const leader = await until(async () => (await lease().catch(() => undefined))?.spec.holderIdentity, 'a controller leader', 120_000, 500);
-  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name));
   t.ok(leaderPod, `the leader ${leader} is one of the controller pods`);
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name, '--wait=false']);
@@ -97,7 +96,7 @@ t.test('controller leader failover: deleting the leader pod moves the Lease to a
     return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
   }, 'a new leader', 180_000, 500);
   // The standby, or the ReplicaSet's replacement when it starts first after the old leader released the Lease.
-  const now = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const now = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const holder = now.items.find((p) => next.startsWith(`${p.metadata.name}_`));
   t.ok(holder && holder.metadata.name !== leaderPod!.metadata.name, `a live controller pod leads now (${next})`);
 });
@@ -123,18 +122,18 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
   };
   const loaders = [loader(), loader(), loader()];
   await until(() => created.length >= 30, '30 creates before the deletion', 120_000);
-  const pods = await kube.list<Pod>(PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const victim = pods.items[0]!.metadata.name;
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
   t.equal(r.status, 0, r.stderr);
   await until(
-    async () => (await kube.getOrUndefined({ ...PODS, name: victim })) === undefined,
+    async () => (await kube.getOrUndefined({ ...SYSTEM_PODS, name: victim })) === undefined,
     `the deleted webhook pod ${victim} to be gone`,
     180_000,
     250,
   );
   await until(async () => {
-    const d = await kube.get<{ status?: { availableReplicas?: number } }>({ group: 'apps', version: 'v1', plural: 'deployments', namespace: SYSTEM_NAMESPACE, name: 'raykeeper-webhook' });
+    const d = await kube.get<{ status?: { availableReplicas?: number } }>({ ...DEPLOYMENTS, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-webhook' });
     return d.status?.availableReplicas === 2;
   }, 'two available webhook pods again', 180_000, 250);
   const mark = created.length;

@@ -2,12 +2,13 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
-import { JOBS, LEASES, NAMESPACES, RAYCLUSTERS, SECRETS } from '../../src/kube-resources.ts';
+import { JOBS, LEASES, NAMESPACES, RAYCLUSTERS, SECRETS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../src/kube-resources.ts';
 import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { microTime } from '../../controller/runtime/leader.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
-import { isConflict } from '../../src/kube.ts';
+import { isConflict, isInvalid, MERGE_PATCH } from '../../src/kube.ts';
+import { EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
 
 async function closedPort(): Promise<number> {
   const srv = createServer();
@@ -173,4 +174,57 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   const m = c.manager.ctx.metrics.getSingleMetric('raykeeper_raycluster_inprocess_cleanups_total');
   const results = (await m!.get()).values.map((v) => `${v.labels.result}=${v.value}`);
   tt.same(results, ['aborted=1'], 'counted as aborted (not failed)');
+});
+
+t.test('the cleanup Job refused by a policy that quotes its env: the Warning and the logs mask the inline password', async (tt) => {
+  const e = await env(tt);
+  const secret = 'j0b-env-pw';
+  const name = `no-cleanup-jobs-${e.ns.name}`;
+  await e.kube.create(VALIDATING_ADMISSION_POLICIES, {
+    metadata: { name },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: { resourceRules: [{ apiGroups: ['batch'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['jobs'] }] },
+      validations: [
+        {
+          expression: 'false',
+          message: 'no Jobs here',
+          messageExpression: `'no Jobs here (env ' + object.spec.template.spec.containers[0].env.filter(e, e.name == 'REDIS_PASSWORD').map(e, e.value).join(',') + ')'`,
+        },
+      ],
+    },
+  });
+  await e.kube.create(VALIDATING_ADMISSION_POLICY_BINDINGS, {
+    metadata: { name },
+    spec: { policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } } } },
+  });
+  tt.teardown(async () => {
+    await e.kube.delete({ ...VALIDATING_ADMISSION_POLICY_BINDINGS, name });
+    await e.kube.delete({ ...VALIDATING_ADMISSION_POLICIES, name });
+  });
+  const probe = { metadata: { name: 'probe' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', env: [{ name: 'REDIS_PASSWORD', value: 'p' }] }] } } } };
+  await until(
+    () => e.kube.create({ ...JOBS, namespace: e.ns.name }, probe, { query: { dryRun: 'All' } }).then(() => false, (err: unknown) => isInvalid(err)),
+    'the policy to be enforced',
+    30_000,
+  );
+
+  const { logger, lines } = capturingLogger();
+  await controllerInProcess(tt, e, { logger });
+  const body = rayCluster('refused', '127.0.0.1:1', { finalizers: [FINALIZER] });
+  (body.spec as { headGroupSpec: { rayStartParams: Record<string, string> } }).headGroupSpec.rayStartParams['redis-password'] = secret;
+  await createCluster(e, body);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'refused' });
+  const warning = await until(async () => (await events(e, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB))[0], 'the Warning');
+  tt.equal(warning.type, 'Warning');
+  tt.match(warning.message, /^Failed to create Redis cleanup Job [^/]+\/refused-redis-cleanup: .*ValidatingAdmissionPolicy 'no-cleanup-jobs-[^']+' .*denied request: no Jobs here \(env \*\*\*\)/, "the API's message, the password masked");
+  tt.notOk(warning.message.includes(secret), 'no password in the Warning');
+  await until(() => lines().some((l) => l.msg === 'reconcile failed; will retry'), 'the failed reconcile logged');
+  const text = lines().map((l) => JSON.stringify(l));
+  tt.ok(text.some((l) => l.includes(`event ${EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB}`) && l.includes('no Jobs here (env ***)')), 'the event is logged, masked');
+  tt.ok(text.some((l) => l.includes('reconcile failed') && l.includes('no Jobs here (env ***)')), 'the failed reconcile is logged, masked');
+  tt.same(text.filter((l) => l.includes(secret)), [], 'no log line carries the password');
+  tt.equal((await listJobs(e)).length, 0, 'no Job');
+  // Let the namespace go on teardown (nothing will run the cleanup).
+  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'refused' }, { metadata: { finalizers: null } }, MERGE_PATCH);
 });

@@ -7,8 +7,7 @@ import type { Test } from 'tap';
 import { KubeClient } from '../../src/kube.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { sleep } from '../../src/backoff.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
@@ -20,15 +19,7 @@ import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
 
-export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 60_000, every = 100): Promise<NonNullable<T>> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(every);
-  }
-}
+export { until } from '../helpers/until.ts';
 
 export interface Env {
   ns: TestNamespace;
@@ -134,7 +125,7 @@ export async function jobRunner(tt: Test, e: Env): Promise<JobRunner> {
 }
 
 /** The controller in this process, watching only the test namespace. */
-export async function controllerInProcess(tt: Test, e: Env, opts: { env?: Record<string, string>; moduleFlags?: Record<string, string | boolean> } = {}): Promise<RunningController> {
+export async function controllerInProcess(tt: Test, e: Env, opts: { env?: Record<string, string>; moduleFlags?: Record<string, string | boolean>; logger?: Logger } = {}): Promise<RunningController> {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
@@ -142,7 +133,7 @@ export async function controllerInProcess(tt: Test, e: Env, opts: { env?: Record
     // Only the reconciler under test (the RayJob one has its own tests).
     modules: [rayClusterModule],
     env: { ...opts.env },
-    logger: quiet,
+    logger: opts.logger ?? quiet,
     moduleFlags: { 'cleanup-image': 'raykeeper:test', ...(opts.moduleFlags ?? {}) },
     retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
   });

@@ -8,7 +8,7 @@ import { buildApp, DEFAULT_BODY_LIMIT, ETCD_MAX_OBJECT_BYTES, ADMISSION_ENVELOPE
 import { MAX_JSON_CONTAINERS } from '../../webhook/budget.ts';
 import { FT, rayCluster, review } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, httpsCall } from './helpers.ts';
-import { sleep } from '../../src/backoff.ts';
+import { until } from '../helpers/until.ts';
 
 const CLUSTER = '/mutate-ray-io-v1-raycluster';
 const UID = 'e911857d-c318-11e8-bbad-025000000001';
@@ -42,14 +42,6 @@ async function halfSent(): Promise<{ socket: TLSSocket; finish: () => void; resp
   return { socket, finish: () => socket.write(body.slice(half)), response };
 }
 
-async function until(fact: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!fact()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await sleep(10);
-  }
-}
-
 t.test('the body limit is two stored objects and an envelope', async (t) => {
   t.equal(ETCD_MAX_OBJECT_BYTES, 1.5 * 1024 * 1024, "etcd's default --max-request-bytes");
   t.equal(DEFAULT_BODY_LIMIT, 2 * ETCD_MAX_OBJECT_BYTES + ADMISSION_ENVELOPE_BYTES);
@@ -58,7 +50,7 @@ t.test('the body limit is two stored objects and an envelope', async (t) => {
 
 t.test('a request waits for room, then gets a 503 AdmissionReview; the held bytes return when the first is answered', async (t) => {
   const first = await halfSent();
-  await until(() => app.bodyBudget.used === size, 'the first request holds its bytes');
+  await until(() => app.bodyBudget.used === size, 'the first request holds its bytes', 10_000, 10);
   const second = await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body });
   t.equal(second.status, 503, 'no room within bodyWaitMs');
   t.equal(second.headers['connection'], 'close');
@@ -71,36 +63,36 @@ t.test('a request waits for room, then gets a 503 AdmissionReview; the held byte
 
   // A waiter is admitted as soon as the first finishes.
   const waiting = httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body });
-  await until(() => app.bodyBudget.waiting === 1, 'the third request waits');
+  await until(() => app.bodyBudget.waiting === 1, 'the third request waits', 10_000, 10);
   first.finish();
   t.match(await first.response, /^HTTP\/1\.1 200 [\s\S]*"allowed":true/, 'the first is answered');
   const third = await waiting;
   t.equal(third.status, 200, 'the waiter got in');
   t.equal(JSON.parse(third.body).response.uid, UID);
   first.socket.destroy();
-  await until(() => app.bodyBudget.used === 0, 'all bytes given back');
+  await until(() => app.bodyBudget.used === 0, 'all bytes given back', 10_000, 10);
   const metrics = await app.inject({ method: 'GET', url: '/metrics' });
   t.match(metrics.body, /raykeeper_webhook_errors_total\{resource="raycluster",reason="overloaded"\} 1/);
 });
 
 t.test('a client that leaves mid-body gives its bytes back', async (t) => {
   const gone = await halfSent();
-  await until(() => app.bodyBudget.used === size, 'held');
+  await until(() => app.bodyBudget.used === size, 'held', 10_000, 10);
   gone.socket.destroy();
-  await until(() => app.bodyBudget.used === 0, 'released after the client left');
+  await until(() => app.bodyBudget.used === 0, 'released after the client left', 10_000, 10);
   t.equal((await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body })).status, 200);
 });
 
 t.test('a client that leaves while waiting takes nothing', async (t) => {
   const holder = await halfSent();
-  await until(() => app.bodyBudget.used === size, 'held');
+  await until(() => app.bodyBudget.used === size, 'held', 10_000, 10);
   const waiter = await halfSent();
-  await until(() => app.bodyBudget.waiting === 1, 'waiting');
+  await until(() => app.bodyBudget.waiting === 1, 'waiting', 10_000, 10);
   waiter.socket.destroy();
   holder.finish();
   await holder.response;
   holder.socket.destroy();
-  await until(() => app.bodyBudget.used === 0 && app.bodyBudget.waiting === 0, 'nothing held, nobody waiting');
+  await until(() => app.bodyBudget.used === 0 && app.bodyBudget.waiting === 0, 'nothing held, nobody waiting', 10_000, 10);
 });
 
 t.test('a body with more JSON objects and arrays than any real review is refused before parsing', async (t) => {
