@@ -17,13 +17,14 @@
 // RayCluster operator is measured by bench/raycluster-pods.ts), so the bench creates each cluster's head
 // and worker pod; KubeRay's operator creates its own. No kubelet: pods never run, and unscheduled pods
 // vanish as soon as a controller deletes them.
-// Cleanup Jobs: a "bench kubelet" in THIS process watches them and, 16 at a time, runs the code our Job's
-// container runs (`raykeeper redis-cleanup`'s runWith, with the Job's env) against the real Redis, for
-// KubeRay's Jobs too (its `python -c` runs Ray's cleanup of the same RAY_external_storage_namespace from
-// the same env), then writes the Job's status through /status as the 1.35 job controller does. Spawning
-// a process per Job (localcluster/job-runner.ts) would measure 500 process start-ups on 2 cores, and
-// KubeRay's would need Ray installed; this way both controllers see the same API traffic and the same
-// Redis work, and the figures exclude pod start-up.
+// Cleanup Jobs: the project's job runner (localcluster/job-runner.ts, on controller/runtime's informer
+// and work queue) in THIS process completes them, 16 at a time, for both contenders: it claims each Job,
+// runs its container as a function here (`inProcess`: ours is `raykeeper redis-cleanup`'s runWith with
+// the Job's env and args; KubeRay's `bash -lc -- "python -c ...cleanup_redis_storage"` becomes our
+// cleanup of the same RAY_external_storage_namespace from the same env) against the real Redis, and
+// writes the Job's status through /status as the 1.35 job controller does. A process per Job would
+// measure 500 process start-ups on 2 cores, and KubeRay's would need Ray installed; this way both
+// controllers see the same API traffic and the same Redis work, and the figures exclude pod start-up.
 // The 2 cores are shared by everything (apiserver, etcd, Redis, the bench kubelet, the contender) and
 // often by other work: spreads (min-max over the rounds) and the load average are printed; the absolute
 // numbers are context, the side-by-side ratio is the figure.
@@ -40,13 +41,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
-import { finishStatuses, startStatus, type RunnerJob } from '../localcluster/job-logic.ts';
+import { startJobRunner, type InProcessCommand, type JobRunner } from '../localcluster/job-runner.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
-import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
+import { KubeClient } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
 import { sleep } from '../src/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';
+import { runWith } from '../controller/redis-cleanup/cli.ts';
+import { pino } from 'pino';
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.ts';
 import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from '../test/kuberay/helpers.ts';
 
@@ -237,64 +240,32 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
   }
 }
 
+/** KubeRay v1.6.2's cleanup container: `/bin/bash -lc -- "echo ... && python -c '...cleanup_redis_storage(...)'"`. */
+export function isKubeRayCleanup(args: string[]): boolean {
+  return args.some((a) => a.includes('cleanup_redis_storage'));
+}
+
 /**
- * Stands in for kubelet + job controller in `namespaces` (the Jobs an earlier contender left finished
- * elsewhere must not run again): runs the cleanup code of each Job, writes its status.
+ * The project's job runner (kubelet + job controller stand-in) for the cleanup Jobs of both contenders,
+ * each run as a function in this process: ours (`raykeeper redis-cleanup ARGS`) with its args, KubeRay's
+ * (`bash -lc -- "python -c ..."`) as our cleanup from the same env (Ray's does the same from it).
  */
-function benchKubelet(kube: KubeClient, concurrency: number, namespaces: string[]): { stop(): Promise<void>; done: () => number } {
-  const factory = new InformerFactory(kube);
-  const informers = namespaces.map((namespace) => factory.get({ group: 'batch', version: 'v1', plural: 'jobs', namespace, labelSelector: 'ray.io/node-type=redis-cleanup' }));
-  const queue: KubeObject[] = [];
-  const seen = new Set<string>();
-  let active = 0;
-  let finished = 0;
-  let stopped = false;
-  const pump = (): void => {
-    while (!stopped && active < concurrency && queue.length > 0) {
-      const job = queue.shift()!;
-      active += 1;
-      void run(job)
-        .catch((err: unknown) => process.stderr.write(`[controller bench] cleanup Job ${job.metadata?.namespace}/${job.metadata?.name}: ${String(err)}\n`))
-        .finally(() => {
-          active -= 1;
-          pump();
-        });
-    }
-  };
-  const run = async (job: KubeObject): Promise<void> => {
-    const { runWith } = await import('../controller/redis-cleanup/cli.ts');
-    const ref = { group: 'batch', version: 'v1', plural: 'jobs', namespace: job.metadata?.namespace, name: job.metadata?.name ?? '', subresource: 'status' };
-    const full = await kube.get<RunnerJob>({ ...ref, subresource: undefined });
-    await kube.patch(ref, { status: startStatus(full, new Date()) }, MERGE_PATCH);
-    const container = (full.spec?.template?.spec?.containers ?? [])[0] as { command?: string[]; env?: Array<{ name: string; value?: string }>; args?: string[] } | undefined;
-    const env: Record<string, string> = {};
-    for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
-    // Ours runs `raykeeper redis-cleanup ARGS`; KubeRay's `python -c ...` takes everything from the env.
-    const ours = (container?.command ?? [])[0] === 'raykeeper';
-    const sink = { write: () => true };
-    const code = await runWith([...(ours ? (container?.args ?? []) : []), '--quiet'], { env, stdout: sink, stderr: sink });
-    const outcome = code === 0 ? ({ kind: 'succeeded' } as const) : ({ kind: 'failed', reason: 'BackoffLimitExceeded', message: `exit ${code}` } as const);
-    const [first, second] = finishStatuses(full, outcome, { succeeded: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1 }, new Date());
-    await kube.patch(ref, { status: first }, MERGE_PATCH);
-    await kube.patch(ref, { status: second }, MERGE_PATCH);
-    finished += 1;
-  };
-  const onJob = (type: string, obj: KubeObject): void => {
-    const key = `${obj.metadata?.namespace}/${obj.metadata?.name}/${obj.metadata?.uid}`;
-    if (type === 'delete' || seen.has(key)) return;
-    seen.add(key);
-    queue.push(obj);
-    pump();
-  };
-  for (const jobs of informers) jobs.on(onJob);
-  factory.start();
-  return {
-    done: () => finished,
-    stop: async () => {
-      stopped = true;
-      await factory.stop();
+async function startCleanupRunner(cp: ControlPlane, concurrency: number): Promise<{ runner: JobRunner; done: () => number }> {
+  const quiet = (args: string[], io: Parameters<InProcessCommand>[1]) => runWith([...args, '--quiet'], io);
+  const kubeRay: InProcessCommand = (args, io) => (isKubeRayCleanup(args) ? quiet([], io) : Promise.resolve(127));
+  const runner = await startJobRunner({
+    kubeConfig: cp.kubeConfig(),
+    labelSelector: `ray.io/node-type=${NODE_TYPE_REDIS_CLEANUP}`,
+    maxRunning: concurrency,
+    logger: pino({ level: 'silent' }),
+    inProcess: {
+      raykeeper: (args, io) => (args[0] === 'redis-cleanup' ? quiet(args.slice(1), io) : Promise.resolve(127)),
+      bash: kubeRay,
     },
-  };
+  });
+  let finished = 0;
+  runner.on('finished', () => (finished += 1));
+  return { runner, done: () => finished };
 }
 
 /** Deletes the Jobs, pods and Services a deletion round leaves in `namespaces` (kube-controller-manager's GC would). */
@@ -383,7 +354,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await sleep(SETTLE_MS);
         const cached500 = rss(c.pid).rss;
 
-        const kubelet = benchKubelet(k, o.kubeletConcurrency, nsNames);
+        const kubelet = await startCleanupRunner(plane, o.kubeletConcurrency);
         const watcher = new InformerFactory(k, { namespace: undefined });
         const watched = nsNames.map((ns) => watcher.get({ ...RAYCLUSTERS, namespace: ns }));
         watcher.start();
@@ -407,7 +378,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         const deleteCpuSeconds = cpuSeconds(c.pid) - cpu0;
         const deletePeak = rss(c.pid).hwm;
         await watcher.stop();
-        await kubelet.stop();
+        await kubelet.runner.stop();
         await stop(c);
         // No garbage collector runs here: what the deleted clusters owned stays unless removed, and the
         // next contender would cache it (its "nothing cached" would not be).
