@@ -250,6 +250,14 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
   }
 }
 
+/** A temporary directory holding the stripped-TypeScript cache as the image has it (the caller removes it). */
+export function imageStripCache(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-strip-'));
+  const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), dir, ...IMAGE_FOLDERS], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
+  return dir;
+}
+
 /** KubeRay v1.6.2's cleanup container: `/bin/bash -lc -- "echo ... && python -c '...cleanup_redis_storage(...)'"`. */
 export function isKubeRayCleanup(args: string[]): boolean {
   return args.some((a) => a.includes('cleanup_redis_storage'));
@@ -323,9 +331,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     await r.hset('RAYneighbour@NODE', 'k', 'v');
     const kubeconfig = cp.info.kubeconfigPath;
     // As the image runs it (Dockerfile): .ts modules load from a stripped-TypeScript cache, swc never loads.
-    stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-bench-strip-'));
-    const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), stripCache, ...IMAGE_FOLDERS], { cwd: REPO_ROOT, encoding: 'utf8' });
-    if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
+    stripCache = imageStripCache();
     say(`stripped-TypeScript cache as in the image: ${stripCache}`);
     const start = async (name: string, withStripCache = true): Promise<Contender> => {
       const c = name === OURS ? await startOurs(kubeconfig, o.workers, withStripCache ? stripCache : undefined) : await startTheirs(plane, k);
