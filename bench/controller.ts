@@ -4,7 +4,7 @@
 // contender is a child process of its own, started fresh for each measurement, so its RSS is its own;
 // rounds alternate which one goes first. Per round and contender:
 //   idle       started over an empty cluster; ready (ours: /readyz; KubeRay: its leader Lease), 5 s
-//              later: VmRSS (nothing cached)
+//              later: VmRSS (nothing cached); ours also once more without the strip cache (below)
 //   500        500 GCS-FT RayClusters created (finalizer set, 5 GCS keys each in Redis); once every one
 //              was reconciled and the queue is empty, 5 s later: VmRSS (500 cached)
 //   deletion   all 500 deleted at once: seconds from the first DELETE until the last RayCluster is gone
@@ -13,17 +13,20 @@
 //   10k        VmHWM (its peak: list and first reconcile of all) and VmRSS once every one was reconciled
 //              and the queue is empty (5 s later), not after a forced GC.
 //
+// Ours runs as the image runs it: a stripped-TypeScript cache is filled once per bench run (bin/strip-cache.js,
+// the image's folders) and passed as RAYKEEPER_STRIP_CACHE, so swc (Node's type stripper) never loads.
 // Pods: our run starts `raykeeper controller --reconcilers raycluster,rayjob` (the GCS-FT cleanup; the
 // RayCluster operator is measured by bench/raycluster-pods.ts), so the bench creates each cluster's head
 // and worker pod; KubeRay's operator creates its own. No kubelet: pods never run, and unscheduled pods
 // vanish as soon as a controller deletes them.
-// Cleanup Jobs: a "bench kubelet" in THIS process watches them and, 16 at a time, runs the code our Job's
-// container runs (`raykeeper redis-cleanup`'s runWith, with the Job's env) against the real Redis, for
-// KubeRay's Jobs too (its `python -c` runs Ray's cleanup of the same RAY_external_storage_namespace from
-// the same env), then writes the Job's status through /status as the 1.35 job controller does. Spawning
-// a process per Job (localcluster/job-runner.ts) would measure 500 process start-ups on 2 cores, and
-// KubeRay's would need Ray installed; this way both controllers see the same API traffic and the same
-// Redis work, and the figures exclude pod start-up.
+// Cleanup Jobs: the project's job runner (localcluster/job-runner.ts, on controller/runtime's informer
+// and work queue) in THIS process completes them, 16 at a time, for both contenders: it claims each Job,
+// runs its container as a function here (`inProcess`: ours is `raykeeper redis-cleanup`'s runWith with
+// the Job's env and args; KubeRay's `bash -lc -- "python -c ...cleanup_redis_storage"` becomes our
+// cleanup of the same RAY_external_storage_namespace from the same env) against the real Redis, and
+// writes the Job's status through /status as the 1.35 job controller does. A process per Job would
+// measure 500 process start-ups on 2 cores, and KubeRay's would need Ray installed; this way both
+// controllers see the same API traffic and the same Redis work, and the figures exclude pod start-up.
 // The 2 cores are shared by everything (apiserver, etcd, Redis, the bench kubelet, the contender) and
 // often by other work: spreads (min-max over the rounds) and the load average are printed; the absolute
 // numbers are context, the side-by-side ratio is the figure.
@@ -32,21 +35,23 @@
 //   (--clusters 0: only the cached part; --cached 0: no cached part)
 //   (defaults: 3 rounds, 500, 10000; --quick: 1 round, 100, 1000; ~30-40 min in full on 2 cores)
 import { benchClusterSpec } from './sample-cluster.ts';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
-import { finishStatuses, startStatus, type RunnerJob } from '../localcluster/job-logic.ts';
+import { startJobRunner, type InProcessCommand, type JobRunner } from '../localcluster/job-runner.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
-import { KubeClient, MERGE_PATCH } from '../src/kube.ts';
+import { KubeClient } from '../src/kube.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
 import { sleep } from '../src/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';
+import { runWith } from '../controller/redis-cleanup/cli.ts';
+import { pino } from 'pino';
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.ts';
 import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from '../test/kuberay/helpers.ts';
 
@@ -65,6 +70,8 @@ export interface ControllerBenchOptions {
 /** One contender's figures in one round (MiB, seconds). */
 export interface RoundFigures {
   idleRssMiB: number;
+  /** Ours only (0 for KubeRay): idle RSS of a start WITHOUT the image's stripped-TypeScript cache. */
+  idleNoStripCacheRssMiB: number;
   cached500RssMiB: number;
   deleteSeconds: number;
   deleteCpuSeconds: number;
@@ -94,6 +101,8 @@ const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as
 const KUBERAY = 'kuberay v1.6.2';
 const OURS = 'raykeeper';
 const SETTLE_MS = 5_000;
+/** What the image's stripped-TypeScript cache is filled from (Dockerfile). */
+const IMAGE_FOLDERS = ['bin', 'src', 'certs', 'webhook', 'controller'];
 
 /** User + system CPU seconds of a process so far. */
 export function cpuSeconds(pid: number): number {
@@ -140,9 +149,13 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-export function startControllerChild(kubeconfig: string, workers: number, extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob']): Child {
+/**
+ * Our controller as a child process. `stripCache`: a directory filled by bin/strip-cache.js, passed as
+ * RAYKEEPER_STRIP_CACHE the way the image runs it (swc is then never loaded).
+ */
+export function startControllerChild(kubeconfig: string, workers: number, extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob'], stripCache?: string): Child {
   const proc = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'controller', ...extraArgs, '--kubeconfig', kubeconfig, '--workers', String(workers), '--health-port', '0', '--health-host', '127.0.0.1', '--cleanup-image', 'raykeeper:bench'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost', LOG_LEVEL: 'info' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost', LOG_LEVEL: 'info', ...(stripCache ? { RAYKEEPER_STRIP_CACHE: stripCache } : {}) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -189,9 +202,9 @@ interface Contender {
   stop(): Promise<void>;
 }
 
-async function startOurs(kubeconfig: string, workers: number): Promise<Contender> {
+async function startOurs(kubeconfig: string, workers: number, stripCache: string | undefined): Promise<Contender> {
   const startedAt = performance.now();
-  const child = startControllerChild(kubeconfig, workers, ['--reconcilers', 'raycluster,rayjob', '--companion', 'off']);
+  const child = startControllerChild(kubeconfig, workers, ['--reconcilers', 'raycluster,rayjob', '--companion', 'off'], stripCache);
   const port = await child.port;
   while ((await fetch(`http://127.0.0.1:${port}/readyz`)).status !== 200) await sleep(100);
   const rc = /controller="raycluster"/;
@@ -237,64 +250,40 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
   }
 }
 
+/** A temporary directory holding the stripped-TypeScript cache as the image has it (the caller removes it). */
+export function imageStripCache(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-strip-'));
+  const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), dir, ...IMAGE_FOLDERS], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
+  return dir;
+}
+
+/** KubeRay v1.6.2's cleanup container: `/bin/bash -lc -- "echo ... && python -c '...cleanup_redis_storage(...)'"`. */
+export function isKubeRayCleanup(args: string[]): boolean {
+  return args.some((a) => a.includes('cleanup_redis_storage'));
+}
+
 /**
- * Stands in for kubelet + job controller in `namespaces` (the Jobs an earlier contender left finished
- * elsewhere must not run again): runs the cleanup code of each Job, writes its status.
+ * The project's job runner (kubelet + job controller stand-in) for the cleanup Jobs of both contenders,
+ * each run as a function in this process: ours (`raykeeper redis-cleanup ARGS`) with its args, KubeRay's
+ * (`bash -lc -- "python -c ..."`) as our cleanup from the same env (Ray's does the same from it).
  */
-function benchKubelet(kube: KubeClient, concurrency: number, namespaces: string[]): { stop(): Promise<void>; done: () => number } {
-  const factory = new InformerFactory(kube);
-  const informers = namespaces.map((namespace) => factory.get({ group: 'batch', version: 'v1', plural: 'jobs', namespace, labelSelector: 'ray.io/node-type=redis-cleanup' }));
-  const queue: KubeObject[] = [];
-  const seen = new Set<string>();
-  let active = 0;
-  let finished = 0;
-  let stopped = false;
-  const pump = (): void => {
-    while (!stopped && active < concurrency && queue.length > 0) {
-      const job = queue.shift()!;
-      active += 1;
-      void run(job)
-        .catch((err: unknown) => process.stderr.write(`[controller bench] cleanup Job ${job.metadata?.namespace}/${job.metadata?.name}: ${String(err)}\n`))
-        .finally(() => {
-          active -= 1;
-          pump();
-        });
-    }
-  };
-  const run = async (job: KubeObject): Promise<void> => {
-    const { runWith } = await import('../controller/redis-cleanup/cli.ts');
-    const ref = { group: 'batch', version: 'v1', plural: 'jobs', namespace: job.metadata?.namespace, name: job.metadata?.name ?? '', subresource: 'status' };
-    const full = await kube.get<RunnerJob>({ ...ref, subresource: undefined });
-    await kube.patch(ref, { status: startStatus(full, new Date()) }, MERGE_PATCH);
-    const container = (full.spec?.template?.spec?.containers ?? [])[0] as { command?: string[]; env?: Array<{ name: string; value?: string }>; args?: string[] } | undefined;
-    const env: Record<string, string> = {};
-    for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
-    // Ours runs `raykeeper redis-cleanup ARGS`; KubeRay's `python -c ...` takes everything from the env.
-    const ours = (container?.command ?? [])[0] === 'raykeeper';
-    const sink = { write: () => true };
-    const code = await runWith([...(ours ? (container?.args ?? []) : []), '--quiet'], { env, stdout: sink, stderr: sink });
-    const outcome = code === 0 ? ({ kind: 'succeeded' } as const) : ({ kind: 'failed', reason: 'BackoffLimitExceeded', message: `exit ${code}` } as const);
-    const [first, second] = finishStatuses(full, outcome, { succeeded: code === 0 ? 1 : 0, failed: code === 0 ? 0 : 1 }, new Date());
-    await kube.patch(ref, { status: first }, MERGE_PATCH);
-    await kube.patch(ref, { status: second }, MERGE_PATCH);
-    finished += 1;
-  };
-  const onJob = (type: string, obj: KubeObject): void => {
-    const key = `${obj.metadata?.namespace}/${obj.metadata?.name}/${obj.metadata?.uid}`;
-    if (type === 'delete' || seen.has(key)) return;
-    seen.add(key);
-    queue.push(obj);
-    pump();
-  };
-  for (const jobs of informers) jobs.on(onJob);
-  factory.start();
-  return {
-    done: () => finished,
-    stop: async () => {
-      stopped = true;
-      await factory.stop();
+async function startCleanupRunner(cp: ControlPlane, concurrency: number): Promise<{ runner: JobRunner; done: () => number }> {
+  const quiet = (args: string[], io: Parameters<InProcessCommand>[1]) => runWith([...args, '--quiet'], io);
+  const kubeRay: InProcessCommand = (args, io) => (isKubeRayCleanup(args) ? quiet([], io) : Promise.resolve(127));
+  const runner = await startJobRunner({
+    kubeConfig: cp.kubeConfig(),
+    labelSelector: `ray.io/node-type=${NODE_TYPE_REDIS_CLEANUP}`,
+    maxRunning: concurrency,
+    logger: pino({ level: 'silent' }),
+    inProcess: {
+      raykeeper: (args, io) => (args[0] === 'redis-cleanup' ? quiet(args.slice(1), io) : Promise.resolve(127)),
+      bash: kubeRay,
     },
-  };
+  });
+  let finished = 0;
+  runner.on('finished', () => (finished += 1));
+  return { runner, done: () => finished };
 }
 
 /** Deletes the Jobs, pods and Services a deletion round leaves in `namespaces` (kube-controller-manager's GC would). */
@@ -320,6 +309,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
   let kube: KubeClient | undefined;
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
+  let stripCache: string | undefined;
   const running: Contender[] = [];
   const stop = async (c: Contender): Promise<void> => {
     await c.stop();
@@ -340,8 +330,11 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     const address = `127.0.0.1:${redisServer.port}`;
     await r.hset('RAYneighbour@NODE', 'k', 'v');
     const kubeconfig = cp.info.kubeconfigPath;
-    const start = async (name: string): Promise<Contender> => {
-      const c = name === OURS ? await startOurs(kubeconfig, o.workers) : await startTheirs(plane, k);
+    // As the image runs it (Dockerfile): .ts modules load from a stripped-TypeScript cache, swc never loads.
+    stripCache = imageStripCache();
+    say(`stripped-TypeScript cache as in the image: ${stripCache}`);
+    const start = async (name: string, withStripCache = true): Promise<Contender> => {
+      const c = name === OURS ? await startOurs(kubeconfig, o.workers, withStripCache ? stripCache : undefined) : await startTheirs(plane, k);
       running.push(c);
       return c;
     };
@@ -357,6 +350,14 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         batch += 1;
         const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${batch}-${i}`);
         for (const ns of nsNames) await k.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+        let idleNoStripCache = 0;
+        if (name === OURS) {
+          say(`round ${round + 1}: ${name}: idle, without the strip cache`);
+          const plain = await start(name, false);
+          await sleep(SETTLE_MS);
+          idleNoStripCache = rss(plain.pid).rss;
+          await stop(plain);
+        }
         say(`round ${round + 1}: ${name}: idle`);
         const c = await start(name);
         await sleep(SETTLE_MS);
@@ -383,7 +384,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await sleep(SETTLE_MS);
         const cached500 = rss(c.pid).rss;
 
-        const kubelet = benchKubelet(k, o.kubeletConcurrency, nsNames);
+        const kubelet = await startCleanupRunner(plane, o.kubeletConcurrency);
         const watcher = new InformerFactory(k, { namespace: undefined });
         const watched = nsNames.map((ns) => watcher.get({ ...RAYCLUSTERS, namespace: ns }));
         watcher.start();
@@ -407,13 +408,13 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         const deleteCpuSeconds = cpuSeconds(c.pid) - cpu0;
         const deletePeak = rss(c.pid).hwm;
         await watcher.stop();
-        await kubelet.stop();
+        await kubelet.runner.stop();
         await stop(c);
         // No garbage collector runs here: what the deleted clusters owned stays unless removed, and the
         // next contender would cache it (its "nothing cached" would not be).
         await removeLeftovers(k, nsNames);
-        partial[name]!.push({ idleRssMiB: idle, cached500RssMiB: cached500, deleteSeconds, deleteCpuSeconds, deletePeakRssMiB: deletePeak, load1: loadavg()[0]! });
-        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
+        partial[name]!.push({ idleRssMiB: idle, idleNoStripCacheRssMiB: idleNoStripCache, cached500RssMiB: cached500, deleteSeconds, deleteCpuSeconds, deletePeakRssMiB: deletePeak, load1: loadavg()[0]! });
+        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB${name === OURS ? ` (without the strip cache ${Math.round(idleNoStripCache)})` : ''}, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
       }
     }
 
@@ -429,7 +430,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     }
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-        const figures = { idleRssMiB: 0, cached500RssMiB: 0, deleteSeconds: 0, deleteCpuSeconds: 0, deletePeakRssMiB: 0, load1: 0, ...partial[name]![round] } as RoundFigures;
+        const figures = { idleRssMiB: 0, idleNoStripCacheRssMiB: 0, cached500RssMiB: 0, deleteSeconds: 0, deleteCpuSeconds: 0, deletePeakRssMiB: 0, load1: 0, ...partial[name]![round] } as RoundFigures;
         if (o.cachedClusters > 0) {
           say(`round ${round + 1}: ${name}: a fresh start over ${o.cachedClusters} cached`);
           const c = await start(name);
@@ -458,6 +459,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     kube?.close();
     await redisServer?.stop().catch(() => {});
     await cp?.stop().catch(() => {});
+    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
   }
 }
 
@@ -474,6 +476,7 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   const n = f.rounds[names[0]!]?.length ?? 0;
   const rows: Array<[string, keyof RoundFigures]> = [
     ['RSS MiB, nothing cached', 'idleRssMiB'],
+    ['  ours without the strip cache', 'idleNoStripCacheRssMiB'],
     [`RSS MiB, ${f.clusters} RayClusters cached`, 'cached500RssMiB'],
     [`delete ${f.clusters} GCS-FT RayClusters: s`, 'deleteSeconds'],
     ['  controller CPU s meanwhile', 'deleteCpuSeconds'],
@@ -486,15 +489,18 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   const col = 22;
   const lines = [
     names.length === 2
-      ? `controller beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
-      : `controller (KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
+      ? `controller (ours as the image runs it: RAYKEEPER_STRIP_CACHE, swc not loaded) beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
+      : `controller (as the image runs it: RAYKEEPER_STRIP_CACHE, swc not loaded; KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
     `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${names.length === 2 ? 'ours/theirs'.padStart(14) : ''}`,
   ];
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   for (const [label, key] of rows) {
+    // Ours only: set beside KubeRay's idle RSS.
+    const oursOnly = key === 'idleNoStripCacheRssMiB';
     const values = names.map((x) => f.rounds[x]!.map((r) => r[key]));
-    const medians = values.map((v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!);
-    const ratio = names.length === 2 && medians[1]! > 0 ? (medians[0]! / medians[1]!).toFixed(2).padStart(14) : '';
-    lines.push(`${label.padEnd(width)}${values.map((v) => spread(v).padStart(col)).join('')}${ratio}`);
+    const theirs = names.length === 2 ? median(f.rounds[names[1]!]!.map((r) => r[oursOnly ? 'idleRssMiB' : key])) : 0;
+    const ratio = theirs > 0 ? (median(values[0]!) / theirs).toFixed(2).padStart(14) : '';
+    lines.push(`${label.padEnd(width)}${values.map((v, i) => (oursOnly && i > 0 ? '-' : spread(v)).padStart(col)).join('')}${ratio}`);
   }
   const reconciled = names.map((x) => f.rounds[x]!.map((r) => r.cached10kReconciled).join('/'));
   lines.push(`  (reconciles counted in the ${f.cachedClusters}-cluster wait: ${names.map((x, i) => `${x} ${reconciled[i]}`).join(', ')})`);

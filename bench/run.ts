@@ -1,7 +1,8 @@
-// `npm run bench [-- webhook redis-cleanup import-cost controller]`: each part prints its figures, beside its baseline
+// `npm run bench [-- webhook redis-cleanup import-cost controller rayjob]`: each part prints its figures, beside its baseline
 // (measured in the same run on this machine) where it has one. Benchmarks, not tests: nothing here passes or fails on speed.
 import { runControllerBench } from './controller.ts';
 import { runImportCostBench } from './import-cost.ts';
+import { runRayJobBench } from './rayjob.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';
 import { runWebhookBench } from './webhook.ts';
@@ -14,6 +15,7 @@ const PARTS: Record<string, () => Promise<unknown>> = {
   'import-cost': () => runImportCostBench(),
   controller: () => runControllerBench(),
   'raycluster-pods': () => runRayClusterPodsBench(),
+  rayjob: () => runRayJobBench(),
 };
 
 const wanted = process.argv.slice(2);
