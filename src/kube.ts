@@ -8,6 +8,8 @@
 // Watch needs undici and the generated API's request context (~+27 MiB at start, bench/import-cost.ts).
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import type { HttpsOptions, KubeCredentials } from './kubeconfig.ts';
 
 export const JSON_PATCH = 'application/json-patch+json';
@@ -19,6 +21,29 @@ export const APPLY_PATCH = 'application/apply-patch+yaml';
 export const FIELD_MANAGER = 'raykeeper';
 /** Verbs whose requests take a `fieldManager` (create, update, patch; also on subresources like /status). */
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
+/** Verbs a write guard holds back (`KubeClient.fenced`): every write, deletes too. */
+const FENCED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Whether a write may be sent now; asked synchronously at the moment the request would be written. */
+export type WriteGuard = () => boolean;
+
+/** A write not sent because the client's write guard said no (this replica no longer leads). */
+export class NotLeaderError extends Error {
+  readonly method: string;
+  readonly path: string;
+  constructor(method: string, path: string) {
+    super(`${method} ${path}: not sent: this replica no longer holds the leader lease`);
+    this.name = 'NotLeaderError';
+    this.method = method;
+    this.path = path;
+  }
+}
+
+/** A NotLeaderError, or an error caused (`cause`, transitively) by one. */
+export function isNotLeader(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) if (e instanceof NotLeaderError) return true;
+  return false;
+}
 
 /** A Kubernetes `Status` returned with an error. */
 export interface KubeStatus {
@@ -87,6 +112,15 @@ export function isNamespaceTerminating(err: unknown): boolean {
   return causes.some((c) => c.reason === 'NamespaceTerminating' || c.type === 'NamespaceTerminating') || /because it is being terminated/i.test(err.status?.message ?? '');
 }
 
+/** Calls `fn` once `socket` is connected (TLS: handshake done; `alpnProtocol` is null until then), at once if it is. */
+function whenConnected(socket: Socket, fn: () => void): void {
+  if (socket instanceof TLSSocket) {
+    if (socket.alpnProtocol !== null) fn();
+    else socket.once('secureConnect', fn);
+  } else if (socket.connecting) socket.once('connect', fn);
+  else fn();
+}
+
 export interface ResourceRef {
   /** API group; '' or undefined for the core group. */
   group?: string;
@@ -138,18 +172,24 @@ export interface WatchHandle {
   abort(): void;
 }
 
+/** What a client and the clients made from it with `fenced` share: credentials, connections, counters. */
+interface Pool {
+  material: Promise<TlsMaterial> | undefined;
+  materialAt: number;
+  agent: HttpsAgent | HttpAgent | undefined;
+  agentKey: string;
+  requestCounts: Map<string, number>;
+  fencedCounts: Map<string, number>;
+}
+
 export class KubeClient {
   readonly kubeConfig: KubeCredentials;
   readonly server: URL;
   private readonly defaultTimeoutMs: number;
   /** Sent as `fieldManager` on every write unless the request's query names one; '' sends none. */
   readonly fieldManager: string;
-  private material: Promise<TlsMaterial> | undefined;
-  private materialAt = 0;
-  private agent: HttpsAgent | HttpAgent | undefined;
-  private agentKey = '';
-  /** Counts of requests by verb and status code, read by the metrics collector. */
-  readonly requestCounts = new Map<string, number>();
+  private pool: Pool = { material: undefined, materialAt: 0, agent: undefined, agentKey: '', requestCounts: new Map(), fencedCounts: new Map() };
+  private writeGuard: WriteGuard | undefined;
 
   constructor(kubeConfig: KubeCredentials, options: { timeoutMs?: number; fieldManager?: string } = {}) {
     this.kubeConfig = kubeConfig;
@@ -160,12 +200,41 @@ export class KubeClient {
     this.fieldManager = options.fieldManager ?? FIELD_MANAGER;
   }
 
+  /** Counts of requests by verb and status code, read by the metrics collector (shared with `fenced` clients). */
+  get requestCounts(): Map<string, number> {
+    return this.pool.requestCounts;
+  }
+
+  /** Writes a guard refused, by verb (shared with `fenced` clients). */
+  get fencedCounts(): Map<string, number> {
+    return this.pool.fencedCounts;
+  }
+
+  /**
+   * A client on the same connections and counters that sends a write (POST, PUT, PATCH, DELETE) only
+   * when `guard()` says yes, asked synchronously as the request is handed to a connected socket (after
+   * any wait for credentials or a connection); a refused write rejects with NotLeaderError and nothing
+   * of it is sent. Reads and watches are not guarded.
+   */
+  fenced(guard: WriteGuard): KubeClient {
+    const client = new KubeClient(this.kubeConfig, { timeoutMs: this.defaultTimeoutMs, fieldManager: this.fieldManager });
+    client.pool = this.pool;
+    client.writeGuard = guard;
+    return client;
+  }
+
+  /** True unless this client has a write guard that says no now. */
+  mayWrite(): boolean {
+    return this.writeGuard === undefined || this.writeGuard();
+  }
+
   /** Auth headers and TLS material from the KubeConfig, refreshed at most every 5 s (rotating tokens). */
   private async tls(force = false): Promise<TlsMaterial> {
     const now = Date.now();
-    if (force || !this.material || now - this.materialAt > 5_000) {
-      this.materialAt = now;
-      this.material = (async () => {
+    const pool = this.pool;
+    if (force || !pool.material || now - pool.materialAt > 5_000) {
+      pool.materialAt = now;
+      pool.material = (async () => {
         const opts: HttpsOptions = { headers: {} };
         await this.kubeConfig.applyToHTTPSOptions(opts);
         const headers: Record<string, string> = {};
@@ -181,19 +250,20 @@ export class KubeClient {
           headers,
         };
       })();
-      this.material.catch(() => {
-        this.material = undefined;
+      pool.material.catch(() => {
+        pool.material = undefined;
       });
     }
-    return this.material;
+    return pool.material;
   }
 
   private agentFor(m: TlsMaterial): HttpsAgent | HttpAgent {
     const key = [m.ca, m.cert, m.key].map((b) => (b === undefined ? '' : b.toString().length + ':' + b.toString().slice(-64))).join('|') + `|${m.rejectUnauthorized}|${m.servername}`;
-    if (this.agent && key === this.agentKey) return this.agent;
-    this.agent?.destroy();
-    this.agentKey = key;
-    this.agent =
+    const pool = this.pool;
+    if (pool.agent && key === pool.agentKey) return pool.agent;
+    pool.agent?.destroy();
+    pool.agentKey = key;
+    pool.agent =
       this.server.protocol === 'http:'
         ? new HttpAgent({ keepAlive: true, maxSockets: 64 })
         : new HttpsAgent({
@@ -206,16 +276,23 @@ export class KubeClient {
             servername: m.servername,
             minVersion: 'TLSv1.2',
           });
-    return this.agent;
+    return pool.agent;
   }
 
   /** Closes pooled connections (call on shutdown so the process can exit). */
   close(): void {
-    this.agent?.destroy();
-    this.agent = undefined;
+    this.pool.agent?.destroy();
+    this.pool.agent = undefined;
+  }
+
+  private refuse(method: string, path: string): NotLeaderError {
+    this.pool.fencedCounts.set(method, (this.pool.fencedCounts.get(method) ?? 0) + 1);
+    return new NotLeaderError(method, path);
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
+    const guard = FENCED.has(method) ? this.writeGuard : undefined;
+    if (guard && !guard()) throw this.refuse(method, new URL(path, this.server).pathname);
     const m = await this.tls();
     const url = new URL(path, this.server);
     if (WRITES.has(method) && this.fieldManager !== '') url.searchParams.set('fieldManager', this.fieldManager);
@@ -242,11 +319,24 @@ export class KubeClient {
       });
       req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: no response within ${timeoutMs} ms`)));
       req.on('error', reject);
-      req.end(payload);
+      if (!guard) {
+        req.end(payload);
+        return;
+      }
+      // Nothing of a request is written before end(): hold it until its socket can take the bytes at
+      // once (a new connection only after its TCP/TLS handshake), then ask the guard in the same tick.
+      // A process paused before this point asks on resume, whatever its I/O did first.
+      req.once('socket', (socket) => {
+        const write = (): void => {
+          if (guard()) req.end(payload);
+          else req.destroy(this.refuse(method, url.pathname));
+        };
+        whenConnected(socket, write);
+      });
     });
     const countKey = `${method} ${statusCode}`;
     this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
-    if (statusCode === 401) this.materialAt = 0; // token may have rotated: reload on the next call
+    if (statusCode === 401) this.pool.materialAt = 0; // token may have rotated: reload on the next call
     if (statusCode < 200 || statusCode >= 300) {
       let status: KubeStatus | undefined;
       try {
@@ -301,7 +391,7 @@ export class KubeClient {
       res.setEncoding('utf8');
       let pending = '';
       if (statusCode !== 200) {
-        if (statusCode === 401) this.materialAt = 0;
+        if (statusCode === 401) this.pool.materialAt = 0;
         res.on('data', (c: string) => (pending += c));
         res.on('end', () => {
           let status: KubeStatus | undefined;

@@ -2,7 +2,8 @@
 // admin must see. Repeats of the same (object, type, reason, message) within `dedupWindowMs` bump
 // `count` / `lastTimestamp` on the existing Event instead of creating a new one. Recording is
 // best effort and never throws: every event is also logged, because an Event cannot be written in a
-// namespace that is being deleted (the API server refuses new objects there).
+// namespace that is being deleted (the API server refuses new objects there). A replica that no longer
+// leads records nothing (its client's write fence, src/kube.ts `fenced`).
 import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
 import type { KubeObject } from './informer.ts';
@@ -53,6 +54,11 @@ export class KubeEventRecorder implements EventRecorder {
     const meta = obj.metadata ?? {};
     const ref = `${obj.kind ?? '?'} ${meta.namespace ?? ''}/${meta.name ?? ''}`;
     const log = { event: { type, reason }, object: ref };
+    if (!this.kube.mayWrite()) {
+      // Leadership ended (the client's write fence): what a stale leader saw is not for admins.
+      this.logger?.debug(log, `event ${reason} dropped: no longer leading`);
+      return;
+    }
     if (type === 'Warning') this.logger?.warn(log, `event ${reason}: ${message}`);
     else this.logger?.info(log, `event ${reason}: ${message}`);
     const countKey = `${type}/${reason}`;

@@ -107,6 +107,8 @@ export class LeaderElector {
   private leading = false;
   /** When the last successful acquire or renew STARTED (what the others measure from is later). */
   private lastRenew = 0;
+  /** Writes are safe before this: the renew deadline while the lease is ours, 0 once lost or released. */
+  private writeUntil = 0;
   private leaderController: AbortController | undefined;
   /** The Lease as we last wrote it while holding it; cleared when leadership is lost. */
   private current: Lease | undefined;
@@ -132,6 +134,15 @@ export class LeaderElector {
     return this.leading && this.o.now() < this.lastRenew + this.o.renewDeadlineMs;
   }
 
+  /**
+   * Whether writes are still safe, by clock: the lease is ours and its renew deadline has not passed.
+   * Unlike isLeader() it stays true through a graceful shutdown (the reconcilers finishing) until the
+   * lease is released or the deadline passes. The reconcilers' client asks it before every write.
+   */
+  mayWrite(): boolean {
+    return this.o.now() < this.writeUntil;
+  }
+
   /** The holder we last saw ('' when free). */
   get observedLeader(): string {
     return this.observedHolder;
@@ -153,7 +164,7 @@ export class LeaderElector {
       if (signal.aborted) return;
       const attemptAt = now();
       if ((await this.tryAcquireOrRenew(callbacks, attemptAt + this.o.renewDeadlineMs, signal)) === 'held') {
-        this.lastRenew = attemptAt;
+        this.renewed(attemptAt);
         break;
       }
       await sleep(this.o.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal);
@@ -175,7 +186,7 @@ export class LeaderElector {
       const attemptAt = now();
       if (attemptAt >= step.deadline) continue;
       const attempt = await this.tryAcquireOrRenew(callbacks, step.deadline, signal);
-      if (attempt === 'held') this.lastRenew = attemptAt;
+      if (attempt === 'held') this.renewed(attemptAt);
       else if (attempt === 'lost') {
         reason = 'lease taken by another replica';
         break;
@@ -183,7 +194,10 @@ export class LeaderElector {
     }
     const leadingUntil = Math.min(now(), this.lastRenew + this.o.renewDeadlineMs);
     this.leading = false;
-    if (reason !== 'shutdown') this.current = undefined; // not ours to release any more
+    if (reason !== 'shutdown') {
+      this.current = undefined; // not ours to release any more
+      this.writeUntil = 0;
+    }
     this.leaderController.abort();
     this.o.logger?.warn({ lease, reason, lastRenew: new Date(this.lastRenew).toISOString(), leadingUntil: new Date(leadingUntil).toISOString() }, 'stopped leading');
     callbacks.onStoppedLeading(reason);
@@ -198,6 +212,7 @@ export class LeaderElector {
       ...lease,
       spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, acquireTime: microTime(now), renewTime: microTime(now) },
     };
+    this.writeUntil = 0; // from the moment the release may reach the API server, another may lead
     try {
       await this.o.kube.replace(this.ref(), released, { timeoutMs: 5_000 });
       this.leading = false;
@@ -208,6 +223,11 @@ export class LeaderElector {
       this.o.logger?.warn({ err: String(err) }, 'could not release the lease');
       return false;
     }
+  }
+
+  private renewed(attemptAt: number): void {
+    this.lastRenew = attemptAt;
+    this.writeUntil = attemptAt + this.o.renewDeadlineMs;
   }
 
   private ref(): { group: string; version: string; plural: string; namespace: string; name: string } {

@@ -11,12 +11,14 @@
 //      reconciles are aborted and not waited for, nothing more is written (no Events, no release),
 //      and the caller exits non-zero so the Deployment restarts the pod, as controller-runtime does.
 //      From the renew deadline on, no reconcile starts and no key is queued (`isLeader()` checks the
-//      clock), even before the renew loop has noticed (a process resumed after a pause).
+//      clock), even before the renew loop has noticed (a process resumed after a pause); and no write
+//      of a reconcile already running leaves the process: `ctx.kube` is fenced by `mayWrite()`, and a
+//      refused write (NotLeaderError) ends the reconcile without a retry.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { isNotLeader, KubeClient } from '../../src/kube.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
@@ -79,8 +81,15 @@ export class Manager {
     this.kube = new KubeClient(options.kubeConfig);
     this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
     const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
+    if (options.leaderElection) {
+      this.elector = new LeaderElector({ kube: this.kube, logger: options.logger.child({ component: 'leader' }), now: options.now, ...options.leaderElection });
+    }
+    // The reconcilers (and their Events) write through a fence: no write leaves once the lease may be
+    // another's, even from a reconcile resumed after a pause. The Lease and the informers use `kube`.
+    const elector = this.elector;
+    const writer = elector ? this.kube.fenced(() => elector.mayWrite()) : this.kube;
     const events: EventRecorder = new KubeEventRecorder({
-      kube: this.kube,
+      kube: writer,
       component: options.eventComponent ?? 'raykeeper-controller',
       instance: identity,
       logger: options.logger.child({ component: 'events' }),
@@ -88,7 +97,7 @@ export class Manager {
     });
     this.ctx = {
       kubeConfig: options.kubeConfig,
-      kube: this.kube,
+      kube: writer,
       informers: this.informers,
       watchNamespace: options.watchNamespace,
       events,
@@ -97,9 +106,6 @@ export class Manager {
       env: options.env ?? process.env,
       now: options.now ?? Date.now,
     };
-    if (options.leaderElection) {
-      this.elector = new LeaderElector({ kube: this.kube, logger: options.logger.child({ component: 'leader' }), now: options.now, ...options.leaderElection });
-    }
     this.m = this.registerMetrics(options.metrics);
   }
 
@@ -253,11 +259,17 @@ export class Manager {
           this.m.reconciles.inc({ controller: name, result: 'success' });
         }
       } catch (err) {
-        this.m.reconciles.inc({ controller: name, result: 'error' });
-        if (!rc.abort.signal.aborted) {
-          const delay = rc.queue.addRateLimited(key);
-          if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
-          log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err), retryInMs: delay, failures: rc.queue.failuresOf(key) }, 'reconcile failed; will retry');
+        if (isNotLeader(err)) {
+          // The fence held a write back: this replica no longer leads (its renew loop stops it next): no retry.
+          this.m.reconciles.inc({ controller: name, result: 'fenced' });
+          log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err) }, 'reconcile stopped: no longer leading, write not sent');
+        } else {
+          this.m.reconciles.inc({ controller: name, result: 'error' });
+          if (!rc.abort.signal.aborted) {
+            const delay = rc.queue.addRateLimited(key);
+            if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
+            log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err), retryInMs: delay, failures: rc.queue.failuresOf(key) }, 'reconcile failed; will retry');
+          }
         }
       } finally {
         end();
@@ -307,7 +319,7 @@ export class Manager {
 
   private registerMetrics(registry: Registry) {
     const registers = [registry];
-    const reconciles = new Counter({ name: 'raykeeper_controller_reconcile_total', help: 'Reconciles by controller and result (success, requeue, error).', labelNames: ['controller', 'result'] as const, registers });
+    const reconciles = new Counter({ name: 'raykeeper_controller_reconcile_total', help: 'Reconciles by controller and result (success, requeue, error; fenced: stopped at a write after leadership ended).', labelNames: ['controller', 'result'] as const, registers });
     const duration = new Histogram({ name: 'raykeeper_controller_reconcile_duration_seconds', help: 'Reconcile duration.', labelNames: ['controller'] as const, buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers });
     const retries = new Counter({ name: 'raykeeper_controller_queue_retries_total', help: 'Retries scheduled after failed reconciles.', labelNames: ['controller'] as const, registers });
     const adds = new Counter({ name: 'raykeeper_controller_queue_adds_total', help: 'Keys added to the ready queue (after dedup).', labelNames: ['controller'] as const, registers });
@@ -373,6 +385,16 @@ export class Manager {
           const [verb, code] = k.split(' ');
           this.set({ verb: verb ?? '', code: code ?? '' }, v);
         }
+      },
+    });
+    new Gauge({
+      name: 'raykeeper_kube_writes_fenced',
+      help: 'Writes by the reconcilers not sent since start because this replica no longer held the Lease, by verb.',
+      labelNames: ['verb'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [verb, v] of self.kube.fencedCounts) this.set({ verb }, v);
       },
     });
     const recorder = this.ctx.events;

@@ -57,7 +57,9 @@ export interface ReconcileResult {
  *   workers. Different keys run in parallel (`--workers`, default 4, per reconciler).
  * - Keys are deduplicated: ten events for one object while it waits in the queue cause ONE call.
  * - Called only while this replica is the leader (when `--leader-elect` is on). On leadership loss or
- *   SIGTERM, `signal` is aborted; finish or abandon quickly (the runtime waits a bounded time).
+ *   SIGTERM, `signal` is aborted; finish or abandon quickly (the runtime waits a bounded time). Once the
+ *   lease may be another's, `ctx.kube` sends no write (NotLeaderError): let it propagate (or keep it
+ *   as `cause`), the runtime ends the reconcile without a retry.
  * - LEVEL-TRIGGERED: the key is all you get. Read the current state (informer cache for cheap reads,
  *   the API via `ctx.kube` when acting on something a stale cache could get wrong), decide, act.
  *   Never rely on which event caused the call; events are squashed and some are never delivered.
