@@ -1,16 +1,23 @@
 // The write fence against the REAL kube-apiserver: a fenced KubeClient sends no write while its guard
 // says no (the object stays as it was on the server), reads still work, and the guard is asked as the
 // request meets its socket, not only when it is called; the leader elector's `mayWrite()` by clock;
-// the manager hands its reconcilers the fenced client only with leader election.
+// the manager hands its reconcilers the fenced client only with leader election; and a leader stalled
+// inside a reconcile until another replica took the Lease does not send the write that follows.
 import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { startController } from '../../controller/main.ts';
+import type { ReconcilerModule } from '../../controller/runtime/reconciler.ts';
 import { isNotLeader, KubeClient, MERGE_PATCH, NotLeaderError } from '../../src/kube.ts';
 import { LeaderElector } from '../../controller/runtime/leader.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
 import { RetryNoLaterError } from '../../controller/runtime/reconciler.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
-import { testNamespace } from '../helpers/control-plane.ts';
-import { CONFIGMAPS } from '../../src/kube-resources.ts';
+import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
+import { CONFIGMAPS, LEASES } from '../../src/kube-resources.ts';
+import { metricValue } from '../raycluster/harness.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
 
@@ -148,4 +155,49 @@ t.test('the manager: reconcilers get the fenced client with leader election, the
   tt.equal(single.ctx.kube, single.kube, 'without leader election: the one client, unfenced');
   await single.ctx.kube.create(cm, { metadata: { name: 'single' } });
   tt.ok(await ns.kube.getOrUndefined({ ...cm, name: 'single' }));
+});
+
+t.test('a leader stalled inside a reconcile until another took the Lease: the write that follows is not sent, no retry, it stops', async (tt) => {
+  const ns = await testNamespace(tt);
+  const cm = { ...CONFIGMAPS, namespace: ns.name, name: 'trigger' };
+  await ns.kube.create(cm, { metadata: { name: 'trigger' }, data: { k: 'v' } });
+  const kubeconfig = await kubeconfigFile(tt, ns.cp, ns.name);
+  let before: ConfigMap | undefined;
+  let takeover: ReturnType<typeof spawnSync> | undefined;
+  // Reads the object, stalls the whole process (no timer, no I/O runs: a paused process, as seen from
+  // inside) until a second replica holds the Lease, then writes at once on a pooled connection: nothing
+  // between the end of the stall and the write lets the renew loop notice first (without the fence the
+  // PATCH reaches the API server: checked by hand with the fence taken out of the manager).
+  const stall: ReconcilerModule = {
+    name: 'stall',
+    summary: 'test',
+    create: (ctx) => ({
+      name: 'stall',
+      workers: 1,
+      watches: [{ informer: ctx.informers.get({ ...CONFIGMAPS }) }],
+      reconciler: {
+        reconcile: async (key) => {
+          if (key !== `${ns.name}/trigger` || takeover) return;
+          before = await ctx.kube.get<ConfigMap>(cm);
+          await new Promise((resolve) => setImmediate(resolve)); // the read's connection is back in the pool
+          takeover = spawnSync(process.execPath, [join(REPO_ROOT, 'test', 'helpers', 'take-lease.ts'), kubeconfig, ns.name, 'stall', 'two'], { timeout: 60_000, encoding: 'utf8' });
+          await ctx.kube.patch(cm, { data: { k: 'written after the stall' } }, MERGE_PATCH);
+        },
+      },
+    }),
+  };
+  const metrics = createMetricsRegistry();
+  const one = await startController({ kubeConfig: ns.kubeConfig, watchNamespace: ns.name, modules: [stall], logger: quiet, metrics, leaderElect: true, leaseNamespace: ns.name, leaseName: 'stall', identity: 'one', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 });
+  tt.teardown(() => one.stop());
+  tt.equal(await one.done, 'lost-leadership', 'one stops: lost leadership (the CLI exits 1)');
+  tt.equal(takeover?.status, 0, `two took the lease during the stall (${String(takeover?.stdout).trim()} ${String(takeover?.stderr).trim()})`);
+  tt.equal((await ns.kube.get<{ spec: { holderIdentity: string } }>({ ...LEASES, namespace: ns.name, name: 'stall' })).spec.holderIdentity, 'two');
+  const after = await ns.kube.get<ConfigMap>(cm);
+  tt.equal(after.metadata.resourceVersion, before?.metadata.resourceVersion, 'the object is unchanged on the server');
+  tt.same(after.data, { k: 'v' });
+  const text = await metrics.metrics();
+  tt.equal(metricValue(text, 'raykeeper_kube_writes_fenced', 'verb="PATCH"'), 1, 'the fence refused the PATCH');
+  tt.equal(metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="fenced"'), 1, 'the reconcile ended as fenced');
+  tt.equal(metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="error"'), undefined, 'not as an error to retry');
+  tt.equal(metricValue(text, 'raykeeper_controller_queue_retries_total', 'controller="stall"'), undefined, 'no retry scheduled');
 });

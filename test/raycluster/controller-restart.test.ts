@@ -1,15 +1,20 @@
 // `raykeeper controller` as real child processes: killed mid-way and restarted, and two replicas with
-// leader election: killed, paused (SIGSTOP), and behind an API server that answers too late.
+// leader election: killed, paused (SIGSTOP; also in the middle of a reconcile about to write), and
+// behind an API server that answers too late.
 import t, { type Test } from 'tap';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
-import { controllerChild, createCluster, env, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, rayCluster, rayKeys, redis, seedRay, until, type ChildController, type Env } from './harness.ts';
+import { controllerChild, createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricsOf, metricValue, rayCluster, rayKeys, redis, seedRay, until, type ChildController, type Env } from './harness.ts';
 import { LEASES, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
 
 t.test('controller killed after creating the Job, restarted twice: exactly one Job, finalizer released once cleaned', async (tt) => {
   const e = await env(tt);
@@ -150,6 +155,15 @@ t.test('a paused leader (SIGSTOP): the standby takes over only once the lease ex
   tt.same(history.slice(taken).filter((r) => r.holder !== 'two'), [], 'no write by one after two took over');
 });
 
+/** A kubeconfig file for the test namespace whose server is `server` (a proxy in front of the API server). */
+async function kubeconfigVia(tt: Test, e: Env, server: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-proxied-'));
+  tt.teardown(() => rm(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...e.ns.cp.info, server }, e.ns.name)), { mode: 0o600 });
+  return kubeconfig;
+}
+
 /** A TCP proxy to `target` whose answers (bytes from the target) can be held back `delayMs`. */
 async function delayingProxy(tt: Test, target: URL): Promise<{ url: string; delayMs: number }> {
   const sockets = new Set<Socket>();
@@ -183,10 +197,7 @@ async function delayingProxy(tt: Test, target: URL): Promise<{ url: string; dela
 t.test('a slow API server: the leader stops leading and exits before the lease could expire', async (tt) => {
   const e = await env(tt);
   const proxy = await delayingProxy(tt, new URL(e.ns.cp.info.server));
-  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-slow-'));
-  tt.teardown(() => rm(dir, { recursive: true, force: true }));
-  const kubeconfig = join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...e.ns.cp.info, server: proxy.url }, e.ns.name)), { mode: 0o600 });
+  const kubeconfig = await kubeconfigVia(tt, e, proxy.url);
   const leaseDurationMs = 4000;
   // The last --kubeconfig wins: everything this controller asks goes through the proxy.
   const leader = await controllerChild(tt, e, ['--kubeconfig', kubeconfig, '--leader-elect', '--lease-namespace', e.ns.name, '--lease-name', 'slow', '--identity', 'slow', '--lease-duration', String(leaseDurationMs / 1000), '--renew-deadline', '2', '--retry-period', '0.5']);
@@ -203,4 +214,129 @@ t.test('a slow API server: the leader stops leading and exits before the lease c
   tt.ok(exitedAt < lastRenew + leaseDurationMs, 'gone before the lease could expire for anyone else');
   tt.match(logLines(leader, 'stopped leading')[0]?.reason, /renew deadline/);
   tt.equal(logLines(leader, 'lost leadership: exiting (restart as a new candidate)').length, 1);
+});
+
+interface ProxiedRequest {
+  method: string;
+  url: string;
+  at: number;
+}
+
+interface ApiProxy {
+  /** `http://127.0.0.1:<port>`: the client speaks plain HTTP to the proxy, the proxy HTTPS to the API server. */
+  url: string;
+  /** Every request the proxy received, in order. */
+  requests: ProxiedRequest[];
+  /** Holds the next request matching `match` until `release()`, which forwards it and resolves once its answer is written back. */
+  hold(match: (r: ProxiedRequest) => boolean): { seen: Promise<void>; release(): Promise<void> };
+  /** From now on, requests matching `match` (also those waiting for their answer) get no answer. */
+  mute(match: (r: ProxiedRequest) => boolean): void;
+}
+
+/** An HTTP-level proxy to the test API server: it sees each request (method, path) and can hold or mute them. */
+async function apiProxy(tt: Test, e: Env): Promise<ApiProxy> {
+  const target = new URL(e.ns.cp.info.server);
+  const agent = new HttpsAgent({ keepAlive: true, ca: e.ns.cp.info.caCert });
+  const muted: Array<(r: ProxiedRequest) => boolean> = [];
+  let held: { match: (r: ProxiedRequest) => boolean; onSeen: (forward: () => Promise<void>) => void } | undefined;
+  const proxy: ApiProxy = {
+    url: '',
+    requests: [],
+    hold(match) {
+      let seen!: () => void;
+      let forward: (() => Promise<void>) | undefined;
+      const seenP = new Promise<void>((resolve) => (seen = resolve));
+      held = { match, onSeen: (f) => ((forward = f), seen()) };
+      return { seen: seenP, release: () => forward!() };
+    },
+    mute(match) {
+      muted.push(match);
+    },
+  };
+  const sockets = new Set<Socket>();
+  const server = createHttpServer((req, res) => {
+    const r: ProxiedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', at: Date.now() };
+    proxy.requests.push(r);
+    const isMuted = () => muted.some((m) => m(r));
+    const forward = () =>
+      new Promise<void>((done) => {
+        const up = httpsRequest({ hostname: target.hostname, port: target.port, method: r.method, path: r.url, headers: { ...req.headers, host: target.host }, agent }, (upRes) => {
+          if (isMuted()) return void upRes.resume();
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          res.on('finish', () => done());
+          upRes.pipe(res);
+        });
+        up.on('error', () => res.destroy());
+        req.pipe(up);
+      });
+    if (isMuted()) return;
+    if (held?.match(r)) {
+      const h = held;
+      held = undefined;
+      h.onSeen(forward);
+      return;
+    }
+    void forward();
+  });
+  server.keepAliveTimeout = 0; // idle connections stay open (a paused client finds them as it left them)
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  tt.teardown(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+    agent.destroy();
+  });
+  return proxy;
+}
+
+/** Whether process `pid` is stopped (SIGSTOP): state T in /proc/<pid>/stat. */
+const isStopped = (pid: number) => /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
+t.test('a leader paused in a reconcile about to write: resumed after the takeover, the write is not sent and it exits', async (tt) => {
+  const e = await env(tt);
+  const history = await leaseHistory(tt, e, 'fence');
+  const proxy = await apiProxy(tt, e);
+  const flags = (id: string) => ['--leader-elect', '--lease-namespace', e.ns.name, '--lease-name', 'fence', '--identity', id, '--lease-duration', '3', '--renew-deadline', '2', '--retry-period', '0.4'];
+  const one = await controllerChild(tt, e, ['--kubeconfig', await kubeconfigVia(tt, e, proxy.url), ...flags('one')]);
+  await until(() => history.some((r) => r.holder === 'one'), 'one leads');
+  await createCluster(e, rayCluster('fenced', '127.0.0.1:1'));
+  await until(async () => (await getCluster(e, 'fenced'))?.metadata.finalizers?.includes(FINALIZER), 'one adds the finalizer');
+  // Two reconciles only RayJobs: nothing but one could change the cluster, or create its cleanup Job.
+  const two = await controllerChild(tt, e, [...flags('two'), '--reconcilers', 'rayjob']);
+  await until(() => logLines(two, 'leader observed').length > 0, 'two sees the leader');
+
+  // One's deletion reconcile reads the cluster, lists its pods, then creates the cleanup Job: hold the list.
+  const podList = proxy.hold((r) => r.method === 'GET' && r.url.startsWith(`/api/v1/namespaces/${e.ns.name}/pods?`) && new URL(r.url, 'http://x').searchParams.get('labelSelector') === 'ray.io/cluster=fenced');
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'fenced' });
+  await podList.seen;
+  // A real pause freezes in-flight Lease requests too: muted from now on, they never answer, so one's
+  // renew loop learns the end of its term only from its clock (a timer), after its I/O on resume.
+  proxy.mute((r) => r.url.includes('/leases/'));
+  one.proc.kill('SIGSTOP');
+  await until(() => isStopped(one.proc.pid!), 'one is stopped');
+  const paused = (await getCluster(e, 'fenced'))!;
+  await podList.release(); // the answer waits in one's socket: the first thing it handles on resume
+  await until(() => history.some((r) => r.holder === 'two'), 'two takes the lease', 30_000);
+  const resumedAt = Date.now();
+  one.proc.kill('SIGCONT');
+  tt.equal(await one.exited, 1, 'the resumed old leader exits 1');
+
+  // The Lease's own requests are left out: muted here, and a stale one is refused by its resourceVersion.
+  const writes = proxy.requests.filter((r) => r.at >= resumedAt && r.method !== 'GET' && !r.url.includes('/leases/'));
+  tt.same(writes, [], 'no write of one reached the API server after it resumed');
+  tt.same(await listJobs(e), [], 'no cleanup Job');
+  const now = (await getCluster(e, 'fenced'))!;
+  tt.equal(now.metadata.resourceVersion, paused.metadata.resourceVersion, 'the cluster is as it was when one paused');
+  tt.same(now.metadata.managedFields, paused.metadata.managedFields);
+  tt.same((await events(e)).filter((x) => x.reason === EVENT_CREATED_REDIS_CLEANUP_JOB || x.reason === EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB), [], 'no Event about the Job, not even a Warning');
+  // On SIGCONT epoll_wait returns EINTR and libuv runs the due timers before polling again, so the renew
+  // loop usually aborts the reconcile before the held answer is read; the fence covers the other case
+  // (test/controller/write-fence.test.ts). Either way: no retry, and nothing written.
+  tt.equal(logLines(one, 'reconcile failed; will retry').length, 0, 'no retry');
+  tt.match(logLines(one, 'stopped leading')[0]?.reason, /renew deadline/);
+  tt.equal(logLines(one, 'lost leadership: exiting (restart as a new candidate)').length, 1);
 });
