@@ -132,6 +132,18 @@ export interface ResourceRef {
   subresource?: string;
 }
 
+/**
+ * `path` (maybe with a query) under the API server's URL, keeping a path prefix the server URL has
+ * (e.g. https://rancher.example/k8s/clusters/c-1, as client-node does); `new URL(path, server)` drops it.
+ */
+export function apiUrl(server: URL, path: string): URL {
+  const url = new URL(server);
+  const q = path.indexOf('?');
+  url.pathname = url.pathname.replace(/\/+$/, '') + (q < 0 ? path : path.slice(0, q));
+  url.search = q < 0 ? '' : path.slice(q);
+  return url;
+}
+
 /** The REST path of a resource collection or object. */
 export function resourcePath(ref: ResourceRef): string {
   const base = ref.group ? `/apis/${ref.group}/${ref.version}` : `/api/${ref.version}`;
@@ -290,11 +302,15 @@ export class KubeClient {
     return new NotLeaderError(method, path);
   }
 
+  private url(path: string): URL {
+    return apiUrl(this.server, path);
+  }
+
   async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
     const guard = FENCED.has(method) ? this.writeGuard : undefined;
-    if (guard && !guard()) throw this.refuse(method, new URL(path, this.server).pathname);
+    if (guard && !guard()) throw this.refuse(method, this.url(path).pathname);
     const m = await this.tls();
-    const url = new URL(path, this.server);
+    const url = this.url(path);
     if (WRITES.has(method) && this.fieldManager !== '') url.searchParams.set('fieldManager', this.fieldManager);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
@@ -362,7 +378,7 @@ export class KubeClient {
    */
   async watch<T = unknown>(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (type: string, obj: T) => void, onDone: (err: Error | null) => void, inactivityMs = 30_000): Promise<WatchHandle> {
     const m = await this.tls();
-    const url = new URL(path, this.server);
+    const url = this.url(path);
     url.searchParams.set('watch', 'true');
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
     const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;

@@ -6,8 +6,10 @@
 //   2. once they have listed, the process is ready;
 //   3. with leader election, reconcilers start when this replica acquires the Lease and stop when it
 //      loses it; without it they start at once;
-//   4. `run` resolves when `signal` aborts (SIGTERM: workers are cancelled, in-flight reconciles get
-//      `shutdownTimeoutMs` to finish, the Lease is released) or leadership is lost: then in-flight
+//   4. `run` resolves when `signal` aborts (SIGTERM: the queues hand out no more keys, in-flight
+//      reconciles keep their signal for `shutdownTimeoutMs` to finish and are aborted after it, the
+//      Lease is released; their writes stay allowed only while the last renew's deadline lasts, see
+//      the fence below) or leadership is lost: then in-flight
 //      reconciles are aborted and not waited for, nothing more is written (no Events, no release),
 //      and the caller exits non-zero so the Deployment restarts the pod, as controller-runtime does.
 //      From the renew deadline on, no reconcile starts and no key is queued (`isLeader()` checks the
@@ -182,7 +184,7 @@ export class Manager {
         const stopAll = (): void => lost.abort();
         signal.addEventListener('abort', stopAll, { once: true });
         const electorRun = this.elector.run(lost.signal, {
-          onStartedLeading: (leaderSignal) => this.startControllers(leaderSignal),
+          onStartedLeading: (leaderSignal) => this.startControllers(leaderSignal, signal),
           onStoppedLeading: (reason) => {
             if (!signal.aborted) {
               outcome = 'lost-leadership';
@@ -195,14 +197,19 @@ export class Manager {
         await electorRun;
         signal.removeEventListener('abort', stopAll);
       } else {
-        this.startControllers(signal);
+        this.startControllers(signal, signal);
         await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
       }
     }
     return outcome;
   }
 
-  private startControllers(leaderSignal: AbortSignal): void {
+  /**
+   * Starts every reconciler until `leaderSignal` aborts. Then, when `runSignal` aborted too (SIGTERM: a
+   * graceful stop), in-flight reconciles keep their signal for `shutdownTimeoutMs` (stopControllersNow
+   * aborts what is still running after that); otherwise leadership was lost and they are aborted at once.
+   */
+  private startControllers(leaderSignal: AbortSignal, runSignal: AbortSignal): void {
     const log = this.o.logger;
     for (const registration of this.registrations) {
       const hooks = {
@@ -211,7 +218,7 @@ export class Manager {
       };
       const queue = new WorkQueue({ retry: this.o.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
       const abort = new AbortController();
-      leaderSignal.addEventListener('abort', () => abort.abort(), { once: true });
+      leaderSignal.addEventListener('abort', () => runSignal.aborted || abort.abort(), { once: true });
       const rc: RunningController = { registration, queue, workers: [], abort };
       this.running.push(rc);
       this.resync(rc);
@@ -289,16 +296,14 @@ export class Manager {
     this.resyncTimer = undefined;
     const running = this.running;
     this.running = [];
-    for (const rc of running) {
-      rc.abort.abort();
-      rc.queue.shutdown();
-    }
+    for (const rc of running) rc.queue.shutdown();
     const timeout = this.o.shutdownTimeoutMs ?? 20_000;
     await Promise.all(
       running.map(async (rc) => {
         const drained = await rc.queue.drain(timeout);
-        if (!drained) this.o.logger.warn({ controller: rc.registration.name, inFlight: rc.queue.inFlight }, 'reconciles still running at shutdown');
-        else await Promise.all(rc.workers);
+        if (!drained) this.o.logger.warn({ controller: rc.registration.name, inFlight: rc.queue.inFlight }, 'reconciles still running at the shutdown timeout: aborting them');
+        rc.abort.abort();
+        if (drained) await Promise.all(rc.workers);
       }),
     );
   }

@@ -283,3 +283,59 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   tt.equal(await done, 'stopped');
   tt.equal((await get('/readyz')).statusCode, 503, 'not ready while stopping');
 });
+
+t.test('graceful stop (SIGTERM): an in-flight reconcile keeps its signal and may still write; one still running at the shutdown timeout is aborted', async (tt) => {
+  const ns = await testNamespace(tt);
+  const cm = { ...CONFIGMAPS, namespace: ns.name };
+  const manager = new Manager({
+    kubeConfig: ns.kubeConfig,
+    logger: quiet,
+    metrics: createMetricsRegistry(),
+    watchNamespace: ns.name,
+    shutdownTimeoutMs: 1500,
+    leaderElection: { namespace: ns.name, name: 'graceful', identity: 'g1', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+  });
+  const started = new Set<string>();
+  const abortedAt = new Map<string, number>();
+  let finishFirst: () => void = () => {};
+  const firstMayFinish = new Promise<void>((resolve) => (finishFirst = resolve));
+  manager.add({
+    name: 'slow',
+    workers: 2,
+    watches: [{ informer: manager.informers.get(CONFIGMAPS) }],
+    reconciler: {
+      reconcile: async (key, signal) => {
+        const name = key.split('/')[1]!;
+        if (name !== 'finishes' && name !== 'stuck') return;
+        started.add(name);
+        signal?.addEventListener('abort', () => abortedAt.set(name, Date.now()), { once: true });
+        if (name === 'finishes') {
+          await firstMayFinish;
+          // A write after SIGTERM, through the fenced client: still allowed (the last renew's deadline lasts).
+          await manager.ctx.kube.create(cm, { metadata: { name: 'written-after-sigterm' } });
+          return;
+        }
+        await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    },
+  });
+  const ctl = new AbortController();
+  const done = manager.run(ctl.signal);
+  let finished = false;
+  void done.then(() => (finished = true));
+  await until(() => manager.isLeader(), 'leading');
+  await ns.kube.create(cm, { metadata: { name: 'finishes' } });
+  await ns.kube.create(cm, { metadata: { name: 'stuck' } });
+  await until(() => started.has('finishes') && started.has('stuck'), 'both reconciles running');
+
+  const sigtermAt = Date.now();
+  ctl.abort();
+  // The run cannot end while a reconcile is in flight: let the first one write and finish now.
+  finishFirst();
+  await until(async () => (await ns.kube.getOrUndefined({ ...cm, name: 'written-after-sigterm' })) !== undefined, 'the in-flight reconcile wrote after SIGTERM');
+  tt.notOk(abortedAt.has('finishes'), 'the reconcile that finished in time was never aborted');
+  tt.equal(await done, 'stopped');
+  tt.ok(finished);
+  tt.ok(abortedAt.has('stuck'), 'the one still running at the shutdown timeout was aborted');
+  tt.ok(abortedAt.get('stuck')! - sigtermAt >= 1400, `aborted at the shutdown timeout, not at SIGTERM (${abortedAt.get('stuck')! - sigtermAt} ms)`);
+});

@@ -69,7 +69,9 @@ t.test('two replicas: only the leader reconciles; the standby takes over when th
   await until(async () => (await getCluster(e, 'ha'))?.metadata.finalizers?.includes(FINALIZER), 'the leader adds the finalizer');
   const standbyMetrics = await metricsOf(await standby.port);
   tt.equal(metricValue(standbyMetrics, 'raykeeper_controller_reconcile_total', 'controller="raycluster",result="success"'), undefined, 'the standby reconciled nothing');
-  tt.equal(await (async () => (await fetch(`http://127.0.0.1:${await standby.port}/readyz`)).status)(), 200, 'the standby is ready (warm cache)');
+  // Ready once its caches synced (under load that may come after the leader's first write): wait for it.
+  await until(async () => (await fetch(`http://127.0.0.1:${await standby.port}/readyz`)).status === 200, 'the standby to be ready (warm cache)');
+  tt.pass('the standby is ready (warm cache)');
 
   await leader.kill('SIGKILL');
   await until(async () => (await holder()) === second, 'the standby takes the lease', 30_000);
