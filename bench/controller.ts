@@ -46,6 +46,7 @@ import { startControlPlane, type ControlPlane } from '../localcluster/control-pl
 import { startJobRunner, type InProcessCommand, type JobRunner } from '../localcluster/job-runner.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient } from '../src/kube.ts';
+import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../src/kube-resources.ts';
 import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
 import { sleep } from '../src/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
@@ -97,7 +98,6 @@ export interface ControllerBenchFigures {
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 const KUBERAY = 'kuberay v1.6.2';
 const OURS = 'raykeeper';
 const SETTLE_MS = 5_000;
@@ -221,11 +221,11 @@ let leaseNamespaces = 0;
 async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contender> {
   // A Lease namespace per start: the next start need not wait for the last one's Lease to expire.
   const leaseNamespace = `kuberay-lease-${++leaseNamespaces}`;
-  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: leaseNamespace } });
+  await kube.create(NAMESPACES, { metadata: { name: leaseNamespace } });
   const startedAt = performance.now();
   const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace });
   for (;;) {
-    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: leaseNamespace, name: KUBERAY_LEASE_NAME });
+    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ ...LEASES, namespace: leaseNamespace, name: KUBERAY_LEASE_NAME });
     if (lease && leaseIsHeld(lease, Date.now())) break;
     if (op.proc.exitCode !== null) throw new Error(`KubeRay's operator exited: ${op.log().slice(-2000)}`);
     await sleep(200);
@@ -288,7 +288,7 @@ async function startCleanupRunner(cp: ControlPlane, concurrency: number): Promis
 
 /** Deletes the Jobs, pods and Services a deletion round leaves in `namespaces` (kube-controller-manager's GC would). */
 async function removeLeftovers(kube: KubeClient, namespaces: string[]): Promise<void> {
-  const kinds = [{ group: 'batch', version: 'v1', plural: 'jobs' }, { version: 'v1', plural: 'pods' }, { version: 'v1', plural: 'services' }];
+  const kinds = [JOBS, PODS, SERVICES];
   for (const namespace of namespaces) {
     for (const kind of kinds) {
       const { items } = await kube.list<KubeObject>({ ...kind, namespace });
@@ -349,7 +349,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
         batch += 1;
         const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${batch}-${i}`);
-        for (const ns of nsNames) await k.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+        for (const ns of nsNames) await k.create(NAMESPACES, { metadata: { name: ns } });
         let idleNoStripCache = 0;
         if (name === OURS) {
           say(`round ${round + 1}: ${name}: idle, without the strip cache`);
@@ -374,7 +374,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
           await pipe.exec();
           if (name !== OURS) return; // KubeRay's operator creates its own pods
           for (const [suffix, type] of [['head', 'head'], ['worker-0', 'worker']]) {
-            await k.create({ version: 'v1', plural: 'pods', namespace: ns }, {
+            await k.create({ ...PODS, namespace: ns }, {
               metadata: { name: `${cluster}-${suffix}`, labels: { 'ray.io/cluster': cluster, 'ray.io/node-type': type }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster, uid: created.metadata.uid, controller: true }] },
               spec: { containers: [{ name: 'ray', image: 'rayproject/ray:2.41.0' }] },
             });
@@ -422,7 +422,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     if (o.cachedClusters > 0) {
       say(`creating ${o.cachedClusters} suspended RayClusters`);
       const cachedNs = Array.from({ length: o.cachedNamespaces }, (_, i) => `cache-${i}`);
-      for (const ns of cachedNs) await k.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name: ns } });
+      for (const ns of cachedNs) await k.create(NAMESPACES, { metadata: { name: ns } });
       const many = Array.from({ length: o.cachedClusters }, (_, i) => ({ ns: cachedNs[i % o.cachedNamespaces]!, name: `cached-${i}` }));
       await pool(many, 48, async ({ ns, name }) => {
         await k.create({ ...RAYCLUSTERS, namespace: ns }, benchCluster(name, address, true));

@@ -12,6 +12,7 @@
 // - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
 //   next retry instead of waiting for the lease to expire.
 import { sleep } from '../../src/backoff.ts';
+import { LEASES } from '../../src/kube-resources.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Logger } from '../../src/logger.ts';
 
@@ -93,7 +94,6 @@ export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-const LEASE = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const;
 
 /** One attempt's outcome: we hold the lease, another replica holds it, or we could not tell. */
 type Attempt = 'held' | 'lost' | 'failed';
@@ -231,7 +231,7 @@ export class LeaderElector {
   }
 
   private ref(): { group: string; version: string; plural: string; namespace: string; name: string } {
-    return { ...LEASE, namespace: this.o.namespace, name: this.o.name };
+    return { ...LEASES, namespace: this.o.namespace, name: this.o.name };
   }
 
   private observe(lease: Lease, callbacks: LeaderCallbacks): void {
