@@ -187,7 +187,9 @@ for (const row of refusedRows) {
 
     await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' }, { metadata: { labels: { [FROZEN_LABEL]: null } } }, MERGE_PATCH);
     await until(async () => row.after(await getCluster(e, 'frozen')), 'the change once the policy no longer applies', 30_000);
-    tt.equal(await patchCount(metrics, 'RayCluster', 'patched', row.change), 1);
+    // The server stores the change before the controller has read its answer (and counted it): wait for the count.
+    await until(async () => (await patchCount(metrics, 'RayCluster', 'patched', row.change)) > 0, 'the patch to be counted', 30_000);
+    tt.equal(await patchCount(metrics, 'RayCluster', 'patched', row.change), 1, 'counted once as patched');
   });
 }
 
