@@ -218,7 +218,9 @@ export class Manager {
       };
       const queue = new WorkQueue({ retry: this.o.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
       const abort = new AbortController();
-      leaderSignal.addEventListener('abort', () => runSignal.aborted || abort.abort(), { once: true });
+      leaderSignal.addEventListener('abort', () => {
+        if (!runSignal.aborted) abort.abort(); // lost leadership; a graceful stop aborts after the drain
+      }, { once: true });
       const rc: RunningController = { registration, queue, workers: [], abort };
       this.running.push(rc);
       this.resync(rc);

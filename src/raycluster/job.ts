@@ -34,6 +34,7 @@ import {
 } from '../names.ts';
 import type { BatchJob, Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
+import { shellQuote } from '../shell.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
 export const CLEANUP_CPU_ANNOTATION = 'raykeeper.io/redis-cleanup-cpu';
@@ -346,10 +347,6 @@ function urlCredentials(address: string): { username?: boolean; password?: boole
   } catch {
     return { username: true, password: true };
   }
-}
-
-function shellQuote(s: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 /**

@@ -1,5 +1,6 @@
 // What a RayJob creates, built as plain objects (pure): its RayCluster, the K8sJobMode submitter Job,
 // and the HTTPMode submission request.
+import { shellQuote } from '../shell.ts';
 import { parse as parseYaml } from 'yaml';
 import { RAY_API_VERSION } from '../names.ts';
 import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec, RayCluster, RayJob } from '../types.ts';
@@ -69,11 +70,6 @@ export function headImage(cluster: RayCluster | undefined | null): string | unde
   return cluster?.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.image;
 }
 
-/** POSIX shell single-quoting. */
-export function shellQuote(value: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(value)) return value;
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
 
 function runtimeEnv(job: RayJob): Record<string, unknown> | undefined {
   const yaml = job.spec?.['runtimeEnvYAML'];

@@ -1,7 +1,8 @@
 // The objects a RayJob creates, and the names it derives.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, shellQuote, submitterScript } from '../../src/rayjob/builders.ts';
+import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, submitterScript } from '../../src/rayjob/builders.ts';
+import { shellQuote } from '../../src/shell.ts';
 import {
   fromStatusDashboardUrl,
   generateClusterName,

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { freePort } from '../../localcluster/net.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { spawnSupervised } from '../../localcluster/process.ts';
-import { shellQuote } from '../../src/rayjob/builders.ts';
+import { shellQuote } from '../../src/shell.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
 import { sleep } from '../../src/backoff.ts';
 import { RAYJOBS } from '../../src/kube-resources.ts';

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../../src/logger.ts';
 import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
-import { shellQuote } from '../../../src/rayjob/builders.ts';
+import { shellQuote } from '../../../src/shell.ts';
 import { storedState, type MachineConfig } from '../../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
