@@ -38,10 +38,16 @@ export function ftRayCluster(obj: KubeObject): KubeObject {
 /** The module that builds pods from the cached spec (controller/raycluster/operator-module.ts). */
 const OPERATOR_MODULE = 'raycluster-pods';
 
+/**
+ * The operator's RayCluster cache (every cluster, spec and status) when the operator runs in this process
+ * (or nobody said), else undefined. The RayJob reconciler reads its clusters from it too.
+ */
+export function operatorRayClusterInformer(ctx: ControllerContext): Informer | undefined {
+  if (ctx.reconcilers !== undefined && !ctx.reconcilers.includes(OPERATOR_MODULE)) return undefined;
+  return ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
+}
+
 /** The shared RayCluster informer: the operator's full one when it runs (or nobody said), else the FT projection. */
 export function rayClusterInformer(ctx: ControllerContext): Informer {
-  if (ctx.reconcilers !== undefined && !ctx.reconcilers.includes(OPERATOR_MODULE)) {
-    return ctx.informers.get({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' });
-  }
-  return ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
+  return operatorRayClusterInformer(ctx) ?? ctx.informers.get({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' });
 }

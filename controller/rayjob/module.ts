@@ -3,7 +3,8 @@
 import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
 import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../runtime/reconciler.ts';
-import type { InformerFactory } from '../runtime/informer.ts';
+import type { Informer, InformerFactory } from '../runtime/informer.ts';
+import { operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 
@@ -12,12 +13,17 @@ for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName
   flags[name] = { type: 'string', help: `${spec.help}; env ${spec.env}` };
 }
 
-/** The informers the RayJob reconciler is triggered by and reads from: RayJobs, and what they created. */
-export function rayJobCaches(informers: InformerFactory): RayJobCaches {
+/**
+ * The informers the RayJob reconciler is triggered by and reads from: RayJobs, and what they created.
+ * `allClusters`: the operator's cache of every RayCluster, when it runs in this process. The RayJob reads
+ * its clusters there, a clusterSelector's cluster included (no GET per dashboard poll), and no second
+ * RayCluster watch is opened; without it, only the clusters RayJobs created are cached.
+ */
+export function rayJobCaches(informers: InformerFactory, allClusters?: Informer): RayJobCaches {
   const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
   return {
     rayJobs: informers.get({ ...RAYJOBS }),
-    clusters: informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
+    clusters: allClusters ?? informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
     submitters: informers.get({ ...JOBS, labelSelector: owned }),
   };
 }
@@ -28,7 +34,7 @@ export const rayJobModule: ReconcilerModule = {
   flags,
   create(ctx, parsed) {
     const settings = rayJobSettings(parsed, ctx.env);
-    const caches = rayJobCaches(ctx.informers);
+    const caches = rayJobCaches(ctx.informers, operatorRayClusterInformer(ctx));
     const { rayJobs, clusters, submitters } = caches;
     const reconciler = new RayJobReconciler({
       kube: ctx.kube,

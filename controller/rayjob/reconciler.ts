@@ -42,7 +42,10 @@ const MAX_PASSES = 4;
 /** The informers the reconciler reads from (the ones its module watches). */
 export interface RayJobCaches {
   rayJobs: Informer;
-  /** RayClusters a RayJob created (labelled); a clusterSelector's cluster is read with a GET. */
+  /**
+   * Every RayCluster (the operator's cache), or only those a RayJob created (labelled); a cluster not in
+   * it (a clusterSelector's, without the operator) is read with a GET.
+   */
   clusters: Informer;
   submitters: Informer;
 }
