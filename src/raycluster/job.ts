@@ -14,7 +14,9 @@
 //   files those paths point into (only those: no log or data volumes).
 // - nodeSelector and tolerations of the head pod (so the Job can land where the cluster ran), but not
 //   its affinity (anti-affinity raises GKE Autopilot's minimums: kuberay #4721 / #4763).
-// - Our own image running `raykeeper redis-cleanup` (not the Ray image and Ray's private Python API).
+// - Our own image running `raykeeper redis-cleanup` (not the Ray image and Ray's private Python API),
+//   with `--sweep never` when the cluster's Ray is one whose tables we know (src/redis/sweep.ts), else
+//   `--sweep always`: the Job's args say whether it walks the keyspace.
 // - restartPolicy Never, backoffLimit 0, activeDeadlineSeconds = what is left of the deletion
 //   timeout, owner reference to the RayCluster, labels ray.io/cluster + ray.io/node-type=redis-cleanup,
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
@@ -35,6 +37,7 @@ import {
 import type { BatchJob, Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
+import { autoSweep, imageRayVersion, type SweepDecision } from '../redis/sweep.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
 export const CLEANUP_CPU_ANNOTATION = 'raykeeper.io/redis-cleanup-cpu';
@@ -66,7 +69,12 @@ export interface CleanupJobConfig {
   cpu: string;
   memory: string;
   serviceAccountName?: string | undefined;
+  /** auto (default): skip the keyspace sweep for a Ray whose tables we know; always: sweep every time. */
+  sweep?: CleanupSweepPolicy | undefined;
 }
+
+export const CLEANUP_SWEEP_POLICIES = ['auto', 'always'] as const;
+export type CleanupSweepPolicy = (typeof CLEANUP_SWEEP_POLICIES)[number];
 
 export const DEFAULT_CLEANUP_CONFIG: CleanupJobConfig = { image: DEFAULT_CLEANUP_IMAGE, cpu: DEFAULT_CLEANUP_CPU, memory: DEFAULT_CLEANUP_MEMORY };
 
@@ -232,6 +240,18 @@ export function cleanupResources(cluster: RayCluster, config: CleanupJobConfig):
   };
 }
 
+/**
+ * The cleanup's `--sweep`, from the cluster's Ray version (spec.rayVersion, the head image's tag) unless
+ * the operator forces the sweep (--cleanup-sweep always).
+ */
+export function cleanupSweep(cluster: RayCluster, config: Pick<CleanupJobConfig, 'sweep'>): SweepDecision {
+  if (config.sweep === 'always') return { mode: 'always', reason: 'forced by --cleanup-sweep always' };
+  return autoSweep([
+    { from: 'spec.rayVersion', version: cluster.spec?.rayVersion },
+    { from: 'head image tag', version: imageRayVersion(headContainer(cluster)?.image) },
+  ]);
+}
+
 /** Seconds left before the deletion timeout (ceil, >= 1) — the Job's activeDeadlineSeconds. */
 export function remainingSeconds(deadlineMs: number, nowMs: number): number {
   return Math.max(1, Math.ceil((deadlineMs - nowMs) / 1000));
@@ -260,7 +280,7 @@ export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, d
     command: [...CLEANUP_COMMAND],
     // The cleanup's own total deadline (retries included): shorter than the Job's, so it can report
     // its failure before activeDeadlineSeconds kills it.
-    args: ['--timeout', String(cleanupTimeoutSeconds(activeDeadlineSeconds))],
+    args: ['--timeout', String(cleanupTimeoutSeconds(activeDeadlineSeconds)), '--sweep', cleanupSweep(cluster, config).mode],
     env: cleanupEnv(cluster),
     resources: { requests: { cpu, memory }, limits: { cpu, memory } },
     securityContext: {

@@ -38,6 +38,7 @@ import { isGcsFtEnabled } from '../gcsft.ts';
 import type { EnvVar, ObjectMeta, OwnerReference, RayCluster } from '../types.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from './job.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
+import { parseRayVersion } from '../ray-version.ts';
 
 export type NodeType = 'head' | 'worker';
 
@@ -403,11 +404,9 @@ function addRayEnv(cluster: RayCluster, nodeType: NodeType, env: EnvVar[], fqdn:
 
 /** Ray >= 2.53 answers one HTTP health endpoint; older versions are probed with wget in bash. */
 export function supportsUnifiedHealthCheck(rayVersion: unknown): boolean {
-  if (typeof rayVersion !== 'string') return false;
-  const m = /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(rayVersion.trim());
-  if (!m) return false;
-  const [maj, min] = [Number(m[1]), Number(m[2])];
-  return maj > 2 || (maj === 2 && min >= 53);
+  const v = parseRayVersion(rayVersion);
+  if (!v) return false;
+  return v.major > 2 || (v.major === 2 && v.minor >= 53);
 }
 
 function wget(timeout: number, port: number, path: string): string {

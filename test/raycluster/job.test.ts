@@ -6,6 +6,7 @@ import {
   cleanupJobName,
   cleanupTimeoutSeconds,
   cleanupResources,
+  cleanupSweep,
   clusterLabelValue,
   DEFAULT_CLEANUP_CONFIG,
   effectiveStorageNamespace,
@@ -206,7 +207,34 @@ t.test('the cleanup gets a timeout shorter than the Job deadline', async (tt) =>
   tt.equal(cleanupTimeoutSeconds(30), 20);
   tt.equal(cleanupTimeoutSeconds(1), 1);
   const j = buildCleanupJob(cluster({ deletedAt: T0 }), DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0);
-  tt.same((j.spec as any).template.spec.containers[0].args, ['--timeout', '270']);
+  tt.same((j.spec as any).template.spec.containers[0].args, ['--timeout', '270', '--sweep', 'never'], 'and, for Ray 2.40.0, no keyspace sweep');
+});
+
+t.test('the cleanup sweeps the keyspace unless the Ray version is known and not newer than the tables', async (tt) => {
+  const withVersion = (rayVersion: string | undefined, image: string | undefined): RayCluster => {
+    const c = cluster({ deletedAt: T0 });
+    if (rayVersion !== undefined) c.spec!.rayVersion = rayVersion;
+    const head = c.spec!.headGroupSpec!.template!.spec!.containers![0]!;
+    if (image === undefined) delete head.image;
+    else head.image = image;
+    return c;
+  };
+  const table: Array<[string, RayCluster, 'auto' | 'always' | undefined, 'never' | 'always', RegExp]> = [
+    ['rayVersion 2.40.0', withVersion('2.40.0', 'example.com/custom:7'), undefined, 'never', /^Ray 2\.40\.0 \(spec\.rayVersion\) <= /],
+    ['image tag 2.60.0', withVersion(undefined, 'rayproject/ray:2.60.0'), 'auto', 'never', /^Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known$/],
+    ['rayVersion 2.61.0', withVersion('2.61.0', 'rayproject/ray:2.40.0'), 'auto', 'always', /^Ray 2\.61\.0 \(spec\.rayVersion\) > /],
+    ['no version', withVersion(undefined, 'rayproject/ray@sha256:0123abcd'), 'auto', 'always', /^Ray version unknown/],
+    ['no image at all', withVersion(undefined, undefined), undefined, 'always', /^Ray version unknown/],
+    ['operator forces the sweep', withVersion('2.40.0', 'rayproject/ray:2.40.0'), 'always', 'always', /^forced by --cleanup-sweep always$/],
+  ];
+  for (const [name, c, policy, mode, reason] of table) {
+    const config = { ...DEFAULT_CLEANUP_CONFIG, sweep: policy };
+    const d = cleanupSweep(c, config);
+    tt.equal(d.mode, mode, `${name}: --sweep ${mode}`);
+    tt.match(d.reason, reason, `${name}: ${d.reason}`);
+    const args = (buildCleanupJob(c, config, T0 + 300_000, T0).spec as any).template.spec.containers[0].args as string[];
+    tt.same(args.slice(-2), ['--sweep', mode], `${name}: the Job's args say it`);
+  }
 });
 
 t.test('remaining seconds is at least 1', async (tt) => {
