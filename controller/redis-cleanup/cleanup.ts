@@ -1,12 +1,15 @@
 // Deleting one Ray GCS storage namespace from Redis. One pass, in this order:
-//   1. read-only checks of every command the deletions need, on keys of both layouts (SCAN on every node,
-//      TYPE, HSCAN of an old-layout hash): a user the ACL denies any of them fails here, with nothing
-//      deleted (UNLINK itself is denied before it deletes anything);
+//   1. read-only checks of every command the deletions need, on keys of both layouts (SCAN on every node
+//      when the sweep runs, TYPE, HSCAN of an old-layout hash): a user the ACL denies any of them fails
+//      here, with nothing deleted (UNLINK itself is denied before it deletes anything);
 //   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, src/redis/keys.ts RAY_TABLES),
 //      each TYPE-checked: the namespace's data is gone after one round trip;
 //   3. UNLINK of the old layout's hash `<ns>` when every field is `<ns>@...`;
-//   4. a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) with an adaptive COUNT (src/redis/pace.ts) for
-//      whatever else is there (tables newer than the list), TYPE-checked, pipelined UNLINK batches.
+//   4. with `sweep: always` (the default), a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) with an adaptive
+//      COUNT (src/redis/pace.ts) for whatever else is there (tables newer than the list), TYPE-checked,
+//      pipelined UNLINK batches. It walks the whole keyspace (~0.6 s of Redis CPU per million keys)
+//      and is the cost of the cleanup; `never` skips it, which is complete for a Ray up to the release
+//      RAY_TABLES was read from (src/redis/sweep.ts: the controller decides from the RayCluster).
 // Memory stays bounded by one SCAN batch whatever the size of the keyspace. Connection failures restart
 // the (idempotent) pass after an exponential backoff, all within one total deadline and, while Redis
 // cannot be reached at all, a connection budget; auth, permission and TLS failures end it at once.
@@ -24,6 +27,7 @@ import { batchKeys } from '../../src/redis/slots.ts';
 import { nextScanCount, SCAN_COUNT_START } from '../../src/redis/pace.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft.ts';
+import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
@@ -33,6 +37,7 @@ export const DEFAULT_DEADLINE_MS = 240_000;
 export const DEFAULT_SCAN_COUNT = 1000;
 export const DEFAULT_UNLINK_BATCH = 500;
 const HSCAN_COUNT = 200;
+const DEFAULT_SWEEP: SweepDecision = { mode: 'always', reason: 'always, the default' };
 /** Reports list at most this many keys by name; counts stay exact. */
 const REPORT_LIMIT = 1000;
 
@@ -43,6 +48,8 @@ export interface CleanupOptions {
   namespace: string;
   dryRun?: boolean | undefined;
   layout?: Layout | undefined;
+  /** Step 4, and why; default: always. */
+  sweep?: SweepDecision | undefined;
   /** A fixed SCAN COUNT; default: adaptive, starting at SCAN_COUNT_START. */
   scanCount?: number | undefined;
   unlinkBatch?: number | undefined;
@@ -88,6 +95,9 @@ export interface CleanupResult {
   leftAlone: KeyReport[];
   leftAloneCount: number;
   scanCalls: number;
+  /** Whether the SCAN sweep (step 4) ran, and why. */
+  sweep: 'ran' | 'skipped';
+  sweepReason: string;
   /** Of deletedCount: keys removed by name (Ray's known tables) before the SCAN sweep. */
   knownDeleted: number;
   /** ms from the start until the known tables were unlinked (the namespace's data gone). */
@@ -136,6 +146,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const layout = options.layout ?? 'both';
   const dryRun = options.dryRun ?? false;
+  const sweep: SweepDecision = layout === 'legacy' ? { mode: 'never', reason: '--layout legacy' } : (options.sweep ?? DEFAULT_SWEEP);
   const cfg: PassConfig = {
     dryRun,
     scanCount: options.scanCount,
@@ -161,7 +172,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
       state.legacy = 'not-checked';
       state.legacyFields = undefined;
       // 1. Everything read-only first: a command or key out of the ACL's reach fails before any deletion.
-      if (layout !== 'legacy') await probeScan(s, ns);
+      if (sweep.mode === 'always') await probeScan(s, ns);
       const known = layout !== 'legacy' ? await checkKnown(s, ns, state) : [];
       const legacy = layout !== 'current' ? await checkLegacy(s, ns, deadline, state) : undefined;
       check(cfg);
@@ -170,7 +181,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
       state.dataGoneMs ??= Date.now() - started;
       if (legacy) await unlinkLegacy(s, ns, legacy, dryRun, state);
       // 3. The sweep, for anything not on the list.
-      if (layout !== 'legacy') await currentPass(s, ns, cfg, state, options.onProgress);
+      if (sweep.mode === 'always') await currentPass(s, ns, cfg, state, options.onProgress);
       return { describe: s.describe, mode: s.mode, warnings: s.warnings };
     },
   );
@@ -189,6 +200,8 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
     leftAlone: [...state.leftAlone.values()],
     leftAloneCount: state.leftAloneCount,
     scanCalls: state.scanCalls,
+    sweep: sweep.mode === 'always' ? 'ran' : 'skipped',
+    sweepReason: sweep.reason,
     knownDeleted: state.knownDeleted,
     dataGoneMs: state.dataGoneMs,
     attempts,
@@ -358,6 +371,7 @@ export function summarize(r: CleanupResult): string {
     : `old-layout hash ${r.legacy === 'deleted' ? 'deleted' : 'would be deleted'} (${r.legacyFields ?? 0} fields)`;
   const alone = r.leftAloneCount > 0 ? `; left alone ${r.leftAloneCount} look-alike key(s)` : '';
   const retries = r.attempts > 1 ? `; ${r.attempts - 1} retr${r.attempts === 2 ? 'y' : 'ies'}` : '';
-  return `namespace ${JSON.stringify(r.namespace)} on ${r.target}: ${verb} ${r.deletedCount} key(s); ${legacy}${alone}${retries}; ${r.scanCalls} SCAN calls in ${r.durationMs} ms`;
+  const sweep = `sweep: ${r.sweep === 'ran' ? `${r.scanCalls} SCAN calls` : 'skipped'} (${r.sweepReason})`;
+  return `namespace ${JSON.stringify(r.namespace)} on ${r.target}: ${verb} ${r.deletedCount} key(s); ${legacy}${alone}${retries}; ${sweep} in ${r.durationMs} ms`;
 }
 

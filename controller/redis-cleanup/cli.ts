@@ -6,9 +6,11 @@
 import { parseArgs } from 'node:util';
 import { oneLine, errorMessage } from '../../src/redis/errors.ts';
 import { formatNamespaceTable } from '../../src/redis/keys.ts';
+import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
+import { autoSweep, SWEEP_MODES, type SweepDecision, type SweepMode } from '../../src/redis/sweep.ts';
 
 const NAME = 'raykeeper redis-cleanup';
 
@@ -18,7 +20,7 @@ Deletes one Ray GCS storage namespace from Redis: the hashes RAY<ns>@<TABLE> (an
 RAY<ns>@JobCounter) of current Ray, and the single hash <ns> of older Ray when every field is <ns>@...
 Keys that merely look alike (other types, foreign fields, other namespaces) are left alone and reported.
 Checks every command it needs before deleting anything, unlinks the tables Ray is known to write first,
-then sweeps with SCAN (never KEYS) for the rest. Retries connection failures with backoff until
+then (--sweep always, the default) sweeps the whole keyspace with SCAN (never KEYS) for the rest. Retries connection failures with backoff until
 --timeout, but gives up after --connect-budget when Redis cannot be reached at all.
 
 Environment (as KubeRay's cleanup Job provides it; flags override):
@@ -45,6 +47,12 @@ Options:
   --mode MODE             auto (default: ask the server, as Ray does), standalone, sentinel, cluster
   --sentinel-master NAME  master group when the Sentinel monitors several
   --layout L              both (default), current (RAY<ns>@*), legacy (hash <ns>)
+  --sweep MODE            always (default): after the known tables, walk the keyspace with SCAN for
+                          tables not on the list; never: skip the walk (complete for Ray <= ${RAY_RELEASE},
+                          whose tables are all on the list); auto: never when --ray-version is
+                          <= ${RAY_RELEASE}, else always. The cleanup Job gets never or always from the
+                          controller, which reads the RayCluster's rayVersion and head image tag
+  --ray-version V         the Ray version that wrote the namespace, for --sweep auto
   --timeout SECONDS       total time including retries (default ${DEFAULT_DEADLINE_MS / 1000}; the Job's deadline is 300)
   --connect-budget SECONDS
                           give up when Redis cannot be reached at all (refused, no route, no such
@@ -62,7 +70,8 @@ Options:
 Minimal ACL for the cleanup: +scan +type +unlink +hscan, plus +info for --mode auto (without it a
 standalone Redis is assumed); Redis Cluster also needs +cluster|slots +cluster|info. --list also uses
 +hlen and +memory|usage when allowed (sizes are reported as unknown otherwise).
-Keys: ~* (or ~RAY* with --layout current, which skips the old layout's hash <ns>).
+Keys: ~* (or ~RAY* with --layout current, which skips the old layout's hash <ns>). --sweep never
+needs no +scan.
 `;
 
 export interface CliIo {
@@ -88,6 +97,8 @@ const OPTIONS = {
   mode: { type: 'string' },
   'sentinel-master': { type: 'string' },
   layout: { type: 'string' },
+  sweep: { type: 'string' },
+  'ray-version': { type: 'string' },
   timeout: { type: 'string' },
   'connect-budget': { type: 'string' },
   'scan-count': { type: 'string' },
@@ -142,6 +153,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let connectBudgetMs = DEFAULT_CONNECT_BUDGET_MS;
   let scanCount: number | undefined;
   let layout: Layout = 'both';
+  let sweep: SweepDecision = { mode: 'always', reason: '--sweep always, the default' };
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
     if (typeof values['connect-budget'] === 'string') connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
@@ -151,6 +163,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       layout = values.layout as Layout;
     }
     if (values.legacy && !values.list) throw new ConfigError('--legacy goes with --list');
+    if (typeof values.sweep === 'string') sweep = sweepFrom(values.sweep, values['ray-version']);
+    else if (typeof values['ray-version'] === 'string') throw new ConfigError('--ray-version goes with --sweep auto');
   } catch (err) {
     if (err instanceof ConfigError) {
       say(err.message);
@@ -190,7 +204,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
         say(`progress: ${p.node}: ${p.scanCalls} SCAN calls, ${p.matched} matching keys, ${p.deleted} deleted, ${(p.elapsedMs / 1000).toFixed(1)} s`);
       };
   try {
-    const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, scanCount, deadlineMs, connectBudgetMs, onRetry, onProgress });
+    const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, sweep, scanCount, deadlineMs, connectBudgetMs, onRetry, onProgress });
     for (const w of result.warnings) say(`warning: ${w}`);
     if (json) {
       io.stdout.write(oneLine(JSON.stringify({ ok: true, ...result }), secrets, Number.MAX_SAFE_INTEGER) + '\n');
@@ -206,6 +220,13 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     return failed(err, io, json, secrets);
   }
+}
+
+function sweepFrom(mode: string, rayVersion: string | boolean | undefined): SweepDecision {
+  if (!(SWEEP_MODES as readonly string[]).includes(mode)) throw new ConfigError(`--sweep must be one of ${SWEEP_MODES.join(', ')}`);
+  if (typeof rayVersion === 'string' && mode !== 'auto') throw new ConfigError('--ray-version goes with --sweep auto');
+  if ((mode as SweepMode) === 'auto') return autoSweep([{ from: '--ray-version', version: rayVersion }]);
+  return { mode: mode as 'always' | 'never', reason: `--sweep ${mode}` };
 }
 
 function failed(err: unknown, io: CliIo, json: boolean, secrets: (string | undefined)[]): number {

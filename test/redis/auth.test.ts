@@ -119,6 +119,14 @@ if (missing) {
     });
   }
 
+  t.test('without the sweep, SCAN is neither needed nor probed: the ACL without +scan cleans both layouts', async (t) => {
+    const res = await runCleanup({ connection: conn('noscan', 'noscan-pw'), namespace: 'ns1', sweep: { mode: 'never', reason: 'test' }, deadlineMs: 20_000 });
+    t.equal(res.deletedCount, 4);
+    t.equal(res.legacy, 'deleted');
+    t.equal(res.sweep, 'skipped');
+    t.same([...(await snapshot(admin)).keys()].sort(), ['RAYns2@ACTOR_TASK_SPEC', 'RAYns2@JOB', 'RAYns2@JobCounter', 'RAYns2@NODE'], 'ns2 intact');
+  });
+
   t.test('a URL password with unencoded # ? / @ works, and no error quotes any of it', async (t) => {
     const address = `redis://special:${SPECIAL_PW}@127.0.0.1:${server.port}`;
     const res = await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 20_000 });

@@ -226,6 +226,48 @@ if (missing) {
     t.equal((await r.keys('RAYk1@*')).length, 6, 'nothing deleted');
   });
 
+  t.test('--sweep never: known tables and the old hash go, a table not on the list stays; always finds it; neighbours never touched', async (t) => {
+    for (const mode of ['never', 'always'] as const) {
+      await r.flushall();
+      const ray = await seedCurrent(r, 'w1');
+      await r.hset('RAYw1@PLACEMENT_GROUP', 'f', 'v');
+      await r.hset('RAYw1@KV', 'f', 'v');
+      await r.hset('RAYw1@NEWTABLE', 'f', 'v');
+      await seedLegacy(r, 'w1');
+      const neighbours = [...(await seedCurrent(r, 'w10')), ...(await seedCurrent(r, 'w')), await seedLegacy(r, 'w2')];
+      await r.hset('RAYw10@NEWTABLE', 'f', 'v');
+      neighbours.push('RAYw10@NEWTABLE');
+      await seedFiller(r, 2000);
+      const before = await snapshot(r);
+
+      const res = await clean('w1', { sweep: { mode, reason: `test ${mode}` } });
+      const after = await snapshot(r);
+      const removed = diff(before, after).removed;
+      const known = [...ray, 'RAYw1@PLACEMENT_GROUP', 'RAYw1@KV', 'w1'].sort();
+      t.same(removed, mode === 'never' ? known : [...known, 'RAYw1@NEWTABLE'].sort(), `${mode}: exactly these keys removed`);
+      t.same(diff(before, after).changed, [], `${mode}: nothing else changed`);
+      for (const k of neighbours) t.equal(after.get(k), before.get(k), `${mode}: neighbour ${k} intact`);
+      t.equal(res.knownDeleted, 6, `${mode}: the known tables by name`);
+      t.equal(res.legacy, 'deleted');
+      t.equal(res.sweep, mode === 'never' ? 'skipped' : 'ran');
+      t.equal(res.sweepReason, `test ${mode}`);
+      if (mode === 'never') {
+        t.equal(res.scanCalls, 0, 'never: not one SCAN call');
+        t.equal(await r.exists('RAYw1@NEWTABLE'), 1, 'never: the table not on the list stays');
+        t.match(summarize(res), /; sweep: skipped \(test never\) in \d+ ms$/);
+      } else {
+        t.ok(res.scanCalls > 0);
+        t.match(summarize(res), new RegExp(`; sweep: ${res.scanCalls} SCAN calls \\(test always\\) in \\d+ ms$`));
+      }
+    }
+    // Without a decision the sweep runs, as it always did.
+    await r.flushall();
+    await r.hset('RAYw1@NEWTABLE', 'f', 'v');
+    const byDefault = await clean('w1');
+    t.equal(byDefault.sweep, 'ran');
+    t.equal(await r.exists('RAYw1@NEWTABLE'), 0, 'the default sweeps');
+  });
+
   t.test('adaptive SCAN COUNT: fewer calls than the old fixed COUNT 1000 over the same keyspace', async (t) => {
     await seedCurrent(r, 'a1');
     await seedFiller(r, 60_000);

@@ -148,6 +148,9 @@ if (missing) {
       [['--mode', 'weird'], base, /--mode must be one of auto, standalone, sentinel, cluster/],
       [['--layout', 'x'], base, /--layout must be both, current or legacy/],
       [['--legacy'], base, /--legacy goes with --list/],
+      [['--sweep', 'sometimes'], base, /--sweep must be one of auto, always, never/],
+      [['--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
+      [['--sweep', 'never', '--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
     ];
     for (const [i, [args, env, re]] of cases.entries()) {
       // The first through a real process (exit code as the Job sees it), the rest in-process.
@@ -230,6 +233,34 @@ if (missing) {
     const bad = await inProcess(['--json'], { ...base, REDIS_PASSWORD: 'nope-nope' });
     t.equal(bad.code, 1);
     t.match(JSON.parse(bad.stdout), { ok: false, error: /WRONGPASS/ });
+  });
+
+  t.test('--sweep: never leaves a table not on the list, always (the default) and auto for a newer Ray remove it; the result says why', async (t) => {
+    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+    const never = await raykeeper(['--sweep', 'never', '--json'], base);
+    t.equal(never.code, 0, never.stderr);
+    t.match(JSON.parse(never.stdout), { ok: true, deletedCount: 4, legacy: 'deleted', sweep: 'skipped', sweepReason: '--sweep never', scanCalls: 0 });
+    t.same([...(await snapshot(r)).keys()].filter((k) => k.startsWith('RAYcli1')), ['RAYcli1@NEWTABLE'], 'never: only the unknown table is left');
+    t.equal((await snapshot(r)).size, 5, 'cli2 intact');
+
+    const oldRay = await inProcess(['--sweep', 'auto', '--ray-version', '2.40.0'], base);
+    t.equal(oldRay.code, 0, oldRay.stderr);
+    t.match(oldRay.stdout, /; sweep: skipped \(Ray 2\.40\.0 \(--ray-version\) <= \d+\.\d+\.\d+: tables known\) in \d+ ms\n$/);
+    t.equal(await r.exists('RAYcli1@NEWTABLE'), 1);
+
+    const newRay = await inProcess(['--sweep', 'auto', '--ray-version', '99.0.0', '--json'], base);
+    t.equal(newRay.code, 0, newRay.stderr);
+    t.match(JSON.parse(newRay.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray 99\.0\.0 \(--ray-version\) > / });
+    t.equal(await r.exists('RAYcli1@NEWTABLE'), 0, 'auto with a newer Ray sweeps');
+
+    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+    const unknown = await inProcess(['--sweep', 'auto', '--json'], base);
+    t.match(JSON.parse(unknown.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray version unknown/ });
+
+    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+    const byDefault = await inProcess(['--json'], base);
+    t.match(JSON.parse(byDefault.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: '--sweep always, the default' });
+    t.same([...(await snapshot(r)).keys()].sort(), ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE'], 'the neighbour namespace intact throughout');
   });
 
   t.test('--list (and --json): namespaces with counts and sizes', async (t) => {
