@@ -30,7 +30,8 @@ import type { BatchJob, RayCluster } from '../../src/types.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
-import { buildCleanupJob, cleanupJobName, cleanupResources, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig } from '../../src/raycluster/job.ts';
+import { buildCleanupJob, cleanupJobName, cleanupResources, cleanupSweep, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig } from '../../src/raycluster/job.ts';
+import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../src/kube.ts';
@@ -53,7 +54,7 @@ export interface RayClusterReconcilerConfig {
 }
 
 /** Runs the cleanup with a resolved environment within deadlineMs (stopping when `signal` aborts); resolves to success and one line. */
-export type InProcessRunner = (env: Record<string, string>, deadlineMs: number, signal?: AbortSignal) => Promise<{ ok: boolean; message: string }>;
+export type InProcessRunner = (env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }) => Promise<{ ok: boolean; message: string }>;
 
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
@@ -75,14 +76,14 @@ function podKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
-export async function defaultInProcessRunner(env: Record<string, string>, deadlineMs: number, signal?: AbortSignal): Promise<{ ok: boolean; message: string }> {
+export async function defaultInProcessRunner(env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }): Promise<{ ok: boolean; message: string }> {
   const [{ cleanupFromEnvironment }, { summarize }, { errorMessage, oneLine }] = await Promise.all([
     import('../redis-cleanup/config.ts'),
     import('../redis-cleanup/cleanup.ts'),
     import('../../src/redis/errors.ts'),
   ]);
   try {
-    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, { deadlineMs, signal })), [env.REDIS_PASSWORD]) };
+    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, options)), [env.REDIS_PASSWORD]) };
   } catch (err) {
     return { ok: false, message: oneLine(errorMessage(err), [env.REDIS_PASSWORD]) };
   }
@@ -248,6 +249,7 @@ export class RayClusterReconciler {
   private async createJob(cluster: RayCluster, deadlineMs: number, requeueAfterMs: number, now: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
+    const sweep = cleanupSweep(cluster, this.config.job);
     const { problems } = cleanupResources(cluster, this.config.job);
     for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
     const timeoutProblem = deletionTimeoutProblem(cluster);
@@ -263,7 +265,8 @@ export class RayClusterReconciler {
       this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}` });
       throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
     }
-    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} for ${describeTarget(cluster)}` });
+    this.ctx.logger.info({ cluster: `${namespace}/${cluster.metadata.name}`, job: job.metadata.name, sweep: sweep.mode, sweepReason: sweep.reason }, 'created the Redis cleanup Job');
+    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} (--sweep ${sweep.mode}: ${sweep.reason}) for ${describeTarget(cluster)}` });
     return { requeueAfterMs };
   }
 
@@ -292,8 +295,9 @@ export class RayClusterReconciler {
     }
     const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
-    log.warn('namespace is terminating: running the Redis cleanup in the controller');
-    const { ok, message } = await this.config.runCleanup(env, Math.min(secondsLeft, 240) * 1000, signal);
+    const sweep = cleanupSweep(cluster, this.config.job);
+    log.warn({ sweep: sweep.mode, sweepReason: sweep.reason }, 'namespace is terminating: running the Redis cleanup in the controller');
+    const { ok, message } = await this.config.runCleanup(env, { deadlineMs: Math.min(secondsLeft, 240) * 1000, sweep, signal });
     if (signal?.aborted) {
       // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.
       this.m.inProcess.inc({ result: 'aborted' });

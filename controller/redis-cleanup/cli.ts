@@ -20,8 +20,9 @@ Deletes one Ray GCS storage namespace from Redis: the hashes RAY<ns>@<TABLE> (an
 RAY<ns>@JobCounter) of current Ray, and the single hash <ns> of older Ray when every field is <ns>@...
 Keys that merely look alike (other types, foreign fields, other namespaces) are left alone and reported.
 Checks every command it needs before deleting anything, unlinks the tables Ray is known to write first,
-then (--sweep always, the default) sweeps the whole keyspace with SCAN (never KEYS) for the rest. Retries connection failures with backoff until
---timeout, but gives up after --connect-budget when Redis cannot be reached at all.
+then (--sweep always, the default) sweeps the whole keyspace with SCAN (never KEYS) for the rest.
+Retries connection failures with backoff until --timeout, but gives up after --connect-budget when
+Redis cannot be reached at all.
 
 Environment (as KubeRay's cleanup Job provides it; flags override):
   RAY_REDIS_ADDRESS               host:port, [ipv6]:port, redis://[user:pass@]host:port or rediss://...

@@ -25,6 +25,7 @@ const MODES: Record<string, unknown> = {
   certManagerIssuer: { certs: { mode: 'certManager', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' }, duration: '2160h', renewBefore: '360h' } } },
   serviceMonitor: { metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } },
   singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
+  sweepAlways: { controller: { cleanupJob: { sweep: 'always' } } },
   everything: {
     image: { repository: 'registry.example/raykeeper', tag: '0.2.0', pullPolicy: 'Always' },
     imagePullSecrets: ['regcred'],
@@ -90,6 +91,7 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
     [{ controller: { watchNamespaces: ['Team_A'] } }, /watchNamespaces\/0/],
     [{ controller: { reconcilers: ['rayservice'] } }, /reconcilers\/0/],
     [{ controller: { cleanupJob: { cpu: 'lots' } } }, /cleanupJob\/cpu/],
+    [{ controller: { cleanupJob: { sweep: 'never' } } }, /cleanupJob\/sweep/],
     [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
   ];
   for (const major of HELM_MAJORS) {
@@ -209,6 +211,12 @@ t.test('leader election off: one controller, no Lease RBAC', opts, async (t) => 
   t.notOk(args(objs).some((a) => a.startsWith('--leader-elect')));
   t.notOk(objs.some((o) => o.kind === 'Role'), 'no leader-election Role');
   t.equal(find(objs, 'Deployment', 'raykeeper-controller').spec.replicas, 1);
+});
+
+t.test('controller.cleanupJob.sweep: always passes --cleanup-sweep=always; auto (default) passes nothing', opts, async (t) => {
+  t.ok(args(template(MODES.sweepAlways)).includes('--cleanup-sweep=always'));
+  t.notOk(args(template()).some((a) => a.startsWith('--cleanup-sweep')), 'the controller decides per cluster by default');
+  t.notOk(args(template({ controller: { cleanupJob: { sweep: 'auto' } } })).some((a) => a.startsWith('--cleanup-sweep')));
 });
 
 t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', opts, async (t) => {

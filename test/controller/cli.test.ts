@@ -9,6 +9,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { argumentError, controllerUsage } from '../../controller/cli.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/names.ts';
+import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
+import { createLogger } from '../../src/logger.ts';
 
 function raykeeper(...args: string[]) {
   return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' }, timeout: 60_000 });
@@ -17,7 +20,7 @@ function raykeeper(...args: string[]) {
 t.test('--help lists the runtime flags and every module flag', async (tt) => {
   const r = raykeeper('controller', '--help');
   tt.equal(r.status, 0);
-  for (const flag of ['--watch-namespace', '--workers', '--leader-elect', '--lease-namespace', '--health-port', '--cleanup-image', '--cleanup-cpu']) tt.match(r.stdout, flag);
+  for (const flag of ['--watch-namespace', '--workers', '--leader-elect', '--lease-namespace', '--health-port', '--cleanup-image', '--cleanup-cpu', '--cleanup-sweep']) tt.match(r.stdout, flag);
   for (const m of RECONCILER_MODULES) tt.match(r.stdout, `${m.name}:`);
   tt.match(raykeeper('--help').stdout, /controller\s+run the reconcilers/, 'registered as a subcommand');
 });
@@ -36,6 +39,13 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const retry = raykeeper('controller', '--leader-elect', '--renew-deadline', '2', '--retry-period', '2', '--kubeconfig', '/nonexistent/kubeconfig');
   tt.equal(retry.status, 2);
   tt.match(retry.stderr, /must be longer than 1.2 x the retry period/);
+});
+
+t.test('--cleanup-sweep takes auto or always (never is per cluster, decided from its Ray version)', async (tt) => {
+  const ctx = { env: {}, logger: createLogger('test', { level: 'silent' }) } as unknown as ControllerContext;
+  for (const bad of ['never', 'sometimes']) {
+    await tt.rejects(async () => rayClusterModule.create(ctx, { 'cleanup-sweep': bad }), new RegExp(`--cleanup-sweep: "${bad}" is not one of auto, always`));
+  }
 });
 
 t.test('the removed aliases are unknown options that name the flag to use', async (tt) => {

@@ -2,7 +2,7 @@
 // job runner running `raykeeper redis-cleanup` against a real redis-server: no user information of a
 // Redis address in any Event or log line (the "run by hand" command included), an unusable
 // ray.io/gcs-ft-deletion-timeout reported and replaced by the default, and the in-process cleanup of a
-// terminating namespace (the cleanup API, no argv).
+// terminating namespace (the cleanup API, no argv); the Job's --sweep from the deleted cluster's Ray version.
 import t, { type Test } from 'tap';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -12,13 +12,14 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { KubeClient } from '../../src/kube.ts';
 import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
+import type { RayCluster } from '../../src/types.ts';
 import { client } from './fixtures.ts';
 import { JOBS, NAMESPACES, RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 const SECRET = 'Adm1n-S3cret#9';
 
 /** The controller in this process with its log lines captured (debug level: everything it says). */
-async function controllerWithLog(tt: Test, e: Env): Promise<() => string> {
+async function controllerWithLog(tt: Test, e: Env, moduleFlags: Record<string, string> = {}): Promise<() => string> {
   let out = '';
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -33,7 +34,7 @@ async function controllerWithLog(tt: Test, e: Env): Promise<() => string> {
     modules: [rayClusterModule],
     env: {},
     logger: pino({ level: 'debug' }, sink),
-    moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+    moduleFlags: { 'cleanup-image': 'raykeeper:test', ...moduleFlags },
     retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
   });
   tt.teardown(() => c.stop());
@@ -105,6 +106,81 @@ if (missing) {
     tt.match(warning.message, /ray\.io\/gcs-ft-deletion-timeout="99999999999999999999" is not a whole number of seconds in 1-604800; using 300/);
   });
 
+  /** A GCS-FT cluster with the given Ray version sources (the harness's head image is rayproject/ray:2.40.0). */
+  const versioned = (name: string, address: string, rayVersion: string | undefined, image: string): RayCluster => {
+    const body = rayCluster(name, address, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] });
+    if (rayVersion !== undefined) body.spec!.rayVersion = rayVersion;
+    body.spec!.headGroupSpec!.template!.spec!.containers![0]!.image = image;
+    return body;
+  };
+  /** Ray's tables plus one Ray never wrote up to RAY_RELEASE (only the sweep can find it). */
+  const seedWithNewTable = async (r: ReturnType<typeof client>, ns: string): Promise<void> => {
+    await seedRay(r, ns);
+    await r.hset(`RAY${ns}@NEWTABLE`, 'f', 'v');
+  };
+  const jobArgs = async (e: Env, name: string): Promise<string[]> =>
+    (await e.kube.get<{ spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }>({ ...JOBS, namespace: e.ns.name, name: `${name}-redis-cleanup` })).spec.template.spec.containers[0]!.args;
+
+  t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables or of unknown version', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer();
+    tt.teardown(() => server.stop());
+    const r = client(server.port);
+    tt.teardown(() => r.disconnect());
+    await jobRunner(tt, e);
+    const log = await controllerWithLog(tt, e);
+    const address = `127.0.0.1:${server.port}`;
+    const cases: Array<[string, string | undefined, string, 'never' | 'always', RegExp]> = [
+      ['v240', '2.40.0', 'example.com/custom:7', 'never', /--sweep never: Ray 2\.40\.0 \(spec\.rayVersion\) <= 2\.60\.0: tables known\)/],
+      ['img260', undefined, 'rayproject/ray:2.60.0', 'never', /--sweep never: Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known\)/],
+      ['v261', '2.61.0', 'rayproject/ray:2.40.0', 'always', /--sweep always: Ray 2\.61\.0 \(spec\.rayVersion\) > 2\.60\.0: tables may be new\)/],
+      ['nover', undefined, 'rayproject/ray@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'always', /--sweep always: Ray version unknown/],
+    ];
+    const uids = new Map<string, string>();
+    for (const [name, rayVersion, image] of cases) {
+      const created = await createCluster(e, versioned(name, address, rayVersion, image));
+      uids.set(name, created.metadata.uid!);
+      await seedWithNewTable(r, created.metadata.uid!);
+    }
+    await seedWithNewTable(r, 'neighbour');
+    for (const [name] of cases) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name });
+    for (const [name] of cases) await released(e, name);
+
+    const created = await until(async () => {
+      const ev = await events(e, 'CreatedRedisCleanupJob');
+      return ev.length === cases.length ? ev : undefined;
+    }, 'one CreatedRedisCleanupJob event per cluster');
+    for (const [name, , , mode, reason] of cases) {
+      const uid = uids.get(name)!;
+      tt.same((await jobArgs(e, name)).slice(-2), ['--sweep', mode], `${name}: the Job's args say --sweep ${mode}`);
+      tt.same(await rayKeys(r, uid), mode === 'never' ? [`RAY${uid}@NEWTABLE`] : [], `${name}: ${mode === 'never' ? "Ray's tables gone, the unknown one left (no walk)" : 'everything gone, the unknown table too (walked)'}`);
+      tt.match(created.find((ev) => ev.involvedObject.name === name)?.message, reason, `${name}: the Event says why`);
+      const line = log().split('\n').find((l) => l.includes('created the Redis cleanup Job') && l.includes(`"job":"${name}-redis-cleanup"`));
+      tt.match(line && JSON.parse(line), { sweep: mode, sweepReason: /./ }, `${name}: the log line carries the decision`);
+    }
+    tt.equal((await rayKeys(r, 'neighbour')).length, 6, "another cluster's keys, its unknown table included, intact");
+  });
+
+  t.test('--cleanup-sweep always: the admin makes every cleanup Job sweep', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer();
+    tt.teardown(() => server.stop());
+    const r = client(server.port);
+    tt.teardown(() => r.disconnect());
+    await jobRunner(tt, e);
+    await controllerWithLog(tt, e, { 'cleanup-sweep': 'always' });
+    const created = await createCluster(e, versioned('forced', `127.0.0.1:${server.port}`, '2.40.0', 'rayproject/ray:2.40.0'));
+    await seedWithNewTable(r, created.metadata.uid!);
+    await seedWithNewTable(r, 'neighbour');
+    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'forced' });
+    await released(e, 'forced');
+    tt.same((await jobArgs(e, 'forced')).slice(-2), ['--sweep', 'always']);
+    tt.same(await rayKeys(r, created.metadata.uid!), [], 'the unknown table is gone too');
+    tt.equal((await rayKeys(r, 'neighbour')).length, 6, 'another cluster intact');
+    const ev = await until(async () => (await events(e, 'CreatedRedisCleanupJob'))[0], 'the CreatedRedisCleanupJob event');
+    tt.match(ev.message, /\(--sweep always: forced by --cleanup-sweep always\)/);
+  });
+
   t.test('namespace terminating: the controller cleans up through the cleanup API and releases', async (tt) => {
     const e = await env(tt);
     const server = await startRedisServer({ password: SECRET });
@@ -128,6 +204,7 @@ if (missing) {
     // The API server refuses Events in a terminating namespace too: the controller's log keeps it.
     const done = await until(() => log().split('\n').find((l) => l.includes('event RedisCleanedByController')), 'the RedisCleanedByController log line');
     tt.match((JSON.parse(done) as { msg: string }).msg, new RegExp(`deleted storage namespace "${cluster.metadata.uid}" in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:\\d+\\. namespace "${cluster.metadata.uid}" on 127\\.0\\.0\\.1:\\d+ \\(standalone\\): deleted 5 key\\(s\\)`));
+    tt.match((JSON.parse(done) as { msg: string }).msg, /; sweep: skipped \(Ray 2\.40\.0 \(head image tag\) <= 2\.60\.0: tables known\) in \d+ ms/, 'the in-process cleanup decides the sweep like the Job');
     tt.notOk(log().includes(SECRET), 'no password in any log line');
   });
 }
