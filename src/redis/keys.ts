@@ -18,7 +18,8 @@ export const JOB_COUNTER_TABLE = 'JobCounter';
  * TABLE_PREFIX_MIN and UNUSED). The GCS of Ray 2.x writes JOB, ACTOR, ACTOR_TASK_SPEC, PLACEMENT_GROUP,
  * NODE, WORKERS and KV (gcs_table_storage.h, StoreClientInternalKV); the rest are older names, and
  * unlinking a key that does not exist costs nothing. These keys are unlinked first, so a namespace's
- * data is gone in one round trip; the SCAN sweep then finds anything else (new tables, odd keys).
+ * data is gone in one round trip; the SCAN sweep, when it runs (src/redis/sweep.ts), then finds anything
+ * else (new tables, odd keys).
  */
 export const RAY_TABLES: readonly string[] = [
   'TASK', 'RAYLET_TASK', 'NODE', 'OBJECT', 'ACTOR', 'FUNCTION', 'TASK_RECONSTRUCTION', 'RESOURCE_USAGE_BATCH',
