@@ -1,6 +1,7 @@
 // A real Ray head (GCS fault tolerance against our test Redis) writes its tables as RAY<ns>@<TABLE>; a
-// driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup must leave nothing
-// of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
+// driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup, run as the Job runs
+// it for this Ray (no keyspace sweep: RAY_RELEASE's tables are known), must leave nothing of that
+// namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
 // Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); skips with the reason without it.
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { RAY_TABLES } from '../../src/redis/keys.ts';
+import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { findRay, stopRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
@@ -78,13 +80,14 @@ if (missing) {
     const before = await snapshot(r);
 
     const out = { stdout: '', stderr: '' };
-    const code = await runWith(['--timeout', '60'], {
+    const code = await runWith(['--timeout', '60', '--sweep', 'auto', '--ray-version', RAY_RELEASE], {
       env: { RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`, RAY_external_storage_namespace: ns },
       stdout: { write: (s: string) => (out.stdout += s) },
       stderr: { write: (s: string) => (out.stderr += s) },
     });
     t.equal(code, 0, out.stderr);
     t.match(out.stdout, new RegExp(`deleted ${written.length} key\\(s\\)`));
+    t.match(out.stdout, /; sweep: skipped \(Ray [\d.]+ \(--ray-version\) <= [\d.]+: tables known\)/, 'without walking the keyspace');
     t.same(await rayKeys(), [], 'nothing of the namespace remains');
     const after = await snapshot(r);
     const neighbour = [...before.keys()].filter((k) => k.startsWith(`RAY${ns}0@`));
