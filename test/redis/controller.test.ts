@@ -48,6 +48,18 @@ async function released(e: Env, name: string): Promise<void> {
   }, `the finalizer of ${name} is released`);
 }
 
+/** A test namespace, a redis-server with its client, the job runner and the controller (its log captured). */
+async function stage(tt: Test, moduleFlags: Record<string, string> = {}) {
+  const e = await env(tt);
+  const server = await startRedisServer();
+  tt.teardown(() => server.stop());
+  const r = client(server.port);
+  tt.teardown(() => r.disconnect());
+  await jobRunner(tt, e);
+  const log = await controllerWithLog(tt, e, moduleFlags);
+  return { e, server, r, log };
+}
+
 const missing = redisServerMissing();
 if (missing) {
   t.fail(missing); // a missing redis-server fails, like a missing control plane
@@ -87,13 +99,7 @@ if (missing) {
   });
 
   t.test('ray.io/gcs-ft-deletion-timeout past int64: a Warning, the default, and the Job is created', async (tt) => {
-    const e = await env(tt);
-    const server = await startRedisServer();
-    tt.teardown(() => server.stop());
-    const r = client(server.port);
-    tt.teardown(() => r.disconnect());
-    await jobRunner(tt, e);
-    await controllerWithLog(tt, e);
+    const { e, server, r } = await stage(tt);
     const cluster = await createCluster(e, rayCluster('huge', `127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '99999999999999999999' } }));
     await seedRay(r, cluster.metadata.uid!);
     await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'huge' });
@@ -122,13 +128,7 @@ if (missing) {
     (await e.kube.get<{ spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }>({ ...JOBS, namespace: e.ns.name, name: `${name}-redis-cleanup` })).spec.template.spec.containers[0]!.args;
 
   t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables or of unknown version', async (tt) => {
-    const e = await env(tt);
-    const server = await startRedisServer();
-    tt.teardown(() => server.stop());
-    const r = client(server.port);
-    tt.teardown(() => r.disconnect());
-    await jobRunner(tt, e);
-    const log = await controllerWithLog(tt, e);
+    const { e, server, r, log } = await stage(tt);
     const address = `127.0.0.1:${server.port}`;
     const cases: Array<[string, string | undefined, string, 'never' | 'always', RegExp]> = [
       ['v240', '2.40.0', 'example.com/custom:7', 'never', /--sweep never: Ray 2\.40\.0 \(spec\.rayVersion\) <= 2\.60\.0: tables known\)/],
@@ -162,13 +162,7 @@ if (missing) {
   });
 
   t.test('--cleanup-sweep always: the admin makes every cleanup Job sweep', async (tt) => {
-    const e = await env(tt);
-    const server = await startRedisServer();
-    tt.teardown(() => server.stop());
-    const r = client(server.port);
-    tt.teardown(() => r.disconnect());
-    await jobRunner(tt, e);
-    await controllerWithLog(tt, e, { 'cleanup-sweep': 'always' });
+    const { e, server, r } = await stage(tt, { 'cleanup-sweep': 'always' });
     const created = await createCluster(e, versioned('forced', `127.0.0.1:${server.port}`, '2.40.0', 'rayproject/ray:2.40.0'));
     await seedWithNewTable(r, created.metadata.uid!);
     await seedWithNewTable(r, 'neighbour');
