@@ -6,8 +6,10 @@
 //              whole keyspace, UNLINK of what it finds (no TYPE checks, no old layout): what any
 //              SCAN-based cleanup must at least spend;
 //   - ours:    runCleanup in process (connect, INFO, read-only checks, known tables, adaptive sweep);
-//   - ours as a process: `node bin/raykeeper.js redis-cleanup` (what the Job runs; Node start included)
-//              with the stripped-TypeScript cache the image carries (bin/strip-cache.js), and without it;
+//   - ours as a process: `node bin/raykeeper.js redis-cleanup --sweep never` (what the Job runs for a
+//              Ray 2.60 cluster; Node start included) with the stripped-TypeScript cache the image carries
+//              (bin/strip-cache.js), and without it; and `--sweep always` (what the Job runs for a newer
+//              or unknown Ray, and the default by hand), with the cache;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
@@ -24,8 +26,8 @@
 // RAY<ns>@* COUNT 1000, then one DEL per key) after ~450 ms CPU of Python imports. A SCAN walk costs
 // redis-server the same CPU at any COUNT (Redis 7.0 allocates every key it visits: ~0.65 s per 1M keys
 // here, KEYS ~0.15 s), so with a SCAN sweep ours as a process is at most (450 + walk) / walk faster,
-// 1.7x at 1M keys; measured 1.2-1.4x (README, Benchmarks). Start-up (Node, ioredis, our modules through
-// the image's stripped-TypeScript cache, connect and checks) is ~160 ms of ours' ~800.
+// 1.7x at 1M keys. Without it (--sweep never) what is left is start-up (Node, ioredis, our modules
+// through the image's stripped-TypeScript cache), connect, the checks and one UNLINK round trip.
 //
 //   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
@@ -55,23 +57,29 @@ export interface RedisCleanupBenchFigures {
   oursMs: number;
   walkDataGoneMs: number;
   oursDataGoneMs: number;
-  /** With the image's stripped-TypeScript cache (RAYKEEPER_STRIP_CACHE), as the Job runs. */
+  /** `--sweep never` with the image's stripped-TypeScript cache (RAYKEEPER_STRIP_CACHE): the Job for Ray <= 2.60. */
   oursProcessMs: number;
   oursProcessNoCacheMs: number;
+  /** `--sweep always`, with the cache: the Job for a newer or unknown Ray. */
+  oursProcessAlwaysMs: number;
   rayProcessMs?: number | undefined;
   nodeStartMs: number;
   /** ours / walk (goal <= 1.1). */
   ratioWalk: number;
   /** Ray process / ours process (goal >= 2). */
   ratioRay?: number | undefined;
+  /** Ray process / ours process with --sweep always. */
+  ratioRayAlways?: number | undefined;
   /** CPU ms, client + redis-server, medians. */
   walkCpuMs: number;
   oursCpuMs: number;
   oursProcessCpuMs: number;
   oursProcessNoCacheCpuMs: number;
+  oursProcessAlwaysCpuMs: number;
   rayProcessCpuMs?: number | undefined;
   /** Ray process CPU / ours process CPU. */
   ratioRayCpu?: number | undefined;
+  ratioRayAlwaysCpu?: number | undefined;
   /** Longest single server command during ours (SLOWLOG), us, median. */
   oursServerMaxUs: number;
   walkServerMaxUs: number;
@@ -184,16 +192,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const connection = { host: '127.0.0.1', port: server.port, tls: false };
     const KEYS = TABLES.length + 1;
 
-    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], oursProcessNoCache: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [], walkCpu: [], oursCpu: [], oursProcessCpu: [], oursProcessNoCacheCpu: [], rayProcessCpu: [] };
+    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], oursProcessNoCache: [], oursProcessAlways: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [], walkCpu: [], oursCpu: [], oursProcessCpu: [], oursProcessNoCacheCpu: [], oursProcessAlwaysCpu: [], rayProcessCpu: [] };
     const cpu = () => cpuMs(server.pid);
-    let lastSummary = '';
-    const oursProcess = async (key: string, env: NodeJS.ProcessEnv) => {
+    const lastSummary: Record<string, string> = {};
+    const oursProcess = async (key: string, sweep: 'never' | 'always', env: NodeJS.ProcessEnv) => {
       const ns = await seed();
       const c0 = cpu();
-      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet'], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns, ...env });
+      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns, ...env });
       results[`${key}Cpu`]!.push(Math.round(cpu() - c0));
       if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
-      lastSummary = res.out.trim().split('\n')[0] ?? '';
+      lastSummary[key] = res.out.trim().split('\n')[0] ?? '';
       results[key]!.push(res.ms);
       await gone(ns);
     };
@@ -221,8 +229,9 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
         results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
         await gone(ns);
       }],
-      ['oursProcess', () => oursProcess('oursProcess', { RAYKEEPER_STRIP_CACHE: stripCache })],
-      ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', {})],
+      ['oursProcess', () => oursProcess('oursProcess', 'never', { RAYKEEPER_STRIP_CACHE: stripCache })],
+      ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', 'never', {})],
+      ['oursProcessAlways', () => oursProcess('oursProcessAlways', 'always', { RAYKEEPER_STRIP_CACHE: stripCache })],
       ['nodeStart', async () => {
         results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
       }],
@@ -254,39 +263,48 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       oursDataGoneMs: m('oursGone'),
       oursProcessMs: m('oursProcess'),
       oursProcessNoCacheMs: m('oursProcessNoCache'),
+      oursProcessAlwaysMs: m('oursProcessAlways'),
       rayProcessMs: python ? m('rayProcess') : undefined,
       nodeStartMs: m('nodeStart'),
       ratioWalk: m('ours') / Math.max(1, m('walk')),
       ratioRay: python ? m('rayProcess') / Math.max(1, m('oursProcess')) : undefined,
+      ratioRayAlways: python ? m('rayProcess') / Math.max(1, m('oursProcessAlways')) : undefined,
       walkCpuMs: m('walkCpu'),
       oursCpuMs: m('oursCpu'),
       oursProcessCpuMs: m('oursProcessCpu'),
       oursProcessNoCacheCpuMs: m('oursProcessNoCacheCpu'),
+      oursProcessAlwaysCpuMs: m('oursProcessAlwaysCpu'),
       rayProcessCpuMs: python ? m('rayProcessCpu') : undefined,
       ratioRayCpu: python ? m('rayProcessCpu') / Math.max(1, m('oursProcessCpu')) : undefined,
+      ratioRayAlwaysCpu: python ? m('rayProcessCpu') / Math.max(1, m('oursProcessAlwaysCpu')) : undefined,
       oursServerMaxUs: m('oursServerMax'),
       walkServerMaxUs: m('walkServerMax'),
       loadBefore,
       loadAfter,
     };
-    const row = (label: string, key: string, note = '') => log(`  ${label.padEnd(44)} ${String(m(key)).padStart(7)}   runs ${results[key]!.join(', ').padEnd(22)} ${note}`);
+    const row = (label: string, key: string, note = '') => log(`  ${label.padEnd(56)} ${String(m(key)).padStart(7)}   runs ${results[key]!.join(', ').padEnd(22)} ${note}`);
     const x = (v: number) => `${v.toFixed(2)}x`;
     log('milliseconds (median, every run):');
     row('walk: SCAN MATCH COUNT 10000 + UNLINK (floor)', 'walk');
     row('ours: runCleanup in process', 'ours', `${x(figures.ratioWalk)} the walk (goal <= 1.1x)`);
     row('time to data gone: walk', 'walkGone');
     row('time to data gone: ours (known tables first)', 'oursGone');
-    row('ours as a process (raykeeper redis-cleanup)', 'oursProcess', lastSummary.replace(/^.*?: /, ''));
+    const summary = (key: string) => (lastSummary[key] ?? '').replace(/^.*?: /, '');
+    const vsRay = (ratio: number | undefined, goal = '') => (ratio === undefined ? '' : `Ray ${x(ratio)} this${goal}`);
+    const notes = (...parts: string[]) => parts.filter(Boolean).join('; ');
+    row('ours as a process, --sweep never (the Job, Ray <= 2.60)', 'oursProcess', notes(vsRay(figures.ratioRay, ' (goal >= 2x)'), summary('oursProcess')));
     row('  the same without the strip cache', 'oursProcessNoCache');
-    if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess', `${x(figures.ratioRay!)} ours as a process (goal >= 2x)`);
-    else log("  Ray's cleanup_redis_storage as a process      n/a  Ray not installed (tools/install-ray.sh)");
+    row('ours as a process, --sweep always (newer Ray, by hand)', 'oursProcessAlways', notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')));
+    if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess');
+    else log(`  ${"Ray's cleanup_redis_storage as a process".padEnd(56)}     n/a  Ray not installed (tools/install-ray.sh)`);
     row('node -e 0 (Node start-up, context)', 'nodeStart');
     log('CPU milliseconds, client + redis-server (median, every run):');
     row('walk', 'walkCpu');
     row('ours in process', 'oursCpu', `${x(figures.oursCpuMs / Math.max(1, figures.walkCpuMs))} the walk`);
-    row('ours as a process', 'oursProcessCpu');
+    row('ours as a process, --sweep never', 'oursProcessCpu', vsRay(figures.ratioRayCpu));
     row('  the same without the strip cache', 'oursProcessNoCacheCpu');
-    if (python) row("Ray's cleanup as a process", 'rayProcessCpu', `${x(figures.ratioRayCpu!)} ours as a process`);
+    row('ours as a process, --sweep always', 'oursProcessAlwaysCpu', vsRay(figures.ratioRayAlwaysCpu));
+    if (python) row("Ray's cleanup as a process", 'rayProcessCpu');
     log('longest single command the server ran (SLOWLOG), us (median, every run):');
     row('walk (COUNT 10000)', 'walkServerMax');
     row('ours (adaptive COUNT)', 'oursServerMax');
