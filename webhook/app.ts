@@ -1,7 +1,7 @@
 // The admission webhook's HTTPS app: buildApp() wires routes, parsing, TLS reloading and metrics, and
 // returns the Fastify instance without listening (tests use app.inject or listen on port 0).
 import { randomUUID } from 'node:crypto';
-import type { Server as HttpsServer } from 'node:https';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import { denied } from '../src/admission/response.ts';
@@ -12,6 +12,7 @@ import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
+import { BodyGate } from './body-gate.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 import { sleep } from '../src/backoff.ts';
 
@@ -35,6 +36,11 @@ export const DEFAULT_BODY_BUDGET = DEFAULT_BODY_LIMIT;
 export const DEFAULT_BODY_WAIT_MS = 3000;
 /** Requests that may wait for room at once; more get 503 at once. */
 export const DEFAULT_BODY_WAITERS = 256;
+
+/** Fastify's default; the API server reuses its connections to the webhook. */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+/** A whole request (headers and body) must arrive within this. */
+const REQUEST_TIMEOUT_MS = 30_000;
 
 export interface WebhookOptions {
   certFile: string;
@@ -75,6 +81,7 @@ const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resour
   { path: MUTATE_RAYCLUSTER_PATH, target: 'RayCluster', resource: 'raycluster' },
   { path: MUTATE_RAYJOB_PATH, target: 'RayJob', resource: 'rayjob' },
 ];
+const RESOURCE_BY_PATH: ReadonlyMap<string, Resource> = new Map(ROUTES.map((r) => [r.path, r.resource]));
 
 interface RouteConfig {
   resource?: Resource;
@@ -114,14 +121,32 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const record = metrics.record;
 
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
+  const gate = new BodyGate({
+    budget,
+    bodyLimit,
+    resourceOf: (path) => RESOURCE_BY_PATH.get(path),
+    refuse: (resource, waitedMs) => {
+      record.error(resource, 'overloaded');
+      record.request(resource, 'invalid', waitedMs / 1000);
+      logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
+      const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
+      return denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message);
+    },
+  });
   const app = Fastify({
-    https: secureContextOptions(material),
+    // Our own HTTPS server, so that admission bodies pass the byte budget (body-gate.ts) before Fastify
+    // reads them, without a per-request Fastify hook.
+    serverFactory: (handler) => {
+      const server = createHttpsServer(secureContextOptions(material), gate.wrap(handler));
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.requestTimeout = REQUEST_TIMEOUT_MS;
+      return server;
+    },
     // Fastify gets no logger, so it makes no per-request child logger and writes no access lines: the
     // handlers log refusals at warn and routine patches at debug with the admission uid, through `logger`
     // (the API server's audit log records patches too).
     logger: false,
     bodyLimit,
-    requestTimeout: 30_000,
     // While draining (drainMs) admission calls are still answered; /readyz says 503 on its own.
     return503OnClosing: !options.drainMs,
   }) as unknown as FastifyInstance<HttpsServer>;
@@ -170,7 +195,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     const resource = (request.routeOptions.config as RouteConfig | undefined)?.resource;
     if (resource !== undefined) {
       record.error(resource, reason);
-      record.request(resource, 'invalid', reply.elapsedTime / 1000);
+      record.request(resource, 'invalid', (reply.elapsedTime + gate.waitedMs(request.raw)) / 1000);
     }
     if (closing) void reply.header('connection', 'close');
     const message = status >= 500 ? `internal error: ${err.message}` : err.message;
@@ -181,46 +206,9 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     void reply.code(status).send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, status, message));
   });
 
-  /** 503 before the body is read: no uid is known yet. The connection closes so the body is not read either. */
-  const refuseOverloaded = (resource: Resource, reply: FastifyReply) => {
-    record.error(resource, 'overloaded');
-    record.request(resource, 'invalid', reply.elapsedTime / 1000);
-    logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
-    const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
-    void reply.code(503).header('connection', 'close').header('retry-after', '1').send(denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message));
-  };
-
-  /**
-   * Holds the request's declared body size in the budget from before the body is read until the response
-   * is closed (sent, or the connection gone). Bodies without a length (chunked) count as the limit; ones
-   * over the limit count as nothing (Fastify refuses them with 413 without reading them).
-   */
-  const admitBody = (resource: Resource) => (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const declared = Number(request.headers['content-length'] ?? bodyLimit);
-    const weight = Number.isFinite(declared) && declared <= bodyLimit ? Math.max(0, declared) : 0;
-    let held = 0;
-    let closed = false;
-    reply.raw.once('close', () => {
-      closed = true;
-      if (held > 0) budget.release(held);
-      held = 0;
-    });
-    if (budget.tryAcquire(weight)) {
-      held = weight;
-      return done();
-    }
-    void budget.acquire(weight).then((ok) => {
-      if (!ok) return refuseOverloaded(resource, reply);
-      if (closed) return budget.release(weight); // the client left while waiting
-      held = weight;
-      done();
-    });
-  };
-
   for (const { path, target, resource } of ROUTES) {
     app.post(path, {
       config: { resource } satisfies RouteConfig,
-      onRequest: admitBody(resource),
       handler: async (request, reply) => {
         const outcome = mutate(request.body, target, mutateOptions);
         const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
@@ -239,8 +227,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         // While shutting down, answers close their keep-alive connection so close() need not wait for the
         // client's idle timeout (in-flight requests still complete).
         if (closing) void reply.header('connection', 'close');
-        // Latency: from the request's arrival (Fastify's onRequest clock) to the answer being ready.
-        record.request(resource, operation, reply.elapsedTime / 1000);
+        // Latency: from the request's arrival (Fastify's clock, plus any wait for the budget before it) to the answer being ready.
+        record.request(resource, operation, (reply.elapsedTime + gate.waitedMs(request.raw)) / 1000);
         return reply.code(outcome.httpStatus).send(outcome.answer);
       },
     });
