@@ -1,11 +1,12 @@
-// The copy that defaulting works on. Only the containers a rule may write to are copied (shallowly); all
-// other subtrees are SHARED with the original, so the diff (patch.ts, which skips identical references)
-// walks only what could have changed. Cost stays flat however large the pod templates are.
+// The copy that defaulting works on (the rules record their writes as patch operations, patch.ts; the copy
+// is what they read back and what `raykeeper mutate` prints). Only the containers a rule may write to are
+// copied (shallowly); all other subtrees are SHARED with the original, so the cost stays flat however
+// large the pod templates are.
 //
 // Contract for every defaulting rule: write ONLY into these containers (or replace them as a whole):
 //   obj (top-level keys), obj.metadata, obj.metadata.annotations, obj.metadata.finalizers,
 //   obj.spec (its own keys), obj.spec.gcsFaultToleranceOptions, obj.status.
-// A write anywhere else would change the original too and be missing from the patch; the property test
+// A write anywhere else would change the original too (and bypass the recorded patch); the property test
 // (test/admission/patch-property.test.ts) checks every answer against defaulting on a FULL deep copy.
 import type { Json, JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';

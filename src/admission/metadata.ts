@@ -1,24 +1,21 @@
-// Reading and changing metadata on a (copied) object. Absent and null maps/lists are treated alike.
+// Reading and changing metadata on a (copied) object, each change recorded as patch operations.
+// Absent and null maps/lists are treated alike.
 import { hasFinalizer } from '../finalizer.ts';
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
+import { appendItem, setContainer, setMember, type PatchOperation } from './patch.ts';
 
 export function metadataOf(obj: JsonObject): JsonObject | undefined {
   return isJsonObject(obj.metadata) ? obj.metadata : undefined;
 }
 
-/** The metadata object, created when absent or null (the diff then adds or replaces it as a whole). */
-function ensureMetadata(obj: JsonObject): JsonObject {
-  if (!isJsonObject(obj.metadata)) obj.metadata = {};
-  return obj.metadata as JsonObject;
-}
-
-/** Appends the finalizer once; other finalizers and their order are kept. */
-export function addFinalizer(obj: JsonObject, finalizer: string): boolean {
+/** Appends the finalizer once (recorded in `ops`); other finalizers and their order are kept. */
+export function addFinalizer(obj: JsonObject, finalizer: string, ops: PatchOperation[]): boolean {
   if (hasFinalizer(metadataOf(obj), finalizer)) return false;
-  const meta = ensureMetadata(obj);
-  if (Array.isArray(meta.finalizers)) meta.finalizers.push(finalizer);
-  else meta.finalizers = [finalizer];
+  const meta = obj.metadata;
+  if (!isJsonObject(meta)) setContainer(ops, '', obj, 'metadata', () => ({ finalizers: [finalizer] }));
+  else if (Array.isArray(meta.finalizers)) appendItem(ops, '/metadata/finalizers', meta.finalizers, finalizer);
+  else setContainer(ops, '/metadata', meta, 'finalizers', () => [finalizer]);
   return true;
 }
 
@@ -31,10 +28,12 @@ export function annotationOf(obj: JsonObject | null | undefined, key: string): s
   return typeof value === 'string' ? value : undefined;
 }
 
-export function setAnnotation(obj: JsonObject, key: string, value: string): void {
-  const meta = ensureMetadata(obj);
-  if (!isJsonObject(meta.annotations)) meta.annotations = {};
-  (meta.annotations as JsonObject)[key] = value;
+/** Sets one annotation (recorded in `ops`), creating metadata and annotations when absent or null. */
+export function setAnnotation(obj: JsonObject, key: string, value: string, ops: PatchOperation[]): void {
+  const meta = obj.metadata;
+  if (!isJsonObject(meta)) setContainer(ops, '', obj, 'metadata', () => ({ annotations: { [key]: value } }));
+  else if (!isJsonObject(meta.annotations)) setContainer(ops, '/metadata', meta, 'annotations', () => ({ [key]: value }));
+  else setMember(ops, '/metadata/annotations', meta.annotations, key, value);
 }
 
 /**

@@ -1,10 +1,10 @@
 // The whole admission decision for one request body, without I/O: parse, check the kind, default a copy
-// (copy.ts), diff it against the original (patch.ts), answer. Never throws: a failure anywhere becomes an
-// AdmissionReview refusal (400 for bad input, 500 for our own failure).
+// (copy.ts) while recording each write as a patch operation (patch.ts), answer. Never throws: a failure
+// anywhere becomes an AdmissionReview refusal (400 for bad input, 500 for our own failure).
 import { RAY_GROUP, RAY_VERSION } from '../names.ts';
 import type { JsonObject } from '../types.ts';
 import { copyForDefaulting } from './copy.ts';
-import { diffPatch, type PatchOperation } from './patch.ts';
+import type { PatchOperation } from './patch.ts';
 import { defaultRayCluster, rayClusterShapeProblem, type DefaultingResult } from './raycluster.ts';
 import { defaultRayJob, rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
@@ -79,9 +79,7 @@ export function mutate(body: unknown, target: TargetKind, options: MutateOptions
     if (problem !== undefined) return refusal(400, denied(apiVersion, uid, 400, problem), problem, request);
 
     const copy = copyForDefaulting(original);
-    const { changes, warnings } = defaultObject(target, copy, request, options);
-    // The diff, not the rules' own account, decides whether there is a patch.
-    const patch = diffPatch(original, copy);
+    const { patch, changes, warnings } = defaultObject(target, copy, request, options);
     return { httpStatus: 200, answer: allowed(apiVersion, uid, patch, warnings), request, patch, changes, warnings, defaulted: copy };
   } catch (err) {
     const message = `internal error while defaulting: ${err instanceof Error ? err.message : String(err)}`;

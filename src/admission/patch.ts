@@ -1,14 +1,11 @@
-// The JSON patch of an admission answer: the difference between the object as received and its defaulted
-// copy, computed in this one place, so JSON-pointer escaping ('~' -> '~0', '/' -> '~1') and absent or null
-// parents are handled once, not per rule.
-//
-// It walks only where the two differ BY REFERENCE. copy.ts copies just the containers the rules may write
-// to and shares every other subtree with the original, so the walk visits those few containers (the
-// object, metadata, annotations, finalizers, spec, gcsFaultToleranceOptions, status) and never the pod
-// templates: no deep comparison, no deep clone (the values are serialized into the answer at once and never
-// mutated). test/admission/patch-property.test.ts checks every patch with an independent RFC 6902 applier.
+// The JSON patch of an admission answer, recorded by the defaulting rules as they write (they know the
+// few paths they touch), through the writers below. JSON-pointer escaping ('~' -> '~0', '/' -> '~1') and
+// absent or null parents are handled here once, not per rule: a member that exists (null included) is
+// replaced, an absent one added; a container created by a rule is recorded as one operation with a value
+// of its own, so later writes into the copy never change an operation already recorded. No diff, no
+// deep comparison, no deep clone. test/admission/patch-property.test.ts checks every patch with an
+// independent RFC 6902 applier against the rules run on a full deep copy.
 import type { Json, JsonObject } from '../types.ts';
-import { isJsonObject } from './json.ts';
 
 export type PatchOperation =
   | { op: 'add'; path: string; value: Json }
@@ -21,40 +18,26 @@ export function escapePointerToken(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
+/** `obj[key] = value` on the copy, recorded as a replace of an existing member or an add of an absent one. */
+export function setMember(ops: PatchOperation[], path: string, obj: JsonObject, key: string, value: Json): void {
+  const at = `${path}/${escapePointerToken(key)}`;
+  ops.push(Object.hasOwn(obj, key) ? { op: 'replace', path: at, value } : { op: 'add', path: at, value });
+  obj[key] = value;
+}
+
 /**
- * RFC 6902 operations turning `original` into `defaulted`. A null parent replaced by an object becomes a
- * `replace` of the parent (valid: the member exists); an absent parent becomes an `add` of the whole parent.
+ * `obj[key] = make()` for a container the rule creates (the member was absent, null or not an object):
+ * the copy and the recorded operation get two separate results of `make`.
  */
-export function diffPatch(original: JsonObject, defaulted: JsonObject): PatchOperation[] {
-  const ops: PatchOperation[] = [];
-  diffObjects(original, defaulted, '', ops);
-  return ops;
+export function setContainer(ops: PatchOperation[], path: string, obj: JsonObject, key: string, make: () => Json): void {
+  const at = `${path}/${escapePointerToken(key)}`;
+  const value = make();
+  ops.push(Object.hasOwn(obj, key) ? { op: 'replace', path: at, value } : { op: 'add', path: at, value });
+  obj[key] = make();
 }
 
-function diffValues(before: Json, after: Json, path: string, ops: PatchOperation[]): void {
-  if (before === after) return;
-  if (isJsonObject(before) && isJsonObject(after)) return diffObjects(before, after, path, ops);
-  if (Array.isArray(before) && Array.isArray(after)) return diffArrays(before, after, path, ops);
-  ops.push({ op: 'replace', path, value: after });
-}
-
-function diffObjects(before: JsonObject, after: JsonObject, path: string, ops: PatchOperation[]): void {
-  for (const key of Object.keys(before)) {
-    if (!Object.hasOwn(after, key)) ops.push({ op: 'remove', path: `${path}/${escapePointerToken(key)}` });
-  }
-  for (const key of Object.keys(after)) {
-    const next = after[key] as Json;
-    if (!Object.hasOwn(before, key)) ops.push({ op: 'add', path: `${path}/${escapePointerToken(key)}`, value: next });
-    else if (before[key] !== next) diffValues(before[key] as Json, next, `${path}/${escapePointerToken(key)}`, ops);
-  }
-}
-
-/** Appended elements become adds at their indexes; any other change replaces the whole array. */
-function diffArrays(before: Json[], after: Json[], path: string, ops: PatchOperation[]): void {
-  const sharedPrefix = after.length >= before.length && before.every((item, i) => item === after[i]);
-  if (!sharedPrefix) {
-    ops.push({ op: 'replace', path, value: after });
-    return;
-  }
-  for (let i = before.length; i < after.length; i++) ops.push({ op: 'add', path: `${path}/${i}`, value: after[i] as Json });
+/** `array.push(value)` on the copy, recorded as an add at its index. */
+export function appendItem(ops: PatchOperation[], path: string, array: Json[], value: Json): void {
+  ops.push({ op: 'add', path: `${path}/${array.length}`, value });
+  array.push(value);
 }

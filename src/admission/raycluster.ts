@@ -1,5 +1,5 @@
 // RayCluster defaulting: the GCS fault-tolerance finalizer and the pinned Redis storage namespace.
-// Works in place on a deep copy of the admitted object; the HTTP layer diffs it against the original.
+// Works in place on the copy of the admitted object (copy.ts), recording each write as patch operations.
 //
 // Rules (only when GCS FT is on with the Redis backend, see src/gcsft.ts):
 // - CREATE: add `ray.io/gcs-ft-redis-cleanup-finalizer` once; pin the storage namespace when none is set:
@@ -24,6 +24,7 @@ import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { addFinalizer, annotationOf, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';
+import { setMember, type PatchOperation } from './patch.ts';
 
 /** spec.managedBy value meaning "KubeRay reconciles this" (KubeRay's utils.KubeRayController). */
 
@@ -38,6 +39,8 @@ export interface RayClusterDefaultingContext {
 }
 
 export interface DefaultingResult {
+  /** The JSON patch of every write, in order (patch.ts). */
+  patch: PatchOperation[];
   /** Human-readable changes, for logs (empty when nothing changed). */
   changes: string[];
   /** Sent to the client as admission warnings (kubectl prints them). */
@@ -102,15 +105,15 @@ function applyFinalizerRule(cluster: JsonObject, ctx: RayClusterDefaultingContex
     if (ctx.oldObject && hasFinalizer(metadataOf(ctx.oldObject), GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (isDeleting(ctx.oldObject)) return;
   }
-  if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER)) result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);
+  if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER, result.patch)) result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);
 }
 
-function pinStorageNamespace(cluster: JsonObject, mode: 'annotation' | 'options', value: string): string {
+function pinStorageNamespace(cluster: JsonObject, mode: 'annotation' | 'options', value: string, ops: PatchOperation[]): string {
   if (mode === 'options') {
-    (optionsOf(cluster) as JsonObject).externalStorageNamespace = value;
+    setMember(ops, '/spec/gcsFaultToleranceOptions', optionsOf(cluster) as JsonObject, 'externalStorageNamespace', value);
     return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
   }
-  setAnnotation(cluster, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, value);
+  setAnnotation(cluster, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, value, ops);
   return `annotation ${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}`;
 }
 
@@ -131,19 +134,19 @@ function applyStorageNamespaceRule(
     const value = ctx.newStorageNamespace();
     const problem = storageNamespaceProblem(value);
     if (problem !== undefined) throw new Error(`generated ${problem}`);
-    const where = pinStorageNamespace(cluster, mode, value);
+    const where = pinStorageNamespace(cluster, mode, value, result.patch);
     result.changes.push(`pinned storage namespace ${value} in ${where}`);
     return;
   }
   // UPDATE: restore what the old object pinned; never invent one (the UID is the default from now on).
   const previous = explicitStorageNamespace(ctx.oldObject);
   if (previous === undefined) return;
-  const where = pinStorageNamespace(cluster, mode, previous);
+  const where = pinStorageNamespace(cluster, mode, previous, result.patch);
   result.changes.push(`restored storage namespace ${previous} in ${where} (the update dropped it)`);
 }
 
 export function defaultRayCluster(cluster: JsonObject, ctx: RayClusterDefaultingContext): DefaultingResult {
-  const result: DefaultingResult = { changes: [], warnings: [] };
+  const result: DefaultingResult = { patch: [], changes: [], warnings: [] };
   const subject = ftSubject(cluster);
   if (!usesRedisBackend(subject)) return result; // FT off, or rocksdb: no Redis to clean
   if (isManagedExternally(cluster as FtSubject)) return result;

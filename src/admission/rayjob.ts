@@ -1,4 +1,4 @@
-// RayJob defaulting on CREATE (in place on a deep copy):
+// RayJob defaulting on CREATE (in place on the copy, each write recorded as patch operations):
 // - status.jobDeploymentStatus "New" when absent or "" (KubeRay encodes New as ""). API servers whose CRD
 //   has the status subresource drop status on CREATE; the controller treats an absent status as New, so
 //   this is defaulting for readers, not the source of truth.
@@ -9,6 +9,7 @@
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
 import { metadataShapeProblem } from './metadata.ts';
+import { setContainer, setMember } from './patch.ts';
 import type { DefaultingResult } from './raycluster.ts';
 
 export const RAYJOB_SPEC_DEFAULTS: ReadonlyArray<readonly [field: string, value: string | number]> = [
@@ -30,14 +31,14 @@ export function rayJobShapeProblem(obj: JsonObject): string | undefined {
 }
 
 export function defaultRayJob(job: JsonObject, ctx: RayJobDefaultingContext): DefaultingResult {
-  const result: DefaultingResult = { changes: [], warnings: [] };
+  const result: DefaultingResult = { patch: [], changes: [], warnings: [] };
   if (ctx.operation !== 'CREATE') return result;
 
   if (!isJsonObject(job.status)) {
-    job.status = { jobDeploymentStatus: 'New' };
+    setContainer(result.patch, '', job, 'status', () => ({ jobDeploymentStatus: 'New' }));
     result.changes.push('set status.jobDeploymentStatus New');
   } else if (job.status.jobDeploymentStatus === undefined || job.status.jobDeploymentStatus === null || job.status.jobDeploymentStatus === '') {
-    job.status.jobDeploymentStatus = 'New';
+    setMember(result.patch, '/status', job.status, 'jobDeploymentStatus', 'New');
     result.changes.push('set status.jobDeploymentStatus New');
   }
 
@@ -45,7 +46,7 @@ export function defaultRayJob(job: JsonObject, ctx: RayJobDefaultingContext): De
   if (isJsonObject(spec)) {
     for (const [field, value] of RAYJOB_SPEC_DEFAULTS) {
       if (spec[field] === undefined || spec[field] === null) {
-        spec[field] = value;
+        setMember(result.patch, '/spec', spec, field, value);
         result.changes.push(`set spec.${field} ${value}`);
       }
     }
