@@ -1,6 +1,6 @@
 // Exponential backoff with jitter, shared by the work queue (per-key retries), the informers (watch
 // restarts), leader election and the Redis cleanup's retries; and the one abortable sleep.
-// The delays are pure: randomness is injected.
+// The delays are pure: randomness is injected, and so are the timers (a test passes fake ones).
 
 export interface BackoffOptions {
   /** First delay in ms. */
@@ -47,13 +47,24 @@ export class Backoff {
   }
 }
 
+/** The timers sleeps, delayed adds and deadlines are scheduled with; a test passes fake ones it advances. */
+export interface Timers {
+  setTimer(fn: () => void, ms: number): unknown;
+  clearTimer(timer: unknown): void;
+}
+
+export const REAL_TIMERS: Timers = {
+  setTimer: (fn, ms) => setTimeout(fn, ms),
+  clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
+};
+
 /** A sleep that an AbortSignal cuts short (resolves, never rejects). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, timers: Timers = REAL_TIMERS): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
+    const timer = timers.setTimer(done, ms);
     function done(): void {
-      clearTimeout(timer);
+      timers.clearTimer(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     }

@@ -11,7 +11,7 @@
 // - After losing the lease the elector does not campaign again here: the manager exits the process.
 // - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
 //   next retry instead of waiting for the lease to expire.
-import { sleep } from '../../src/backoff.ts';
+import { REAL_TIMERS, sleep, type Timers } from '../../src/backoff.ts';
 import { LEASES } from '../../src/kube-resources.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -71,13 +71,18 @@ export function renewStep(now: number, lastRenewAt: number, t: Pick<LeaderTiming
   return { kind: 'renew', waitMs: Math.min(t.retryPeriodMs, deadline - now), deadline };
 }
 
+/** The Lease requests the elector makes (a KubeClient). */
+export type LeaseClient = Pick<KubeClient, 'get' | 'create' | 'replace'>;
+
 export interface LeaderElectionOptions extends Partial<LeaderTiming> {
-  kube: KubeClient;
+  kube: LeaseClient;
   namespace: string;
   name: string;
   identity: string;
   logger?: Logger | undefined;
   now?: () => number;
+  /** What the retry waits and the per-attempt deadlines are scheduled with. */
+  timers?: Timers;
 }
 
 export interface LeaderCallbacks {
@@ -100,7 +105,7 @@ type Attempt = 'held' | 'lost' | 'failed';
 
 export class LeaderElector {
   readonly identity: string;
-  private readonly o: LeaderTiming & Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now'>> & { logger: Logger | undefined };
+  private readonly o: LeaderTiming & Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & { logger: Logger | undefined };
   private observedRecord = '';
   private observedTime = 0;
   private observedHolder = '';
@@ -122,6 +127,7 @@ export class LeaderElector {
       renewDeadlineMs: options.renewDeadlineMs ?? DEFAULT_LEADER_TIMING.renewDeadlineMs,
       retryPeriodMs: options.retryPeriodMs ?? DEFAULT_LEADER_TIMING.retryPeriodMs,
       now: options.now ?? Date.now,
+      timers: options.timers ?? REAL_TIMERS,
       logger: options.logger,
     };
     const problem = leaderTimingProblem(this.o);
@@ -167,7 +173,7 @@ export class LeaderElector {
         this.renewed(attemptAt);
         break;
       }
-      await sleep(this.o.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal);
+      await sleep(this.o.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal, this.o.timers);
     }
     this.leading = true;
     this.leaderController = new AbortController();
@@ -181,7 +187,7 @@ export class LeaderElector {
         reason = `could not renew the lease within the renew deadline (${this.o.renewDeadlineMs} ms)`;
         break;
       }
-      await sleep(step.waitMs, signal);
+      await sleep(step.waitMs, signal, this.o.timers);
       if (signal.aborted) break;
       const attemptAt = now();
       if (attemptAt >= step.deadline) continue;
@@ -255,13 +261,13 @@ export class LeaderElector {
   private async tryAcquireOrRenew(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
     if (signal.aborted) return 'failed';
     const attempt = new AbortController();
-    const timer = setTimeout(() => attempt.abort(new Error('leader election: deadline reached')), Math.max(0, deadline - this.o.now()));
+    const timer = this.o.timers.setTimer(() => attempt.abort(new Error('leader election: deadline reached')), Math.max(0, deadline - this.o.now()));
     const onAbort = (): void => attempt.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       return await this.acquireOrRenewUntil(callbacks, deadline, attempt.signal);
     } finally {
-      clearTimeout(timer);
+      this.o.timers.clearTimer(timer);
       signal.removeEventListener('abort', onAbort);
     }
   }

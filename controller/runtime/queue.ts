@@ -5,7 +5,7 @@
 // - delayed adds (`addAfter`, earliest deadline wins) and per-key exponential, capped, jittered
 //   retries (`addRateLimited`, reset by `forget`);
 // - shutdown: no new keys, waiting `get()` calls resolve undefined, `drain()` waits for in-flight work.
-import { backoffDelay, type BackoffOptions } from '../../src/backoff.ts';
+import { backoffDelay, REAL_TIMERS, type BackoffOptions, type Timers } from '../../src/backoff.ts';
 
 export interface WorkQueueHooks {
   /** A key entered the ready queue (after dedup). */
@@ -16,23 +16,13 @@ export interface WorkQueueHooks {
   onGet?(key: string, waitedMs: number): void;
 }
 
-/** The timers the queue schedules delayed adds and drain timeouts with; a test passes fake ones. */
-export interface QueueTimers {
-  setTimer(fn: () => void, ms: number): unknown;
-  clearTimer(timer: unknown): void;
-}
-
-const REAL_TIMERS: QueueTimers = {
-  setTimer: (fn, ms) => setTimeout(fn, ms),
-  clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
-};
-
 export interface WorkQueueOptions {
   retry?: BackoffOptions;
   hooks?: WorkQueueHooks;
   random?: () => number;
   now?: () => number;
-  timers?: QueueTimers;
+  /** What delayed adds and drain timeouts are scheduled with. */
+  timers?: Timers;
 }
 
 export const DEFAULT_RETRY: BackoffOptions = { baseMs: 500, maxMs: 300_000, factor: 2, jitter: 0.2 };
@@ -50,7 +40,7 @@ export class WorkQueue {
   private readonly hooks: WorkQueueHooks;
   private readonly random: () => number;
   private readonly now: () => number;
-  private readonly timers: QueueTimers;
+  private readonly timers: Timers;
 
   constructor(options: WorkQueueOptions = {}) {
     this.retry = options.retry ?? DEFAULT_RETRY;

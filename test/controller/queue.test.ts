@@ -1,32 +1,7 @@
 import t from 'tap';
-import { runWorkers, WorkQueue, type QueueTimers } from '../../controller/runtime/queue.ts';
+import { runWorkers, WorkQueue } from '../../controller/runtime/queue.ts';
 import { Backoff, backoffDelay, sleep } from '../../src/backoff.ts';
-
-/** Time that moves only when the test says: `advance` fires the timers that fall due, in order. */
-class FakeClock implements QueueTimers {
-  private at = 1_000_000;
-  private readonly timers = new Map<number, { due: number; fn: () => void }>();
-  private nextId = 0;
-  readonly now = (): number => this.at;
-  setTimer(fn: () => void, ms: number): number {
-    this.timers.set(++this.nextId, { due: this.at + ms, fn });
-    return this.nextId;
-  }
-  clearTimer(timer: unknown): void {
-    this.timers.delete(timer as number);
-  }
-  advance(ms: number): void {
-    const until = this.at + ms;
-    for (;;) {
-      const due = [...this.timers].filter(([, t]) => t.due <= until).sort((a, b) => a[1].due - b[1].due || a[0] - b[0])[0];
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.at = due[1].due;
-      due[1].fn();
-    }
-    this.at = until;
-  }
-}
+import { FakeClock } from '../helpers/fake-clock.ts';
 
 /** Resolves after every promise callback queued so far has run (a resolved get() would have landed). */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
