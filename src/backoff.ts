@@ -62,12 +62,14 @@ export const REAL_TIMERS: Timers = {
 export function sleep(ms: number, signal?: AbortSignal, timers: Timers = REAL_TIMERS): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
-    const timer = timers.setTimer(done, ms);
+    // Declared first: a Timers that calls back at once must find it (undefined) rather than throw.
+    let timer: unknown;
     function done(): void {
-      timers.clearTimer(timer);
+      if (timer !== undefined) timers.clearTimer(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     }
     signal?.addEventListener('abort', done, { once: true });
+    timer = timers.setTimer(done, ms);
   });
 }

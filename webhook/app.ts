@@ -126,8 +126,10 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     bodyLimit,
     resourceOf: (path) => RESOURCE_BY_PATH.get(path),
     refuse: (resource, waitedMs) => {
-      record.error(resource, 'overloaded');
-      record.request(resource, 'invalid', waitedMs / 1000);
+      if (resource !== undefined) {
+        record.error(resource, 'overloaded');
+        record.request(resource, 'invalid', waitedMs / 1000);
+      }
       logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
       const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
       return denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message);

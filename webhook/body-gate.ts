@@ -1,9 +1,11 @@
-// The byte budget's gate (budget.ts) in front of Fastify: an admission request holds its declared body
-// size from before its body is read until its response is closed (sent, or the connection gone). It wraps
-// the server's request handler (Fastify's serverFactory) rather than running as a Fastify onRequest hook:
-// a route hook costs every request several microseconds of hook machinery, the gate an integer compare.
-// Bodies without a length (chunked) count as the limit; ones over the limit count as nothing (Fastify
-// refuses them with 413 without reading them). Other paths pass straight through.
+// The byte budget's gate (budget.ts) in front of Fastify: a request with a body holds its declared size
+// from before the body is read until its response is closed (sent, or the connection gone). It wraps the
+// server's request handler (Fastify's serverFactory) rather than running as a Fastify onRequest hook: a
+// route hook costs every request several microseconds of hook machinery, the gate an integer compare.
+// Every request with a body is charged whatever its path: the router also takes spellings of the
+// admission paths (percent-encoded, absolute-form) that a string match would miss. Chunked bodies count
+// as the limit; ones declared over the limit count as nothing (refused with 413 unread); requests
+// without a body pass straight through.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
 import type { ByteBudget } from './budget.ts';
@@ -14,10 +16,10 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 export interface BodyGateOptions {
   budget: ByteBudget;
   bodyLimit: number;
-  /** The admission resource served at a path (query string removed), or undefined for other paths. */
+  /** The admission resource served at a path (query string removed), for metrics; undefined otherwise. */
   resourceOf: (path: string) => Resource | undefined;
   /** Records the refusal and returns the AdmissionReview answer for a request that found no room. */
-  refuse: (resource: Resource, waitedMs: number) => AdmissionReviewAnswer;
+  refuse: (resource: Resource | undefined, waitedMs: number) => AdmissionReviewAnswer;
 }
 
 /** Per-response state, kept on the response object (one shape for all; no closure per request). */
@@ -52,13 +54,20 @@ export class BodyGate {
     return (req as GatedRequest)[WAITED_MS] ?? 0;
   }
 
+  /** Bytes a request holds: its declared length, the limit when chunked, 0 without a body or over the limit. */
+  #weight(req: IncomingMessage): number {
+    const length = req.headers['content-length'];
+    if (length === undefined) return req.headers['transfer-encoding'] === undefined ? 0 : this.#o.bodyLimit;
+    const declared = Number(length);
+    if (!Number.isFinite(declared) || declared < 0) return this.#o.bodyLimit;
+    return declared <= this.#o.bodyLimit ? declared : 0;
+  }
+
   wrap(handler: Handler): Handler {
-    const { budget, bodyLimit, resourceOf } = this.#o;
+    const { budget } = this.#o;
     return (req, res) => {
-      const resource = req.method === 'POST' ? resourceOf(pathOf(req.url ?? '')) : undefined;
-      if (resource === undefined) return handler(req, res);
-      const declared = Number(req.headers['content-length'] ?? bodyLimit);
-      const weight = Number.isFinite(declared) && declared <= bodyLimit ? Math.max(0, declared) : 0;
+      const weight = this.#weight(req);
+      if (weight === 0) return handler(req, res);
       const gated = res as GatedResponse;
       gated[HELD] = 0;
       res.on('close', this.#release);
@@ -69,8 +78,10 @@ export class BodyGate {
       const started = performance.now();
       void budget.acquire(weight).then((ok) => {
         const waited = performance.now() - started;
-        if (gated[HELD] === CLOSED) return ok ? budget.release(weight) : undefined; // the client left while waiting
-        if (!ok) return this.#refuse(resource, res, waited);
+        // The client left while waiting (its response may never close if it was queued behind another
+        // on the same connection): take nothing, start nothing.
+        if (gated[HELD] === CLOSED || req.socket.destroyed) return ok ? budget.release(weight) : undefined;
+        if (!ok) return this.#refuse(this.#o.resourceOf(pathOf(req.url ?? '')), res, waited);
         gated[HELD] = weight;
         (req as GatedRequest)[WAITED_MS] = waited;
         handler(req, res);
@@ -79,7 +90,7 @@ export class BodyGate {
   }
 
   /** 503 before the body is read (no uid is known yet); the connection closes so the body is never read. */
-  #refuse(resource: Resource, res: ServerResponse, waitedMs: number): void {
+  #refuse(resource: Resource | undefined, res: ServerResponse, waitedMs: number): void {
     const body = JSON.stringify(this.#o.refuse(resource, waitedMs));
     res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1' });
     res.end(body);

@@ -37,7 +37,7 @@ import {
 import type { BatchJob, Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
-import { autoSweep, imageRayVersion, type SweepDecision } from '../redis/sweep.ts';
+import { autoSweep, imageVersionSource, type SweepDecision } from '../redis/sweep.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
 export const CLEANUP_CPU_ANNOTATION = 'raykeeper.io/redis-cleanup-cpu';
@@ -248,7 +248,7 @@ export function cleanupSweep(cluster: RayCluster, config: Pick<CleanupJobConfig,
   if (config.sweep === 'always') return { mode: 'always', reason: 'forced by --cleanup-sweep always' };
   return autoSweep([
     { from: 'spec.rayVersion', version: cluster.spec?.rayVersion },
-    { from: 'head image tag', version: imageRayVersion(headContainer(cluster)?.image) },
+    imageVersionSource(headContainer(cluster)?.image),
   ]);
 }
 

@@ -16,35 +16,58 @@ export interface SweepDecision {
   reason: string;
 }
 
-/** One place a Ray version may come from, named for the reason (`spec.rayVersion`, `image tag`). */
+/** One place a Ray version may come from, named for the reason (`spec.rayVersion`, `head image tag`). */
 export interface VersionSource {
   from: string;
   version: unknown;
+  /** The source is a Ray image whose reference names no version (latest, nightly, only a digest): sweep. */
+  unversioned?: boolean | undefined;
+}
+
+/** Ray's own images: any rayproject/ repository, or one named exactly ray, ray-ml or ray-llm (a mirror's). */
+const RAY_REPOSITORY = /^ray(-ml|-llm)?$/;
+
+function repositoryAndTag(image: string): { path: string; name: string; tag: string | undefined } {
+  const ref = image.trim().split('@')[0]!;
+  const slash = ref.lastIndexOf('/');
+  const last = ref.slice(slash + 1);
+  const colon = last.indexOf(':');
+  return { path: ref.slice(0, slash + 1), name: colon < 0 ? last : last.slice(0, colon), tag: colon < 0 ? undefined : last.slice(colon + 1) };
+}
+
+/** rayproject/*, or a repository named ray, ray-ml or ray-llm. */
+export function isRayImage(image: unknown): boolean {
+  if (typeof image !== 'string' || image.trim() === '') return false;
+  const { path, name } = repositoryAndTag(image);
+  return RAY_REPOSITORY.test(name) || /(^|\/)rayproject\/$/.test(path);
 }
 
 /**
- * The Ray version an image's tag names, for Ray's own images only (repository `ray` or `ray-*`:
- * rayproject/ray, rayproject/ray-ml, a mirror's .../ray): another image's tag says nothing about the
- * Ray inside. A digest (`@sha256:...`) pins content the tag may not describe: no version.
+ * The Ray version an image's tag names, for Ray's own images only (isRayImage): another image's tag says
+ * nothing about the Ray inside. `name:tag@sha256:...` counts by its tag; without a tag there is none.
  */
 export function imageRayVersion(image: unknown): string | undefined {
-  if (typeof image !== 'string' || image.includes('@')) return undefined;
-  const ref = image.trim();
-  const last = ref.slice(ref.lastIndexOf('/') + 1);
-  const colon = last.indexOf(':');
-  if (colon < 0) return undefined;
-  if (!/^ray(-[a-z0-9._-]+)?$/.test(last.slice(0, colon))) return undefined;
-  const tag = last.slice(colon + 1);
-  return parseRayVersion(tag) ? tag : undefined;
+  if (!isRayImage(image)) return undefined;
+  const { tag } = repositoryAndTag(image as string);
+  return tag !== undefined && parseRayVersion(tag) ? tag : undefined;
+}
+
+/** The head image as a version source: a Ray image without a readable version forces the sweep. */
+export function imageVersionSource(image: unknown): VersionSource {
+  const version = imageRayVersion(image);
+  return { from: 'head image tag', version, unversioned: isRayImage(image) && version === undefined };
 }
 
 /**
- * `auto`: skip the sweep only when some source names a Ray version and none names one that may be
- * newer than `release` (the release whose tables RAY_TABLES lists).
+ * `auto`: skip the sweep only when some source names a Ray version, none names one that may be newer
+ * than `release` (the release whose tables RAY_TABLES lists), and no Ray image runs without a version
+ * (`rayproject/ray:latest` beside a stale spec.rayVersion must not skip it).
  */
 export function autoSweep(sources: VersionSource[], release: string = RAY_RELEASE): SweepDecision {
   const known = parseRayVersion(release);
   if (!known) throw new Error(`not a Ray release: ${JSON.stringify(release)}`);
+  const blind = sources.find((s) => s.unversioned);
+  if (blind) return { mode: 'always', reason: `a Ray image without a version (${blind.from}): tables may be new` };
   const found = sources.flatMap((s) => {
     const v = parseRayVersion(s.version);
     return v ? [{ from: s.from, v }] : [];

@@ -223,7 +223,8 @@ t.test('the cleanup sweeps the keyspace unless the Ray version is known and not 
     ['rayVersion 2.40.0', withVersion('2.40.0', 'example.com/custom:7'), undefined, 'never', /^Ray 2\.40\.0 \(spec\.rayVersion\) <= /],
     ['image tag 2.60.0', withVersion(undefined, 'rayproject/ray:2.60.0'), 'auto', 'never', /^Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known$/],
     ['rayVersion 2.61.0', withVersion('2.61.0', 'rayproject/ray:2.40.0'), 'auto', 'always', /^Ray 2\.61\.0 \(spec\.rayVersion\) > /],
-    ['no version', withVersion(undefined, 'rayproject/ray@sha256:0123abcd'), 'auto', 'always', /^Ray version unknown/],
+    ['no version (a digest-pinned Ray image)', withVersion(undefined, 'rayproject/ray@sha256:0123abcd'), 'auto', 'always', /^a Ray image without a version \(head image tag\)/],
+    ['stale rayVersion beside rayproject/ray:latest', withVersion('2.40.0', 'rayproject/ray:latest'), 'auto', 'always', /^a Ray image without a version/],
     ['no image at all', withVersion(undefined, undefined), undefined, 'always', /^Ray version unknown/],
     ['operator forces the sweep', withVersion('2.40.0', 'rayproject/ray:2.40.0'), 'always', 'always', /^forced by --cleanup-sweep always$/],
   ];

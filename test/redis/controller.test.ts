@@ -134,7 +134,7 @@ if (missing) {
       ['v240', '2.40.0', 'example.com/custom:7', 'never', /--sweep never: Ray 2\.40\.0 \(spec\.rayVersion\) <= 2\.60\.0: tables known\)/],
       ['img260', undefined, 'rayproject/ray:2.60.0', 'never', /--sweep never: Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known\)/],
       ['v261', '2.61.0', 'rayproject/ray:2.40.0', 'always', /--sweep always: Ray 2\.61\.0 \(spec\.rayVersion\) > 2\.60\.0: tables may be new\)/],
-      ['nover', undefined, 'rayproject/ray@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'always', /--sweep always: Ray version unknown/],
+      ['nover', undefined, 'rayproject/ray@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'always', /--sweep always: a Ray image without a version/],
     ];
     const uids = new Map<string, string>();
     for (const [name, rayVersion, image] of cases) {

@@ -22,7 +22,7 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const port = (app.server.address() as { port: number }).port;
 
 /** A request whose headers and first half of the body are sent; `finish()` sends the rest, `response` is the raw answer. */
-async function halfSent(): Promise<{ socket: TLSSocket; finish: () => void; response: Promise<string> }> {
+async function halfSent(path = CLUSTER): Promise<{ socket: TLSSocket; finish: () => void; response: Promise<string> }> {
   const socket = connect({ host: '127.0.0.1', port, ca: certs.bundle.caCert, servername: 'localhost' });
   await new Promise<void>((resolve, reject) => {
     socket.once('secureConnect', () => resolve());
@@ -38,7 +38,7 @@ async function halfSent(): Promise<{ socket: TLSSocket; finish: () => void; resp
     socket.on('close', () => resolve(text));
   });
   const half = Math.floor(body.length / 2);
-  socket.write(`POST ${CLUSTER} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${body.slice(0, half)}`);
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${body.slice(0, half)}`);
   return { socket, finish: () => socket.write(body.slice(half)), response };
 }
 
@@ -93,6 +93,36 @@ t.test('a client that leaves while waiting takes nothing', async (t) => {
   await holder.response;
   holder.socket.destroy();
   await until(() => app.bodyBudget.used === 0 && app.bodyBudget.waiting === 0, 'nothing held, nobody waiting', 10_000, 10);
+});
+
+t.test('every request with a body is charged, whatever spelling of the path the router accepts', async (t) => {
+  for (const path of ['/mutate%2Dray-io-v1-raycluster', `https://localhost${CLUSTER}`, '/not-an-admission-path']) {
+    const sent = await halfSent(path);
+    await until(() => app.bodyBudget.used === size, `${path}: its bytes are held while its body is read`, 10_000, 10);
+    sent.socket.destroy();
+    await until(() => app.bodyBudget.used === 0, `${path}: given back`, 10_000, 10);
+  }
+  t.pass('charged and given back for each spelling');
+});
+
+t.test('requests pipelined on a connection that dies while they wait take nothing', async (t) => {
+  const holder = await halfSent();
+  await until(() => app.bodyBudget.used === size, 'held', 10_000, 10);
+  const socket = connect({ host: '127.0.0.1', port, ca: certs.bundle.caCert, servername: 'localhost' });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', () => resolve());
+    socket.once('error', reject);
+  });
+  socket.on('error', () => {});
+  const request = `POST ${CLUSTER} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${body}`;
+  socket.write(request + request);
+  await until(() => app.bodyBudget.waiting >= 1, 'a pipelined request waits', 10_000, 10);
+  socket.destroy();
+  holder.finish();
+  await holder.response;
+  holder.socket.destroy();
+  await until(() => app.bodyBudget.used === 0 && app.bodyBudget.waiting === 0, 'nothing held, nobody waiting', 10_000, 10);
+  t.equal((await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body })).status, 200, 'the full budget is there for the next request');
 });
 
 t.test('a body with more JSON objects and arrays than any real review is refused before parsing', async (t) => {
