@@ -11,6 +11,7 @@ import { kubeConfigFor } from '../../localcluster/control-plane.ts';
 import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH } from '../../src/kube.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { kustomize } from '../helpers/kustomize.ts';
+import { until } from '../helpers/until.ts';
 
 const SYSTEM_NS = 'raykeeper-system';
 const PODS = { version: 'v1', plural: 'pods' } as const;
@@ -230,7 +231,9 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   t.teardown(async () => {
     for (const o of optional) await kube.delete(await discovery.refOf(o)).catch(() => {});
   });
-  t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'with the optional reader: get secrets');
+  // The API server authorizes from its RBAC informer cache: the new binding counts once it has seen it.
+  const granted = await until(() => allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'the optional reader to take effect', 10_000, 50).catch(() => false);
+  t.ok(granted, 'with the optional reader: get secrets');
   t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
   t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
 });
