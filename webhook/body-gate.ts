@@ -7,7 +7,7 @@
 // as the limit; ones declared over the limit count as nothing (refused with 413 unread); requests
 // without a body pass straight through.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
+import { ANSWER_CONTENT_TYPE, answerJson, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import type { ByteBudget } from './budget.ts';
 import type { Resource } from './metrics.ts';
 
@@ -91,8 +91,8 @@ export class BodyGate {
 
   /** 503 before the body is read (no uid is known yet); the connection closes so the body is never read. */
   #refuse(resource: Resource | undefined, res: ServerResponse, waitedMs: number): void {
-    const body = JSON.stringify(this.#o.refuse(resource, waitedMs));
-    res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1' });
+    const body = answerJson(this.#o.refuse(resource, waitedMs));
+    res.writeHead(503, { 'content-type': ANSWER_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1' });
     res.end(body);
   }
 }

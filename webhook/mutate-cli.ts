@@ -1,6 +1,6 @@
 // `raykeeper mutate [-o yaml|json|patch|review] [--check] FILE|DIR|- ...`: what the admission webhook would
 // do to manifests or AdmissionReviews, with no cluster and no server (the same defaulting and patch code).
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../src/uuid.ts';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -102,7 +102,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const pinned = values['storage-namespace'];
   const options: MutateOptions = {
-    newStorageNamespace: pinned === undefined ? randomUUID : () => pinned,
+    newStorageNamespace: pinned === undefined ? randomUuid : () => pinned,
     finalizerEnabled: redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
   };
 

@@ -2,7 +2,7 @@
 // AdmissionReview documents in, what the webhook would answer and store out. Every Ray object goes through
 // src/admission/mutate.ts, the function the HTTPS handler calls: a manifest becomes the CREATE review the
 // API server would send for it. Pure: text in, results out (the CLI does the files and the printing).
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../src/uuid.ts';
 import { parseAllDocuments } from 'yaml';
 import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
 import { isJsonObject } from '../src/admission/json.ts';
@@ -82,7 +82,7 @@ function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome
 function createReview(object: JsonObject, kind: TargetKind): JsonObject {
   const meta = isJsonObject(object.metadata) ? object.metadata : {};
   const request: JsonObject = {
-    uid: randomUUID(),
+    uid: randomUuid(),
     kind: { group: RAY_GROUP, version: RAY_VERSION, kind },
     resource: { group: RAY_GROUP, version: RAY_VERSION, resource: `${kind.toLowerCase()}s` },
     operation: 'CREATE',

@@ -47,15 +47,15 @@ export function metadataShapeProblem(obj: JsonObject): string | undefined {
   const annotations = meta.annotations;
   if (annotations !== undefined && annotations !== null) {
     if (!isJsonObject(annotations)) return 'object.metadata.annotations must be an object of strings';
-    for (const [key, value] of Object.entries(annotations)) {
-      if (typeof value !== 'string') return `object.metadata.annotations[${JSON.stringify(key)}] must be a string`;
+    // for-in, not Object.entries: no pair arrays per request. A JSON object has only own keys.
+    for (const key in annotations) {
+      if (typeof annotations[key] !== 'string') return `object.metadata.annotations[${JSON.stringify(key)}] must be a string`;
     }
   }
   const finalizers = meta.finalizers;
   if (finalizers !== undefined && finalizers !== null) {
-    if (!Array.isArray(finalizers) || finalizers.some((f) => typeof f !== 'string')) {
-      return 'object.metadata.finalizers must be an array of strings';
-    }
+    if (!Array.isArray(finalizers)) return 'object.metadata.finalizers must be an array of strings';
+    for (const f of finalizers) if (typeof f !== 'string') return 'object.metadata.finalizers must be an array of strings';
   }
   return undefined;
 }

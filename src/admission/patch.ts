@@ -12,10 +12,17 @@ export type PatchOperation =
   | { op: 'replace'; path: string; value: Json }
   | { op: 'remove'; path: string };
 
+/** Escaped tokens of the few member names the rules write (all constants), so no request re-escapes them. */
+const escapedTokens = new Map<string, string>();
+const MAX_ESCAPED_TOKENS = 64;
+
 /** One JSON-pointer reference token (RFC 6901). */
 export function escapePointerToken(token: string): string {
-  if (!token.includes('~') && !token.includes('/')) return token;
-  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+  const known = escapedTokens.get(token);
+  if (known !== undefined) return known;
+  const escaped = !token.includes('~') && !token.includes('/') ? token : token.replace(/~/g, '~0').replace(/\//g, '~1');
+  if (escapedTokens.size < MAX_ESCAPED_TOKENS) escapedTokens.set(token, escaped);
+  return escaped;
 }
 
 /** `obj[key] = value` on the copy, recorded as a replace of an existing member or an add of an absent one. */

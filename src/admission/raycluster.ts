@@ -32,7 +32,7 @@ export interface RayClusterDefaultingContext {
   operation: 'CREATE' | 'UPDATE';
   /** The stored object before an UPDATE. */
   oldObject?: JsonObject | null;
-  /** A fresh storage namespace for a new cluster (crypto.randomUUID in production). */
+  /** A fresh storage namespace for a new cluster (randomUuid, src/uuid.ts, in production). */
   newStorageNamespace: () => string;
   /** Add the cleanup finalizer (false when ENABLE_GCS_FT_REDIS_CLEANUP=false, as KubeRay's operator). */
   finalizerEnabled: boolean;
@@ -77,7 +77,9 @@ export function headContainerSetsStorageNamespace(obj: JsonObject): boolean {
   const containers = isJsonObject(podSpec) ? podSpec.containers : undefined;
   const ray = Array.isArray(containers) ? containers[0] : undefined;
   const env = isJsonObject(ray) ? ray.env : undefined;
-  return Array.isArray(env) && env.some((e) => isJsonObject(e) && e.name === ENV_STORAGE_NAMESPACE);
+  if (!Array.isArray(env)) return false;
+  for (const e of env) if (isJsonObject(e) && e.name === ENV_STORAGE_NAMESPACE) return true;
+  return false;
 }
 
 /** Why the spec parts we write cannot be defaulted safely, or undefined. */

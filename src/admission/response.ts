@@ -19,8 +19,17 @@ export interface AdmissionReviewAnswer {
   response: AdmissionResponse;
 }
 
+/** The Content-Type of an answer sent as answerJson's text. */
+export const ANSWER_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** base64 of the patch's UTF-8 JSON. */
 export function encodePatch(ops: readonly PatchOperation[]): string {
-  return Buffer.from(JSON.stringify(ops), 'utf8').toString('base64');
+  const json = JSON.stringify(ops);
+  // btoa is one native call (the Buffer round trip costs several times more per request), but it takes
+  // each character as one byte: the UTF-8 bytes only when the text is ASCII, as it nearly always is.
+  return NON_ASCII.test(json) ? Buffer.from(json, 'utf8').toString('base64') : btoa(json);
 }
 
 /** Allowed; with a JSONPatch only when there are operations, and warnings only when there are some. */
@@ -37,4 +46,19 @@ export function allowed(apiVersion: AdmissionApiVersion, uid: string, ops: reado
 /** Refused with a status code and message (what `kubectl` shows the user). */
 export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined, code: number, message: string): AdmissionReviewAnswer {
   return { apiVersion, kind: 'AdmissionReview', response: { uid: uid ?? '', allowed: false, status: { code, message } } };
+}
+
+/**
+ * The answer as JSON text, byte for byte what JSON.stringify(answer) gives (same key order), written
+ * directly: the webhook sends it as is, without a generic serializer walking the object per request.
+ */
+export function answerJson(answer: AdmissionReviewAnswer): string {
+  const r = answer.response;
+  let json = `{"apiVersion":${JSON.stringify(answer.apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(r.uid)},"allowed":${r.allowed}`;
+  if (r.patchType !== undefined) json += `,"patchType":${JSON.stringify(r.patchType)}`;
+  // Base64 needs no escaping (and JSON.stringify of a base64 string from Buffer takes its slow path).
+  if (r.patch !== undefined) json += `,"patch":"${r.patch}"`;
+  if (r.status !== undefined) json += `,"status":{"code":${JSON.stringify(r.status.code)},"message":${JSON.stringify(r.status.message)}}`;
+  if (r.warnings !== undefined) json += `,"warnings":${JSON.stringify(r.warnings)}`;
+  return `${json}}}`;
 }
