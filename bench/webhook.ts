@@ -3,7 +3,8 @@
 // a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x) and a
 // bare node:https server (the Node floor). Each server runs in its own child process with the same TLS
 // settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
-// rotates) so that other load on the machine hits all alike; several runs give the spread. ~70 s in total.
+// rotates) so that other load on the machine hits all alike; a run's ratios are the medians of its rounds'
+// ratios, and several runs give the spread. ~100 s in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
@@ -38,12 +39,26 @@ export interface RunFigures {
   webhook: RouteFigures;
   fastify: RouteFigures;
   node: RouteFigures;
-  /** webhook / bare Fastify req/s. Goal >= 0.95. */
+  /** webhook / bare Fastify req/s: the median over the run's rounds of the two servers' ratio in that round. Goal >= 0.95. */
   vsFastify: number;
-  /** webhook / bare node:https req/s. */
+  /** webhook / bare node:https req/s, the same way. */
   vsNode: number;
-  /** webhook p99 / bare Fastify p99. Goal <= 1.1. */
+  /** webhook p99 / bare Fastify p99, the median of the rounds' ratios. Goal <= 1.1. */
   p99VsFastify: number;
+}
+
+/**
+ * The two reviews sent: `short`, the RayCluster with a one-line stand-in for kubectl's
+ * last-applied-configuration (2.3 KB), and `kubectl-apply`, the same CREATE as client-side `kubectl
+ * apply` really sends it, the whole manifest again as JSON text in that annotation (4.1 KB).
+ */
+export type ReviewShape = 'short' | 'kubectl-apply';
+const REVIEW_SHAPES: readonly ReviewShape[] = ['short', 'kubectl-apply'];
+
+export interface ReviewFigures {
+  shape: ReviewShape;
+  bytes: number;
+  runs: RunFigures[];
 }
 
 export interface WebhookBenchFigures {
@@ -51,7 +66,7 @@ export interface WebhookBenchFigures {
   /** Measured seconds per server in each run (sum of its rounds). */
   durationSeconds: number;
   rounds: number;
-  runs: RunFigures[];
+  reviews: ReviewFigures[];
   /** 1-minute load average before and after. */
   loadBefore: number;
   loadAfter: number;
@@ -59,7 +74,7 @@ export interface WebhookBenchFigures {
 
 export interface WebhookBenchOptions {
   connections?: number;
-  /** Measured seconds per server per run, split into `rounds` alternating windows. Default 6 s in 6 rounds. */
+  /** Measured seconds per server per run and review, split into `rounds` alternating windows. Default 8 s in 4 rounds. */
   durationSeconds?: number;
   rounds?: number;
   /** Runs (each a full alternation); the spread across them is reported. Default 3. */
@@ -72,15 +87,15 @@ export interface WebhookBenchOptions {
 const THIS_FILE = fileURLToPath(import.meta.url);
 const BARE_PATH = '/mutate';
 
-/** A RayCluster CREATE as `kubectl apply` sends it: GCS FT by annotation, head and one worker group. */
-export function sampleReview(): object {
-  const object = {
+/** A RayCluster CREATE with GCS FT by annotation, head and one worker group (see ReviewShape). */
+export function sampleReview(shape: ReviewShape = 'kubectl-apply'): object {
+  const manifest = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
     metadata: {
       name: 'raycluster-external-redis',
       namespace: 'ray',
-      annotations: { 'ray.io/ft-enabled': 'true', 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"ray.io/v1","kind":"RayCluster"}' },
+      annotations: { 'ray.io/ft-enabled': 'true' },
       labels: { app: 'ray', team: 'ml' },
     },
     spec: benchClusterSpec([
@@ -88,6 +103,8 @@ export function sampleReview(): object {
       { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } },
     ]),
   };
+  const lastApplied = shape === 'kubectl-apply' ? `${JSON.stringify(manifest)}\n` : '{"apiVersion":"ray.io/v1","kind":"RayCluster"}';
+  const object = { ...manifest, metadata: { ...manifest.metadata, annotations: { ...manifest.metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': lastApplied } } };
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -118,7 +135,7 @@ async function serve(kind: string, certDir: string): Promise<void> {
   let port: number;
   if (kind === 'webhook') {
     const { buildApp } = await import('../webhook/app.ts');
-    // Production settings: default logger at LOG_LEVEL (info: one line per patched admission).
+    // Production settings: default logger at LOG_LEVEL (info; patches are logged at debug).
     const app = await buildApp({ certFile, keyFile, finalizerEnabled: true });
     await app.listen({ host: '127.0.0.1', port: 0 });
     port = (app.server.address() as { port: number }).port;
@@ -174,7 +191,7 @@ interface Sample {
   cpuMicros: number;
 }
 
-async function startServer(kind: ServerKind, certDir: string, body: string): Promise<Server> {
+async function startServer(kind: ServerKind, certDir: string, bodies: string[]): Promise<Server> {
   const child = fork(THIS_FILE, ['--serve', kind, certDir], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
@@ -184,7 +201,7 @@ async function startServer(kind: ServerKind, certDir: string, body: string): Pro
     child.once('exit', (code) => fail(new Error(`${kind} server exited with ${code}`)));
   });
   const server: Server = { kind, child, url: `https://127.0.0.1:${port}${kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : BARE_PATH}` };
-  await sanityCheck(server, body);
+  for (const body of bodies) await sanityCheck(server, body);
   return server;
 }
 
@@ -277,6 +294,29 @@ function summarize(samples: Sample[]): RouteFigures {
   };
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * A ratio of two servers measured back to back in the same rounds: the median of the per-round ratios.
+ * Both windows of a round see nearly the same machine, so a burst of outside load that hits one window
+ * moves one round's ratio, not the run's figure (a ratio of sums would carry it).
+ */
+function pairedRatio(a: Sample[], b: Sample[], figure: (s: Sample) => number): number {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const denominator = figure(b[i]!);
+    if (denominator > 0) ratios.push(figure(a[i]!) / denominator);
+  }
+  return ratios.length === 0 ? 0 : median(ratios);
+}
+
+const roundRate = (s: Sample) => (s.seconds > 0 ? s.count / s.seconds : 0);
+const roundP99 = (s: Sample) => percentile(Float64Array.from(s.latencies).sort(), 99);
+
 function spread(values: number[], digits = 0): string {
   const f = (v: number) => v.toFixed(digits);
   return values.length === 0 ? '-' : `${f(Math.min(...values))}-${f(Math.max(...values))}`;
@@ -291,60 +331,74 @@ export function formatFigures(f: WebhookBenchFigures): string {
   const w = Math.max(...Object.values(names).map((n) => n.length));
   const cols = ['req/s', 'p50 µs', 'p99 µs', 'CPU µs/req', 'failed'];
   const cell = (v: string | number, i: number) => String(v).padStart(Math.max(11, cols[i]!.length));
-  const rows = (['node', 'fastify', 'webhook'] as const).map((k) => {
-    const r = f.runs.map((run) => run[k]);
-    return `${names[k].padEnd(w)}  ${[
-      spread(r.map((x) => x.requestsPerSecond)),
-      spread(r.map((x) => x.p50Micros)),
-      spread(r.map((x) => x.p99Micros)),
-      spread(r.map((x) => x.cpuMicrosPerRequest)),
-      r.reduce((n, x) => n + x.failures, 0),
-    ]
-      .map(cell)
-      .join('  ')}`;
-  });
-  return [
-    `webhook: HTTPS, ${f.connections} keep-alive connections, ${f.runs.length} runs of ${f.durationSeconds} s per server in ${f.rounds} alternating rounds; ` +
+  const lines = [
+    `webhook: HTTPS, ${f.connections} keep-alive connections; per review ${f.reviews[0]?.runs.length ?? 0} runs of ${f.durationSeconds} s per server in ${f.rounds} alternating rounds; ` +
       `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context)`,
-    `${'server (min-max over runs)'.padEnd(w)}  ${cols.map(cell).join('  ')}`,
-    ...rows,
-    `req/s ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
-    `p99 ratio raykeeper/bare Fastify per run: ${f.runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
-    `req/s ratio raykeeper/bare node:https per run: ${f.runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
-    `server CPU per request, raykeeper minus bare Fastify, per run: ${f.runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
-  ].join('\n');
+  ];
+  for (const review of f.reviews) {
+    const rows = (['node', 'fastify', 'webhook'] as const).map((k) => {
+      const r = review.runs.map((run) => run[k]);
+      return `${names[k].padEnd(w)}  ${[
+        spread(r.map((x) => x.requestsPerSecond)),
+        spread(r.map((x) => x.p50Micros)),
+        spread(r.map((x) => x.p99Micros)),
+        spread(r.map((x) => x.cpuMicrosPerRequest)),
+        r.reduce((n, x) => n + x.failures, 0),
+      ]
+        .map(cell)
+        .join('  ')}`;
+    });
+    const runs = review.runs;
+    lines.push(
+      `review "${review.shape}" (${(review.bytes / 1024).toFixed(1)} KB)`,
+      `${'server (min-max over runs)'.padEnd(w)}  ${cols.map(cell).join('  ')}`,
+      ...rows,
+      `  req/s ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
+      `  p99 ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
+      `  req/s ratio raykeeper/bare node:https per run (median of its rounds): ${runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
+      `  server CPU per request, raykeeper minus bare Fastify, per run: ${runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** One review's runs: every run alternates the servers in rounds, the order rotating. */
+async function measureReview(servers: Server[], body: string, o: Required<WebhookBenchOptions>): Promise<RunFigures[]> {
+  const window = o.durationSeconds / o.rounds;
+  const runs: RunFigures[] = [];
+  for (let run = 0; run < o.runs; run++) {
+    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], node: [] };
+    for (let round = 0; round < o.rounds; round++) {
+      const shift = (round + run) % servers.length;
+      const order = [...servers.slice(shift), ...servers.slice(0, shift)];
+      for (const server of round % 2 === 0 ? order : order.reverse()) samples[server.kind].push(await load(server, body, o.connections, window));
+    }
+    runs.push({
+      webhook: summarize(samples.webhook),
+      fastify: summarize(samples.fastify),
+      node: summarize(samples.node),
+      vsFastify: pairedRatio(samples.webhook, samples.fastify, roundRate),
+      vsNode: pairedRatio(samples.webhook, samples.node, roundRate),
+      p99VsFastify: pairedRatio(samples.webhook, samples.fastify, roundP99),
+    });
+  }
+  return runs;
 }
 
 export async function runWebhookBench(options: WebhookBenchOptions = {}): Promise<WebhookBenchFigures> {
-  const o: Required<WebhookBenchOptions> = { connections: 32, durationSeconds: 6, rounds: 6, runs: 3, warmupSeconds: 1.5, print: true, ...options };
+  const o: Required<WebhookBenchOptions> = { connections: 32, durationSeconds: 8, rounds: 4, runs: 3, warmupSeconds: 1.5, print: true, ...options };
   const certDir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-'));
   const servers: Server[] = [];
   const loadBefore = loadavg()[0]!;
   try {
     await writeBundle(certDir, generateCertificates({ service: 'raykeeper-webhook', namespace: 'bench', ips: ['127.0.0.1'] }));
-    const body = JSON.stringify(sampleReview());
-    for (const kind of KINDS) servers.push(await startServer(kind, certDir, body));
-    for (const server of servers) await load(server, body, o.connections, o.warmupSeconds);
-    const window = o.durationSeconds / o.rounds;
-    const runs: RunFigures[] = [];
-    for (let run = 0; run < o.runs; run++) {
-      const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], node: [] };
-      for (let round = 0; round < o.rounds; round++) {
-        const shift = (round + run) % servers.length;
-        const order = [...servers.slice(shift), ...servers.slice(0, shift)];
-        for (const server of round % 2 === 0 ? order : order.reverse()) samples[server.kind].push(await load(server, body, o.connections, window));
-      }
-      const [webhook, fastify, node] = [summarize(samples.webhook), summarize(samples.fastify), summarize(samples.node)];
-      runs.push({
-        webhook,
-        fastify,
-        node,
-        vsFastify: fastify.requestsPerSecond === 0 ? 0 : webhook.requestsPerSecond / fastify.requestsPerSecond,
-        vsNode: node.requestsPerSecond === 0 ? 0 : webhook.requestsPerSecond / node.requestsPerSecond,
-        p99VsFastify: fastify.p99Micros === 0 ? 0 : webhook.p99Micros / fastify.p99Micros,
-      });
-    }
-    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, runs, loadBefore, loadAfter: loadavg()[0]! };
+    const bodies = REVIEW_SHAPES.map((shape) => ({ shape, body: JSON.stringify(sampleReview(shape)) }));
+    for (const kind of KINDS) servers.push(await startServer(kind, certDir, bodies.map((b) => b.body)));
+    // Every server sees every review before anything is measured, so no figure depends on which came first.
+    for (const { body } of bodies) for (const server of servers) await load(server, body, o.connections, o.warmupSeconds);
+    const reviews: ReviewFigures[] = [];
+    for (const { shape, body } of bodies) reviews.push({ shape, bytes: Buffer.byteLength(body), runs: await measureReview(servers, body, o) });
+    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews, loadBefore, loadAfter: loadavg()[0]! };
     if (o.print) process.stdout.write(formatFigures(figures) + '\n');
     return figures;
   } finally {

@@ -12,22 +12,37 @@ export type PatchOperation =
   | { op: 'replace'; path: string; value: Json }
   | { op: 'remove'; path: string };
 
-/** Escaped tokens of the few member names the rules write (all constants), so no request re-escapes them. */
-const escapedTokens = new Map<string, string>();
-const MAX_ESCAPED_TOKENS = 64;
-
 /** One JSON-pointer reference token (RFC 6901). */
 export function escapePointerToken(token: string): string {
-  const known = escapedTokens.get(token);
-  if (known !== undefined) return known;
-  const escaped = !token.includes('~') && !token.includes('/') ? token : token.replace(/~/g, '~0').replace(/\//g, '~1');
-  if (escapedTokens.size < MAX_ESCAPED_TOKENS) escapedTokens.set(token, escaped);
-  return escaped;
+  if (!token.includes('~') && !token.includes('/')) return token;
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * The pointers of the few members the rules write (fixed names under fixed parents), made once: no
+ * request re-escapes or re-joins them, and the patch's serialization gets the same flat string every
+ * time. Bounded, in case a rule ever writes a member named by user input.
+ */
+const pointers = new Map<string, Map<string, string>>();
+const MAX_CACHED_POINTERS = 64;
+
+function memberPointer(parent: string, key: string): string {
+  let children = pointers.get(parent);
+  if (children === undefined) {
+    children = new Map();
+    if (pointers.size < MAX_CACHED_POINTERS) pointers.set(parent, children);
+  }
+  let at = children.get(key);
+  if (at === undefined) {
+    at = `${parent}/${escapePointerToken(key)}`;
+    if (children.size < MAX_CACHED_POINTERS) children.set(key, at);
+  }
+  return at;
 }
 
 /** `obj[key] = value` on the copy, recorded as a replace of an existing member or an add of an absent one. */
 export function setMember(ops: PatchOperation[], path: string, obj: JsonObject, key: string, value: Json): void {
-  const at = `${path}/${escapePointerToken(key)}`;
+  const at = memberPointer(path, key);
   ops.push(Object.hasOwn(obj, key) ? { op: 'replace', path: at, value } : { op: 'add', path: at, value });
   obj[key] = value;
 }
@@ -37,7 +52,7 @@ export function setMember(ops: PatchOperation[], path: string, obj: JsonObject, 
  * the copy and the recorded operation get two separate results of `make`.
  */
 export function setContainer(ops: PatchOperation[], path: string, obj: JsonObject, key: string, make: () => Json): void {
-  const at = `${path}/${escapePointerToken(key)}`;
+  const at = memberPointer(path, key);
   const value = make();
   ops.push(Object.hasOwn(obj, key) ? { op: 'replace', path: at, value } : { op: 'add', path: at, value });
   obj[key] = make();
