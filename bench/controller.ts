@@ -34,6 +34,7 @@
 //   node bench/controller.ts [--quick] [--rounds N] [--clusters N] [--cached N] [--no-kuberay]
 //   (--clusters 0: only the cached part; --cached 0: no cached part)
 //   (defaults: 3 rounds, 500, 10000; --quick: 1 round, 100, 1000; ~30-40 min in full on 2 cores)
+import { median } from './stats.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -493,7 +494,6 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
       : `controller (as the image runs it: RAYKEEPER_STRIP_CACHE, swc not loaded; KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
     `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${names.length === 2 ? 'ours/theirs'.padStart(14) : ''}`,
   ];
-  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   for (const [label, key] of rows) {
     // Ours only: set beside KubeRay's idle RSS.
     const oursOnly = key === 'idleNoStripCacheRssMiB';

@@ -31,6 +31,7 @@
 //
 //   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
+import { median } from './stats.ts';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -91,11 +92,6 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = fileURLToPath(new URL('../bin/raykeeper.js', import.meta.url));
 /** Five of the tables Ray's GCS writes, so the run looks like a real namespace (src/redis/keys.ts RAY_TABLES). */
 const TABLES = ['JOB', 'ACTOR', 'NODE', 'ACTOR_TASK_SPEC', 'PLACEMENT_GROUP'];
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor((s.length - 1) / 2)]!;
-}
 
 /** CPU ms so far of redis-server `serverPid` plus this process and its waited-for children (Linux /proc, 100 Hz ticks). */
 function cpuMs(serverPid: number): number {

@@ -1,13 +1,15 @@
 // Webhook benchmark: HTTPS throughput and latency of the RayCluster mutate route under 32 keep-alive
-// connections, beside two baselines answering a fixed AdmissionReview on the same machine in the same run:
-// a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x) and a
-// bare node:https server (the Node floor). Each server runs in its own child process with the same TLS
+// connections, beside baselines answering a fixed AdmissionReview on the same machine in the same run:
+// a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x), the
+// same route answering the webhook's own patched answer (same bytes out), and a bare node:https server
+// (the Node floor). Two reviews are sent (ReviewShape). Each server runs in its own child process with the same TLS
 // settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
 // rotates) so that other load on the machine hits all alike; a run's ratios are the medians of its rounds'
-// ratios, and several runs give the spread. ~100 s in total.
+// ratios, and several runs give the spread. ~3.5 min in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
+import { median } from './stats.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,15 +34,23 @@ export interface RouteFigures {
   failures: number;
 }
 
-export type ServerKind = 'webhook' | 'fastify' | 'node';
-const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'node'];
+/**
+ * `fastify` answers the minimal allowed review (the issue's framework line); `fastifyPatched` answers, as
+ * fixed, the webhook's own answer to the sample (same bytes out, so the two lines apart show what the
+ * patch's bytes cost and what our code costs).
+ */
+export type ServerKind = 'webhook' | 'fastify' | 'fastifyPatched' | 'node';
+const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'fastifyPatched', 'node'];
 
 export interface RunFigures {
   webhook: RouteFigures;
   fastify: RouteFigures;
+  fastifyPatched: RouteFigures;
   node: RouteFigures;
   /** webhook / bare Fastify req/s: the median over the run's rounds of the two servers' ratio in that round. Goal >= 0.95. */
   vsFastify: number;
+  /** webhook / bare Fastify answering the webhook's answer, the same way. */
+  vsFastifyPatched: number;
   /** webhook / bare node:https req/s, the same way. */
   vsNode: number;
   /** webhook p99 / bare Fastify p99, the median of the rounds' ratios. Goal <= 1.1. */
@@ -63,7 +73,7 @@ export interface ReviewFigures {
 
 export interface WebhookBenchFigures {
   connections: number;
-  /** Measured seconds per server in each run (sum of its rounds). */
+  /** Measured seconds per server in each run of each review (sum of its rounds). */
   durationSeconds: number;
   rounds: number;
   reviews: ReviewFigures[];
@@ -144,10 +154,11 @@ async function serve(kind: string, certDir: string): Promise<void> {
     const { loadTlsMaterial, secureContextOptions } = await import('../webhook/tls.ts');
     const tls = secureContextOptions(await loadTlsMaterial(certFile, keyFile)); // the webhook's TLS settings
     const fixed = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true } };
-    if (kind === 'fastify') {
+    if (kind === 'fastify' || kind === 'fastifyPatched') {
       const { default: Fastify } = await import('fastify');
       const app = Fastify({ https: tls });
-      app.post(BARE_PATH, async () => fixed);
+      const answer = kind === 'fastify' ? fixed : await webhookAnswer();
+      app.post(BARE_PATH, async () => answer);
       await app.listen({ host: '127.0.0.1', port: 0 });
       port = (app.server.address() as { port: number }).port;
       close = () => app.close();
@@ -174,12 +185,22 @@ async function serve(kind: string, certDir: string): Promise<void> {
   process.on('disconnect', () => void close().then(() => process.exit(0)));
 }
 
+/** The webhook's answer to the sample review (its patch holds a storage namespace of the usual length). */
+async function webhookAnswer(): Promise<object> {
+  const { mutate } = await import('../src/admission/mutate.ts');
+  const outcome = mutate(sampleReview(), 'RayCluster', { newStorageNamespace: () => '01b62a22-f03c-4c65-ba96-4838a0822683', finalizerEnabled: true });
+  if (outcome.patch.length === 0) throw new Error('the sample review got no patch');
+  return outcome.answer;
+}
+
 // ---- parent: load -----------------------------------------------------------------------------------
 
 interface Server {
   kind: ServerKind;
   child: ChildProcess;
   url: string;
+  /** Bytes of its answer to each review. */
+  answerBytes: number[];
 }
 
 /** Latencies (ms) of 2xx answers, count, failures, wall time and server CPU of one autocannon run. */
@@ -200,8 +221,8 @@ async function startServer(kind: ServerKind, certDir: string, bodies: string[]):
     child.once('message', (m: { port: number }) => ok(m.port));
     child.once('exit', (code) => fail(new Error(`${kind} server exited with ${code}`)));
   });
-  const server: Server = { kind, child, url: `https://127.0.0.1:${port}${kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : BARE_PATH}` };
-  for (const body of bodies) await sanityCheck(server, body);
+  const server: Server = { kind, child, url: `https://127.0.0.1:${port}${kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : BARE_PATH}`, answerBytes: [] };
+  for (const body of bodies) server.answerBytes.push(await sanityCheck(server, body));
   return server;
 }
 
@@ -214,8 +235,11 @@ function stopServer(child: ChildProcess): Promise<void> {
   });
 }
 
-/** One request before the load: the webhook must answer with a patch, or the figures measure an error path. */
-async function sanityCheck(server: Server, body: string): Promise<void> {
+/**
+ * One request before the load: the webhook must answer with a patch, or the figures measure an error path.
+ * Returns the answer's length.
+ */
+async function sanityCheck(server: Server, body: string): Promise<number> {
   const answer = await new Promise<{ status: number; text: string }>((ok, fail) => {
     const req = httpsRequest(server.url, { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
       let text = '';
@@ -227,6 +251,7 @@ async function sanityCheck(server: Server, body: string): Promise<void> {
   });
   if (answer.status !== 200) throw new Error(`${server.kind}: sanity request got HTTP ${answer.status}: ${answer.text}`);
   if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"')) throw new Error(`webhook did not patch the sample: ${answer.text}`);
+  return Buffer.byteLength(answer.text);
 }
 
 function serverCpu(child: ChildProcess): Promise<number> {
@@ -294,12 +319,6 @@ function summarize(samples: Sample[]): RouteFigures {
   };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /**
  * A ratio of two servers measured back to back in the same rounds: the median of the per-round ratios.
  * Both windows of a round see nearly the same machine, so a burst of outside load that hits one window
@@ -326,6 +345,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
   const names: Record<ServerKind, string> = {
     node: 'bare node:https, fixed AdmissionReview (the Node floor)',
     fastify: 'bare Fastify HTTPS, fixed AdmissionReview',
+    fastifyPatched: "bare Fastify HTTPS, the webhook's answer fixed",
     webhook: `raykeeper ${MUTATE_RAYCLUSTER_PATH}`,
   };
   const w = Math.max(...Object.values(names).map((n) => n.length));
@@ -336,7 +356,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context)`,
   ];
   for (const review of f.reviews) {
-    const rows = (['node', 'fastify', 'webhook'] as const).map((k) => {
+    const rows = (['node', 'fastify', 'fastifyPatched', 'webhook'] as const).map((k) => {
       const r = review.runs.map((run) => run[k]);
       return `${names[k].padEnd(w)}  ${[
         spread(r.map((x) => x.requestsPerSecond)),
@@ -355,6 +375,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       ...rows,
       `  req/s ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
       `  p99 ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
+      `  req/s ratio raykeeper/bare Fastify with the same answer per run: ${runs.map((r) => r.vsFastifyPatched.toFixed(2)).join(', ')} (what our code costs, the answer's bytes aside)`,
       `  req/s ratio raykeeper/bare node:https per run (median of its rounds): ${runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
       `  server CPU per request, raykeeper minus bare Fastify, per run: ${runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
     );
@@ -367,7 +388,7 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
   const window = o.durationSeconds / o.rounds;
   const runs: RunFigures[] = [];
   for (let run = 0; run < o.runs; run++) {
-    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], node: [] };
+    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], fastifyPatched: [], node: [] };
     for (let round = 0; round < o.rounds; round++) {
       const shift = (round + run) % servers.length;
       const order = [...servers.slice(shift), ...servers.slice(0, shift)];
@@ -376,8 +397,10 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
     runs.push({
       webhook: summarize(samples.webhook),
       fastify: summarize(samples.fastify),
+      fastifyPatched: summarize(samples.fastifyPatched),
       node: summarize(samples.node),
       vsFastify: pairedRatio(samples.webhook, samples.fastify, roundRate),
+      vsFastifyPatched: pairedRatio(samples.webhook, samples.fastifyPatched, roundRate),
       vsNode: pairedRatio(samples.webhook, samples.node, roundRate),
       p99VsFastify: pairedRatio(samples.webhook, samples.fastify, roundP99),
     });
@@ -394,6 +417,8 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
     await writeBundle(certDir, generateCertificates({ service: 'raykeeper-webhook', namespace: 'bench', ips: ['127.0.0.1'] }));
     const bodies = REVIEW_SHAPES.map((shape) => ({ shape, body: JSON.stringify(sampleReview(shape)) }));
     for (const kind of KINDS) servers.push(await startServer(kind, certDir, bodies.map((b) => b.body)));
+    const sizes = (kind: ServerKind) => servers.find((s) => s.kind === kind)!.answerBytes.join(', ');
+    if (sizes('webhook') !== sizes('fastifyPatched')) throw new Error(`the webhook answered ${sizes('webhook')} bytes, the same-answer baseline ${sizes('fastifyPatched')}`);
     // Every server sees every review before anything is measured, so no figure depends on which came first.
     for (const { body } of bodies) for (const server of servers) await load(server, body, o.connections, o.warmupSeconds);
     const reviews: ReviewFigures[] = [];

@@ -200,7 +200,8 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
       record.request(resource, 'invalid', (reply.elapsedTime + gate.waitedMs(request.raw)) / 1000);
     }
     if (closing) void reply.header('connection', 'close');
-    const message = status >= 500 ? `internal error: ${err.message}` : err.message;
+    const text = typeof err?.message === 'string' ? err.message : String(err);
+    const message = status >= 500 ? `internal error: ${text}` : text;
     if (status >= 500) logger.error({ err, resource, status, url: request.url }, 'request failed');
     else logger.warn({ resource, status, code: err.code, error: err.message }, 'admission request refused');
     if (resource === undefined) return void reply.code(status).send({ error: message });

@@ -13,6 +13,7 @@ const rows: Array<[string, AdmissionReviewAnswer]> = [
   ['allowed, no patch', allowed('admission.k8s.io/v1', 'uid-1')],
   ['allowed, v1beta1', allowed('admission.k8s.io/v1beta1', 'uid-2')],
   ['allowed with a patch', allowed('admission.k8s.io/v1', 'uid-3', ops)],
+  ['allowed with an ASCII patch', allowed('admission.k8s.io/v1', 'uid-3a', [{ op: 'add', path: '/status', value: { jobDeploymentStatus: 'New' } }])],
   ['allowed with a patch and warnings', allowed('admission.k8s.io/v1', 'uid-4', ops, ['both "modes" set', 'line\nbreak', '\u{1F600}'])],
   ['allowed with warnings only', allowed('admission.k8s.io/v1', 'uid-5', [], ['w'])],
   ['denied with a uid', denied('admission.k8s.io/v1', 'uid-6', 400, 'object.metadata.annotations["a\\"b"] must be a string')],
