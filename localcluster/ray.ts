@@ -56,6 +56,13 @@ export function descendants(pid: number): number[] {
 export async function stopRay(head: ChildProcess): Promise<void> {
   if (head.pid === undefined) return;
   const pids = [head.pid, ...descendants(head.pid)];
+  // Its process group too (it is spawned detached): Ray's own processes outlive a `ray start` that failed
+  // and are then nobody's descendants.
+  try {
+    process.kill(-head.pid, 'SIGKILL');
+  } catch {
+    // no such group (not detached, or already gone)
+  }
   for (const p of pids) {
     try {
       process.kill(p, 'SIGKILL');

@@ -11,7 +11,7 @@ import t from 'tap';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
 import { findRay } from '../../localcluster/ray.ts';
-import { startRayPod } from '../../localcluster/ray-pod.ts';
+import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/raycluster/job.ts';
 import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/raycluster/pods.ts';
 import type { RayCluster } from '../../src/types.ts';
@@ -35,22 +35,27 @@ if (missing) {
     t.teardown(() => r.disconnect());
     const temp = await mkdtemp(join(tmpdir(), 'rk-raypod-'));
     t.teardown(() => rm(temp, { recursive: true, force: true }));
-    const [gcs, agent, metrics, clientPort, wAgent, wMetrics] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
     const local = { 'node-ip-address': '127.0.0.1', 'num-cpus': '1', 'object-store-memory': '80000000', 'temp-dir': temp, 'disable-usage-stats': 'true' };
-    const cluster: RayCluster = {
-      apiVersion: 'ray.io/v1',
-      kind: 'RayCluster',
-      metadata: { name: 'rk', namespace: 'team', uid: randomUUID() },
-      spec: {
-        gcsFaultToleranceOptions: { redisAddress: `127.0.0.1:${redis.port}`, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } } },
-        headGroupSpec: {
-          // Free ports instead of 6379 / 52365 / 8080 (other tests run beside this one); no dashboard.
-          rayStartParams: { ...local, port: String(gcs), 'dashboard-agent-listen-port': String(agent), 'metrics-export-port': String(metrics), 'ray-client-server-port': String(clientPort), 'include-dashboard': 'false' },
-          template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.60.0' }] } },
+    const uid = randomUUID();
+    // Fresh free ports for every start (Ray's processes of a start that failed may still hold the last ones).
+    const makeCluster = async (): Promise<RayCluster> => {
+      const [gcs, agent, metrics, clientPort, wAgent, wMetrics] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+      return {
+        apiVersion: 'ray.io/v1',
+        kind: 'RayCluster',
+        metadata: { name: 'rk', namespace: 'team', uid },
+        spec: {
+          gcsFaultToleranceOptions: { redisAddress: `127.0.0.1:${redis.port}`, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } } },
+          headGroupSpec: {
+            // Free ports instead of 6379 / 52365 / 8080 (other tests run beside this one); no dashboard.
+            rayStartParams: { ...local, port: String(gcs), 'dashboard-agent-listen-port': String(agent), 'metrics-export-port': String(metrics), 'ray-client-server-port': String(clientPort), 'include-dashboard': 'false' },
+            template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.60.0' }] } },
+          },
+          workerGroupSpecs: [{ groupName: 'w', replicas: 1, rayStartParams: { ...local, 'dashboard-agent-listen-port': String(wAgent), 'metrics-export-port': String(wMetrics) }, template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.60.0' }] } } }],
         },
-        workerGroupSpecs: [{ groupName: 'w', replicas: 1, rayStartParams: { ...local, 'dashboard-agent-listen-port': String(wAgent), 'metrics-export-port': String(wMetrics) }, template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.60.0' }] } } }],
-      },
+      };
     };
+    let cluster = await makeCluster();
     const lookups: EnvLookups = {
       secret: async (_ns, name) => (name === 'redis' ? { password } : undefined),
       configMap: async () => undefined,
@@ -59,34 +64,40 @@ if (missing) {
     t.notOk(JSON.stringify(head).includes(password), 'the password is not in the pod (secretKeyRef)');
     const ns = effectiveStorageNamespace(cluster)!;
     t.equal(ns, cluster.metadata.uid, 'no option, no annotation: the UID');
+    const keys = async () => (await r.keys('RAY*')).sort();
+    const nodes = async () => Object.keys(await r.hgetall(`RAY${ns}@NODE`)).length;
 
-    const headProc = await startRayPod(head, { ray: found, lookups, extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
-    t.teardown(() => headProc.stop());
+    // Head, then a worker built by our builder joining through the head Service's name (mapped to
+    // 127.0.0.1). `ray start` gives its raylet 30 s to register and exits if it has not, which a loaded
+    // machine can cause; as a kubelet restarts such a container, that one exit is retried (up to 3 starts
+    // in all) with fresh ports. Any other exit fails the test.
+    let headProc: RayPodProcess | undefined;
+    let workerProc: RayPodProcess | undefined;
+    t.teardown(async () => {
+      await workerProc?.stop();
+      await headProc?.stop();
+    });
+    for (let attempt = 1; ; attempt++) {
+      const started = Date.now();
+      headProc = await startRayPod(buildHeadPod(cluster), { ray: found, lookups, extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
+      if ((await waitFor(headProc, async () => (await keys()).includes(`RAY${ns}@NODE`), 120_000, 'the head')) === 'ready') {
+        t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
+        const worker = buildWorkerPod(cluster, cluster.spec!.workerGroupSpecs![0]!);
+        workerProc = await startRayPod({ ...worker, metadata: { ...worker.metadata, name: 'rk-w-worker-local' } }, { ray: found, lookups, hosts: [headServiceFqdn(cluster)], extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
+        if ((await waitFor(workerProc, async () => (await nodes()) >= 2, 90_000, 'the worker')) === 'ready') break;
+      }
+      if (attempt === 3) throw new Error('Ray timed out starting three times');
+      t.comment(`Ray timed out starting (start ${attempt}); starting head and worker again with fresh ports`);
+      await workerProc?.stop();
+      await headProc.stop();
+      workerProc = undefined;
+      cluster = await makeCluster();
+    }
     t.equal(headProc.env.RAY_external_storage_namespace, ns, 'the head process got the namespace');
     t.equal(headProc.env.REDIS_PASSWORD, password, 'and the password from the Secret');
-    const keys = async () => (await r.keys('RAY*')).sort();
-    const started = Date.now();
-    while (!(await keys()).includes(`RAY${ns}@NODE`)) {
-      if (headProc.proc.exitCode !== null) throw new Error(`the head exited: ${headProc.log().slice(-2000)}`);
-      if (Date.now() - started > 120_000) throw new Error(`no GCS tables after 120 s: ${headProc.log().slice(-2000)}`);
-      await sleep(500);
-    }
-    t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
-
-    // A worker built by our builder joins through the head Service's name (mapped to 127.0.0.1).
-    const worker = buildWorkerPod(cluster, cluster.spec!.workerGroupSpecs![0]!);
-    const workerProc = await startRayPod({ ...worker, metadata: { ...worker.metadata, name: 'rk-w-worker-local' } }, { ray: found, lookups, hosts: [headServiceFqdn(cluster)], extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
-    t.teardown(() => workerProc.stop());
-    const nodes = async () => Object.keys(await r.hgetall(`RAY${ns}@NODE`)).length;
-    const joinStart = Date.now();
-    while ((await nodes()) < 2) {
-      if (workerProc.proc.exitCode !== null) throw new Error(`the worker exited: ${workerProc.log().slice(-2000)}`);
-      if (Date.now() - joinStart > 90_000) throw new Error(`the worker did not join within 90 s: ${workerProc.log().slice(-2000)}`);
-      await sleep(500);
-    }
     t.pass('the worker registered with the head (two nodes in the NODE table)');
 
-    await workerProc.stop();
+    await workerProc!.stop();
     await headProc.stop();
     const written = await keys();
     t.ok(written.length > 0 && written.every((k) => k.startsWith(`RAY${ns}@`)), `every key Ray wrote is under RAY${ns}@ (${written.join(', ')})`);
@@ -99,4 +110,24 @@ if (missing) {
     t.equal(code, 0, out.stderr);
     t.same(await keys(), [], 'nothing of the cluster is left in Redis');
   });
+}
+
+/** Ray's own message when `ray start` gave up waiting for its raylet to register (30 s in Ray 2.x). */
+const RAY_STARTUP_TIMEOUT = 'The current node timed out during startup';
+
+/**
+ * Waits until `ready`: 'retry' when the process exited with Ray's start-up timeout; any other exit, or no
+ * readiness within `limitMs`, throws with the end of its log.
+ */
+async function waitFor(proc: RayPodProcess, ready: () => Promise<boolean>, limitMs: number, what: string): Promise<'ready' | 'retry'> {
+  const started = Date.now();
+  while (!(await ready())) {
+    if (proc.proc.exitCode !== null) {
+      if (proc.log().includes(RAY_STARTUP_TIMEOUT)) return 'retry';
+      throw new Error(`${what} exited: ${proc.log().slice(-2000)}`);
+    }
+    if (Date.now() - started > limitMs) throw new Error(`${what} was not ready after ${limitMs / 1000} s: ${proc.log().slice(-2000)}`);
+    await sleep(500);
+  }
+  return 'ready';
 }
