@@ -16,6 +16,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { freePort, redisServerMissing, startRedisServer, waitForRedis } from '../helpers/redis-server.ts';
 import { client, seedCurrent, seedLegacy, snapshot } from '../redis/fixtures.ts';
 import { normalizeRef, type OciImage, readArchive, runImage, scratch, unpackRootfs, waitRunning } from './oci.ts';
+import { sleep } from '../../src/backoff.ts';
 
 const SCRIPT = join(REPO_ROOT, 'tools/build-images.sh');
 const PASSWORD = 'Images-Secret-4c1d';
@@ -169,7 +170,15 @@ if (why) {
       t.equal(img.config.config.User, '65535:65535');
       const c = runImage(img, root, work);
       await waitRunning(c);
-      c.kill('TERM');
+      // PID 1 of a PID namespace drops a signal it has no handler for, so a TERM that arrives before the
+      // shell has set its trap is lost (it hung a CI run): TERM is sent until the container ends, at most
+      // 20 s. It can only end through the trap, with 0; otherwise KILL ends it with 137.
+      const deadline = Date.now() + 20_000;
+      while (!c.ended() && Date.now() < deadline) {
+        c.kill('TERM');
+        await sleep(500);
+      }
+      if (!c.ended()) c.kill('KILL');
       const r = await c.done;
       t.equal(r.code, 0, r.stderr);
     });
