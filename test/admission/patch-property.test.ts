@@ -231,7 +231,9 @@ t.test('RayCluster CREATE and UPDATE patches apply with rfc6902 and change only 
     }),
     { numRuns: RUNS },
   );
-  t.ok(patched > RUNS / 10, `a fair share of generated cases were patched (${patched}/${RUNS})`);
+  // About 1 in 8 generated clusters needs a patch (FT on, Redis, nothing pinned yet): at least 1 in 20 must,
+  // or the property holds vacuously. (1 in 10 failed about once in a hundred runs: 98/1000 in one.)
+  t.ok(patched > RUNS / 20, `a fair share of generated cases were patched (${patched}/${RUNS})`);
   t.ok(nullParentPatches > 0, `null parents were exercised (${nullParentPatches})`);
 });
 
