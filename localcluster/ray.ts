@@ -52,7 +52,13 @@ export function descendants(pid: number): number[] {
   return out;
 }
 
-/** Kills the `ray start --block` process and everything it started (by pid, never by name). */
+/**
+ * What `ray start` prints when it gave up waiting for its raylet to register (a fixed 30 s in Ray 2.x,
+ * `ray/_private/node.py`): a loaded machine, not a wrong command line.
+ */
+export const RAY_START_TIMED_OUT = 'The current node timed out during startup';
+
+/** Kills the `ray start --block` process and everything it started (by pid and its process group, never by name). */
 export async function stopRay(head: ChildProcess): Promise<void> {
   if (head.pid === undefined) return;
   const pids = [head.pid, ...descendants(head.pid)];

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
-import { findRay } from '../../localcluster/ray.ts';
+import { findRay, RAY_START_TIMED_OUT } from '../../localcluster/ray.ts';
 import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/raycluster/job.ts';
 import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/raycluster/pods.ts';
@@ -112,9 +112,6 @@ if (missing) {
   });
 }
 
-/** Ray's own message when `ray start` gave up waiting for its raylet to register (30 s in Ray 2.x). */
-const RAY_STARTUP_TIMEOUT = 'The current node timed out during startup';
-
 /**
  * Waits until `ready`: 'retry' when the process exited with Ray's start-up timeout; any other exit, or no
  * readiness within `limitMs`, throws with the end of its log.
@@ -123,7 +120,7 @@ async function waitFor(proc: RayPodProcess, ready: () => Promise<boolean>, limit
   const started = Date.now();
   while (!(await ready())) {
     if (proc.proc.exitCode !== null) {
-      if (proc.log().includes(RAY_STARTUP_TIMEOUT)) return 'retry';
+      if (proc.log().includes(RAY_START_TIMED_OUT)) return 'retry';
       throw new Error(`${what} exited: ${proc.log().slice(-2000)}`);
     }
     if (Date.now() - started > limitMs) throw new Error(`${what} was not ready after ${limitMs / 1000} s: ${proc.log().slice(-2000)}`);

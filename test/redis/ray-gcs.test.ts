@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { RAY_TABLES } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
-import { findRay, stopRay } from '../../localcluster/ray.ts';
+import { findRay, RAY_START_TIMED_OUT, stopRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
 import { sleep } from '../../src/backoff.ts';
@@ -58,7 +58,7 @@ if (missing) {
       let timedOut = false;
       while (!(await rayKeys()).includes(`RAY${ns}@NODE`)) {
         if (head.exitCode !== null) {
-          if (!headLog.includes('The current node timed out during startup') || attempt === 3) throw new Error(`ray start exited: ${headLog.slice(-2000)}`);
+          if (!headLog.includes(RAY_START_TIMED_OUT) || attempt === 3) throw new Error(`ray start exited: ${headLog.slice(-2000)}`);
           timedOut = true;
           break;
         }
