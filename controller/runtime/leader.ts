@@ -46,6 +46,9 @@ export const DEFAULT_LEADER_TIMING: LeaderTiming = { leaseDurationMs: 15_000, re
 /** A campaign waits the retry period stretched by up to this fraction (client-go's JitterFactor 1.2). */
 const RETRY_JITTER = 0.2;
 
+/** The release's GET and PUT together, on SIGTERM (within the Pod's termination grace period). */
+const RELEASE_TIMEOUT_MS = 5_000;
+
 /** What makes a timing unsafe (client-go's rules), or undefined. */
 export function leaderTimingProblem(t: LeaderTiming): string | undefined {
   for (const [name, v] of [['lease duration', t.leaseDurationMs], ['renew deadline', t.renewDeadlineMs], ['retry period', t.retryPeriodMs]] as const) {
@@ -209,25 +212,39 @@ export class LeaderElector {
     callbacks.onStoppedLeading(reason);
   }
 
-  /** Gives the lease back if we still hold it (best effort; call on SIGTERM after reconcilers stopped). */
+  /**
+   * Gives the lease back if we still hold it (best effort; call on SIGTERM after reconcilers stopped).
+   * It reads the Lease first, as client-go's release does: a renew aborted by the shutdown may still
+   * have reached the API server, and a PUT with the resourceVersion we last saw would then conflict,
+   * leaving the standby to wait out the whole lease duration.
+   */
   async release(): Promise<boolean> {
-    const lease = this.current;
-    if (!lease || lease.spec?.holderIdentity !== this.identity) return false;
-    const now = this.o.now();
-    const released: Lease = {
-      ...lease,
-      spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, acquireTime: microTime(now), renewTime: microTime(now) },
-    };
+    const held = this.current;
+    if (!held || held.spec?.holderIdentity !== this.identity) return false;
     this.writeUntil = 0; // from the moment the release may reach the API server, another may lead
+    const deadline = this.o.now() + RELEASE_TIMEOUT_MS;
+    const left = (): number => Math.max(1, deadline - this.o.now());
+    const lease = `${this.o.namespace}/${this.o.name}`;
     try {
-      await this.o.kube.replace(this.ref(), released, { timeoutMs: 5_000 });
-      this.leading = false;
-      this.current = undefined;
-      this.o.logger?.info({ lease: `${this.o.namespace}/${this.o.name}` }, 'released the lease');
+      const fresh = await this.o.kube.get<Lease>(this.ref(), { timeoutMs: left() });
+      if (fresh.spec?.holderIdentity !== this.identity) {
+        this.o.logger?.info({ lease, holder: fresh.spec?.holderIdentity ?? '' }, 'not releasing the lease: no longer ours');
+        return false;
+      }
+      const now = this.o.now();
+      const released: Lease = {
+        ...fresh,
+        spec: { ...fresh.spec, holderIdentity: null, leaseDurationSeconds: 1, acquireTime: microTime(now), renewTime: microTime(now) },
+      };
+      await this.o.kube.replace(this.ref(), released, { timeoutMs: left() });
+      this.o.logger?.info({ lease }, 'released the lease');
       return true;
     } catch (err) {
-      this.o.logger?.warn({ err: String(err) }, 'could not release the lease');
+      this.o.logger?.warn({ lease, err: String(err) }, 'could not release the lease');
       return false;
+    } finally {
+      this.leading = false;
+      this.current = undefined;
     }
   }
 

@@ -190,7 +190,7 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   tt.notOk(leading.has('r2'), 'r2 waits while r1 holds the lease');
   rb.ctl.abort();
   await rb.done;
-  tt.equal(await b.release(), true, 'released');
+  tt.equal(await b.release(), true, `released (terms ended so far: ${stopped.join('; ') || 'none'})`);
   await until(() => leading.has('r2'), 'r2 takes over after the release', 5000);
   const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
   tt.equal(after.spec.holderIdentity, 'r2');
@@ -198,6 +198,49 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   rc.ctl.abort();
   await rc.done;
   await c.release();
+});
+
+t.test('release on shutdown: after a renew whose answer was lost, and never a lease taken since', async (tt) => {
+  const ns = await testNamespace(tt);
+  const kube = new KubeClient(ns.kubeConfig);
+  const other = new KubeClient(ns.kubeConfig);
+  tt.teardown(() => (kube.close(), other.close()));
+  type HeldLease = { metadata: { name: string; namespace: string; resourceVersion: string }; spec: { holderIdentity: string | null; renewTime: string; leaseDurationSeconds: number; leaseTransitions: number } };
+  /** Leads on `name`, then stops its loop as the manager's shutdown does (the lease stays held). */
+  const ledThenStopped = async (name: string) => {
+    const e = new LeaderElector({ kube, namespace: ns.name, name, identity: 'me', logger: quiet, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 });
+    const ctl = new AbortController();
+    let led = false;
+    const done = e.run(ctl.signal, { onStartedLeading: () => (led = true), onStoppedLeading: () => {} });
+    await until(() => led, `${name}: leads`);
+    ctl.abort();
+    await done;
+    return e;
+  };
+  const ref = (name: string) => ({ ...LEASES, namespace: ns.name, name });
+  const later = () => new Date(Date.now() + 50).toISOString().replace('Z', '000Z');
+
+  // A renew that reached the API server while its answer was cut off by the shutdown: the Lease is
+  // still ours, with a resourceVersion the elector never saw.
+  const a = await ledThenStopped('renewed-behind');
+  const seen = await other.get<HeldLease>(ref('renewed-behind'));
+  const renewed = await other.replace<HeldLease>(ref('renewed-behind'), { ...seen, spec: { ...seen.spec, renewTime: later() } });
+  tt.not(renewed.metadata.resourceVersion, seen.metadata.resourceVersion, 'the control: the Lease changed behind the elector');
+  tt.equal(await a.release(), true, 'released despite the newer resourceVersion');
+  const freed = await other.get<HeldLease>(ref('renewed-behind'));
+  tt.equal(freed.spec.holderIdentity ?? '', '', 'no holder: a standby takes it at its next retry');
+  tt.equal(freed.spec.leaseDurationSeconds, 1);
+  tt.equal(freed.spec.leaseTransitions, renewed.spec.leaseTransitions, 'transitions kept');
+  tt.equal(await a.release(), false, 'a second release has nothing to give back');
+
+  // The Lease was taken by another replica meanwhile: the release must not touch it.
+  const b = await ledThenStopped('taken');
+  const held = await other.get<HeldLease>(ref('taken'));
+  const taken = await other.replace<HeldLease>(ref('taken'), { ...held, spec: { ...held.spec, holderIdentity: 'successor', renewTime: later(), leaseTransitions: held.spec.leaseTransitions + 1 } });
+  tt.equal(await b.release(), false, 'not released');
+  const after = await other.get<HeldLease>(ref('taken'));
+  tt.equal(after.spec.holderIdentity, 'successor', 'the successor still holds it');
+  tt.equal(after.metadata.resourceVersion, taken.metadata.resourceVersion, 'not written');
 });
 
 t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
