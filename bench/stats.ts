@@ -1,8 +1,9 @@
 // The benchmarks' one summary statistic.
 
-/** The middle value; of an even count the lower of the two middle ones, so it is always a measured value. */
+/** The middle value; of an even count the mean of the two middle ones (neither favoured). */
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  const upper = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[upper]! : (sorted[upper - 1]! + sorted[upper]!) / 2;
 }

@@ -58,6 +58,20 @@ export function descendants(pid: number): number[] {
  */
 export const RAY_START_TIMED_OUT = 'The current node timed out during startup';
 
+/**
+ * For a `ray start` that has exited: whether it ended with Ray's start-up timeout (RAY_START_TIMED_OUT),
+ * read from its whole output. Its processes are stopped first and its pipes waited for (bounded), since
+ * the exit can be reported before the last chunk of its output has been read.
+ */
+export async function exitedOnStartTimeout(head: ChildProcess, log: () => string): Promise<boolean> {
+  await stopRay(head);
+  const open = [head.stdout, head.stderr].filter((s) => s !== null && !s.closed);
+  const bound = new AbortController();
+  await Promise.race([Promise.all(open.map((s) => new Promise((done) => s!.once('close', done)))), sleep(5_000, bound.signal)]);
+  bound.abort();
+  return log().includes(RAY_START_TIMED_OUT);
+}
+
 /** Kills the `ray start --block` process and everything it started (by pid and its process group, never by name). */
 export async function stopRay(head: ChildProcess): Promise<void> {
   if (head.pid === undefined) return;

@@ -203,7 +203,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     const text = typeof err?.message === 'string' ? err.message : String(err);
     const message = status >= 500 ? `internal error: ${text}` : text;
     if (status >= 500) logger.error({ err, resource, status, url: request.url }, 'request failed');
-    else logger.warn({ resource, status, code: err.code, error: err.message }, 'admission request refused');
+    else logger.warn({ resource, status, code: err.code, error: text }, 'admission request refused');
     if (resource === undefined) return void reply.code(status).send({ error: message });
     // The body could not be read, so no uid is known: still an AdmissionReview refusal with the reason.
     sendAnswer(reply, status, denied(DEFAULT_ADMISSION_API_VERSION, undefined, status, message));

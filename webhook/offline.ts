@@ -7,7 +7,8 @@ import { parseAllDocuments } from 'yaml';
 import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
 import { isJsonObject } from '../src/admission/json.ts';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
-import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
+import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.ts';
+import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import type { PatchOperation } from '../src/admission/patch.ts';
 import type { JsonObject } from '../src/types.ts';
 
@@ -113,7 +114,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
     // A review of another kind: answered as the API server would never send it to us, allowed untouched.
     const outcome = mutate(value, target ?? 'RayCluster', options);
     if (target === undefined && outcome.request !== undefined) {
-      return { ...ref, kind: 'object', stored: object ?? {}, patch: [], changes: [], warnings: [], answer: { apiVersion: outcome.request.apiVersion, kind: 'AdmissionReview', response: { uid: outcome.request.uid, allowed: true } }, label };
+      return { ...ref, kind: 'object', stored: object ?? {}, patch: [], changes: [], warnings: [], answer: allowed(outcome.request.apiVersion, outcome.request.uid), label };
     }
     return fromOutcome(ref, label, object ?? {}, outcome);
   }
@@ -121,7 +122,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
   const target = targetOf(value.apiVersion, value.kind);
   if (target === undefined) {
     // Not ours: passed through untouched, as the API server would never call the webhook for it.
-    return { ...ref, kind: 'object', stored: value, patch: [], changes: [], warnings: [], answer: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '', allowed: true } }, label };
+    return { ...ref, kind: 'object', stored: value, patch: [], changes: [], warnings: [], answer: allowed(DEFAULT_ADMISSION_API_VERSION, ''), label };
   }
   return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options));
 }

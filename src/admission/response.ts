@@ -48,8 +48,10 @@ export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined,
 }
 
 /**
- * The answer as JSON text, byte for byte what JSON.stringify(answer) gives (same key order), written
- * directly: the webhook sends it as is, without a generic serializer walking the object per request.
+ * The answer as JSON text, byte for byte what JSON.stringify(answer) gives, written directly: the webhook
+ * sends it as is, without a generic serializer walking the object per request. That equality holds for
+ * answers made by allowed() and denied() (their key order; `patch` always base64 from encodePatch), which
+ * are the only way answers are made; test/admission/answer-json.test.ts compares the two.
  */
 export function answerJson(answer: AdmissionReviewAnswer): string {
   const r = answer.response;

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
 import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../src/kube.ts';
-import { LeaderElector } from '../../controller/runtime/leader.ts';
+import { LeaderElector, microTime } from '../../controller/runtime/leader.ts';
 import { KubeEventRecorder } from '../../controller/runtime/events.ts';
 import { Manager } from '../../controller/runtime/manager.ts';
 import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
@@ -208,7 +208,9 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   type HeldLease = { metadata: { name: string; namespace: string; resourceVersion: string }; spec: { holderIdentity: string | null; renewTime: string; leaseDurationSeconds: number; leaseTransitions: number } };
   /** Leads on `name`, then stops its loop as the manager's shutdown does (the lease stays held). */
   const ledThenStopped = async (name: string) => {
-    const e = new LeaderElector({ kube, namespace: ns.name, name, identity: 'me', logger: quiet, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 });
+    // client-go's default timing: the first attempt takes the free Lease, and no stall on a loaded machine
+    // reaches the 10 s renew deadline before the loop is stopped.
+    const e = new LeaderElector({ kube, namespace: ns.name, name, identity: 'me', logger: quiet });
     const ctl = new AbortController();
     let led = false;
     const done = e.run(ctl.signal, { onStartedLeading: () => (led = true), onStoppedLeading: () => {} });
@@ -218,7 +220,7 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
     return e;
   };
   const ref = (name: string) => ({ ...LEASES, namespace: ns.name, name });
-  const later = () => new Date(Date.now() + 50).toISOString().replace('Z', '000Z');
+  const later = () => microTime(Date.now() + 50);
 
   // A renew that reached the API server while its answer was cut off by the shutdown: the Lease is
   // still ours, with a resourceVersion the elector never saw.
@@ -241,6 +243,12 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   const after = await other.get<HeldLease>(ref('taken'));
   tt.equal(after.spec.holderIdentity, 'successor', 'the successor still holds it');
   tt.equal(after.metadata.resourceVersion, taken.metadata.resourceVersion, 'not written');
+
+  // The Lease is gone (deleted by an admin): the release fails without creating one.
+  const c = await ledThenStopped('deleted');
+  await other.delete(ref('deleted'));
+  tt.equal(await c.release(), false, 'not released');
+  tt.equal(await other.get(ref('deleted')).then(() => 'found', (err) => (isNotFound(err) ? 'not found' : String(err))), 'not found', 'no Lease was created');
 });
 
 t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {

@@ -176,7 +176,7 @@ if (why) {
       const deadline = Date.now() + 20_000;
       while (!c.ended() && Date.now() < deadline) {
         c.kill('TERM');
-        await sleep(500);
+        await Promise.race([c.done, sleep(500)]);
       }
       if (!c.ended()) c.kill('KILL');
       const r = await c.done;

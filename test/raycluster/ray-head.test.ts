@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
-import { findRay, RAY_START_TIMED_OUT } from '../../localcluster/ray.ts';
+import { findRay, exitedOnStartTimeout } from '../../localcluster/ray.ts';
 import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/raycluster/job.ts';
 import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/raycluster/pods.ts';
@@ -80,17 +80,21 @@ if (missing) {
     for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       headProc = await startRayPod(buildHeadPod(cluster), { ray: found, lookups, extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
+      let timedOut = headProc;
       if ((await waitFor(headProc, async () => (await keys()).includes(`RAY${ns}@NODE`), 120_000, 'the head')) === 'ready') {
         t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
         const worker = buildWorkerPod(cluster, cluster.spec!.workerGroupSpecs![0]!);
         workerProc = await startRayPod({ ...worker, metadata: { ...worker.metadata, name: 'rk-w-worker-local' } }, { ray: found, lookups, hosts: [headServiceFqdn(cluster)], extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
         if ((await waitFor(workerProc, async () => (await nodes()) >= 2, 90_000, 'the worker')) === 'ready') break;
+        timedOut = workerProc;
       }
-      if (attempt === 3) throw new Error('Ray timed out starting three times');
-      t.comment(`Ray timed out starting (start ${attempt}); starting head and worker again with fresh ports`);
+      if (attempt === 3) throw new Error(`Ray timed out starting three times: ${timedOut.log().slice(-2000)}`);
+      t.comment(`Ray timed out starting (start ${attempt}); starting head and worker again with fresh ports and an empty Redis`);
       await workerProc?.stop();
       await headProc.stop();
       workerProc = undefined;
+      // The failed start's NODE entries would otherwise satisfy the next start's checks (this Redis is the test's own).
+      await r.flushall();
       cluster = await makeCluster();
     }
     t.equal(headProc.env.RAY_external_storage_namespace, ns, 'the head process got the namespace');
@@ -120,7 +124,7 @@ async function waitFor(proc: RayPodProcess, ready: () => Promise<boolean>, limit
   const started = Date.now();
   while (!(await ready())) {
     if (proc.proc.exitCode !== null) {
-      if (proc.log().includes(RAY_START_TIMED_OUT)) return 'retry';
+      if (await exitedOnStartTimeout(proc.proc, proc.log)) return 'retry';
       throw new Error(`${what} exited: ${proc.log().slice(-2000)}`);
     }
     if (Date.now() - started > limitMs) throw new Error(`${what} was not ready after ${limitMs / 1000} s: ${proc.log().slice(-2000)}`);

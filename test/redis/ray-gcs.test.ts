@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { RAY_TABLES } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
-import { findRay, RAY_START_TIMED_OUT, stopRay } from '../../localcluster/ray.ts';
+import { exitedOnStartTimeout, findRay, stopRay } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
 import { sleep } from '../../src/backoff.ts';
@@ -39,7 +39,7 @@ if (missing) {
     // `ray start` gives its raylet 30 s to register and exits if it has not, which a loaded machine can
     // cause: that one exit is retried (up to 3 starts, fresh ports); any other exit fails the test.
     let head!: ChildProcess;
-    let headLog = '';
+    let headLog = (): string => '';
     let gcsPort = 0;
     let started = 0;
     t.teardown(() => stopRay(head));
@@ -51,23 +51,28 @@ if (missing) {
         ['start', '--head', '--block', `--port=${gcsPort}`, `--ray-client-server-port=${clientPort}`, `--dashboard-agent-listen-port=${agentPort}`, '--node-ip-address=127.0.0.1', '--num-cpus=1', '--include-dashboard=false', '--disable-usage-stats', `--temp-dir=${temp}`, '--object-store-memory=100000000'],
         { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
       );
-      headLog = '';
-      head.stdout!.on('data', (d) => (headLog += d));
-      head.stderr!.on('data', (d) => (headLog += d));
+      // This start's own output (a failed start's processes may still write to theirs).
+      const chunks: string[] = [];
+      head.stdout!.on('data', (d) => chunks.push(String(d)));
+      head.stderr!.on('data', (d) => chunks.push(String(d)));
+      headLog = () => chunks.join('');
       started = Date.now();
       let timedOut = false;
       while (!(await rayKeys()).includes(`RAY${ns}@NODE`)) {
         if (head.exitCode !== null) {
-          if (!headLog.includes(RAY_START_TIMED_OUT) || attempt === 3) throw new Error(`ray start exited: ${headLog.slice(-2000)}`);
+          if (!(await exitedOnStartTimeout(head, headLog)) || attempt === 3) throw new Error(`ray start exited (start ${attempt}): ${headLog().slice(-2000)}`);
           timedOut = true;
           break;
         }
-        if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headLog.slice(-2000)}`);
+        if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headLog().slice(-2000)}`);
         await sleep(500);
       }
       if (!timedOut) break;
-      t.comment(`Ray timed out starting (start ${attempt}); starting it again with fresh ports`);
+      t.comment(`Ray timed out starting (start ${attempt}); starting it again with fresh ports, the namespace's keys removed`);
       await stopRay(head);
+      // Keys the failed start wrote would otherwise satisfy the next start's checks.
+      const stale = await rayKeys();
+      if (stale.length > 0) await r.del(...stale);
     }
     t.comment(`Ray head wrote its tables after ${Date.now() - started} ms`);
 
