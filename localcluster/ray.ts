@@ -72,6 +72,24 @@ export async function exitedOnStartTimeout(head: ChildProcess, log: () => string
   return log().includes(RAY_START_TIMED_OUT);
 }
 
+/**
+ * Polls `ready` while a `ray start` runs: 'ready' once it holds; 'retry' when the process exited with Ray's
+ * start-up timeout (exitedOnStartTimeout); any other exit, or no readiness within `limitMs`, throws with
+ * the end of its log.
+ */
+export async function waitForRayStart(proc: ChildProcess, log: () => string, ready: () => Promise<boolean>, limitMs: number, what: string): Promise<'ready' | 'retry'> {
+  const started = Date.now();
+  while (!(await ready())) {
+    if (proc.exitCode !== null) {
+      if (await exitedOnStartTimeout(proc, log)) return 'retry';
+      throw new Error(`${what} exited: ${log().slice(-2000)}`);
+    }
+    if (Date.now() - started > limitMs) throw new Error(`${what} was not ready after ${limitMs / 1000} s: ${log().slice(-2000)}`);
+    await sleep(500);
+  }
+  return 'ready';
+}
+
 /** Kills the `ray start --block` process and everything it started (by pid and its process group, never by name). */
 export async function stopRay(head: ChildProcess): Promise<void> {
   if (head.pid === undefined) return;

@@ -10,14 +10,13 @@ import { join } from 'node:path';
 import t from 'tap';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
-import { findRay, exitedOnStartTimeout } from '../../localcluster/ray.ts';
+import { findRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/raycluster/job.ts';
 import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/raycluster/pods.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client } from '../redis/fixtures.ts';
-import { sleep } from '../../src/backoff.ts';
 
 const missing = redisServerMissing();
 const found = findRay();
@@ -81,11 +80,11 @@ if (missing) {
       const started = Date.now();
       headProc = await startRayPod(buildHeadPod(cluster), { ray: found, lookups, extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
       let timedOut = headProc;
-      if ((await waitFor(headProc, async () => (await keys()).includes(`RAY${ns}@NODE`), 120_000, 'the head')) === 'ready') {
+      if ((await waitForRayStart(headProc.proc, headProc.log, async () => (await keys()).includes(`RAY${ns}@NODE`), 120_000, 'the head')) === 'ready') {
         t.comment(`the head wrote its tables after ${Date.now() - started} ms`);
         const worker = buildWorkerPod(cluster, cluster.spec!.workerGroupSpecs![0]!);
         workerProc = await startRayPod({ ...worker, metadata: { ...worker.metadata, name: 'rk-w-worker-local' } }, { ray: found, lookups, hosts: [headServiceFqdn(cluster)], extraEnv: { RAY_USAGE_STATS_ENABLED: '0' } });
-        if ((await waitFor(workerProc, async () => (await nodes()) >= 2, 90_000, 'the worker')) === 'ready') break;
+        if ((await waitForRayStart(workerProc.proc, workerProc.log, async () => (await nodes()) >= 2, 90_000, 'the worker')) === 'ready') break;
         timedOut = workerProc;
       }
       if (attempt === 3) throw new Error(`Ray timed out starting three times: ${timedOut.log().slice(-2000)}`);
@@ -116,19 +115,3 @@ if (missing) {
   });
 }
 
-/**
- * Waits until `ready`: 'retry' when the process exited with Ray's start-up timeout; any other exit, or no
- * readiness within `limitMs`, throws with the end of its log.
- */
-async function waitFor(proc: RayPodProcess, ready: () => Promise<boolean>, limitMs: number, what: string): Promise<'ready' | 'retry'> {
-  const started = Date.now();
-  while (!(await ready())) {
-    if (proc.proc.exitCode !== null) {
-      if (await exitedOnStartTimeout(proc.proc, proc.log)) return 'retry';
-      throw new Error(`${what} exited: ${proc.log().slice(-2000)}`);
-    }
-    if (Date.now() - started > limitMs) throw new Error(`${what} was not ready after ${limitMs / 1000} s: ${proc.log().slice(-2000)}`);
-    await sleep(500);
-  }
-  return 'ready';
-}

@@ -12,10 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { RAY_TABLES } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
-import { exitedOnStartTimeout, findRay, stopRay } from '../../localcluster/ray.ts';
+import { findRay, stopRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
-import { sleep } from '../../src/backoff.ts';
 
 const missing = redisServerMissing();
 const found = findRay();
@@ -57,17 +56,9 @@ if (missing) {
       head.stderr!.on('data', (d) => chunks.push(String(d)));
       headLog = () => chunks.join('');
       started = Date.now();
-      let timedOut = false;
-      while (!(await rayKeys()).includes(`RAY${ns}@NODE`)) {
-        if (head.exitCode !== null) {
-          if (!(await exitedOnStartTimeout(head, headLog)) || attempt === 3) throw new Error(`ray start exited (start ${attempt}): ${headLog().slice(-2000)}`);
-          timedOut = true;
-          break;
-        }
-        if (Date.now() - started > 150_000) throw new Error(`no GCS tables after 150 s: ${headLog().slice(-2000)}`);
-        await sleep(500);
-      }
-      if (!timedOut) break;
+      const outcome = await waitForRayStart(head, headLog, async () => (await rayKeys()).includes(`RAY${ns}@NODE`), 150_000, `ray start (start ${attempt})`);
+      if (outcome === 'ready') break;
+      if (attempt === 3) throw new Error(`Ray timed out starting three times: ${headLog().slice(-2000)}`);
       t.comment(`Ray timed out starting (start ${attempt}); starting it again with fresh ports, the namespace's keys removed`);
       await stopRay(head);
       // Keys the failed start wrote would otherwise satisfy the next start's checks.
