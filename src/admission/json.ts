@@ -6,6 +6,23 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A string of printable ASCII without '"' or '\\', which JSON writes as is between quotes. */
+function isPlainJsonString(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
+/**
+ * JSON.stringify(value), with the common case (a plain ASCII string: uids, pointers, names) quoted
+ * directly: the generic serializer costs several times more on the webhook's request path.
+ */
+export function jsonText(value: Json): string {
+  return typeof value === 'string' && isPlainJsonString(value) ? `"${value}"` : JSON.stringify(value);
+}
+
 /**
  * Full deep copy of a JSON value, keeping own keys such as "__proto__" as plain data (defineProperty),
  * exactly as JSON.parse produced them. The admission path copies less (see copy.ts); tests use this as the

@@ -1,7 +1,8 @@
 // AdmissionReview answers. Every answer names the request's apiVersion and carries its uid ('' only when
 // the body never revealed one).
+import { jsonText } from './json.ts';
 import type { PatchOperation } from './patch.ts';
-import type { AdmissionApiVersion } from './review.ts';
+import { ADMISSION_API_VERSIONS, type AdmissionApiVersion } from './review.ts';
 
 export interface AdmissionResponse {
   uid: string;
@@ -47,6 +48,12 @@ export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined,
   return { apiVersion, kind: 'AdmissionReview', response: { uid: uid ?? '', allowed: false, status: { code, message } } };
 }
 
+function answerPrefix(apiVersion: string): string {
+  return `{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":`;
+}
+/** The text before the uid, made once per apiVersion. */
+const ANSWER_PREFIX: ReadonlyMap<string, string> = new Map(ADMISSION_API_VERSIONS.map((v) => [v, answerPrefix(v)]));
+
 /**
  * The answer as JSON text, byte for byte what JSON.stringify(answer) gives, written directly: the webhook
  * sends it as is, without a generic serializer walking the object per request. That equality holds for
@@ -55,8 +62,9 @@ export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined,
  */
 export function answerJson(answer: AdmissionReviewAnswer): string {
   const r = answer.response;
-  let json = `{"apiVersion":${JSON.stringify(answer.apiVersion)},"kind":"AdmissionReview","response":{"uid":${JSON.stringify(r.uid)},"allowed":${r.allowed}`;
-  if (r.patchType !== undefined) json += `,"patchType":${JSON.stringify(r.patchType)}`;
+  const prefix = ANSWER_PREFIX.get(answer.apiVersion) ?? answerPrefix(answer.apiVersion);
+  let json = `${prefix}${jsonText(r.uid)},"allowed":${r.allowed}`;
+  if (r.patchType !== undefined) json += ',"patchType":"JSONPatch"';
   // Base64 needs no escaping.
   if (r.patch !== undefined) json += `,"patch":"${r.patch}"`;
   if (r.status !== undefined) json += `,"status":{"code":${JSON.stringify(r.status.code)},"message":${JSON.stringify(r.status.message)}}`;

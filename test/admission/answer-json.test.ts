@@ -3,6 +3,8 @@
 import t from 'tap';
 import { allowed, answerJson, denied, encodePatch, type AdmissionReviewAnswer } from '../../src/admission/response.ts';
 import type { PatchOperation } from '../../src/admission/patch.ts';
+import { jsonText } from '../../src/admission/json.ts';
+import type { Json } from '../../src/types.ts';
 
 const ops: PatchOperation[] = [
   { op: 'add', path: '/metadata/finalizers', value: ['ray.io/gcs-ft-redis-cleanup-finalizer'] },
@@ -44,4 +46,14 @@ t.test('encodePatch is base64 of the UTF-8 JSON, ASCII or not', async (t) => {
   for (const [name, patch] of rows) {
     t.equal(encodePatch(patch), Buffer.from(JSON.stringify(patch), 'utf8').toString('base64'), name);
   }
+});
+
+t.test('jsonText is JSON.stringify for every kind of string and value', async (t) => {
+  const values: Json[] = [
+    '', 'plain', '705ab4f5-6393-11e8-b7cc-42010a800002', '/metadata/annotations/ray.io~1external-storage-namespace',
+    'quote "x"', 'back\\slash', 'nul \u0000', 'unit sep \u001f', 'space ~ and del \u007f', 'ünï', 'line \u2028 sep',
+    'lone \ud800 surrogate', 'astral \u{1F600}', '</script>',
+    0, -1.5, true, false, null, ['a', 'b"'], { k: 'v', n: [1, { x: null }] }, [],
+  ];
+  for (const value of values) t.equal(jsonText(value), JSON.stringify(value), JSON.stringify(value));
 });
