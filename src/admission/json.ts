@@ -16,7 +16,7 @@ function isPlainJsonString(s: string): boolean {
 }
 
 /**
- * JSON.stringify(value), with the common case (a plain ASCII string: uids, pointers, names) quoted
+ * JSON.stringify(value), with a plain ASCII string (the admission uid, as the API server makes it) quoted
  * directly: the generic serializer costs several times more on the webhook's request path.
  */
 export function jsonText(value: Json): string {
