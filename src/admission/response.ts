@@ -48,11 +48,10 @@ export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined,
   return { apiVersion, kind: 'AdmissionReview', response: { uid: uid ?? '', allowed: false, status: { code, message } } };
 }
 
-function answerPrefix(apiVersion: string): string {
-  return `{"apiVersion":${JSON.stringify(apiVersion)},"kind":"AdmissionReview","response":{"uid":`;
-}
 /** The text before the uid, made once per apiVersion. */
-const ANSWER_PREFIX: ReadonlyMap<string, string> = new Map(ADMISSION_API_VERSIONS.map((v) => [v, answerPrefix(v)]));
+const ANSWER_PREFIX = Object.fromEntries(
+  ADMISSION_API_VERSIONS.map((v) => [v, `{"apiVersion":${JSON.stringify(v)},"kind":"AdmissionReview","response":{"uid":`]),
+) as Readonly<Record<AdmissionApiVersion, string>>;
 
 /**
  * The answer as JSON text, byte for byte what JSON.stringify(answer) gives, written directly: the webhook
@@ -62,8 +61,7 @@ const ANSWER_PREFIX: ReadonlyMap<string, string> = new Map(ADMISSION_API_VERSION
  */
 export function answerJson(answer: AdmissionReviewAnswer): string {
   const r = answer.response;
-  const prefix = ANSWER_PREFIX.get(answer.apiVersion) ?? answerPrefix(answer.apiVersion);
-  let json = `${prefix}${jsonText(r.uid)},"allowed":${r.allowed}`;
+  let json = `${ANSWER_PREFIX[answer.apiVersion]}${jsonText(r.uid)},"allowed":${r.allowed}`;
   if (r.patchType !== undefined) json += ',"patchType":"JSONPatch"';
   // Base64 needs no escaping.
   if (r.patch !== undefined) json += `,"patch":"${r.patch}"`;
