@@ -42,12 +42,19 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
   const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
-  const slices = await kube.list<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>(
-    { ...ENDPOINT_SLICES, namespace: SYSTEM_NAMESPACE },
-    { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
-  );
-  const addresses = slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
-  t.same(addresses, ready.map((p) => p.status?.podIP).sort(), 'the Service routes to exactly those pods');
+  const readyAddresses = async () => {
+    const slices = await kube.list<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>(
+      { ...ENDPOINT_SLICES, namespace: SYSTEM_NAMESPACE },
+      { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
+    );
+    return slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
+  };
+  const podIPs = ready.map((p) => p.status?.podIP).sort();
+  // The EndpointSlice controller marks an endpoint ready a moment after its pod's Ready condition: wait
+  // for it (30 s at most; the assertion below then shows what the Service routes to).
+  let addresses: string[] = [];
+  await until(async () => JSON.stringify((addresses = await readyAddresses())) === JSON.stringify(podIPs), 'the Service to route to the Ready webhook pods', 30_000, 500).catch(() => {});
+  t.same(addresses, podIPs, 'the Service routes to exactly those pods');
 
   await kube.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const sample = devSampleCluster(env.redisInCluster) as { metadata: Record<string, unknown> };
