@@ -8,7 +8,9 @@
 //   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
-// - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts).
+// - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
+//   creation gate (./pod-creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
+//   it is created, whatever this cache still says.
 import { Counter } from 'prom-client';
 import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
@@ -21,6 +23,7 @@ import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts'
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 import { rayClusterInformer } from './informers.ts';
+import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 import {
   EVENT_CREATED_HEAD_POD,
@@ -88,6 +91,7 @@ export class RayClusterOperator {
   private readonly services: Informer;
   private readonly headless: Informer;
   readonly expectations: Expectations;
+  private readonly gate: PodCreationGate;
   private readonly m: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
@@ -99,6 +103,7 @@ export class RayClusterOperator {
     this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL, transform: slimService, transformId: 'slim' });
     this.headless = ctx.informers.get({ ...SERVICES, labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL, transform: slimService, transformId: 'slim' });
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
+    this.gate = podCreationGate(ctx.informers);
     const registers = [ctx.metrics];
     this.m = {
       actions: new Counter({ name: 'raykeeper_raycluster_operator_actions_total', help: 'Pods and Services the RayCluster operator created or deleted, by action.', labelNames: ['action'] as const, registers }),
@@ -139,6 +144,8 @@ export class RayClusterOperator {
       this.expectations.forget(key);
       return;
     }
+    // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
+    if (this.gate.isClosed(key, cached.metadata?.uid)) return;
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     const { pods, services } = this.observed(cluster);
@@ -211,8 +218,12 @@ export class RayClusterOperator {
       if (a.kind === 'createPod') {
         const head = a.nodeType === 'head';
         try {
-          const created = await this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod);
-          const name = created.metadata.name ?? '';
+          const gated = await this.gate.create(key, cluster.metadata.uid, () => this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod));
+          if (!gated.created) {
+            this.ctx.logger.debug({ cluster: key }, 'raycluster operator: the cluster is being deleted, no more pods');
+            return undefined;
+          }
+          const name = gated.value.metadata.name ?? '';
           this.expectations.expect(key, a.group, name, 'create');
           this.m.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
           this.ctx.events.event(obj, 'Normal', head ? EVENT_CREATED_HEAD_POD : EVENT_CREATED_WORKER_POD, `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`);

@@ -6,7 +6,9 @@
 //   and then the object is re-read from the API and the decision made again);
 // - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
 //   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
-//   "head gone" must never start a cleanup while GCS still writes), the cleanup Job from the watch
+//   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
+//   creation gate (./pod-creation-gate.ts: the pod operator in this process creates none after that
+//   list), before the Job exists and again once it finished; the cleanup Job from the watch
 //   cache (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
 //   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
 //   its owner UID and deleted first).
@@ -37,6 +39,7 @@ import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../src/kube.ts';
 import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import { rayClusterInformer } from './informers.ts';
+import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
 export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
@@ -97,6 +100,7 @@ export class RayClusterReconciler {
   private readonly jobs: Informer;
   private readonly heads: Informer;
   private readonly finalizers: FinalizerPatcher;
+  private readonly gate: PodCreationGate;
   private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
 
   constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
@@ -112,6 +116,7 @@ export class RayClusterReconciler {
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
     this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
+    this.gate = podCreationGate(ctx.informers);
     this.m = {
       actions: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const }),
       releases: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const }),
@@ -141,7 +146,10 @@ export class RayClusterReconciler {
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const cached = this.clusters.get(key) as RayCluster | undefined;
-    if (!cached) return; // gone
+    if (!cached) {
+      this.gate.forget(key);
+      return;
+    }
     const { namespace, name } = splitKey(key);
     if (!isDeleting(cached)) {
       const d = decideRayClusterCleanup({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
@@ -169,8 +177,13 @@ export class RayClusterReconciler {
       if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
         job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
-        // Pods matter only until our Job exists: it is created once no head pod is left.
-        if (!ours) pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal })).items;
+        // Pods matter until our Job exists (it is created once no head pod is left) and once it has
+        // finished (a head that appeared meanwhile means cleaning again), not while it runs.
+        if (!ours || jobOutcome(job as BatchJob) !== undefined) {
+          // No pod this process has not created yet can appear after this list.
+          await this.gate.close(`${namespace}/${name}`, cluster.metadata.uid ?? '');
+          pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal })).items;
+        }
       }
       const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
       this.m.actions.inc({ action: d.action });
@@ -201,8 +214,14 @@ export class RayClusterReconciler {
       case 'waitForJob':
         return { requeueAfterMs: d.requeueAfterMs };
       case 'deleteStaleJob': {
-        await this.kube.delete({ ...JOBS, namespace, name: d.jobName }, { propagationPolicy: 'Background', preconditions: d.jobUid ? { uid: d.jobUid } : undefined, signal });
+        await this.deleteJob(namespace, d.jobName, d.jobUid, signal);
         log.info({ job: d.jobName }, 'deleted a cleanup Job left by an earlier cluster of the same name');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'rerunCleanup': {
+        this.event(cluster, d.event);
+        await this.deleteJob(namespace, d.jobName, d.jobUid, signal);
+        log.warn({ job: d.jobName }, 'a head pod appeared after the cleanup Job was created: deleted the Job to clean again');
         return { requeueAfterMs: d.requeueAfterMs };
       }
       case 'createJob':
@@ -215,6 +234,15 @@ export class RayClusterReconciler {
         this.event(cluster, d.event);
         await this.release(cluster, 'timeout', signal);
         return;
+    }
+  }
+
+  /** Deletes a cleanup Job (this UID only; already gone is fine), its pods in the background. */
+  private async deleteJob(namespace: string | undefined, name: string, uid: string | undefined, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.kube.delete({ ...JOBS, namespace, name }, { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
     }
   }
 

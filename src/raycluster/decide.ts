@@ -9,18 +9,23 @@
 //   2. no Redis (FT off / rocksdb) -> release (nothing to clean)
 //   3. unusable namespace/address  -> release (Warning RedisCleanupSkipped)
 //   4. a Job of that name owned by an OLDER cluster of the same name -> delete it, wait
-//   5. our Job finished: Complete  -> release (Normal RedisCleanupSucceeded)
+//   5. our Job finished and no head pod exists:
+//                        Complete  -> release (Normal RedisCleanupSucceeded)
 //                        Failed    -> release (Warning RedisCleanupFailed: reason, namespace, command)
 //   6. timeout passed              -> force release (Warning ForceDeletedStuckCluster)
 //      (before waiting on pods: KubeRay waits for the head pod first, so a head pod that never goes
 //      away, e.g. on a lost node, blocks the deletion for ever; we give up at the timeout instead)
-//   7. head / worker pods not yet deleting -> delete them
-//   8. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
-//   9. our Job running             -> wait (woken by the Job watch; 10 s safety net)
-//  10. no Job                      -> create it
-// Once our Job exists the reconciler no longer lists pods (they were gone when it was created and
-// nothing recreates the pods of a deleting cluster), so waiting costs one GET of the cluster and one
-// of the Job.
+//   7. our Job being deleted (a rerun, or its namespace going) -> wait for it to go
+//   8. our Job finished but a head pod exists -> delete the Job (Warning RedisCleanupRerun), so the
+//      next decisions delete the pods, wait for the head to go and clean again. The Job is created
+//      only when no head pod exists, so this head appeared later (an operator acting on a stale
+//      cache, e.g. KubeRay's beside us): its GCS may have written after the cleanup.
+//   9. head / worker pods not yet deleting -> delete them
+//  10. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
+//  11. our Job running             -> wait (woken by the Job watch; 10 s safety net)
+//  12. no Job                      -> create it
+// While our Job runs the reconciler does not list pods (waiting costs one GET of the cluster and the
+// Job from the watch cache); it lists them again once the Job has finished, for checks 5 and 8.
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, isManagedExternally, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
 import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
@@ -28,7 +33,7 @@ import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './job.ts';
-import { EVENT_FORCE_DELETED_STUCK_CLUSTER, EVENT_REDIS_CLEANUP_DISABLED, EVENT_REDIS_CLEANUP_FAILED, EVENT_REDIS_CLEANUP_SKIPPED, EVENT_REDIS_CLEANUP_SUCCEEDED, type EventSpec } from '../event-reasons.ts';
+import { EVENT_FORCE_DELETED_STUCK_CLUSTER, EVENT_REDIS_CLEANUP_DISABLED, EVENT_REDIS_CLEANUP_FAILED, EVENT_REDIS_CLEANUP_RERUN, EVENT_REDIS_CLEANUP_SKIPPED, EVENT_REDIS_CLEANUP_SUCCEEDED, type EventSpec } from '../event-reasons.ts';
 
 export const HEAD_POD_WAIT_MS = 10_000;
 /**
@@ -49,7 +54,7 @@ export interface PodLite {
 
 export interface RayClusterCleanupInput {
   cluster: RayCluster;
-  /** The cluster's pods (head and workers). Only read while deleting; pass [] otherwise. */
+  /** The cluster's pods (head and workers), read fresh. Only read while deleting, before our Job exists and once it finished; pass [] otherwise. */
   pods: PodLite[];
   /** The Job named cleanupJobName(cluster), if it exists. */
   job: BatchJob | undefined;
@@ -67,6 +72,7 @@ export type RayClusterCleanupDecision =
   | { action: 'deletePods'; pods: string[]; requeueAfterMs: number }
   | { action: 'waitForHeadGone'; requeueAfterMs: number }
   | { action: 'deleteStaleJob'; jobName: string; jobUid: string | undefined; requeueAfterMs: number }
+  | { action: 'rerunCleanup'; jobName: string; jobUid: string | undefined; event: EventSpec; requeueAfterMs: number }
   | { action: 'createJob'; jobName: string; deadlineMs: number; requeueAfterMs: number }
   | { action: 'waitForJob'; jobName: string; requeueAfterMs: number }
   | { action: 'releaseFinalizer'; reason: ReleaseReason; event: EventSpec | undefined }
@@ -164,27 +170,31 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
     return { action: 'deleteStaleJob', jobName, jobUid: job.metadata.uid, requeueAfterMs: STALE_JOB_WAIT_MS };
   }
 
-  if (job) {
-    const result = jobOutcome(job);
-    if (result?.outcome === 'complete') {
+  const rayPods = pods.filter((p) => {
+    const t = nodeType(p);
+    return t === NODE_TYPE_HEAD || t === NODE_TYPE_WORKER;
+  });
+  const heads = rayPods.filter((p) => nodeType(p) === NODE_TYPE_HEAD).map((p) => p.metadata?.name ?? '');
+  const result = job ? jobOutcome(job) : undefined;
+
+  if (result && heads.length === 0) {
+    if (result.outcome === 'complete') {
       return {
         action: 'releaseFinalizer',
         reason: 'job-complete',
         event: { type: 'Normal', reason: EVENT_REDIS_CLEANUP_SUCCEEDED, message: `Redis cleanup Job ${jobName} completed: deleted ${describeTarget(cluster)}.` },
       };
     }
-    if (result?.outcome === 'failed') {
-      const why = [result.reason, result.message].filter(Boolean).join(': ');
-      return {
-        action: 'releaseFinalizer',
-        reason: 'job-failed',
-        event: {
-          type: 'Warning',
-          reason: EVENT_REDIS_CLEANUP_FAILED,
-          message: `Redis cleanup Job ${jobName} failed (${why}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. ${byHand(cluster)}`,
-        },
-      };
-    }
+    const why = [result.reason, result.message].filter(Boolean).join(': ');
+    return {
+      action: 'releaseFinalizer',
+      reason: 'job-failed',
+      event: {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_FAILED,
+        message: `Redis cleanup Job ${jobName} failed (${why}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. ${byHand(cluster)}`,
+      },
+    };
   }
 
   const deadline = deletionDeadlineMs(cluster, now);
@@ -199,13 +209,24 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
     };
   }
 
-  const rayPods = pods.filter((p) => {
-    const t = nodeType(p);
-    return t === NODE_TYPE_HEAD || t === NODE_TYPE_WORKER;
-  });
+  if (job?.metadata.deletionTimestamp) return { action: 'waitForJob', jobName, requeueAfterMs: capped(STALE_JOB_WAIT_MS, deadline, now) };
+  if (job && result) {
+    return {
+      action: 'rerunCleanup',
+      jobName,
+      jobUid: job.metadata.uid,
+      requeueAfterMs: capped(STALE_JOB_WAIT_MS, deadline, now),
+      event: {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_RERUN,
+        message: `Head pod ${heads.sort().join(', ')} appeared after Redis cleanup Job ${jobName} was created, so its GCS may have written after the cleanup: deleting the Job, then the pods, and cleaning ${describeTarget(cluster)} again.`,
+      },
+    };
+  }
+
   const live = rayPods.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.name ?? '').filter(Boolean);
   if (live.length > 0) return { action: 'deletePods', pods: live.sort(), requeueAfterMs: capped(POD_DELETE_WAIT_MS, deadline, now) };
-  if (rayPods.some((p) => nodeType(p) === NODE_TYPE_HEAD)) return { action: 'waitForHeadGone', requeueAfterMs: capped(HEAD_POD_WAIT_MS, deadline, now) };
+  if (heads.length > 0) return { action: 'waitForHeadGone', requeueAfterMs: capped(HEAD_POD_WAIT_MS, deadline, now) };
 
   if (job) return { action: 'waitForJob', jobName, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };
   return { action: 'createJob', jobName, deadlineMs: deadline, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };

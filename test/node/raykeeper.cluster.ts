@@ -84,7 +84,13 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
     240_000,
     500,
   );
-  t.same(await rayKeys(redis, storage), [], "its keys are gone");
+  const left = await rayKeys(redis, storage);
+  if (left.length > 0) {
+    // What happened, for the log: the cluster's events in order.
+    const events = await kube.request<{ items: Array<{ lastTimestamp?: string; reason: string; message: string; involvedObject: { kind: string; name: string } }> }>('GET', `/api/v1/namespaces/${NS}/events`);
+    for (const e of events.items.sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''))) t.comment(`${e.lastTimestamp} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
+  }
+  t.same(left, [], "its keys are gone");
   t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
 
   await assertCleanupJobRan(t, kube, NS, name);

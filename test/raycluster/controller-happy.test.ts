@@ -78,6 +78,41 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   tt.equal((await listJobs(e)).length, 1);
 });
 
+t.test('a head pod that appears after the cleanup Job was created (an operator on a stale cache): cleaned again once it is gone', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await controllerInProcess(tt, e);
+  const created = await createCluster(e, rayCluster('late', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+  const uid = created.metadata.uid!;
+  await seedRay(client, uid);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'late' });
+  // No job runner yet, so the Job waits while the late pods appear.
+  await until(async () => (await listJobs(e)).length === 1, 'the cleanup Job');
+  await createPods(e, created);
+  // Its "GCS" writes into the cluster's storage namespace for as long as the head pod exists.
+  let writes = 0;
+  let stop = false;
+  const headRef = { ...PODS, namespace: e.ns.name, name: 'late-head' };
+  const gcs = (async () => {
+    while (!stop && (await e.kube.getOrUndefined(headRef))) {
+      await client.hset(`RAY${uid}@KV`, 'session_name', `s${writes++}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  await jobRunner(tt, e);
+  await until(async () => (await getCluster(e, 'late')) === undefined, 'the cluster to be gone', 60_000);
+  stop = true;
+  await gcs;
+  tt.ok(writes > 0, `the late head wrote (${writes} writes)`);
+  tt.same(await rayKeys(client, uid), [], "nothing is left, not even what the late head's GCS wrote after the first cleanup");
+  const rerun = await events(e, 'RedisCleanupRerun');
+  tt.equal(rerun.length, 1, 'one Warning: cleaning again');
+  tt.equal(rerun[0]?.type, 'Warning');
+  tt.match(rerun[0]?.message ?? '', /late-head/);
+  tt.equal((await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=late,ray.io/node-type in (head,worker)' })).items.length, 0, 'the late pods were deleted');
+  tt.equal((await events(e, 'CreatedRedisCleanupJob')).reduce((n, x) => n + (x.count ?? 1), 0), 2, 'two cleanup Jobs were created');
+});
+
 t.test('feature gate off: no finalizer on new clusters; a deleting cluster with ours is released, no Job', async (tt) => {
   const e = await env(tt);
   const { server, client } = await redis(tt);

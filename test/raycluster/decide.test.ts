@@ -138,6 +138,58 @@ const rows: Row[] = [
     action: 'releaseFinalizer',
   },
 
+  // A head pod that appeared after the Job was created (an operator acting on a stale cache).
+  {
+    name: 'Job Complete but a head pod exists -> delete the Job to clean again, Warning naming the head',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker')] },
+    action: 'rerunCleanup',
+    check: (d, tt) => {
+      if (d.action !== 'rerunCleanup') return;
+      tt.equal(d.jobName, 'demo-redis-cleanup');
+      tt.equal(d.jobUid, 'job-uid-1');
+      tt.equal(d.event.type, 'Warning');
+      tt.equal(d.event.reason, 'RedisCleanupRerun');
+      tt.match(d.event.message, /demo-head/);
+      tt.match(d.event.message, /0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10/);
+    },
+  },
+  {
+    name: 'Job Failed and a head pod terminating -> clean again too',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Failed' }), pods: [pod('demo-head', 'head', true)] },
+    action: 'rerunCleanup',
+  },
+  {
+    name: 'Job Complete with only a worker pod -> release (workers do not write to Redis)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-worker-1', 'worker')] },
+    action: 'releaseFinalizer',
+  },
+  {
+    name: 'Job Complete, the cleanup pod still listed -> release (it is not a Ray pod)',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-redis-cleanup-abc', 'redis-cleanup')] },
+    action: 'releaseFinalizer',
+  },
+  {
+    name: 'Job Complete but a head pod exists after the timeout -> force release',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-head', 'head')], now: T0 + 300 * S },
+    action: 'forceRelease',
+  },
+  {
+    name: 'our Job being deleted (a rerun), unfinished -> wait 1 s for it to go',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ deleting: true }) },
+    action: 'waitForJob',
+    check: (d, tt) => d.action === 'waitForJob' && tt.equal(d.requeueAfterMs, 1000),
+  },
+  {
+    name: 'our Job being deleted with a head pod after it finished -> wait for it to go, not a second delete',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ deleting: true, condition: 'Complete' }), pods: [pod('demo-head', 'head')] },
+    action: 'waitForJob',
+  },
+  {
+    name: 'our Job Complete and being deleted (its namespace going), no head -> release',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ deleting: true, condition: 'Complete' }) },
+    action: 'releaseFinalizer',
+  },
+
   // Timeout.
   {
     name: 'timeout with the Job still running -> force release',
