@@ -103,7 +103,7 @@ export class RayClusterOperator {
     this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL, transform: slimService, transformId: 'slim' });
     this.headless = ctx.informers.get({ ...SERVICES, labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL, transform: slimService, transformId: 'slim' });
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
-    this.gate = podCreationGate(ctx.informers);
+    this.gate = podCreationGate(ctx.informers, ctx.now);
     const registers = [ctx.metrics];
     this.m = {
       actions: new Counter({ name: 'raykeeper_raycluster_operator_actions_total', help: 'Pods and Services the RayCluster operator created or deleted, by action.', labelNames: ['action'] as const, registers }),
@@ -145,7 +145,7 @@ export class RayClusterOperator {
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
-    if (this.gate.isClosed(key, cached.metadata?.uid)) return;
+    if (this.gate.isClosed(cached.metadata?.uid)) return;
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     const { pods, services } = this.observed(cluster);
@@ -218,7 +218,7 @@ export class RayClusterOperator {
       if (a.kind === 'createPod') {
         const head = a.nodeType === 'head';
         try {
-          const gated = await this.gate.create(key, cluster.metadata.uid, () => this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod));
+          const gated = await this.gate.create(cluster.metadata.uid, () => this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod));
           if (!gated.created) {
             this.ctx.logger.debug({ cluster: key }, 'raycluster operator: the cluster is being deleted, no more pods');
             return undefined;

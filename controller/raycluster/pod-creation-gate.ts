@@ -5,56 +5,71 @@
 // deletion could land after the cleanup listed "no head pod" and created its Job: the new head's GCS
 // then writes into Redis after the cleanup (a real-node CI run left `RAY<ns>@KV` behind that way).
 //
-// The cleanup closes the gate for the cluster (by UID: a new cluster of the same name is not
-// affected) and waits for the creates already under way before it lists pods, so every pod it does
-// not see is one the operator will never create. Operators in other processes (KubeRay beside us)
-// are covered by the cleanup's re-check of the head pod once its Job finished (src/raycluster/decide.ts).
-import type { ObjectKey } from '../runtime/reconciler.ts';
-
+// The cleanup closes the gate of the cluster's UID (a new cluster of the same name has another) and
+// waits for the creates already under way before it lists pods: from then on the operator starts no
+// create for it. The gate stays closed for KEEP_CLOSED_MS after the last close, longer than any
+// operator pass that read the cluster before it was deleted can still be running. What this cannot
+// cover, the cleanup's re-check of the head pod once its Job finished does (src/raycluster/decide.ts):
+// operators in other processes (KubeRay beside us), and a create whose request timed out here but
+// that the API server still committed.
 export type GatedResult<T> = { created: true; value: T } | { created: false };
 
-export class PodCreationGate {
-  /** Cluster key -> UID of the deleting cluster whose pods may no longer be created. */
-  private readonly closed = new Map<ObjectKey, string>();
-  private readonly underway = new Map<ObjectKey, Set<Promise<unknown>>>();
+export const KEEP_CLOSED_MS = 10 * 60_000;
 
-  /** Runs `create` unless the gate of this cluster (key and UID) is closed. */
-  async create<T>(key: ObjectKey, uid: string | undefined, create: () => Promise<T>): Promise<GatedResult<T>> {
-    if (uid !== undefined && this.closed.get(key) === uid) return { created: false };
+export class PodCreationGate {
+  /** UID of a deleting cluster -> when its gate was closed (ms), oldest first. */
+  private readonly closed = new Map<string, number>();
+  private readonly underway = new Map<string, Set<Promise<unknown>>>();
+  private readonly now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
+
+  /** Runs `create` unless the gate of this cluster is closed. */
+  async create<T>(uid: string | undefined, create: () => Promise<T>): Promise<GatedResult<T>> {
+    if (uid === undefined) return { created: true, value: await create() };
+    if (this.closed.has(uid)) return { created: false };
     const p = create();
-    let set = this.underway.get(key);
-    if (!set) this.underway.set(key, (set = new Set()));
+    let set = this.underway.get(uid);
+    if (!set) this.underway.set(uid, (set = new Set()));
     set.add(p);
     try {
       return { created: true, value: await p };
     } finally {
       set.delete(p);
-      if (set.size === 0 && this.underway.get(key) === set) this.underway.delete(key);
+      if (set.size === 0 && this.underway.get(uid) === set) this.underway.delete(uid);
     }
   }
 
-  /** Closes the gate for this cluster; resolves once the creates started before have ended (either way). */
-  async close(key: ObjectKey, uid: string): Promise<void> {
-    this.closed.set(key, uid);
-    const set = this.underway.get(key);
+  /** Closes the gate of this cluster; resolves once the creates started before have ended (either way). */
+  async close(uid: string): Promise<void> {
+    const now = this.now();
+    for (const [old, at] of this.closed) {
+      if (now - at < KEEP_CLOSED_MS) break;
+      this.closed.delete(old);
+    }
+    this.closed.delete(uid); // re-inserted last: the map stays in closing order
+    this.closed.set(uid, now);
+    const set = this.underway.get(uid);
     if (set && set.size > 0) await Promise.allSettled([...set]);
   }
 
-  isClosed(key: ObjectKey, uid: string | undefined): boolean {
-    return uid !== undefined && this.closed.get(key) === uid;
+  isClosed(uid: string | undefined): boolean {
+    return uid !== undefined && this.closed.has(uid);
   }
 
-  /** The cluster is gone: drop what the gate kept for it. */
-  forget(key: ObjectKey): void {
-    this.closed.delete(key);
+  /** How many clusters the gate keeps closed (for tests). */
+  get size(): number {
+    return this.closed.size;
   }
 }
 
 // One gate per manager: both reconcilers reach it through the informer factory they share.
 const gates = new WeakMap<object, PodCreationGate>();
 
-export function podCreationGate(shared: object): PodCreationGate {
+export function podCreationGate(shared: object, now?: () => number): PodCreationGate {
   let gate = gates.get(shared);
-  if (!gate) gates.set(shared, (gate = new PodCreationGate()));
+  if (!gate) gates.set(shared, (gate = new PodCreationGate(now)));
   return gate;
 }

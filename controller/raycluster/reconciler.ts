@@ -7,11 +7,12 @@
 // - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
 //   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
 //   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
-//   creation gate (./pod-creation-gate.ts: the pod operator in this process creates none after that
-//   list), before the Job exists and again once it finished; the cleanup Job from the watch
-//   cache (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
+//   creation gate (./pod-creation-gate.ts: the pod operator in this process starts no create after
+//   that), before the Job exists and again once it finished; the cleanup Job from the watch cache
+//   (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
 //   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
-//   its owner UID and deleted first).
+//   its owner UID and deleted first), re-read from the API once the cache shows it finished (a finished
+//   Job releases the finalizer, or is deleted to clean again: never on a stale copy).
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
 // cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
@@ -116,7 +117,7 @@ export class RayClusterReconciler {
     this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
     this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
     this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
-    this.gate = podCreationGate(ctx.informers);
+    this.gate = podCreationGate(ctx.informers, ctx.now);
     this.m = {
       actions: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const }),
       releases: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const }),
@@ -146,10 +147,7 @@ export class RayClusterReconciler {
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const cached = this.clusters.get(key) as RayCluster | undefined;
-    if (!cached) {
-      this.gate.forget(key);
-      return;
-    }
+    if (!cached) return; // gone
     const { namespace, name } = splitKey(key);
     if (!isDeleting(cached)) {
       const d = decideRayClusterCleanup({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
@@ -176,12 +174,15 @@ export class RayClusterReconciler {
       let job: BatchJob | undefined;
       if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
         job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
+        // A finished Job may release the finalizer, and a rerun deletes one: never decide that on a cached copy.
+        if (job && jobOutcome(job) !== undefined) job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: cleanupJobName(name) }, { signal });
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         // Pods matter until our Job exists (it is created once no head pod is left) and once it has
         // finished (a head that appeared meanwhile means cleaning again), not while it runs.
         if (!ours || jobOutcome(job as BatchJob) !== undefined) {
-          // No pod this process has not created yet can appear after this list.
-          await this.gate.close(`${namespace}/${name}`, cluster.metadata.uid ?? '');
+          // The pod operator in this process starts no create for this cluster after this point, and
+          // those under way have ended: the list below sees every pod it made.
+          if (cluster.metadata.uid) await this.gate.close(cluster.metadata.uid);
           pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal })).items;
         }
       }

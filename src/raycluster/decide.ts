@@ -15,7 +15,7 @@
 //   6. timeout passed              -> force release (Warning ForceDeletedStuckCluster)
 //      (before waiting on pods: KubeRay waits for the head pod first, so a head pod that never goes
 //      away, e.g. on a lost node, blocks the deletion for ever; we give up at the timeout instead)
-//   7. our Job being deleted (a rerun, or its namespace going) -> wait for it to go
+//   7. our Job being deleted (its namespace going, or a deletion with finalizers) -> wait for it to go
 //   8. our Job finished but a head pod exists -> delete the Job (Warning RedisCleanupRerun), so the
 //      next decisions delete the pods, wait for the head to go and clean again. The Job is created
 //      only when no head pod exists, so this head appeared later (an operator acting on a stale

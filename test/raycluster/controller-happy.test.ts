@@ -107,6 +107,7 @@ t.test('a head pod that appears after the cleanup Job was created (an operator o
   tt.same(await rayKeys(client, uid), [], "nothing is left, not even what the late head's GCS wrote after the first cleanup");
   const rerun = await events(e, 'RedisCleanupRerun');
   tt.equal(rerun.length, 1, 'one Warning: cleaning again');
+  tt.equal(rerun[0]?.count ?? 1, 1, 'written once (not once per reconcile)');
   tt.equal(rerun[0]?.type, 'Warning');
   tt.match(rerun[0]?.message ?? '', /late-head/);
   tt.equal((await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=late,ray.io/node-type in (head,worker)' })).items.length, 0, 'the late pods were deleted');

@@ -174,7 +174,7 @@ const rows: Row[] = [
     action: 'forceRelease',
   },
   {
-    name: 'our Job being deleted (a rerun), unfinished -> wait 1 s for it to go',
+    name: 'our Job being deleted (e.g. its namespace going), unfinished -> wait 1 s for it to go',
     input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ deleting: true }) },
     action: 'waitForJob',
     check: (d, tt) => d.action === 'waitForJob' && tt.equal(d.requeueAfterMs, 1000),

@@ -1,8 +1,9 @@
 // The pod creation gate (controller/raycluster/pod-creation-gate.ts) as pure in-process ordering: once the
 // cleanup closed a cluster's gate, no create of that cluster starts, and close() resolves only after the
-// creates already under way have ended, so the cleanup's pod list that follows sees them.
+// creates already under way have ended, so the cleanup's pod list that follows sees them. The gate stays
+// closed for KEEP_CLOSED_MS, whatever happens to the cluster's name.
 import t from 'tap';
-import { PodCreationGate, podCreationGate } from '../../controller/raycluster/pod-creation-gate.ts';
+import { KEEP_CLOSED_MS, PodCreationGate, podCreationGate } from '../../controller/raycluster/pod-creation-gate.ts';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -13,24 +14,26 @@ function deferred<T>() {
 
 t.test('open gate: the create runs and its value comes back', async (tt) => {
   const gate = new PodCreationGate();
-  tt.same(await gate.create('ns/a', 'uid-1', async () => 'pod'), { created: true, value: 'pod' });
+  tt.same(await gate.create('uid-1', async () => 'pod'), { created: true, value: 'pod' });
+  tt.same(await gate.create(undefined, async () => 'pod'), { created: true, value: 'pod' }, 'no UID: never gated');
 });
 
 t.test('closed gate: no create starts for that cluster', async (tt) => {
   const gate = new PodCreationGate();
-  await gate.close('ns/a', 'uid-1');
+  await gate.close('uid-1');
   let called = false;
-  tt.same(await gate.create('ns/a', 'uid-1', async () => ((called = true), 'pod')), { created: false });
+  tt.same(await gate.create('uid-1', async () => ((called = true), 'pod')), { created: false });
   tt.notOk(called, 'the create function was not called');
-  tt.ok(gate.isClosed('ns/a', 'uid-1'));
+  tt.ok(gate.isClosed('uid-1'));
+  tt.notOk(gate.isClosed(undefined));
 });
 
 t.test('close waits for a create under way (it may land after the cleanup would list pods)', async (tt) => {
   const gate = new PodCreationGate();
   const api = deferred<string>();
-  const creating = gate.create('ns/a', 'uid-1', () => api.promise);
+  const creating = gate.create('uid-1', () => api.promise);
   let closed = false;
-  const closing = gate.close('ns/a', 'uid-1').then(() => (closed = true));
+  const closing = gate.close('uid-1').then(() => (closed = true));
   await new Promise((r) => setImmediate(r));
   tt.notOk(closed, 'close() has not resolved while the create is in flight');
   api.resolve('pod');
@@ -42,30 +45,40 @@ t.test('close waits for a create under way (it may land after the cleanup would 
 t.test('close also waits for a create that fails, and does not fail itself', async (tt) => {
   const gate = new PodCreationGate();
   const api = deferred<string>();
-  const creating = gate.create('ns/a', 'uid-1', () => api.promise);
-  const closing = gate.close('ns/a', 'uid-1');
+  const creating = gate.create('uid-1', () => api.promise);
+  const closing = gate.close('uid-1');
   api.reject(new Error('409 AlreadyExists'));
   await tt.rejects(creating, /AlreadyExists/);
   await tt.resolves(closing);
 });
 
-t.test('close does not wait for another cluster, nor stop its creates', async (tt) => {
+t.test('close does not wait for another cluster, nor stop its creates (a new cluster of the same name has another UID)', async (tt) => {
   const gate = new PodCreationGate();
   const other = deferred<string>();
-  const creating = gate.create('ns/b', 'uid-2', () => other.promise);
-  await gate.close('ns/a', 'uid-1');
-  tt.same(await gate.create('ns/b', 'uid-2', async () => 'pod'), { created: true, value: 'pod' });
+  const creating = gate.create('uid-new', () => other.promise);
+  await gate.close('uid-old');
+  tt.same(await gate.create('uid-new', async () => 'pod'), { created: true, value: 'pod' });
   other.resolve('x');
   await creating;
 });
 
-t.test('a new cluster with the same name (another UID) is not gated; forget() drops the entry', async (tt) => {
-  const gate = new PodCreationGate();
-  await gate.close('ns/a', 'uid-old');
-  tt.same(await gate.create('ns/a', 'uid-new', async () => 'pod'), { created: true, value: 'pod' });
-  gate.forget('ns/a');
-  tt.notOk(gate.isClosed('ns/a', 'uid-old'));
-  tt.notOk(gate.isClosed('ns/a', undefined), 'an unknown UID is never gated');
+t.test('a closed gate stays closed for KEEP_CLOSED_MS after its last close, then is dropped', async (tt) => {
+  let now = 1_000_000;
+  const gate = new PodCreationGate(() => now);
+  await gate.close('uid-a');
+  now += KEEP_CLOSED_MS / 2;
+  await gate.close('uid-b');
+  now += KEEP_CLOSED_MS / 2 - 1;
+  await gate.close('uid-c');
+  tt.ok(gate.isClosed('uid-a'), 'still closed just before its time');
+  now += 1;
+  await gate.close('uid-b'); // closing again renews it
+  tt.notOk(gate.isClosed('uid-a'), 'dropped once KEEP_CLOSED_MS passed');
+  now += KEEP_CLOSED_MS - 1; // uid-c closed KEEP_CLOSED_MS ago, uid-b one ms less
+  await gate.close('uid-d');
+  tt.ok(gate.isClosed('uid-b'), 'renewed by the second close');
+  tt.notOk(gate.isClosed('uid-c'), 'uid-c expired');
+  tt.equal(gate.size, 2, 'only uid-b and uid-d are kept');
 });
 
 t.test('one gate per shared object: both reconcilers of a manager get the same one', async (tt) => {
