@@ -2,10 +2,12 @@
 // connections, beside baselines answering a fixed AdmissionReview on the same machine in the same run:
 // a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x), a
 // bare Fastify route sending the webhook's own patched answer as fixed text (same bytes out, sent the same
-// way), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each server runs in its own child process with the same TLS
+// way), a second bare Fastify route identical to the first (the control: how far apart two identical
+// servers measure in the same run, so a ratio's distance from the goal can be read against the bench's
+// own spread), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each server runs in its own child process with the same TLS
 // settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
 // rotates) so that other load on the machine hits all alike; a run's ratios are the medians of its rounds'
-// ratios, and several runs give the spread. ~3.5 min in total.
+// ratios, and several runs give the spread. ~4.5 min in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
@@ -41,12 +43,14 @@ export interface RouteFigures {
  * answer to the sample: same bytes out the same way, so the gap from it to the webhook is our code (less
  * what our plain JSON.parse saves over Fastify's default body parser, which both bare routes use).
  */
-export type ServerKind = 'webhook' | 'fastify' | 'fastifyPatched' | 'node';
-const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'fastifyPatched', 'node'];
+export type ServerKind = 'webhook' | 'fastify' | 'fastifyControl' | 'fastifyPatched' | 'node';
+const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'fastifyControl', 'fastifyPatched', 'node'];
 
 export interface RunFigures {
   webhook: RouteFigures;
   fastify: RouteFigures;
+  /** The same bare Fastify server again: the control. */
+  fastifyControl: RouteFigures;
   fastifyPatched: RouteFigures;
   node: RouteFigures;
   /** webhook / bare Fastify req/s: the median over the run's rounds of the two servers' ratio in that round. Goal >= 0.95. */
@@ -57,6 +61,9 @@ export interface RunFigures {
   vsNode: number;
   /** webhook p99 / bare Fastify p99, the median of the rounds' ratios. Goal <= 1.1. */
   p99VsFastify: number;
+  /** The control / bare Fastify req/s and p99, the same way: 1.00 for a bench without noise. */
+  controlVsFastify: number;
+  controlP99VsFastify: number;
 }
 
 /**
@@ -156,10 +163,10 @@ async function serve(kind: string, certDir: string): Promise<void> {
     const { loadTlsMaterial, secureContextOptions } = await import('../webhook/tls.ts');
     const tls = secureContextOptions(await loadTlsMaterial(certFile, keyFile)); // the webhook's TLS settings
     const fixed = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true } };
-    if (kind === 'fastify' || kind === 'fastifyPatched') {
+    if (kind === 'fastify' || kind === 'fastifyControl' || kind === 'fastifyPatched') {
       const { default: Fastify } = await import('fastify');
       const app = Fastify({ https: tls });
-      if (kind === 'fastify') {
+      if (kind !== 'fastifyPatched') {
         app.post(BARE_PATH, async () => fixed);
       } else {
         // Sent the way the webhook sends its answers: a synchronous handler writing the JSON text.
@@ -355,6 +362,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
   const names: Record<ServerKind, string> = {
     node: 'bare node:https, fixed AdmissionReview (the Node floor)',
     fastify: 'bare Fastify HTTPS, fixed AdmissionReview',
+    fastifyControl: 'the same bare Fastify again (control)',
     fastifyPatched: "bare Fastify HTTPS, the webhook's answer as fixed text",
     webhook: `raykeeper ${MUTATE_RAYCLUSTER_PATH}`,
   };
@@ -366,7 +374,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context)`,
   ];
   for (const review of f.reviews) {
-    const rows = (['node', 'fastify', 'fastifyPatched', 'webhook'] as const).map((k) => {
+    const rows = (['node', 'fastify', 'fastifyControl', 'fastifyPatched', 'webhook'] as const).map((k) => {
       const r = review.runs.map((run) => run[k]);
       return `${names[k].padEnd(w)}  ${[
         spread(r.map((x) => x.requestsPerSecond)),
@@ -385,6 +393,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       ...rows,
       `  req/s ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
       `  p99 ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
+      `  control: the same bare Fastify again / bare Fastify per run, req/s ${runs.map((r) => r.controlVsFastify.toFixed(2)).join(', ')}, p99 ${runs.map((r) => r.controlP99VsFastify.toFixed(2)).join(', ')} (identical servers: the bench's own spread)`,
       `  req/s ratio raykeeper/bare Fastify with the same answer per run: ${runs.map((r) => r.vsFastifyPatched.toFixed(2)).join(', ')} (sent as text the same way: our code, less our cheaper body parsing)`,
       `  req/s ratio raykeeper/bare node:https per run (median of its rounds): ${runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
       `  server CPU per request, raykeeper minus bare Fastify, per run: ${runs.map((r) => `${r.webhook.cpuMicrosPerRequest - r.fastify.cpuMicrosPerRequest} µs`).join(', ')} (the least load-sensitive figure)`,
@@ -398,7 +407,7 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
   const window = o.durationSeconds / o.rounds;
   const runs: RunFigures[] = [];
   for (let run = 0; run < o.runs; run++) {
-    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], fastifyPatched: [], node: [] };
+    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], fastifyControl: [], fastifyPatched: [], node: [] };
     for (let round = 0; round < o.rounds; round++) {
       const shift = (round + run) % servers.length;
       const order = [...servers.slice(shift), ...servers.slice(0, shift)];
@@ -407,12 +416,15 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
     runs.push({
       webhook: summarize(samples.webhook),
       fastify: summarize(samples.fastify),
+      fastifyControl: summarize(samples.fastifyControl),
       fastifyPatched: summarize(samples.fastifyPatched),
       node: summarize(samples.node),
       vsFastify: pairedRatio(samples.webhook, samples.fastify, roundRate),
       vsFastifyPatched: pairedRatio(samples.webhook, samples.fastifyPatched, roundRate),
       vsNode: pairedRatio(samples.webhook, samples.node, roundRate),
       p99VsFastify: pairedRatio(samples.webhook, samples.fastify, roundP99),
+      controlVsFastify: pairedRatio(samples.fastifyControl, samples.fastify, roundRate),
+      controlP99VsFastify: pairedRatio(samples.fastifyControl, samples.fastify, roundP99),
     });
   }
   return runs;
