@@ -7,7 +7,8 @@
 // own spread), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each server runs in its own child process with the same TLS
 // settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
 // rotates) so that other load on the machine hits all alike; a run's ratios are the medians of its rounds'
-// ratios, and several runs give the spread. ~4.5 min in total.
+// ratios, and several runs give the spread. After each window the bench waits for the
+// server just measured to be idle (settle). ~5 min in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
@@ -402,6 +403,22 @@ export function formatFigures(f: WebhookBenchFigures): string {
   return lines.join('\n');
 }
 
+/**
+ * Waits until a server just measured has finished what its load left it (closing 32 TLS connections,
+ * collecting garbage): at most 2 s, until it uses under 5% of a core. Without this the next server's
+ * window likely shared the 2 cores with that tail: the bare Fastify server measured next to the webhook
+ * in the rotation read a few percent low against its identical control (up to 15% in a run).
+ */
+async function settle(server: Server): Promise<void> {
+  let before = await serverCpu(server.child);
+  for (let waited = 0; waited < 2000; waited += 100) {
+    await new Promise((ok) => setTimeout(ok, 100));
+    const now = await serverCpu(server.child);
+    if (now - before < 5_000) return;
+    before = now;
+  }
+}
+
 /** One review's runs: every run alternates the servers in rounds, the order rotating. */
 async function measureReview(servers: Server[], body: string, o: Required<WebhookBenchOptions>): Promise<RunFigures[]> {
   const window = o.durationSeconds / o.rounds;
@@ -411,7 +428,10 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
     for (let round = 0; round < o.rounds; round++) {
       const shift = (round + run) % servers.length;
       const order = [...servers.slice(shift), ...servers.slice(0, shift)];
-      for (const server of round % 2 === 0 ? order : order.reverse()) samples[server.kind].push(await load(server, body, o.connections, window));
+      for (const server of round % 2 === 0 ? order : order.reverse()) {
+        samples[server.kind].push(await load(server, body, o.connections, window));
+        await settle(server);
+      }
     }
     runs.push({
       webhook: summarize(samples.webhook),
