@@ -4,11 +4,11 @@
 // bare Fastify route sending the webhook's own patched answer as fixed text (same bytes out, sent the same
 // way), a second bare Fastify route identical to the first (the control: how far apart two identical
 // servers measure in the same run, so a ratio's distance from the goal can be read against the bench's
-// own spread), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each server runs in its own child process with the same TLS
-// settings; autocannon drives them from this one. A run is split into short alternating rounds (the order
-// rotates) so that other load on the machine hits all alike; a run's ratios are the medians of its rounds'
-// ratios, and several runs give the spread. After each window the bench waits for the
-// server just measured to be idle (settle). ~5 min in total.
+// own spread), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each
+// server runs in its own child process with the same TLS settings; autocannon drives them from this one.
+// A run is split into short alternating rounds (the order rotates) so that other load on the machine hits
+// all alike; after each window the bench waits for the server just measured to be idle (settle). A run's
+// ratios are the medians of its rounds' ratios, and several runs give the spread. ~5 min in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
@@ -25,6 +25,7 @@ import { generateCertificates } from '../certs/generate.ts';
 import { writeBundle } from '../certs/files.ts';
 import { MUTATE_RAYCLUSTER_PATH } from '../src/names.ts';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
+import { sleep } from '../src/backoff.ts';
 
 export interface RouteFigures {
   /** 2xx answers per second over the measured windows. */
@@ -412,7 +413,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
 async function settle(server: Server): Promise<void> {
   let before = await serverCpu(server.child);
   for (let waited = 0; waited < 2000; waited += 100) {
-    await new Promise((ok) => setTimeout(ok, 100));
+    await sleep(100);
     const now = await serverCpu(server.child);
     if (now - before < 5_000) return;
     before = now;

@@ -173,13 +173,15 @@ export class RayClusterReconciler {
       let pods: PodLite[] = [];
       let job: BatchJob | undefined;
       if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
-        job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
+        const jobName = cleanupJobName(name);
+        job = this.jobs.getByName(namespace, jobName) as BatchJob | undefined;
         // A finished Job may release the finalizer, and a rerun deletes one: never decide that on a cached copy.
-        if (job && jobOutcome(job) !== undefined) job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: cleanupJobName(name) }, { signal });
+        if (job && jobOutcome(job) !== undefined) job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: jobName }, { signal });
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
+        const finished = job !== undefined && jobOutcome(job) !== undefined;
         // Pods matter until our Job exists (it is created once no head pod is left) and once it has
         // finished (a head that appeared meanwhile means cleaning again), not while it runs.
-        if (!ours || jobOutcome(job as BatchJob) !== undefined) {
+        if (!ours || finished) {
           // The pod operator in this process starts no create for this cluster after this point, and
           // those under way have ended: the list below sees every pod it made.
           if (cluster.metadata.uid) await this.gate.close(cluster.metadata.uid);

@@ -3,6 +3,7 @@
 import t from 'tap';
 import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { sleep } from '../../src/backoff.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
   const e = await env(tt);
@@ -96,7 +97,7 @@ t.test('a head pod that appears after the cleanup Job was created (an operator o
   const gcs = (async () => {
     while (!stop && (await e.kube.getOrUndefined(headRef))) {
       await client.hset(`RAY${uid}@KV`, 'session_name', `s${writes++}`);
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
     }
   })();
   await jobRunner(tt, e);

@@ -9,6 +9,7 @@ import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
 import type { ControllerContext, ReconcilerModule } from '../../controller/runtime/reconciler.ts';
+import { sleep } from '../../src/backoff.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import type { KubeClient } from '../../src/kube.ts';
 import { createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, quiet, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
@@ -76,7 +77,7 @@ t.test('a head-pod create in flight when the cluster is deleted: the cleanup wai
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'order' });
   const actions = async (action: string) => metricValue(await c.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'), 'raykeeper_raycluster_actions_total', `action="${action}"`) ?? 0;
   // Give the cleanup time to act on the deletion if it did not wait for the create.
-  await new Promise((r) => setTimeout(r, 1500));
+  await sleep(1500);
   tt.equal((await listJobs(e)).length, 0, 'no cleanup Job while the head-pod create is under way');
   tt.equal(await actions('createJob'), 0, 'no Job decided either');
 
