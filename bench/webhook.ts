@@ -4,11 +4,12 @@
 // bare Fastify route sending the webhook's own patched answer as fixed text (same bytes out, sent the same
 // way), a second bare Fastify route identical to the first (the control: how far apart two identical
 // servers measure in the same run, so a ratio's distance from the goal can be read against the bench's
-// own spread), and a bare node:https server (the Node floor). Two reviews are sent (ReviewShape). Each
+// own spread), and a bare node:https server (the Node floor). Three reviews are sent (ReviewShape), two of
+// them recorded from a real kube-apiserver (bench/reviews.ts). Each
 // server runs in its own child process with the same TLS settings; autocannon drives them from this one.
 // A run is split into short alternating rounds (the order rotates) so that other load on the machine hits
 // all alike; after each window the bench waits for the server just measured to be idle (settle). A run's
-// ratios are the medians of its rounds' ratios, and several runs give the spread. ~5 min in total.
+// ratios are the medians of its rounds' ratios, and several runs give the spread. ~8 min in total.
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
@@ -26,6 +27,8 @@ import { writeBundle } from '../certs/files.ts';
 import { MUTATE_RAYCLUSTER_PATH } from '../src/names.ts';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { sleep } from '../src/backoff.ts';
+import { RECORDED_REVIEWS, recordedReview, type RecordedShape } from './reviews.ts';
+import { deploymentNodeOptions } from './webhook-memory.ts';
 
 export interface RouteFigures {
   /** 2xx answers per second over the measured windows. */
@@ -69,12 +72,19 @@ export interface RunFigures {
 }
 
 /**
- * The two reviews sent: `short`, the RayCluster with a one-line stand-in for kubectl's
- * last-applied-configuration (2.3 KB), and `kubectl-apply`, the same CREATE as client-side `kubectl
- * apply` really sends it, the whole manifest again as JSON text in that annotation (4.1 KB).
+ * The reviews sent: `kubectl-apply` and `kubectl-create`, byte for byte what kube-apiserver v1.35 sent our
+ * webhook for `kubectl apply` of KubeRay's external-Redis sample (3.7 KB) and `kubectl create` of its
+ * annotation form (2.2 KB), managedFields included (bench/reviews.ts); and `minimal`, hand-built: a
+ * RayCluster without managedFields and with a one-line last-applied-configuration (2.3 KB). kube-apiserver
+ * always adds managedFields, so no real review looks like it; it is here as the worst case for the ratio,
+ * the fewest parsed objects per request against our fixed cost.
  */
-export type ReviewShape = 'short' | 'kubectl-apply';
-const REVIEW_SHAPES: readonly ReviewShape[] = ['short', 'kubectl-apply'];
+export type ReviewShape = RecordedShape | 'minimal';
+const REVIEW_SHAPES: readonly ReviewShape[] = [...RECORDED_REVIEWS.map((r) => r.shape), 'minimal'];
+
+function reviewBody(shape: ReviewShape): string {
+  return shape === 'minimal' ? JSON.stringify(minimalReview()) : recordedReview(shape);
+}
 
 export interface ReviewFigures {
   shape: ReviewShape;
@@ -108,8 +118,8 @@ export interface WebhookBenchOptions {
 const THIS_FILE = fileURLToPath(import.meta.url);
 const BARE_PATH = '/mutate';
 
-/** A RayCluster CREATE with GCS FT by annotation, head and one worker group (see ReviewShape). */
-export function sampleReview(shape: ReviewShape = 'kubectl-apply'): object {
+/** The `minimal` review: a RayCluster CREATE with GCS FT by annotation, head and one worker group. */
+export function minimalReview(): object {
   const manifest = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
@@ -124,7 +134,7 @@ export function sampleReview(shape: ReviewShape = 'kubectl-apply'): object {
       { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } },
     ]),
   };
-  const lastApplied = shape === 'kubectl-apply' ? `${JSON.stringify(manifest)}\n` : '{"apiVersion":"ray.io/v1","kind":"RayCluster"}';
+  const lastApplied = '{"apiVersion":"ray.io/v1","kind":"RayCluster"}';
   const object = { ...manifest, metadata: { ...manifest.metadata, annotations: { ...manifest.metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': lastApplied } } };
   return {
     apiVersion: 'admission.k8s.io/v1',
@@ -171,12 +181,15 @@ async function serve(kind: string, certDir: string): Promise<void> {
       if (kind !== 'fastifyPatched') {
         app.post(BARE_PATH, async () => fixed);
       } else {
-        // Sent the way the webhook sends its answers: a synchronous handler writing the JSON text.
+        // Sent the way the webhook sends its answers: a synchronous handler writing the JSON text. One
+        // route per review: the webhook's answers differ (uid, where the namespace is pinned).
         const { ANSWER_CONTENT_TYPE, answerJson } = await import('../src/admission/response.ts');
-        const text = answerJson(await webhookAnswer());
-        app.post(BARE_PATH, (_request, reply) => {
-          void reply.header('content-type', ANSWER_CONTENT_TYPE).send(text);
-        });
+        for (const shape of REVIEW_SHAPES) {
+          const text = answerJson(await webhookAnswer(shape));
+          app.post(patchedPath(shape), (_request, reply) => {
+            void reply.header('content-type', ANSWER_CONTENT_TYPE).send(text);
+          });
+        }
       }
       await app.listen({ host: '127.0.0.1', port: 0 });
       port = (app.server.address() as { port: number }).port;
@@ -204,20 +217,23 @@ async function serve(kind: string, certDir: string): Promise<void> {
   process.on('disconnect', () => void close().then(() => process.exit(0)));
 }
 
-/** The webhook's answer to the sample review (its patch holds a storage namespace of the usual length). */
-async function webhookAnswer(): Promise<AdmissionReviewAnswer> {
+/** The webhook's answer to a review (its patch holds a storage namespace of the usual length). */
+async function webhookAnswer(shape: ReviewShape): Promise<AdmissionReviewAnswer> {
   const { mutate } = await import('../src/admission/mutate.ts');
-  const outcome = mutate(sampleReview(), 'RayCluster', { newStorageNamespace: () => '01b62a22-f03c-4c65-ba96-4838a0822683', finalizerEnabled: true });
-  if (outcome.patch.length === 0) throw new Error('the sample review got no patch');
+  const outcome = mutate(JSON.parse(reviewBody(shape)), 'RayCluster', { newStorageNamespace: () => '01b62a22-f03c-4c65-ba96-4838a0822683', finalizerEnabled: true });
+  if (outcome.patch.length === 0) throw new Error(`the ${shape} review got no patch`);
   return outcome.answer;
 }
+
+const patchedPath = (shape: ReviewShape) => `${BARE_PATH}/${shape}`;
 
 // ---- parent: load -----------------------------------------------------------------------------------
 
 interface Server {
   kind: ServerKind;
   child: ChildProcess;
-  url: string;
+  /** Where to send each review. */
+  url: (shape: ReviewShape) => string;
   /** Bytes of its answer to each review. */
   answerBytes: number[];
 }
@@ -231,17 +247,24 @@ interface Sample {
   cpuMicros: number;
 }
 
-async function startServer(kind: ServerKind, certDir: string, bodies: string[]): Promise<Server> {
+interface Review {
+  shape: ReviewShape;
+  body: string;
+}
+
+async function startServer(kind: ServerKind, certDir: string, reviews: Review[]): Promise<Server> {
   const child = fork(THIS_FILE, ['--serve', kind, certDir], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
+    // The webhook as deployed: the manifest's V8 heap settings (the baselines keep Node's defaults).
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...(kind === 'webhook' ? { NODE_OPTIONS: deploymentNodeOptions() } : {}) },
   });
   const port = await new Promise<number>((ok, fail) => {
     child.once('message', (m: { port: number }) => ok(m.port));
     child.once('exit', (code) => fail(new Error(`${kind} server exited with ${code}`)));
   });
-  const server: Server = { kind, child, url: `https://127.0.0.1:${port}${kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : BARE_PATH}`, answerBytes: [] };
-  for (const body of bodies) server.answerBytes.push(await sanityCheck(server, body));
+  const path = (shape: ReviewShape) => (kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : kind === 'fastifyPatched' ? patchedPath(shape) : BARE_PATH);
+  const server: Server = { kind, child, url: (shape) => `https://127.0.0.1:${port}${path(shape)}`, answerBytes: [] };
+  for (const review of reviews) server.answerBytes.push(await sanityCheck(server, review));
   return server;
 }
 
@@ -258,9 +281,9 @@ function stopServer(child: ChildProcess): Promise<void> {
  * One request before the load: the webhook must answer with a patch, or the figures measure an error path.
  * Returns the answer's length.
  */
-async function sanityCheck(server: Server, body: string): Promise<number> {
+async function sanityCheck(server: Server, { shape, body }: Review): Promise<number> {
   const answer = await new Promise<{ status: number; text: string }>((ok, fail) => {
-    const req = httpsRequest(server.url, { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = httpsRequest(server.url(shape), { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => ok({ status: res.statusCode ?? 0, text }));
@@ -269,7 +292,7 @@ async function sanityCheck(server: Server, body: string): Promise<number> {
     req.end(body);
   });
   if (answer.status !== 200) throw new Error(`${server.kind}: sanity request got HTTP ${answer.status}: ${answer.text}`);
-  if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"')) throw new Error(`webhook did not patch the sample: ${answer.text}`);
+  if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"')) throw new Error(`webhook did not patch the ${shape} review: ${answer.text}`);
   return Buffer.byteLength(answer.text);
 }
 
@@ -285,7 +308,7 @@ function serverCpu(child: ChildProcess): Promise<number> {
   });
 }
 
-async function load(server: Server, body: string, connections: number, durationSeconds: number): Promise<Sample> {
+async function load(server: Server, { shape, body }: Review, connections: number, durationSeconds: number): Promise<Sample> {
   let latencies = new Float64Array(1 << 15);
   let count = 0;
   const cpuBefore = await serverCpu(server.child);
@@ -293,7 +316,7 @@ async function load(server: Server, body: string, connections: number, durationS
   let instance!: autocannon.Instance;
   const done = new Promise<autocannon.Result>((ok, fail) => {
     instance = autocannon(
-      { url: server.url, method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, pipelining: 1, duration: durationSeconds },
+      { url: server.url(shape), method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, pipelining: 1, duration: durationSeconds },
       (err, result) => (err ? fail(err) : ok(result)),
     );
   });
@@ -373,7 +396,8 @@ export function formatFigures(f: WebhookBenchFigures): string {
   const cell = (v: string | number, i: number) => String(v).padStart(Math.max(11, cols[i]!.length));
   const lines = [
     `webhook: HTTPS, ${f.connections} keep-alive connections; per review ${f.reviews[0]?.runs.length ?? 0} runs of ${f.durationSeconds} s per server in ${f.rounds} alternating rounds; ` +
-      `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context)`,
+      `load average ${f.loadBefore.toFixed(1)} before, ${f.loadAfter.toFixed(1)} after (2 cores shared: ratios count, absolute numbers are context); ` +
+      `the webhook runs with the manifest's NODE_OPTIONS ${JSON.stringify(deploymentNodeOptions())}`,
   ];
   for (const review of f.reviews) {
     const rows = (['node', 'fastify', 'fastifyControl', 'fastifyPatched', 'webhook'] as const).map((k) => {
@@ -421,7 +445,7 @@ async function settle(server: Server): Promise<void> {
 }
 
 /** One review's runs: every run alternates the servers in rounds, the order rotating. */
-async function measureReview(servers: Server[], body: string, o: Required<WebhookBenchOptions>): Promise<RunFigures[]> {
+async function measureReview(servers: Server[], review: Review, o: Required<WebhookBenchOptions>): Promise<RunFigures[]> {
   const window = o.durationSeconds / o.rounds;
   const runs: RunFigures[] = [];
   for (let run = 0; run < o.runs; run++) {
@@ -430,7 +454,7 @@ async function measureReview(servers: Server[], body: string, o: Required<Webhoo
       const shift = (round + run) % servers.length;
       const order = [...servers.slice(shift), ...servers.slice(0, shift)];
       for (const server of round % 2 === 0 ? order : order.reverse()) {
-        samples[server.kind].push(await load(server, body, o.connections, window));
+        samples[server.kind].push(await load(server, review, o.connections, window));
         await settle(server);
       }
     }
@@ -458,15 +482,15 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
   const loadBefore = loadavg()[0]!;
   try {
     await writeBundle(certDir, generateCertificates({ service: 'raykeeper-webhook', namespace: 'bench', ips: ['127.0.0.1'] }));
-    const bodies = REVIEW_SHAPES.map((shape) => ({ shape, body: JSON.stringify(sampleReview(shape)) }));
-    for (const kind of KINDS) servers.push(await startServer(kind, certDir, bodies.map((b) => b.body)));
+    const reviews: Review[] = REVIEW_SHAPES.map((shape) => ({ shape, body: reviewBody(shape) }));
+    for (const kind of KINDS) servers.push(await startServer(kind, certDir, reviews));
     const sizes = (kind: ServerKind) => servers.find((s) => s.kind === kind)!.answerBytes.join(', ');
     if (sizes('webhook') !== sizes('fastifyPatched')) throw new Error(`the webhook answered ${sizes('webhook')} bytes, the same-answer baseline ${sizes('fastifyPatched')}`);
     // Every server sees every review before anything is measured, so no figure depends on which came first.
-    for (const { body } of bodies) for (const server of servers) await load(server, body, o.connections, o.warmupSeconds);
-    const reviews: ReviewFigures[] = [];
-    for (const { shape, body } of bodies) reviews.push({ shape, bytes: Buffer.byteLength(body), runs: await measureReview(servers, body, o) });
-    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews, loadBefore, loadAfter: loadavg()[0]! };
+    for (const review of reviews) for (const server of servers) await load(server, review, o.connections, o.warmupSeconds);
+    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews: [], loadBefore, loadAfter: 0 };
+    for (const review of reviews) figures.reviews.push({ shape: review.shape, bytes: Buffer.byteLength(review.body), runs: await measureReview(servers, review, o) });
+    figures.loadAfter = loadavg()[0]!;
     if (o.print) process.stdout.write(formatFigures(figures) + '\n');
     return figures;
   } finally {
