@@ -4,19 +4,18 @@
 // patch) while kubectl sends each sample.
 //
 //   node bench/capture-reviews.ts          (~30 s with the control plane binaries built)
-import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:https';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { caBundle, generateCertificates } from '../certs/generate.ts';
 import { applyObject } from '../localcluster/apply.ts';
 import { REPO_ROOT, requireKubeCommand } from '../localcluster/binaries.ts';
 import { startControlPlane } from '../localcluster/control-plane.ts';
 import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../localcluster/webhook-config.ts';
 import { KubeClient } from '../src/kube.ts';
-import { sleep } from '../src/backoff.ts';
+import { run } from '../localcluster/node/host.ts';
+import { until } from '../test/helpers/until.ts';
 import { RECORDED_REVIEWS, reviewFile } from './reviews.ts';
 
 async function capture(): Promise<void> {
@@ -40,24 +39,29 @@ async function capture(): Promise<void> {
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     const port = (server.address() as { port: number }).port;
     const manifest = await readWebhookConfigurationManifest();
-    await applyObject(new KubeClient(cp.kubeConfig()), localWebhookConfiguration(manifest, { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert) }));
-    const kubeconfig = join(cp.info.dir, 'kubeconfig');
+    const configuration = localWebhookConfiguration(manifest, { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert) });
+    await applyObject(new KubeClient(cp.kubeConfig()), configuration);
+    const kubectlFlags = ['--kubeconfig', cp.info.kubeconfigPath, '--namespace', 'default'];
     for (const { shape, verb, sample } of RECORDED_REVIEWS) {
-      // The API server picks the new configuration up within a second or so; until then it calls nobody.
-      for (let attempt = 0; ; attempt++) {
-        const before = received.length;
-        // Asynchronous: the recording server must answer while kubectl waits.
-        await promisify(execFile)(kubectl, ['--kubeconfig', kubeconfig, '--namespace', 'default', verb, '-f', join(REPO_ROOT, 'manifests', 'samples', sample)]);
-        const body = received[before];
-        if (body !== undefined) {
-          await writeFile(reviewFile(shape), body);
-          say(`${shape}: ${Buffer.byteLength(body)} bytes -> ${reviewFile(shape)}`);
-          break;
-        }
-        if (attempt === 10) throw new Error(`the API server did not call the webhook for ${verb} ${sample}`);
-        await promisify(execFile)(kubectl, ['--kubeconfig', kubeconfig, '--namespace', 'default', 'delete', '-f', join(REPO_ROOT, 'manifests', 'samples', sample)]);
-        await sleep(1000);
-      }
+      const file = join(REPO_ROOT, 'manifests', 'samples', sample);
+      // The API server calls webhooks once it has seen their configuration (a second or so): server-side
+      // dry runs (the webhook has no side effects) until one reaches the recorder; their reviews are dropped.
+      await until(
+        async () => {
+          const before = received.length;
+          await run(kubectl, [...kubectlFlags, 'create', '--dry-run=server', '-f', file]);
+          return received.length > before;
+        },
+        'the API server to call the recording webhook (failurePolicy Ignore: a TLS or CA failure looks the same; see its log)',
+        30_000,
+        200,
+      );
+      const before = received.length;
+      await run(kubectl, [...kubectlFlags, verb, '-f', file]);
+      const body = received[before];
+      if (body === undefined) throw new Error(`the API server did not call the webhook for kubectl ${verb} ${sample}`);
+      await writeFile(reviewFile(shape), body);
+      say(`${shape}: ${Buffer.byteLength(body)} bytes -> ${reviewFile(shape)}`);
     }
   } finally {
     server.close();

@@ -9,7 +9,7 @@ export const REVIEWS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'review
 
 /** Each recorded review: the kubectl verb and the sample (manifests/samples) it sent. */
 export const RECORDED_REVIEWS = [
-  // KubeRay's ray-cluster.external-redis.yaml (options form): managedFields and the
+  // Our sample like KubeRay's ray-cluster.external-redis.yaml (options form): managedFields and the
   // last-applied-configuration annotation included, as the API server and kubectl add them.
   { shape: 'kubectl-apply', verb: 'apply', sample: 'raycluster-gcs-ft.yaml' },
   // The annotation form, created: managedFields, no last-applied-configuration.
