@@ -240,13 +240,9 @@ export class RayClusterReconciler {
     }
   }
 
-  /** Deletes a cleanup Job (this UID only; already gone is fine), its pods in the background. */
+  /** Deletes a cleanup Job (this UID only; already gone is fine, as for every kube.delete), its pods in the background. */
   private async deleteJob(namespace: string | undefined, name: string, uid: string | undefined, signal: AbortSignal | undefined): Promise<void> {
-    try {
-      await this.kube.delete({ ...JOBS, namespace, name }, { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await this.kube.delete({ ...JOBS, namespace, name }, { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal });
   }
 
   private event(cluster: RayCluster, e: EventSpec): void {

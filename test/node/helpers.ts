@@ -78,16 +78,28 @@ export async function assertHostRestored(t: Test, before: HostState): Promise<vo
   t.same(after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')), [], 'mounts');
 }
 
+export interface NodeTestEvent {
+  lastTimestamp?: string;
+  reason: string;
+  message: string;
+  involvedObject: { kind: string; name: string };
+}
+
+/** Every Event in the namespace, as the API server lists them. */
+export async function namespaceEvents(kube: KubeClient, namespace: string): Promise<NodeTestEvent[]> {
+  return (await kube.request<{ items: NodeTestEvent[] }>('GET', `/api/v1/namespaces/${namespace}/events`)).items;
+}
+
 /**
  * Asserts, from the Events that outlive them (the Job and its pod are garbage-collected with the
  * RayCluster), that the cluster's Redis cleanup Job completed as a pod the kubelet started from our image
  * (the controller's RAYKEEPER_IMAGE: raykeeper:0.1.0, i.e. docker.io/library/raykeeper:0.1.0).
  */
 export async function assertCleanupJobRan(t: Test, kube: KubeClient, namespace: string, cluster: string): Promise<void> {
-  const events = await kube.request<{ items: Array<{ reason: string; message: string; involvedObject: { kind: string; name: string } }> }>('GET', `/api/v1/namespaces/${namespace}/events`);
+  const events = await namespaceEvents(kube, namespace);
   const jobName = `${cluster}-redis-cleanup`;
-  t.ok(events.items.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
-  const podEvents = events.items.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
+  t.ok(events.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
+  const podEvents = events.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
   t.ok(podEvents.some((e) => e.reason === 'Started'), 'the kubelet started the Job pod');
   t.ok(podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)), 'from our image');
 }

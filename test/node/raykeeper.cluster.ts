@@ -12,7 +12,7 @@ import { KubeClient } from '../../src/kube.ts';
 import { DEPLOYMENTS, ENDPOINT_SLICES, LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
-import { assertCleanupJobRan, kubectl, until } from './helpers.ts';
+import { assertCleanupJobRan, kubectl, namespaceEvents, until } from './helpers.ts';
 
 const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
 t.teardown(() => env.stop());
@@ -87,8 +87,8 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
   const left = await rayKeys(redis, storage);
   if (left.length > 0) {
     // What happened, for the log: the cluster's events in order.
-    const events = await kube.request<{ items: Array<{ lastTimestamp?: string; reason: string; message: string; involvedObject: { kind: string; name: string } }> }>('GET', `/api/v1/namespaces/${NS}/events`);
-    for (const e of events.items.sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''))) t.comment(`${e.lastTimestamp} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
+    const events = await namespaceEvents(kube, NS);
+    for (const e of events.sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''))) t.comment(`${e.lastTimestamp} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
   }
   t.same(left, [], "its keys are gone");
   t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
