@@ -109,7 +109,7 @@ function classify(err: FastifyError): { status: number; reason: ErrorReason } {
 
 export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const logger = options.logger ?? createLogger('raykeeper-webhook');
-  const registry = options.registry ?? createMetricsRegistry();
+  const registry = options.registry ?? createMetricsRegistry(undefined, { gcDurations: false });
   const mutateOptions: MutateOptions = {
     newStorageNamespace: options.newStorageNamespace ?? randomUuid,
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
