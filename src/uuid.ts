@@ -5,8 +5,8 @@
 // search or serialization must first flatten (together about 1 µs per admission under load, measured with
 // the webhook bench's profiles). Not one JS string for the whole batch with each UUID a slice of it: a
 // slice keeps its 36 KB parent alive, which outlived two young-generation collections under load and was
-// promoted to the old generation every 1024 admissions (36 bytes per request, a full collection every
-// few seconds at 10k requests/s; measured with --trace-gc-nvp).
+// promoted to the old generation every 1024 admissions (36 bytes per request, garbage that only a full
+// collection reclaims; measured with --trace-gc-nvp).
 import { randomFillSync } from 'node:crypto';
 
 const UUIDS_PER_BATCH = 1024;
