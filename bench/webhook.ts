@@ -494,9 +494,9 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
     if (sizes('webhook') !== sizes('fastifyPatched')) throw new Error(`the webhook answered ${sizes('webhook')} bytes, the same-answer baseline ${sizes('fastifyPatched')}`);
     // Every server sees every review before anything is measured, so no figure depends on which came first.
     for (const review of reviews) for (const server of servers) await load(server, review, o.connections, o.warmupSeconds);
-    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews: [], loadBefore, loadAfter: 0 };
-    for (const review of reviews) figures.reviews.push({ shape: review.shape, bytes: Buffer.byteLength(review.body), runs: await measureReview(servers, review, o) });
-    figures.loadAfter = loadavg()[0]!;
+    const measured: ReviewFigures[] = [];
+    for (const review of reviews) measured.push({ shape: review.shape, bytes: Buffer.byteLength(review.body), runs: await measureReview(servers, review, o) });
+    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews: measured, loadBefore, loadAfter: loadavg()[0]! };
     if (o.print) process.stdout.write(formatFigures(figures) + '\n');
     return figures;
   } finally {

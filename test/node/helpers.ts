@@ -6,6 +6,7 @@ import type { Test } from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import type { KubeClient } from '../../src/kube.ts';
+import { EVENTS } from '../../src/kube-resources.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
 
@@ -87,7 +88,7 @@ export interface NodeTestEvent {
 
 /** Every Event in the namespace, as the API server lists them. */
 export async function namespaceEvents(kube: KubeClient, namespace: string): Promise<NodeTestEvent[]> {
-  return (await kube.request<{ items: NodeTestEvent[] }>('GET', `/api/v1/namespaces/${namespace}/events`)).items;
+  return (await kube.list<NodeTestEvent>({ ...EVENTS, namespace })).items;
 }
 
 /**
