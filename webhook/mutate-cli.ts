@@ -1,25 +1,30 @@
-// `raykeeper mutate [-o yaml|json|patch|review] [--check] FILE|DIR|- ...`: what the admission webhook would
+// `raykeeper mutate [-o yaml|json|patch|review] [--check] [-f FILE|DIR|-]... [-R] [FILE|DIR|-]...`: what the admission webhook would
 // do to manifests or AdmissionReviews, with no cluster and no server (the same defaulting and patch code).
 import { randomUuid } from '../src/uuid.ts';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { redisCleanupEnabled } from '../src/gcsft.ts';
+import { errorMessage } from '../src/redis/errors.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV } from '../src/names.ts';
 import type { MutateOptions } from '../src/admission/mutate.ts';
 import { changeLine, mutateDocument, readDocuments, type DocumentResult } from './offline.ts';
+import { manifestSources, splitFilenames, type ManifestSource } from './manifest-files.ts';
 
 const OUTPUTS = ['yaml', 'json', 'patch', 'review'] as const;
 type Output = (typeof OUTPUTS)[number];
-const MANIFEST_EXTENSIONS = /\.(ya?ml|json)$/i;
 
-const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] FILE|DIR|- ...
+const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] [-f FILE|DIR|-]... [-R] [FILE|DIR|-]...
 
 Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting
 and JSON patch code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
 ray.io/v1 RayCluster or RayJob is admitted as a CREATE) or AdmissionReview documents (answered as is).
-A directory is read recursively (*.yaml, *.yml, *.json); - reads stdin. Other objects pass through untouched.
+Other objects pass through untouched.
+
+Input, as kubectl takes it:
+  -f, --filename PATH     a file, a directory (its *.yaml, *.yml, *.json files) or - (stdin); repeatable,
+                          and one value may list several paths separated by commas
+  -R, --recursive         with -f, read directories' subdirectories too
+  PATH ...                positional paths as before: a directory is always read recursively
 
 Options:
   -o, --output F          yaml (default) or json: the objects as they would be stored;
@@ -33,19 +38,6 @@ Environment: ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer, as for the web
 Exit: 0 done (or nothing would change), 1 --check found changes, 2 bad usage or a document that could not be
 read or was refused (reported on stderr with its file and document number; the others are still processed).
 `;
-
-async function listFiles(path: string): Promise<string[]> {
-  const info = await stat(path);
-  if (!info.isDirectory()) return [path];
-  const entries = await readdir(path, { withFileTypes: true });
-  const files: string[] = [];
-  for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-    const full = join(path, entry.name);
-    if (entry.isDirectory()) files.push(...(await listFiles(full)));
-    else if (MANIFEST_EXTENSIONS.test(entry.name)) files.push(full);
-  }
-  return files;
-}
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -76,6 +68,8 @@ export async function run(argv: string[]): Promise<number> {
       options: {
         output: { type: 'string', short: 'o', default: 'yaml' },
         check: { type: 'boolean', default: false },
+        filename: { type: 'string', short: 'f', multiple: true, default: [] },
+        recursive: { type: 'boolean', short: 'R', default: false },
         'storage-namespace': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -83,7 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       allowPositionals: true,
     });
   } catch (err) {
-    process.stderr.write(`raykeeper mutate: ${(err as Error).message}\n\n${USAGE}`);
+    process.stderr.write(`raykeeper mutate: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -96,8 +90,14 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`raykeeper mutate: -o must be one of ${OUTPUTS.join(', ')}, got ${JSON.stringify(values.output)}\n`);
     return 2;
   }
-  if (positionals.length === 0) {
-    process.stderr.write(`raykeeper mutate: give at least one FILE, DIR or - (stdin)\n\n${USAGE}`);
+  // Positional directories keep their recursive reading; -f directories follow -R, as in kubectl.
+  const inputs = [...splitFilenames(values.filename).map((path) => ({ path, recursive: values.recursive })), ...positionals.map((path) => ({ path, recursive: true }))];
+  if (inputs.length === 0) {
+    process.stderr.write(`raykeeper mutate: give at least one -f FILE|DIR|- (or a positional path)\n\n${USAGE}`);
+    return 2;
+  }
+  if (inputs.filter((i) => i.path === '-').length > 1) {
+    process.stderr.write('raykeeper mutate: - (stdin) can be given only once\n');
     return 2;
   }
   const pinned = values['storage-namespace'];
@@ -112,23 +112,20 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`raykeeper mutate: ${line}\n`);
   };
   const results: Array<Extract<DocumentResult, { kind: 'object' }>> = [];
-  for (const arg of positionals) {
-    let sources: Array<{ name: string; text: () => Promise<string> }>;
-    if (arg === '-') sources = [{ name: '(stdin)', text: readStdin }];
-    else {
-      try {
-        sources = (await listFiles(arg)).map((file) => ({ name: file, text: () => readFile(file, 'utf8') }));
-      } catch (err) {
-        fail(`${arg}: ${(err as Error).message}`);
-        continue;
-      }
+  for (const input of inputs) {
+    let sources: ManifestSource[];
+    try {
+      sources = await manifestSources(input.path, input.recursive, readStdin);
+    } catch (err) {
+      fail(`${input.path}: ${errorMessage(err)}`);
+      continue;
     }
     for (const source of sources) {
       let text: string;
       try {
         text = await source.text();
       } catch (err) {
-        fail(`${source.name}: ${(err as Error).message}`);
+        fail(`${source.name}: ${errorMessage(err)}`);
         continue;
       }
       for (const doc of readDocuments(source.name, text)) {

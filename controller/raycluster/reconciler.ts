@@ -58,7 +58,8 @@ export interface RayClusterReconcilerConfig {
 }
 
 /** Runs the cleanup with a resolved environment within deadlineMs (stopping when `signal` aborts); resolves to success and one line. */
-export type InProcessRunner = (env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }) => Promise<{ ok: boolean; message: string }>;
+/** `message` is for a person (an Event); `detail` goes to the structured log. */
+export type InProcessRunner = (env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
 
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
@@ -80,18 +81,19 @@ function podKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
-export async function defaultInProcessRunner(env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }): Promise<{ ok: boolean; message: string }> {
-  const [{ cleanupFromEnvironment }, { summarize }, { errorMessage, oneLine }] = await Promise.all([
+export const defaultInProcessRunner: InProcessRunner = async (env, options) => {
+  const [{ cleanupFromEnvironment }, { summarize, cleanupDetail }, { errorMessage, oneLine }] = await Promise.all([
     import('../redis-cleanup/config.ts'),
     import('../redis-cleanup/cleanup.ts'),
     import('../../src/redis/errors.ts'),
   ]);
   try {
-    return { ok: true, message: oneLine(summarize(await cleanupFromEnvironment(env, options)), [env.REDIS_PASSWORD]) };
+    const result = await cleanupFromEnvironment(env, options);
+    return { ok: true, message: oneLine(summarize(result), [env.REDIS_PASSWORD]), detail: cleanupDetail(result) };
   } catch (err) {
     return { ok: false, message: oneLine(errorMessage(err), [env.REDIS_PASSWORD]) };
   }
-}
+};
 
 export class RayClusterReconciler {
   private readonly ctx: ControllerContext;
@@ -293,7 +295,7 @@ export class RayClusterReconciler {
       throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
     }
     this.ctx.logger.info({ cluster: `${namespace}/${cluster.metadata.name}`, job: job.metadata.name, sweep: sweep.mode, sweepReason: sweep.reason }, 'created the Redis cleanup Job');
-    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} (--sweep ${sweep.mode}: ${sweep.reason}) for ${describeTarget(cluster)}` });
+    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} to delete ${describeTarget(cluster)}` });
     return { requeueAfterMs };
   }
 
@@ -324,7 +326,8 @@ export class RayClusterReconciler {
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
     const sweep = cleanupSweep(cluster, this.config.job);
     log.warn({ sweep: sweep.mode, sweepReason: sweep.reason }, 'namespace is terminating: running the Redis cleanup in the controller');
-    const { ok, message } = await this.config.runCleanup(env, { deadlineMs: Math.min(secondsLeft, 240) * 1000, sweep, signal });
+    const { ok, message, detail } = await this.config.runCleanup(env, { deadlineMs: Math.min(secondsLeft, 240) * 1000, sweep, signal });
+    log.info({ ok, ...detail }, 'in-process Redis cleanup ended');
     if (signal?.aborted) {
       // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.
       this.m.inProcess.inc({ result: 'aborted' });

@@ -361,17 +361,21 @@ async function unlinkLegacy(session: Session, ns: string, legacy: { fields: numb
   state.legacyDeleted = legacy;
 }
 
-/** One line for humans; the CLI prints it on success. */
+/**
+ * One line for a person (the CLI prints it; Events quote it): what was deleted, from where. How the
+ * cleanup went about it (the sweep decision, SCAN calls, the old layout's absence) is cleanupDetail's.
+ */
 export function summarize(r: CleanupResult): string {
-  const verb = r.dryRun ? 'would delete' : 'deleted';
-  const legacy =
-    r.legacy === 'absent' ? 'no old-layout hash'
-    : r.legacy === 'not-checked' ? 'old layout not checked'
-    : r.legacy === 'left-alone' ? 'old-layout hash left alone (not Ray\'s)'
-    : `old-layout hash ${r.legacy === 'deleted' ? 'deleted' : 'would be deleted'} (${r.legacyFields ?? 0} fields)`;
-  const alone = r.leftAloneCount > 0 ? `; left alone ${r.leftAloneCount} look-alike key(s)` : '';
-  const retries = r.attempts > 1 ? `; ${r.attempts - 1} retr${r.attempts === 2 ? 'y' : 'ies'}` : '';
-  const sweep = `sweep: ${r.sweep === 'ran' ? `${r.scanCalls} SCAN calls` : 'skipped'} (${r.sweepReason})`;
-  return `namespace ${JSON.stringify(r.namespace)} on ${r.target}: ${verb} ${r.deletedCount} key(s); ${legacy}${alone}${retries}; ${sweep} in ${r.durationMs} ms`;
+  const parts = [`${r.dryRun ? 'would delete' : 'deleted'} ${r.deletedCount} key(s)`];
+  if (r.legacy === 'deleted' || r.legacy === 'would-delete') parts.push(`old-layout hash ${r.legacy === 'deleted' ? 'deleted' : 'would be deleted'} (${r.legacyFields ?? 0} fields)`);
+  if (r.legacy === 'left-alone') parts.push("old-layout hash left alone (not Ray's)");
+  if (r.leftAloneCount > 0) parts.push(`left alone ${r.leftAloneCount} look-alike key(s)`);
+  if (r.attempts > 1) parts.push(`${r.attempts - 1} retr${r.attempts === 2 ? 'y' : 'ies'}`);
+  return `namespace ${JSON.stringify(r.namespace)} on ${r.target}: ${parts.join('; ')} in ${r.durationMs} ms`;
+}
+
+/** The internal detail of a cleanup, as structured-log fields (and the CLI's --verbose line). */
+export function cleanupDetail(r: CleanupResult): { sweep: CleanupResult['sweep']; sweepReason: string; scanCalls: number; legacy: CleanupResult['legacy'] } {
+  return { sweep: r.sweep, sweepReason: r.sweepReason, scanCalls: r.scanCalls, legacy: r.legacy };
 }
 

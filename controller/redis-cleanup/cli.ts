@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { oneLine, errorMessage } from '../../src/redis/errors.ts';
 import { formatNamespaceTable } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
-import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
+import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
 import { autoSweep, SWEEP_MODES, type SweepDecision, type SweepMode } from '../../src/redis/sweep.ts';
@@ -66,6 +66,7 @@ Options:
   --legacy                with --list: also find old-layout namespaces (probes every hash: slower)
   --json                  machine-readable result on stdout
   --quiet                 no progress or retry lines on stderr
+  -v, --verbose           also how the cleanup went about it on stderr (sweep decision, SCAN calls)
   -h, --help              this text
 
 Minimal ACL for the cleanup: +scan +type +unlink +hscan, plus +info for --mode auto (without it a
@@ -108,6 +109,7 @@ const OPTIONS = {
   legacy: { type: 'boolean' },
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -207,6 +209,10 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   try {
     const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, sweep, scanCount, deadlineMs, connectBudgetMs, onRetry, onProgress });
     for (const w of result.warnings) say(`warning: ${w}`);
+    if (values.verbose === true) {
+      const d = cleanupDetail(result);
+      say(`detail: sweep ${d.sweep} (${d.sweepReason}), ${d.scanCalls} SCAN calls, old layout ${d.legacy}`);
+    }
     if (json) {
       io.stdout.write(oneLine(JSON.stringify({ ok: true, ...result }), secrets, Number.MAX_SAFE_INTEGER) + '\n');
     } else {

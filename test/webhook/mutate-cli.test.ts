@@ -135,10 +135,37 @@ t.test('ENABLE_GCS_FT_REDIS_CLEANUP=false: no finalizer, as for the webhook', as
   }
 });
 
+t.test("kubectl's -f/--filename and -R: repeatable, commas, directories flat unless -R", async (t) => {
+  const tree = join(dir, 'tree');
+  const checked = (res: { stdout: string }) => res.stdout.trim().split('\n').filter((l) => l !== '').map((l) => l.replace(/#.*/, '').replace(`${dir}/`, ''));
+  t.same(checked(await mutateCmd(['--check', '-f', tree])), ['tree/cluster.yaml'], '-f DIR reads the directory, not its subdirectories');
+  t.same(checked(await mutateCmd(['--check', '-R', '-f', tree])), ['tree/cluster.yaml', 'tree/nested/job.json'], '-R descends');
+  t.same(checked(await mutateCmd(['--check', '--recursive', `--filename=${tree}`])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'long forms');
+  const file = join(tree, 'nested', 'job.json');
+  t.same(checked(await mutateCmd(['--check', '-f', `${join(tree, 'cluster.yaml')},${file}`])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'one value, two paths');
+  t.same(checked(await mutateCmd(['--check', '-f', join(tree, 'cluster.yaml'), '-f', file])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'repeated -f');
+  t.same(checked(await mutateCmd(['--check', '-f', file, tree])), ['tree/nested/job.json', 'tree/cluster.yaml', 'tree/nested/job.json'], '-f before positional paths, a positional directory still recursive');
+  const notes = join(dir, 'notes.txt');
+  writeFileSync(notes, CLUSTER_YAML);
+  t.same(checked(await mutateCmd(['--check', '-f', notes])), ['notes.txt'], 'a file named by -f is read whatever its extension');
+  const url = await mutateCmd(['-f', 'https://example.com/x.yaml']);
+  t.equal(url.code, 2);
+  t.match(url.stderr, /https:\/\/example\.com\/x\.yaml: URLs are not read/);
+  const twice = await mutateCmd(['-f', '-', '-']);
+  t.equal(twice.code, 2);
+  t.match(twice.stderr, /stdin\) can be given only once/);
+  const none = await mutateCmd(['--check']);
+  t.equal(none.code, 2);
+  t.match(none.stderr, /give at least one -f FILE\|DIR\|-/);
+});
+
 t.test('through the binary: stdin with -, usage errors exit 2', async (t) => {
   const res = spawnSync(process.execPath, [BIN, 'mutate', '--check', '-'], { input: CLUSTER_YAML, encoding: 'utf8', timeout: 30_000 });
   t.equal(res.status, 1);
   t.match(res.stdout, /^\(stdin\)#1 RayCluster ray\/demo: would be changed/);
+  const dashF = spawnSync(process.execPath, [BIN, 'mutate', '--check', '-f', '-'], { input: CLUSTER_YAML, encoding: 'utf8', timeout: 30_000 });
+  t.equal(dashF.status, 1, 'kubectl\'s -f - reads stdin');
+  t.match(dashF.stdout, /^\(stdin\)#1 RayCluster ray\/demo: would be changed/);
   const bad = spawnSync(process.execPath, [BIN, 'mutate', '-o', 'xml', '-'], { input: '', encoding: 'utf8', timeout: 30_000 });
   t.equal(bad.status, 2);
   t.match(bad.stderr, /-o must be one of yaml, json, patch, review/);
