@@ -55,6 +55,19 @@ export function usesRedisBackend(obj: FtSubject): boolean {
 }
 
 /**
+ * Whether a cluster is one whose GCS data raykeeper cleans from Redis, so it carries the finalizer: the
+ * one rule the webhook (at admission) and the controller (adding it later) both follow. Not when FT is
+ * off or not in Redis, when another controller manages the cluster, or when both of KubeRay's FT switches
+ * are set (KubeRay rejects that cluster; the first time it is set right, the finalizer comes).
+ */
+export function gcsFtFinalizerRule(obj: FtSubject): { wanted: true } | { wanted: false; reason: string } {
+  if (!usesRedisBackend(obj)) return { wanted: false, reason: 'no GCS FT with Redis' };
+  if (isManagedExternally(obj)) return { wanted: false, reason: 'spec.managedBy names another controller' };
+  if (gcsFtMode(obj) === 'both') return { wanted: false, reason: 'both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set (KubeRay rejects it)' };
+  return { wanted: true };
+}
+
+/**
  * The Redis storage namespace the head pod gets: options.externalStorageNamespace > annotation > UID.
  * Undefined when none is known yet (no UID before the API server stores the object).
  */

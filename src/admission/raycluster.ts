@@ -17,7 +17,7 @@
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
 //   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
-import { storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
+import { gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
 import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
@@ -150,17 +150,17 @@ function applyStorageNamespaceRule(
 export function defaultRayCluster(cluster: JsonObject, ctx: RayClusterDefaultingContext): DefaultingResult {
   const result: DefaultingResult = { patch: [], changes: [], warnings: [] };
   const subject = ftSubject(cluster);
-  if (!usesRedisBackend(subject)) return result; // FT off, or rocksdb: no Redis to clean
-  if (isManagedExternally(cluster as FtSubject)) return result;
   const mode = gcsFtMode(subject);
-  if (mode === 'both') {
-    result.warnings.push(
-      `both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set; KubeRay rejects this, ` +
-        `so raykeeper adds no ${GCS_FT_REDIS_CLEANUP_FINALIZER} and pins no storage namespace until only one is set`,
-    );
-    return result;
+  if (!gcsFtFinalizerRule(subject).wanted) {
+    if (mode === 'both' && usesRedisBackend(subject) && !isManagedExternally(subject)) {
+      result.warnings.push(
+        `both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set; KubeRay rejects this, ` +
+          `so raykeeper adds no ${GCS_FT_REDIS_CLEANUP_FINALIZER} and pins no storage namespace until only one is set`,
+      );
+    }
+    return result; // FT off, rocksdb (no Redis to clean), managed elsewhere, or both switches set
   }
-  if (mode === 'off') return result;
+  if (mode === 'off' || mode === 'both') return result; // never: the rule wanted FT on by one switch (narrows mode)
   applyFinalizerRule(cluster, ctx, result);
   applyStorageNamespaceRule(cluster, mode, ctx, result);
   return result;

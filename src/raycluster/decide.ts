@@ -27,7 +27,7 @@
 // While our Job runs the reconciler does not list pods (waiting costs one GET of the cluster and the
 // Job from the watch cache); it lists them again once the Job has finished, for checks 5 and 8.
 // Every wait is capped so the next reconcile happens no later than the timeout.
-import { deletionTimeoutSeconds, isManagedExternally, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
+import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
 import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
@@ -134,9 +134,8 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
   if (!isDeleting(cluster)) {
     if (ours) return { action: 'nothing', reason: 'finalizer present' };
     if (!gateEnabled) return { action: 'nothing', reason: 'redis cleanup disabled (ENABLE_GCS_FT_REDIS_CLEANUP=false)' };
-    if (!usesRedisBackend(cluster)) return { action: 'nothing', reason: 'no GCS FT with Redis' };
-    if (isManagedExternally(cluster)) return { action: 'nothing', reason: 'spec.managedBy names another controller' };
-    return { action: 'addFinalizer' };
+    const rule = gcsFtFinalizerRule(cluster);
+    return rule.wanted ? { action: 'addFinalizer' } : { action: 'nothing', reason: rule.reason };
   }
 
   if (!ours) return { action: 'nothing', reason: 'deleting without our finalizer' };

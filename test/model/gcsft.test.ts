@@ -2,6 +2,7 @@ import t from 'tap';
 import {
   deletionTimeoutProblem,
   deletionTimeoutSeconds,
+  gcsFtFinalizerRule,
   gcsFtMode,
   isGcsFtEnabled,
   redisCleanupEnabled,
@@ -85,4 +86,22 @@ t.test('redisCleanupEnabled: on unless "false"', async (t) => {
   t.equal(redisCleanupEnabled('FALSE'), false);
   t.equal(redisCleanupEnabled('false'), false);
   t.equal(redisCleanupEnabled('0'), true);
+});
+
+t.test('gcsFtFinalizerRule: one rule for the webhook and the controller, the both-set case included', async (t) => {
+  const on = { 'ray.io/ft-enabled': 'true' };
+  const options = { gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } };
+  const rows: Array<[string, FtSubject, boolean]> = [
+    ['annotation', withAnnotations(on), true],
+    ['options', withAnnotations(null, options), true],
+    ['both set (KubeRay rejects it)', withAnnotations(on, options), false],
+    ['off', withAnnotations(null), false],
+    ['rocksdb', withAnnotations(null, { gcsFaultToleranceOptions: { backend: 'rocksdb' } }), false],
+    ['managed by MultiKueue', withAnnotations(on, { managedBy: 'kueue.x-k8s.io/multikueue' }), false],
+  ];
+  for (const [name, obj, wanted] of rows) {
+    const rule = gcsFtFinalizerRule(obj);
+    t.equal(rule.wanted, wanted, name);
+    if (!rule.wanted) t.match(rule.reason, /\S/, `${name}: says why`);
+  }
 });

@@ -21,6 +21,12 @@ const rows: Row[] = [
   { name: 'other finalizers only -> add ours', input: { cluster: cluster({ finalizers: ['example.com/keep'] }) }, action: 'addFinalizer' },
   { name: 'FT via annotation, finalizer present -> nothing', input: { cluster: cluster({ finalizers: withFinalizer }) }, action: 'nothing' },
   { name: 'FT off -> nothing', input: { cluster: cluster({ ft: 'off' }) }, action: 'nothing' },
+  {
+    name: 'both the FT annotation and gcsFaultToleranceOptions -> nothing, as the webhook (KubeRay rejects it)',
+    input: { cluster: { ...cluster({ ft: 'options' }), metadata: { ...cluster({ ft: 'options' }).metadata, annotations: { 'ray.io/ft-enabled': 'true' } } } },
+    action: 'nothing',
+    check: (d, tt) => tt.match(d, { reason: /both the ray\.io\/ft-enabled annotation and spec\.gcsFaultToleranceOptions/ }),
+  },
   { name: 'rocksdb backend -> nothing', input: { cluster: cluster({ ft: 'rocksdb' }) }, action: 'nothing' },
   { name: 'gate off, FT on, no finalizer -> nothing', input: { cluster: cluster(), gateEnabled: false }, action: 'nothing' },
   { name: 'annotation "TRUE" counts as on', input: { cluster: cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } }) }, action: 'addFinalizer' },
