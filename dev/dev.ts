@@ -158,7 +158,7 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `  ${k} delete raycluster raycluster-gcs-ft         # cleanup Job runs, finalizer released`,
     `  ${k} get jobs,events`,
     `  npx raykeeper redis-cleanup --list --address ${env.redis.host}:${env.redis.port}`,
-    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # ${env.ray ? 'New -> Initializing -> Running -> Complete' : 'stays Initializing without Ray (tools/install-ray.sh)'}`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # ${env.ray ? 'New -> Initializing -> Running -> Complete' : 'stays Initializing without Ray (bash tools/setup.sh installs it)'}`,
     '',
     'Ctrl-C stops everything.',
   ].join('\n');

@@ -25,7 +25,7 @@ export function findRay(env: NodeJS.ProcessEnv = process.env): RayInstall | { mi
   } else {
     ray = spawnSync('/bin/sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim() || undefined;
   }
-  if (!ray) return { missing: `Ray is not installed (no RAYKEEPER_RAY, no ${venv}, no ray on PATH): run tools/install-ray.sh` };
+  if (!ray) return { missing: `Ray is not installed (no RAYKEEPER_RAY, no ${venv}, no ray on PATH): run bash tools/setup.sh (it installs Ray)` };
   const version = spawnSync(ray, ['--version'], { encoding: 'utf8', timeout: 60_000 });
   if (version.status !== 0) return { missing: `\`${ray} --version\` failed: ${(version.stderr || version.stdout || '').trim().split('\n').at(-1)}` };
   const first = readFileSync(ray, 'utf8').split('\n', 1)[0] ?? '';

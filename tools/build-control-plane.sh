@@ -13,9 +13,10 @@
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/{kubelet,kube-proxy,kube-scheduler,kube-controller-manager}-v<version>  (--node)
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/crictl-v<cri-tools version>  (--node; tools/crictl/go.mod)
 #
-# Usage: tools/build-control-plane.sh [--node] [--print-paths]
+# Usage: tools/build-control-plane.sh [--node] [--print-paths | --check]
 #   --node          also build the node's commands (several more minutes cold)
 #   --print-paths   print "<name>=<path>" lines and exit (builds nothing)
+#   --check         exit 0 when every binary this call would build is cached, 1 otherwise (builds nothing)
 # Idempotent; safe to run on every CI run (a warm run only checks the two files).
 # A cold kube-apiserver build takes several minutes and ~2 GiB of RAM.
 set -euo pipefail
@@ -36,14 +37,21 @@ node_cmds=(kubelet kube-proxy kube-scheduler kube-controller-manager)
 crictl_version="$(version_of "$here/crictl/go.mod" sigs.k8s.io/cri-tools)"
 crictl_bin="$bin_dir/crictl-$crictl_version"
 
-node=false print=false
+node=false print=false check=false
 for arg in "$@"; do
   case "$arg" in
     --node) node=true ;;
     --print-paths) print=true ;;
-    *) die "unknown argument $arg (usage: $0 [--node] [--print-paths])" ;;
+    --check) check=true ;;
+    *) die "unknown argument $arg (usage: $0 [--node] [--print-paths | --check])" ;;
   esac
 done
+if $check; then
+  wanted=("$etcd_bin" "$kube_bin" "$bin_dir/kubectl-$kube_version")
+  if $node; then for c in "${node_cmds[@]}"; do wanted+=("$bin_dir/$c-$kube_version"); done; wanted+=("$crictl_bin"); fi
+  for f in "${wanted[@]}"; do [[ -x "$f" ]] || exit 1; done
+  exit 0
+fi
 if $print; then
   echo "etcd=$etcd_bin"
   echo "kube-apiserver=$kube_bin"
@@ -63,14 +71,16 @@ kube_ldflags="-X $vpkg.gitVersion=$kube_version -X $vpkg.gitMajor=$kube_major -X
 build kube-apiserver "$here/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" "$kube_ldflags"
 say "ready: $etcd_bin"
 say "ready: $kube_bin"
-# kubectl: the tests and `raykeeper dev` users call it; a fresh Debian machine has none.
-build kubectl "$here/kube-node" k8s.io/kubernetes/cmd/kubectl "$bin_dir/kubectl-$kube_version" "$kube_ldflags" "version --client"
+# kubectl (the tests and `raykeeper dev` users call it; a fresh Debian machine has none) and, with --node,
+# the node's commands: one go build of the kube-node module.
+set_specs=("kubectl|k8s.io/kubernetes/cmd/kubectl|$bin_dir/kubectl-$kube_version|version --client")
+if $node; then
+  for c in "${node_cmds[@]}"; do set_specs+=("$c|k8s.io/kubernetes/cmd/$c|$bin_dir/$c-$kube_version|--version"); done
+fi
+build_set "$here/kube-node" "$kube_ldflags" "${set_specs[@]}"
 say "ready: $bin_dir/kubectl-$kube_version"
 if $node; then
-  for c in "${node_cmds[@]}"; do
-    build "$c" "$here/kube-node" "k8s.io/kubernetes/cmd/$c" "$bin_dir/$c-$kube_version" "$kube_ldflags"
-    say "ready: $bin_dir/$c-$kube_version"
-  done
+  for c in "${node_cmds[@]}"; do say "ready: $bin_dir/$c-$kube_version"; done
   # crictl stops and removes the node's pods through the CRI when the node stops (netns, IPs, mounts).
   build crictl "$here/crictl" sigs.k8s.io/cri-tools/cmd/crictl "$crictl_bin" "" --help
   say "ready: $crictl_bin"

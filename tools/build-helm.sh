@@ -7,8 +7,9 @@
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/helm-v3.<x.y>
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/helm-v4.<x.y>
 #
-# Usage: tools/build-helm.sh [--print-paths]
+# Usage: tools/build-helm.sh [--print-paths | --check]
 #   --print-paths   print "helm=<path>" and "helm4=<path>" and exit (builds nothing)
+#   --check         exit 0 when both are cached, 1 otherwise (builds nothing)
 # Idempotent; safe to run on every CI run (a warm run only checks the two files, in milliseconds). A cold
 # build takes 4-5 minutes per binary on 2 busy cores (module download included) and ~1.5 GiB of RAM.
 set -euo pipefail
@@ -27,8 +28,11 @@ if [[ "${1:-}" == "--print-paths" ]]; then
   echo "helm=$helm_bin"
   echo "helm4=$helm4_bin"
   exit 0
+elif [[ "${1:-}" == "--check" ]]; then
+  [[ -x "$helm_bin" && -x "$helm4_bin" ]]
+  exit
 elif [[ $# -gt 0 ]]; then
-  die "unknown argument $1 (usage: $0 [--print-paths])"
+  die "unknown argument $1 (usage: $0 [--print-paths | --check])"
 fi
 
 # As Helm's own Makefile: stamp the version, and the Kubernetes version `helm lint`/`helm template`

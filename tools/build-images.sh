@@ -8,6 +8,7 @@
 # ready for `ctr -n k8s.io images import <archive>` (the ref is the archive's image name).
 #   tools/build-images.sh [--print] [IMAGE...]   IMAGE: pause node raykeeper redis busybox ray (default: all)
 #   --print  builds nothing: prints the lines (the archive may not exist yet)
+#   --check  builds nothing: exit 0 when every archive exists, 1 otherwise
 # Needs root, buildah (vfs storage, chroot isolation: no mounts of its own, no runtime), debootstrap and
 # busybox-static: `tools/install-system-deps.sh --images`. Build steps reach deb.debian.org, the npm
 # registry and PyPI through the host network (the raykeeper Dockerfile's `npm ci`, pip install ray).
@@ -16,12 +17,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=tools/images/lib.sh
 . "$here/images/lib.sh"
 
-print_only=false
+print_only=false check=false
 want=()
 for a in "$@"; do
   case "$a" in
     --print) print_only=true ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --check) check=true ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option $a" ;;
     *) want+=("$a") ;;
   esac
@@ -29,6 +31,10 @@ done
 [ ${#want[@]} -gt 0 ] || want=("${IMAGES_PRINTED[@]}")
 for w in "${want[@]}"; do image_known "$w" || die "unknown image '$w' (known: ${IMAGES_ALL[*]})"; done
 
+if $check; then
+  for w in "${want[@]}"; do [ -s "$(image_archive "$w")" ] || exit 1; done
+  exit 0
+fi
 if $print_only; then
   for w in "${want[@]}"; do print_line "$w"; done
   exit 0

@@ -6,11 +6,12 @@
 #
 #   ${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}/bin/ray-operator-v<version>
 #
-# Usage: tools/build-kuberay.sh [--print-path | --print-crds]
+# Usage: tools/build-kuberay.sh [--print-path | --print-crds | --check]
 #   (none)         build if missing, then print the binary's path as the last line of stdout
 #   --print-path   print the binary's path and exit (builds nothing)
 #   --print-crds   print the directory of KubeRay's CRDs (config/crd/bases in the Go module cache),
 #                  downloading the module source if needed (no build)
+#   --check        exit 0 when the binary is cached, 1 otherwise (builds nothing)
 # Idempotent; safe to run on every CI run (a warm run only checks the file). Progress goes to stderr.
 # A cold build takes ~5 minutes on 2 cores and ~1.5 GiB of RAM; the binary is ~64 MB.
 set -euo pipefail
@@ -40,6 +41,10 @@ case "${1:-}" in
     echo "$out"
     exit 0
     ;;
+  --check)
+    [[ -x "$out" ]]
+    exit
+    ;;
   --print-crds)
     need_go "find KubeRay's CRDs"
     # `go mod download -json` fetches the module source if the cache lacks it and names its directory.
@@ -49,7 +54,7 @@ case "${1:-}" in
     exit 0
     ;;
   "") ;;
-  *) die "unknown argument $1 (usage: $0 [--print-path | --print-crds])" ;;
+  *) die "unknown argument $1 (usage: $0 [--print-path | --print-crds | --check])" ;;
 esac
 
 if [[ -x "$out" ]]; then

@@ -7,13 +7,15 @@
 #             containerd 1.6 and runc, containernetworking-plugins (bridge, host-local, loopback CNI
 #             plugins in /usr/lib/cni), dnsmasq-base (cluster DNS), conntrack (kube-proxy), iptables,
 #             and everything --images installs (the node runs those images)
+#   --check   exit 0 when nothing is missing, 1 otherwise (installs nothing)
 set -euo pipefail
-images=false node=false
+images=false node=false check=false
 for arg in "$@"; do
   case "$arg" in
     --images) images=true ;;
     --node) node=true images=true ;;
-    *) echo "install-system-deps: unknown argument $arg (usage: $0 [--images] [--node])" >&2; exit 2 ;;
+    --check) check=true ;;
+    *) echo "install-system-deps: unknown argument $arg (usage: $0 [--images] [--node] [--check])" >&2; exit 2 ;;
   esac
 done
 need=()
@@ -35,7 +37,9 @@ if $node; then
   command -v conntrack >/dev/null || need+=(conntrack)
   command -v iptables >/dev/null || need+=(iptables)
 fi
+if $check; then [ ${#need[@]} -eq 0 ]; exit; fi
 if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"

@@ -1,8 +1,7 @@
 // The chart tests' tools: the helm binaries tools/build-helm.sh builds, `helm template` into objects, and
 // the comparison of rendered objects with the kustomize tree's (test/helpers/kustomize.ts renders those).
 //
-// A missing helm is a FAILURE on CI (CI=true: .ci/run builds it) and a visible skip elsewhere, with the
-// command that builds it.
+// A missing helm is a FAILURE (test/helpers/parts.ts), naming the command that builds it.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +9,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { type KubeObject, parseManifests } from '../../localcluster/apply.ts';
 import { cacheDir, REPO_ROOT, requiredVersion } from '../../localcluster/binaries.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 export const CHART_DIR = join(REPO_ROOT, 'charts', 'raykeeper');
 
@@ -27,12 +27,7 @@ export function helmPath(major: HelmMajor = 3, env: NodeJS.ProcessEnv = process.
   return join(cacheDir(env), 'bin', `helm-${version}`);
 }
 
-const onCi = (env: NodeJS.ProcessEnv) => env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
-
-/**
- * tap options for a test that needs helm: `{ skip: false }` when it is built; otherwise on CI an Error
- * (the file fails, naming the build command), elsewhere `{ skip: reason }`.
- */
+/** tap options for a test that needs helm: `{ skip: false }` when it is built; otherwise an Error (the file fails, naming the build command). */
 export function needsHelm(env: NodeJS.ProcessEnv = process.env): { skip: string | false } {
   const missing = HELM_MAJORS.map((m) => helmPath(m, env)).filter((path) => {
     try {
@@ -43,9 +38,7 @@ export function needsHelm(env: NodeJS.ProcessEnv = process.env): { skip: string 
     }
   });
   if (missing.length === 0) return { skip: false };
-  const reason = `helm is not built (missing ${missing.join(', ')}): run tools/build-helm.sh (a few minutes cold)`;
-  if (onCi(env)) throw new Error(`${reason}; on CI it must be built before the tests`);
-  return { skip: reason };
+  throw new Error(missingPart(`helm is not built (missing ${missing.join(', ')})`));
 }
 
 /** Isolated HELM_* homes, so tests never read or write the user's helm config, cache or plugins. */

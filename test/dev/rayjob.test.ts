@@ -3,7 +3,7 @@
 // machine, our RayCluster operator, the ray pod runner (the head and worker as local Ray processes) and
 // the job runner (the submitter's `ray job submit`). A second RayJob runs at the same time (each head has
 // its own dashboard port behind dev's loopback proxy). Deleting the RayJobs stops their Ray processes;
-// SIGTERM stops dev with exit 0 and no process of it left. Needs Ray (tools/install-ray.sh): skips without.
+// SIGTERM stops dev with exit 0 and no process of it left. Needs Ray (tools/setup.sh installs it): fails without.
 // Without Ray (RAYKEEPER_RAY pointing nowhere), dev says in one line that RayJobs will stay Initializing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { until } from '../raycluster/harness.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();
 // The kubectl built beside kube-apiserver (tools/build-control-plane.sh), as the other tests use.
@@ -154,12 +155,12 @@ t.test('raykeeper dev without Ray: one line says RayJobs will stay Initializing,
   const d = await startDevProcess(tt, { RAYKEEPER_RAY: '/nonexistent/ray' });
   tt.match(d.err.text, /^      Ray not found, so RayJobs will stay Initializing \(their RayCluster's pods are created but nothing runs them\): RAYKEEPER_RAY=\/nonexistent\/ray does not exist$/m);
   tt.notMatch(d.err.text, /Ray pods run as local processes/);
-  tt.match(d.out.text, /rayjob\.yaml\s+# stays Initializing without Ray \(tools\/install-ray\.sh\)/);
+  tt.match(d.out.text, /rayjob\.yaml\s+# stays Initializing without Ray \(bash tools\/setup\.sh installs it\)/);
   await stopDev(tt, d);
 });
 
 if ('missing' in found) {
-  t.test('raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED)', { skip: found.missing }, async () => {});
+  t.fail(missingPart(found.missing));
 } else {
   t.test('raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED), a second RayJob beside it, clean stop', { timeout: 290_000 }, async (tt) => {
     const d = await startDevProcess(tt);

@@ -23,13 +23,12 @@ import { rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator, type ManagedFieldsEntry } from './helpers.ts';
 import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
 const missing = missingKubeRay();
-if (missing && process.env.CI) {
-  t.fail(`${missing} (CI must build it: .ci/run runs tools/build-kuberay.sh)`);
-}
+if (missing) t.fail(missingPart(missing));
 
 interface Ours {
   controller: RunningController;
@@ -86,7 +85,7 @@ async function leaseHeld(kube: KubeClient, ns: string): Promise<boolean> {
   return lease !== undefined && leaseIsHeld(lease, Date.now());
 }
 
-t.test('beside KubeRay v1.6.2 (the real operator)', { skip: missing && !process.env.CI ? missing : false }, async (t) => {
+if (!missing) t.test('beside KubeRay v1.6.2 (the real operator)', async (t) => {
   const { cp, kube } = await kubeRayControlPlane((m) => t.comment(`control plane: ${m}`));
   t.teardown(async () => {
     kube.close();

@@ -2,7 +2,7 @@
 // starts each head / worker Pod the operator creates as a local Ray process and reports it Running /
 // Ready, so the cluster reaches `ready` with two live Ray nodes; a head whose process dies is Failed,
 // deleted by the operator and re-created, and runs again.
-// Needs Ray (tools/install-ray.sh); skips with the reason without it.
+// Needs Ray (tools/setup.sh installs it); fails without it, naming the set-up command.
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
@@ -14,11 +14,11 @@ import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { env, getCluster, quiet, until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();
 if ('missing' in found) {
-  t.comment(`skipping the running-Ray operator test: ${found.missing}`);
-  t.plan(0, found.missing);
+  t.fail(missingPart(found.missing));
 } else {
   t.test('operator + ray pod runner: the sample cluster becomes ready with live Ray; a dead head is replaced', { timeout: 280_000 }, async (tt) => {
     const e = await env(tt);

@@ -1,7 +1,7 @@
 // A REAL Ray head plays the RayCluster's dashboard: the submitter Job (run by the test job runner)
 // really runs `ray job submit` / `ray job logs --follow`, Ray really runs the entrypoint, and the
 // controller reads Ray's real JobDetails. One entrypoint succeeds, one fails; each RayJob must end in
-// the right state. Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts). Without Ray the tests skip with the reason printed.
+// the right state. Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts). Without Ray the file fails, naming the set-up command (test/helpers/parts.ts).
 import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { shellQuote } from '../../src/shell.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
 import { sleep } from '../../src/backoff.ts';
 import { RAYJOBS } from '../../src/kube-resources.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 /** The `ray` CLI as a shell command, or why there is none. */
 function rayCommand(): { command: string; argv: string[] } | { missing: string } {
@@ -74,9 +75,7 @@ async function startRayHead(argv: string[], log: (line: string) => void): Promis
 
 const ray = rayCommand();
 if ('missing' in ray) {
-  t.comment(`skipping the real-Ray tests: ${ray.missing}`);
-  t.test('a real Ray head runs a succeeding and a failing RayJob', { skip: ray.missing }, async () => {});
-  t.test('real Ray, HTTPMode: the controller submits over REST; deleting a running RayJob stops it in Ray', { skip: ray.missing }, async () => {});
+  t.fail(missingPart(ray.missing));
 } else {
   // One head for the file (start-up costs tens of seconds); each test has its own namespace.
   let started: Promise<RayHead> | undefined;

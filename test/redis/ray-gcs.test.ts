@@ -2,7 +2,7 @@
 // driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup, run as the Job runs
 // it for this Ray (no keyspace sweep: RAY_RELEASE's tables are known), must leave nothing of that
 // namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
-// Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); skips with the reason without it.
+// Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); fails without it, naming the set-up command.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,14 +15,14 @@ import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { findRay, stopRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client, snapshot } from './fixtures.ts';
+import { missingPart } from '../helpers/parts.ts';
 
 const missing = redisServerMissing();
 const found = findRay();
 if (missing) {
   t.fail(missing); // a missing redis-server fails, like a missing control plane
 } else if ('missing' in found) {
-  t.comment(`skipping the Ray integration test: ${found.missing}`);
-  t.plan(0, found.missing);
+  t.fail(missingPart(found.missing));
 } else {
   t.test('real Ray GCS tables in Redis are removed completely; a neighbouring namespace stays', { timeout: 240_000 }, async (t) => {
     const python = found.python;

@@ -49,3 +49,40 @@ build() {
   trap - EXIT
   say "$name: built in $((SECONDS - start)) s"
 }
+
+# build_set <helper module dir> <ldflags> <name>|<package>|<output>|<version flag> ...
+# Like build, for several commands of one module: the missing ones are built by one `go build` (one
+# action graph: shared packages compiled once, the links run side by side), then checked and renamed.
+build_set() {
+  local dir="$1" ldflags="$2" spec name pkg out vflag
+  shift 2
+  local names=() pkgs=() outs=() vflags=()
+  for spec in "$@"; do
+    IFS='|' read -r name pkg out vflag <<<"$spec"
+    if [[ -x "$out" ]]; then say "$name: cached at $out"; continue; fi
+    names+=("$name"); pkgs+=("$pkg"); outs+=("$out"); vflags+=("${vflag:---version}")
+  done
+  [[ ${#names[@]} -gt 0 ]] || return 0
+  command -v go >/dev/null 2>&1 || die "go is not on PATH; install Go (see tools/*/go.mod for the minimum version) to build ${names[*]}"
+  mkdir -p "$bin_dir"
+  local tmp start=$SECONDS i
+  tmp="$(mktemp -d "$bin_dir/.build.XXXXXX")"
+  ( while sleep 30; do say "${names[*]}: still building ($((SECONDS - start)) s)"; done ) &
+  local ticker=$!
+  trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp"' EXIT
+  say "${names[*]}: building ${pkgs[*]} (CGO_ENABLED=0, one go build) into $bin_dir; this can take several minutes..."
+  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}"); then
+    kill "$ticker" 2>/dev/null; rm -rf "$tmp"
+    die "${names[*]}: 'go build ${pkgs[*]}' failed in $dir (see the output above)"
+  fi
+  kill "$ticker" 2>/dev/null
+  for i in "${!names[@]}"; do
+    local built="$tmp/$(basename "${pkgs[$i]}")"
+    # shellcheck disable=SC2086 # the version flag may be two words ("version --client")
+    "$built" ${vflags[$i]} >/dev/null 2>&1 || { rm -rf "$tmp"; die "${names[$i]}: the built binary does not run ($built ${vflags[$i]} failed)"; }
+  done
+  for i in "${!names[@]}"; do mv -f "$tmp/$(basename "${pkgs[$i]}")" "${outs[$i]}"; done
+  rm -rf "$tmp"
+  trap - EXIT
+  say "${names[*]}: built in $((SECONDS - start)) s"
+}
