@@ -97,7 +97,7 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
   const o = { jobs: 100, submitters: 10, entrypoint: 'echo done', capSeconds: 900, print: true, ...options };
   const say = (s: string) => o.print && process.stderr.write(`[rayjob bench] ${s}\n`);
   const found = findRay();
-  if ('missing' in found) throw new Error(`Ray is needed (tools/install-ray.sh): ${found.missing}`);
+  if ('missing' in found) throw new Error(`Ray is needed (bash tools/setup.sh installs it): ${found.missing}`);
   const loadStart = loadavg();
   const logger = pino({ level: 'silent' });
   let cp: ControlPlane | undefined;

@@ -292,7 +292,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     row('  the same without the strip cache', 'oursProcessNoCache');
     row('ours as a process, --sweep always (newer Ray, by hand)', 'oursProcessAlways', notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')));
     if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess');
-    else log(`  ${"Ray's cleanup_redis_storage as a process".padEnd(56)}     n/a  Ray not installed (tools/install-ray.sh)`);
+    else log(`  ${"Ray's cleanup_redis_storage as a process".padEnd(56)}     n/a  Ray not installed (bash tools/setup.sh)`);
     row('node -e 0 (Node start-up, context)', 'nodeStart');
     log('CPU milliseconds, client + redis-server (median, every run):');
     row('walk', 'walkCpu');

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { caBundle, DEFAULT_DAYS, generateCertificates } from './generate.ts';
 import { readCa, writeBundle } from './files.ts';
 import { kustomizeOverlay } from './overlay.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const USAGE = `Usage: raykeeper certs generate --out DIR --service NAME --namespace NS [options]
 
@@ -61,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (err) {
-    process.stderr.write(`raykeeper certs generate: ${(err as Error).message}\n\n${USAGE}`);
+    process.stderr.write(`raykeeper certs generate: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
   if (values.help) {

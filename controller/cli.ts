@@ -6,6 +6,7 @@ import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';
 import { DEFAULT_LEADER_TIMING, leaderTimingProblem } from './runtime/leader.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const BASE_OPTIONS = {
   kubeconfig: { type: 'string' },
@@ -145,7 +146,7 @@ export async function run(argv: string[]): Promise<number> {
       logger,
     };
   } catch (err) {
-    process.stderr.write(`raykeeper controller: ${(err as Error).message}\n`);
+    process.stderr.write(`raykeeper controller: ${errorMessage(err)}\n`);
     return 2;
   }
   let controller;
@@ -157,7 +158,7 @@ export async function run(argv: string[]): Promise<number> {
     const { startController } = await import('./main.ts');
     controller = await startController(config);
   } catch (err) {
-    logger.error({ err: (err as Error).message }, 'controller failed to start');
+    logger.error({ err: errorMessage(err) }, 'controller failed to start');
     return 1;
   }
   let signals = 0;

@@ -26,6 +26,7 @@ import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
 import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
+import { errorMessage } from '../src/errors.ts';
 
 export type CompanionSetting = 'auto' | 'on' | 'off';
 export const COMPANION_SETTINGS: readonly CompanionSetting[] = ['auto', 'on', 'off'];
@@ -76,7 +77,7 @@ export async function detectKubeRay(kube: KubeClient, now: number, signal?: Abor
     );
     leases = list.items;
   } catch (err) {
-    return { found: false, why: `cannot list Leases in all namespaces (${(err as Error).message}); grant list on coordination.k8s.io leases or pass --companion=on|off` };
+    return { found: false, why: `cannot list Leases in all namespaces (${errorMessage(err)}); grant list on coordination.k8s.io leases or pass --companion=on|off` };
   }
   const held = leases.find((l) => leaseIsHeld(l, now));
   if (held) return { found: true, lease: `${held.metadata.namespace ?? ''}/${held.metadata.name ?? ''}`, holder: held.spec?.holderIdentity ?? '' };

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { readyText, startDev } from './dev.ts';
 import { startKubeletDev } from './kubelet.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const USAGE = `Usage: raykeeper dev [--state-dir DIR] [--kubelet]
 
@@ -19,7 +20,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: argv, options: { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
   } catch (err) {
-    process.stderr.write(`raykeeper dev: ${(err as Error).message}\n\n${USAGE}`);
+    process.stderr.write(`raykeeper dev: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
   if (values.help) {

@@ -56,6 +56,7 @@ import {
   suspendedStatus,
 } from './job-logic.ts';
 import { spawnSupervised, type Supervised } from './process.ts';
+import { errorMessage } from '../src/errors.ts';
 
 
 /**
@@ -500,7 +501,7 @@ export class JobRunner extends EventEmitter {
       } catch (err) {
         // The container cannot start at all (no command, unsupported env source): a failed pod.
         env = undefined;
-        this.append(key, `job runner: cannot start the container: ${(err as Error).message}\n`);
+        this.append(key, `job runner: cannot start the container: ${errorMessage(err)}\n`);
         this.log.error({ job: key, err }, 'cannot start the job container');
       }
       if (run.stopReason) break;
@@ -544,7 +545,7 @@ export class JobRunner extends EventEmitter {
       command = localCommand(container, this.commands, env);
     } catch (err) {
       // No command, or an in-process command that threw: a failed container.
-      this.append(key, `job runner: cannot start the container: ${(err as Error).message}\n`);
+      this.append(key, `job runner: cannot start the container: ${errorMessage(err)}\n`);
       this.log.error({ job: key, err }, 'cannot start the job container');
       return null;
     }
@@ -559,7 +560,7 @@ export class JobRunner extends EventEmitter {
       proc = await spawnSupervised(command.file, command.args, { env, cwd, group: true, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (err) {
       // Like an image whose entrypoint does not exist: the container fails (exit code 127 in a shell).
-      this.append(key, `job runner: ${(err as Error).message}\n`);
+      this.append(key, `job runner: ${errorMessage(err)}\n`);
       return 127;
     }
     run.proc = proc;

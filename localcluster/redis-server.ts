@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './net.ts';
 import { sleep } from '../src/backoff.ts';
+import { errorMessage } from '../src/errors.ts';
 
 export { freePort };
 
@@ -188,7 +189,7 @@ async function startOnce(options: RedisServerOptions, dir: string, ownDir: boole
   } catch (err) {
     child.kill('SIGKILL');
     await exited(child, 2000);
-    throw new Error(`${(err as Error).message}: ${output.trim().split('\n').slice(-5).join(' | ')}`);
+    throw new Error(`${errorMessage(err)}: ${output.trim().split('\n').slice(-5).join(' | ')}`);
   }
   let stopped = false;
   const server: RedisServer = {

@@ -68,14 +68,24 @@ export function gcsFtFinalizerRule(obj: FtSubject): { wanted: true } | { wanted:
 }
 
 /**
- * The Redis storage namespace the head pod gets: options.externalStorageNamespace > annotation > UID.
- * Undefined when none is known yet (no UID before the API server stores the object).
+ * The storage namespace the user (or an earlier admission) set explicitly: options.externalStorageNamespace
+ * > annotation. Safe on any JSON (the webhook reads unvalidated objects).
  */
-export function storageNamespace(obj: FtSubject): string | undefined {
+export function explicitStorageNamespace(obj: FtSubject | null | undefined): string | undefined {
+  if (!obj) return undefined;
   const fromOptions = obj.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
   if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
   const fromAnnotation = annotation(obj, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION);
-  if (fromAnnotation !== undefined && fromAnnotation !== '') return fromAnnotation;
+  return fromAnnotation !== undefined && fromAnnotation !== '' ? fromAnnotation : undefined;
+}
+
+/**
+ * The Redis storage namespace the head pod gets: the explicit one, else the UID. Undefined when none is
+ * known yet (no UID before the API server stores the object).
+ */
+export function storageNamespace(obj: FtSubject): string | undefined {
+  const explicit = explicitStorageNamespace(obj);
+  if (explicit !== undefined) return explicit;
   const uid = obj.metadata?.uid;
   return typeof uid === 'string' && uid !== '' ? uid : undefined;
 }

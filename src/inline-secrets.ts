@@ -1,7 +1,7 @@
 // Secrets written inline into an object (a RayCluster, the cleanup Job built from it), and masking them
 // in text the API server answered about that object (a policy's message may quote the object) before
 // the text goes into an Event, a log line or an error.
-import { oneLine } from './redis/errors.ts';
+import { oneLine } from './errors.ts';
 
 const SECRET_NAME = /pass(word)?|secret|token|credential|api[-_]?key/i;
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi;

@@ -70,12 +70,12 @@ tmp="$out.tmp.$$"
 start=$SECONDS
 ( while sleep 30; do say "still building ($((SECONDS - start)) s)"; done ) &
 ticker=$!
-trap 'kill "$ticker" 2>/dev/null; rm -f "$tmp"' EXIT
+trap "kill $ticker 2>/dev/null; rm -f $(printf %q "$tmp")" EXIT # values, not names: locals are gone when it runs
 say "building $module@$version (CGO_ENABLED=0) into $out; this takes several minutes..."
 if ! (cd "$mod_dir" && CGO_ENABLED=0 go build -trimpath -o "$tmp" "$module" >&2); then
   die "'go build $module' failed in $mod_dir (see the output above)"
 fi
-kill "$ticker" 2>/dev/null
+kill "$ticker" 2>/dev/null || true
 # The operator has no --version flag; --help exits 0 when the binary runs at all.
 "$tmp" --help >/dev/null 2>&1 || die "the built binary does not run ($tmp --help failed)"
 mv -f "$tmp" "$out"

@@ -7,21 +7,27 @@
 #             containerd 1.6 and runc, containernetworking-plugins (bridge, host-local, loopback CNI
 #             plugins in /usr/lib/cni), dnsmasq-base (cluster DNS), conntrack (kube-proxy), iptables,
 #             and everything --images installs (the node runs those images)
+#   --ray     also what tools/install-ray.sh needs: python3 with venv and ensurepip (python3-venv)
 #   --check   exit 0 when nothing is missing, 1 otherwise (installs nothing)
 set -euo pipefail
-images=false node=false check=false
+images=false node=false ray=false check=false
 for arg in "$@"; do
   case "$arg" in
     --images) images=true ;;
     --node) node=true images=true ;;
+    --ray) ray=true ;;
     --check) check=true ;;
-    *) echo "install-system-deps: unknown argument $arg (usage: $0 [--images] [--node] [--check])" >&2; exit 2 ;;
+    *) echo "install-system-deps: unknown argument $arg (usage: $0 [--images] [--node] [--ray] [--check])" >&2; exit 2 ;;
   esac
 done
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
+if $ray && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  command -v python3 >/dev/null || need+=(python3)
+  need+=(python3-venv)
+fi
 if $images; then
   command -v buildah >/dev/null || need+=(buildah)
   command -v debootstrap >/dev/null || need+=(debootstrap)

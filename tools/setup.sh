@@ -10,7 +10,8 @@
 #             `raykeeper dev --kubelet` and `npm run test:cluster`; implies --images
 #   --no-ray  no Ray (only the webhook and the controller: RayJobs then stay Initializing in dev, and
 #             the tests that need Ray fail, naming this script)
-# Steps run side by side where they can (the Go builds, the images, Ray); one line per step start and
+# Steps run side by side where they can (the Go builds, the images, Ray; memory: about 6 GiB at the
+# peak, the three Go builds together); one line per step start and
 # end (cached or cold), a line every 30 s naming what still runs, a table of step times at the end.
 # Each step's output is in .raykeeper/setup/<step>.log; a failed step prints the end of its log.
 set -euo pipefail
@@ -31,6 +32,7 @@ steps_init "${RAYKEEPER_SETUP_LOGS:-.raykeeper/setup}"
 deps=(); build=()
 if $images; then deps+=(--images); fi
 if $node; then deps+=(--node); build+=(--node); fi
+if $ray; then deps+=(--ray); fi
 state() { if "$@" >/dev/null 2>&1; then echo cached; else echo cold; fi; }
 npm_fresh() { [ -x node_modules/.bin/node ] && [ ! package-lock.json -nt node_modules/.package-lock.json ]; }
 npm_step() { if npm_fresh; then echo "node_modules up to date"; else npm ci --no-audit --no-fund; fi; }
@@ -44,7 +46,7 @@ step control-plane "$(state bash tools/build-control-plane.sh "${build[@]}" --ch
 step helm "$(state bash tools/build-helm.sh --check)" "go build helm 3 and helm 4 (chart tests)" -- bash tools/build-helm.sh
 step kuberay "$(state bash tools/build-kuberay.sh --check)" "go build KubeRay's ray-operator v1.6.2 (tests beside KubeRay)" -- bash tools/build-kuberay.sh
 if $ray; then
-  step ray "$(state bash tools/install-ray.sh --check)" "Ray from PyPI into a venv (tools/install-ray.sh)" -- bash tools/install-ray.sh
+  step ray "$(state bash tools/install-ray.sh --check)" "Ray from PyPI into a venv (tools/install-ray.sh)" --after system -- bash tools/install-ray.sh
 fi
 if $images; then
   # After the Debian packages (buildah, debootstrap); side by side with the Go builds, which are CPU-bound

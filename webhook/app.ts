@@ -15,6 +15,7 @@ import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONT
 import { BodyGate } from './body-gate.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 import { sleep } from '../src/backoff.ts';
+import { errorMessage } from '../src/errors.ts';
 
 /**
  * Largest object etcd stores: its default --max-request-bytes (1.5 MiB) bounds the JSON of one object (a
@@ -188,7 +189,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(new InvalidJsonError(`the body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(new InvalidJsonError(`the body is not valid JSON: ${errorMessage(err)}`), undefined);
     }
   });
 

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_WEBHOOK_PORT, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import { DEFAULT_WEBHOOK_HOST, runWebhook } from './main.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]
 
@@ -40,7 +41,7 @@ export async function run(argv: string[]): Promise<number> {
       allowPositionals: false,
     }));
   } catch (err) {
-    process.stderr.write(`raykeeper webhook: ${(err as Error).message}\n\n${USAGE}`);
+    process.stderr.write(`raykeeper webhook: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;
   }
   if (values.help) {
@@ -65,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     await runWebhook({ certFile: values.cert!, keyFile: values.key!, host: values.host ?? DEFAULT_WEBHOOK_HOST, port, drainMs: drainSeconds * 1000 });
   } catch (err) {
-    process.stderr.write(`raykeeper webhook: ${(err as Error).message}\n`);
+    process.stderr.write(`raykeeper webhook: ${errorMessage(err)}\n`);
     return 1;
   }
   return 0;

@@ -4,7 +4,7 @@ import { randomUuid } from '../src/uuid.ts';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { redisCleanupEnabled } from '../src/gcsft.ts';
-import { errorMessage } from '../src/redis/errors.ts';
+import { errorMessage } from '../src/errors.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV } from '../src/names.ts';
 import type { MutateOptions } from '../src/admission/mutate.ts';
 import { changeLine, mutateDocument, readDocuments, type DocumentResult } from './offline.ts';

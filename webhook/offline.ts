@@ -11,6 +11,7 @@ import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.t
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import type { PatchOperation } from '../src/admission/patch.ts';
 import type { JsonObject } from '../src/types.ts';
+import { errorMessage } from '../src/errors.ts';
 
 const TARGETS: readonly string[] = ['RayCluster', 'RayJob'] satisfies TargetKind[];
 
@@ -51,7 +52,7 @@ export function readDocuments(source: string, text: string): Array<(DocumentRef 
     try {
       value = doc.toJS({ maxAliasCount: 100 });
     } catch (err) {
-      out.push({ source, document: n, error: (err as Error).message });
+      out.push({ source, document: n, error: errorMessage(err) });
       continue;
     }
     out.push({ source, document: n, value });

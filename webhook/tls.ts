@@ -6,6 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { dirname } from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import type { Logger } from '../src/logger.ts';
+import { errorMessage } from '../src/errors.ts';
 
 /** TLS 1.2 is the oldest protocol the webhook accepts. */
 export const TLS_MIN_VERSION = 'TLSv1.2' as const;
@@ -52,12 +53,12 @@ export async function loadTlsMaterial(certFile: string, keyFile: string): Promis
   try {
     x509 = new X509Certificate(cert);
   } catch (err) {
-    throw new Error(`${certFile} is not a PEM certificate: ${(err as Error).message}`);
+    throw new Error(`${certFile} is not a PEM certificate: ${errorMessage(err)}`);
   }
   try {
     createSecureContext(secureContextOptions({ cert, key })); // fails when the key does not match
   } catch (err) {
-    throw new Error(`cannot use ${certFile} with ${keyFile}: ${(err as Error).message}`);
+    throw new Error(`cannot use ${certFile} with ${keyFile}: ${errorMessage(err)}`);
   }
   return { cert, key, notAfter: new Date(x509.validTo), fingerprint256: x509.fingerprint256 };
 }

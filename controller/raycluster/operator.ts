@@ -39,6 +39,7 @@ import {
   EVENT_FAILED_TO_DELETE_WORKER_POD,
   EVENT_UNSUPPORTED_FIELDS,
 } from '../../src/event-reasons.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 
@@ -178,7 +179,7 @@ export class RayClusterOperator {
       await this.applyServices(cluster, p);
       failure = await this.applyPods(cluster, key, p);
     } catch (err) {
-      stop = (err as Error).message;
+      stop = errorMessage(err);
       log.warn({ err: stop }, 'raycluster operator: apply failed');
     }
     if (failure) stop ??= failure.message;
@@ -204,7 +205,7 @@ export class RayClusterOperator {
         this.ctx.events.event(cluster as KubeObject, 'Normal', EVENT_CREATED_SERVICE, `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`);
       } catch (err) {
         if (isAlreadyExists(err)) continue;
-        this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SERVICE, `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${(err as Error).message}`);
+        this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SERVICE, `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${errorMessage(err)}`);
         throw err;
       }
     }
@@ -230,8 +231,8 @@ export class RayClusterOperator {
         } catch (err) {
           // The fixed-name head pod exists (a stale cache, or the old one still terminating): wait for the cache.
           if (head && isAlreadyExists(err)) return undefined;
-          this.ctx.events.event(obj, 'Warning', head ? EVENT_FAILED_TO_CREATE_HEAD_POD : EVENT_FAILED_TO_CREATE_WORKER_POD, `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${(err as Error).message}`);
-          return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: (err as Error).message };
+          this.ctx.events.event(obj, 'Warning', head ? EVENT_FAILED_TO_CREATE_HEAD_POD : EVENT_FAILED_TO_CREATE_WORKER_POD, `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${errorMessage(err)}`);
+          return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: errorMessage(err) };
         }
       } else {
         const fail = await this.deletePod(cluster, key, a, p.suspending === true);
@@ -252,8 +253,8 @@ export class RayClusterOperator {
       await this.kube.delete({ ...PODS, namespace: ns, name: a.name }, a.uid ? { preconditions: { uid: a.uid } } : {});
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD, `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${(err as Error).message}`);
-      return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: (err as Error).message };
+      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD, `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${errorMessage(err)}`);
+      return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: errorMessage(err) };
     }
     this.expectations.expect(key, a.group, a.name, 'delete');
     this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });

@@ -45,6 +45,7 @@ export { slimRayCluster } from './informers.ts';
 import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
 import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, EVENT_INVALID_DELETION_TIMEOUT, EVENT_INVALID_REDIS_CLEANUP_RESOURCES, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type EventSpec } from '../../src/event-reasons.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 export interface RayClusterReconcilerConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
@@ -85,7 +86,7 @@ export const defaultInProcessRunner: InProcessRunner = async (env, options) => {
   const [{ cleanupFromEnvironment }, { summarize, cleanupDetail }, { errorMessage, oneLine }] = await Promise.all([
     import('../redis-cleanup/config.ts'),
     import('../redis-cleanup/cleanup.ts'),
-    import('../../src/redis/errors.ts'),
+    import('../../src/errors.ts'),
   ]);
   try {
     const result = await cleanupFromEnvironment(env, options);
@@ -290,7 +291,7 @@ export class RayClusterReconciler {
       if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it
       if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs, signal);
       // The API's message may quote the Job (its env may carry the cluster's inline REDIS_PASSWORD).
-      const reason = maskInlineSecrets((err as Error).message, [cluster, job]);
+      const reason = maskInlineSecrets(errorMessage(err), [cluster, job]);
       this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}` });
       throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
     }
@@ -320,7 +321,7 @@ export class RayClusterReconciler {
       env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan, signal);
     } catch (err) {
       signal?.throwIfAborted();
-      return blocked((err as Error).message);
+      return blocked(errorMessage(err));
     }
     const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };

@@ -7,6 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { JobSubmitRequest } from '../../src/rayjob/builders.ts';
 import type { DashboardObservation, RayJobInfo } from '../../src/rayjob/machine.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 export const DEFAULT_DASHBOARD_TIMEOUT_MS = 5_000;
 
@@ -81,7 +82,7 @@ export class DashboardClient {
     try {
       reply = await this.call('GET', url, undefined, signal);
     } catch (err) {
-      return { kind: 'error', message: (err as Error).message };
+      return { kind: 'error', message: errorMessage(err) };
     }
     if (reply.status === 404) return { kind: 'notFound' };
     if (reply.status !== 200) return { kind: 'error', message: `GET ${url}: HTTP ${reply.status} ${reply.text.slice(0, 200)}`.trim() };

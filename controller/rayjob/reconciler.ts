@@ -34,6 +34,7 @@ import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from 
 import { DashboardClient } from './dashboard.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
 import { EVENT_CREATED_RAYCLUSTER, EVENT_CREATED_SUBMITTER, EVENT_DELETED_RAYCLUSTER, EVENT_DELETED_SUBMITTER, EVENT_FAILED_TO_CREATE_RAYCLUSTER, EVENT_FAILED_TO_CREATE_SUBMITTER, EVENT_FAILED_TO_DELETE_RAYCLUSTER, EVENT_FAILED_TO_DELETE_SUBMITTER, EVENT_FAILED_TO_STOP_RAY_JOB, EVENT_STOPPED_RAY_JOB, EVENT_SUBMITTED_RAY_JOB } from '../../src/event-reasons.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
@@ -257,7 +258,7 @@ export class RayJobReconciler implements Reconciler {
           this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
         } catch (err) {
           if (isAlreadyExists(err)) return current;
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_RAYCLUSTER, `Failed to create RayCluster ${namespace}/${name}: ${(err as Error).message}`);
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_RAYCLUSTER, `Failed to create RayCluster ${namespace}/${name}: ${errorMessage(err)}`);
           throw err;
         }
         return current;
@@ -269,7 +270,7 @@ export class RayJobReconciler implements Reconciler {
           if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted RayCluster ${namespace}/${action.name}`);
         } catch (err) {
           if (isConflict(err)) throw new Moved('the RayCluster was replaced since read');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_RAYCLUSTER, `Failed to delete RayCluster ${namespace}/${action.name}: ${(err as Error).message}`);
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_RAYCLUSTER, `Failed to delete RayCluster ${namespace}/${action.name}: ${errorMessage(err)}`);
           throw err;
         }
         return current;
@@ -281,7 +282,7 @@ export class RayJobReconciler implements Reconciler {
           this.events.event(owner, 'Normal', EVENT_CREATED_SUBMITTER, `Created Kubernetes Job ${namespace}/${name}`);
         } catch (err) {
           if (isAlreadyExists(err)) return current;
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, `Failed to create Kubernetes Job ${namespace}/${name}: ${(err as Error).message}`);
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, `Failed to create Kubernetes Job ${namespace}/${name}: ${errorMessage(err)}`);
           throw err;
         }
         return current;
@@ -294,7 +295,7 @@ export class RayJobReconciler implements Reconciler {
           if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_SUBMITTER, `Deleted submitter K8s Job ${namespace}/${action.name}`);
         } catch (err) {
           if (isConflict(err)) throw new Moved('the submitter Job was replaced since read');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_SUBMITTER, `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${(err as Error).message}`);
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_SUBMITTER, `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${errorMessage(err)}`);
           throw err;
         }
         return current;
@@ -320,8 +321,8 @@ export class RayJobReconciler implements Reconciler {
           if (stopped) this.events.event(owner, 'Normal', EVENT_STOPPED_RAY_JOB, `Stopped Ray job ${action.jobId}`);
         } catch (err) {
           this.dashboardCalls.inc({ operation: 'stop', outcome: 'error' });
-          log.warn({ err: (err as Error).message }, 'could not stop the Ray job; releasing the finalizer anyway');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_STOP_RAY_JOB, `Could not stop Ray job ${action.jobId} at ${url}: ${(err as Error).message}`);
+          log.warn({ err: errorMessage(err) }, 'could not stop the Ray job; releasing the finalizer anyway');
+          this.events.event(owner, 'Warning', EVENT_FAILED_TO_STOP_RAY_JOB, `Could not stop Ray job ${action.jobId} at ${url}: ${errorMessage(err)}`);
         }
         return current;
       }

@@ -4,7 +4,7 @@
 // existed), 1 with a one-line reason when it could not be removed, 2 for a usage or configuration error.
 // A password is never accepted as a flag value and never printed.
 import { parseArgs } from 'node:util';
-import { oneLine, errorMessage } from '../../src/redis/errors.ts';
+import { oneLine, errorMessage } from '../../src/errors.ts';
 import { formatNamespaceTable } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';

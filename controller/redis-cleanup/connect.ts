@@ -5,7 +5,8 @@ import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { formatHostPort } from '../../src/redis/address.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters, type ModeChoice, type RedisMode } from '../../src/redis/topology.ts';
-import { classifyRedisError, errorMessage } from '../../src/redis/errors.ts';
+import { classifyRedisError } from '../../src/redis/errors.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 export interface RedisTlsMaterial {
   /** PEM CA certificates (RAY_REDIS_CA_CERT and the files of RAY_REDIS_CA_PATH); system CAs when absent. */

@@ -4,7 +4,8 @@
 import type { Redis } from 'ioredis';
 import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from '../../src/redis/keys.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
-import { classifyRedisError, errorMessage } from '../../src/redis/errors.ts';
+import { classifyRedisError } from '../../src/redis/errors.ts';
+import { errorMessage } from '../../src/errors.ts';
 import type { RedisConnectionOptions, Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 import { DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT } from './cleanup.ts';

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NodeNetwork } from './config.ts';
 import { sleep } from '../../src/backoff.ts';
+import { errorMessage } from '../../src/errors.ts';
 
 const execFileP = promisify(execFile);
 
@@ -283,7 +284,7 @@ export async function restoreHost(snapshot: HostSnapshot, net: NodeNetwork, stat
     try {
       writeFileSync(join('/proc/sys', name), snapshot.sysctls[name]!);
     } catch (err) {
-      errors.push(`sysctl ${name}=${snapshot.sysctls[name]}: ${(err as Error).message}`);
+      errors.push(`sysctl ${name}=${snapshot.sysctls[name]}: ${errorMessage(err)}`);
     }
   }
   for (const path of snapshot.absentPaths) await quietly(() => rm(path, { recursive: true, force: true }), errors);

@@ -17,13 +17,13 @@
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
 //   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
-import { gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
+import { explicitStorageNamespace, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
 import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
-import { addFinalizer, annotationOf, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';
+import { addFinalizer, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';
 import { setMember, type PatchOperation } from './patch.ts';
 
 /** spec.managedBy value meaning "KubeRay reconciles this" (KubeRay's utils.KubeRayController). */
@@ -58,15 +58,6 @@ function specOf(obj: JsonObject): JsonObject | undefined {
 function optionsOf(obj: JsonObject): JsonObject | undefined {
   const options = specOf(obj)?.gcsFaultToleranceOptions;
   return isJsonObject(options) ? options : undefined;
-}
-
-/** The storage namespace the user (or an earlier admission) set explicitly: options > annotation. */
-export function explicitStorageNamespace(obj: JsonObject | null | undefined): string | undefined {
-  if (!obj) return undefined;
-  const fromOptions = optionsOf(obj)?.externalStorageNamespace;
-  if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
-  const fromAnnotation = annotationOf(obj, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION);
-  return fromAnnotation !== undefined && fromAnnotation !== '' ? fromAnnotation : undefined;
 }
 
 /** KubeRay leaves RAY_external_storage_namespace alone when the Ray container (index 0) of the head sets it. */
@@ -126,7 +117,7 @@ function applyStorageNamespaceRule(
   result: DefaultingResult,
 ): void {
   if (headContainerSetsStorageNamespace(cluster)) return; // the user's env wins in KubeRay; leave it
-  const current = explicitStorageNamespace(cluster);
+  const current = explicitStorageNamespace(ftSubject(cluster));
   if (current !== undefined) {
     const problem = storageNamespaceProblem(current);
     if (problem !== undefined) result.warnings.push(`${problem}; GCS fault tolerance will not work with it`);
@@ -141,7 +132,7 @@ function applyStorageNamespaceRule(
     return;
   }
   // UPDATE: restore what the old object pinned; never invent one (the UID is the default from now on).
-  const previous = explicitStorageNamespace(ctx.oldObject);
+  const previous = explicitStorageNamespace(ctx.oldObject && ftSubject(ctx.oldObject));
   if (previous === undefined) return;
   const where = pinStorageNamespace(cluster, mode, previous, result.patch);
   result.changes.push(`restored storage namespace ${previous} in ${where} (the update dropped it)`);

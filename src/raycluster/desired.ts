@@ -15,7 +15,7 @@
 //   pods deleted first (and nothing created in that pass), scaleStrategy.workersToDelete deleted, then
 //   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
-import { isManagedExternally, usesRedisBackend } from '../gcsft.ts';
+import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft.ts';
 import { DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER, HEAD_GROUP_NAME, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_GROUP_LABEL, RAY_NODE_TYPE_LABEL, RAY_WORKER_REPLICA_INDEX_LABEL, RAY_WORKER_REPLICA_NAME_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type Pod, type WorkerGroupSpec } from './pods.ts';
@@ -135,7 +135,8 @@ export function plan(input: PlanInput): Plan {
   const out: Plan = { services: [], actions: [], unsupported: unsupportedFields(cluster) };
   if (isManagedExternally(cluster)) return { ...out, skip: 'managedExternally' };
   if (cluster.metadata.deletionTimestamp) return { ...out, skip: 'deleting' };
-  if (input.gateEnabled && usesRedisBackend(cluster) && !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return { ...out, skip: 'waitForFinalizer' };
+  // Wait only for a finalizer that will come (the rule the webhook and the cleanup controller follow).
+  if (input.gateEnabled && gcsFtFinalizerRule(cluster).wanted && !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return { ...out, skip: 'waitForFinalizer' };
   if (out.unsupported.some((u) => u.refused)) return out;
   const options = input.options ?? {};
 

@@ -14,6 +14,7 @@ import type { Container, RayClusterSpec, RayJob } from '../types.ts';
 import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
 import { EVENT_INVALID_RAYJOB_METADATA, EVENT_INVALID_RAYJOB_SPEC, EVENT_INVALID_RAYJOB_STATUS } from '../event-reasons.ts';
+import { errorMessage } from '../errors.ts';
 
 export interface ValidationProblem {
   /** The Warning event reason: InvalidRayJobMetadata | InvalidRayJobSpec | InvalidRayJobStatus. */
@@ -146,7 +147,7 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
         return invalid('runtimeEnvYAML must be a YAML mapping');
       }
     } catch (err) {
-      return invalid(`runtimeEnvYAML is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+      return invalid(`runtimeEnvYAML is not valid YAML: ${errorMessage(err).split('\n')[0]}`);
     }
   }
   const active = spec.activeDeadlineSeconds;

@@ -16,11 +16,11 @@ import t from 'tap';
 import type { KubeObject } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kustomize } from '../helpers/kustomize.ts';
-import { CHART_DIR, find, key, needsHelm, normalise, template } from './helm.ts';
+import { CHART_DIR, find, key, requireHelm, normalise, template } from './helm.ts';
 
-const opts = needsHelm();
+requireHelm();
 
-t.test('default values = manifests/base', opts, async (t) => {
+t.test('default values = manifests/base', async (t) => {
   const chart = template();
   const base = kustomize('manifests/base');
   t.same(normalise(chart), normalise(base));
@@ -36,13 +36,13 @@ t.test('default values = manifests/base', opts, async (t) => {
   for (const w of find(chart, 'MutatingWebhookConfiguration', 'raykeeper').webhooks) t.ok(w.clientConfig.caBundle.length > 100, `${w.name}: a caBundle`);
 });
 
-t.test('controller.secretReader.enabled = manifests/base + manifests/optional/controller-secret-reader', opts, async (t) => {
+t.test('controller.secretReader.enabled = manifests/base + manifests/optional/controller-secret-reader', async (t) => {
   const chart = template({ controller: { secretReader: { enabled: true } } });
   const kz = [...kustomize('manifests/base'), ...kustomize('manifests/optional/controller-secret-reader')];
   t.same(normalise(chart), normalise(kz));
 });
 
-t.test('certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin\'s)', opts, async (t) => {
+t.test('certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin\'s)', async (t) => {
   const dir = t.testdir();
   const overlay = join(dir, 'overlay');
   const gen = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'certs', 'generate', '--out', join(dir, 'certs'), '--service', 'raykeeper-webhook', '--namespace', 'raykeeper-system', '--kustomize', overlay, '--base', join(REPO_ROOT, 'manifests', 'base')], { encoding: 'utf8' });
@@ -56,7 +56,7 @@ t.test('certs.mode provided with `raykeeper certs generate` output = its --kusto
   t.same(normalise(chart), normalise(kz.filter((o) => o.kind !== 'Secret')), 'the rest is the same');
 });
 
-t.test('a setting changed on one side only is a difference (the comparison can fail)', opts, async (t) => {
+t.test('a setting changed on one side only is a difference (the comparison can fail)', async (t) => {
   const base = normalise(kustomize('manifests/base'));
   for (const values of [{ logLevel: 'debug' }, { webhook: { failurePolicy: 'Fail' } }, { controller: { cleanupJob: { cpu: '500m' } } }, { image: { tag: '0.2.0' } }]) {
     t.notSame(normalise(template(values)), base, JSON.stringify(values));

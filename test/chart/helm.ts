@@ -27,8 +27,8 @@ export function helmPath(major: HelmMajor = 3, env: NodeJS.ProcessEnv = process.
   return join(cacheDir(env), 'bin', `helm-${version}`);
 }
 
-/** tap options for a test that needs helm: `{ skip: false }` when it is built; otherwise an Error (the file fails, naming the build command). */
-export function needsHelm(env: NodeJS.ProcessEnv = process.env): { skip: string | false } {
+/** Throws (naming the set-up command) unless helm 3 and 4 are built: called where a test needs them. */
+export function requireHelm(env: NodeJS.ProcessEnv = process.env): void {
   const missing = HELM_MAJORS.map((m) => helmPath(m, env)).filter((path) => {
     try {
       accessSync(path, constants.X_OK);
@@ -37,8 +37,7 @@ export function needsHelm(env: NodeJS.ProcessEnv = process.env): { skip: string 
       return true;
     }
   });
-  if (missing.length === 0) return { skip: false };
-  throw new Error(missingPart(`helm is not built (missing ${missing.join(', ')})`));
+  if (missing.length > 0) throw new Error(missingPart(`helm is not built (missing ${missing.join(', ')})`));
 }
 
 /** Isolated HELM_* homes, so tests never read or write the user's helm config, cache or plugins. */

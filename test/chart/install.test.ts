@@ -9,9 +9,9 @@ import t from 'tap';
 import { Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
 import type { KubeApiError, KubeClient } from '../../src/kube.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
-import { CHART_DIR, HELM_MAJORS, helmOk, key, needsHelm, valuesFile } from './helm.ts';
+import { CHART_DIR, HELM_MAJORS, helmOk, key, requireHelm, valuesFile } from './helm.ts';
 
-const opts = needsHelm();
+requireHelm();
 
 const statusOf = (p: Promise<unknown>) =>
   p.then(
@@ -38,7 +38,7 @@ const envOf = async (kube: KubeClient, namespace: string, name: string, variable
   (await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })).spec.template.spec.containers[0].env.find((e: any) => e.name === variable)?.value;
 
 for (const major of HELM_MAJORS) {
-  t.test(`helm ${major}: install, upgrade (the CA is kept), rotation on request, uninstall`, opts, async (t) => {
+  t.test(`helm ${major}: install, upgrade (the CA is kept), rotation on request, uninstall`, async (t) => {
     const ns = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
     const kube = ns.kube;
     const kubeconfig = await kubeconfigFile(t, ns.cp, ns.name);
@@ -87,7 +87,7 @@ for (const major of HELM_MAJORS) {
   });
 }
 
-t.test('NOTES: a hint to label a namespace that does not enforce Pod Security restricted', opts, async (t) => {
+t.test('NOTES: a hint to label a namespace that does not enforce Pod Security restricted', async (t) => {
   const ns = await testNamespace(t);
   const kubeconfig = await kubeconfigFile(t, ns.cp, ns.name);
   const out = helmOk(['install', 'rk', CHART_DIR, '--namespace', ns.name, '--kubeconfig', kubeconfig, '--dry-run=server']);

@@ -6,9 +6,9 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
 import { KubeClient } from '../../src/kube.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
-import { CHART_DIR, find, HELM_MAJORS, helm, key, needsHelm, normalise, template, valuesFile } from './helm.ts';
+import { CHART_DIR, find, HELM_MAJORS, helm, key, requireHelm, normalise, template, valuesFile } from './helm.ts';
 
-const opts = needsHelm();
+requireHelm();
 
 const pem = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
 const args = (objects: KubeObject[], name = 'raykeeper-controller'): string[] => find(objects, 'Deployment', name).spec.template.spec.containers[0].args;
@@ -62,7 +62,7 @@ const MODES: Record<string, unknown> = {
 
 const withNamespace = (values: unknown, watched: string): unknown => JSON.parse(JSON.stringify(values).replaceAll('watched-ns', watched));
 
-t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', opts, async (t) => {
+t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', async (t) => {
   for (const major of HELM_MAJORS) {
     for (const [name, values] of Object.entries(MODES)) {
       const r = helm(['lint', '--strict', CHART_DIR, '-f', valuesFile(values)], major);
@@ -71,7 +71,7 @@ t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', o
   }
 });
 
-t.test('Helm 4 renders the same objects as Helm 3, in every mode', opts, async (t) => {
+t.test('Helm 4 renders the same objects as Helm 3, in every mode', async (t) => {
   for (const [name, values] of Object.entries(MODES)) {
     const objs = template(values, { major: 4, crds: true });
     t.ok(objs.length > 10, `${name}: ${objs.length} objects`);
@@ -79,7 +79,7 @@ t.test('Helm 4 renders the same objects as Helm 3, in every mode', opts, async (
   }
 });
 
-t.test('values.schema.json: a typo or a wrong value fails at install, naming it', opts, async (t) => {
+t.test('values.schema.json: a typo or a wrong value fails at install, naming it', async (t) => {
   const cases: Array<[unknown, RegExp]> = [
     [{ webhook: { replica: 3 } }, /additional properties 'replica' not allowed/],
     [{ imagee: { tag: 'x' } }, /additional properties 'imagee' not allowed/],
@@ -106,7 +106,7 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
   t.match(r.stderr, /controller.replicas > 1 needs controller.leaderElection.enabled/, 'two controllers without leader election refused');
 });
 
-t.test('default: generated CA and serving certificate, consistent, for the Service names', opts, async (t) => {
+t.test('default: generated CA and serving certificate, consistent, for the Service names', async (t) => {
   const objs = template({}, { namespace: 'ops' });
   const secret = find(objs, 'Secret', 'raykeeper-webhook-tls');
   const ca = new X509Certificate(pem(secret.data['ca.crt']));
@@ -122,14 +122,14 @@ t.test('default: generated CA and serving certificate, consistent, for the Servi
   t.notSame(find(template({}, { namespace: 'ops' }), 'Secret').data, secret.data, 'without a Secret to look up (helm template), a new CA each render: the lookup is what keeps it');
 });
 
-t.test('release name: objects are prefixed, cluster-scoped ones too', opts, async (t) => {
+t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) => {
   const objs = template({}, { release: 'ray-infra' });
   t.same(objs.map((o) => o.metadata.name).filter((n) => !n.startsWith('ray-infra-raykeeper')), [], 'every name starts with <release>-raykeeper');
   t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
   t.equal(find(objs, 'ClusterRoleBinding').subjects[0].name, 'ray-infra-raykeeper-controller');
 });
 
-t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', opts, async (t) => {
+t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', async (t) => {
   const objs = template(MODES.companion);
   t.ok(args(objs).includes('--companion=on'));
   t.notOk(args(objs).some((a) => a.startsWith('--reconcilers')), 'the controller leaves out what KubeRay runs by itself');
@@ -144,7 +144,7 @@ t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', o
   ], 'the RayCluster reconciler\'s calls only: no RayJobs, no RayCluster create, delete or status');
 });
 
-t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', opts, async (t) => {
+t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', async (t) => {
   const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
   const defaults = template();
   t.notOk(objs.some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'), 'nothing cluster-wide');
@@ -164,14 +164,14 @@ t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook
   }
 });
 
-t.test('certs provided: the admin\'s Secret and caBundle, no Secret rendered', opts, async (t) => {
+t.test('certs provided: the admin\'s Secret and caBundle, no Secret rendered', async (t) => {
   const objs = template(MODES.provided);
   t.notOk(objs.some((o) => o.kind === 'Secret'));
   t.equal(find(objs, 'Deployment', 'raykeeper-webhook').spec.template.spec.volumes[0].secret.secretName, 'my-tls');
   for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) t.equal(w.clientConfig.caBundle, (MODES.provided as any).certs.provided.caBundle);
 });
 
-t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected', opts, async (t) => {
+t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected', async (t) => {
   const objs = template(MODES.certManager);
   t.notOk(objs.some((o) => o.kind === 'Secret'), 'cert-manager writes the Secret');
   const cert = find(objs, 'Certificate', 'raykeeper-webhook');
@@ -189,7 +189,7 @@ t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected',
   t.match(find(own, 'Certificate').spec, { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' }, duration: '2160h', renewBefore: '360h' });
 });
 
-t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', opts, async (t) => {
+t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', async (t) => {
   const objs = template(MODES.serviceMonitor);
   const webhookPods = find(objs, 'Deployment', 'raykeeper-webhook').spec.template.metadata.labels;
   const controllerPods = find(objs, 'Deployment', 'raykeeper-controller').spec.template.metadata.labels;
@@ -206,20 +206,20 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', opts
   t.notOk(template().some((o) => o.kind === 'ServiceMonitor'), 'off by default');
 });
 
-t.test('leader election off: one controller, no Lease RBAC', opts, async (t) => {
+t.test('leader election off: one controller, no Lease RBAC', async (t) => {
   const objs = template(MODES.singleController);
   t.notOk(args(objs).some((a) => a.startsWith('--leader-elect')));
   t.notOk(objs.some((o) => o.kind === 'Role'), 'no leader-election Role');
   t.equal(find(objs, 'Deployment', 'raykeeper-controller').spec.replicas, 1);
 });
 
-t.test('controller.cleanupJob.sweep: always passes --cleanup-sweep=always; auto (default) passes nothing', opts, async (t) => {
+t.test('controller.cleanupJob.sweep: always passes --cleanup-sweep=always; auto (default) passes nothing', async (t) => {
   t.ok(args(template(MODES.sweepAlways)).includes('--cleanup-sweep=always'));
   t.notOk(args(template()).some((a) => a.startsWith('--cleanup-sweep')), 'the controller decides per cluster by default');
   t.notOk(args(template({ controller: { cleanupJob: { sweep: 'auto' } } })).some((a) => a.startsWith('--cleanup-sweep')));
 });
 
-t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', opts, async (t) => {
+t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', async (t) => {
   const objs = template(MODES.everything);
   const v = MODES.everything as any;
   t.same(args(objs), [
@@ -257,7 +257,7 @@ t.test('everything else: image, scheduling, resources, gate, cleanup Job, select
   t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io'], 'reconcilers [raycluster]: no RayJob webhook');
 });
 
-t.test('every object of every mode is accepted by the real API server (server-side dry run)', opts, async (t) => {
+t.test('every object of every mode is accepted by the real API server (server-side dry run)', async (t) => {
   const cp = await getControlPlane();
   const release = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
   const watched = await testNamespace(t);

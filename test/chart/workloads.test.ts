@@ -16,10 +16,10 @@ import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { FINALIZER, FT, rayCluster, review } from '../admission/fixtures.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { decodePatch, httpsCall } from '../webhook/helpers.ts';
-import { find, needsHelm, template } from './helm.ts';
+import { find, requireHelm, template } from './helm.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
-const opts = needsHelm();
+requireHelm();
 
 interface Container {
   args: string[];
@@ -93,14 +93,14 @@ async function webhookAnswers(t: Test, objs: KubeObject[], namespace: string) {
 
 const addsFinalizer = (patch: Array<{ value?: unknown }>) => JSON.stringify(patch).includes(FINALIZER);
 
-t.test('the webhook container: the generated certificate serves, the gate value is honoured', opts, async (t) => {
+t.test('the webhook container: the generated certificate serves, the gate value is honoured', async (t) => {
   const on = await webhookAnswers(t, template({}, { namespace: 'ops' }), 'ops');
   t.ok(addsFinalizer(on), 'gcsFtRedisCleanup true: the cleanup finalizer is added');
   const off = await webhookAnswers(t, template({ gcsFtRedisCleanup: false }, { namespace: 'ops' }), 'ops');
   t.notOk(addsFinalizer(off), 'gcsFtRedisCleanup false: no finalizer');
 });
 
-t.test('the controller container: every mode\'s args are accepted and it starts', opts, async (t) => {
+t.test('the controller container: every mode\'s args are accepted and it starts', async (t) => {
   const release = await testNamespace(t);
   const watched = await testNamespace(t);
   const kubeconfig = await kubeconfigFile(t, release.cp, release.name);
@@ -122,7 +122,7 @@ t.test('the controller container: every mode\'s args are accepted and it starts'
   }
 });
 
-t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace", opts, async (t) => {
+t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace", async (t) => {
   const release = await testNamespace(t);
   const watched = await testNamespace(t);
   const admin = release.kube;

@@ -17,10 +17,7 @@ export function kubeRayBinary(): string {
   return execFileSync('bash', [BUILD_KUBERAY, '--print-path'], { encoding: 'utf8' }).trim();
 }
 
-/**
- * Why the suite cannot run here, or undefined. On CI (env CI set) a missing binary is a failure, not a
- * skip: .ci/run builds it with tools/build-kuberay.sh.
- */
+/** Why the suite cannot run here, or undefined; a missing binary fails the suite (test/helpers/parts.ts). */
 export function missingKubeRay(): string | undefined {
   const bin = kubeRayBinary();
   return existsSync(bin) ? undefined : `KubeRay's operator is not built (${bin}); run: bash tools/build-kuberay.sh (~5 min on 2 cores)`;

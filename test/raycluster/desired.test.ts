@@ -49,6 +49,11 @@ t.test('plan: decision table', async (t) => {
     ['deleting: nothing', input(cluster({}, { deletionTimestamp: '2026-01-01T00:00:00Z' }), []), { skip: 'deleting' }],
     ['GCS FT without the cleanup finalizer yet: wait', input(ft, []), { skip: 'waitForFinalizer', actions: [] }],
     ['GCS FT, cleanup off: go', input(ft, [], { gateEnabled: false }), { skip: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] }],
+    [
+      'both FT switches set: no finalizer will come, so no wait for one',
+      input(cluster({ gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } }, { annotations: { 'ray.io/ft-enabled': 'true' } }), []),
+      { skip: undefined },
+    ],
     ['GCS FT with the finalizer: go', input(cluster({}, { annotations: { 'ray.io/ft-enabled': 'true' }, finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer'] }), []), { actions: ['create head', 'create worker#0', 'create worker#1'] }],
     ['head unsatisfied (created, not in cache yet): no second head', input(cluster(), [], { unsatisfied: (g) => g === 'headgroup' }), { actions: ['create worker#0', 'create worker#1'] }],
     ['group unsatisfied: workers left alone', input(cluster(), [], { unsatisfied: (g) => g === 'g' }), { actions: ['create head'] }],

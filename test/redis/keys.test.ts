@@ -16,7 +16,8 @@ import {
 } from '../../src/redis/keys.ts';
 import { batchKeys, crc16, keySlot } from '../../src/redis/slots.ts';
 import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../src/redis/pace.ts';
-import { classifyRedisError, delayWithin, errorMessage, oneLine } from '../../src/redis/errors.ts';
+import { classifyRedisError, delayWithin } from '../../src/redis/errors.ts';
+import { errorMessage, oneLine } from '../../src/errors.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../src/redis/topology.ts';
 
 const b = (s: string) => Buffer.from(s, 'utf8');

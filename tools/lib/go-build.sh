@@ -36,14 +36,14 @@ build() {
   # A heartbeat while `go build` is silent for minutes (CI logs, impatient humans).
   ( while sleep 30; do say "$name: still building ($((SECONDS - start)) s)"; done ) &
   local ticker=$!
-  trap 'kill "$ticker" 2>/dev/null; rm -f "$tmp"' EXIT
+  trap "kill $ticker 2>/dev/null; rm -f $(printf %q "$tmp")" EXIT # values, not names: locals are gone when it runs
   say "$name: building $pkg (CGO_ENABLED=0) into $out; this can take several minutes..."
   if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp" "$pkg"); then
-    kill "$ticker" 2>/dev/null
+    kill "$ticker" 2>/dev/null || true
     rm -f "$tmp"
     die "$name: 'go build $pkg' failed in $dir (see the output above)"
   fi
-  kill "$ticker" 2>/dev/null
+  kill "$ticker" 2>/dev/null || true
   "$tmp" $version_flag >/dev/null 2>&1 || { rm -f "$tmp"; die "$name: the built binary does not run ($tmp $version_flag failed)"; }
   mv -f "$tmp" "$out"
   trap - EXIT
@@ -69,13 +69,13 @@ build_set() {
   tmp="$(mktemp -d "$bin_dir/.build.XXXXXX")"
   ( while sleep 30; do say "${names[*]}: still building ($((SECONDS - start)) s)"; done ) &
   local ticker=$!
-  trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp"' EXIT
+  trap "kill $ticker 2>/dev/null; rm -rf $(printf %q "$tmp")" EXIT
   say "${names[*]}: building ${pkgs[*]} (CGO_ENABLED=0, one go build) into $bin_dir; this can take several minutes..."
   if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp/" "${pkgs[@]}"); then
-    kill "$ticker" 2>/dev/null; rm -rf "$tmp"
+    kill "$ticker" 2>/dev/null || true; rm -rf "$tmp"
     die "${names[*]}: 'go build ${pkgs[*]}' failed in $dir (see the output above)"
   fi
-  kill "$ticker" 2>/dev/null
+  kill "$ticker" 2>/dev/null || true
   for i in "${!names[@]}"; do
     local built="$tmp/$(basename "${pkgs[$i]}")"
     # shellcheck disable=SC2086 # the version flag may be two words ("version --client")

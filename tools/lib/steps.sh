@@ -9,7 +9,14 @@
 #   steps_run            runs every step; returns 1 when any failed (or could not start)
 #   steps_summary        the table (also written to LOG_DIR/summary.txt)
 
+# Ctrl-C (or TERM) stops every step (each runs in a session of its own, so its whole process tree goes)
+# and the ticker, then exits 130.
+if [ "${BASH_VERSINFO[0]}" -lt 5 ] || { [ "${BASH_VERSINFO[0]}" -eq 5 ] && [ "${BASH_VERSINFO[1]}" -lt 1 ]; }; then
+  echo "steps: bash >= 5.1 is needed (wait -n -p), this is $BASH_VERSION" >&2
+  exit 2
+fi
 STEPS_TICK="${STEPS_TICK:-30}"
+STEPS_TICKER=""
 declare -a STEP_NAMES=()
 declare -A STEP_STATE=() STEP_DESC=() STEP_AFTER=() STEP_CMD=() STEP_PID=() STEP_BEGAN=() STEP_SECS=() STEP_RESULT=()
 declare -A STEP_BY_PID=()
@@ -43,7 +50,8 @@ _step_start() {
   STEP_RESULT[$name]=running
   : >"$STEPS_DIR/$name.running"
   steps_say "$name: start (${STEP_STATE[$name]}): ${STEP_DESC[$name]}"
-  bash -c "${STEP_CMD[$name]}" >"$STEPS_DIR/$name.log" 2>&1 </dev/null &
+  # Not a process-group leader (no job control), so setsid makes the session without forking: $! is its id.
+  setsid bash -c "${STEP_CMD[$name]}" >"$STEPS_DIR/$name.log" 2>&1 </dev/null &
   STEP_PID[$name]=$!
   STEP_BY_PID[$!]="$name"
 }
@@ -58,7 +66,7 @@ _steps_start_ready() {
       case "${STEP_RESULT[$dep]}" in
         ok) ;;
         failed | not-run) STEP_RESULT[$name]=not-run; STEP_SECS[$name]=0
-          steps_say "$name: not run ($dep failed)"; ready=false; break ;;
+          steps_say "$name: not run ($dep did not succeed)"; ready=false; break ;;
         *) ready=false ;;
       esac
     done
@@ -69,34 +77,64 @@ _steps_start_ready() {
 # Every STEPS_TICK seconds: what still runs, for how long, and the last line its log has.
 # Its sleep must not hold the terminal's pipe open (a `| tee` would wait for it) nor outlive the kill.
 _steps_ticker() {
-  local f name last nap=""
+  local f name last began nap="" parent="$1"
   trap 'kill $nap 2>/dev/null; exit 0' TERM
-  while :; do
+  while kill -0 "$parent" 2>/dev/null; do
     sleep "$STEPS_TICK" >/dev/null 2>&1 </dev/null &
     nap=$!
     wait "$nap"
     for f in "$STEPS_DIR"/*.running; do
-      [ -e "$f" ] || continue
+      began="$(stat -c %Y "$f" 2>/dev/null)" || continue # ended just now
       name="$(basename "$f" .running)"
       last="$(tail -n 1 "$STEPS_DIR/$name.log" 2>/dev/null | tr -d '\r' | cut -c1-110)"
-      steps_say "$name: running ($(($(date +%s) - $(stat -c %Y "$f"))) s)${last:+: $last}"
+      steps_say "$name: running ($(($(date +%s) - began)) s)${last:+: $last}"
     done
   done
 }
 
+# Stops the running steps' sessions and the ticker (Ctrl-C, TERM, or the script ending early).
+_steps_stop_all() {
+  local name
+  for name in "${STEP_NAMES[@]}"; do
+    if [ "${STEP_RESULT[$name]}" = running ]; then
+      kill -TERM -- "-${STEP_PID[$name]}" 2>/dev/null || true
+      STEP_RESULT[$name]=stopped
+      STEP_SECS[$name]=$((SECONDS - STEP_BEGAN[$name]))
+      rm -f "$STEPS_DIR/$name.running"
+    fi
+  done
+  if [ -n "$STEPS_TICKER" ]; then kill "$STEPS_TICKER" 2>/dev/null || true; STEPS_TICKER=""; fi
+}
+
+_steps_interrupted() {
+  trap - INT TERM
+  echo
+  steps_say "interrupted ($1): stopping the running steps"
+  _steps_stop_all
+  steps_summary
+  exit 130
+}
+
 steps_run() {
-  local ticker pid rc name running failed=0
-  _steps_ticker &
-  ticker=$!
+  local pid rc name dep running failed=0
+  for name in "${STEP_NAMES[@]}"; do
+    for dep in ${STEP_AFTER[$name]}; do
+      [ -n "${STEP_RESULT[$dep]:-}" ] || { echo "steps: $name runs --after $dep, which is no step" >&2; return 2; }
+    done
+  done
+  trap '_steps_interrupted INT' INT
+  trap '_steps_interrupted TERM' TERM
+  trap '_steps_stop_all' EXIT
+  _steps_ticker "$$" &
+  STEPS_TICKER=$!
   _steps_start_ready
   while :; do
     running=()
     for name in "${STEP_NAMES[@]}"; do [ "${STEP_RESULT[$name]}" = running ] && running+=("${STEP_PID[$name]}"); done
     [ ${#running[@]} -gt 0 ] || break
     pid=""
-    wait -n -p pid "${running[@]}"
-    rc=$?
-    [ -n "$pid" ] || continue
+    wait -n -p pid "${running[@]}" && rc=0 || rc=$?
+    [ -n "${pid:-}" ] || continue # woken by a signal: its trap ran
     name="${STEP_BY_PID[$pid]}"
     rm -f "$STEPS_DIR/$name.running"
     STEP_SECS[$name]=$((SECONDS - STEP_BEGAN[$name]))
@@ -111,8 +149,10 @@ steps_run() {
     fi
     _steps_start_ready
   done
-  kill "$ticker" 2>/dev/null
-  wait "$ticker" 2>/dev/null
+  kill "$STEPS_TICKER" 2>/dev/null || true
+  wait "$STEPS_TICKER" 2>/dev/null || true
+  STEPS_TICKER=""
+  trap - INT TERM EXIT
   for name in "${STEP_NAMES[@]}"; do [ "${STEP_RESULT[$name]}" = ok ] || failed=1; done
   return $failed
 }
