@@ -72,7 +72,7 @@ start=$SECONDS
 ticker=$!
 trap "kill $ticker 2>/dev/null; rm -f $(printf %q "$tmp")" EXIT # values, not names: locals are gone when it runs
 say "building $module@$version (CGO_ENABLED=0) into $out; this takes several minutes..."
-if ! (cd "$mod_dir" && CGO_ENABLED=0 go build -trimpath -o "$tmp" "$module" >&2); then
+if ! (cd "$mod_dir" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$tmp" "$module" >&2); then
   die "'go build $module' failed in $mod_dir (see the output above)"
 fi
 kill "$ticker" 2>/dev/null || true

@@ -10,7 +10,7 @@
 #             `raykeeper dev --kubelet` and `npm run test:cluster`; implies --images
 #   --no-ray  no Ray (only the webhook and the controller: RayJobs then stay Initializing in dev, and
 #             the tests that need Ray fail, naming this script)
-# Steps run side by side where they can (the Go builds, the images, Ray; memory: about 6 GiB at the
+# Steps run side by side where they can (the Go builds, the images, Ray; about 2.5 GB of memory in use at
 # peak, the three Go builds together); one line per step start and
 # end (cached or cold), a line every 30 s naming what still runs, a table of step times at the end.
 # Each step's output is in .raykeeper/setup/<step>.log; a failed step prints the end of its log.
