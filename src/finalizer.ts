@@ -5,12 +5,9 @@
 // The API server answers a failed `test` with an error; the reconciler re-reads and decides again.
 
 import { maskInlineSecrets } from './inline-secrets.ts';
+import type { JsonPatchOp } from './json-patch.ts';
 
-export type PatchOp =
-  | { op: 'test'; path: string; value: unknown }
-  | { op: 'add'; path: string; value: unknown }
-  | { op: 'remove'; path: string }
-  | { op: 'replace'; path: string; value: unknown };
+export type PatchOp = JsonPatchOp;
 
 export interface FinalizerMeta {
   finalizers?: string[] | null;

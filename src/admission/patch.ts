@@ -5,12 +5,11 @@
 // of its own, so later writes into the copy never change an operation already recorded. No diff, no
 // deep comparison, no deep clone. test/admission/patch-property.test.ts checks every patch with an
 // independent RFC 6902 applier against the rules run on a full deep copy.
+import type { JsonPatchOp } from '../json-patch.ts';
 import type { Json, JsonObject } from '../types.ts';
 
-export type PatchOperation =
-  | { op: 'add'; path: string; value: Json }
-  | { op: 'replace'; path: string; value: Json }
-  | { op: 'remove'; path: string };
+/** What the defaulting rules write: no `test` guards (an admission patch applies to the request's object). */
+export type PatchOperation = Exclude<JsonPatchOp<Json>, { op: 'test' }>;
 
 /** One JSON-pointer reference token (RFC 6901). */
 export function escapePointerToken(token: string): string {
