@@ -123,11 +123,22 @@ export function benchCluster(name: string, redisAddress: string, suspend = false
   const obj: Record<string, unknown> = {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
-    metadata: { name, labels: { app: 'ray', team: 'ml' }, annotations: { 'ray.io/ft-enabled': 'true' }, finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] },
+    metadata: {
+      name,
+      labels: { app: 'ray', team: 'ml' },
+      annotations: { 'ray.io/ft-enabled': 'true' },
+      finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER],
+    },
     spec,
   };
   // As `kubectl apply` leaves it: a full copy of what was applied, in an annotation.
-  (obj.metadata as { annotations: Record<string, string> }).annotations['kubectl.kubernetes.io/last-applied-configuration'] = JSON.stringify({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, namespace: '', annotations: { 'ray.io/ft-enabled': 'true' } }, spec });
+  (obj.metadata as { annotations: Record<string, string> }).annotations['kubectl.kubernetes.io/last-applied-configuration'] =
+    JSON.stringify({
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      metadata: { name, namespace: '', annotations: { 'ray.io/ft-enabled': 'true' } },
+      spec,
+    });
   return obj;
 }
 
@@ -154,11 +165,40 @@ export interface Child {
  * Our controller as a child process. `stripCache`: a directory filled by bin/strip-cache.js, passed as
  * RAYKEEPER_STRIP_CACHE the way the image runs it (swc is then never loaded).
  */
-export function startControllerChild(kubeconfig: string, workers: number, extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob'], stripCache?: string): Child {
-  const proc = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'controller', ...extraArgs, '--kubeconfig', kubeconfig, '--workers', String(workers), '--health-port', '0', '--health-host', '127.0.0.1', '--cleanup-image', 'raykeeper:bench'], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost', LOG_LEVEL: 'info', ...(stripCache ? { RAYKEEPER_STRIP_CACHE: stripCache } : {}) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+export function startControllerChild(
+  kubeconfig: string,
+  workers: number,
+  extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob'],
+  stripCache?: string,
+): Child {
+  const proc = spawn(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'raykeeper.js'),
+      'controller',
+      ...extraArgs,
+      '--kubeconfig',
+      kubeconfig,
+      '--workers',
+      String(workers),
+      '--health-port',
+      '0',
+      '--health-host',
+      '127.0.0.1',
+      '--cleanup-image',
+      'raykeeper:bench',
+    ],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        NO_PROXY: '127.0.0.1,localhost',
+        LOG_LEVEL: 'info',
+        ...(stripCache ? { RAYKEEPER_STRIP_CACHE: stripCache } : {}),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   const port = new Promise<number>((resolvePort, reject) => {
     proc.stdout!.on('data', (c: Buffer) => {
@@ -213,7 +253,10 @@ async function startOurs(kubeconfig: string, workers: number, stripCache: string
     name: OURS,
     pid: child.proc.pid!,
     startedAt,
-    progress: async () => ({ reconciled: await metricSum(port, 'raykeeper_controller_reconcile_total', rc), depth: await metricSum(port, 'raykeeper_controller_queue_depth', rc) }),
+    progress: async () => ({
+      reconciled: await metricSum(port, 'raykeeper_controller_reconcile_total', rc),
+      depth: await metricSum(port, 'raykeeper_controller_queue_depth', rc),
+    }),
     stop: () => child.stop(),
   };
 }
@@ -226,7 +269,11 @@ async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contende
   const startedAt = performance.now();
   const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace });
   for (;;) {
-    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ ...LEASES, namespace: leaseNamespace, name: KUBERAY_LEASE_NAME });
+    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({
+      ...LEASES,
+      namespace: leaseNamespace,
+      name: KUBERAY_LEASE_NAME,
+    });
     if (lease && leaseIsHeld(lease, Date.now())) break;
     if (op.proc.exitCode !== null) throw new Error(`KubeRay's operator exited: ${op.log().slice(-2000)}`);
     await sleep(200);
@@ -236,7 +283,10 @@ async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contende
     name: KUBERAY,
     pid: op.proc.pid!,
     startedAt,
-    progress: async () => ({ reconciled: await metricSum(op.metricsPort, 'controller_runtime_reconcile_total', rc), depth: await metricSum(op.metricsPort, 'workqueue_depth', rc) }),
+    progress: async () => ({
+      reconciled: await metricSum(op.metricsPort, 'controller_runtime_reconcile_total', rc),
+      depth: await metricSum(op.metricsPort, 'workqueue_depth', rc),
+    }),
     stop: () => op.stop(),
   };
 }
@@ -246,7 +296,8 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
   const t0 = performance.now();
   for (;;) {
     const p = await c.progress();
-    if ((p.reconciled >= n && p.depth === 0) || performance.now() - t0 > capMs) return { seconds: (performance.now() - c.startedAt) / 1000, reconciled: p.reconciled };
+    if ((p.reconciled >= n && p.depth === 0) || performance.now() - t0 > capMs)
+      return { seconds: (performance.now() - c.startedAt) / 1000, reconciled: p.reconciled };
     await sleep(250);
   }
 }
@@ -254,7 +305,10 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
 /** A temporary directory holding the stripped-TypeScript cache as the image has it (the caller removes it). */
 export function imageStripCache(): string {
   const dir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-strip-'));
-  const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), dir, ...IMAGE_FOLDERS], { cwd: REPO_ROOT, encoding: 'utf8' });
+  const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), dir, ...IMAGE_FOLDERS], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  });
   if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
   return dir;
 }
@@ -301,7 +355,18 @@ async function removeLeftovers(kube: KubeClient, namespaces: string[]): Promise<
 }
 
 export async function runControllerBench(options: ControllerBenchOptions = {}): Promise<ControllerBenchFigures> {
-  const o = { rounds: 3, clusters: 500, namespaces: 5, cachedClusters: 10_000, cachedNamespaces: 10, workers: 4, kubeletConcurrency: 16, kuberay: true, print: true, ...options };
+  const o = {
+    rounds: 3,
+    clusters: 500,
+    namespaces: 5,
+    cachedClusters: 10_000,
+    cachedNamespaces: 10,
+    workers: 4,
+    kubeletConcurrency: 16,
+    kuberay: true,
+    print: true,
+    ...options,
+  };
   const say = (s: string) => o.print && process.stderr.write(`[controller bench] ${s}\n`);
   const missing = o.kuberay ? missingKubeRay() : undefined;
   if (missing) throw new Error(`${missing} (or run with --no-kuberay)`);
@@ -335,7 +400,8 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     stripCache = imageStripCache();
     say(`stripped-TypeScript cache as in the image: ${stripCache}`);
     const start = async (name: string, withStripCache = true): Promise<Contender> => {
-      const c = name === OURS ? await startOurs(kubeconfig, o.workers, withStripCache ? stripCache : undefined) : await startTheirs(plane, k);
+      const c =
+        name === OURS ? await startOurs(kubeconfig, o.workers, withStripCache ? stripCache : undefined) : await startTheirs(plane, k);
       running.push(c);
       return c;
     };
@@ -364,7 +430,9 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await sleep(SETTLE_MS);
         const idle = rss(c.pid).rss;
         const reconciledBefore = (await c.progress()).reconciled;
-        say(`round ${round + 1}: ${name}: creating ${o.clusters} GCS-FT RayClusters${name === OURS ? ' with head/worker pods' : ''} and their Redis data`);
+        say(
+          `round ${round + 1}: ${name}: creating ${o.clusters} GCS-FT RayClusters${name === OURS ? ' with head/worker pods' : ''} and their Redis data`,
+        );
         const clusters = Array.from({ length: o.clusters }, (_, i) => ({ ns: nsNames[i % o.namespaces]!, name: `rc-${i}` }));
         await pool(clusters, 32, async ({ ns, name: cluster }) => {
           const created = await k.create<{ metadata: { uid: string } }>({ ...RAYCLUSTERS, namespace: ns }, benchCluster(cluster, address));
@@ -374,11 +442,23 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
           pipe.set(`RAY${created.metadata.uid}@JobCounter`, '1');
           await pipe.exec();
           if (name !== OURS) return; // KubeRay's operator creates its own pods
-          for (const [suffix, type] of [['head', 'head'], ['worker-0', 'worker']]) {
-            await k.create({ ...PODS, namespace: ns }, {
-              metadata: { name: `${cluster}-${suffix}`, labels: { 'ray.io/cluster': cluster, 'ray.io/node-type': type }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster, uid: created.metadata.uid, controller: true }] },
-              spec: { containers: [{ name: 'ray', image: 'rayproject/ray:2.41.0' }] },
-            });
+          for (const [suffix, type] of [
+            ['head', 'head'],
+            ['worker-0', 'worker'],
+          ]) {
+            await k.create(
+              { ...PODS, namespace: ns },
+              {
+                metadata: {
+                  name: `${cluster}-${suffix}`,
+                  labels: { 'ray.io/cluster': cluster, 'ray.io/node-type': type },
+                  ownerReferences: [
+                    { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster, uid: created.metadata.uid, controller: true },
+                  ],
+                },
+                spec: { containers: [{ name: 'ray', image: 'rayproject/ray:2.41.0' }] },
+              },
+            );
           }
         });
         await settle(c, reconciledBefore + o.clusters, 300_000);
@@ -414,8 +494,18 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         // No garbage collector runs here: what the deleted clusters owned stays unless removed, and the
         // next contender would cache it (its "nothing cached" would not be).
         await removeLeftovers(k, nsNames);
-        partial[name]!.push({ idleRssMiB: idle, idleNoStripCacheRssMiB: idleNoStripCache, cached500RssMiB: cached500, deleteSeconds, deleteCpuSeconds, deletePeakRssMiB: deletePeak, load1: loadavg()[0]! });
-        say(`round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB${name === OURS ? ` (without the strip cache ${Math.round(idleNoStripCache)})` : ''}, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`);
+        partial[name]!.push({
+          idleRssMiB: idle,
+          idleNoStripCacheRssMiB: idleNoStripCache,
+          cached500RssMiB: cached500,
+          deleteSeconds,
+          deleteCpuSeconds,
+          deletePeakRssMiB: deletePeak,
+          load1: loadavg()[0]!,
+        });
+        say(
+          `round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB${name === OURS ? ` (without the strip cache ${Math.round(idleNoStripCache)})` : ''}, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`,
+        );
       }
     }
 
@@ -431,7 +521,16 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     }
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-        const figures = { idleRssMiB: 0, idleNoStripCacheRssMiB: 0, cached500RssMiB: 0, deleteSeconds: 0, deleteCpuSeconds: 0, deletePeakRssMiB: 0, load1: 0, ...partial[name]![round] } as RoundFigures;
+        const figures = {
+          idleRssMiB: 0,
+          idleNoStripCacheRssMiB: 0,
+          cached500RssMiB: 0,
+          deleteSeconds: 0,
+          deleteCpuSeconds: 0,
+          deletePeakRssMiB: 0,
+          load1: 0,
+          ...partial[name]![round],
+        } as RoundFigures;
         if (o.cachedClusters > 0) {
           say(`round ${round + 1}: ${name}: a fresh start over ${o.cachedClusters} cached`);
           const c = await start(name);
@@ -439,8 +538,16 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
           await sleep(SETTLE_MS);
           const m = rss(c.pid);
           await stop(c);
-          Object.assign(figures, { cached10kPeakMiB: m.hwm, cached10kRssMiB: m.rss, cached10kSettleSeconds: s.seconds, cached10kReconciled: s.reconciled, load1: Math.max(figures.load1, loadavg()[0]!) });
-          say(`round ${round + 1}: ${name}: ${o.cachedClusters} cached: peak ${Math.round(m.hwm)} MiB, ${Math.round(m.rss)} MiB settled (${s.reconciled} reconciles in ${s.seconds.toFixed(0)} s)`);
+          Object.assign(figures, {
+            cached10kPeakMiB: m.hwm,
+            cached10kRssMiB: m.rss,
+            cached10kSettleSeconds: s.seconds,
+            cached10kReconciled: s.reconciled,
+            load1: Math.max(figures.load1, loadavg()[0]!),
+          });
+          say(
+            `round ${round + 1}: ${name}: ${o.cachedClusters} cached: peak ${Math.round(m.hwm)} MiB, ${Math.round(m.rss)} MiB settled (${s.reconciled} reconciles in ${s.seconds.toFixed(0)} s)`,
+          );
         } else {
           Object.assign(figures, { cached10kPeakMiB: 0, cached10kRssMiB: 0, cached10kSettleSeconds: 0, cached10kReconciled: 0 });
         }
@@ -449,9 +556,17 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     }
 
     const redisLeftovers: Record<string, number> = Object.fromEntries(names.map((n) => [n, 0]));
-    for (const name of names) for (const uid of uids[name]!) if ((await r.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) redisLeftovers[name]! += 1;
+    for (const name of names)
+      for (const uid of uids[name]!) if ((await r.exists(`RAY${uid}@NODE`, `RAY${uid}@JobCounter`)) > 0) redisLeftovers[name]! += 1;
     const neighbourIntact = (await r.exists('RAYneighbour@NODE')) === 1;
-    const figures: ControllerBenchFigures = { clusters: o.clusters, cachedClusters: o.cachedClusters, rounds, redisLeftovers, neighbourIntact, loadAverage: { start: loadStart, end: loadavg() } };
+    const figures: ControllerBenchFigures = {
+      clusters: o.clusters,
+      cachedClusters: o.cachedClusters,
+      rounds,
+      redisLeftovers,
+      neighbourIntact,
+      loadAverage: { start: loadStart, end: loadavg() },
+    };
     if (o.print) process.stdout.write(formatControllerFigures(figures) + '\n');
     return figures;
   } finally {
@@ -504,13 +619,25 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   }
   const reconciled = names.map((x) => f.rounds[x]!.map((r) => r.cached10kReconciled).join('/'));
   lines.push(`  (reconciles counted in the ${f.cachedClusters}-cluster wait: ${names.map((x, i) => `${x} ${reconciled[i]}`).join(', ')})`);
-  lines.push(`Redis namespaces left after all deletions: ${names.map((x) => `${x} ${f.redisLeftovers[x]}`).join(', ')}; neighbour data intact: ${f.neighbourIntact}`);
-  lines.push(`load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per round (1 min): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`);
+  lines.push(
+    `Redis namespaces left after all deletions: ${names.map((x) => `${x} ${f.redisLeftovers[x]}`).join(', ')}; neighbour data intact: ${f.neighbourIntact}`,
+  );
+  lines.push(
+    `load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per round (1 min): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`,
+  );
   return lines.join('\n');
 }
 
 if (resolve(process.argv[1] ?? '') === THIS_FILE) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, rounds: { type: 'string' }, clusters: { type: 'string' }, cached: { type: 'string' }, 'no-kuberay': { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean' },
+      rounds: { type: 'string' },
+      clusters: { type: 'string' },
+      cached: { type: 'string' },
+      'no-kuberay': { type: 'boolean' },
+    },
+  });
   const quick = values.quick === true;
   await runControllerBench({
     rounds: Number(values.rounds ?? (quick ? 1 : 3)),

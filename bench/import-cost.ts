@@ -40,7 +40,9 @@ process.stdout.write(String(Number(/VmRSS:\\s+(\\d+)/.exec(s)[1]) / 1024));`;
   return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: REPO_ROOT, encoding: 'utf8' }));
 }
 
-export async function runImportCostBench(options: { runs?: number; print?: boolean } = {}): Promise<Array<{ label: string; rssMiB: number[] }>> {
+export async function runImportCostBench(
+  options: { runs?: number; print?: boolean } = {},
+): Promise<Array<{ label: string; rssMiB: number[] }>> {
   const runs = options.runs ?? 3;
   const results = IMPORT_SETS.map(([label]) => ({ label, rssMiB: [] as number[] }));
   // Interleaved, so a change in machine load hits every set alike.

@@ -48,9 +48,16 @@ async function measure(kube: KubeClient, namespace: string, clusters: number, pi
   const done = new Promise<void>((res) => pods.on(() => pods.size >= want && res()));
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
-  await pool(Array.from({ length: clusters }, (_, i) => i), 16, async (i) => {
-    await kube.create({ ...RAYCLUSTERS, namespace }, { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: `rc-${i}` }, spec: benchClusterSpec([]) });
-  });
+  await pool(
+    Array.from({ length: clusters }, (_, i) => i),
+    16,
+    async (i) => {
+      await kube.create(
+        { ...RAYCLUSTERS, namespace },
+        { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: `rc-${i}` }, spec: benchClusterSpec([]) },
+      );
+    },
+  );
   await done;
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuSeconds(pid) - cpu0;
@@ -74,10 +81,14 @@ export async function runRayClusterPodsBench(options: { clusters?: number; print
       await ours.stop();
     }
     if (kr) {
-      const op = spawn(kr.bin, ['--metrics-addr=0', '--health-probe-bind-address=0', '--enable-leader-election=false', '--watch-namespace=bench-kuberay'], {
-        env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
-        stdio: 'ignore',
-      });
+      const op = spawn(
+        kr.bin,
+        ['--metrics-addr=0', '--health-probe-bind-address=0', '--enable-leader-election=false', '--watch-namespace=bench-kuberay'],
+        {
+          env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
+          stdio: 'ignore',
+        },
+      );
       try {
         figures.push(await measure(kube, 'bench-kuberay', clusters, op.pid!, `kuberay ${KUBERAY_VERSION}`));
       } finally {
@@ -90,8 +101,13 @@ export async function runRayClusterPodsBench(options: { clusters?: number; print
   }
   if (options.print !== false) {
     process.stdout.write(`${clusters} RayClusters (head + 2 workers) created at once, until all ${clusters * 3} pods exist:\n`);
-    process.stdout.write(`${'operator'.padEnd(16)} ${'seconds'.padStart(8)} ${'cpu s'.padStart(8)} ${'rss MiB'.padStart(8)} ${'peak MiB'.padStart(9)}\n`);
-    for (const f of figures) process.stdout.write(`${f.operator.padEnd(16)} ${Math.round(f.seconds).toString().padStart(8)} ${Math.round(f.cpuSeconds).toString().padStart(8)} ${Math.round(f.rssMiB).toString().padStart(8)} ${Math.round(f.peakRssMiB).toString().padStart(9)}\n`);
+    process.stdout.write(
+      `${'operator'.padEnd(16)} ${'seconds'.padStart(8)} ${'cpu s'.padStart(8)} ${'rss MiB'.padStart(8)} ${'peak MiB'.padStart(9)}\n`,
+    );
+    for (const f of figures)
+      process.stdout.write(
+        `${f.operator.padEnd(16)} ${Math.round(f.seconds).toString().padStart(8)} ${Math.round(f.cpuSeconds).toString().padStart(8)} ${Math.round(f.rssMiB).toString().padStart(8)} ${Math.round(f.peakRssMiB).toString().padStart(9)}\n`,
+      );
     if (!kr) process.stdout.write(`(no baseline: KubeRay's operator or CRDs missing; run tools/build-kuberay.sh)\n`);
   }
   return figures;

@@ -71,7 +71,9 @@ const VERBS = ['GET', 'WATCH', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** The sample's cluster (manifests/samples/rayjob.yaml), head only: every RayJob shares it. */
 function sharedCluster(): Record<string, unknown> {
-  const sample = parse(readFileSync(join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml'), 'utf8')) as { spec: { rayClusterSpec: { workerGroupSpecs: Array<Record<string, unknown>> } } };
+  const sample = parse(readFileSync(join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml'), 'utf8')) as {
+    spec: { rayClusterSpec: { workerGroupSpecs: Array<Record<string, unknown>> } };
+  };
   const spec = sample.spec.rayClusterSpec;
   spec.workerGroupSpecs = spec.workerGroupSpecs.map((g) => ({ ...g, replicas: 0, minReplicas: 0 }));
   return { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: SHARED, namespace: NAMESPACE }, spec };
@@ -116,7 +118,12 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
     ray = await startDevRay({ kubeConfig, logger, progress: (m) => say(m.trim()) });
     runner = await startJobRunner({ kubeConfig, logger, baseEnv: ray.jobEnv });
     const flags = Object.entries(ray.controllerFlags).flatMap(([name, value]) => [`--${name}`, value]);
-    controller = startControllerChild(cp.info.kubeconfigPath, 4, ['--reconcilers', 'raycluster-pods,rayjob', '--companion', 'off', ...flags], stripCache);
+    controller = startControllerChild(
+      cp.info.kubeconfigPath,
+      4,
+      ['--reconcilers', 'raycluster-pods,rayjob', '--companion', 'off', ...flags],
+      stripCache,
+    );
     const port = await controller.port;
     const pid = controller.proc.pid!;
 
@@ -134,7 +141,10 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
     watcher.start();
     await watcher.waitForSync();
     const phases: RayJobPhaseFigures[] = [];
-    for (const [mode, n] of [['HTTPMode', o.jobs], ['K8sJobMode', o.submitters]] as const) {
+    for (const [mode, n] of [
+      ['HTTPMode', o.jobs],
+      ['K8sJobMode', o.submitters],
+    ] as const) {
       if (n <= 0) continue;
       const names = Array.from({ length: n }, (_, i) => `${mode.toLowerCase()}-${i}`);
       const ended = () => {
@@ -199,9 +209,13 @@ export function formatRayJobFigures(f: RayJobBenchFigures): string {
       .map(([verb, v]) => `${verb} ${whole(v)}`)
       .join(', ');
     const total = Object.values(p.requests).reduce((a, b) => a + b, 0);
-    lines.push(`${p.mode.padEnd(12)}${whole(p.rayJobs).padStart(8)}${whole(p.complete).padStart(9)}${whole(p.failed).padStart(7)}${whole(p.seconds).padStart(6)}${whole(p.cpuSeconds).padStart(7)}${whole(p.rssMiB).padStart(8)}${whole(p.peakRssMiB).padStart(6)}${whole(total / p.rayJobs).padStart(11)}  ${verbs}`);
+    lines.push(
+      `${p.mode.padEnd(12)}${whole(p.rayJobs).padStart(8)}${whole(p.complete).padStart(9)}${whole(p.failed).padStart(7)}${whole(p.seconds).padStart(6)}${whole(p.cpuSeconds).padStart(7)}${whole(p.rssMiB).padStart(8)}${whole(p.peakRssMiB).padStart(6)}${whole(total / p.rayJobs).padStart(11)}  ${verbs}`,
+    );
   }
-  lines.push(`load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per phase (1 min): ${f.phases.map((p) => p.load1.toFixed(1)).join('/')}`);
+  lines.push(
+    `load average (1/5/15 min): start ${f.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${f.loadAverage.end.map((x) => x.toFixed(2)).join(' ')}; per phase (1 min): ${f.phases.map((p) => p.load1.toFixed(1)).join('/')}`,
+  );
   return lines.join('\n');
 }
 

@@ -162,7 +162,11 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const python = rayPython();
   const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
   // As the image's build fills it (Dockerfile).
-  const filled = spawnSync(process.execPath, [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'], { cwd: ROOT, encoding: 'utf8' });
+  const filled = spawnSync(
+    process.execPath,
+    [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
   try {
     await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
@@ -188,13 +192,36 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const connection = { host: '127.0.0.1', port: server.port, tls: false };
     const KEYS = TABLES.length + 1;
 
-    const results: Record<string, number[]> = { walk: [], ours: [], walkGone: [], oursGone: [], oursProcess: [], oursProcessNoCache: [], oursProcessAlways: [], rayProcess: [], nodeStart: [], oursServerMax: [], walkServerMax: [], walkCpu: [], oursCpu: [], oursProcessCpu: [], oursProcessNoCacheCpu: [], oursProcessAlwaysCpu: [], rayProcessCpu: [] };
+    const results: Record<string, number[]> = {
+      walk: [],
+      ours: [],
+      walkGone: [],
+      oursGone: [],
+      oursProcess: [],
+      oursProcessNoCache: [],
+      oursProcessAlways: [],
+      rayProcess: [],
+      nodeStart: [],
+      oursServerMax: [],
+      walkServerMax: [],
+      walkCpu: [],
+      oursCpu: [],
+      oursProcessCpu: [],
+      oursProcessNoCacheCpu: [],
+      oursProcessAlwaysCpu: [],
+      rayProcessCpu: [],
+    };
     const cpu = () => cpuMs(server.pid);
     const lastSummary: Record<string, string> = {};
     const oursProcess = async (key: string, sweep: 'never' | 'always', env: NodeJS.ProcessEnv) => {
       const ns = await seed();
       const c0 = cpu();
-      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], { PATH: process.env.PATH, RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, RAY_external_storage_namespace: ns, ...env });
+      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], {
+        PATH: process.env.PATH,
+        RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`,
+        RAY_external_storage_namespace: ns,
+        ...env,
+      });
       results[`${key}Cpu`]!.push(Math.round(cpu() - c0));
       if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
       lastSummary[key] = res.out.trim().split('\n')[0] ?? '';
@@ -202,49 +229,63 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       await gone(ns);
     };
     const contenders: Array<[string, () => Promise<void>]> = [
-      ['walk', async () => {
-        const ns = await seed();
-        await r.slowlog('RESET');
-        const c0 = cpu();
-        const w = await walk(r, ns, KEYS);
-        results.walkCpu!.push(Math.round(cpu() - c0));
-        results.walkServerMax!.push(await longestCommandUs(r));
-        results.walk!.push(w.ms);
-        results.walkGone!.push(w.dataGoneMs);
-        await gone(ns);
-      }],
-      ['ours', async () => {
-        const ns = await seed();
-        await r.slowlog('RESET');
-        const started = performance.now();
-        const c0 = cpu();
-        const res = await runCleanup({ connection, namespace: ns });
-        results.oursCpu!.push(Math.round(cpu() - c0));
-        results.ours!.push(Math.round(performance.now() - started));
-        results.oursServerMax!.push(await longestCommandUs(r));
-        results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
-        await gone(ns);
-      }],
+      [
+        'walk',
+        async () => {
+          const ns = await seed();
+          await r.slowlog('RESET');
+          const c0 = cpu();
+          const w = await walk(r, ns, KEYS);
+          results.walkCpu!.push(Math.round(cpu() - c0));
+          results.walkServerMax!.push(await longestCommandUs(r));
+          results.walk!.push(w.ms);
+          results.walkGone!.push(w.dataGoneMs);
+          await gone(ns);
+        },
+      ],
+      [
+        'ours',
+        async () => {
+          const ns = await seed();
+          await r.slowlog('RESET');
+          const started = performance.now();
+          const c0 = cpu();
+          const res = await runCleanup({ connection, namespace: ns });
+          results.oursCpu!.push(Math.round(cpu() - c0));
+          results.ours!.push(Math.round(performance.now() - started));
+          results.oursServerMax!.push(await longestCommandUs(r));
+          results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
+          await gone(ns);
+        },
+      ],
       ['oursProcess', () => oursProcess('oursProcess', 'never', { RAYKEEPER_STRIP_CACHE: stripCache })],
       ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', 'never', {})],
       ['oursProcessAlways', () => oursProcess('oursProcessAlways', 'always', { RAYKEEPER_STRIP_CACHE: stripCache })],
-      ['nodeStart', async () => {
-        results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
-      }],
+      [
+        'nodeStart',
+        async () => {
+          results.nodeStart!.push((await exec(process.execPath, ['-e', '0'], { PATH: process.env.PATH })).ms);
+        },
+      ],
     ];
     if (python) {
-      contenders.push(['rayProcess', async () => {
-        const ns = await seed();
-        const script = `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${ns}") else 1)`;
-        const c0 = cpu();
-        const res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
-        results.rayProcessCpu!.push(Math.round(cpu() - c0));
-        if (res.code !== 0) throw new Error(`Ray's cleanup failed: ${res.out.slice(-500)}`);
-        results.rayProcess!.push(res.ms);
-        await gone(ns);
-      }]);
+      contenders.push([
+        'rayProcess',
+        async () => {
+          const ns = await seed();
+          const script = `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${ns}") else 1)`;
+          const c0 = cpu();
+          const res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
+          results.rayProcessCpu!.push(Math.round(cpu() - c0));
+          if (res.code !== 0) throw new Error(`Ray's cleanup failed: ${res.out.slice(-500)}`);
+          results.rayProcess!.push(res.ms);
+          await gone(ns);
+        },
+      ]);
     }
-    log(`redis-cleanup bench: one namespace (${TABLES.length} tables x ${fields} fields + JobCounter) among ${unrelatedKeys.toLocaleString('en')} keys; ${runs} rounds, order rotating; load average ${loadBefore.join(' ')}`);
+    log(
+      `redis-cleanup bench: one namespace (${TABLES.length} tables x ${fields} fields + JobCounter) among ${unrelatedKeys.toLocaleString('en')} keys; ${runs} rounds, order rotating; load average ${loadBefore.join(' ')}`,
+    );
     for (let round = 0; round < runs; round++) {
       for (let i = 0; i < contenders.length; i++) await contenders[(i + round) % contenders.length]![1]();
     }
@@ -278,7 +319,8 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       loadBefore,
       loadAfter,
     };
-    const row = (label: string, key: string, note = '') => log(`  ${label.padEnd(56)} ${String(m(key)).padStart(7)}   runs ${results[key]!.join(', ').padEnd(22)} ${note}`);
+    const row = (label: string, key: string, note = '') =>
+      log(`  ${label.padEnd(56)} ${String(m(key)).padStart(7)}   runs ${results[key]!.join(', ').padEnd(22)} ${note}`);
     const x = (v: number) => `${v.toFixed(2)}x`;
     log('milliseconds (median, every run):');
     row('walk: SCAN MATCH COUNT 10000 + UNLINK (floor)', 'walk');
@@ -288,9 +330,17 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const summary = (key: string) => (lastSummary[key] ?? '').replace(/^.*?: /, '');
     const vsRay = (ratio: number | undefined, goal = '') => (ratio === undefined ? '' : `Ray ${x(ratio)} this${goal}`);
     const notes = (...parts: string[]) => parts.filter(Boolean).join('; ');
-    row('ours as a process, --sweep never (the Job, Ray <= 2.60)', 'oursProcess', notes(vsRay(figures.ratioRay, ' (goal >= 2x)'), summary('oursProcess')));
+    row(
+      'ours as a process, --sweep never (the Job, Ray <= 2.60)',
+      'oursProcess',
+      notes(vsRay(figures.ratioRay, ' (goal >= 2x)'), summary('oursProcess')),
+    );
     row('  the same without the strip cache', 'oursProcessNoCache');
-    row('ours as a process, --sweep always (newer Ray, by hand)', 'oursProcessAlways', notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')));
+    row(
+      'ours as a process, --sweep always (newer Ray, by hand)',
+      'oursProcessAlways',
+      notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')),
+    );
     if (python) row("Ray's cleanup_redis_storage as a process", 'rayProcess');
     else log(`  ${"Ray's cleanup_redis_storage as a process".padEnd(56)}     n/a  Ray not installed (bash tools/setup.sh)`);
     row('node -e 0 (Node start-up, context)', 'nodeStart');

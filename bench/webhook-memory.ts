@@ -74,12 +74,17 @@ export function worstCaseReview(bytes: number, containers = MAX_JSON_CONTAINERS)
     `"spec":{"objects":[${objects}],"numbers":[${numbers}],"pad":"PAD"}}}}`;
   const envelope = review('', '');
   const skeleton = jsonContainerCount(envelope);
-  const objects = Array(Math.max(0, containers - skeleton)).fill('{}').join(',');
+  const objects = Array(Math.max(0, containers - skeleton))
+    .fill('{}')
+    .join(',');
   const room = bytes - envelope.length - objects.length;
-  const numbers = Array(Math.max(0, Math.floor(room / 4) - 1)).fill('1.5').join(',');
+  const numbers = Array(Math.max(0, Math.floor(room / 4) - 1))
+    .fill('1.5')
+    .join(',');
   let body = review(objects, numbers);
   body = body.replace('PAD', 'x'.repeat(bytes - body.length + 'PAD'.length));
-  if (Buffer.byteLength(body) !== bytes || jsonContainerCount(body) !== Math.max(containers, skeleton)) throw new Error('filler arithmetic');
+  if (Buffer.byteLength(body) !== bytes || jsonContainerCount(body) !== Math.max(containers, skeleton))
+    throw new Error('filler arithmetic');
   return body;
 }
 
@@ -90,10 +95,14 @@ function statusMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 
 async function startWebhook(certDir: string): Promise<{ child: ChildProcess; port: number }> {
   // Production settings: LOG_LEVEL info (refusals are logged at warn).
-  const child = spawn(process.execPath, [BIN, 'webhook', '--cert', join(certDir, 'tls.crt'), '--key', join(certDir, 'tls.key'), '--host', '127.0.0.1', '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, LOG_LEVEL: 'info', NODE_OPTIONS: deploymentNodeOptions() },
-  });
+  const child = spawn(
+    process.execPath,
+    [BIN, 'webhook', '--cert', join(certDir, 'tls.crt'), '--key', join(certDir, 'tls.key'), '--host', '127.0.0.1', '--port', '0'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LOG_LEVEL: 'info', NODE_OPTIONS: deploymentNodeOptions() },
+    },
+  );
   const port = await new Promise<number>((ok, fail) => {
     let out = '';
     const onData = (c: Buffer) => {
@@ -112,20 +121,35 @@ async function startWebhook(certDir: string): Promise<{ child: ChildProcess; por
 }
 
 /** `connections` clients posting `body` back to back for `seconds`; answers counted by HTTP status. */
-async function hammer(port: number, body: string, connections: number, seconds: number): Promise<{ answers: Record<string, number>; failures: number }> {
+async function hammer(
+  port: number,
+  body: string,
+  connections: number,
+  seconds: number,
+): Promise<{ answers: Record<string, number>; failures: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: connections, rejectUnauthorized: false });
   const answers: Record<string, number> = {};
   let failures = 0;
   const until = Date.now() + seconds * 1000;
   const one = () =>
     new Promise<void>((ok) => {
-      const req = httpsRequest({ host: '127.0.0.1', port, path: MUTATE_RAYCLUSTER_PATH, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          answers[res.statusCode ?? 0] = (answers[res.statusCode ?? 0] ?? 0) + 1;
-          ok();
-        });
-      });
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path: MUTATE_RAYCLUSTER_PATH,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            answers[res.statusCode ?? 0] = (answers[res.statusCode ?? 0] ?? 0) + 1;
+            ok();
+          });
+        },
+      );
       req.on('error', () => {
         failures++;
         ok();
@@ -148,17 +172,28 @@ export function formatMemory(f: WebhookMemoryFigures): string {
     ...f.rounds.map(
       (r) =>
         `${String(r.connections).padStart(3)} connections: peak RSS ${r.peakRssMiB} MiB (${Math.round((100 * r.peakRssMiB) / f.limitMiB)}% of the limit); ` +
-        `answers ${Object.entries(r.answers).map(([s, n]) => `${s}: ${n}`).join(', ')}; failed ${r.failures}`,
+        `answers ${Object.entries(r.answers)
+          .map(([s, n]) => `${s}: ${n}`)
+          .join(', ')}; failed ${r.failures}`,
     ),
   ].join('\n');
 }
 
-export async function runWebhookMemoryBench(options: { connections?: number[]; seconds?: number; print?: boolean } = {}): Promise<WebhookMemoryFigures> {
+export async function runWebhookMemoryBench(
+  options: { connections?: number[]; seconds?: number; print?: boolean } = {},
+): Promise<WebhookMemoryFigures> {
   const connections = options.connections ?? [4, 32];
   const seconds = options.seconds ?? 8;
   const certDir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-mem-'));
   const body = worstCaseReview(DEFAULT_BODY_LIMIT);
-  const figures: WebhookMemoryFigures = { bodyBytes: DEFAULT_BODY_LIMIT, connections, idleRssMiB: 0, rounds: [], limitMiB: deploymentMemoryLimitMiB(), nodeOptions: deploymentNodeOptions() };
+  const figures: WebhookMemoryFigures = {
+    bodyBytes: DEFAULT_BODY_LIMIT,
+    connections,
+    idleRssMiB: 0,
+    rounds: [],
+    limitMiB: deploymentMemoryLimitMiB(),
+    nodeOptions: deploymentNodeOptions(),
+  };
   try {
     await writeBundle(certDir, generateCertificates({ service: 'raykeeper-webhook', namespace: 'bench', ips: ['127.0.0.1'] }));
     for (const n of connections) {

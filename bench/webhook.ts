@@ -137,7 +137,13 @@ export function handBuiltReview(): object {
     ]),
   };
   const lastApplied = '{"apiVersion":"ray.io/v1","kind":"RayCluster"}';
-  const object = { ...manifest, metadata: { ...manifest.metadata, annotations: { ...manifest.metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': lastApplied } } };
+  const object = {
+    ...manifest,
+    metadata: {
+      ...manifest.metadata,
+      annotations: { ...manifest.metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': lastApplied },
+    },
+  };
   return {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -176,7 +182,11 @@ async function serve(kind: string, certDir: string): Promise<void> {
   } else {
     const { loadTlsMaterial, secureContextOptions } = await import('../webhook/tls.ts');
     const tls = secureContextOptions(await loadTlsMaterial(certFile, keyFile)); // the webhook's TLS settings
-    const fixed = { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true } };
+    const fixed = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid: '705ab4f5-6393-11e8-b7cc-42010a800002', allowed: true },
+    };
     if (kind === 'fastify' || kind === 'fastifyControl' || kind === 'fastifyPatched') {
       const { default: Fastify } = await import('fastify');
       const app = Fastify({ https: tls });
@@ -289,16 +299,21 @@ function stopServer(child: ChildProcess): Promise<void> {
  */
 async function sanityCheck(server: Server, { shape, body }: Review): Promise<number> {
   const answer = await new Promise<{ status: number; text: string }>((ok, fail) => {
-    const req = httpsRequest(server.url(shape), { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => ok({ status: res.statusCode ?? 0, text }));
-    });
+    const req = httpsRequest(
+      server.url(shape),
+      { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => ok({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', fail);
     req.end(body);
   });
   if (answer.status !== 200) throw new Error(`${server.kind}: sanity request got HTTP ${answer.status}: ${answer.text}`);
-  if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"')) throw new Error(`webhook did not patch the ${shape} review: ${answer.text}`);
+  if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"'))
+    throw new Error(`webhook did not patch the ${shape} review: ${answer.text}`);
   return Buffer.byteLength(answer.text);
 }
 
@@ -322,7 +337,15 @@ async function load(server: Server, { shape, body }: Review, connections: number
   let instance!: autocannon.Instance;
   const done = new Promise<autocannon.Result>((ok, fail) => {
     instance = autocannon(
-      { url: server.url(shape), method: 'POST', headers: { 'content-type': 'application/json' }, body, connections, pipelining: 1, duration: durationSeconds },
+      {
+        url: server.url(shape),
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        connections,
+        pipelining: 1,
+        duration: durationSeconds,
+      },
       (err, result) => (err ? fail(err) : ok(result)),
     );
   });
@@ -482,7 +505,15 @@ async function measureReview(servers: Server[], review: Review, o: Required<Webh
 }
 
 export async function runWebhookBench(options: WebhookBenchOptions = {}): Promise<WebhookBenchFigures> {
-  const o: Required<WebhookBenchOptions> = { connections: 32, durationSeconds: 8, rounds: 4, runs: 3, warmupSeconds: 1.5, print: true, ...options };
+  const o: Required<WebhookBenchOptions> = {
+    connections: 32,
+    durationSeconds: 8,
+    rounds: 4,
+    runs: 3,
+    warmupSeconds: 1.5,
+    print: true,
+    ...options,
+  };
   const certDir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-'));
   const servers: Server[] = [];
   const loadBefore = loadavg()[0]!;
@@ -491,12 +522,21 @@ export async function runWebhookBench(options: WebhookBenchOptions = {}): Promis
     const reviews: Review[] = REVIEW_SHAPES.map((shape) => ({ shape, body: reviewBody(shape) }));
     for (const kind of KINDS) servers.push(await startServer(kind, certDir, reviews));
     const sizes = (kind: ServerKind) => servers.find((s) => s.kind === kind)!.answerBytes.join(', ');
-    if (sizes('webhook') !== sizes('fastifyPatched')) throw new Error(`the webhook answered ${sizes('webhook')} bytes, the same-answer baseline ${sizes('fastifyPatched')}`);
+    if (sizes('webhook') !== sizes('fastifyPatched'))
+      throw new Error(`the webhook answered ${sizes('webhook')} bytes, the same-answer baseline ${sizes('fastifyPatched')}`);
     // Every server sees every review before anything is measured, so no figure depends on which came first.
     for (const review of reviews) for (const server of servers) await load(server, review, o.connections, o.warmupSeconds);
     const measured: ReviewFigures[] = [];
-    for (const review of reviews) measured.push({ shape: review.shape, bytes: Buffer.byteLength(review.body), runs: await measureReview(servers, review, o) });
-    const figures: WebhookBenchFigures = { connections: o.connections, durationSeconds: o.durationSeconds, rounds: o.rounds, reviews: measured, loadBefore, loadAfter: loadavg()[0]! };
+    for (const review of reviews)
+      measured.push({ shape: review.shape, bytes: Buffer.byteLength(review.body), runs: await measureReview(servers, review, o) });
+    const figures: WebhookBenchFigures = {
+      connections: o.connections,
+      durationSeconds: o.durationSeconds,
+      rounds: o.rounds,
+      reviews: measured,
+      loadBefore,
+      loadAfter: loadavg()[0]!,
+    };
     if (o.print) process.stdout.write(formatFigures(figures) + '\n');
     return figures;
   } finally {

@@ -36,7 +36,14 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
 export function usage(): string {
   const width = Math.max(...Object.keys(SUBCOMMANDS).map((n) => n.length));
   const lines = Object.entries(SUBCOMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
-  return ['Usage: raykeeper <subcommand> [options]', '', 'Subcommands:', ...lines, '', 'Run `raykeeper <subcommand> --help` for its options.'].join('\n');
+  return [
+    'Usage: raykeeper <subcommand> [options]',
+    '',
+    'Subcommands:',
+    ...lines,
+    '',
+    'Run `raykeeper <subcommand> --help` for its options.',
+  ].join('\n');
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -14,7 +14,12 @@ import { pathToFileURL } from 'node:url';
 
 /** The entry's file name for a module's TypeScript source (a Buffer or string). */
 export function entryName(source) {
-  return createHash('sha256').update(`${process.versions.node}\0${process.versions.amaro ?? ''}\0`).update(source).digest('hex') + '.js';
+  return (
+    createHash('sha256')
+      .update(`${process.versions.node}\0${process.versions.amaro ?? ''}\0`)
+      .update(source)
+      .digest('hex') + '.js'
+  );
 }
 
 /** Loads .ts modules from the cache in `dir` when it holds their stripped source. */

@@ -33,7 +33,10 @@ export function serviceDnsNames(service: string, namespace: string): string[] {
 function serial(): string {
   // Positive 16-byte serial: a leading 0x7f mask keeps the DER INTEGER non-negative.
   const bytes = forge.random.getBytesSync(16);
-  return (String.fromCharCode(bytes.charCodeAt(0) & 0x7f) + bytes.slice(1)).split('').map((c) => c.charCodeAt(0).toString(16).padStart(2, '0')).join('');
+  return (String.fromCharCode(bytes.charCodeAt(0) & 0x7f) + bytes.slice(1))
+    .split('')
+    .map((c) => c.charCodeAt(0).toString(16).padStart(2, '0'))
+    .join('');
 }
 
 function validity(cert: forge.pki.Certificate, now: Date, days: number): void {
@@ -51,7 +54,10 @@ function createCa(now: Date, days: number, bits: number): { cert: forge.pki.Cert
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   validity(cert, now, days);
-  const subject = [{ name: 'commonName', value: 'raykeeper-ca' }, { name: 'organizationName', value: 'raykeeper' }];
+  const subject = [
+    { name: 'commonName', value: 'raykeeper-ca' },
+    { name: 'organizationName', value: 'raykeeper' },
+  ];
   cert.setSubject(subject);
   cert.setIssuer(subject);
   cert.setExtensions([
@@ -109,7 +115,14 @@ export function generateCa(days = DEFAULT_DAYS * 10, bits: 2048 | 3072 | 4096 = 
  * A client certificate from a CA: Kubernetes reads the user from the commonName and the groups from
  * the organizations (e.g. `system:node:localhost` in `system:nodes`).
  */
-export function generateClientCertificate(req: { ca: { cert: string; key: string }; commonName: string; organizations?: string[]; days?: number; bits?: 2048 | 3072 | 4096; now?: Date }): { cert: string; key: string } {
+export function generateClientCertificate(req: {
+  ca: { cert: string; key: string };
+  commonName: string;
+  organizations?: string[];
+  days?: number;
+  bits?: 2048 | 3072 | 4096;
+  now?: Date;
+}): { cert: string; key: string } {
   const now = req.now ?? new Date();
   const ca = { cert: forge.pki.certificateFromPem(req.ca.cert), key: forge.pki.privateKeyFromPem(req.ca.key) as forge.pki.rsa.PrivateKey };
   const keys = keyPair(req.bits ?? 2048);
@@ -117,7 +130,10 @@ export function generateClientCertificate(req: { ca: { cert: string; key: string
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   validity(cert, now, req.days ?? DEFAULT_DAYS);
-  cert.setSubject([{ name: 'commonName', value: req.commonName }, ...(req.organizations ?? []).map((value) => ({ name: 'organizationName', value }))]);
+  cert.setSubject([
+    { name: 'commonName', value: req.commonName },
+    ...(req.organizations ?? []).map((value) => ({ name: 'organizationName', value })),
+  ]);
   cert.setIssuer(ca.cert.subject.attributes);
   cert.setExtensions([
     { name: 'basicConstraints', cA: false },

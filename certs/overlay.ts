@@ -37,7 +37,12 @@ export function kustomizeOverlay(overlayDir: string, base: string, bundle: Certi
     patches: [
       { path: 'webhook-tls-secret.yaml' },
       {
-        target: { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'MutatingWebhookConfiguration', name: WEBHOOK_CONFIGURATION_NAME },
+        target: {
+          group: 'admissionregistration.k8s.io',
+          version: 'v1',
+          kind: 'MutatingWebhookConfiguration',
+          name: WEBHOOK_CONFIGURATION_NAME,
+        },
         path: 'webhook-ca-bundle.yaml',
       },
     ],
@@ -45,7 +50,11 @@ export function kustomizeOverlay(overlayDir: string, base: string, bundle: Certi
   const header = '# Written by `raykeeper certs generate --kustomize`. Apply: kubectl apply --server-side -k <this dir>\n';
   return [
     { name: 'kustomization.yaml', content: header + stringify(kustomization), mode: 0o644 },
-    { name: 'webhook-tls-secret.yaml', content: '# Holds the webhook private key: keep it out of version control.\n' + stringify(secret), mode: 0o600 },
+    {
+      name: 'webhook-tls-secret.yaml',
+      content: '# Holds the webhook private key: keep it out of version control.\n' + stringify(secret),
+      mode: 0o600,
+    },
     { name: 'webhook-ca-bundle.yaml', content: stringify(caPatch), mode: 0o644 },
   ];
 }

@@ -100,7 +100,9 @@ export async function run(argv: string[]): Promise<number> {
   for (const m of RECONCILER_MODULES) for (const [flag, f] of Object.entries(m.flags ?? {})) options[flag] = { type: f.type };
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }) as {
+      values: Record<string, string | boolean | undefined>;
+    });
   } catch (err) {
     process.stderr.write(`raykeeper controller: ${argumentError(err)}\n\n${controllerUsage()}`);
     return 2;
@@ -114,16 +116,28 @@ export async function run(argv: string[]): Promise<number> {
   let modules = RECONCILER_MODULES;
   let config;
   try {
-    const wanted = s('reconcilers')?.split(',').map((x) => x.trim()).filter(Boolean);
+    const wanted = s('reconcilers')
+      ?.split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
     if (wanted) {
       const unknown = wanted.filter((w) => !RECONCILER_MODULES.some((m) => m.name === w));
       if (unknown.length > 0) throw new Error(`--reconcilers: unknown ${unknown.join(', ')}`);
       modules = RECONCILER_MODULES.filter((m) => wanted.includes(m.name));
     }
     const leaseDurationMs = seconds(s('lease-duration'), 'lease-duration', DEFAULT_LEADER_TIMING.leaseDurationMs);
-    const renewDeadlineMs = seconds(s('renew-deadline'), 'renew-deadline', Math.min(DEFAULT_LEADER_TIMING.renewDeadlineMs, Math.round(leaseDurationMs * 2 / 3)));
-    const retryPeriodMs = seconds(s('retry-period'), 'retry-period', Math.min(DEFAULT_LEADER_TIMING.retryPeriodMs, Math.round(renewDeadlineMs / 5)));
-    const timingProblem = values['leader-elect'] === true ? leaderTimingProblem({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }) : undefined;
+    const renewDeadlineMs = seconds(
+      s('renew-deadline'),
+      'renew-deadline',
+      Math.min(DEFAULT_LEADER_TIMING.renewDeadlineMs, Math.round((leaseDurationMs * 2) / 3)),
+    );
+    const retryPeriodMs = seconds(
+      s('retry-period'),
+      'retry-period',
+      Math.min(DEFAULT_LEADER_TIMING.retryPeriodMs, Math.round(renewDeadlineMs / 5)),
+    );
+    const timingProblem =
+      values['leader-elect'] === true ? leaderTimingProblem({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }) : undefined;
     if (timingProblem) throw new Error(`${timingProblem} (--lease-duration, --renew-deadline, --retry-period)`);
     config = {
       kubeconfig: s('kubeconfig'),

@@ -18,7 +18,13 @@
 import type { Gauge } from 'prom-client';
 import { redisCleanupEnabled } from '../src/gcsft.ts';
 import type { KubeClient } from '../src/kube.ts';
-import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
+import {
+  ENABLE_GCS_FT_REDIS_CLEANUP_ENV,
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  NODE_TYPE_REDIS_CLEANUP,
+  RAY_CLUSTER_LABEL,
+  RAY_NODE_TYPE_LABEL,
+} from '../src/names.ts';
 import type { Logger } from '../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
@@ -46,7 +52,8 @@ export const KUBERAY_CLEANUP_FIX =
 
 export function parseCompanionSetting(raw: string | undefined): CompanionSetting {
   const value = (raw ?? 'auto').trim().toLowerCase();
-  if (!(COMPANION_SETTINGS as readonly string[]).includes(value)) throw new Error(`--companion must be one of auto, on, off; got ${JSON.stringify(raw)}`);
+  if (!(COMPANION_SETTINGS as readonly string[]).includes(value))
+    throw new Error(`--companion must be one of auto, on, off; got ${JSON.stringify(raw)}`);
   return value as CompanionSetting;
 }
 
@@ -55,9 +62,7 @@ interface Lease {
   spec?: { holderIdentity?: string | null; renewTime?: string | null; acquireTime?: string | null; leaseDurationSeconds?: number | null };
 }
 
-export type Detection =
-  | { found: true; lease: string; holder: string }
-  | { found: false; why: string };
+export type Detection = { found: true; lease: string; holder: string } | { found: false; why: string };
 
 /** A Lease someone holds and renewed within its duration (plus one duration of slack for clock skew). */
 export function leaseIsHeld(lease: Lease, now: number): boolean {
@@ -71,17 +76,21 @@ export function leaseIsHeld(lease: Lease, now: number): boolean {
 export async function detectKubeRay(kube: KubeClient, now: number, signal?: AbortSignal): Promise<Detection> {
   let leases: Lease[];
   try {
-    const list = await kube.list<Lease>(
-      LEASES,
-      { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) },
-    );
+    const list = await kube.list<Lease>(LEASES, { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) });
     leases = list.items;
   } catch (err) {
-    return { found: false, why: `cannot list Leases in all namespaces (${errorMessage(err)}); grant list on coordination.k8s.io leases or pass --companion=on|off` };
+    return {
+      found: false,
+      why: `cannot list Leases in all namespaces (${errorMessage(err)}); grant list on coordination.k8s.io leases or pass --companion=on|off`,
+    };
   }
   const held = leases.find((l) => leaseIsHeld(l, now));
-  if (held) return { found: true, lease: `${held.metadata.namespace ?? ''}/${held.metadata.name ?? ''}`, holder: held.spec?.holderIdentity ?? '' };
-  return { found: false, why: leases.length > 0 ? `Lease ${KUBERAY_LEASE_NAME} exists but nobody renews it` : `no Lease ${KUBERAY_LEASE_NAME} in any namespace` };
+  if (held)
+    return { found: true, lease: `${held.metadata.namespace ?? ''}/${held.metadata.name ?? ''}`, holder: held.spec?.holderIdentity ?? '' };
+  return {
+    found: false,
+    why: leases.length > 0 ? `Lease ${KUBERAY_LEASE_NAME} exists but nobody renews it` : `no Lease ${KUBERAY_LEASE_NAME} in any namespace`,
+  };
 }
 
 export interface CompanionDecision {
@@ -95,7 +104,12 @@ export interface CompanionDecision {
 export function companionDecision(setting: CompanionSetting, detection: Detection | undefined): CompanionDecision {
   if (setting === 'on') return { active: true, reason: 'flag-on', detail: '--companion=on' };
   if (setting === 'off') return { active: false, reason: 'flag-off', detail: '--companion=off' };
-  if (detection?.found) return { active: true, reason: 'kuberay-detected', detail: `KubeRay operator running (Lease ${detection.lease} held by ${detection.holder})` };
+  if (detection?.found)
+    return {
+      active: true,
+      reason: 'kuberay-detected',
+      detail: `KubeRay operator running (Lease ${detection.lease} held by ${detection.holder})`,
+    };
   return { active: false, reason: 'kuberay-not-detected', detail: detection && !detection.found ? detection.why : 'not looked up' };
 }
 
@@ -144,7 +158,10 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
   name: KUBERAY_CLEANUP_WATCH,
   summary: "companion mode: Warning when KubeRay's own Redis cleanup Job appears beside ours",
   create(ctx) {
-    const jobs = ctx.informers.get({ ...JOBS, labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` });
+    const jobs = ctx.informers.get({
+      ...JOBS,
+      labelSelector: `${KUBERAY_CREATED_BY_SELECTOR},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
+    });
     const seen = sharedCounter(ctx.metrics, {
       name: 'raykeeper_kuberay_cleanup_jobs_total',
       help: "Redis cleanup Jobs made by KubeRay's operator for RayClusters raykeeper cleans up (KubeRay's cleanup should be off)",
@@ -164,7 +181,12 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
           const clusterName = job.metadata?.labels?.[RAY_CLUSTER_LABEL] ?? '';
           if (clusterName === '') return;
           const cluster = await ctx.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal });
-          if (!cluster || !cluster.metadata.deletionTimestamp || !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
+          if (
+            !cluster ||
+            !cluster.metadata.deletionTimestamp ||
+            !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)
+          )
+            return;
           warned.add(uid);
           seen.inc();
           const message = `KubeRay's operator created its own Redis cleanup Job ${namespace}/${job.metadata?.name ?? ''} for this RayCluster, which raykeeper cleans up too: both act on the same finalizer. To fix, ${KUBERAY_CLEANUP_FIX}`;

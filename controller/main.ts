@@ -116,11 +116,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
     logger.info({ port }, 'health and metrics server listening');
   }
   const abort = new AbortController();
-  logger.info({ identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true }, 'controller starting');
-  const done = manager.run(abort.signal).finally(() => (app ? close(app) : undefined)).then((outcome) => {
-    logger.info({ outcome }, 'controller stopped');
-    return outcome;
-  });
+  logger.info(
+    { identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true },
+    'controller starting',
+  );
+  const done = manager
+    .run(abort.signal)
+    .finally(() => (app ? close(app) : undefined))
+    .then((outcome) => {
+      logger.info({ outcome }, 'controller stopped');
+      return outcome;
+    });
   return {
     manager,
     app,

@@ -6,8 +6,4 @@ import { rayClusterModule } from './raycluster/module.ts';
 import { rayClusterOperatorModule } from './raycluster/operator-module.ts';
 import { rayJobModule } from './rayjob/module.ts';
 
-export const RECONCILER_MODULES: ReconcilerModule[] = [
-  rayClusterModule,
-  rayClusterOperatorModule,
-  rayJobModule,
-];
+export const RECONCILER_MODULES: ReconcilerModule[] = [rayClusterModule, rayClusterOperatorModule, rayJobModule];

@@ -18,7 +18,11 @@ Ctrl-C or SIGTERM stops everything. For a real cluster, install manifests/ inste
 export async function run(argv: string[]): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (err) {
     process.stderr.write(`raykeeper dev: ${errorMessage(err)}\n\n${USAGE}`);
     return 2;

@@ -101,24 +101,46 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
 
     progress('[4/6] starting the admission webhook (certificates from `raykeeper certs`)');
     const certDir = join(stateDir, 'certs');
-    const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'], dnsNames: ['localhost'] });
+    const bundle = generateCertificates({
+      service: 'raykeeper-webhook',
+      namespace: 'raykeeper-system',
+      ips: ['127.0.0.1'],
+      dnsNames: ['localhost'],
+    });
     const paths = await writeBundle(certDir, bundle);
     const port = await freePort();
     let stopWebhook: () => void = () => {};
     const stopSignal = new Promise<void>((r) => (stopWebhook = r));
     const listening = new Promise<void>((resolveListening, rejectListening) => {
-      runWebhook({ certFile: paths.cert, keyFile: paths.key, host: '127.0.0.1', port, logger, stopSignal, onListening: () => resolveListening() }).catch(rejectListening);
+      runWebhook({
+        certFile: paths.cert,
+        keyFile: paths.key,
+        host: '127.0.0.1',
+        port,
+        logger,
+        stopSignal,
+        onListening: () => resolveListening(),
+      }).catch(rejectListening);
     });
     await listening;
     stops.push(async () => stopWebhook());
     const webhookUrl = `https://127.0.0.1:${port}`;
-    const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), { baseUrl: webhookUrl, caBundle: caBundle(bundle.caCert) });
+    const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
+      baseUrl: webhookUrl,
+      caBundle: caBundle(bundle.caCert),
+    });
     await applyObject(kube, config);
 
     progress('[5/6] starting the controller');
     const ray = await startDevRay({ kubeConfig, logger, progress });
     stops.push(() => ray.stop());
-    const controller: RunningController = await startController({ kubeConfig, healthPort: 0, healthHost: '127.0.0.1', logger, moduleFlags: ray.controllerFlags });
+    const controller: RunningController = await startController({
+      kubeConfig,
+      healthPort: 0,
+      healthHost: '127.0.0.1',
+      logger,
+      moduleFlags: ray.controllerFlags,
+    });
     stops.push(() => controller.stop());
 
     progress('[6/6] starting the job runner (stands in for the kubelet: runs Jobs as local processes)');
@@ -131,7 +153,14 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     await mkdir(samplesDir, { recursive: true });
     const sample = join(samplesDir, 'raycluster-gcs-ft.yaml');
     await writeFile(sample, stringify(devSampleCluster(`${redis.host}:${redis.port}`)));
-    return { kubeconfig: cp.info.kubeconfigPath, redis: { host: redis.host, port: redis.port }, webhookUrl, samples: [sample], ray: ray.ray, stop };
+    return {
+      kubeconfig: cp.info.kubeconfigPath,
+      redis: { host: redis.host, port: redis.port },
+      webhookUrl,
+      samples: [sample],
+      ray: ray.ray,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

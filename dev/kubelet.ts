@@ -67,7 +67,12 @@ export function redisManifests(image: string): object[] {
         },
       },
     },
-    { apiVersion: 'v1', kind: 'Service', metadata: { name: REDIS_NAME, namespace: REDIS_NAMESPACE, labels }, spec: { selector: labels, ports: [{ name: 'redis', port: 6379, targetPort: 'redis' }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: REDIS_NAME, namespace: REDIS_NAMESPACE, labels },
+      spec: { selector: labels, ports: [{ name: 'redis', port: 6379, targetPort: 'redis' }] },
+    },
   ];
 }
 
@@ -89,18 +94,27 @@ async function runCli(args: string[]): Promise<void> {
   if (code !== 0) throw new Error(`raykeeper ${args.join(' ')} failed (${code}): ${stderr}`);
 }
 
-
 /** Waits until a Deployment has all its replicas updated and available. */
 export async function waitForDeployment(kube: KubeClient, namespace: string, name: string, timeoutMs = 300_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
     const d = await kube
-      .get<{ metadata: { generation?: number }; spec: { replicas?: number }; status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number } }>({ ...DEPLOYMENTS, namespace, name })
+      .get<{
+        metadata: { generation?: number };
+        spec: { replicas?: number };
+        status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
+      }>({ ...DEPLOYMENTS, namespace, name })
       .catch(() => undefined);
     const want = d?.spec.replicas ?? 1;
     last = JSON.stringify(d?.status ?? {});
-    if (d && (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) && d.status?.availableReplicas === want && d.status?.updatedReplicas === want) return;
+    if (
+      d &&
+      (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
+      d.status?.availableReplicas === want &&
+      d.status?.updatedReplicas === want
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`Deployment ${namespace}/${name} not available in ${timeoutMs} ms (status ${last})`);
     await sleep(500);
   }
@@ -123,10 +137,14 @@ export async function waitForAdmission(kube: KubeClient, timeoutMs = 120_000): P
   for (;;) {
     const answer = await kube
       .create<{ metadata?: { finalizers?: string[] } }>({ ...RAYCLUSTERS, namespace: 'default' }, probe, { query: { dryRun: 'All' } })
-      .catch((err: unknown) => { last = err instanceof Error ? err.message : String(err); return undefined; });
+      .catch((err: unknown) => {
+        last = err instanceof Error ? err.message : String(err);
+        return undefined;
+      });
     if (answer?.metadata?.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (answer) last = 'the dry-run RayCluster came back without the finalizer (the webhook was not reached)';
-    if (Date.now() > deadline) throw new Error(`the API server does not reach the webhook through its Service after ${timeoutMs} ms: ${last}`);
+    if (Date.now() > deadline)
+      throw new Error(`the API server does not reach the webhook through its Service after ${timeoutMs} ms: ${last}`);
     await sleep(500);
   }
 }
@@ -159,11 +177,14 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
   };
   try {
     const kubectl = async (args: string[], input?: string): Promise<string> => {
-      if (input === undefined) return run(requireKubeCommand('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args], { timeoutMs: 300_000 });
+      if (input === undefined)
+        return run(requireKubeCommand('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args], { timeoutMs: 300_000 });
       const file = join(stateDir, 'apply.json');
       await writeFile(file, input);
       try {
-        return await run(requireKubeCommand('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args, '-f', file], { timeoutMs: 300_000 });
+        return await run(requireKubeCommand('kubectl'), ['--kubeconfig', cluster.kubeconfigPath, ...args, '-f', file], {
+          timeoutMs: 300_000,
+        });
       } finally {
         await rm(file, { force: true });
       }
@@ -176,7 +197,18 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     progress('[4/5] installing raykeeper from manifests/ (certs generate --kustomize, image set, apply --server-side -k)');
     const overlay = join(stateDir, 'install');
     await rm(overlay, { recursive: true, force: true });
-    await runCli(['certs', 'generate', '--out', join(stateDir, 'webhook-certs'), '--service', WEBHOOK_SERVICE, '--namespace', SYSTEM_NAMESPACE, '--kustomize', overlay]);
+    await runCli([
+      'certs',
+      'generate',
+      '--out',
+      join(stateDir, 'webhook-certs'),
+      '--service',
+      WEBHOOK_SERVICE,
+      '--namespace',
+      SYSTEM_NAMESPACE,
+      '--kustomize',
+      overlay,
+    ]);
     await setOverlayImage(overlay, ref('raykeeper'));
     await kubectl(['apply', '--server-side', '-k', overlay]);
 

@@ -24,13 +24,20 @@ export interface DevRay {
 /** The job runner's base env with the Ray venv's bin first on PATH and loopback never proxied. */
 export function rayJobEnv(rayBin: string, base: Record<string, string> = defaultBaseEnv()): Record<string, string> {
   const noProxy = [base.NO_PROXY ?? base.no_proxy ?? '', '127.0.0.1', 'localhost'].filter((s) => s !== '').join(',');
-  return { ...base, PATH: [dirname(rayBin), base.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(delimiter), NO_PROXY: noProxy, no_proxy: noProxy };
+  return {
+    ...base,
+    PATH: [dirname(rayBin), base.PATH ?? '/usr/local/bin:/usr/bin:/bin'].join(delimiter),
+    NO_PROXY: noProxy,
+    no_proxy: noProxy,
+  };
 }
 
 export async function startDevRay(options: { kubeConfig: KubeConfig; logger: Logger; progress: (line: string) => void }): Promise<DevRay> {
   const found = findRay();
   if ('missing' in found) {
-    options.progress(`      Ray not found, so RayJobs will stay Initializing (their RayCluster's pods are created but nothing runs them): ${found.missing}`);
+    options.progress(
+      `      Ray not found, so RayJobs will stay Initializing (their RayCluster's pods are created but nothing runs them): ${found.missing}`,
+    );
     return { controllerFlags: {}, stop: async () => {} };
   }
   const pods = new RayPodRunner({ kubeConfig: options.kubeConfig, ray: found, logger: options.logger });
@@ -46,7 +53,10 @@ export async function startDevRay(options: { kubeConfig: KubeConfig; logger: Log
   const running = proxy;
   return {
     ray: found.ray,
-    controllerFlags: { 'rayjob-dashboard-url-template': running.urlTemplate, 'rayjob-submitter-dashboard-url-template': running.urlTemplate },
+    controllerFlags: {
+      'rayjob-dashboard-url-template': running.urlTemplate,
+      'rayjob-submitter-dashboard-url-template': running.urlTemplate,
+    },
     jobEnv: rayJobEnv(found.ray),
     stop: async () => {
       await running.stop();

@@ -21,7 +21,10 @@ export interface ControlPlaneBinaries {
 /** The version a go.mod `require`s for a module (single-line or block form). */
 export function requiredVersion(goMod: string, module: string): string | undefined {
   for (const raw of goMod.split('\n')) {
-    const words = raw.replace(/\/\/.*$/, '').trim().split(/\s+/);
+    const words = raw
+      .replace(/\/\/.*$/, '')
+      .trim()
+      .split(/\s+/);
     if (words[0] === 'require') words.shift();
     if (words[0] === module && words[1]?.startsWith('v')) return words[1];
   }
@@ -118,7 +121,10 @@ export function requireBinaries(env: NodeJS.ProcessEnv = process.env): ControlPl
  * The binaries, running tools/build-control-plane.sh first when one is missing (for `raykeeper dev`).
  * `onOutput` receives the script's progress lines as they come.
  */
-export async function ensureBinaries(onOutput: (line: string) => void = () => {}, env: NodeJS.ProcessEnv = process.env): Promise<ControlPlaneBinaries> {
+export async function ensureBinaries(
+  onOutput: (line: string) => void = () => {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ControlPlaneBinaries> {
   const b = controlPlaneBinaries(env);
   if (missingBinaries(b).length === 0) return b;
   const child = spawn('bash', [BUILD_SCRIPT], { env: { ...env, CGO_ENABLED: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });

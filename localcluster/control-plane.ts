@@ -100,7 +100,12 @@ export function kubeconfigDocument(info: Pick<ControlPlaneInfo, 'server' | 'toke
   return {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'raykeeper-local', cluster: { server: info.server, 'certificate-authority-data': Buffer.from(info.caCert).toString('base64') } }],
+    clusters: [
+      {
+        name: 'raykeeper-local',
+        cluster: { server: info.server, 'certificate-authority-data': Buffer.from(info.caCert).toString('base64') },
+      },
+    ],
     users: [{ name: 'admin', user: { token: info.token } }],
     contexts: [{ name: 'raykeeper-local', context: { cluster: 'raykeeper-local', user: 'admin', namespace } }],
     'current-context': 'raykeeper-local',
@@ -133,11 +138,18 @@ export function tail(path: string, lines = 30): string {
 }
 
 /** Polls `probe` until it returns true; fails early when `proc` exits or when the deadline passes. */
-export async function waitUntil(what: string, proc: Supervised, logPath: string, deadline: number, probe: () => Promise<boolean>): Promise<void> {
+export async function waitUntil(
+  what: string,
+  proc: Supervised,
+  logPath: string,
+  deadline: number,
+  probe: () => Promise<boolean>,
+): Promise<void> {
   let exited: { code: number | null; signal: string | null } | undefined;
   void proc.exited.then((e) => (exited = e));
   for (;;) {
-    if (exited) throw new Error(`${what} exited (code ${exited.code}, signal ${exited.signal}) before it was ready; ${logPath}:\n${tail(logPath)}`);
+    if (exited)
+      throw new Error(`${what} exited (code ${exited.code}, signal ${exited.signal}) before it was ready; ${logPath}:\n${tail(logPath)}`);
     if (await probe().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`${what} not ready in time; ${logPath}:\n${tail(logPath)}`);
     await sleep(100);
@@ -148,7 +160,12 @@ export function logFd(path: string): number {
   return openSync(path, 'a', 0o600);
 }
 
-async function startOnce(options: StartOptions, binaries: ControlPlaneBinaries, dir: string, progress: (m: string) => void): Promise<ControlPlaneInfo> {
+async function startOnce(
+  options: StartOptions,
+  binaries: ControlPlaneBinaries,
+  dir: string,
+  progress: (m: string) => void,
+): Promise<ControlPlaneInfo> {
   const ownerPid = options.ownerPid ?? process.pid;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 180_000);
   const env = loopbackEnv(process.env, options.node?.noProxy ?? []);
@@ -328,6 +345,9 @@ export function controlPlaneHandle(info: ControlPlaneInfo): ControlPlane {
 export async function stopControlPlane(info: ControlPlaneInfo): Promise<void> {
   await terminate([info.pids.kubeApiserver], 10_000);
   await terminate([info.pids.etcd], 5_000);
-  await terminate(info.watchdogPids.map((p) => -p), 1_000);
+  await terminate(
+    info.watchdogPids.map((p) => -p),
+    1_000,
+  );
   await rm(info.dir, { recursive: true, force: true });
 }

@@ -39,7 +39,9 @@ function rawHead(req: IncomingMessage, path: string, port: number): string {
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-export async function startDashboardProxy(dashboardPort: (namespace: string, cluster: string) => number | undefined): Promise<DashboardProxy> {
+export async function startDashboardProxy(
+  dashboardPort: (namespace: string, cluster: string) => number | undefined,
+): Promise<DashboardProxy> {
   const upgraded = new Set<Duplex>();
   const server: Server = createServer((req, res) => {
     const route = routeOf(req.url ?? '/', dashboardPort);
@@ -53,7 +55,8 @@ export async function startDashboardProxy(dashboardPort: (namespace: string, clu
       upRes.pipe(res);
     });
     up.on('error', (err) => {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`Ray dashboard on 127.0.0.1:${route.port}: ${err.message}\n`);
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`Ray dashboard on 127.0.0.1:${route.port}: ${err.message}\n`);
       else res.destroy();
     });
     req.pipe(up);

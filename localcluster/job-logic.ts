@@ -24,7 +24,11 @@ export interface JobContainer {
   command?: string[];
   args?: string[];
   env?: JobEnvVar[];
-  envFrom?: Array<{ prefix?: string; secretRef?: { name?: string; optional?: boolean }; configMapRef?: { name?: string; optional?: boolean } }>;
+  envFrom?: Array<{
+    prefix?: string;
+    secretRef?: { name?: string; optional?: boolean };
+    configMapRef?: { name?: string; optional?: boolean };
+  }>;
   workingDir?: string;
   [key: string]: unknown;
 }
@@ -105,8 +109,16 @@ export type JobRunOutcome =
   | { kind: 'succeeded' }
   | { kind: 'failed'; reason: 'BackoffLimitExceeded' | 'DeadlineExceeded' | string; message: string };
 
-export const BACKOFF_LIMIT_EXCEEDED: JobRunOutcome = { kind: 'failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' };
-export const DEADLINE_EXCEEDED: JobRunOutcome = { kind: 'failed', reason: 'DeadlineExceeded', message: 'Job was active longer than specified deadline' };
+export const BACKOFF_LIMIT_EXCEEDED: JobRunOutcome = {
+  kind: 'failed',
+  reason: 'BackoffLimitExceeded',
+  message: 'Job has reached the specified backoff limit',
+};
+export const DEADLINE_EXCEEDED: JobRunOutcome = {
+  kind: 'failed',
+  reason: 'DeadlineExceeded',
+  message: 'Job was active longer than specified deadline',
+};
 
 /** When the Job's activeDeadlineSeconds ends (ms since epoch), if it has one and has started. */
 export function deadlineAt(job: RunnerJob): number | undefined {
@@ -124,7 +136,8 @@ export function decideJobRun(job: RunnerJob, runningHere: boolean): JobRunDecisi
   // Ours and running: our own interim write is on its way to the final one.
   if (runningHere) return { kind: 'running' };
   const interimFailure = (job.status?.conditions ?? []).find((c) => c.type === 'FailureTarget' && c.status === 'True');
-  if (interimFailure) return { kind: 'finalize', outcome: { kind: 'failed', reason: interimFailure.reason ?? '', message: interimFailure.message ?? '' } };
+  if (interimFailure)
+    return { kind: 'finalize', outcome: { kind: 'failed', reason: interimFailure.reason ?? '', message: interimFailure.message ?? '' } };
   if (jobConditionTrue(job, 'SuccessCriteriaMet')) return { kind: 'finalize', outcome: { kind: 'succeeded' } };
   if (!job.status?.startTime) return { kind: 'start' };
   return { kind: 'orphaned', deadlineAt: deadlineAt(job) };
@@ -177,7 +190,12 @@ export function suspendedStatus(job: RunnerJob, now: Date): Record<string, unkno
  * condition (SuccessCriteriaMet, or FailureTarget) with no active pod, then the final one (Complete with
  * completionTime, or Failed) with the same reason and message. `failed`/`succeeded` are the totals.
  */
-export function finishStatuses(job: RunnerJob, outcome: JobRunOutcome, counts: { succeeded: number; failed: number }, now: Date): [Record<string, unknown>, Record<string, unknown>] {
+export function finishStatuses(
+  job: RunnerJob,
+  outcome: JobRunOutcome,
+  counts: { succeeded: number; failed: number },
+  now: Date,
+): [Record<string, unknown>, Record<string, unknown>] {
   const t = k8sTime(now);
   const base = job.status?.conditions ?? [];
   const reason = outcome.kind === 'succeeded' ? 'CompletionsReached' : outcome.reason;
@@ -187,7 +205,13 @@ export function finishStatuses(job: RunnerJob, outcome: JobRunOutcome, counts: {
   const existingInterim = base.find((c) => c.type === interimType && c.status === 'True');
   const interim = existingInterim ?? { type: interimType, status: 'True', reason, message, lastProbeTime: t, lastTransitionTime: t };
   const interimConditions = withCondition(base, interim);
-  const first: Record<string, unknown> = { active: 0, ready: 0, succeeded: counts.succeeded, failed: counts.failed, conditions: interimConditions };
+  const first: Record<string, unknown> = {
+    active: 0,
+    ready: 0,
+    succeeded: counts.succeeded,
+    failed: counts.failed,
+    conditions: interimConditions,
+  };
   const finalConditions = withCondition(interimConditions, {
     type: finalType,
     status: 'True',
@@ -320,7 +344,8 @@ export async function resolveEnv(container: JobContainer, pod: LocalPod, lookups
     }
     if (from.configMapRef) {
       const data = await lookups.configMap(ns, from.configMapRef.name ?? '');
-      if (data === undefined && !from.configMapRef.optional) throw new EnvResolutionError(`configmap "${from.configMapRef.name}" not found`);
+      if (data === undefined && !from.configMapRef.optional)
+        throw new EnvResolutionError(`configmap "${from.configMapRef.name}" not found`);
       for (const [k, v] of Object.entries(data ?? {})) env[prefix + k] = v;
     }
   }
@@ -356,10 +381,13 @@ export async function resolveEnv(container: JobContainer, pod: LocalPod, lookups
       env[e.name] = data[ref.key]!;
     } else if (src.fieldRef) {
       const value = fieldRefValue(pod, src.fieldRef.fieldPath);
-      if (value === undefined) throw new EnvResolutionError(`the job runner cannot resolve fieldRef ${src.fieldRef.fieldPath} (env ${e.name})`);
+      if (value === undefined)
+        throw new EnvResolutionError(`the job runner cannot resolve fieldRef ${src.fieldRef.fieldPath} (env ${e.name})`);
       env[e.name] = value;
     } else {
-      throw new EnvResolutionError(`the job runner cannot resolve env ${e.name}: only value, secretKeyRef, configMapKeyRef and fieldRef are supported`);
+      throw new EnvResolutionError(
+        `the job runner cannot resolve env ${e.name}: only value, secretKeyRef, configMapKeyRef and fieldRef are supported`,
+      );
     }
   }
   return env;

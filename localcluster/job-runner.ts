@@ -58,7 +58,6 @@ import {
 import { spawnSupervised, type Supervised } from './process.ts';
 import { errorMessage } from '../src/errors.ts';
 
-
 /**
  * A container command run as a function in this process (see JobRunnerOptions.inProcess): `args` are the
  * words after the command's first one, $(VAR)-expanded; resolves with the exit code.
@@ -182,7 +181,8 @@ export class JobRunner extends EventEmitter {
       this.informers.set(namespace, informer);
     }
     this.log = options.logger ?? createLogger('job-runner');
-    for (const informer of this.informers.values()) informer.onError((err) => this.log.warn({ err: String(err) }, 'job watch failed; retrying with backoff'));
+    for (const informer of this.informers.values())
+      informer.onError((err) => this.log.warn({ err: String(err) }, 'job watch failed; retrying with backoff'));
     this.commands = { ...DEFAULT_COMMANDS, ...(options.commands ?? {}) };
   }
 
@@ -192,8 +192,11 @@ export class JobRunner extends EventEmitter {
     this.started = true;
     this.factory.start();
     await this.factory.waitForSync();
-    this.workers = runWorkers(this.queue, this.options.workers ?? 4, (key) => this.handle(key), (key, err, retryInMs) =>
-      this.log.warn({ err, job: key, retryInMs }, 'job runner failed to handle a job; retrying'),
+    this.workers = runWorkers(
+      this.queue,
+      this.options.workers ?? 4,
+      (key) => this.handle(key),
+      (key, err, retryInMs) => this.log.warn({ err, job: key, retryInMs }, 'job runner failed to handle a job; retrying'),
     );
     this.resyncTimer = setInterval(() => {
       for (const informer of this.informers.values()) for (const key of informer.keys()) this.queue.add(key);
@@ -229,7 +232,13 @@ export class JobRunner extends EventEmitter {
   /** Resolves with the Job's result once this runner finished it (rejects after timeoutMs). */
   waitFor(namespace: string, name: string, timeoutMs = 60_000): Promise<JobRunResult> {
     const key = `${namespace}/${name}`;
-    return this.until('finished', (r: JobRunResult) => (`${r.namespace}/${r.name}` === key ? r : undefined), this.results.get(key), timeoutMs, () => `job ${key} did not finish within ${timeoutMs} ms; output so far:\n${this.output(namespace, name)}`);
+    return this.until(
+      'finished',
+      (r: JobRunResult) => (`${r.namespace}/${r.name}` === key ? r : undefined),
+      this.results.get(key),
+      timeoutMs,
+      () => `job ${key} did not finish within ${timeoutMs} ms; output so far:\n${this.output(namespace, name)}`,
+    );
   }
 
   /**
@@ -238,11 +247,24 @@ export class JobRunner extends EventEmitter {
    */
   async waitForHandled(namespace: string, name: string, resourceVersion: string, timeoutMs = 10_000): Promise<void> {
     const key = `${namespace}/${name}`;
-    const match = (h: { key: string; resourceVersion: string }) => (h.key === key && h.resourceVersion === resourceVersion ? true : undefined);
-    await this.until('handled', match, this.handled.get(key) === resourceVersion || undefined, timeoutMs, () => `job ${key} at resourceVersion ${resourceVersion} not handled within ${timeoutMs} ms (last: ${this.handled.get(key)})`);
+    const match = (h: { key: string; resourceVersion: string }) =>
+      h.key === key && h.resourceVersion === resourceVersion ? true : undefined;
+    await this.until(
+      'handled',
+      match,
+      this.handled.get(key) === resourceVersion || undefined,
+      timeoutMs,
+      () => `job ${key} at resourceVersion ${resourceVersion} not handled within ${timeoutMs} ms (last: ${this.handled.get(key)})`,
+    );
   }
 
-  private until<E, T>(event: string, match: (e: E) => T | undefined, already: T | undefined, timeoutMs: number, failure: () => string): Promise<T> {
+  private until<E, T>(
+    event: string,
+    match: (e: E) => T | undefined,
+    already: T | undefined,
+    timeoutMs: number,
+    failure: () => string,
+  ): Promise<T> {
     if (already !== undefined) return Promise.resolve(already);
     return new Promise((resolve, reject) => {
       const listener = (e: E): void => {
@@ -299,7 +321,8 @@ export class JobRunner extends EventEmitter {
         return;
       case 'suspended':
         if (runningHere) this.stopRun(this.running.get(key)!, 'suspended');
-        else if (decision.markSuspended) await this.writeStatus(job, (fresh) => (fresh.spec.suspend ? suspendedStatus(fresh, new Date()) : null));
+        else if (decision.markSuspended)
+          await this.writeStatus(job, (fresh) => (fresh.spec.suspend ? suspendedStatus(fresh, new Date()) : null));
         return;
       case 'finalize':
         await this.finalizeIfStuck(key, job, decision.outcome);
@@ -330,7 +353,8 @@ export class JobRunner extends EventEmitter {
     }
     this.interimSince.delete(key);
     const counts = { succeeded: job.status?.succeeded ?? 0, failed: job.status?.failed ?? 0 };
-    if (await this.finish(job, outcome, counts, (fresh) => decideJobRun(fresh, false).kind === 'finalize')) this.record(job, outcome, null, 0);
+    if (await this.finish(job, outcome, counts, (fresh) => decideJobRun(fresh, false).kind === 'finalize'))
+      this.record(job, outcome, null, 0);
   }
 
   /** A started Job we do not run: never rerun it; fail it at its deadline like the job controller would. */
@@ -366,7 +390,11 @@ export class JobRunner extends EventEmitter {
       const status = compute(fresh);
       if (status === null) return undefined;
       try {
-        return await this.kube.patch<RunnerJob>({ ...ref, subresource: 'status' }, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status }, MERGE_PATCH);
+        return await this.kube.patch<RunnerJob>(
+          { ...ref, subresource: 'status' },
+          { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status },
+          MERGE_PATCH,
+        );
       } catch (err) {
         if (isNotFound(err)) return undefined;
         if (!isConflict(err)) throw err;
@@ -380,7 +408,12 @@ export class JobRunner extends EventEmitter {
    * Writes the two final status updates; false when there was nothing to finish (already finished,
    * being deleted, gone, or `still(fresh)` says the Job changed meanwhile).
    */
-  private async finish(job: RunnerJob, outcome: JobRunOutcome, counts: { succeeded: number; failed: number }, still: (fresh: RunnerJob) => boolean = () => true): Promise<boolean> {
+  private async finish(
+    job: RunnerJob,
+    outcome: JobRunOutcome,
+    counts: { succeeded: number; failed: number },
+    still: (fresh: RunnerJob) => boolean = () => true,
+  ): Promise<boolean> {
     const now = new Date();
     let second: Record<string, unknown> | undefined;
     const first = await this.writeStatus(job, (fresh) => {
@@ -391,7 +424,9 @@ export class JobRunner extends EventEmitter {
       return a;
     });
     if (!first || !second) return false;
-    await this.writeStatus(first, (fresh) => (decideJobRun(fresh, true).kind === 'finished' ? null : finishStatuses(fresh, outcome, counts, now)[1]));
+    await this.writeStatus(first, (fresh) =>
+      decideJobRun(fresh, true).kind === 'finished' ? null : finishStatuses(fresh, outcome, counts, now)[1],
+    );
     this.log.info({ job: objectKey(job), outcome, ...counts }, 'job finished');
     return true;
   }
@@ -414,7 +449,9 @@ export class JobRunner extends EventEmitter {
   // ---- running ----
 
   private async claimAndRun(key: ObjectKey, job: RunnerJob): Promise<void> {
-    const claimed = await this.writeStatus(job, (fresh) => (decideJobRun(fresh, false).kind === 'start' ? startStatus(fresh, new Date()) : null));
+    const claimed = await this.writeStatus(job, (fresh) =>
+      decideJobRun(fresh, false).kind === 'start' ? startStatus(fresh, new Date()) : null,
+    );
     if (!claimed) return; // someone else started it, or it changed: its next event decides
     this.waiting.delete(key);
     const run: Running = { uid: claimed.metadata.uid ?? '', abort: new AbortController(), done: Promise.resolve() };
@@ -533,7 +570,12 @@ export class JobRunner extends EventEmitter {
   }
 
   /** One attempt: the container's command in this process (`inProcess`) or as a local process. */
-  private async runContainer(key: ObjectKey, run: Running, container: RunnerJob['spec']['template']['spec']['containers'][number], env: Record<string, string>): Promise<number | null> {
+  private async runContainer(
+    key: ObjectKey,
+    run: Running,
+    container: RunnerJob['spec']['template']['spec']['containers'][number],
+    env: Record<string, string>,
+  ): Promise<number | null> {
     let command: { file: string; args: string[] };
     try {
       const words = localCommand(container, {}, env);
@@ -552,7 +594,13 @@ export class JobRunner extends EventEmitter {
     return this.spawnAttempt(key, run, command, env, container.workingDir);
   }
 
-  private async spawnAttempt(key: ObjectKey, run: Running, command: { file: string; args: string[] }, env: Record<string, string>, workingDir: string | undefined): Promise<number | null> {
+  private async spawnAttempt(
+    key: ObjectKey,
+    run: Running,
+    command: { file: string; args: string[] },
+    env: Record<string, string>,
+    workingDir: string | undefined,
+  ): Promise<number | null> {
     const cwd = workingDir && existsSync(workingDir) ? workingDir : (this.options.cwd ?? process.cwd());
     this.log.info({ job: key, command: command.file, args: command.args.length }, 'running job container locally');
     let proc: Supervised;

@@ -25,12 +25,7 @@ export const OWNER_KINDS: Record<string, Kind> = {
 };
 
 /** The kinds whose objects may be collected. */
-export const DEPENDENT_KINDS: Kind[] = [
-  RAYCLUSTERS,
-  JOBS,
-  PODS,
-  SERVICES,
-];
+export const DEPENDENT_KINDS: Kind[] = [RAYCLUSTERS, JOBS, PODS, SERVICES];
 
 const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;
 
@@ -121,7 +116,10 @@ export class OwnerGarbageCollector {
           const owners = obj.metadata?.ownerReferences ?? [];
           const gone = await Promise.all(owners.map((o) => this.ownerGone(namespace, o)));
           if (!gone.every(Boolean)) continue;
-          await this.kube.delete({ ...kind, namespace, name }, { propagationPolicy: 'Background', preconditions: { uid: obj.metadata?.uid } });
+          await this.kube.delete(
+            { ...kind, namespace, name },
+            { propagationPolicy: 'Background', preconditions: { uid: obj.metadata?.uid } },
+          );
           this.log.info({ kind: kind.plural, namespace, name }, 'owner gc: deleted an object whose owners are gone');
         } catch (err) {
           if (!isNotFound(err)) this.log.warn({ err: String(err), kind: kind.plural, namespace, name }, 'owner gc: delete failed');

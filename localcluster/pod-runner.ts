@@ -50,7 +50,6 @@ interface Running {
   headOf: string | undefined;
 }
 
-
 export class RayPodRunner {
   private readonly o: RayPodRunnerOptions;
   private readonly kube: KubeClient;
@@ -78,7 +77,12 @@ export class RayPodRunner {
     this.pods.on((_type, obj) => this.queue.add(objectKey(obj)));
     this.factory.start();
     await this.factory.waitForSync();
-    this.workers = runWorkers(this.queue, 4, (key) => this.handle(key), (key, err, retryInMs) => this.log.warn({ err: String(err), pod: key, retryInMs }, 'ray pod runner: failed; retrying'));
+    this.workers = runWorkers(
+      this.queue,
+      4,
+      (key) => this.handle(key),
+      (key, err, retryInMs) => this.log.warn({ err: String(err), pod: key, retryInMs }, 'ray pod runner: failed; retrying'),
+    );
   }
 
   async stop(): Promise<void> {
@@ -107,7 +111,15 @@ export class RayPodRunner {
       await here.proc.stop();
       this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
     }
-    if (!p || p.metadata.deletionTimestamp || this.running.has(key) || this.stopped || p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded') return;
+    if (
+      !p ||
+      p.metadata.deletionTimestamp ||
+      this.running.has(key) ||
+      this.stopped ||
+      p.status?.phase === 'Failed' ||
+      p.status?.phase === 'Succeeded'
+    )
+      return;
     if (p.status?.phase === 'Running') return; // another runner's (or a test's)
     await this.launch(key, p);
   }
@@ -122,7 +134,9 @@ export class RayPodRunner {
     const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${this.temp} --disable-usage-stats`;
     if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') {
       const [gcs, dashboard, client] = [await freePort(), this.o.dashboardPort ?? (await freePort()), await freePort()];
-      c.args = [`${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`];
+      c.args = [
+        `${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`,
+      ];
       this.heads.set(cluster, { gcs, dashboard });
       return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
     }
@@ -154,7 +168,8 @@ export class RayPodRunner {
       return;
     }
     const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups: this.lookups(), extraEnv: local.extraEnv });
-    const headOf = p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head' ? `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}` : undefined;
+    const headOf =
+      p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head' ? `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}` : undefined;
     this.running.set(key, { uid: p.metadata.uid ?? '', proc, headOf });
     this.log.info({ pod: key }, 'started a Ray pod as a local process');
     const ref = { ...PODS, namespace: p.metadata.namespace, name: p.metadata.name ?? '', subresource: 'status' };
@@ -164,7 +179,28 @@ export class RayPodRunner {
       if (ready || !/Ray runtime started/.test(proc.log())) return;
       ready = true;
       void this.kube
-        .patch(ref, { status: { phase: 'Running', podIP: '127.0.0.1', hostIP: '127.0.0.1', conditions: [{ type: 'Ready', status: 'True' }], containerStatuses: [{ name, ready: true, restartCount: 0, image: '', imageID: '', state: { running: { startedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') } } }] } }, MERGE_PATCH)
+        .patch(
+          ref,
+          {
+            status: {
+              phase: 'Running',
+              podIP: '127.0.0.1',
+              hostIP: '127.0.0.1',
+              conditions: [{ type: 'Ready', status: 'True' }],
+              containerStatuses: [
+                {
+                  name,
+                  ready: true,
+                  restartCount: 0,
+                  image: '',
+                  imageID: '',
+                  state: { running: { startedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') } },
+                },
+              ],
+            },
+          },
+          MERGE_PATCH,
+        )
         .catch((err: unknown) => this.log.warn({ err: String(err), pod: key }, 'could not mark the pod ready'));
     };
     proc.proc.stdout!.on('data', onData);
@@ -174,7 +210,26 @@ export class RayPodRunner {
       this.running.delete(key);
       this.log.warn({ pod: key, code, output: proc.log().slice(-1000) }, 'a Ray pod process ended');
       void this.kube
-        .patch(ref, { status: { phase: 'Failed', conditions: [{ type: 'Ready', status: 'False' }], containerStatuses: [{ name, ready: false, restartCount: 0, image: '', imageID: '', state: { terminated: { exitCode: code ?? 137, reason: 'Error' } } }] } }, MERGE_PATCH)
+        .patch(
+          ref,
+          {
+            status: {
+              phase: 'Failed',
+              conditions: [{ type: 'Ready', status: 'False' }],
+              containerStatuses: [
+                {
+                  name,
+                  ready: false,
+                  restartCount: 0,
+                  image: '',
+                  imageID: '',
+                  state: { terminated: { exitCode: code ?? 137, reason: 'Error' } },
+                },
+              ],
+            },
+          },
+          MERGE_PATCH,
+        )
         .catch(() => undefined);
     });
   }

@@ -166,10 +166,14 @@ export async function terminate(targets: number[], graceMs = 5000): Promise<void
  * (it leads its own process group).
  */
 export function startWatchdog(watchPid: number, targets: number[], graceSeconds: number, removeDir = ''): number | undefined {
-  const dog = spawn('sh', ['-c', WATCHDOG, 'raykeeper-watchdog', String(watchPid), String(graceSeconds), removeDir, ...targets.map(String)], {
-    detached: true, // own group: a Ctrl-C to ours must not kill the watchdog before it is needed
-    stdio: 'ignore',
-  });
+  const dog = spawn(
+    'sh',
+    ['-c', WATCHDOG, 'raykeeper-watchdog', String(watchPid), String(graceSeconds), removeDir, ...targets.map(String)],
+    {
+      detached: true, // own group: a Ctrl-C to ours must not kill the watchdog before it is needed
+      stdio: 'ignore',
+    },
+  );
   dog.on('error', () => {});
   dog.unref();
   return dog.pid;

@@ -47,14 +47,23 @@ function mapHosts(s: string, hosts: string[]): string {
 /** Starts the pod's Ray container as a local process group. */
 export async function startRayPod(pod: Pod, options: RayPodOptions): Promise<RayPodProcess> {
   const container = pod.spec?.containers[0];
-  if (!container?.command || container.command.length === 0) throw new Error('the Ray container has no command (built by src/raycluster/pods.ts?)');
+  if (!container?.command || container.command.length === 0)
+    throw new Error('the Ray container has no command (built by src/raycluster/pods.ts?)');
   const hosts = options.hosts ?? [];
   const resolved = await resolveEnv(container as unknown as JobContainer, localPodOf(pod), options.lookups);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(resolved)) env[k] = mapHosts(v, hosts);
-  const base = { PATH: `${dirname(options.ray.ray)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: process.env.HOME ?? '/tmp', LANG: process.env.LANG ?? 'C.UTF-8' };
+  const base = {
+    PATH: `${dirname(options.ray.ray)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    HOME: process.env.HOME ?? '/tmp',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+  };
   const argv = [...container.command, ...(container.args ?? [])].map((a) => mapHosts(a, hosts));
-  const proc = spawn(argv[0]!, argv.slice(1), { env: { ...base, ...env, ...(options.extraEnv ?? {}) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const proc = spawn(argv[0]!, argv.slice(1), {
+    env: { ...base, ...env, ...(options.extraEnv ?? {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));

@@ -25,9 +25,11 @@ export function findRay(env: NodeJS.ProcessEnv = process.env): RayInstall | { mi
   } else {
     ray = spawnSync('/bin/sh', ['-c', 'command -v ray'], { encoding: 'utf8' }).stdout.trim() || undefined;
   }
-  if (!ray) return { missing: `Ray is not installed (no RAYKEEPER_RAY, no ${venv}, no ray on PATH): run bash tools/setup.sh (it installs Ray)` };
+  if (!ray)
+    return { missing: `Ray is not installed (no RAYKEEPER_RAY, no ${venv}, no ray on PATH): run bash tools/setup.sh (it installs Ray)` };
   const version = spawnSync(ray, ['--version'], { encoding: 'utf8', timeout: 60_000 });
-  if (version.status !== 0) return { missing: `\`${ray} --version\` failed: ${(version.stderr || version.stdout || '').trim().split('\n').at(-1)}` };
+  if (version.status !== 0)
+    return { missing: `\`${ray} --version\` failed: ${(version.stderr || version.stdout || '').trim().split('\n').at(-1)}` };
   const first = readFileSync(ray, 'utf8').split('\n', 1)[0] ?? '';
   const python = first.startsWith('#!') ? first.slice(2).trim().split(/\s+/)[0]! : 'python3';
   return { ray, python };
@@ -77,7 +79,13 @@ export async function exitedOnStartTimeout(head: ChildProcess, log: () => string
  * start-up timeout (exitedOnStartTimeout); any other exit, or no readiness within `limitMs`, throws with
  * the end of its log.
  */
-export async function waitForRayStart(proc: ChildProcess, log: () => string, ready: () => Promise<boolean>, limitMs: number, what: string): Promise<'ready' | 'retry'> {
+export async function waitForRayStart(
+  proc: ChildProcess,
+  log: () => string,
+  ready: () => Promise<boolean>,
+  limitMs: number,
+  what: string,
+): Promise<'ready' | 'retry'> {
   const started = Date.now();
   while (!(await ready())) {
     if (proc.exitCode !== null) {
@@ -109,7 +117,14 @@ export async function stopRay(head: ChildProcess): Promise<void> {
     }
   }
   const until = Date.now() + 15_000;
-  while (pids.some((p) => spawnSync('kill', ['-0', String(p)]).status === 0 && !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout)) && Date.now() < until) {
+  while (
+    pids.some(
+      (p) =>
+        spawnSync('kill', ['-0', String(p)]).status === 0 &&
+        !/Z/.test(spawnSync('ps', ['-o', 'stat=', '-p', String(p)], { encoding: 'utf8' }).stdout),
+    ) &&
+    Date.now() < until
+  ) {
     await sleep(200);
   }
 }

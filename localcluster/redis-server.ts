@@ -74,7 +74,13 @@ export function redisServerMissing(): string | undefined {
 }
 
 /** Resolves when 127.0.0.1:port answers PING (any reply, even -NOAUTH, means it is up); TLS: accepts TCP. */
-export async function waitForRedis(port: number, tls: boolean, timeoutMs: number, alive: () => boolean = () => true, host = '127.0.0.1'): Promise<void> {
+export async function waitForRedis(
+  port: number,
+  tls: boolean,
+  timeoutMs: number,
+  alive: () => boolean = () => true,
+  host = '127.0.0.1',
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (!alive()) throw new Error('redis-server exited during start-up');
@@ -273,7 +279,11 @@ export async function startRedisCluster(count = 3, options: Pick<RedisServerOpti
     }
     const env = { ...process.env };
     if (options.password !== undefined) env.REDISCLI_AUTH = options.password;
-    const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', env, timeout: 30_000 });
+    const create = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { encoding: 'utf8', env, timeout: 30_000 },
+    );
     if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
     const until = Date.now() + 20_000;
     for (const n of nodes) {

@@ -12,6 +12,7 @@ export function oneLine(text: string, secrets: (string | undefined)[] = [], max 
 export function errorMessage(err: unknown): string {
   const text = err instanceof Error ? err.message || err.name : String(err);
   const ssl = /[0-9A-F]+:error:[0-9A-F]+:SSL routines:[^:]*:([^:]+)(?::[^:\s]*:\d+:(?:SSL alert number (\d+))?)?/.exec(text);
-  if (ssl) return `${text.slice(0, ssl.index)}TLS handshake failed: ${ssl[1]}${ssl[2] ? ` (alert ${ssl[2]})` : ''}${text.slice(ssl.index + ssl[0].length)}`;
+  if (ssl)
+    return `${text.slice(0, ssl.index)}TLS handshake failed: ${ssl[1]}${ssl[2] ? ` (alert ${ssl[2]})` : ''}${text.slice(ssl.index + ssl[0].length)}`;
   return text;
 }

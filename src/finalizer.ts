@@ -74,5 +74,8 @@ export interface Refusal {
  * only a cached projection of it).
  */
 export function finalizerRejectedMessage(change: FinalizerChange, finalizer: string, refusal: Refusal, objects: unknown): string {
-  return maskInlineSecrets(`Cannot ${change} finalizer ${finalizer}: the API server refused the change (${refusal.statusCode} ${refusal.reason ?? ''}): ${refusal.message}. Retrying with backoff until it is allowed.`, objects);
+  return maskInlineSecrets(
+    `Cannot ${change} finalizer ${finalizer}: the API server refused the change (${refusal.statusCode} ${refusal.reason ?? ''}): ${refusal.message}. Retrying with backoff until it is allowed.`,
+    objects,
+  );
 }

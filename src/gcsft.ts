@@ -63,7 +63,11 @@ export function usesRedisBackend(obj: FtSubject): boolean {
 export function gcsFtFinalizerRule(obj: FtSubject): { wanted: true } | { wanted: false; reason: string } {
   if (!usesRedisBackend(obj)) return { wanted: false, reason: 'no GCS FT with Redis' };
   if (isManagedExternally(obj)) return { wanted: false, reason: 'spec.managedBy names another controller' };
-  if (gcsFtMode(obj) === 'both') return { wanted: false, reason: 'both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set (KubeRay rejects it)' };
+  if (gcsFtMode(obj) === 'both')
+    return {
+      wanted: false,
+      reason: 'both the ray.io/ft-enabled annotation and spec.gcsFaultToleranceOptions are set (KubeRay rejects it)',
+    };
   return { wanted: true };
 }
 

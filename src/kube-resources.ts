@@ -16,6 +16,18 @@ export const CONFIGMAPS = { version: 'v1', plural: 'configmaps' } as const satis
 export const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const satisfies ResourceRef;
 export const SERVICEACCOUNTS = { version: 'v1', plural: 'serviceaccounts' } as const satisfies ResourceRef;
 export const LEASES = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const satisfies ResourceRef;
-export const MUTATING_WEBHOOK_CONFIGURATIONS = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations' } as const satisfies ResourceRef;
-export const VALIDATING_ADMISSION_POLICIES = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicies' } as const satisfies ResourceRef;
-export const VALIDATING_ADMISSION_POLICY_BINDINGS = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'validatingadmissionpolicybindings' } as const satisfies ResourceRef;
+export const MUTATING_WEBHOOK_CONFIGURATIONS = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'mutatingwebhookconfigurations',
+} as const satisfies ResourceRef;
+export const VALIDATING_ADMISSION_POLICIES = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingadmissionpolicies',
+} as const satisfies ResourceRef;
+export const VALIDATING_ADMISSION_POLICY_BINDINGS = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingadmissionpolicybindings',
+} as const satisfies ResourceRef;

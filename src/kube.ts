@@ -100,7 +100,12 @@ export const isForbidden = (err: unknown): boolean => code(err) === 403;
 export function isPatchTestFailed(err: unknown): boolean {
   if (!(err instanceof KubeApiError) || err.statusCode !== 422) return false;
   const s = err.status;
-  return s?.reason === 'Invalid' && (s.message ?? '').startsWith(PATCH_NOT_APPLICABLE) && !s.details?.name && (s.details?.causes ?? []).length === 0;
+  return (
+    s?.reason === 'Invalid' &&
+    (s.message ?? '').startsWith(PATCH_NOT_APPLICABLE) &&
+    !s.details?.name &&
+    (s.details?.causes ?? []).length === 0
+  );
 }
 const PATCH_NOT_APPLICABLE = 'the server rejected our request due to an error in our request';
 /** 422 refusing the change itself (validation, CEL rules, admission policy), not a failed patch `test`. */
@@ -109,7 +114,10 @@ export const isInvalid = (err: unknown): boolean => code(err) === 422 && !isPatc
 export function isNamespaceTerminating(err: unknown): boolean {
   if (!(err instanceof KubeApiError) || err.statusCode !== 403) return false;
   const causes = err.status?.details?.causes ?? [];
-  return causes.some((c) => c.reason === 'NamespaceTerminating' || c.type === 'NamespaceTerminating') || /because it is being terminated/i.test(err.status?.message ?? '');
+  return (
+    causes.some((c) => c.reason === 'NamespaceTerminating' || c.type === 'NamespaceTerminating') ||
+    /because it is being terminated/i.test(err.status?.message ?? '')
+  );
 }
 
 /** Calls `fn` once `socket` is connected (TLS: handshake done; `alpnProtocol` is null until then), at once if it is. */
@@ -200,7 +208,14 @@ export class KubeClient {
   private readonly defaultTimeoutMs: number;
   /** Sent as `fieldManager` on every write unless the request's query names one; '' sends none. */
   readonly fieldManager: string;
-  private pool: Pool = { material: undefined, materialAt: 0, agent: undefined, agentKey: '', requestCounts: new Map(), fencedCounts: new Map() };
+  private pool: Pool = {
+    material: undefined,
+    materialAt: 0,
+    agent: undefined,
+    agentKey: '',
+    requestCounts: new Map(),
+    fencedCounts: new Map(),
+  };
   private writeGuard: WriteGuard | undefined;
 
   constructor(kubeConfig: KubeCredentials, options: { timeoutMs?: number; fieldManager?: string } = {}) {
@@ -252,7 +267,8 @@ export class KubeClient {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v);
         const user = this.kubeConfig.getCurrentUser();
-        if (user?.username && user.password) headers.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
+        if (user?.username && user.password)
+          headers.Authorization = `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}`;
         return {
           ca: opts.ca as Buffer | undefined,
           cert: opts.cert as Buffer | undefined,
@@ -270,7 +286,9 @@ export class KubeClient {
   }
 
   private agentFor(m: TlsMaterial): HttpsAgent | HttpAgent {
-    const key = [m.ca, m.cert, m.key].map((b) => (b === undefined ? '' : b.toString().length + ':' + b.toString().slice(-64))).join('|') + `|${m.rejectUnauthorized}|${m.servername}`;
+    const key =
+      [m.ca, m.cert, m.key].map((b) => (b === undefined ? '' : b.toString().length + ':' + b.toString().slice(-64))).join('|') +
+      `|${m.rejectUnauthorized}|${m.servername}`;
     const pool = this.pool;
     if (pool.agent && key === pool.agentKey) return pool.agent;
     pool.agent?.destroy();
@@ -313,7 +331,8 @@ export class KubeClient {
     const url = this.url(path);
     if (WRITES.has(method) && this.fieldManager !== '') url.searchParams.set('fieldManager', this.fieldManager);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const payload = options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
+    const payload =
+      options.body === undefined ? undefined : Buffer.from(typeof options.body === 'string' ? options.body : JSON.stringify(options.body));
     const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', ...m.headers };
     if (payload) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
@@ -376,7 +395,13 @@ export class KubeClient {
    * KubeApiError for a non-200 answer), or an error named `TimeoutError` after `inactivityMs` without a
    * byte (client-node's Watch has the same 30 s rule; bookmarks keep a healthy watch talking).
    */
-  async watch<T = unknown>(path: string, query: Record<string, string | number | boolean | undefined>, onEvent: (type: string, obj: T) => void, onDone: (err: Error | null) => void, inactivityMs = 30_000): Promise<WatchHandle> {
+  async watch<T = unknown>(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (type: string, obj: T) => void,
+    onDone: (err: Error | null) => void,
+    inactivityMs = 30_000,
+  ): Promise<WatchHandle> {
     const m = await this.tls();
     const url = this.url(path);
     url.searchParams.set('watch', 'true');
@@ -397,53 +422,60 @@ export class KubeClient {
     };
     const arm = (): void => {
       clearTimeout(timer);
-      timer = setTimeout(() => finish(Object.assign(new Error(`WATCH ${url.pathname}: nothing received for ${inactivityMs} ms`), { name: 'TimeoutError' })), inactivityMs);
+      timer = setTimeout(
+        () => finish(Object.assign(new Error(`WATCH ${url.pathname}: nothing received for ${inactivityMs} ms`), { name: 'TimeoutError' })),
+        inactivityMs,
+      );
       timer.unref();
     };
-    req = send(url, { method: 'GET', headers: { Accept: 'application/json', ...m.headers }, agent: this.agentFor(m) }, (res: IncomingMessage) => {
-      const statusCode = res.statusCode ?? 0;
-      const countKey = `WATCH ${statusCode}`;
-      this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
-      res.setEncoding('utf8');
-      let pending = '';
-      if (statusCode !== 200) {
-        if (statusCode === 401) this.pool.materialAt = 0;
-        res.on('data', (c: string) => (pending += c));
-        res.on('end', () => {
-          let status: KubeStatus | undefined;
-          try {
-            status = JSON.parse(pending) as KubeStatus;
-          } catch {
-            status = undefined;
-          }
-          finish(new KubeApiError('WATCH', url.pathname, statusCode, status, pending));
-        });
-        res.on('error', (e) => finish(e));
-        return;
-      }
-      arm();
-      res.on('data', (chunk: string) => {
-        arm();
-        pending += chunk;
-        let start = 0;
-        for (let nl = pending.indexOf('\n'); nl >= 0 && !finished; nl = pending.indexOf('\n', start)) {
-          const line = pending.slice(start, nl);
-          start = nl + 1;
-          if (line.trim() === '') continue;
-          let event: { type?: string; object?: T };
-          try {
-            event = JSON.parse(line) as { type?: string; object?: T };
-          } catch {
-            continue; // client-node's Watch skips unparsable lines too
-          }
-          onEvent(event.type ?? '', event.object as T);
+    req = send(
+      url,
+      { method: 'GET', headers: { Accept: 'application/json', ...m.headers }, agent: this.agentFor(m) },
+      (res: IncomingMessage) => {
+        const statusCode = res.statusCode ?? 0;
+        const countKey = `WATCH ${statusCode}`;
+        this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
+        res.setEncoding('utf8');
+        let pending = '';
+        if (statusCode !== 200) {
+          if (statusCode === 401) this.pool.materialAt = 0;
+          res.on('data', (c: string) => (pending += c));
+          res.on('end', () => {
+            let status: KubeStatus | undefined;
+            try {
+              status = JSON.parse(pending) as KubeStatus;
+            } catch {
+              status = undefined;
+            }
+            finish(new KubeApiError('WATCH', url.pathname, statusCode, status, pending));
+          });
+          res.on('error', (e) => finish(e));
+          return;
         }
-        pending = pending.slice(start);
-      });
-      res.on('end', () => finish(null));
-      res.on('error', (e) => finish(e));
-      res.on('close', () => finish(null));
-    });
+        arm();
+        res.on('data', (chunk: string) => {
+          arm();
+          pending += chunk;
+          let start = 0;
+          for (let nl = pending.indexOf('\n'); nl >= 0 && !finished; nl = pending.indexOf('\n', start)) {
+            const line = pending.slice(start, nl);
+            start = nl + 1;
+            if (line.trim() === '') continue;
+            let event: { type?: string; object?: T };
+            try {
+              event = JSON.parse(line) as { type?: string; object?: T };
+            } catch {
+              continue; // client-node's Watch skips unparsable lines too
+            }
+            onEvent(event.type ?? '', event.object as T);
+          }
+          pending = pending.slice(start);
+        });
+        res.on('end', () => finish(null));
+        res.on('error', (e) => finish(e));
+        res.on('close', () => finish(null));
+      },
+    );
     req.on('error', (e) => finish(e));
     arm();
     req.end();
@@ -465,17 +497,29 @@ export class KubeClient {
   }
 
   /** Lists a collection, following `continue` pages; returns items and the list's resourceVersion. */
-  async list<T = unknown>(ref: ResourceRef, options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal; map?: (item: T) => T } = {}): Promise<ListResult<T>> {
+  async list<T = unknown>(
+    ref: ResourceRef,
+    options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal; map?: (item: T) => T } = {},
+  ): Promise<ListResult<T>> {
     const items: T[] = [];
     const map = options.map;
     let cont: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.request<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>('GET', resourcePath({ ...ref, name: undefined } as ResourceRef), {
-        query: { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector, limit: options.limit ?? 500, continue: cont },
-        signal: options.signal,
-        timeoutMs: 120_000,
-      });
+      const page = await this.request<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+        'GET',
+        resourcePath({ ...ref, name: undefined } as ResourceRef),
+        {
+          query: {
+            labelSelector: options.labelSelector,
+            fieldSelector: options.fieldSelector,
+            limit: options.limit ?? 500,
+            continue: cont,
+          },
+          signal: options.signal,
+          timeoutMs: 120_000,
+        },
+      );
       // Mapped page by page: a big list never holds more than one page of full objects.
       for (const item of page.items ?? []) items.push(map ? map(item) : item);
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
@@ -486,7 +530,10 @@ export class KubeClient {
 
   /** POST to the collection, or to an object's subresource when `subresource` is set (e.g. a ServiceAccount's token). */
   create<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), { ...options, body });
+    return this.request<T>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), {
+      ...options,
+      body,
+    });
   }
 
   /** PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). */
@@ -499,7 +546,15 @@ export class KubeClient {
   }
 
   /** DELETE; 404 counts as success (returns false). Preconditions guard against deleting a newer object. */
-  async delete(ref: ResourceRef, options: { propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; preconditions?: { uid?: string; resourceVersion?: string }; gracePeriodSeconds?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+  async delete(
+    ref: ResourceRef,
+    options: {
+      propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+      preconditions?: { uid?: string; resourceVersion?: string };
+      gracePeriodSeconds?: number;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<boolean> {
     const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
     if (options.propagationPolicy) body.propagationPolicy = options.propagationPolicy;
     if (options.preconditions) body.preconditions = options.preconditions;

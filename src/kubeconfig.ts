@@ -91,7 +91,9 @@ export class SlimKubeConfig implements KubeCredentials {
     this.loadFromString(readFileSync(file, 'utf8'));
     const root = dirname(file);
     this.clusters = this.clusters.map((c) => (c.caFile ? { ...c, caFile: absolute(root, c.caFile) } : c));
-    this.users = this.users.map((u) => (u.certFile || u.keyFile ? { ...u, certFile: absolute(root, u.certFile), keyFile: absolute(root, u.keyFile) } : u));
+    this.users = this.users.map((u) =>
+      u.certFile || u.keyFile ? { ...u, certFile: absolute(root, u.certFile), keyFile: absolute(root, u.keyFile) } : u,
+    );
   }
 
   /** The pod's service account (client-node's loadFromCluster); `pathPrefix` is for tests. */
@@ -101,10 +103,14 @@ export class SlimKubeConfig implements KubeCredentials {
     const scheme = port === '80' || port === '8080' || port === '8001' ? 'http' : 'https';
     const server = `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
     this.clusters = [{ name: 'inCluster', caFile: `${pathPrefix}${SERVICEACCOUNT_ROOT}/ca.crt`, server, skipTLSVerify: false }];
-    this.users = [{ name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile: `${pathPrefix}${SERVICEACCOUNT_ROOT}/token` } } }];
+    this.users = [
+      { name: 'inClusterUser', authProvider: { name: 'tokenFile', config: { tokenFile: `${pathPrefix}${SERVICEACCOUNT_ROOT}/token` } } },
+    ];
     const namespaceFile = `${pathPrefix}${SERVICEACCOUNT_ROOT}/namespace`;
     const namespace = exists(namespaceFile) ? readFileSync(namespaceFile, 'utf8') : undefined;
-    this.contexts = [{ cluster: 'inCluster', name: 'inClusterContext', user: 'inClusterUser', ...(namespace !== undefined ? { namespace } : {}) }];
+    this.contexts = [
+      { cluster: 'inCluster', name: 'inClusterContext', user: 'inClusterUser', ...(namespace !== undefined ? { namespace } : {}) },
+    ];
     this.currentContext = 'inClusterContext';
   }
 

@@ -29,7 +29,10 @@ export function createMetricsRegistry(prefix = 'raykeeper_', options: MetricsReg
   // The same collectors collectDefaultMetrics runs (its own list), with its defaults, less one.
   for (const name of collectDefaultMetrics.metricsList) {
     if (name === GC_COLLECTOR) continue;
-    (requireCollector(`prom-client/lib/metrics/${name}.js`) as DefaultCollector)(registry, { prefix, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+    (requireCollector(`prom-client/lib/metrics/${name}.js`) as DefaultCollector)(registry, {
+      prefix,
+      eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS,
+    });
   }
   return registry;
 }
@@ -39,13 +42,24 @@ export function createMetricsRegistry(prefix = 'raykeeper_', options: MetricsReg
  * (a second instance, a restart within one process) counts on in the same series instead of failing to
  * register twice. No registry: a counter registered nowhere.
  */
-export function sharedCounter<L extends string = string>(registry: Registry | undefined, config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
-  return (registry?.getSingleMetric(config.name) as Counter<L> | undefined) ?? new Counter<L>({ ...config, registers: registry ? [registry] : [] });
+export function sharedCounter<L extends string = string>(
+  registry: Registry | undefined,
+  config: Omit<CounterConfiguration<L>, 'registers'>,
+): Counter<L> {
+  return (
+    (registry?.getSingleMetric(config.name) as Counter<L> | undefined) ??
+    new Counter<L>({ ...config, registers: registry ? [registry] : [] })
+  );
 }
 
 /** The gauge `name` of `registry`, created on first use (see sharedCounter). */
-export function sharedGauge<L extends string = string>(registry: Registry | undefined, config: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
-  return (registry?.getSingleMetric(config.name) as Gauge<L> | undefined) ?? new Gauge<L>({ ...config, registers: registry ? [registry] : [] });
+export function sharedGauge<L extends string = string>(
+  registry: Registry | undefined,
+  config: Omit<GaugeConfiguration<L>, 'registers'>,
+): Gauge<L> {
+  return (
+    (registry?.getSingleMetric(config.name) as Gauge<L> | undefined) ?? new Gauge<L>({ ...config, registers: registry ? [registry] : [] })
+  );
 }
 
 export type { Registry };

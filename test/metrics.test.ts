@@ -16,7 +16,10 @@ t.test('without gcDurations: the same default metrics less the GC histogram', as
   const lean = await names(createMetricsRegistry(undefined, { gcDurations: false }));
   t.ok(all.includes(GC_DURATIONS), 'the full set has the GC histogram');
   t.ok(all.length > 10, `the full set has prom-client's default metrics (${all.length})`);
-  t.same(lean, all.filter((n) => n !== GC_DURATIONS));
+  t.same(
+    lean,
+    all.filter((n) => n !== GC_DURATIONS),
+  );
 });
 
 t.test("the webhook's /metrics: process and event-loop metrics, no GC histogram", async (t) => {

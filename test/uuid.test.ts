@@ -20,7 +20,14 @@ t.test('5000 UUIDs (several pool refills): version 4 text, all distinct', async 
 t.test('each random hex position takes many values (no stuck bytes)', async (t) => {
   const values = Array.from({ length: 36 }, () => new Set<string>());
   for (let i = 0; i < 2000; i++) [...randomUuid()].forEach((c, at) => values[at]!.add(c));
-  const fixed = new Map([[8, 1], [13, 1], [14, 1], [18, 1], [19, 4], [23, 1]]);
+  const fixed = new Map([
+    [8, 1],
+    [13, 1],
+    [14, 1],
+    [18, 1],
+    [19, 4],
+    [23, 1],
+  ]);
   for (let at = 0; at < 36; at++) {
     const expected = fixed.get(at) ?? 16;
     t.equal(values[at]!.size, expected, `position ${at} takes ${expected} values`);

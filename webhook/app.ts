@@ -117,7 +117,11 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   };
 
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  const budget = new ByteBudget({ capacity: options.bodyBudget ?? DEFAULT_BODY_BUDGET, maxWaitMs: options.bodyWaitMs ?? DEFAULT_BODY_WAIT_MS, maxWaiters: DEFAULT_BODY_WAITERS });
+  const budget = new ByteBudget({
+    capacity: options.bodyBudget ?? DEFAULT_BODY_BUDGET,
+    maxWaitMs: options.bodyWaitMs ?? DEFAULT_BODY_WAIT_MS,
+    maxWaiters: DEFAULT_BODY_WAITERS,
+  });
   const metrics: WebhookMetrics = createWebhookMetrics(registry, budget);
   const record = metrics.record;
 
@@ -131,7 +135,10 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         record.error(resource, 'overloaded');
         record.request(resource, 'invalid', waitedMs / 1000);
       }
-      logger.warn({ resource, bytesInFlight: budget.used, waiting: budget.waiting }, 'admission request refused: too many request bytes in flight');
+      logger.warn(
+        { resource, bytesInFlight: budget.used, waiting: budget.waiting },
+        'admission request refused: too many request bytes in flight',
+      );
       const message = `the webhook is at its limit of ${budget.capacity} request bytes in flight; retry`;
       return denied(DEFAULT_ADMISSION_API_VERSION, undefined, 503, message);
     },
@@ -183,7 +190,12 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     if (text.length >= CONTAINER_SCAN_THRESHOLD) {
       const containers = jsonContainerCount(text);
       if (containers > MAX_JSON_CONTAINERS) {
-        return done(new TooManyContainersError(`the body holds ${containers} JSON objects and arrays, more than the ${MAX_JSON_CONTAINERS} any storable object has`), undefined);
+        return done(
+          new TooManyContainersError(
+            `the body holds ${containers} JSON objects and arrays, more than the ${MAX_JSON_CONTAINERS} any storable object has`,
+          ),
+          undefined,
+        );
       }
     }
     try {
@@ -224,7 +236,10 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         } else if (outcome.patch.length > 0) {
           record.patched(resource, operation);
           if (logger.isLevelEnabled('debug')) {
-            logger.debug({ ...admissionContext(target, outcome), changes: outcome.changes, warnings: outcome.warnings }, 'admission patched');
+            logger.debug(
+              { ...admissionContext(target, outcome), changes: outcome.changes, warnings: outcome.warnings },
+              'admission patched',
+            );
           }
         } else if (outcome.warnings.length > 0 && logger.isLevelEnabled('debug')) {
           logger.debug({ ...admissionContext(target, outcome), warnings: outcome.warnings }, 'admission allowed with warnings');

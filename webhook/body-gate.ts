@@ -92,7 +92,12 @@ export class BodyGate {
   /** 503 before the body is read (no uid is known yet); the connection closes so the body is never read. */
   #refuse(resource: Resource | undefined, res: ServerResponse, waitedMs: number): void {
     const body = answerJson(this.#o.refuse(resource, waitedMs));
-    res.writeHead(503, { 'content-type': ANSWER_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), connection: 'close', 'retry-after': '1' });
+    res.writeHead(503, {
+      'content-type': ANSWER_CONTENT_TYPE,
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+      'retry-after': '1',
+    });
     res.end(body);
   }
 }

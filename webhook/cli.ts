@@ -60,11 +60,19 @@ export async function run(argv: string[]): Promise<number> {
   }
   const drainSeconds = values['drain-seconds'] === undefined ? 0 : Number(values['drain-seconds']);
   if (!Number.isInteger(drainSeconds) || drainSeconds < 0 || drainSeconds > 60) {
-    process.stderr.write(`raykeeper webhook: --drain-seconds must be a whole number from 0 to 60, got ${JSON.stringify(values['drain-seconds'])}\n`);
+    process.stderr.write(
+      `raykeeper webhook: --drain-seconds must be a whole number from 0 to 60, got ${JSON.stringify(values['drain-seconds'])}\n`,
+    );
     return 2;
   }
   try {
-    await runWebhook({ certFile: values.cert!, keyFile: values.key!, host: values.host ?? DEFAULT_WEBHOOK_HOST, port, drainMs: drainSeconds * 1000 });
+    await runWebhook({
+      certFile: values.cert!,
+      keyFile: values.key!,
+      host: values.host ?? DEFAULT_WEBHOOK_HOST,
+      port,
+      drainMs: drainSeconds * 1000,
+    });
   } catch (err) {
     process.stderr.write(`raykeeper webhook: ${errorMessage(err)}\n`);
     return 1;

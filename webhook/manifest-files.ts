@@ -41,4 +41,3 @@ export async function manifestSources(path: string, recursive: boolean, stdin: (
   const files = info.isDirectory() ? await filesIn(path, recursive) : [path];
   return files.map((file) => ({ name: file, text: () => readFile(file, 'utf8') }));
 }
-

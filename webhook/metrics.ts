@@ -10,7 +10,15 @@ export type Resource = (typeof RESOURCES)[number];
 /** Admission operations, and "invalid" when the request could not be read. */
 export const METRIC_OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', 'invalid'] as const;
 export type MetricOperation = (typeof METRIC_OPERATIONS)[number];
-export const ERROR_REASONS = ['invalid_review', 'internal', 'invalid_json', 'body_too_large', 'unsupported_media_type', 'overloaded', 'other'] as const;
+export const ERROR_REASONS = [
+  'invalid_review',
+  'internal',
+  'invalid_json',
+  'body_too_large',
+  'unsupported_media_type',
+  'overloaded',
+  'other',
+] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as const;
@@ -133,9 +141,33 @@ export function createWebhookMetrics(registry: Registry, inFlight: InFlight): We
   const requests = new Float64Array(R * O);
   const patches = new Float64Array(R * O);
   const errors = new Float64Array(R * E);
-  tableCounter(registry, 'raykeeper_webhook_requests_total', 'Admission requests answered, by resource and operation (operation "invalid" when unreadable).', ['resource', 'operation'], RESOURCES, METRIC_OPERATIONS, requests);
-  tableCounter(registry, 'raykeeper_webhook_patches_total', 'Admission answers that carried a JSON patch.', ['resource', 'operation'], RESOURCES, METRIC_OPERATIONS, patches);
-  tableCounter(registry, 'raykeeper_webhook_errors_total', 'Admission requests refused because of bad input or an internal error, by reason.', ['resource', 'reason'], RESOURCES, ERROR_REASONS, errors);
+  tableCounter(
+    registry,
+    'raykeeper_webhook_requests_total',
+    'Admission requests answered, by resource and operation (operation "invalid" when unreadable).',
+    ['resource', 'operation'],
+    RESOURCES,
+    METRIC_OPERATIONS,
+    requests,
+  );
+  tableCounter(
+    registry,
+    'raykeeper_webhook_patches_total',
+    'Admission answers that carried a JSON patch.',
+    ['resource', 'operation'],
+    RESOURCES,
+    METRIC_OPERATIONS,
+    patches,
+  );
+  tableCounter(
+    registry,
+    'raykeeper_webhook_errors_total',
+    'Admission requests refused because of bad input or an internal error, by reason.',
+    ['resource', 'reason'],
+    RESOURCES,
+    ERROR_REASONS,
+    errors,
+  );
   const duration = new DurationHistogram();
   registry.registerMetric(duration as never);
 

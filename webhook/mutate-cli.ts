@@ -51,10 +51,16 @@ function print(results: Array<Extract<DocumentResult, { kind: 'object' }>>, outp
       return results.map((r) => stringify(r.stored, { lineWidth: 0 })).join('---\n');
     case 'json':
       return (
-        JSON.stringify(results.length === 1 ? results[0]!.stored : { apiVersion: 'v1', kind: 'List', items: results.map((r) => r.stored) }, null, 2) + '\n'
+        JSON.stringify(
+          results.length === 1 ? results[0]!.stored : { apiVersion: 'v1', kind: 'List', items: results.map((r) => r.stored) },
+          null,
+          2,
+        ) + '\n'
       );
     case 'patch':
-      return results.map((r) => JSON.stringify({ source: r.source, document: r.document, object: r.label, patch: r.patch }) + '\n').join('');
+      return results
+        .map((r) => JSON.stringify({ source: r.source, document: r.document, object: r.label, patch: r.patch }) + '\n')
+        .join('');
     case 'review':
       return results.map((r) => JSON.stringify(r.answer) + '\n').join('');
   }
@@ -91,7 +97,10 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   // Positional directories keep their recursive reading; -f directories follow -R, as in kubectl.
-  const inputs = [...splitFilenames(values.filename).map((path) => ({ path, recursive: values.recursive })), ...positionals.map((path) => ({ path, recursive: true }))];
+  const inputs = [
+    ...splitFilenames(values.filename).map((path) => ({ path, recursive: values.recursive })),
+    ...positionals.map((path) => ({ path, recursive: true })),
+  ];
   if (inputs.length === 0) {
     process.stderr.write(`raykeeper mutate: give at least one -f FILE|DIR|- (or a positional path)\n\n${USAGE}`);
     return 2;

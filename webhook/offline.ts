@@ -98,7 +98,9 @@ function createReview(object: JsonObject, kind: TargetKind): JsonObject {
 }
 
 function targetOf(apiVersion: unknown, kind: unknown): TargetKind | undefined {
-  return apiVersion === `${RAY_GROUP}/${RAY_VERSION}` && typeof kind === 'string' && TARGETS.includes(kind) ? (kind as TargetKind) : undefined;
+  return apiVersion === `${RAY_GROUP}/${RAY_VERSION}` && typeof kind === 'string' && TARGETS.includes(kind)
+    ? (kind as TargetKind)
+    : undefined;
 }
 
 /** What the webhook does with one document: a manifest (as a CREATE) or an AdmissionReview. */
@@ -110,12 +112,24 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
     const request = isJsonObject(value.request) ? value.request : undefined;
     const gvk = isJsonObject(request?.kind) ? request.kind : {};
     const object = isJsonObject(request?.object) ? request.object : null;
-    const target = gvk.group === RAY_GROUP && gvk.version === RAY_VERSION && typeof gvk.kind === 'string' && TARGETS.includes(gvk.kind) ? (gvk.kind as TargetKind) : undefined;
+    const target =
+      gvk.group === RAY_GROUP && gvk.version === RAY_VERSION && typeof gvk.kind === 'string' && TARGETS.includes(gvk.kind)
+        ? (gvk.kind as TargetKind)
+        : undefined;
     const label = `AdmissionReview of ${labelOf(typeof gvk.kind === 'string' ? gvk.kind : '(unknown kind)', object)}`;
     // A review of another kind: answered as the API server would never send it to us, allowed untouched.
     const outcome = mutate(value, target ?? 'RayCluster', options);
     if (target === undefined && outcome.request !== undefined) {
-      return { ...ref, kind: 'object', stored: object ?? {}, patch: [], changes: [], warnings: [], answer: allowed(outcome.request.apiVersion, outcome.request.uid), label };
+      return {
+        ...ref,
+        kind: 'object',
+        stored: object ?? {},
+        patch: [],
+        changes: [],
+        warnings: [],
+        answer: allowed(outcome.request.apiVersion, outcome.request.uid),
+        label,
+      };
     }
     return fromOutcome(ref, label, object ?? {}, outcome);
   }
@@ -123,7 +137,16 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
   const target = targetOf(value.apiVersion, value.kind);
   if (target === undefined) {
     // Not ours: passed through untouched, as the API server would never call the webhook for it.
-    return { ...ref, kind: 'object', stored: value, patch: [], changes: [], warnings: [], answer: allowed(DEFAULT_ADMISSION_API_VERSION, ''), label };
+    return {
+      ...ref,
+      kind: 'object',
+      stored: value,
+      patch: [],
+      changes: [],
+      warnings: [],
+      answer: allowed(DEFAULT_ADMISSION_API_VERSION, ''),
+      label,
+    };
   }
   return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options));
 }

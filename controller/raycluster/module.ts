@@ -1,6 +1,13 @@
 // The RayCluster reconciler as a module of `raykeeper controller` (flags + factory).
 import { redisCleanupEnabled } from '../../src/gcsft.ts';
-import { CLEANUP_SWEEP_POLICIES, DEFAULT_CLEANUP_CPU, DEFAULT_CLEANUP_IMAGE, DEFAULT_CLEANUP_MEMORY, isQuantity, type CleanupSweepPolicy } from '../../src/raycluster/job.ts';
+import {
+  CLEANUP_SWEEP_POLICIES,
+  DEFAULT_CLEANUP_CPU,
+  DEFAULT_CLEANUP_IMAGE,
+  DEFAULT_CLEANUP_MEMORY,
+  isQuantity,
+  type CleanupSweepPolicy,
+} from '../../src/raycluster/job.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import type { ReconcilerModule } from '../runtime/reconciler.ts';
 
@@ -17,11 +24,26 @@ export const rayClusterModule: ReconcilerModule = {
   flags: {
     'cleanup-image': { type: 'string', help: `image of the Redis cleanup Job (default: env ${IMAGE_ENV}, else ${DEFAULT_CLEANUP_IMAGE})` },
     'cleanup-image-pull-policy': { type: 'string', help: 'imagePullPolicy of the cleanup Job (default: Kubernetes default)' },
-    'cleanup-image-pull-secrets': { type: 'string', help: 'comma-separated imagePullSecrets for the cleanup Job (Secrets in the cluster namespace)' },
-    'cleanup-cpu': { type: 'string', help: `CPU request = limit of the cleanup Job (default ${DEFAULT_CLEANUP_CPU}; annotation raykeeper.io/redis-cleanup-cpu overrides)` },
-    'cleanup-memory': { type: 'string', help: `memory request = limit (default ${DEFAULT_CLEANUP_MEMORY}; annotation raykeeper.io/redis-cleanup-memory overrides)` },
-    'cleanup-sweep': { type: 'string', help: `auto (default): the cleanup walks the Redis keyspace (SCAN) only for a Ray newer than ${RAY_RELEASE} or of unknown version (spec.rayVersion, head image tag); always: for every cluster` },
-    'disable-in-process-cleanup': { type: 'boolean', help: 'never run the cleanup in the controller when the namespace is terminating (default: do, when the Secrets are readable)' },
+    'cleanup-image-pull-secrets': {
+      type: 'string',
+      help: 'comma-separated imagePullSecrets for the cleanup Job (Secrets in the cluster namespace)',
+    },
+    'cleanup-cpu': {
+      type: 'string',
+      help: `CPU request = limit of the cleanup Job (default ${DEFAULT_CLEANUP_CPU}; annotation raykeeper.io/redis-cleanup-cpu overrides)`,
+    },
+    'cleanup-memory': {
+      type: 'string',
+      help: `memory request = limit (default ${DEFAULT_CLEANUP_MEMORY}; annotation raykeeper.io/redis-cleanup-memory overrides)`,
+    },
+    'cleanup-sweep': {
+      type: 'string',
+      help: `auto (default): the cleanup walks the Redis keyspace (SCAN) only for a Ray newer than ${RAY_RELEASE} or of unknown version (spec.rayVersion, head image tag); always: for every cluster`,
+    },
+    'disable-in-process-cleanup': {
+      type: 'boolean',
+      help: 'never run the cleanup in the controller when the namespace is terminating (default: do, when the Secrets are readable)',
+    },
   },
   // The reconciler (and @kubernetes/client-node behind it) loads only when the controller starts, so
   // `raykeeper controller --help` and flag errors stay fast.
@@ -32,7 +54,8 @@ export const rayClusterModule: ReconcilerModule = {
     if (!isQuantity(cpu)) throw new Error(`--cleanup-cpu: ${JSON.stringify(cpu)} is not a positive quantity`);
     if (!isQuantity(memory)) throw new Error(`--cleanup-memory: ${JSON.stringify(memory)} is not a positive quantity`);
     const sweep = (str(flags['cleanup-sweep']) ?? 'auto') as CleanupSweepPolicy;
-    if (!CLEANUP_SWEEP_POLICIES.includes(sweep)) throw new Error(`--cleanup-sweep: ${JSON.stringify(sweep)} is not one of ${CLEANUP_SWEEP_POLICIES.join(', ')}`);
+    if (!CLEANUP_SWEEP_POLICIES.includes(sweep))
+      throw new Error(`--cleanup-sweep: ${JSON.stringify(sweep)} is not one of ${CLEANUP_SWEEP_POLICIES.join(', ')}`);
     const image = str(flags['cleanup-image']) ?? str(ctx.env[IMAGE_ENV]) ?? DEFAULT_CLEANUP_IMAGE;
     const gateEnabled = redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP);
     ctx.logger.info({ image, cpu, memory, sweep, gateEnabled }, 'raycluster reconciler configured');
@@ -45,7 +68,10 @@ export const rayClusterModule: ReconcilerModule = {
         memory,
         sweep,
         imagePullPolicy: str(flags['cleanup-image-pull-policy']),
-        imagePullSecrets: str(flags['cleanup-image-pull-secrets'])?.split(',').map((s) => s.trim()).filter(Boolean),
+        imagePullSecrets: str(flags['cleanup-image-pull-secrets'])
+          ?.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
       },
     });
   },

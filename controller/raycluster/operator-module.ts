@@ -12,7 +12,10 @@ export const rayClusterOperatorModule: ReconcilerModule = {
   name: 'raycluster-pods',
   summary: "RayCluster operator: head/worker Pods, head Service, status, as KubeRay's (leave out beside KubeRay)",
   flags: {
-    'cluster-domain': { type: 'string', help: 'DNS suffix of the head Service FQDN workers join (default: env CLUSTER_DOMAIN, else cluster.local)' },
+    'cluster-domain': {
+      type: 'string',
+      help: 'DNS suffix of the head Service FQDN workers join (default: env CLUSTER_DOMAIN, else cluster.local)',
+    },
   },
   async create(ctx, flags) {
     const { createRayClusterOperator } = await import('./operator.ts');
@@ -20,7 +23,8 @@ export const rayClusterOperatorModule: ReconcilerModule = {
     // (--reconcilers without `raycluster`) or the cleanup is off, nothing would ever add it.
     const wanted = typeof flags.reconcilers === 'string' ? flags.reconcilers.split(',').map((s) => s.trim()) : undefined;
     const cleanupRuns = wanted === undefined || wanted.includes('raycluster');
-    const clusterDomain = (typeof flags['cluster-domain'] === 'string' && flags['cluster-domain']) || ctx.env.CLUSTER_DOMAIN || 'cluster.local';
+    const clusterDomain =
+      (typeof flags['cluster-domain'] === 'string' && flags['cluster-domain']) || ctx.env.CLUSTER_DOMAIN || 'cluster.local';
     const config = {
       waitForCleanupFinalizer: cleanupRuns && redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP),
       build: { clusterDomain, probes: !off(ctx.env.ENABLE_PROBES_INJECTION), initContainer: !off(ctx.env.ENABLE_INIT_CONTAINER_INJECTION) },

@@ -12,7 +12,14 @@
 //   creation gate (./pod-creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
 import { Counter } from 'prom-client';
-import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
+import {
+  NODE_TYPE_HEAD,
+  NODE_TYPE_WORKER,
+  RAY_API_VERSION,
+  RAY_CLUSTER_LABEL,
+  RAY_HEADLESS_WORKER_SVC_LABEL,
+  RAY_NODE_TYPE_LABEL,
+} from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
@@ -21,7 +28,13 @@ import type { Service } from '../../src/raycluster/service.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
-import { ownerKeys, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+import {
+  ownerKeys,
+  type ControllerContext,
+  type ControllerRegistration,
+  type ObjectKey,
+  type ReconcileResult,
+} from '../runtime/reconciler.ts';
 import { rayClusterInformer } from './informers.ts';
 import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
@@ -58,16 +71,36 @@ export function slimPod(obj: KubeObject): KubeObject {
   const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
   const status = obj.status as Record<string, unknown> | undefined;
   return {
-    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences, deletionTimestamp: m.deletionTimestamp },
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      ownerReferences: m.ownerReferences,
+      deletionTimestamp: m.deletionTimestamp,
+    },
     spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
-    status: status ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses } : undefined,
+    status: status
+      ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
+      : undefined,
   };
 }
 
 function slimService(obj: KubeObject): KubeObject {
   const m = obj.metadata ?? {};
   const spec = obj.spec as { clusterIP?: string; ports?: unknown[]; type?: string } | undefined;
-  return { metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences }, spec: { clusterIP: spec?.clusterIP, ports: spec?.ports, type: spec?.type } };
+  return {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      ownerReferences: m.ownerReferences,
+    },
+    spec: { clusterIP: spec?.clusterIP, ports: spec?.ports, type: spec?.type },
+  };
 }
 
 /** The cluster a pod or Service belongs to: its RayCluster owner, else its ray.io/cluster label. */
@@ -102,13 +135,27 @@ export class RayClusterOperator {
     this.clusters = rayClusterInformer(ctx);
     this.pods = ctx.informers.get({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
     this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL, transform: slimService, transformId: 'slim' });
-    this.headless = ctx.informers.get({ ...SERVICES, labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL, transform: slimService, transformId: 'slim' });
+    this.headless = ctx.informers.get({
+      ...SERVICES,
+      labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL,
+      transform: slimService,
+      transformId: 'slim',
+    });
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
     this.gate = podCreationGate(ctx.informers, ctx.now);
     const registers = [ctx.metrics];
     this.m = {
-      actions: new Counter({ name: 'raykeeper_raycluster_operator_actions_total', help: 'Pods and Services the RayCluster operator created or deleted, by action.', labelNames: ['action'] as const, registers }),
-      statusWrites: new Counter({ name: 'raykeeper_raycluster_status_writes_total', help: 'RayCluster status writes (only when the computed status differs).', registers }),
+      actions: new Counter({
+        name: 'raykeeper_raycluster_operator_actions_total',
+        help: 'Pods and Services the RayCluster operator created or deleted, by action.',
+        labelNames: ['action'] as const,
+        registers,
+      }),
+      statusWrites: new Counter({
+        name: 'raykeeper_raycluster_status_writes_total',
+        help: 'RayCluster status writes (only when the computed status differs).',
+        registers,
+      }),
     };
   }
 
@@ -131,7 +178,11 @@ export class RayClusterOperator {
     const ns = cluster.metadata.namespace;
     const name = cluster.metadata.name;
     // Head and worker pods only (the Redis cleanup Job's pod carries ray.io/cluster too).
-    const pods = this.pods.list(ns).filter((p) => p.metadata?.labels?.[RAY_CLUSTER_LABEL] === name && RAY_NODE_TYPES.has(p.metadata?.labels?.[RAY_NODE_TYPE_LABEL] ?? '')) as unknown as Pod[];
+    const pods = this.pods
+      .list(ns)
+      .filter(
+        (p) => p.metadata?.labels?.[RAY_CLUSTER_LABEL] === name && RAY_NODE_TYPES.has(p.metadata?.labels?.[RAY_NODE_TYPE_LABEL] ?? ''),
+      ) as unknown as Pod[];
     const services = [
       ...this.services.list(ns).filter((s) => s.metadata?.labels?.[RAY_CLUSTER_LABEL] === name),
       ...this.headless.list(ns).filter((s) => s.metadata?.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === name),
@@ -183,11 +234,17 @@ export class RayClusterOperator {
       log.warn({ err: stop }, 'raycluster operator: apply failed');
     }
     if (failure) stop ??= failure.message;
-    const unsupported = p.unsupported.length > 0 ? { refused: p.unsupported.some((u) => u.refused), message: describeUnsupported(p.unsupported) } : undefined;
+    const unsupported =
+      p.unsupported.length > 0 ? { refused: p.unsupported.some((u) => u.refused), message: describeUnsupported(p.unsupported) } : undefined;
     const old = (cluster.status ?? {}) as RayClusterStatus;
     const oldUnsupported = old.conditions?.find((c) => c.type === COND_UNSUPPORTED);
     if (unsupported && oldUnsupported?.message !== unsupported.message) {
-      this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_UNSUPPORTED_FIELDS, `${unsupported.refused ? 'not started' : 'started without them'}: ${unsupported.message}`);
+      this.ctx.events.event(
+        cluster as KubeObject,
+        'Warning',
+        EVENT_UNSUPPORTED_FIELDS,
+        `${unsupported.refused ? 'not started' : 'started without them'}: ${unsupported.message}`,
+      );
     }
     const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
@@ -202,10 +259,20 @@ export class RayClusterOperator {
       try {
         await this.kube.create({ ...SERVICES, namespace: cluster.metadata.namespace }, svc);
         this.m.actions.inc({ action: 'createService' });
-        this.ctx.events.event(cluster as KubeObject, 'Normal', EVENT_CREATED_SERVICE, `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`);
+        this.ctx.events.event(
+          cluster as KubeObject,
+          'Normal',
+          EVENT_CREATED_SERVICE,
+          `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`,
+        );
       } catch (err) {
         if (isAlreadyExists(err)) continue;
-        this.ctx.events.event(cluster as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SERVICE, `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${errorMessage(err)}`);
+        this.ctx.events.event(
+          cluster as KubeObject,
+          'Warning',
+          EVENT_FAILED_TO_CREATE_SERVICE,
+          `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${errorMessage(err)}`,
+        );
         throw err;
       }
     }
@@ -227,11 +294,21 @@ export class RayClusterOperator {
           const name = gated.value.metadata.name ?? '';
           this.expectations.expect(key, a.group, name, 'create');
           this.m.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
-          this.ctx.events.event(obj, 'Normal', head ? EVENT_CREATED_HEAD_POD : EVENT_CREATED_WORKER_POD, `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`);
+          this.ctx.events.event(
+            obj,
+            'Normal',
+            head ? EVENT_CREATED_HEAD_POD : EVENT_CREATED_WORKER_POD,
+            `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`,
+          );
         } catch (err) {
           // The fixed-name head pod exists (a stale cache, or the old one still terminating): wait for the cache.
           if (head && isAlreadyExists(err)) return undefined;
-          this.ctx.events.event(obj, 'Warning', head ? EVENT_FAILED_TO_CREATE_HEAD_POD : EVENT_FAILED_TO_CREATE_WORKER_POD, `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${errorMessage(err)}`);
+          this.ctx.events.event(
+            obj,
+            'Warning',
+            head ? EVENT_FAILED_TO_CREATE_HEAD_POD : EVENT_FAILED_TO_CREATE_WORKER_POD,
+            `Failed to create ${head ? 'head' : 'worker'} Pod for the cluster ${ns}/${cluster.metadata.name}, ${errorMessage(err)}`,
+          );
           return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: errorMessage(err) };
         }
       } else {
@@ -240,12 +317,22 @@ export class RayClusterOperator {
       }
     }
     if (p.suspending && p.actions.some((a) => a.kind === 'deletePod' && !a.terminating)) {
-      this.ctx.events.event(obj, 'Normal', EVENT_DELETED_POD, `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`);
+      this.ctx.events.event(
+        obj,
+        'Normal',
+        EVENT_DELETED_POD,
+        `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`,
+      );
     }
     return undefined;
   }
 
-  private async deletePod(cluster: RayCluster, key: string, a: Extract<PodAction, { kind: 'deletePod' }>, quiet: boolean): Promise<{ reason: string; message: string } | undefined> {
+  private async deletePod(
+    cluster: RayCluster,
+    key: string,
+    a: Extract<PodAction, { kind: 'deletePod' }>,
+    quiet: boolean,
+  ): Promise<{ reason: string; message: string } | undefined> {
     if (a.terminating) return undefined; // already going
     const ns = cluster.metadata.namespace;
     const head = a.nodeType === 'head';
@@ -253,12 +340,23 @@ export class RayClusterOperator {
       await this.kube.delete({ ...PODS, namespace: ns, name: a.name }, a.uid ? { preconditions: { uid: a.uid } } : {});
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      this.ctx.events.event(cluster as KubeObject, 'Warning', head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD, `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${errorMessage(err)}`);
+      this.ctx.events.event(
+        cluster as KubeObject,
+        'Warning',
+        head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD,
+        `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${errorMessage(err)}`,
+      );
       return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: errorMessage(err) };
     }
     this.expectations.expect(key, a.group, a.name, 'delete');
     this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
-    if (!quiet) this.ctx.events.event(cluster as KubeObject, 'Normal', head ? EVENT_DELETED_HEAD_POD : EVENT_DELETED_WORKER_POD, `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`);
+    if (!quiet)
+      this.ctx.events.event(
+        cluster as KubeObject,
+        'Normal',
+        head ? EVENT_DELETED_HEAD_POD : EVENT_DELETED_WORKER_POD,
+        `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`,
+      );
     return undefined;
   }
 
@@ -266,7 +364,13 @@ export class RayClusterOperator {
   private async writeStatus(cluster: RayCluster, status: RayClusterStatus): Promise<void> {
     const ref = { ...RAYCLUSTERS, namespace: cluster.metadata.namespace, name: cluster.metadata.name ?? '', subresource: 'status' };
     try {
-      await this.kube.replace(ref, { apiVersion: cluster.apiVersion, kind: cluster.kind, metadata: cluster.metadata, spec: cluster.spec, status });
+      await this.kube.replace(ref, {
+        apiVersion: cluster.apiVersion,
+        kind: cluster.kind,
+        metadata: cluster.metadata,
+        spec: cluster.spec,
+        status,
+      });
       this.m.statusWrites.inc();
     } catch (err) {
       if (isNotFound(err)) return;
@@ -279,4 +383,3 @@ export class RayClusterOperator {
 export function createRayClusterOperator(ctx: ControllerContext, config: RayClusterOperatorConfig): ControllerRegistration {
   return new RayClusterOperator(ctx, config).registration();
 }
-

@@ -27,13 +27,29 @@
 // and never releases the finalizer of a cleanup it did not finish.
 import type { Counter } from 'prom-client';
 import { sharedCounter } from '../../src/metrics.ts';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, NODE_TYPE_HEAD, NODE_TYPE_REDIS_CLEANUP } from '../../src/names.ts';
+import {
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  RAY_API_VERSION,
+  RAY_CLUSTER_LABEL,
+  RAY_NODE_TYPE_LABEL,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_REDIS_CLEANUP,
+} from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { BatchJob, RayCluster } from '../../src/types.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
-import { buildCleanupJob, cleanupJobName, cleanupResources, cleanupSweep, clusterLabelValue, jobOutcome, manualCleanupCommand, type CleanupJobConfig } from '../../src/raycluster/job.ts';
+import {
+  buildCleanupJob,
+  cleanupJobName,
+  cleanupResources,
+  cleanupSweep,
+  clusterLabelValue,
+  jobOutcome,
+  manualCleanupCommand,
+  type CleanupJobConfig,
+} from '../../src/raycluster/job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { mergeEnv, planInProcessCleanup, type Source } from '../../src/raycluster/inprocess.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
@@ -42,9 +58,26 @@ import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import { rayClusterInformer } from './informers.ts';
 import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
 export { slimRayCluster } from './informers.ts';
-import { ownerKeys, RetryNoLaterError, splitKey, type ControllerContext, type ControllerRegistration, type ObjectKey, type ReconcileResult } from '../runtime/reconciler.ts';
+import {
+  ownerKeys,
+  RetryNoLaterError,
+  splitKey,
+  type ControllerContext,
+  type ControllerRegistration,
+  type ObjectKey,
+  type ReconcileResult,
+} from '../runtime/reconciler.ts';
 import { JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
-import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, EVENT_INVALID_DELETION_TIMEOUT, EVENT_INVALID_REDIS_CLEANUP_RESOURCES, EVENT_REDIS_CLEANED_IN_PROCESS, EVENT_REDIS_CLEANUP_BLOCKED, EVENT_REDIS_CLEANUP_FAILED, type EventSpec } from '../../src/event-reasons.ts';
+import {
+  EVENT_CREATED_REDIS_CLEANUP_JOB,
+  EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+  EVENT_INVALID_DELETION_TIMEOUT,
+  EVENT_INVALID_REDIS_CLEANUP_RESOURCES,
+  EVENT_REDIS_CLEANED_IN_PROCESS,
+  EVENT_REDIS_CLEANUP_BLOCKED,
+  EVENT_REDIS_CLEANUP_FAILED,
+  type EventSpec,
+} from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 
 export interface RayClusterReconcilerConfig {
@@ -60,14 +93,24 @@ export interface RayClusterReconcilerConfig {
 
 /** Runs the cleanup with a resolved environment within deadlineMs (stopping when `signal` aborts); resolves to success and one line. */
 /** `message` is for a person (an Event); `detail` goes to the structured log. */
-export type InProcessRunner = (env: Record<string, string>, options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined }) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
-
+export type InProcessRunner = (
+  env: Record<string, string>,
+  options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined },
+) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
 function slimDependent(obj: KubeObject): KubeObject {
   const m = obj.metadata ?? {};
   const slim: KubeObject = {
-    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, labels: m.labels, ownerReferences: m.ownerReferences, deletionTimestamp: m.deletionTimestamp },
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      ownerReferences: m.ownerReferences,
+      deletionTimestamp: m.deletionTimestamp,
+    },
   };
   const status = obj.status as { conditions?: unknown } | undefined;
   if (status?.conditions) slim.status = { conditions: status.conditions };
@@ -117,14 +160,42 @@ export class RayClusterReconciler {
       runCleanup: config.runCleanup ?? defaultInProcessRunner,
     };
     this.clusters = rayClusterInformer(ctx);
-    this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`, transform: slimDependent, transformId: 'slim' });
-    this.heads = ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`, transform: slimDependent, transformId: 'slim' });
-    this.finalizers = new FinalizerPatcher({ kube: ctx.kube, events: ctx.events, metrics: ctx.metrics, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
+    this.jobs = ctx.informers.get({
+      ...JOBS,
+      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
+      transform: slimDependent,
+      transformId: 'slim',
+    });
+    this.heads = ctx.informers.get({
+      ...PODS,
+      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`,
+      transform: slimDependent,
+      transformId: 'slim',
+    });
+    this.finalizers = new FinalizerPatcher({
+      kube: ctx.kube,
+      events: ctx.events,
+      metrics: ctx.metrics,
+      kind: 'RayCluster',
+      apiVersion: RAY_API_VERSION,
+    });
     this.gate = podCreationGate(ctx.informers, ctx.now);
     this.m = {
-      actions: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_actions_total', help: 'RayCluster reconciler actions taken, by action.', labelNames: ['action'] as const }),
-      releases: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_finalizer_releases_total', help: 'GCS FT finalizers released, by reason.', labelNames: ['reason'] as const }),
-      inProcess: sharedCounter(ctx.metrics, { name: 'raykeeper_raycluster_inprocess_cleanups_total', help: 'Redis cleanups run by the controller itself (namespace terminating), by result.', labelNames: ['result'] as const }),
+      actions: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_actions_total',
+        help: 'RayCluster reconciler actions taken, by action.',
+        labelNames: ['action'] as const,
+      }),
+      releases: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_finalizer_releases_total',
+        help: 'GCS FT finalizers released, by reason.',
+        labelNames: ['reason'] as const,
+      }),
+      inProcess: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_inprocess_cleanups_total',
+        help: 'Redis cleanups run by the controller itself (namespace terminating), by result.',
+        labelNames: ['result'] as const,
+      }),
     };
   }
 
@@ -135,7 +206,12 @@ export class RayClusterReconciler {
       watches: [
         { informer: this.clusters },
         // A cleanup Job matters when it finishes or disappears (not for its start-up updates).
-        { informer: this.jobs, toKeys: ownerKeys('RayCluster', 'ray.io'), filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as BatchJob) !== undefined, resync: false },
+        {
+          informer: this.jobs,
+          toKeys: ownerKeys('RayCluster', 'ray.io'),
+          filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as BatchJob) !== undefined,
+          resync: false,
+        },
         // A head pod matters when it is gone (the cleanup may start).
         { informer: this.heads, toKeys: podKeys, filter: (type) => type === 'delete', resync: false },
       ],
@@ -153,7 +229,13 @@ export class RayClusterReconciler {
     if (!cached) return; // gone
     const { namespace, name } = splitKey(key);
     if (!isDeleting(cached)) {
-      const d = decideRayClusterCleanup({ cluster: cached, pods: [], job: undefined, now: this.ctx.now(), gateEnabled: this.config.gateEnabled });
+      const d = decideRayClusterCleanup({
+        cluster: cached,
+        pods: [],
+        job: undefined,
+        now: this.ctx.now(),
+        gateEnabled: this.config.gateEnabled,
+      });
       if (d.action === 'nothing') return;
       if (d.action === 'addFinalizer') {
         const added = await this.addFinalizer(cached, signal);
@@ -166,7 +248,11 @@ export class RayClusterReconciler {
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
-  private async reconcileFresh(namespace: string | undefined, name: string, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
+  private async reconcileFresh(
+    namespace: string | undefined,
+    name: string,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
     const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name), { signal });
     if (!cluster) return;
     // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
@@ -179,7 +265,8 @@ export class RayClusterReconciler {
         const jobName = cleanupJobName(name);
         job = this.jobs.getByName(namespace, jobName) as BatchJob | undefined;
         // A finished Job may release the finalizer, and a rerun deletes one: never decide that on a cached copy.
-        if (job && jobOutcome(job) !== undefined) job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: jobName }, { signal });
+        if (job && jobOutcome(job) !== undefined)
+          job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: jobName }, { signal });
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         const finished = job !== undefined && jobOutcome(job) !== undefined;
         // Pods matter until our Job exists (it is created once no head pod is left) and once it has
@@ -188,7 +275,12 @@ export class RayClusterReconciler {
           // The pod operator in this process starts no create for this cluster after this point, and
           // those under way have ended: the list below sees every pod it made.
           if (cluster.metadata.uid) await this.gate.close(cluster.metadata.uid);
-          pods = (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal })).items;
+          pods = (
+            await this.kube.list<PodLite>(
+              { ...PODS, namespace },
+              { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal },
+            )
+          ).items;
         }
       }
       const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
@@ -199,7 +291,12 @@ export class RayClusterReconciler {
     }
   }
 
-  private async act(cluster: RayCluster, d: RayClusterCleanupDecision, now: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
+  private async act(
+    cluster: RayCluster,
+    d: RayClusterCleanupDecision,
+    now: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
     const meta = cluster.metadata;
     const namespace = meta.namespace;
     const log = this.ctx.logger.child({ cluster: `${namespace}/${meta.name}` });
@@ -244,8 +341,16 @@ export class RayClusterReconciler {
   }
 
   /** Deletes a cleanup Job (this UID only; already gone is fine, as for every kube.delete), its pods in the background. */
-  private async deleteJob(namespace: string | undefined, name: string, uid: string | undefined, signal: AbortSignal | undefined): Promise<void> {
-    await this.kube.delete({ ...JOBS, namespace, name }, { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal });
+  private async deleteJob(
+    namespace: string | undefined,
+    name: string,
+    uid: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await this.kube.delete(
+      { ...JOBS, namespace, name },
+      { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal },
+    );
   }
 
   private event(cluster: RayCluster, e: EventSpec): void {
@@ -257,7 +362,13 @@ export class RayClusterReconciler {
    * A refusal by the API (validation, admission policy) throws after a Warning: the queue backs off.
    */
   private async addFinalizer(cluster: RayCluster, signal: AbortSignal | undefined): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
-    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'add', GCS_FT_REDIS_CLEANUP_FINALIZER, signal);
+    const r = await this.finalizers.patch(
+      this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
+      cluster,
+      'add',
+      GCS_FT_REDIS_CLEANUP_FINALIZER,
+      signal,
+    );
     if (r.result !== 'patched') return r.result;
     this.m.actions.inc({ action: 'addFinalizer' });
     this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
@@ -269,14 +380,29 @@ export class RayClusterReconciler {
    * (re-read). A refusal by the API throws after a Warning: the queue backs off.
    */
   private async release(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
-    const r = await this.finalizers.patch(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), cluster, 'remove', GCS_FT_REDIS_CLEANUP_FINALIZER, signal);
+    const r = await this.finalizers.patch(
+      this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
+      cluster,
+      'remove',
+      GCS_FT_REDIS_CLEANUP_FINALIZER,
+      signal,
+    );
     if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
     if (r.result !== 'patched') return;
     this.m.releases.inc({ reason });
-    this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason }, 'released the GCS FT Redis cleanup finalizer');
+    this.ctx.logger.info(
+      { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
+      'released the GCS FT Redis cleanup finalizer',
+    );
   }
 
-  private async createJob(cluster: RayCluster, deadlineMs: number, requeueAfterMs: number, now: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
+  private async createJob(
+    cluster: RayCluster,
+    deadlineMs: number,
+    requeueAfterMs: number,
+    now: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const sweep = cleanupSweep(cluster, this.config.job);
@@ -292,16 +418,33 @@ export class RayClusterReconciler {
       if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs, signal);
       // The API's message may quote the Job (its env may carry the cluster's inline REDIS_PASSWORD).
       const reason = maskInlineSecrets(errorMessage(err), [cluster, job]);
-      this.event(cluster, { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB, message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}` });
-      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), { cause: err });
+      this.event(cluster, {
+        type: 'Warning',
+        reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+        message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}`,
+      });
+      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), {
+        cause: err,
+      });
     }
-    this.ctx.logger.info({ cluster: `${namespace}/${cluster.metadata.name}`, job: job.metadata.name, sweep: sweep.mode, sweepReason: sweep.reason }, 'created the Redis cleanup Job');
-    this.event(cluster, { type: 'Normal', reason: EVENT_CREATED_REDIS_CLEANUP_JOB, message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} to delete ${describeTarget(cluster)}` });
+    this.ctx.logger.info(
+      { cluster: `${namespace}/${cluster.metadata.name}`, job: job.metadata.name, sweep: sweep.mode, sweepReason: sweep.reason },
+      'created the Redis cleanup Job',
+    );
+    this.event(cluster, {
+      type: 'Normal',
+      reason: EVENT_CREATED_REDIS_CLEANUP_JOB,
+      message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} to delete ${describeTarget(cluster)}`,
+    });
     return { requeueAfterMs };
   }
 
   /** The Job cannot be created (namespace terminating): clean up from here if we can. */
-  private async cleanupInProcess(cluster: RayCluster, deadlineMs: number, signal: AbortSignal | undefined): Promise<ReconcileResult | void> {
+  private async cleanupInProcess(
+    cluster: RayCluster,
+    deadlineMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
     const log = this.ctx.logger.child({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` });
     const untilDeadline = Math.max(100, deadlineMs - this.ctx.now() + 50);
     const blocked = (why: string): ReconcileResult => {
@@ -337,7 +480,12 @@ export class RayClusterReconciler {
     }
     if (ok) {
       this.m.inProcess.inc({ result: 'succeeded' });
-      this.event(cluster, { type: 'Normal', reason: EVENT_REDIS_CLEANED_IN_PROCESS, message: `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${message}`.trim() });
+      this.event(cluster, {
+        type: 'Normal',
+        reason: EVENT_REDIS_CLEANED_IN_PROCESS,
+        message:
+          `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${message}`.trim(),
+      });
       await this.releaseFresh(cluster, 'inprocess-complete', signal);
       return;
     }
@@ -358,14 +506,21 @@ export class RayClusterReconciler {
   }
 
   /** Resolves the plan like the kubelet would, with the controller's permissions. */
-  private async resolveEnv(namespace: string, plan: ReturnType<typeof planInProcessCleanup>, signal: AbortSignal | undefined): Promise<Record<string, string>> {
+  private async resolveEnv(
+    namespace: string,
+    plan: ReturnType<typeof planInProcessCleanup>,
+    signal: AbortSignal | undefined,
+  ): Promise<Record<string, string>> {
     const cache = new Map<string, Record<string, string> | undefined>();
     const load = async (kind: 'secret' | 'configMap', name: string, optional: boolean): Promise<Record<string, string> | undefined> => {
       const id = `${kind}/${name}`;
       if (cache.has(id)) return cache.get(id);
       let data: Record<string, string> | undefined;
       try {
-        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name }, { signal });
+        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
+          { version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name },
+          { signal },
+        );
         data = {};
         for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
         for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');

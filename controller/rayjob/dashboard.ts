@@ -119,7 +119,8 @@ export class DashboardClient {
     const url = `${baseUrl}/api/jobs/${encodeURIComponent(submissionId)}/stop`;
     const reply = await this.call('POST', url, undefined, signal);
     if (reply.status === 404) return false;
-    if (reply.status !== 200) throw new DashboardError(`POST ${url}: HTTP ${reply.status} ${reply.text.slice(0, 300)}`.trim(), reply.status);
+    if (reply.status !== 200)
+      throw new DashboardError(`POST ${url}: HTTP ${reply.status} ${reply.text.slice(0, 300)}`.trim(), reply.status);
     try {
       return (JSON.parse(reply.text) as { stopped?: boolean }).stopped === true;
     } catch {

@@ -33,9 +33,20 @@ import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
-import { EVENT_CREATED_RAYCLUSTER, EVENT_CREATED_SUBMITTER, EVENT_DELETED_RAYCLUSTER, EVENT_DELETED_SUBMITTER, EVENT_FAILED_TO_CREATE_RAYCLUSTER, EVENT_FAILED_TO_CREATE_SUBMITTER, EVENT_FAILED_TO_DELETE_RAYCLUSTER, EVENT_FAILED_TO_DELETE_SUBMITTER, EVENT_FAILED_TO_STOP_RAY_JOB, EVENT_STOPPED_RAY_JOB, EVENT_SUBMITTED_RAY_JOB } from '../../src/event-reasons.ts';
+import {
+  EVENT_CREATED_RAYCLUSTER,
+  EVENT_CREATED_SUBMITTER,
+  EVENT_DELETED_RAYCLUSTER,
+  EVENT_DELETED_SUBMITTER,
+  EVENT_FAILED_TO_CREATE_RAYCLUSTER,
+  EVENT_FAILED_TO_CREATE_SUBMITTER,
+  EVENT_FAILED_TO_DELETE_RAYCLUSTER,
+  EVENT_FAILED_TO_DELETE_SUBMITTER,
+  EVENT_FAILED_TO_STOP_RAY_JOB,
+  EVENT_STOPPED_RAY_JOB,
+  EVENT_SUBMITTED_RAY_JOB,
+} from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
-
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
@@ -93,9 +104,23 @@ export class RayJobReconciler implements Reconciler {
     this.caches = deps.caches;
     this.now = deps.now ?? Date.now;
     this.dashboard = deps.dashboard ?? new DashboardClient({ timeoutMs: deps.settings.dashboardTimeoutMs });
-    this.finalizers = new FinalizerPatcher({ kube: deps.kube, events: deps.events, metrics: deps.metrics, kind: 'RayJob', apiVersion: RAY_API_VERSION });
-    this.transitions = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_transitions_total', help: 'RayJob deployment status transitions written', labelNames: ['from', 'to'] });
-    this.dashboardCalls = sharedCounter(deps.metrics, { name: 'raykeeper_rayjob_dashboard_requests_total', help: 'Ray dashboard requests by operation and outcome', labelNames: ['operation', 'outcome'] });
+    this.finalizers = new FinalizerPatcher({
+      kube: deps.kube,
+      events: deps.events,
+      metrics: deps.metrics,
+      kind: 'RayJob',
+      apiVersion: RAY_API_VERSION,
+    });
+    this.transitions = sharedCounter(deps.metrics, {
+      name: 'raykeeper_rayjob_transitions_total',
+      help: 'RayJob deployment status transitions written',
+      labelNames: ['from', 'to'],
+    });
+    this.dashboardCalls = sharedCounter(deps.metrics, {
+      name: 'raykeeper_rayjob_dashboard_requests_total',
+      help: 'Ray dashboard requests by operation and outcome',
+      labelNames: ['operation', 'outcome'],
+    });
   }
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
@@ -153,7 +178,8 @@ export class RayJobReconciler implements Reconciler {
       if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
         await this.writeStatus(current, decision, signal);
         this.transitions.inc({ from: decision.from, to: decision.next });
-        if (decision.from !== decision.next) log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
+        if (decision.from !== decision.next)
+          log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
       } else {
         log.debug({ note: decision.note }, 'no status change');
       }
@@ -185,7 +211,10 @@ export class RayJobReconciler implements Reconciler {
     const clusterName = status.rayClusterName ?? '';
     const observed: Observed = {};
     if (plan.cluster) {
-      observed.cluster = clusterName === '' ? null : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
+      observed.cluster =
+        clusterName === ''
+          ? null
+          : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
     }
     if (plan.submitter) {
       const name = submitterJobName(job);
@@ -232,7 +261,9 @@ export class RayJobReconciler implements Reconciler {
 
   /** The dashboard-failure clock as an annotation; the resourceVersion in the patch makes it conditional. */
   private async setStatusCheckClock(current: RayJob, since: string | null, signal?: AbortSignal): Promise<RayJob> {
-    const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [STATUS_CHECK_FAILING_SINCE_ANNOTATION]: since } } };
+    const patch = {
+      metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [STATUS_CHECK_FAILING_SINCE_ANNOTATION]: since } },
+    };
     try {
       return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal });
     } catch (err) {
@@ -241,7 +272,13 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 
-  private async execute(action: RayJobAction, current: RayJob, observed: Observed, signal: AbortSignal | undefined, log: Logger): Promise<RayJob> {
+  private async execute(
+    action: RayJobAction,
+    current: RayJob,
+    observed: Observed,
+    signal: AbortSignal | undefined,
+    log: Logger,
+  ): Promise<RayJob> {
     const namespace = current.metadata.namespace;
     const owner = current as KubeObject;
     switch (action.type) {
@@ -258,7 +295,12 @@ export class RayJobReconciler implements Reconciler {
           this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
         } catch (err) {
           if (isAlreadyExists(err)) return current;
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_RAYCLUSTER, `Failed to create RayCluster ${namespace}/${name}: ${errorMessage(err)}`);
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_CREATE_RAYCLUSTER,
+            `Failed to create RayCluster ${namespace}/${name}: ${errorMessage(err)}`,
+          );
           throw err;
         }
         return current;
@@ -266,11 +308,19 @@ export class RayJobReconciler implements Reconciler {
       case 'deleteCluster': {
         const uid = observed.cluster?.metadata.uid;
         try {
-          const deleted = await this.kube.delete({ ...RAYCLUSTERS, namespace, name: action.name }, uid ? { preconditions: { uid }, signal } : { signal });
+          const deleted = await this.kube.delete(
+            { ...RAYCLUSTERS, namespace, name: action.name },
+            uid ? { preconditions: { uid }, signal } : { signal },
+          );
           if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted RayCluster ${namespace}/${action.name}`);
         } catch (err) {
           if (isConflict(err)) throw new Moved('the RayCluster was replaced since read');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_RAYCLUSTER, `Failed to delete RayCluster ${namespace}/${action.name}: ${errorMessage(err)}`);
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_DELETE_RAYCLUSTER,
+            `Failed to delete RayCluster ${namespace}/${action.name}: ${errorMessage(err)}`,
+          );
           throw err;
         }
         return current;
@@ -282,7 +332,12 @@ export class RayJobReconciler implements Reconciler {
           this.events.event(owner, 'Normal', EVENT_CREATED_SUBMITTER, `Created Kubernetes Job ${namespace}/${name}`);
         } catch (err) {
           if (isAlreadyExists(err)) return current;
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, `Failed to create Kubernetes Job ${namespace}/${name}: ${errorMessage(err)}`);
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_CREATE_SUBMITTER,
+            `Failed to create Kubernetes Job ${namespace}/${name}: ${errorMessage(err)}`,
+          );
           throw err;
         }
         return current;
@@ -295,7 +350,12 @@ export class RayJobReconciler implements Reconciler {
           if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_SUBMITTER, `Deleted submitter K8s Job ${namespace}/${action.name}`);
         } catch (err) {
           if (isConflict(err)) throw new Moved('the submitter Job was replaced since read');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_DELETE_SUBMITTER, `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${errorMessage(err)}`);
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_DELETE_SUBMITTER,
+            `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${errorMessage(err)}`,
+          );
           throw err;
         }
         return current;
@@ -305,7 +365,8 @@ export class RayJobReconciler implements Reconciler {
         try {
           const { duplicate } = await this.dashboard.submitJob(url, action.request, signal);
           this.dashboardCalls.inc({ operation: 'submit', outcome: duplicate ? 'duplicate' : 'ok' });
-          if (!duplicate) this.events.event(owner, 'Normal', EVENT_SUBMITTED_RAY_JOB, `Submitted Ray job ${action.request.submission_id} to ${url}`);
+          if (!duplicate)
+            this.events.event(owner, 'Normal', EVENT_SUBMITTED_RAY_JOB, `Submitted Ray job ${action.request.submission_id} to ${url}`);
         } catch (err) {
           this.dashboardCalls.inc({ operation: 'submit', outcome: 'error' });
           throw err;
@@ -322,12 +383,20 @@ export class RayJobReconciler implements Reconciler {
         } catch (err) {
           this.dashboardCalls.inc({ operation: 'stop', outcome: 'error' });
           log.warn({ err: errorMessage(err) }, 'could not stop the Ray job; releasing the finalizer anyway');
-          this.events.event(owner, 'Warning', EVENT_FAILED_TO_STOP_RAY_JOB, `Could not stop Ray job ${action.jobId} at ${url}: ${errorMessage(err)}`);
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_STOP_RAY_JOB,
+            `Could not stop Ray job ${action.jobId} at ${url}: ${errorMessage(err)}`,
+          );
         }
         return current;
       }
       case 'deleteRayJob':
-        await this.kube.delete(this.ref(current), { signal, ...(current.metadata.uid ? { preconditions: { uid: current.metadata.uid } } : {}) });
+        await this.kube.delete(this.ref(current), {
+          signal,
+          ...(current.metadata.uid ? { preconditions: { uid: current.metadata.uid } } : {}),
+        });
         return current;
     }
   }

@@ -155,9 +155,26 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
     started,
     signal: options.signal,
   };
-  const state: PassState = { deleted: new Map(), deletedCount: 0, leftAlone: new Map(), leftAloneCount: 0, scanCalls: 0, matched: 0, knownDeleted: 0, handled: new Set(), legacy: 'not-checked' };
+  const state: PassState = {
+    deleted: new Map(),
+    deletedCount: 0,
+    leftAlone: new Map(),
+    leftAloneCount: 0,
+    scanCalls: 0,
+    matched: 0,
+    knownDeleted: 0,
+    handled: new Set(),
+    legacy: 'not-checked',
+  };
   const { value: session, attempts } = await withRetries(
-    { connection: options.connection, deadline, connectBudgetMs: options.connectBudgetMs, backoff: options.backoff, onRetry: options.onRetry, signal: options.signal },
+    {
+      connection: options.connection,
+      deadline,
+      connectBudgetMs: options.connectBudgetMs,
+      backoff: options.backoff,
+      onRetry: options.onRetry,
+      signal: options.signal,
+    },
     async (s) => {
       // A retried pass starts over from cursor 0: SCAN cursors are not valid across servers or restarts.
       // Deleted keys stay counted (they are gone); look-alikes, and a dry run's finds, are found again.
@@ -243,7 +260,10 @@ async function probeScan(session: Session, ns: string): Promise<void> {
 /** TYPE of every known table key: the ones that are Ray's (hash, or the JobCounter string). */
 async function checkKnown(session: Session, ns: string, state: PassState): Promise<{ key: Buffer; type: string }[]> {
   const keys = knownKeys(ns);
-  const types = await routed(session, keys.map((k) => ['type', k]));
+  const types = await routed(
+    session,
+    keys.map((k) => ['type', k]),
+  );
   const ray: { key: Buffer; type: string }[] = [];
   keys.forEach((key, i) => {
     const type = String(types[i]);
@@ -266,13 +286,26 @@ async function unlinkKnown(session: Session, known: { key: Buffer; type: string 
     for (const k of known) state.handled.add(k.key.toString('latin1'));
     return;
   }
-  const counts = await routed(session, batchKeys(known.map((k) => k.key), cfg.unlinkBatch, session.clustered).map((b) => ['unlink', ...b]));
+  const counts = await routed(
+    session,
+    batchKeys(
+      known.map((k) => k.key),
+      cfg.unlinkBatch,
+      session.clustered,
+    ).map((b) => ['unlink', ...b]),
+  );
   const n = counts.reduce<number>((sum, c) => sum + Number(c), 0);
   state.deletedCount += n;
   state.knownDeleted += n;
 }
 
-async function currentPass(session: Session, ns: string, cfg: PassConfig, state: PassState, onProgress: CleanupOptions['onProgress']): Promise<void> {
+async function currentPass(
+  session: Session,
+  ns: string,
+  cfg: PassConfig,
+  state: PassState,
+  onProgress: CleanupOptions['onProgress'],
+): Promise<void> {
   const pattern = currentPattern(ns);
   for (const node of session.nodes) {
     let cursor = '0';
@@ -287,7 +320,10 @@ async function currentPass(session: Session, ns: string, cfg: PassConfig, state:
       state.scanCalls += 1;
       if (keys.length > 0) {
         state.matched += keys.length;
-        const types = (await exec(node.client, keys.map((k) => ['type', k]))) as string[];
+        const types = (await exec(
+          node.client,
+          keys.map((k) => ['type', k]),
+        )) as string[];
         const ray: Buffer[] = [];
         keys.forEach((key, i) => {
           const type = String(types[i]);
@@ -304,12 +340,21 @@ async function currentPass(session: Session, ns: string, cfg: PassConfig, state:
           if (cfg.dryRun) state.deletedCount += ray.length;
           else {
             const batches = batchKeys(ray, cfg.unlinkBatch, session.clustered);
-            const counts = await exec(node.client, batches.map((b) => ['unlink', ...b]));
+            const counts = await exec(
+              node.client,
+              batches.map((b) => ['unlink', ...b]),
+            );
             state.deletedCount += counts.reduce<number>((sum, n) => sum + Number(n), 0);
           }
         }
       }
-      await onProgress?.({ node: node.label, scanCalls: state.scanCalls, matched: state.matched, deleted: state.deletedCount, elapsedMs: Date.now() - cfg.started });
+      await onProgress?.({
+        node: node.label,
+        scanCalls: state.scanCalls,
+        matched: state.matched,
+        deleted: state.deletedCount,
+        elapsedMs: Date.now() - cfg.started,
+      });
     } while (cursor !== '0');
   }
 }
@@ -343,7 +388,11 @@ async function checkLegacy(session: Session, ns: string, deadline: number, state
     if (foreign !== undefined) {
       state.legacy = 'left-alone';
       state.leftAloneCount += 1;
-      remember(state.leftAlone, { key: displayKey(key), type, reason: `has field ${JSON.stringify(displayKey(foreign, 80))} not starting with ${JSON.stringify(`${ns}@`)}` });
+      remember(state.leftAlone, {
+        key: displayKey(key),
+        type,
+        reason: `has field ${JSON.stringify(displayKey(foreign, 80))} not starting with ${JSON.stringify(`${ns}@`)}`,
+      });
       return undefined;
     }
   } while (cursor !== '0');
@@ -367,7 +416,8 @@ async function unlinkLegacy(session: Session, ns: string, legacy: { fields: numb
  */
 export function summarize(r: CleanupResult): string {
   const parts = [`${r.dryRun ? 'would delete' : 'deleted'} ${r.deletedCount} key(s)`];
-  if (r.legacy === 'deleted' || r.legacy === 'would-delete') parts.push(`old-layout hash ${r.legacy === 'deleted' ? 'deleted' : 'would be deleted'} (${r.legacyFields ?? 0} fields)`);
+  if (r.legacy === 'deleted' || r.legacy === 'would-delete')
+    parts.push(`old-layout hash ${r.legacy === 'deleted' ? 'deleted' : 'would be deleted'} (${r.legacyFields ?? 0} fields)`);
   if (r.legacy === 'left-alone') parts.push("old-layout hash left alone (not Ray's)");
   if (r.leftAloneCount > 0) parts.push(`left alone ${r.leftAloneCount} look-alike key(s)`);
   if (r.attempts > 1) parts.push(`${r.attempts - 1} retr${r.attempts === 2 ? 'y' : 'ies'}`);
@@ -375,7 +425,11 @@ export function summarize(r: CleanupResult): string {
 }
 
 /** The internal detail of a cleanup, as structured-log fields (and the CLI's --verbose line). */
-export function cleanupDetail(r: CleanupResult): { sweep: CleanupResult['sweep']; sweepReason: string; scanCalls: number; legacy: CleanupResult['legacy'] } {
+export function cleanupDetail(r: CleanupResult): {
+  sweep: CleanupResult['sweep'];
+  sweepReason: string;
+  scanCalls: number;
+  legacy: CleanupResult['legacy'];
+} {
   return { sweep: r.sweep, sweepReason: r.sweepReason, scanCalls: r.scanCalls, legacy: r.legacy };
 }
-

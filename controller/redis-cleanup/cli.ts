@@ -159,7 +159,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let sweep: SweepDecision = { mode: 'always', reason: '--sweep always, the default' };
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
-    if (typeof values['connect-budget'] === 'string') connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
+    if (typeof values['connect-budget'] === 'string')
+      connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
     if (typeof values['scan-count'] === 'string') scanCount = Math.round(positiveNumber(values['scan-count'], '--scan-count'));
     if (typeof values.layout === 'string') {
       if (!['both', 'current', 'legacy'].includes(values.layout)) throw new ConfigError('--layout must be both, current or legacy');
@@ -175,13 +176,22 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     }
     throw err;
   }
-  const onRetry = quiet ? undefined : (r: { attempt: number; delayMs: number; reason: string }) => say(`retry ${r.attempt} in ${r.delayMs} ms: ${r.reason}`);
+  const onRetry = quiet
+    ? undefined
+    : (r: { attempt: number; delayMs: number; reason: string }) => say(`retry ${r.attempt} in ${r.delayMs} ms: ${r.reason}`);
 
   if (values.list) {
     try {
       // Loaded only for --list: the cleanup Job's start-up reads no more source than it runs.
       const { listNamespaces } = await import('./list.ts');
-      const result = await listNamespaces({ connection, legacy: values.legacy === true, scanCount: scanCount ?? DEFAULT_SCAN_COUNT, deadlineMs, connectBudgetMs, onRetry });
+      const result = await listNamespaces({
+        connection,
+        legacy: values.legacy === true,
+        scanCount: scanCount ?? DEFAULT_SCAN_COUNT,
+        deadlineMs,
+        connectBudgetMs,
+        onRetry,
+      });
       for (const w of result.warnings) say(`warning: ${w}`);
       if (json) io.stdout.write(JSON.stringify({ ok: true, ...result }) + '\n');
       else io.stdout.write(`${result.target}\n${formatNamespaceTable(result.namespaces)}\n`);
@@ -204,10 +214,23 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     : (p: { node: string; scanCalls: number; matched: number; deleted: number; elapsedMs: number }) => {
         if (Date.now() - lastProgress < 2000) return;
         lastProgress = Date.now();
-        say(`progress: ${p.node}: ${p.scanCalls} SCAN calls, ${p.matched} matching keys, ${p.deleted} deleted, ${(p.elapsedMs / 1000).toFixed(1)} s`);
+        say(
+          `progress: ${p.node}: ${p.scanCalls} SCAN calls, ${p.matched} matching keys, ${p.deleted} deleted, ${(p.elapsedMs / 1000).toFixed(1)} s`,
+        );
       };
   try {
-    const result = await runCleanup({ connection, namespace, dryRun: values['dry-run'] === true, layout, sweep, scanCount, deadlineMs, connectBudgetMs, onRetry, onProgress });
+    const result = await runCleanup({
+      connection,
+      namespace,
+      dryRun: values['dry-run'] === true,
+      layout,
+      sweep,
+      scanCount,
+      deadlineMs,
+      connectBudgetMs,
+      onRetry,
+      onProgress,
+    });
     for (const w of result.warnings) say(`warning: ${w}`);
     if (values.verbose === true) {
       const d = cleanupDetail(result);
@@ -219,7 +242,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       const details: string[] = [];
       if (result.dryRun) for (const k of result.deleted) details.push(`would delete ${k.key} (${k.type})`);
       for (const k of result.leftAlone) details.push(`left alone ${k.key} (${k.type}): ${k.reason ?? ''}`);
-      if (result.leftAloneCount > result.leftAlone.length) details.push(`... and ${result.leftAloneCount - result.leftAlone.length} more left alone`);
+      if (result.leftAloneCount > result.leftAlone.length)
+        details.push(`... and ${result.leftAloneCount - result.leftAlone.length} more left alone`);
       const lines = [oneLine(summarize(result), secrets, 2000), ...details.map((l) => `  ${oneLine(l, secrets, 2000)}`)];
       io.stdout.write(lines.join('\n') + '\n');
     }

@@ -95,14 +95,20 @@ export function namespaceEncodingProblem(text: string, bytes: Buffer | undefined
       return `${source} is not valid UTF-8 (bytes ${bytes.subarray(0, 32).toString('hex')}); Ray's namespaces are UTF-8 strings`;
     }
   }
-  return text.includes('\ufffd') ? `${source} holds U+FFFD (invalid UTF-8 decoded lossily?); refusing to guess which namespace was meant` : undefined;
+  return text.includes('\ufffd')
+    ? `${source} holds U+FFFD (invalid UTF-8 decoded lossily?); refusing to guess which namespace was meant`
+    : undefined;
 }
 
 /**
  * Connection and namespace from flags and environment. `envBytes` gives a variable's raw bytes when
  * the environment is this process's own (see processEnvBytes).
  */
-export async function resolveSettings(values: FlagValues, env: Record<string, string | undefined>, envBytes?: (name: string) => Buffer | undefined): Promise<Settings> {
+export async function resolveSettings(
+  values: FlagValues,
+  env: Record<string, string | undefined>,
+  envBytes?: (name: string) => Buffer | undefined,
+): Promise<Settings> {
   const str = (flag: string, envName?: string): string | undefined => {
     const v = values[flag];
     if (typeof v === 'string') return v;
@@ -110,7 +116,8 @@ export async function resolveSettings(values: FlagValues, env: Record<string, st
   };
   const warnings: string[] = [];
   const rawAddress = str('address', ENV_REDIS_ADDRESS);
-  if (rawAddress === undefined || rawAddress.trim() === '') throw new ConfigError(`no Redis address: set ${ENV_REDIS_ADDRESS} or --address`);
+  if (rawAddress === undefined || rawAddress.trim() === '')
+    throw new ConfigError(`no Redis address: set ${ENV_REDIS_ADDRESS} or --address`);
   let address;
   try {
     address = parseRedisAddress(rawAddress);
@@ -132,7 +139,9 @@ export async function resolveSettings(values: FlagValues, env: Record<string, st
     try {
       flagPassword = (await readFile(passwordFile, 'utf8')).replace(/\r?\n$/, '');
     } catch (err) {
-      throw new ConfigError(`cannot read --password-file ${JSON.stringify(passwordFile)}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`);
+      throw new ConfigError(
+        `cannot read --password-file ${JSON.stringify(passwordFile)}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`,
+      );
     }
   }
   const creds = resolveCredentials(address, {
@@ -160,7 +169,8 @@ export async function resolveSettings(values: FlagValues, env: Record<string, st
     if (ca.length > 0) material.ca = ca;
     if (clientCert) material.cert = await pemFrom(clientCert, 'client certificate');
     if (clientKey) material.key = await pemFrom(clientKey, 'client key');
-    if ((material.cert === undefined) !== (material.key === undefined)) throw new ConfigError('a client certificate needs its key, and a key its certificate');
+    if ((material.cert === undefined) !== (material.key === undefined))
+      throw new ConfigError('a client certificate needs its key, and a key its certificate');
     if (serverName) material.servername = serverName;
   } else if (anyTls) {
     warnings.push('TLS settings are present but the address is not rediss://: TLS is off (use --tls to force it)');

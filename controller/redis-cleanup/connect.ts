@@ -105,7 +105,8 @@ class ErrorTrap {
   explain(err: unknown): unknown {
     const msg = errorMessage(err);
     const last = this.last;
-    if (!last || !/connection is closed|none of startup nodes|all sentinels are unreachable|failed to refresh slots cache/i.test(msg)) return err;
+    if (!last || !/connection is closed|none of startup nodes|all sentinels are unreachable|failed to refresh slots cache/i.test(msg))
+      return err;
     // An auth, permission or TLS cause is the real reason: report it as such (and do not retry).
     const causeKind = classifyRedisError(last);
     if (causeKind === 'auth' || causeKind === 'permission' || causeKind === 'tls') return last;
@@ -117,7 +118,10 @@ class ErrorTrap {
   }
 
   /** connect() with this trap watching `events`; on failure the client is dropped and the cause explained. */
-  async connect<C extends { connect(): Promise<unknown>; disconnect(): void; on(event: string, fn: (err: Error) => void): unknown }>(client: C, ...events: string[]): Promise<C> {
+  async connect<C extends { connect(): Promise<unknown>; disconnect(): void; on(event: string, fn: (err: Error) => void): unknown }>(
+    client: C,
+    ...events: string[]
+  ): Promise<C> {
     this.watch(client, ...events);
     try {
       await client.connect();
@@ -197,7 +201,13 @@ export async function openSession(opts: RedisConnectionOptions): Promise<Session
   }
 }
 
-async function openSentinel(opts: RedisConnectionOptions, name: string, where: string, trap: ErrorTrap, warnings: string[]): Promise<Session> {
+async function openSentinel(
+  opts: RedisConnectionOptions,
+  name: string,
+  where: string,
+  trap: ErrorTrap,
+  warnings: string[],
+): Promise<Session> {
   const base = baseOptions(opts);
   const options: RedisOptions = {
     ...base,

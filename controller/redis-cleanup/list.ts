@@ -74,7 +74,13 @@ export async function listNamespaces(options: ListOptions): Promise<NamespaceLis
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const scanCount = options.scanCount ?? DEFAULT_SCAN_COUNT;
   const { value, attempts } = await withRetries(
-    { connection: options.connection, deadline, connectBudgetMs: options.connectBudgetMs, backoff: options.backoff, onRetry: options.onRetry },
+    {
+      connection: options.connection,
+      deadline,
+      connectBudgetMs: options.connectBudgetMs,
+      backoff: options.backoff,
+      onRetry: options.onRetry,
+    },
     async (session) => {
       const warnings = [...session.warnings];
       const tally = new NamespaceTally();
@@ -89,9 +95,15 @@ export async function listNamespaces(options: ListOptions): Promise<NamespaceLis
           if (keys.length > 0) {
             const kinds = await types(node.client, keys);
             const hashes = keys.filter((_, i) => kinds[i] === 'hash');
-            const lens = await hlen.run(node.client, hashes.map((k) => ['hlen', k]));
+            const lens = await hlen.run(
+              node.client,
+              hashes.map((k) => ['hlen', k]),
+            );
             const fieldsOf = new Map(hashes.map((k, i) => [k.toString('latin1'), lens[i]]));
-            const bytes = await memory.run(node.client, keys.map((k) => ['memory', 'usage', k]));
+            const bytes = await memory.run(
+              node.client,
+              keys.map((k) => ['memory', 'usage', k]),
+            );
             keys.forEach((k, i) => tally.addCurrent(k, kinds[i]!, kinds[i] === 'hash' ? fieldsOf.get(k.toString('latin1')) : 0, bytes[i]));
           }
         } while (cursor !== '0');
@@ -100,10 +112,24 @@ export async function listNamespaces(options: ListOptions): Promise<NamespaceLis
       return { describe: session.describe, mode: session.mode, namespaces: tally.summaries(), warnings };
     },
   );
-  return { target: value.describe, mode: value.mode, namespaces: value.namespaces, attempts, durationMs: Date.now() - started, warnings: [...new Set(value.warnings)] };
+  return {
+    target: value.describe,
+    mode: value.mode,
+    namespaces: value.namespaces,
+    attempts,
+    durationMs: Date.now() - started,
+    warnings: [...new Set(value.warnings)],
+  };
 }
 
-async function legacyScan(client: Redis, scanCount: number, deadline: number, tally: NamespaceTally, hlen: Optional, memory: Optional): Promise<void> {
+async function legacyScan(
+  client: Redis,
+  scanCount: number,
+  deadline: number,
+  tally: NamespaceTally,
+  hlen: Optional,
+  memory: Optional,
+): Promise<void> {
   let typeFilter = true;
   const scanHashes = async (cursor: string): Promise<[Buffer, Buffer[]]> => {
     if (typeFilter) {
@@ -126,7 +152,13 @@ async function legacyScan(client: Redis, scanCount: number, deadline: number, ta
     const [next, hashes] = await scanHashes(cursor);
     cursor = next.toString();
     // Keys containing '@' can never be a namespace (Ray forbids it), which also skips RAY<ns>@<TABLE>.
-    await probeLegacy(client, hashes.filter((k) => !k.includes(0x40)), tally, hlen, memory);
+    await probeLegacy(
+      client,
+      hashes.filter((k) => !k.includes(0x40)),
+      tally,
+      hlen,
+      memory,
+    );
   } while (cursor !== '0');
 }
 
@@ -138,11 +170,20 @@ async function probeLegacy(client: Redis, keys: Buffer[], tally: NamespaceTally,
   probes.forEach(([err, reply], i) => {
     if (err) throw err;
     const flat = (reply as [Buffer, Buffer[]])[1] ?? [];
-    const ns = legacyNamespaceOf(keys[i]!, flat.filter((_, j) => j % 2 === 0));
+    const ns = legacyNamespaceOf(
+      keys[i]!,
+      flat.filter((_, j) => j % 2 === 0),
+    );
     if (ns !== undefined) found.push({ key: keys[i]!, ns });
   });
   if (found.length === 0) return;
-  const fields = await hlen.run(client, found.map((f) => ['hlen', f.key]));
-  const bytes = await memory.run(client, found.map((f) => ['memory', 'usage', f.key]));
+  const fields = await hlen.run(
+    client,
+    found.map((f) => ['hlen', f.key]),
+  );
+  const bytes = await memory.run(
+    client,
+    found.map((f) => ['memory', 'usage', f.key]),
+  );
   found.forEach((f, i) => tally.addLegacy(f.ns, fields[i], bytes[i]));
 }

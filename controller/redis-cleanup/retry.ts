@@ -40,7 +40,10 @@ export function withTimeouts(connection: RedisConnectionOptions, totalMs: number
   };
 }
 
-export async function withRetries<T>(opts: RetryOptions, pass: (session: Session, attempt: number) => Promise<T>): Promise<{ value: T; attempts: number }> {
+export async function withRetries<T>(
+  opts: RetryOptions,
+  pass: (session: Session, attempt: number) => Promise<T>,
+): Promise<{ value: T; attempts: number }> {
   const started = Date.now();
   const policy = opts.backoff ?? REDIS_BACKOFF;
   const connection = withTimeouts(opts.connection, opts.deadline - started);
@@ -60,7 +63,8 @@ export async function withRetries<T>(opts: RetryOptions, pass: (session: Session
       unreachableSince = undefined;
       return { value: await pass(session, attempts), attempts };
     } catch (err) {
-      const wrapped = err instanceof RedisCleanupError ? err : wrapError(session ? session.explain(err) : err, session?.describe ?? 'redis');
+      const wrapped =
+        err instanceof RedisCleanupError ? err : wrapError(session ? session.explain(err) : err, session?.describe ?? 'redis');
       if (wrapped instanceof DeadlineExceeded) throw giveUp(wrapped, lastError, Date.now() - started);
       if (wrapped.kind !== 'retryable') throw wrapped;
       lastError = wrapped;
@@ -74,7 +78,8 @@ export async function withRetries<T>(opts: RetryOptions, pass: (session: Session
       }
       const delay = delayWithin(attempts, remaining, policy);
       if (delay === undefined) {
-        if (unreachableSince !== undefined && remaining < opts.deadline - Date.now()) throw unreachable(wrapped, Date.now() - unreachableSince, attempts);
+        if (unreachableSince !== undefined && remaining < opts.deadline - Date.now())
+          throw unreachable(wrapped, Date.now() - unreachableSince, attempts);
         throw giveUp(new DeadlineExceeded('deadline reached'), lastError, Date.now() - started);
       }
       opts.onRetry?.({ attempt: attempts, delayMs: delay, reason: wrapped.message });
@@ -88,7 +93,11 @@ export async function withRetries<T>(opts: RetryOptions, pass: (session: Session
 /** The connection budget is spent: one line naming the address and the last reason. */
 function unreachable(last: RedisCleanupError, unreachableMs: number, attempts: number): RedisCleanupError {
   const seconds = Math.round(unreachableMs / 1000);
-  return new RedisCleanupError(`Redis unreachable for ${seconds}s (${attempts} attempts, connection budget spent): ${last.message}`, 'retryable', { cause: last });
+  return new RedisCleanupError(
+    `Redis unreachable for ${seconds}s (${attempts} attempts, connection budget spent): ${last.message}`,
+    'retryable',
+    { cause: last },
+  );
 }
 
 function giveUp(err: RedisCleanupError, last: RedisCleanupError | undefined, elapsedMs: number): RedisCleanupError {

@@ -11,7 +11,6 @@ import type { Logger } from '../../src/logger.ts';
 import { EVENTS } from '../../src/kube-resources.ts';
 import type { EventType } from '../../src/event-reasons.ts';
 
-
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */
   event(obj: KubeObject, type: EventType, reason: string, message: string): void;
@@ -41,7 +40,14 @@ export class KubeEventRecorder implements EventRecorder {
   readonly counts = new Map<string, number>();
   writeFailures = 0;
 
-  constructor(options: { kube: KubeClient; component: string; instance: string; logger?: Logger | undefined; dedupWindowMs?: number; now?: () => number }) {
+  constructor(options: {
+    kube: KubeClient;
+    component: string;
+    instance: string;
+    logger?: Logger | undefined;
+    dedupWindowMs?: number;
+    now?: () => number;
+  }) {
     this.kube = options.kube;
     this.component = options.component;
     this.instance = options.instance;
@@ -64,10 +70,12 @@ export class KubeEventRecorder implements EventRecorder {
     const countKey = `${type}/${reason}`;
     this.counts.set(countKey, (this.counts.get(countKey) ?? 0) + 1);
     if (!meta.namespace || !meta.name) return;
-    const p = this.write(obj, type, reason, message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message).catch((err: unknown) => {
-      this.writeFailures += 1;
-      this.logger?.warn({ err: String(err), object: ref, reason }, 'could not record event');
-    });
+    const p = this.write(obj, type, reason, message.length > MAX_MESSAGE ? message.slice(0, MAX_MESSAGE - 3) + '...' : message).catch(
+      (err: unknown) => {
+        this.writeFailures += 1;
+        this.logger?.warn({ err: String(err), object: ref, reason }, 'could not record event');
+      },
+    );
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
   }
@@ -87,35 +95,42 @@ export class KubeEventRecorder implements EventRecorder {
       prior.count += 1;
       prior.at = now;
       try {
-        await this.kube.patch({ ...EVENTS, namespace: prior.namespace, name: prior.name }, { count: prior.count, lastTimestamp: ts }, MERGE_PATCH);
+        await this.kube.patch(
+          { ...EVENTS, namespace: prior.namespace, name: prior.name },
+          { count: prior.count, lastTimestamp: ts },
+          MERGE_PATCH,
+        );
         return;
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     }
     const name = `${meta.name}.${randomBytes(8).toString('hex')}`;
-    await this.kube.create({ ...EVENTS, namespace }, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { name, namespace },
-      involvedObject: {
-        apiVersion: obj.apiVersion,
-        kind: obj.kind,
-        name: meta.name,
-        namespace,
-        uid: meta.uid,
-        resourceVersion: meta.resourceVersion,
+    await this.kube.create(
+      { ...EVENTS, namespace },
+      {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: meta.name,
+          namespace,
+          uid: meta.uid,
+          resourceVersion: meta.resourceVersion,
+        },
+        type,
+        reason,
+        message,
+        count: 1,
+        firstTimestamp: ts,
+        lastTimestamp: ts,
+        source: { component: this.component },
+        reportingComponent: this.component,
+        reportingInstance: this.instance,
       },
-      type,
-      reason,
-      message,
-      count: 1,
-      firstTimestamp: ts,
-      lastTimestamp: ts,
-      source: { component: this.component },
-      reportingComponent: this.component,
-      reportingInstance: this.instance,
-    });
+    );
     this.seen.set(dedupKey, { name, namespace, count: 1, at: now });
     if (this.seen.size > 4096) {
       const oldest = this.seen.keys().next();

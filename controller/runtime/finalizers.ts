@@ -9,8 +9,24 @@
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import type { Counter } from 'prom-client';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
-import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange, type FinalizerMeta } from '../../src/finalizer.ts';
-import { isConflict, isForbidden, isInvalid, isNotFound, isPatchTestFailed, JSON_PATCH, KubeApiError, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import {
+  addFinalizerPatch,
+  finalizerRejectedMessage,
+  removeFinalizerPatch,
+  type FinalizerChange,
+  type FinalizerMeta,
+} from '../../src/finalizer.ts';
+import {
+  isConflict,
+  isForbidden,
+  isInvalid,
+  isNotFound,
+  isPatchTestFailed,
+  JSON_PATCH,
+  KubeApiError,
+  type KubeClient,
+  type ResourceRef,
+} from '../../src/kube.ts';
 import { sharedCounter, type Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeObject } from './informer.ts';
@@ -54,7 +70,13 @@ export class FinalizerPatcher {
    * to do. Throws FinalizerPatchRejectedError after a Warning event when the API refuses the change,
    * and any other error as it came.
    */
-  async patch<T = unknown>(ref: ResourceRef, obj: { metadata: FinalizerMeta }, change: FinalizerChange, finalizer: string, signal?: AbortSignal): Promise<FinalizerPatchOutcome<T>> {
+  async patch<T = unknown>(
+    ref: ResourceRef,
+    obj: { metadata: FinalizerMeta },
+    change: FinalizerChange,
+    finalizer: string,
+    signal?: AbortSignal,
+  ): Promise<FinalizerPatchOutcome<T>> {
     const ops = change === 'add' ? addFinalizerPatch(obj.metadata, finalizer) : removeFinalizerPatch(obj.metadata, finalizer);
     if (!ops) return { result: 'unchanged' };
     const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });
@@ -73,8 +95,18 @@ export class FinalizerPatcher {
       }
       if (isRefusal(err)) {
         count('rejected');
-        const message = finalizerRejectedMessage(change, finalizer, { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body }, [await this.stored(ref, signal), obj]);
-        this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj } as KubeObject, 'Warning', EVENT_FINALIZER_PATCH_REJECTED, message);
+        const message = finalizerRejectedMessage(
+          change,
+          finalizer,
+          { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body },
+          [await this.stored(ref, signal), obj],
+        );
+        this.events.event(
+          { apiVersion: this.apiVersion, kind: this.kind, ...obj } as KubeObject,
+          'Warning',
+          EVENT_FINALIZER_PATCH_REJECTED,
+          message,
+        );
         throw new FinalizerPatchRejectedError(message, { cause: err });
       }
       count('error');

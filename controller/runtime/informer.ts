@@ -140,7 +140,11 @@ export class Informer {
   private watchdog: NodeJS.Timeout | undefined;
   private lastRelistAt = 0;
 
-  constructor(id: string, spec: InformerSpec, deps: { watchFn: WatchFn; listFn: ListFn; timings?: Partial<InformerTimings>; now?: () => number }) {
+  constructor(
+    id: string,
+    spec: InformerSpec,
+    deps: { watchFn: WatchFn; listFn: ListFn; timings?: Partial<InformerTimings>; now?: () => number },
+  ) {
     this.id = id;
     this.spec = spec;
     this.transform = spec.transform ?? stripManagedFields;
@@ -432,7 +436,15 @@ export class InformerFactory {
   get(spec: InformerSpec): Informer {
     const namespace = spec.namespace === undefined ? this.defaultNamespace : spec.namespace || undefined;
     const full: InformerSpec = { ...spec, namespace };
-    const id = [full.group ?? '', full.version, full.plural, namespace ?? '*', full.labelSelector ?? '', full.fieldSelector ?? '', full.transformId ?? ''].join('|');
+    const id = [
+      full.group ?? '',
+      full.version,
+      full.plural,
+      namespace ?? '*',
+      full.labelSelector ?? '',
+      full.fieldSelector ?? '',
+      full.transformId ?? '',
+    ].join('|');
     let informer = this.informers.get(id);
     if (!informer) {
       const watchFn: WatchFn = (path, query, onEvent, onDone) => this.kube.watch(path, query, onEvent, onDone);

@@ -51,11 +51,17 @@ const RELEASE_TIMEOUT_MS = 5_000;
 
 /** What makes a timing unsafe (client-go's rules), or undefined. */
 export function leaderTimingProblem(t: LeaderTiming): string | undefined {
-  for (const [name, v] of [['lease duration', t.leaseDurationMs], ['renew deadline', t.renewDeadlineMs], ['retry period', t.retryPeriodMs]] as const) {
+  for (const [name, v] of [
+    ['lease duration', t.leaseDurationMs],
+    ['renew deadline', t.renewDeadlineMs],
+    ['retry period', t.retryPeriodMs],
+  ] as const) {
     if (!Number.isFinite(v) || v <= 0) return `leader election: the ${name} must be positive`;
   }
-  if (t.renewDeadlineMs >= t.leaseDurationMs) return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be shorter than the lease duration (${t.leaseDurationMs} ms), or two replicas could lead at once`;
-  if (t.renewDeadlineMs <= t.retryPeriodMs * (1 + RETRY_JITTER)) return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be longer than ${1 + RETRY_JITTER} x the retry period (${t.retryPeriodMs} ms)`;
+  if (t.renewDeadlineMs >= t.leaseDurationMs)
+    return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be shorter than the lease duration (${t.leaseDurationMs} ms), or two replicas could lead at once`;
+  if (t.renewDeadlineMs <= t.retryPeriodMs * (1 + RETRY_JITTER))
+    return `leader election: the renew deadline (${t.renewDeadlineMs} ms) must be longer than ${1 + RETRY_JITTER} x the retry period (${t.retryPeriodMs} ms)`;
   return undefined;
 }
 
@@ -102,13 +108,13 @@ export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-
 /** One attempt's outcome: we hold the lease, another replica holds it, or we could not tell. */
 type Attempt = 'held' | 'lost' | 'failed';
 
 export class LeaderElector {
   readonly identity: string;
-  private readonly o: LeaderTiming & Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & { logger: Logger | undefined };
+  private readonly o: LeaderTiming &
+    Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & { logger: Logger | undefined };
   private observedRecord = '';
   private observedTime = 0;
   private observedHolder = '';
@@ -208,7 +214,10 @@ export class LeaderElector {
       this.writeUntil = 0;
     }
     this.leaderController.abort();
-    this.o.logger?.warn({ lease, reason, lastRenew: new Date(this.lastRenew).toISOString(), leadingUntil: new Date(leadingUntil).toISOString() }, 'stopped leading');
+    this.o.logger?.warn(
+      { lease, reason, lastRenew: new Date(this.lastRenew).toISOString(), leadingUntil: new Date(leadingUntil).toISOString() },
+      'stopped leading',
+    );
     callbacks.onStoppedLeading(reason);
   }
 
@@ -259,7 +268,13 @@ export class LeaderElector {
 
   private observe(lease: Lease, callbacks: LeaderCallbacks): void {
     const spec = lease.spec ?? {};
-    const record = JSON.stringify([spec.holderIdentity ?? '', spec.renewTime ?? '', spec.acquireTime ?? '', spec.leaseDurationSeconds ?? 0, spec.leaseTransitions ?? 0]);
+    const record = JSON.stringify([
+      spec.holderIdentity ?? '',
+      spec.renewTime ?? '',
+      spec.acquireTime ?? '',
+      spec.leaseDurationSeconds ?? 0,
+      spec.leaseTransitions ?? 0,
+    ]);
     if (record !== this.observedRecord) {
       this.observedRecord = record;
       this.observedTime = this.o.now();
@@ -278,7 +293,10 @@ export class LeaderElector {
   private async tryAcquireOrRenew(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
     if (signal.aborted) return 'failed';
     const attempt = new AbortController();
-    const timer = this.o.timers.setTimer(() => attempt.abort(new Error('leader election: deadline reached')), Math.max(0, deadline - this.o.now()));
+    const timer = this.o.timers.setTimer(
+      () => attempt.abort(new Error('leader election: deadline reached')),
+      Math.max(0, deadline - this.o.now()),
+    );
     const onAbort = (): void => attempt.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -316,7 +334,13 @@ export class LeaderElector {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
         metadata: { name: this.o.name, namespace: this.o.namespace },
-        spec: { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: this.identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
+        },
       };
       try {
         this.current = await kube.create<Lease>(this.ref(), created, options);

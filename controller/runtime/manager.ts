@@ -84,7 +84,12 @@ export class Manager {
     this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
     const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
     if (options.leaderElection) {
-      this.elector = new LeaderElector({ kube: this.kube, logger: options.logger.child({ component: 'leader' }), now: options.now, ...options.leaderElection });
+      this.elector = new LeaderElector({
+        kube: this.kube,
+        logger: options.logger.child({ component: 'leader' }),
+        now: options.now,
+        ...options.leaderElection,
+      });
     }
     // The reconcilers (and their Events) write through a fence: no write leaves once the lease may be
     // another's, even from a reconcile resumed after a pause. The Lease and the informers use `kube`.
@@ -141,7 +146,8 @@ export class Manager {
     let ok = true;
     for (const informer of this.informers.all()) {
       const healthy = informer.healthy(grace);
-      checks[`informer:${label(informer)}`] = healthy || `failing since ${new Date(informer.stats.failingSince ?? 0).toISOString()}: ${informer.stats.lastError ?? ''}`;
+      checks[`informer:${label(informer)}`] =
+        healthy || `failing since ${new Date(informer.stats.failingSince ?? 0).toISOString()}: ${informer.stats.lastError ?? ''}`;
       ok &&= healthy || this.stopping;
     }
     if (this.elector) {
@@ -198,7 +204,9 @@ export class Manager {
         signal.removeEventListener('abort', stopAll);
       } else {
         this.startControllers(signal, signal);
-        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+        await new Promise<void>((resolve) =>
+          signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+        );
       }
     }
     return outcome;
@@ -218,9 +226,13 @@ export class Manager {
       };
       const queue = new WorkQueue({ retry: this.o.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
       const abort = new AbortController();
-      leaderSignal.addEventListener('abort', () => {
-        if (!runSignal.aborted) abort.abort(); // lost leadership; a graceful stop aborts after the drain
-      }, { once: true });
+      leaderSignal.addEventListener(
+        'abort',
+        () => {
+          if (!runSignal.aborted) abort.abort(); // lost leadership; a graceful stop aborts after the drain
+        },
+        { once: true },
+      );
       const rc: RunningController = { registration, queue, workers: [], abort };
       this.running.push(rc);
       this.resync(rc);
@@ -271,13 +283,25 @@ export class Manager {
         if (isNotLeader(err)) {
           // The fence held a write back: this replica no longer leads (its renew loop stops it next): no retry.
           this.m.reconciles.inc({ controller: name, result: 'fenced' });
-          log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err) }, 'reconcile stopped: no longer leading, write not sent');
+          log.warn(
+            { controller: name, key, err: err instanceof Error ? err.message : String(err) },
+            'reconcile stopped: no longer leading, write not sent',
+          );
         } else {
           this.m.reconciles.inc({ controller: name, result: 'error' });
           if (!rc.abort.signal.aborted) {
             const delay = rc.queue.addRateLimited(key);
             if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
-            log.warn({ controller: name, key, err: err instanceof Error ? err.message : String(err), retryInMs: delay, failures: rc.queue.failuresOf(key) }, 'reconcile failed; will retry');
+            log.warn(
+              {
+                controller: name,
+                key,
+                err: err instanceof Error ? err.message : String(err),
+                retryInMs: delay,
+                failures: rc.queue.failuresOf(key),
+              },
+              'reconcile failed; will retry',
+            );
           }
         }
       } finally {
@@ -303,7 +327,11 @@ export class Manager {
     await Promise.all(
       running.map(async (rc) => {
         const drained = await rc.queue.drain(timeout);
-        if (!drained) this.o.logger.warn({ controller: rc.registration.name, inFlight: rc.queue.inFlight }, 'reconciles still running at the shutdown timeout: aborting them');
+        if (!drained)
+          this.o.logger.warn(
+            { controller: rc.registration.name, inFlight: rc.queue.inFlight },
+            'reconciles still running at the shutdown timeout: aborting them',
+          );
         rc.abort.abort();
         if (drained) await Promise.all(rc.workers);
       }),
@@ -326,10 +354,31 @@ export class Manager {
 
   private registerMetrics(registry: Registry) {
     const registers = [registry];
-    const reconciles = new Counter({ name: 'raykeeper_controller_reconcile_total', help: 'Reconciles by controller and result (success, requeue, error; fenced: stopped at a write after leadership ended).', labelNames: ['controller', 'result'] as const, registers });
-    const duration = new Histogram({ name: 'raykeeper_controller_reconcile_duration_seconds', help: 'Reconcile duration.', labelNames: ['controller'] as const, buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers });
-    const retries = new Counter({ name: 'raykeeper_controller_queue_retries_total', help: 'Retries scheduled after failed reconciles.', labelNames: ['controller'] as const, registers });
-    const adds = new Counter({ name: 'raykeeper_controller_queue_adds_total', help: 'Keys added to the ready queue (after dedup).', labelNames: ['controller'] as const, registers });
+    const reconciles = new Counter({
+      name: 'raykeeper_controller_reconcile_total',
+      help: 'Reconciles by controller and result (success, requeue, error; fenced: stopped at a write after leadership ended).',
+      labelNames: ['controller', 'result'] as const,
+      registers,
+    });
+    const duration = new Histogram({
+      name: 'raykeeper_controller_reconcile_duration_seconds',
+      help: 'Reconcile duration.',
+      labelNames: ['controller'] as const,
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    const retries = new Counter({
+      name: 'raykeeper_controller_queue_retries_total',
+      help: 'Retries scheduled after failed reconciles.',
+      labelNames: ['controller'] as const,
+      registers,
+    });
+    const adds = new Counter({
+      name: 'raykeeper_controller_queue_adds_total',
+      help: 'Keys added to the ready queue (after dedup).',
+      labelNames: ['controller'] as const,
+      registers,
+    });
     const self = this;
     new Gauge({
       name: 'raykeeper_controller_queue_depth',
@@ -374,13 +423,21 @@ export class Manager {
         },
       });
     const now = () => this.ctx.now();
-    informerGauge('raykeeper_informer_reconnects', 'Watch reconnects since start (normal every ~30 s on quiet resources).', (i) => i.stats.reconnects);
+    informerGauge(
+      'raykeeper_informer_reconnects',
+      'Watch reconnects since start (normal every ~30 s on quiet resources).',
+      (i) => i.stats.reconnects,
+    );
     informerGauge('raykeeper_informer_relists', 'Full lists since start (start, 410 Gone, staleness, periodic).', (i) => i.stats.relists);
     informerGauge('raykeeper_informer_errors', 'List/watch failures since start (each retried with backoff).', (i) => i.stats.errors);
     informerGauge('raykeeper_informer_stale_restarts', 'Watches aborted by the staleness watchdog.', (i) => i.stats.staleRestarts);
-    informerGauge('raykeeper_informer_last_event_age_seconds', 'Seconds since the last watch event, bookmark or list.', (i) => (i.stats.lastEventAt === undefined ? undefined : (now() - i.stats.lastEventAt) / 1000));
+    informerGauge('raykeeper_informer_last_event_age_seconds', 'Seconds since the last watch event, bookmark or list.', (i) =>
+      i.stats.lastEventAt === undefined ? undefined : (now() - i.stats.lastEventAt) / 1000,
+    );
     informerGauge('raykeeper_informer_objects', 'Objects in the informer cache.', (i) => i.size);
-    informerGauge('raykeeper_informer_healthy', '1 when the informer is not failing continuously.', (i) => (i.healthy(this.o.healthGraceMs ?? 5 * 60_000) ? 1 : 0));
+    informerGauge('raykeeper_informer_healthy', '1 when the informer is not failing continuously.', (i) =>
+      i.healthy(this.o.healthGraceMs ?? 5 * 60_000) ? 1 : 0,
+    );
     new Gauge({
       name: 'raykeeper_kube_requests',
       help: 'Kubernetes API requests since start by verb and status code.',

@@ -175,7 +175,12 @@ export class WorkQueue {
  * throws is retried with its per-key backoff (`onError` hears of it), one that returns is forgotten.
  * Resolves when every loop has ended. (The controller manager runs its own loops: metrics, requeues.)
  */
-export function runWorkers(queue: WorkQueue, workers: number, handle: (key: string) => Promise<void>, onError: (key: string, err: unknown, retryInMs: number) => void): Promise<void> {
+export function runWorkers(
+  queue: WorkQueue,
+  workers: number,
+  handle: (key: string) => Promise<void>,
+  onError: (key: string, err: unknown, retryInMs: number) => void,
+): Promise<void> {
   const loop = async (): Promise<void> => {
     for (let key = await queue.get(); key !== undefined; key = await queue.get()) {
       try {

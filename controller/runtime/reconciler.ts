@@ -156,7 +156,10 @@ export interface ReconcilerModule {
   summary: string;
   /** Extra flags for `raykeeper controller`; their parsed values arrive in `create`'s `flags`. */
   flags?: Record<string, ModuleFlag>;
-  create(ctx: ControllerContext, flags: Record<string, string | boolean | undefined>): ControllerRegistration | Promise<ControllerRegistration>;
+  create(
+    ctx: ControllerContext,
+    flags: Record<string, string | boolean | undefined>,
+  ): ControllerRegistration | Promise<ControllerRegistration>;
 }
 
 /** "namespace/name" (or "name" when cluster-scoped). */

@@ -216,7 +216,11 @@ export interface ServiceRecord {
  */
 export function dnsHosts(services: ServiceRecord[], domain: string): string {
   return services
-    .flatMap((s) => (s.clusterIP === 'None' ? [...new Set(s.addresses ?? [])] : s.clusterIP ? [s.clusterIP] : []).map((ip) => `${ip} ${s.name}.${s.namespace}.svc.${domain} ${s.name}.${s.namespace}.svc`))
+    .flatMap((s) =>
+      (s.clusterIP === 'None' ? [...new Set(s.addresses ?? [])] : s.clusterIP ? [s.clusterIP] : []).map(
+        (ip) => `${ip} ${s.name}.${s.namespace}.svc.${domain} ${s.name}.${s.namespace}.svc`,
+      ),
+    )
     .sort()
     .join('\n')
     .concat('\n');

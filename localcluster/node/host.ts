@@ -17,7 +17,11 @@ const execFileP = promisify(execFile);
 /** Runs a command; rejects with its stderr in the message. */
 export async function run(command: string, args: string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
   try {
-    const { stdout } = await execFileP(command, args, { timeout: options.timeoutMs ?? 60_000, env: options.env, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await execFileP(command, args, {
+      timeout: options.timeoutMs ?? 60_000,
+      env: options.env,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
@@ -45,7 +49,17 @@ export const GUARDED_SYSCTLS = [
 ];
 
 /** Paths kubelet, containerd and the CNI plugins create outside the state directory. */
-export const FIXED_HOST_PATHS = ['/var/lib/kubelet', '/var/log/containers', '/var/log/pods', '/run/netns', '/var/lib/cni', '/run/containerd', '/etc/cni', '/opt/cni', '/opt/containerd'];
+export const FIXED_HOST_PATHS = [
+  '/var/lib/kubelet',
+  '/var/log/containers',
+  '/var/log/pods',
+  '/run/netns',
+  '/var/lib/cni',
+  '/run/containerd',
+  '/etc/cni',
+  '/opt/cni',
+  '/opt/containerd',
+];
 
 export const EGRESS_CHAIN = 'RAYKEEPER-NODE-EGRESS';
 
@@ -92,7 +106,12 @@ export async function iptablesRules(): Promise<Record<string, string[]>> {
 }
 
 export async function snapshotHost(): Promise<HostSnapshot> {
-  return { sysctls: readSysctls(), iptables: await iptablesRules(), netns: listNetns(), absentPaths: FIXED_HOST_PATHS.filter((p) => !existsSync(p)) };
+  return {
+    sysctls: readSysctls(),
+    iptables: await iptablesRules(),
+    netns: listNetns(),
+    absentPaths: FIXED_HOST_PATHS.filter((p) => !existsSync(p)),
+  };
 }
 
 /**
@@ -131,7 +150,9 @@ export function splitRule(line: string): string[] {
  */
 export async function setUpNetwork(net: NodeNetwork): Promise<void> {
   if (existsSync(`/sys/class/net/${net.bridge}`)) {
-    throw new Error(`the bridge ${net.bridge} exists: another local node is running on this machine (or one was killed: \`ip link del ${net.bridge}\`)`);
+    throw new Error(
+      `the bridge ${net.bridge} exists: another local node is running on this machine (or one was killed: \`ip link del ${net.bridge}\`)`,
+    );
   }
   await run('ip', ['link', 'add', net.bridge, 'type', 'bridge']);
   await run('ip', ['addr', 'add', `${net.gateway}/${net.prefixLength}`, 'dev', net.bridge]);
@@ -224,7 +245,6 @@ export function mountsUnder(dir: string): string[] {
     .filter((p) => p === dir || p.startsWith(prefix));
   return [...new Set(points)].sort((a, b) => b.length - a.length);
 }
-
 
 /**
  * Puts the host back after the node's processes stopped: kills what is left in kubepods cgroups and the

@@ -9,14 +9,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { generateCa, generateClientCertificate } from '../../certs/generate.ts';
 import { crictlPath, requireBinaries, requireKubeCommand } from '../binaries.ts';
-import {
-  type ControlPlane,
-  controlPlaneFiles,
-  logFd,
-  loopbackEnv,
-  startControlPlane,
-  waitUntil,
-} from '../control-plane.ts';
+import { type ControlPlane, controlPlaneFiles, logFd, loopbackEnv, startControlPlane, waitUntil } from '../control-plane.ts';
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
 import { KubeClient } from '../../src/kube.ts';
@@ -98,7 +91,15 @@ function clientKubeconfig(server: string, caCert: string, cert: { cert: string; 
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'raykeeper-local', cluster: { server, 'certificate-authority-data': Buffer.from(caCert).toString('base64') } }],
-    users: [{ name: user, user: { 'client-certificate-data': Buffer.from(cert.cert).toString('base64'), 'client-key-data': Buffer.from(cert.key).toString('base64') } }],
+    users: [
+      {
+        name: user,
+        user: {
+          'client-certificate-data': Buffer.from(cert.cert).toString('base64'),
+          'client-key-data': Buffer.from(cert.key).toString('base64'),
+        },
+      },
+    ],
     contexts: [{ name: 'raykeeper-local', context: { cluster: 'raykeeper-local', user } }],
     'current-context': 'raykeeper-local',
   };
@@ -108,7 +109,6 @@ async function writePrivate(path: string, text: string): Promise<void> {
   await writeFile(path, text, { mode: 0o600 });
   await chmod(path, 0o600);
 }
-
 
 /** Node `name` is Ready (its Ready condition True). */
 export async function nodeReady(kube: KubeClient, name = NODE_NAME): Promise<boolean> {
@@ -124,7 +124,19 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   const root = await mkdtemp('/tmp/raykeeper-node-');
   const dirs = nodeDirs(root);
   const logs = join(root, 'logs');
-  for (const d of [dirs.containerdRoot, dirs.containerdState, dirs.cniConfDir, dirs.cniIpamDir, dirs.kubeletRoot, dirs.kubeletCerts, dirs.podLogs, dirs.volumePlugins, dirs.pki, dirs.dns, logs]) {
+  for (const d of [
+    dirs.containerdRoot,
+    dirs.containerdState,
+    dirs.cniConfDir,
+    dirs.cniIpamDir,
+    dirs.kubeletRoot,
+    dirs.kubeletCerts,
+    dirs.podLogs,
+    dirs.volumePlugins,
+    dirs.pki,
+    dirs.dns,
+    logs,
+  ]) {
     await mkdir(d, { recursive: true, mode: 0o700 });
   }
   const snapshot = await snapshotHost();
@@ -138,7 +150,14 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     const log = join(logs, `${name}.log`);
     const fd = logFd(log);
     try {
-      const proc = await spawnSupervised(command, args, { env, cwd: root, stdio: ['ignore', fd, fd], graceSeconds: 10, group: true, ownerStops: true });
+      const proc = await spawnSupervised(command, args, {
+        env,
+        cwd: root,
+        stdio: ['ignore', fd, fd],
+        graceSeconds: 10,
+        group: true,
+        ownerStops: true,
+      });
       procs.push({ name, proc });
       return { proc, log };
     } finally {
@@ -167,7 +186,23 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     // plugins remove their veths, addresses and network namespaces, containerd its mounts.
     await step('kubelet', () => stopComponent('kubelet'));
     if (procs.some((p) => p.name === 'containerd')) {
-      await step('crictl rmp', () => run(crictlPath(), ['--runtime-endpoint', `unix://${dirs.containerdSocket}`, '--image-endpoint', `unix://${dirs.containerdSocket}`, '--timeout', '60s', 'rmp', '--all', '--force'], { timeoutMs: 120_000 }));
+      await step('crictl rmp', () =>
+        run(
+          crictlPath(),
+          [
+            '--runtime-endpoint',
+            `unix://${dirs.containerdSocket}`,
+            '--image-endpoint',
+            `unix://${dirs.containerdSocket}`,
+            '--timeout',
+            '60s',
+            'rmp',
+            '--all',
+            '--force',
+          ],
+          { timeoutMs: 120_000 },
+        ),
+      );
     }
     await step('kube-proxy', () => stopComponent('kube-proxy'));
     await step('kube-proxy --cleanup', () => run(requireKubeCommand('kube-proxy'), ['--cleanup'], { timeoutMs: 60_000 }));
@@ -188,7 +223,11 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
 
     progress('cluster CA and client certificates');
     const ca = generateCa();
-    const apiserverClient = generateClientCertificate({ ca, commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'] });
+    const apiserverClient = generateClientCertificate({
+      ca,
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
+    });
     const kubeletClient = generateClientCertificate({ ca, commonName: `system:node:${NODE_NAME}`, organizations: ['system:nodes'] });
     const pki = {
       caCert: join(dirs.pki, 'ca.crt'),
@@ -275,7 +314,10 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     const kubeletKubeconfig = join(root, 'kubelet.kubeconfig');
     await writePrivate(kubeletKubeconfig, stringify(clientKubeconfig(info.server, info.caCert, kubeletClient, `system:node:${NODE_NAME}`)));
     const kubeletYaml = join(root, 'kubelet.yaml');
-    await writeFile(kubeletYaml, stringify(kubeletConfig(net, dirs, { port: await freePort(), healthzPort: await freePort() }, pki.caCert)));
+    await writeFile(
+      kubeletYaml,
+      stringify(kubeletConfig(net, dirs, { port: await freePort(), healthzPort: await freePort() }, pki.caCert)),
+    );
     const kubelet = await spawnComponent('kubelet', requireKubeCommand('kubelet'), [
       `--config=${kubeletYaml}`,
       `--kubeconfig=${kubeletKubeconfig}`,
@@ -359,4 +401,3 @@ function startDnsFeeder(kube: KubeClient, sync: () => Promise<void>): { stop(): 
     },
   };
 }
-

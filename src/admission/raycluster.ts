@@ -17,7 +17,14 @@
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
 //   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
-import { explicitStorageNamespace, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend, gcsFtMode, isManagedExternally } from '../gcsft.ts';
+import {
+  explicitStorageNamespace,
+  gcsFtFinalizerRule,
+  storageNamespaceProblem,
+  usesRedisBackend,
+  gcsFtMode,
+  isManagedExternally,
+} from '../gcsft.ts';
 import type { FtSubject } from '../gcsft.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
@@ -84,7 +91,8 @@ export function rayClusterShapeProblem(obj: JsonObject): string | undefined {
   // here with the uid, before a rule would try to read it as text.
   for (const field of ['backend', 'externalStorageNamespace']) {
     const value = optionsOf(obj)?.[field];
-    if (value !== undefined && value !== null && typeof value !== 'string') return `object.spec.gcsFaultToleranceOptions.${field} must be a string`;
+    if (value !== undefined && value !== null && typeof value !== 'string')
+      return `object.spec.gcsFaultToleranceOptions.${field} must be a string`;
   }
   return undefined;
 }
@@ -98,7 +106,8 @@ function applyFinalizerRule(cluster: JsonObject, ctx: RayClusterDefaultingContex
     if (ctx.oldObject && hasFinalizer(metadataOf(ctx.oldObject), GCS_FT_REDIS_CLEANUP_FINALIZER)) return;
     if (isDeleting(ctx.oldObject)) return;
   }
-  if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER, result.patch)) result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);
+  if (addFinalizer(cluster, GCS_FT_REDIS_CLEANUP_FINALIZER, result.patch))
+    result.changes.push(`added finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}`);
 }
 
 function pinStorageNamespace(cluster: JsonObject, mode: 'annotation' | 'options', value: string, ops: PatchOperation[]): string {

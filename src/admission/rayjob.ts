@@ -37,7 +37,11 @@ export function defaultRayJob(job: JsonObject, ctx: RayJobDefaultingContext): De
   if (!isJsonObject(job.status)) {
     setContainer(result.patch, '', job, 'status', () => ({ jobDeploymentStatus: 'New' }));
     result.changes.push('set status.jobDeploymentStatus New');
-  } else if (job.status.jobDeploymentStatus === undefined || job.status.jobDeploymentStatus === null || job.status.jobDeploymentStatus === '') {
+  } else if (
+    job.status.jobDeploymentStatus === undefined ||
+    job.status.jobDeploymentStatus === null ||
+    job.status.jobDeploymentStatus === ''
+  ) {
     setMember(result.patch, '/status', job.status, 'jobDeploymentStatus', 'New');
     result.changes.push('set status.jobDeploymentStatus New');
   }

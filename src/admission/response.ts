@@ -33,7 +33,12 @@ export function encodePatch(ops: readonly PatchOperation[]): string {
 }
 
 /** Allowed; with a JSONPatch only when there are operations, and warnings only when there are some. */
-export function allowed(apiVersion: AdmissionApiVersion, uid: string, ops: readonly PatchOperation[] = [], warnings: readonly string[] = []): AdmissionReviewAnswer {
+export function allowed(
+  apiVersion: AdmissionApiVersion,
+  uid: string,
+  ops: readonly PatchOperation[] = [],
+  warnings: readonly string[] = [],
+): AdmissionReviewAnswer {
   const response: AdmissionResponse = { uid, allowed: true };
   if (ops.length > 0) {
     response.patchType = 'JSONPatch';

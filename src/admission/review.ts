@@ -66,7 +66,11 @@ export function parseAdmissionReview(body: unknown): ParsedReview {
   // The uid is read first, so that every later refusal (envelope errors included) carries it.
   const uid = isJsonObject(request) && typeof request.uid === 'string' && request.uid !== '' ? request.uid : undefined;
   if (!isApiVersion(body.apiVersion)) {
-    return fail(`apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion ?? null)}`, apiVersion, uid);
+    return fail(
+      `apiVersion must be one of ${ADMISSION_API_VERSIONS.join(', ')}, got ${JSON.stringify(body.apiVersion ?? null)}`,
+      apiVersion,
+      uid,
+    );
   }
   if (body.kind !== 'AdmissionReview') {
     return fail(`kind must be AdmissionReview, got ${JSON.stringify(body.kind ?? null)}`, apiVersion, uid);
@@ -79,7 +83,11 @@ export function parseAdmissionReview(body: unknown): ParsedReview {
     return fail('request.kind must be an object with string group, version and kind', apiVersion, uid);
   }
   if (!isOperation(request.operation)) {
-    return fail(`request.operation must be one of ${OPERATIONS.join(', ')}, got ${JSON.stringify(request.operation ?? null)}`, apiVersion, uid);
+    return fail(
+      `request.operation must be one of ${OPERATIONS.join(', ')}, got ${JSON.stringify(request.operation ?? null)}`,
+      apiVersion,
+      uid,
+    );
   }
   const operation = request.operation;
   const object = isJsonObject(request.object) ? request.object : null;

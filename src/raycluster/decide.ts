@@ -33,7 +33,15 @@ import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './job.ts';
-import { EVENT_FORCE_DELETED_STUCK_CLUSTER, EVENT_REDIS_CLEANUP_DISABLED, EVENT_REDIS_CLEANUP_FAILED, EVENT_REDIS_CLEANUP_RERUN, EVENT_REDIS_CLEANUP_SKIPPED, EVENT_REDIS_CLEANUP_SUCCEEDED, type EventSpec } from '../event-reasons.ts';
+import {
+  EVENT_FORCE_DELETED_STUCK_CLUSTER,
+  EVENT_REDIS_CLEANUP_DISABLED,
+  EVENT_REDIS_CLEANUP_FAILED,
+  EVENT_REDIS_CLEANUP_RERUN,
+  EVENT_REDIS_CLEANUP_SKIPPED,
+  EVENT_REDIS_CLEANUP_SUCCEEDED,
+  type EventSpec,
+} from '../event-reasons.ts';
 
 export const HEAD_POD_WAIT_MS = 10_000;
 /**
@@ -122,7 +130,8 @@ export function unusableConfig(cluster: RayCluster): string | undefined {
   }
   const env = cleanupEnv(cluster);
   const hasEnvFrom = Array.isArray(headContainer(cluster)?.envFrom) && (headContainer(cluster)?.envFrom as unknown[]).length > 0;
-  if (!env.some((e) => e.name === ENV_REDIS_ADDRESS) && !hasEnvFrom) return 'no Redis address (gcsFaultToleranceOptions.redisAddress or head env RAY_REDIS_ADDRESS)';
+  if (!env.some((e) => e.name === ENV_REDIS_ADDRESS) && !hasEnvFrom)
+    return 'no Redis address (gcsFaultToleranceOptions.redisAddress or head env RAY_REDIS_ADDRESS)';
   return undefined;
 }
 
@@ -181,7 +190,11 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
       return {
         action: 'releaseFinalizer',
         reason: 'job-complete',
-        event: { type: 'Normal', reason: EVENT_REDIS_CLEANUP_SUCCEEDED, message: `Redis cleanup Job ${jobName} completed: deleted ${describeTarget(cluster)}.` },
+        event: {
+          type: 'Normal',
+          reason: EVENT_REDIS_CLEANUP_SUCCEEDED,
+          message: `Redis cleanup Job ${jobName} completed: deleted ${describeTarget(cluster)}.`,
+        },
       };
     }
     const why = [result.reason, result.message].filter(Boolean).join(': ');
@@ -223,7 +236,10 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
     };
   }
 
-  const live = rayPods.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata?.name ?? '').filter(Boolean);
+  const live = rayPods
+    .filter((p) => !p.metadata?.deletionTimestamp)
+    .map((p) => p.metadata?.name ?? '')
+    .filter(Boolean);
   if (live.length > 0) return { action: 'deletePods', pods: live.sort(), requeueAfterMs: capped(POD_DELETE_WAIT_MS, deadline, now) };
   if (heads.length > 0) return { action: 'waitForHeadGone', requeueAfterMs: capped(HEAD_POD_WAIT_MS, deadline, now) };
 

@@ -16,7 +16,18 @@
 //   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
 import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft.ts';
-import { DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER, HEAD_GROUP_NAME, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_GROUP_LABEL, RAY_NODE_TYPE_LABEL, RAY_WORKER_REPLICA_INDEX_LABEL, RAY_WORKER_REPLICA_NAME_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL } from '../names.ts';
+import {
+  DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION,
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  HEAD_GROUP_NAME,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_WORKER,
+  RAY_GROUP_LABEL,
+  RAY_NODE_TYPE_LABEL,
+  RAY_WORKER_REPLICA_INDEX_LABEL,
+  RAY_WORKER_REPLICA_NAME_LABEL,
+  RAY_HEADLESS_WORKER_SVC_LABEL,
+} from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type Pod, type WorkerGroupSpec } from './pods.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServiceLabels, needsHeadlessWorkerService, type Service } from './service.ts';
@@ -24,7 +35,15 @@ import { COND_PROVISIONED, conditionTrue, desiredReplicas, hosts, suspendStatus,
 
 export type PodAction =
   | { kind: 'createPod'; group: string; pod: Pod; nodeType: 'head' | 'worker' }
-  | { kind: 'deletePod'; group: string; name: string; uid?: string | undefined; nodeType: 'head' | 'worker'; reason: string; terminating: boolean };
+  | {
+      kind: 'deletePod';
+      group: string;
+      name: string;
+      uid?: string | undefined;
+      nodeType: 'head' | 'worker';
+      reason: string;
+      terminating: boolean;
+    };
 
 export interface Unsupported {
   field: string;
@@ -64,19 +83,39 @@ export interface PlanInput {
 export function unsupportedFields(cluster: RayCluster): Unsupported[] {
   const spec = (cluster.spec ?? {}) as Record<string, unknown>;
   const out: Unsupported[] = [];
-  if (spec.enableInTreeAutoscaling === true) out.push({ field: 'spec.enableInTreeAutoscaling', refused: false, why: 'no autoscaler sidecar runs; worker replicas follow spec.workerGroupSpecs[].replicas' });
-  if (spec.autoscalerOptions !== undefined && spec.autoscalerOptions !== null) out.push({ field: 'spec.autoscalerOptions', refused: false, why: 'no autoscaler sidecar runs' });
+  if (spec.enableInTreeAutoscaling === true)
+    out.push({
+      field: 'spec.enableInTreeAutoscaling',
+      refused: false,
+      why: 'no autoscaler sidecar runs; worker replicas follow spec.workerGroupSpecs[].replicas',
+    });
+  if (spec.autoscalerOptions !== undefined && spec.autoscalerOptions !== null)
+    out.push({ field: 'spec.autoscalerOptions', refused: false, why: 'no autoscaler sidecar runs' });
   const auth = spec.authOptions as { mode?: string } | undefined;
-  if (auth && typeof auth === 'object' && auth.mode !== undefined && auth.mode !== 'disabled') out.push({ field: 'spec.authOptions', refused: true, why: 'Ray token authentication is not implemented; an unauthenticated cluster is not started in its place' });
+  if (auth && typeof auth === 'object' && auth.mode !== undefined && auth.mode !== 'disabled')
+    out.push({
+      field: 'spec.authOptions',
+      refused: true,
+      why: 'Ray token authentication is not implemented; an unauthenticated cluster is not started in its place',
+    });
   const upgrade = spec.upgradeStrategy as { type?: string } | undefined;
-  if (upgrade?.type === 'Recreate') out.push({ field: 'spec.upgradeStrategy', refused: false, why: 'pods are not re-created when the spec changes' });
-  if (headGroup(cluster).enableIngress === true) out.push({ field: 'spec.headGroupSpec.enableIngress', refused: false, why: 'no Ingress is created' });
-  if (cluster.metadata.annotations?.['ray.io/enable-serve-service'] === 'true') out.push({ field: 'annotation ray.io/enable-serve-service', refused: false, why: 'no serve Service is created' });
+  if (upgrade?.type === 'Recreate')
+    out.push({ field: 'spec.upgradeStrategy', refused: false, why: 'pods are not re-created when the spec changes' });
+  if (headGroup(cluster).enableIngress === true)
+    out.push({ field: 'spec.headGroupSpec.enableIngress', refused: false, why: 'no Ingress is created' });
+  if (cluster.metadata.annotations?.['ray.io/enable-serve-service'] === 'true')
+    out.push({ field: 'annotation ray.io/enable-serve-service', refused: false, why: 'no serve Service is created' });
   for (const label of ['ray.io/scheduler-name', 'ray.io/gang-scheduling-enabled', 'ray.io/priority-class-name']) {
-    if (cluster.metadata.labels?.[label] !== undefined) out.push({ field: `label ${label}`, refused: false, why: 'no batch scheduler integration: pods are created one by one for the default scheduler' });
+    if (cluster.metadata.labels?.[label] !== undefined)
+      out.push({
+        field: `label ${label}`,
+        refused: false,
+        why: 'no batch scheduler integration: pods are created one by one for the default scheduler',
+      });
   }
   workerGroups(cluster).forEach((g, i) => {
-    if (g.idleTimeoutSeconds !== undefined) out.push({ field: `spec.workerGroupSpecs[${i}].idleTimeoutSeconds`, refused: false, why: 'autoscaler setting, no autoscaler runs' });
+    if (g.idleTimeoutSeconds !== undefined)
+      out.push({ field: `spec.workerGroupSpecs[${i}].idleTimeoutSeconds`, refused: false, why: 'autoscaler setting, no autoscaler runs' });
   });
   return out;
 }
@@ -136,16 +175,28 @@ export function plan(input: PlanInput): Plan {
   if (isManagedExternally(cluster)) return { ...out, skip: 'managedExternally' };
   if (cluster.metadata.deletionTimestamp) return { ...out, skip: 'deleting' };
   // Wait only for a finalizer that will come (the rule the webhook and the cleanup controller follow).
-  if (input.gateEnabled && gcsFtFinalizerRule(cluster).wanted && !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return { ...out, skip: 'waitForFinalizer' };
+  if (
+    input.gateEnabled &&
+    gcsFtFinalizerRule(cluster).wanted &&
+    !(cluster.metadata.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)
+  )
+    return { ...out, skip: 'waitForFinalizer' };
   if (out.unsupported.some((u) => u.refused)) return out;
   const options = input.options ?? {};
 
   // Services.
   const want = headServiceLabels(cluster);
-  const heads = services.filter((s) => ['ray.io/cluster', 'ray.io/node-type', 'ray.io/identifier'].every((k) => s.metadata.labels?.[k] === want[k]));
+  const heads = services.filter((s) =>
+    ['ray.io/cluster', 'ray.io/node-type', 'ray.io/identifier'].every((k) => s.metadata.labels?.[k] === want[k]),
+  );
   if (heads.length === 0) out.services.push(buildHeadService(cluster));
-  else if (heads.length > 1) return { ...out, stop: `${heads.length} head Services found: ${heads.map((s) => s.metadata.name).join(', ')}` };
-  if (needsHeadlessWorkerService(cluster) && !services.some((s) => s.metadata.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === cluster.metadata.name)) out.services.push(buildHeadlessWorkerService(cluster));
+  else if (heads.length > 1)
+    return { ...out, stop: `${heads.length} head Services found: ${heads.map((s) => s.metadata.name).join(', ')}` };
+  if (
+    needsHeadlessWorkerService(cluster) &&
+    !services.some((s) => s.metadata.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === cluster.metadata.name)
+  )
+    out.services.push(buildHeadlessWorkerService(cluster));
 
   // Suspend.
   const status = cluster.status as RayClusterStatus | undefined;
@@ -153,7 +204,7 @@ export function plan(input: PlanInput): Plan {
   if (suspend === 'Suspending') {
     for (const p of pods) {
       const type = labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_HEAD ? 'head' : 'worker';
-      out.actions.push(del(p, type === 'head' ? HEAD_GROUP_NAME : labelOf(p, RAY_GROUP_LABEL) ?? '', type, 'suspended'));
+      out.actions.push(del(p, type === 'head' ? HEAD_GROUP_NAME : (labelOf(p, RAY_GROUP_LABEL) ?? ''), type, 'suspended'));
     }
     return { ...out, suspending: true };
   }
@@ -169,10 +220,16 @@ export function plan(input: PlanInput): Plan {
         return { ...out, stop: why };
       }
     } else if (headPods.length === 0) {
-      const skipRestart = conditionTrue(status?.conditions, COND_PROVISIONED) && cluster.metadata.annotations?.[DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] === 'true';
-      if (!skipRestart) out.actions.push({ kind: 'createPod', group: HEAD_GROUP_NAME, nodeType: 'head', pod: buildHeadPod(cluster, options) });
+      const skipRestart =
+        conditionTrue(status?.conditions, COND_PROVISIONED) &&
+        cluster.metadata.annotations?.[DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] === 'true';
+      if (!skipRestart)
+        out.actions.push({ kind: 'createPod', group: HEAD_GROUP_NAME, nodeType: 'head', pod: buildHeadPod(cluster, options) });
     } else {
-      return { ...out, stop: `${headPods.length} head pods found (${headPods.map((p) => p.metadata.name).join(', ')}); delete the extra ones` };
+      return {
+        ...out,
+        stop: `${headPods.length} head pods found (${headPods.map((p) => p.metadata.name).join(', ')}); delete the extra ones`,
+      };
     }
   }
 
@@ -185,13 +242,22 @@ export function plan(input: PlanInput): Plan {
       for (const p of groupPods) out.actions.push(del(p, name, 'worker', `worker group ${name} is suspended`));
       continue;
     }
-    const stop = hosts(group) > 1 ? planMultiHost(cluster, group, groupPods, out, options, input.randomSuffix ?? randomFive) : planSingleHost(cluster, group, groupPods, out, options);
+    const stop =
+      hosts(group) > 1
+        ? planMultiHost(cluster, group, groupPods, out, options, input.randomSuffix ?? randomFive)
+        : planSingleHost(cluster, group, groupPods, out, options);
     if (stop) return { ...out, stop };
   }
   return out;
 }
 
-function planSingleHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: Pod[], out: Plan, options: BuildOptions): string | undefined {
+function planSingleHost(
+  cluster: RayCluster,
+  group: WorkerGroupSpec,
+  groupPods: Pod[],
+  out: Plan,
+  options: BuildOptions,
+): string | undefined {
   const name = group.groupName ?? '';
   const unhealthy = groupPods.filter((p) => !terminating(p) && shouldDeletePod(p));
   for (const p of unhealthy) out.actions.push(del(p, name, 'worker', shouldDeletePod(p)!));
@@ -207,14 +273,28 @@ function planSingleHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: 
   const diff = desiredReplicas(group) - remaining.length;
   if (diff > 0) {
     const used = new Set(remaining.map((p) => Number(labelOf(p, RAY_WORKER_REPLICA_INDEX_LABEL))).filter(Number.isInteger));
-    for (const replicaIndex of freeIndices(used, diff)) out.actions.push({ kind: 'createPod', group: name, nodeType: 'worker', pod: buildWorkerPod(cluster, group, { replicaIndex }, options) });
+    for (const replicaIndex of freeIndices(used, diff))
+      out.actions.push({
+        kind: 'createPod',
+        group: name,
+        nodeType: 'worker',
+        pod: buildWorkerPod(cluster, group, { replicaIndex }, options),
+      });
   } else if (diff < 0) {
-    for (const p of scaleDownOrder(remaining).slice(0, -diff)) out.actions.push(del(p, name, 'worker', `scaling group ${name} down to ${desiredReplicas(group)}`));
+    for (const p of scaleDownOrder(remaining).slice(0, -diff))
+      out.actions.push(del(p, name, 'worker', `scaling group ${name} down to ${desiredReplicas(group)}`));
   }
   return undefined;
 }
 
-function planMultiHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: Pod[], out: Plan, options: BuildOptions, suffix: () => string): string | undefined {
+function planMultiHost(
+  cluster: RayCluster,
+  group: WorkerGroupSpec,
+  groupPods: Pod[],
+  out: Plan,
+  options: BuildOptions,
+  suffix: () => string,
+): string | undefined {
   const name = group.groupName ?? '';
   const n = hosts(group);
   const replicas = new Map<string, Pod[]>();
@@ -241,13 +321,25 @@ function planMultiHost(cluster: RayCluster, group: WorkerGroupSpec, groupPods: P
   const want = desiredReplicas(group) / n;
   const diff = want - replicas.size;
   if (diff > 0) {
-    const used = new Set([...replicas.values()].map((ps) => Number(labelOf(ps[0]!, RAY_WORKER_REPLICA_INDEX_LABEL))).filter(Number.isInteger));
+    const used = new Set(
+      [...replicas.values()].map((ps) => Number(labelOf(ps[0]!, RAY_WORKER_REPLICA_INDEX_LABEL))).filter(Number.isInteger),
+    );
     for (const replicaIndex of freeIndices(used, diff)) {
       const replicaName = `${name}-${suffix()}`;
-      for (let hostIndex = 0; hostIndex < n; hostIndex++) out.actions.push({ kind: 'createPod', group: name, nodeType: 'worker', pod: buildWorkerPod(cluster, group, { replicaIndex, replicaName, hostIndex }, options) });
+      for (let hostIndex = 0; hostIndex < n; hostIndex++)
+        out.actions.push({
+          kind: 'createPod',
+          group: name,
+          nodeType: 'worker',
+          pod: buildWorkerPod(cluster, group, { replicaIndex, replicaName, hostIndex }, options),
+        });
     }
   } else if (diff < 0) {
-    const order = [...replicas.keys()].sort((a, b) => Number(labelOf(replicas.get(b)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)) - Number(labelOf(replicas.get(a)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)));
+    const order = [...replicas.keys()].sort(
+      (a, b) =>
+        Number(labelOf(replicas.get(b)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)) -
+        Number(labelOf(replicas.get(a)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)),
+    );
     for (const r of order.slice(0, -diff)) dropReplica(r, `scaling group ${name} down to ${want} replicas`);
   }
   return undefined;

@@ -53,7 +53,8 @@ export function fileSource(cluster: RayCluster, path: string): Source | undefine
     if (!m || typeof m.mountPath !== 'string') continue;
     const base = m.mountPath.replace(/\/+$/, '');
     let relative: string | undefined;
-    if (m.subPath) relative = path === base ? m.subPath : path.startsWith(`${base}/`) ? `${m.subPath}/${path.slice(base.length + 1)}` : undefined;
+    if (m.subPath)
+      relative = path === base ? m.subPath : path.startsWith(`${base}/`) ? `${m.subPath}/${path.slice(base.length + 1)}` : undefined;
     else relative = path.startsWith(`${base}/`) ? path.slice(base.length + 1) : undefined;
     if (relative === undefined) continue;
     const volume = volumes.find((v) => v?.name === m.name);
@@ -97,9 +98,20 @@ export function planInProcessCleanup(cluster: RayCluster): InProcessPlan {
   const envFrom: EnvFromSource[] = [];
   const rawEnvFrom = headContainer(cluster)?.envFrom;
   if (Array.isArray(rawEnvFrom)) {
-    for (const ef of rawEnvFrom as Array<{ prefix?: string; secretRef?: { name?: string; optional?: boolean }; configMapRef?: { name?: string; optional?: boolean } }>) {
-      if (ef?.secretRef?.name) envFrom.push({ kind: 'secret', name: ef.secretRef.name, prefix: ef.prefix ?? '', optional: ef.secretRef.optional === true });
-      else if (ef?.configMapRef?.name) envFrom.push({ kind: 'configMap', name: ef.configMapRef.name, prefix: ef.prefix ?? '', optional: ef.configMapRef.optional === true });
+    for (const ef of rawEnvFrom as Array<{
+      prefix?: string;
+      secretRef?: { name?: string; optional?: boolean };
+      configMapRef?: { name?: string; optional?: boolean };
+    }>) {
+      if (ef?.secretRef?.name)
+        envFrom.push({ kind: 'secret', name: ef.secretRef.name, prefix: ef.prefix ?? '', optional: ef.secretRef.optional === true });
+      else if (ef?.configMapRef?.name)
+        envFrom.push({
+          kind: 'configMap',
+          name: ef.configMapRef.name,
+          prefix: ef.prefix ?? '',
+          optional: ef.configMapRef.optional === true,
+        });
     }
   }
   return { env, envFrom, unresolvable };

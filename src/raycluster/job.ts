@@ -76,7 +76,11 @@ export interface CleanupJobConfig {
 export const CLEANUP_SWEEP_POLICIES = ['auto', 'always'] as const;
 export type CleanupSweepPolicy = (typeof CLEANUP_SWEEP_POLICIES)[number];
 
-export const DEFAULT_CLEANUP_CONFIG: CleanupJobConfig = { image: DEFAULT_CLEANUP_IMAGE, cpu: DEFAULT_CLEANUP_CPU, memory: DEFAULT_CLEANUP_MEMORY };
+export const DEFAULT_CLEANUP_CONFIG: CleanupJobConfig = {
+  image: DEFAULT_CLEANUP_IMAGE,
+  cpu: DEFAULT_CLEANUP_CPU,
+  memory: DEFAULT_CLEANUP_MEMORY,
+};
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -157,7 +161,8 @@ export function cleanupEnv(cluster: RayCluster): EnvVar[] {
   const options = cluster.spec?.gcsFaultToleranceOptions ?? undefined;
   const ns = storageNamespaceEnv(cluster);
   if (ns) env.push(ns);
-  if (options && typeof options.redisAddress === 'string' && options.redisAddress !== '') env.push({ name: ENV_REDIS_ADDRESS, value: options.redisAddress });
+  if (options && typeof options.redisAddress === 'string' && options.redisAddress !== '')
+    env.push({ name: ENV_REDIS_ADDRESS, value: options.redisAddress });
   else {
     const e = headEnv(cluster, ENV_REDIS_ADDRESS);
     if (e) env.push(copyEnv(e));
@@ -169,7 +174,9 @@ export function cleanupEnv(cluster: RayCluster): EnvVar[] {
       ? { name: ENV_REDIS_PASSWORD, value: cluster.spec.headGroupSpec.rayStartParams['redis-password'] }
       : undefined);
   if (password) env.push(password);
-  const username = credentialEnv(ENV_REDIS_USERNAME, options?.redisUsername) ?? (headEnv(cluster, ENV_REDIS_USERNAME) ? copyEnv(headEnv(cluster, ENV_REDIS_USERNAME) as EnvVar) : undefined);
+  const username =
+    credentialEnv(ENV_REDIS_USERNAME, options?.redisUsername) ??
+    (headEnv(cluster, ENV_REDIS_USERNAME) ? copyEnv(headEnv(cluster, ENV_REDIS_USERNAME) as EnvVar) : undefined);
   if (username) env.push(username);
   for (const name of REDIS_TLS_ENV) {
     const e = headEnv(cluster, name);
@@ -198,9 +205,13 @@ export function tlsVolumes(cluster: RayCluster): { volumeMounts: VolumeMount[]; 
     .map((n) => headEnv(cluster, n))
     .filter((e): e is EnvVar => e !== undefined && e.valueFrom === undefined && typeof e.value === 'string' && e.value.startsWith('/'))
     .map((e) => e.value as string);
-  const mounts = ((container?.volumeMounts ?? []) as VolumeMount[]).filter((m) => m && typeof m.mountPath === 'string' && paths.some((p) => isUnder(p, m.mountPath)));
+  const mounts = ((container?.volumeMounts ?? []) as VolumeMount[]).filter(
+    (m) => m && typeof m.mountPath === 'string' && paths.some((p) => isUnder(p, m.mountPath)),
+  );
   const names = new Set(mounts.map((m) => m.name));
-  const volumes = ((cluster.spec?.headGroupSpec?.template?.spec?.volumes ?? []) as Array<Record<string, unknown>>).filter((v) => names.has(v?.name as string));
+  const volumes = ((cluster.spec?.headGroupSpec?.template?.spec?.volumes ?? []) as Array<Record<string, unknown>>).filter((v) =>
+    names.has(v?.name as string),
+  );
   return {
     volumeMounts: mounts.map((m) => ({ ...structuredClone(m), readOnly: true })),
     volumes: volumes.map((v) => structuredClone(v)),
@@ -246,10 +257,7 @@ export function cleanupResources(cluster: RayCluster, config: CleanupJobConfig):
  */
 export function cleanupSweep(cluster: RayCluster, config: Pick<CleanupJobConfig, 'sweep'>): SweepDecision {
   if (config.sweep === 'always') return { mode: 'always', reason: 'forced by --cleanup-sweep always' };
-  return autoSweep([
-    { from: 'spec.rayVersion', version: cluster.spec?.rayVersion },
-    imageVersionSource(headContainer(cluster)?.image),
-  ]);
+  return autoSweep([{ from: 'spec.rayVersion', version: cluster.spec?.rayVersion }, imageVersionSource(headContainer(cluster)?.image)]);
 }
 
 /** Seconds left before the deletion timeout (ceil, >= 1) — the Job's activeDeadlineSeconds. */
@@ -268,7 +276,11 @@ export function cleanupTimeoutSeconds(activeDeadlineSeconds: number): number {
 /** The complete Job. `deadlineMs` is deletionTimestamp + timeout (ms epoch). */
 export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, deadlineMs: number, nowMs: number): BatchJob {
   const name = cluster.metadata.name ?? '';
-  const labels = { [RAY_CLUSTER_LABEL]: clusterLabelValue(name), [RAY_NODE_TYPE_LABEL]: NODE_TYPE_REDIS_CLEANUP, 'app.kubernetes.io/created-by': 'raykeeper' };
+  const labels = {
+    [RAY_CLUSTER_LABEL]: clusterLabelValue(name),
+    [RAY_NODE_TYPE_LABEL]: NODE_TYPE_REDIS_CLEANUP,
+    'app.kubernetes.io/created-by': 'raykeeper',
+  };
   const { cpu, memory } = cleanupResources(cluster, config);
   const { volumeMounts, volumes } = tlsVolumes(cluster);
   const head = headContainer(cluster);
@@ -387,7 +399,8 @@ export function manualCleanupCommand(cluster: RayCluster): string {
   if (user) parts.push(`${ENV_REDIS_USERNAME}=${shellQuote(describeSource(user) ?? '')}`);
   else if (inUrl.username) parts.push(`${ENV_REDIS_USERNAME}=${shellQuote('<user from the address>')}`);
   const pw = get(ENV_REDIS_PASSWORD);
-  if (pw) parts.push(`${ENV_REDIS_PASSWORD}=${shellQuote(pw.valueFrom === undefined ? '<password>' : (describeSource(pw) ?? '<password>'))}`);
+  if (pw)
+    parts.push(`${ENV_REDIS_PASSWORD}=${shellQuote(pw.valueFrom === undefined ? '<password>' : (describeSource(pw) ?? '<password>'))}`);
   else if (inUrl.password) parts.push(`${ENV_REDIS_PASSWORD}=${shellQuote('<password from the address>')}`);
   for (const n of REDIS_TLS_ENV) {
     const e = get(n);

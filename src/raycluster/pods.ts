@@ -105,7 +105,14 @@ export interface PodStatus {
   phase?: string;
   podIP?: string;
   conditions?: PodCondition[];
-  containerStatuses?: Array<{ name: string; state?: { waiting?: { reason?: string; message?: string }; terminated?: { reason?: string; message?: string; exitCode?: number }; running?: unknown } }>;
+  containerStatuses?: Array<{
+    name: string;
+    state?: {
+      waiting?: { reason?: string; message?: string };
+      terminated?: { reason?: string; message?: string; exitCode?: number };
+      running?: unknown;
+    };
+  }>;
   [key: string]: unknown;
 }
 
@@ -205,7 +212,14 @@ export function headPort(cluster: RayCluster): string {
 
 /** The controller owner reference every child carries (SetControllerReference). */
 export function ownerReference(cluster: RayCluster): OwnerReference {
-  return { apiVersion: RAY_API_VERSION, kind: 'RayCluster', name: cluster.metadata.name ?? '', uid: cluster.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: RAY_API_VERSION,
+    kind: 'RayCluster',
+    name: cluster.metadata.name ?? '',
+    uid: cluster.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** KubeRay's creator CRD (label ray.io/originated-from-crd), RayCluster by default. */
@@ -217,7 +231,12 @@ export function creatorCrd(cluster: RayCluster): string {
 // ---- labels ----
 
 /** labelPod: KubeRay's labels, then the template's and the group's own (except the three it owns). */
-export function podLabels(cluster: RayCluster, nodeType: NodeType, group: string, own: Record<string, string> = {}): Record<string, string> {
+export function podLabels(
+  cluster: RayCluster,
+  nodeType: NodeType,
+  group: string,
+  own: Record<string, string> = {},
+): Record<string, string> {
   const name = cluster.metadata.name ?? '';
   const labels: Record<string, string> = {
     [RAY_IS_RAY_NODE_LABEL]: 'yes',
@@ -256,7 +275,10 @@ export function applyGroupResources(params: Record<string, string>, resources: R
 /** updateRayStartParamsLabels: the group's top-level `labels` become `--labels=k=v,...` (sorted). */
 export function applyGroupLabels(params: Record<string, string>, labels: Record<string, string> | undefined): void {
   if (!labels || Object.keys(labels).length === 0) return;
-  params.labels = Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
+  params.labels = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k]}`)
+    .join(',');
 }
 
 /** setMissingRayStartParams. */
@@ -277,7 +299,10 @@ const CUSTOM_ACCELERATORS: Record<string, string> = { 'aws.amazon.com/neuroncore
 
 /** Go's json.Marshal of a map[string]float64: keys sorted, integers without a fraction. */
 function sortedJson(m: Record<string, number>): string {
-  return `{${Object.keys(m).sort().map((k) => `${JSON.stringify(k)}:${JSON.stringify(m[k])}`).join(',')}}`;
+  return `{${Object.keys(m)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${JSON.stringify(m[k])}`)
+    .join(',')}}`;
 }
 
 /** addWellKnownAcceleratorResources: num-gpus from a GPU limit, the first custom accelerator into `resources`. */
@@ -345,12 +370,19 @@ function fieldRef(name: string, fieldPath: string): EnvVar {
 }
 
 /** configureGCSFaultTolerance: env, params and annotations of the Ray container for GCS FT. */
-function configureGcsFt(cluster: RayCluster, nodeType: NodeType, env: EnvVar[], params: Record<string, string>, annotations: Record<string, string>): void {
+function configureGcsFt(
+  cluster: RayCluster,
+  nodeType: NodeType,
+  env: EnvVar[],
+  params: Record<string, string>,
+  annotations: Record<string, string>,
+): void {
   const ft = isGcsFtEnabled(cluster);
   if (nodeType === 'head') annotations[FT_ENABLED_ANNOTATION] = String(ft);
   if (!ft) return;
   if (nodeType === 'worker') {
-    if (!hasEnv(env, 'RAY_gcs_rpc_server_reconnect_timeout_s')) env.push({ name: 'RAY_gcs_rpc_server_reconnect_timeout_s', value: WORKER_GCS_RECONNECT_TIMEOUT_S });
+    if (!hasEnv(env, 'RAY_gcs_rpc_server_reconnect_timeout_s'))
+      env.push({ name: 'RAY_gcs_rpc_server_reconnect_timeout_s', value: WORKER_GCS_RECONNECT_TIMEOUT_S });
     return;
   }
   const ns = effectiveStorageNamespace(cluster);
@@ -396,7 +428,8 @@ function addRayEnv(cluster: RayCluster, nodeType: NodeType, env: EnvVar[], fqdn:
   if (!hasEnv(env, 'RAY_PORT')) env.push({ name: 'RAY_PORT', value: port });
   if (!hasEnv(env, 'RAY_ADDRESS')) env.push({ name: 'RAY_ADDRESS', value: `${ip}:${port}` });
   if (!hasEnv(env, 'RAY_USAGE_STATS_KUBERAY_IN_USE')) env.push({ name: 'RAY_USAGE_STATS_KUBERAY_IN_USE', value: '1' });
-  if (nodeType === 'head') env.push({ name: 'RAY_USAGE_STATS_EXTRA_TAGS', value: `kuberay_version=${USAGE_STATS_VERSION};kuberay_crd=${creatorCrd(cluster)}` });
+  if (nodeType === 'head')
+    env.push({ name: 'RAY_USAGE_STATS_EXTRA_TAGS', value: `kuberay_version=${USAGE_STATS_VERSION};kuberay_crd=${creatorCrd(cluster)}` });
   if (!hasEnv(env, 'RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE')) env.push({ name: 'RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE', value: '1' });
 }
 
@@ -423,10 +456,26 @@ export function addProbes(container: RayContainer, nodeType: NodeType, params: R
   const agentPort = portParam(params, 'dashboard-agent-listen-port', DEFAULT_DASHBOARD_AGENT_LISTEN_PORT);
   const commands = [wget(2, agentPort, 'api/local_raylet_healthz')];
   if (nodeType === 'head') commands.push(wget(10, portParam(params, 'dashboard-port', DEFAULT_DASHBOARD_PORT), 'api/gcs_healthz'));
-  const action = supportsUnifiedHealthCheck(rayVersion) ? { httpGet: { path: '/api/healthz', port: agentPort } } : { exec: { command: ['bash', '-c', commands.join(' && ')] } };
+  const action = supportsUnifiedHealthCheck(rayVersion)
+    ? { httpGet: { path: '/api/healthz', port: agentPort } }
+    : { exec: { command: ['bash', '-c', commands.join(' && ')] } };
   const timeout = nodeType === 'head' ? 5 : 2;
-  container.livenessProbe ??= { initialDelaySeconds: 30, timeoutSeconds: timeout, periodSeconds: 5, successThreshold: 1, failureThreshold: 120, ...action };
-  container.readinessProbe ??= { initialDelaySeconds: 10, timeoutSeconds: timeout, periodSeconds: 5, successThreshold: 1, failureThreshold: 10, ...action };
+  container.livenessProbe ??= {
+    initialDelaySeconds: 30,
+    timeoutSeconds: timeout,
+    periodSeconds: 5,
+    successThreshold: 1,
+    failureThreshold: 120,
+    ...action,
+  };
+  container.readinessProbe ??= {
+    initialDelaySeconds: 10,
+    timeoutSeconds: timeout,
+    periodSeconds: 5,
+    successThreshold: 1,
+    failureThreshold: 10,
+    ...action,
+  };
 }
 
 // ---- the pod ----
@@ -474,7 +523,14 @@ interface Built {
   rayStart: string;
 }
 
-function build(cluster: RayCluster, nodeType: NodeType, group: HeadGroupSpec | WorkerGroupSpec, groupName: string, options: BuildOptions, index?: WorkerIndex): Built {
+function build(
+  cluster: RayCluster,
+  nodeType: NodeType,
+  group: HeadGroupSpec | WorkerGroupSpec,
+  groupName: string,
+  options: BuildOptions,
+  index?: WorkerIndex,
+): Built {
   const template = structuredClone(group.template ?? {});
   const spec: PodSpec = (template.spec ?? { containers: [] }) as PodSpec;
   if (!Array.isArray(spec.containers) || spec.containers.length === 0) throw new Error(`the ${groupName} pod template has no container`);
@@ -484,7 +540,8 @@ function build(cluster: RayCluster, nodeType: NodeType, group: HeadGroupSpec | W
   const params: Record<string, string> = { ...(group.rayStartParams ?? {}) };
   const meta: ObjectMeta = { ...(template.metadata ?? {}) };
   const annotations: Record<string, string> = { ...(meta.annotations ?? {}) };
-  if (cluster.metadata.annotations?.[OVERWRITE_CONTAINER_CMD_ANNOTATION]?.toLowerCase() === 'true') annotations[OVERWRITE_CONTAINER_CMD_ANNOTATION] = 'true';
+  if (cluster.metadata.annotations?.[OVERWRITE_CONTAINER_CMD_ANNOTATION]?.toLowerCase() === 'true')
+    annotations[OVERWRITE_CONTAINER_CMD_ANNOTATION] = 'true';
 
   // DefaultWorkerPodTemplate: the init container sees the Ray container as the template wrote it.
   if (nodeType === 'worker' && options.initContainer !== false) {
@@ -508,19 +565,27 @@ function build(cluster: RayCluster, nodeType: NodeType, group: HeadGroupSpec | W
   if (nodeType === 'worker' && index) {
     labels[RAY_WORKER_REPLICA_INDEX_LABEL] = String(index.replicaIndex);
     if ((group as WorkerGroupSpec).numOfHosts !== undefined && ((group as WorkerGroupSpec).numOfHosts ?? 1) > 1) {
-      labels = { ...labels, [RAY_WORKER_REPLICA_NAME_LABEL]: index.replicaName ?? '', [RAY_HOST_INDEX_LABEL]: String(index.hostIndex ?? 0) };
+      labels = {
+        ...labels,
+        [RAY_WORKER_REPLICA_NAME_LABEL]: index.replicaName ?? '',
+        [RAY_HOST_INDEX_LABEL]: String(index.hostIndex ?? 0),
+      };
     }
   }
   setMissingParams(params, nodeType, port, fqdn);
   const env: EnvVar[] = structuredClone(ray.env ?? []);
   configureGcsFt(cluster, nodeType, env, params, annotations);
-  if (!(ray.ports ?? []).some((p) => p.name === 'metrics')) ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];
+  if (!(ray.ports ?? []).some((p) => p.name === 'metrics'))
+    ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];
 
   // BuildPod: /dev/shm unless plasma-directory is set.
   if (!('plasma-directory' in params) && !(ray.volumeMounts ?? []).some((m) => m.mountPath === '/dev/shm')) {
     if (!(spec.volumes ?? []).some((v) => v.name === 'shared-mem')) {
       const size = ray.resources?.limits?.memory ?? ray.resources?.requests?.memory;
-      spec.volumes = [...(spec.volumes ?? []), { name: 'shared-mem', emptyDir: { medium: 'Memory', ...(size !== undefined ? { sizeLimit: size } : {}) } }];
+      spec.volumes = [
+        ...(spec.volumes ?? []),
+        { name: 'shared-mem', emptyDir: { medium: 'Memory', ...(size !== undefined ? { sizeLimit: size } : {}) } },
+      ];
     }
     ray.volumeMounts = [...(ray.volumeMounts ?? []), { name: 'shared-mem', mountPath: '/dev/shm', readOnly: false }];
   }
@@ -541,7 +606,13 @@ function build(cluster: RayCluster, nodeType: NodeType, group: HeadGroupSpec | W
   ray.env = env;
   if (options.probes !== false) addProbes(ray, nodeType, params, cluster.spec?.rayVersion);
 
-  const metadata: ObjectMeta = { ...meta, namespace: cluster.metadata.namespace, labels, annotations, ownerReferences: [ownerReference(cluster)] };
+  const metadata: ObjectMeta = {
+    ...meta,
+    namespace: cluster.metadata.namespace,
+    labels,
+    annotations,
+    ownerReferences: [ownerReference(cluster)],
+  };
   delete metadata.name;
   delete metadata.generateName;
   if (nodeType === 'head') metadata.name = headPodName(cluster);
@@ -555,7 +626,12 @@ export function buildHeadPod(cluster: RayCluster, options: BuildOptions = {}): P
 }
 
 /** One worker Pod of `group` (generateName `<cluster>-<group>-worker-`). */
-export function buildWorkerPod(cluster: RayCluster, group: WorkerGroupSpec, index: WorkerIndex = { replicaIndex: 0 }, options: BuildOptions = {}): Pod {
+export function buildWorkerPod(
+  cluster: RayCluster,
+  group: WorkerGroupSpec,
+  index: WorkerIndex = { replicaIndex: 0 },
+  options: BuildOptions = {},
+): Pod {
   return build(cluster, 'worker', group, group.groupName ?? '', options, index).pod;
 }
 
@@ -563,4 +639,3 @@ export function buildWorkerPod(cluster: RayCluster, group: WorkerGroupSpec, inde
 export function rayEnv(pod: Pod): Map<string, EnvVar> {
   return new Map((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e]));
 }
-

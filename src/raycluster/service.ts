@@ -1,6 +1,15 @@
 // The head Service and the headless worker Service of a RayCluster, as KubeRay v1.6 builds them
 // (common/service.go BuildServiceForHeadPod / BuildHeadlessServiceForRayCluster). Pure functions.
-import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_CLUSTER_LABEL, RAY_HEADLESS_WORKER_SVC_LABEL, RAY_IDENTIFIER_LABEL, RAY_NODE_TYPE_LABEL } from '../names.ts';
+import {
+  APP_CREATED_BY_LABEL,
+  APP_NAME_LABEL,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_WORKER,
+  RAY_CLUSTER_LABEL,
+  RAY_HEADLESS_WORKER_SVC_LABEL,
+  RAY_IDENTIFIER_LABEL,
+  RAY_NODE_TYPE_LABEL,
+} from '../names.ts';
 import type { ObjectMeta, RayCluster } from '../types.ts';
 import {
   APP_NAME,
@@ -109,7 +118,12 @@ export function buildHeadService(cluster: RayCluster, options: { clusterIpServic
     spec.clusterIP = 'None';
     spec.publishNotReadyAddresses = true;
   }
-  return { apiVersion: 'v1', kind: 'Service', metadata: { ...metaBase, name: headServiceName(cluster), labels: { ...selector }, annotations }, spec };
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { ...metaBase, name: headServiceName(cluster), labels: { ...selector }, annotations },
+    spec,
+  };
 }
 
 /** KubeRay creates the headless worker Service only for multi-host worker groups (numOfHosts > 1). */
@@ -127,7 +141,17 @@ export function buildHeadlessWorkerService(cluster: RayCluster): Service {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name: headlessWorkerServiceName(cluster), namespace: cluster.metadata.namespace, labels: { [RAY_HEADLESS_WORKER_SVC_LABEL]: name }, ownerReferences: [ownerReference(cluster)] },
-    spec: { clusterIP: 'None', selector: { [RAY_CLUSTER_LABEL]: name, [RAY_NODE_TYPE_LABEL]: NODE_TYPE_WORKER }, type: 'ClusterIP', publishNotReadyAddresses: true },
+    metadata: {
+      name: headlessWorkerServiceName(cluster),
+      namespace: cluster.metadata.namespace,
+      labels: { [RAY_HEADLESS_WORKER_SVC_LABEL]: name },
+      ownerReferences: [ownerReference(cluster)],
+    },
+    spec: {
+      clusterIP: 'None',
+      selector: { [RAY_CLUSTER_LABEL]: name, [RAY_NODE_TYPE_LABEL]: NODE_TYPE_WORKER },
+      type: 'ClusterIP',
+      publishNotReadyAddresses: true,
+    },
   };
 }

@@ -73,7 +73,9 @@ export function isRunningAndReady(p: Pod): boolean {
 /** CheckAllPodsRunning: at least one pod, all Running, none with Ready != True. */
 export function allPodsRunning(pods: Pod[]): boolean {
   if (pods.length === 0) return false;
-  return pods.every((p) => p.status?.phase === 'Running' && !(p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status !== 'True'));
+  return pods.every(
+    (p) => p.status?.phase === 'Running' && !(p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status !== 'True'),
+  );
 }
 
 /** meta.SetStatusCondition: lastTransitionTime changes only with the status. */
@@ -161,9 +163,24 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
   const s: RayClusterStatus = structuredClone(old);
   const now = new Date(input.now).toISOString().replace(/\.\d{3}Z$/, 'Z');
   let conditions: Condition[] = [...(s.conditions ?? [])];
-  if (input.failure) setCondition(conditions, { type: COND_REPLICA_FAILURE, status: 'True', reason: input.failure.reason, message: input.failure.message }, now);
+  if (input.failure)
+    setCondition(
+      conditions,
+      { type: COND_REPLICA_FAILURE, status: 'True', reason: input.failure.reason, message: input.failure.message },
+      now,
+    );
   else conditions = removeCondition(conditions, COND_REPLICA_FAILURE);
-  if (input.unsupported) setCondition(conditions, { type: COND_UNSUPPORTED, status: 'True', reason: input.unsupported.refused ? 'Refused' : 'Ignored', message: input.unsupported.message }, now);
+  if (input.unsupported)
+    setCondition(
+      conditions,
+      {
+        type: COND_UNSUPPORTED,
+        status: 'True',
+        reason: input.unsupported.refused ? 'Refused' : 'Ignored',
+        message: input.unsupported.message,
+      },
+      now,
+    );
   else conditions = removeCondition(conditions, COND_UNSUPPORTED);
 
   if (cluster.metadata.generation !== undefined) s.observedGeneration = cluster.metadata.generation;
@@ -173,7 +190,10 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
   s.availableWorkerReplicas = workers.filter((p) => p.status?.phase === 'Running').length;
   s.desiredWorkerReplicas = groups.reduce((n, g) => n + desiredReplicas(g), 0);
   s.minWorkerReplicas = groups.reduce((n, g) => (g.suspend === true ? n : n + (g.minReplicas ?? 0) * hosts(g)), 0);
-  s.maxWorkerReplicas = Math.min(MAX_INT32, groups.reduce((n, g) => (g.suspend === true ? n : n + (g.maxReplicas ?? MAX_INT32) * hosts(g)), 0));
+  s.maxWorkerReplicas = Math.min(
+    MAX_INT32,
+    groups.reduce((n, g) => (g.suspend === true ? n : n + (g.maxReplicas ?? MAX_INT32) * hosts(g)), 0),
+  );
 
   if (!input.failure && pods.length === s.desiredWorkerReplicas + 1 && allPodsRunning(pods)) {
     s.state = 'ready';
@@ -183,13 +203,37 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
   setCondition(conditions, headPodReady(head), now);
   const suspend = suspendStatus({ conditions });
   if (!conditionTrue(conditions, COND_PROVISIONED) && suspend !== 'Suspended') {
-    if (allPodsRunning(pods)) setCondition(conditions, { type: COND_PROVISIONED, status: 'True', reason: 'AllPodRunningAndReadyFirstTime', message: 'All Ray Pods are ready for the first time' }, now);
-    else setCondition(conditions, { type: COND_PROVISIONED, status: 'False', reason: 'RayClusterPodsProvisioning', message: 'RayCluster Pods are being provisioned for first time' }, now);
+    if (allPodsRunning(pods))
+      setCondition(
+        conditions,
+        {
+          type: COND_PROVISIONED,
+          status: 'True',
+          reason: 'AllPodRunningAndReadyFirstTime',
+          message: 'All Ray Pods are ready for the first time',
+        },
+        now,
+      );
+    else
+      setCondition(
+        conditions,
+        {
+          type: COND_PROVISIONED,
+          status: 'False',
+          reason: 'RayClusterPodsProvisioning',
+          message: 'RayCluster Pods are being provisioned for first time',
+        },
+        now,
+      );
   }
   const wantSuspend = cluster.spec?.suspend === true;
   if (suspend === 'Suspending') {
     if (pods.length === 0) {
-      setCondition(conditions, { type: COND_PROVISIONED, status: 'False', reason: 'RayClusterPodsProvisioning', message: 'RayCluster has been suspended' }, now);
+      setCondition(
+        conditions,
+        { type: COND_PROVISIONED, status: 'False', reason: 'RayClusterPodsProvisioning', message: 'RayCluster has been suspended' },
+        now,
+      );
       setCondition(conditions, { type: COND_SUSPENDING, status: 'False', reason: COND_SUSPENDING }, now);
       setCondition(conditions, { type: COND_SUSPENDED, status: 'True', reason: COND_SUSPENDED }, now);
     }
@@ -219,7 +263,7 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
   headInfo.podName = head?.metadata.name ?? '';
   if (headSvc.length === 1) {
     const svc = headSvc[0]!;
-    headInfo.serviceIP = svc.spec?.clusterIP === 'None' ? head?.status?.podIP ?? '' : svc.spec?.clusterIP ?? '';
+    headInfo.serviceIP = svc.spec?.clusterIP === 'None' ? (head?.status?.podIP ?? '') : (svc.spec?.clusterIP ?? '');
     headInfo.serviceName = svc.metadata.name ?? '';
   }
   s.head = dropEmpty(headInfo);
@@ -242,7 +286,14 @@ function same(a: unknown, b: unknown): boolean {
 /** InconsistentRayClusterStatus (+ observedGeneration): whether the status must be written. */
 export function rayClusterStatusChanged(a: RayClusterStatus, b: RayClusterStatus): boolean {
   if ((a.state ?? '') !== (b.state ?? '') || (a.reason ?? '') !== (b.reason ?? '')) return true;
-  for (const k of ['readyWorkerReplicas', 'availableWorkerReplicas', 'desiredWorkerReplicas', 'minWorkerReplicas', 'maxWorkerReplicas', 'observedGeneration'] as const) {
+  for (const k of [
+    'readyWorkerReplicas',
+    'availableWorkerReplicas',
+    'desiredWorkerReplicas',
+    'minWorkerReplicas',
+    'maxWorkerReplicas',
+    'observedGeneration',
+  ] as const) {
     if ((a[k] ?? 0) !== (b[k] ?? 0)) return true;
   }
   if (!same(sortKeys(a.endpoints), sortKeys(b.endpoints)) || !same(sortKeys(a.head), sortKeys(b.head))) return true;
@@ -255,4 +306,3 @@ function sortKeys(o: object | undefined): Record<string, unknown> | undefined {
   for (const k of Object.keys(o).sort()) out[k] = (o as Record<string, unknown>)[k];
   return out;
 }
-

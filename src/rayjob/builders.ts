@@ -3,7 +3,17 @@
 import { shellQuote } from '../shell.ts';
 import { parse as parseYaml } from 'yaml';
 import { RAY_API_VERSION } from '../names.ts';
-import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec, RayCluster, RayJob } from '../types.ts';
+import type {
+  BatchJob,
+  Container,
+  EnvVar,
+  JobCondition,
+  ObjectMeta,
+  OwnerReference,
+  PodTemplateSpec,
+  RayCluster,
+  RayJob,
+} from '../types.ts';
 import {
   CREATED_BY_LABEL,
   CREATED_BY_VALUE,
@@ -69,7 +79,6 @@ export function buildRayCluster(job: RayJob, clusterName: string): RayCluster {
 export function headImage(cluster: RayCluster | undefined | null): string | undefined {
   return cluster?.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.image;
 }
-
 
 function runtimeEnv(job: RayJob): Record<string, unknown> | undefined {
   const yaml = job.spec?.['runtimeEnvYAML'];

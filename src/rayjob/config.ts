@@ -7,7 +7,12 @@ import {
   ENV_GRACE_PERIOD_SECONDS,
   ENV_STATUS_CHECK_TIMEOUT_SECONDS,
 } from './constants.ts';
-import { DEFAULT_CONTROLLER_DASHBOARD_TEMPLATE, DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE, renderDashboardUrl, type DashboardTarget } from './ids.ts';
+import {
+  DEFAULT_CONTROLLER_DASHBOARD_TEMPLATE,
+  DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE,
+  renderDashboardUrl,
+  type DashboardTarget,
+} from './ids.ts';
 import { defaultMachineConfig, type MachineConfig } from './machine.ts';
 
 export const DEFAULT_DASHBOARD_TIMEOUT_SECONDS = 5;
@@ -112,8 +117,16 @@ export function rayJobSettings(
     if (typeof value === 'string') return value;
     return env[RAYJOB_FLAGS[name].env];
   };
-  const controllerTemplate = template('rayjob-dashboard-url-template', get('rayjob-dashboard-url-template'), DEFAULT_CONTROLLER_DASHBOARD_TEMPLATE);
-  const submitterTemplate = template('rayjob-submitter-dashboard-url-template', get('rayjob-submitter-dashboard-url-template'), DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE);
+  const controllerTemplate = template(
+    'rayjob-dashboard-url-template',
+    get('rayjob-dashboard-url-template'),
+    DEFAULT_CONTROLLER_DASHBOARD_TEMPLATE,
+  );
+  const submitterTemplate = template(
+    'rayjob-submitter-dashboard-url-template',
+    get('rayjob-submitter-dashboard-url-template'),
+    DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE,
+  );
   const overridesByCluster = parseDashboardUrls(get('rayjob-dashboard-urls'));
   const rayCommand = get('rayjob-submitter-ray-command');
   const image = get('rayjob-submitter-image');
@@ -123,7 +136,11 @@ export function rayJobSettings(
   const machine = defaultMachineConfig({
     gracePeriodSeconds: kuberayInt(env[ENV_GRACE_PERIOD_SECONDS], DEFAULT_GRACE_PERIOD_SECONDS),
     statusCheckTimeoutSeconds: kuberayInt(env[ENV_STATUS_CHECK_TIMEOUT_SECONDS], DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS),
-    submitterFinishedTimeoutSeconds: seconds('rayjob-submitter-finished-timeout', get('rayjob-submitter-finished-timeout'), DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS),
+    submitterFinishedTimeoutSeconds: seconds(
+      'rayjob-submitter-finished-timeout',
+      get('rayjob-submitter-finished-timeout'),
+      DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS,
+    ),
     deleteRayJobAfterJobFinishes: (env[ENV_DELETE_RAYJOB_AFTER_JOB_FINISHES] ?? '').toLowerCase() === 'true',
     submitterDashboardUrl: (target) => renderDashboardUrl(submitterTemplate, target),
     submitter,
@@ -131,7 +148,8 @@ export function rayJobSettings(
   });
   return {
     machine,
-    dashboardUrl: (target) => overridesByCluster.get(`${target.namespace}/${target.cluster}`) ?? renderDashboardUrl(controllerTemplate, target),
+    dashboardUrl: (target) =>
+      overridesByCluster.get(`${target.namespace}/${target.cluster}`) ?? renderDashboardUrl(controllerTemplate, target),
     dashboardTimeoutMs: seconds('rayjob-dashboard-timeout', get('rayjob-dashboard-timeout'), DEFAULT_DASHBOARD_TIMEOUT_SECONDS) * 1000,
   };
 }

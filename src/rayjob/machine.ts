@@ -15,9 +15,37 @@
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft.ts';
 import { isDeleting } from '../finalizer.ts';
-import { JOB_DEPLOYMENT_STATUSES, type BatchJob, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
-import { buildRayCluster, buildSubmitRequest, buildSubmitterJob, finishedCondition, type JobSubmitRequest, type SubmitterOptions } from './builders.ts';
-import { DEFAULT_GRACE_PERIOD_SECONDS, DEFAULT_REQUEUE_MS, DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS, DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS, REASON_APP_FAILED, REASON_DEADLINE_EXCEEDED, REASON_GRACE_PERIOD_EXCEEDED, REASON_PRE_RUNNING_DEADLINE_EXCEEDED, REASON_STATUS_CHECK_TIMEOUT_EXCEEDED, REASON_SUBMISSION_FAILED, REASON_VALIDATION_FAILED, STATUS_CHECK_FAILING_SINCE_ANNOTATION, isRayJobTerminal } from './constants.ts';
+import {
+  JOB_DEPLOYMENT_STATUSES,
+  type BatchJob,
+  type JobDeploymentStatus,
+  type RayCluster,
+  type RayJob,
+  type RayJobStatus,
+} from '../types.ts';
+import {
+  buildRayCluster,
+  buildSubmitRequest,
+  buildSubmitterJob,
+  finishedCondition,
+  type JobSubmitRequest,
+  type SubmitterOptions,
+} from './builders.ts';
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  DEFAULT_REQUEUE_MS,
+  DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
+  DEFAULT_SUBMITTER_FINISHED_TIMEOUT_SECONDS,
+  REASON_APP_FAILED,
+  REASON_DEADLINE_EXCEEDED,
+  REASON_GRACE_PERIOD_EXCEEDED,
+  REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
+  REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
+  REASON_SUBMISSION_FAILED,
+  REASON_VALIDATION_FAILED,
+  STATUS_CHECK_FAILING_SINCE_ANNOTATION,
+  isRayJobTerminal,
+} from './constants.ts';
 import {
   DEFAULT_SUBMITTER_DASHBOARD_TEMPLATE,
   generateClusterName,
@@ -254,7 +282,13 @@ function fail(ctx: Ctx, reason: string, message: string, note: string, extra: Ex
   };
   const changes: Partial<RayJobStatus> = { ...(extra.changes ?? {}), reason, message, failed };
   if (!retry) changes.endTime = formatTime(ctx.now);
-  return { ...extra, next: retry ? 'Retrying' : 'Failed', changes, events: [...(extra.events ?? []), event], note: retry ? `${note}; retrying` : note };
+  return {
+    ...extra,
+    next: retry ? 'Retrying' : 'Failed',
+    changes,
+    events: [...(extra.events ?? []), event],
+    note: retry ? `${note}; retrying` : note,
+  };
 }
 
 /** The Ray job ended and the deployment follows: Complete, counting a SUCCEEDED run, with endTime. */
@@ -334,9 +368,18 @@ function decideNew(ctx: Ctx): Outcome {
   }
   const recorded = job.status?.jobDeploymentStatus === 'New' && Object.keys(names).length === 0 && actions.length === 0;
   if (!recorded) {
-    return stay(ctx, 'New recorded with its names', { changes: { ...names, jobStatus: status.jobStatus ?? '' }, actions, requeueAfterMs: config.requeueMs });
+    return stay(ctx, 'New recorded with its names', {
+      changes: { ...names, jobStatus: status.jobStatus ?? '' },
+      actions,
+      requeueAfterMs: config.requeueMs,
+    });
   }
-  return { next: 'Initializing', changes: { startTime: formatTime(ctx.now) }, requeueAfterMs: config.requeueMs, note: 'start time stamped' };
+  return {
+    next: 'Initializing',
+    changes: { startTime: formatTime(ctx.now) },
+    requeueAfterMs: config.requeueMs,
+    note: 'start time stamped',
+  };
 }
 
 /** Initializing: suspend, deadlines, get or create the RayCluster, wait until ready, then submit. */
@@ -410,12 +453,14 @@ function runningExitsWithoutObservation(ctx: Ctx): Outcome | undefined {
   const rayEnd = parseTime((status['rayJobInfo'] as { endTime?: string } | undefined)?.endTime);
   if (isRayJobTerminal(status.jobStatus) && rayEnd !== undefined && now >= rayEnd + config.gracePeriodSeconds * 1000) {
     const reason = REASON_GRACE_PERIOD_EXCEEDED;
-    const message = 'JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.';
+    const message =
+      'JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.';
     const note = 'grace period after the Ray job ended passed';
     return status.jobStatus === 'FAILED' ? fail(ctx, reason, message, note) : complete(ctx, note, { changes: { reason, message } });
   }
   // Nothing to follow: without this exit such a RayJob would stay Running for ever.
-  if ((status.jobId ?? '') === '') return fail(ctx, REASON_SUBMISSION_FAILED, 'status.jobId is empty: no Ray job to follow.', 'no submission id');
+  if ((status.jobId ?? '') === '')
+    return fail(ctx, REASON_SUBMISSION_FAILED, 'status.jobId is empty: no Ray job to follow.', 'no submission id');
   return undefined;
 }
 
@@ -424,7 +469,12 @@ function runningClusterGone(ctx: Ctx): Outcome | undefined {
   const cluster = ctx.observed.cluster;
   if (cluster !== null && !isDeleting(cluster)) return undefined;
   const name = fullName(ctx, ctx.status.rayClusterName ?? '');
-  return fail(ctx, REASON_APP_FAILED, `RayCluster ${name} ${cluster === null ? 'no longer exists' : 'is being deleted'} while the Ray job was running.`, 'cluster gone');
+  return fail(
+    ctx,
+    REASON_APP_FAILED,
+    `RayCluster ${name} ${cluster === null ? 'no longer exists' : 'is being deleted'} while the Ray job was running.`,
+    'cluster gone',
+  );
 }
 
 /** What the submitter Job (K8sJobMode) tells: gone, failed, finished and when. */
@@ -439,7 +489,13 @@ function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | O
   const submitter = ctx.observed.submitter;
   if (ctx.mode !== 'K8sJobMode' || submitter === undefined) return view;
   if (submitter === null) {
-    return fail(ctx, REASON_SUBMISSION_FAILED, `The submitter Job ${fullName(ctx, submitterJobName(ctx.job))} no longer exists.`, 'submitter gone', { changes: base });
+    return fail(
+      ctx,
+      REASON_SUBMISSION_FAILED,
+      `The submitter Job ${fullName(ctx, submitterJobName(ctx.job))} no longer exists.`,
+      'submitter gone',
+      { changes: base },
+    );
   }
   const finished = finishedCondition(submitter);
   if (finished) {
@@ -451,7 +507,13 @@ function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | O
 }
 
 /** A failed submitter: AppFailed when the Ray job already reported FAILED (KubeRay), else SubmissionFailed. */
-function submissionFailed(ctx: Ctx, submitter: SubmitterView, base: Partial<RayJobStatus>, note: string, changes: Partial<RayJobStatus> = {}): Outcome {
+function submissionFailed(
+  ctx: Ctx,
+  submitter: SubmitterView,
+  base: Partial<RayJobStatus>,
+  note: string,
+  changes: Partial<RayJobStatus> = {},
+): Outcome {
   const extra = { changes: { ...base, ...changes } };
   return (changes.jobStatus ?? ctx.status.jobStatus) === 'FAILED'
     ? fail(ctx, REASON_APP_FAILED, (changes.message as string | undefined) ?? ctx.status.message ?? '', note, extra)
@@ -480,7 +542,8 @@ function runningJobFound(ctx: Ctx, info: RayJobInfo, submitter: SubmitterView, b
     if (info.status === 'FAILED') return fail(ctx, REASON_APP_FAILED, info.message ?? '', 'Ray job FAILED', ok);
     return complete(ctx, `Ray job ${info.status}`, { ...ok, changes: { ...seen, reason: '' } });
   }
-  if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job not terminal', { ...seen, message: submitter.failure });
+  if (submitter.failed)
+    return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job not terminal', { ...seen, message: submitter.failure });
   if (submitter.finishedAt !== undefined) {
     const limit = submitter.finishedAt + config.submitterFinishedTimeoutSeconds * 1000;
     if (now >= limit) {
@@ -494,7 +557,10 @@ function runningJobFound(ctx: Ctx, info: RayJobInfo, submitter: SubmitterView, b
     }
     return stay(ctx, 'submitter finished; waiting for the Ray job to end', { ...ok, requeueAfterMs: requeueFor(ctx, [limit]) });
   }
-  return stay(ctx, `Ray job ${info.status}`, { ...ok, requeueAfterMs: requeueFor(ctx, [deadlineAt(ctx, job.spec?.activeDeadlineSeconds)]) });
+  return stay(ctx, `Ray job ${info.status}`, {
+    ...ok,
+    requeueAfterMs: requeueFor(ctx, [deadlineAt(ctx, job.spec?.activeDeadlineSeconds)]),
+  });
 }
 
 /** The dashboard answered 404: submit (HTTPMode), wait for the submitter, or judge a finished one. */
@@ -512,7 +578,10 @@ function runningJobNotFound(ctx: Ctx, submitter: SubmitterView, base: Partial<Ra
   if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job unknown to the dashboard');
   if (submitter.finishedAt !== undefined) {
     // The head restarted and lost its jobs (kuberay #3903), or the submission never happened.
-    return fail(ctx, REASON_APP_FAILED, 'Submitter completed but Ray job not found in RayCluster.', 'submitter done; job unknown', { changes: base, statusCheck: 'ok' });
+    return fail(ctx, REASON_APP_FAILED, 'Submitter completed but Ray job not found in RayCluster.', 'submitter done; job unknown', {
+      changes: base,
+      statusCheck: 'ok',
+    });
   }
   return stay(ctx, 'submitter has not submitted yet', { changes: base, statusCheck: 'ok', requeueAfterMs: config.requeueMs });
 }
@@ -561,7 +630,8 @@ function withStatusCheckClock(ctx: Ctx, outcome: Outcome): Outcome {
   const failing = outcome.next === 'Running' && outcome.statusCheck === 'failing';
   let action: RayJobAction | undefined;
   if (failing && since === undefined) action = { type: 'setStatusCheckClock', since: new Date(ctx.now).toISOString() };
-  if (!failing && since !== undefined && (outcome.statusCheck === 'ok' || outcome.next !== 'Running')) action = { type: 'setStatusCheckClock', since: null };
+  if (!failing && since !== undefined && (outcome.statusCheck === 'ok' || outcome.next !== 'Running'))
+    action = { type: 'setStatusCheckClock', since: null };
   return action ? { ...outcome, actions: [action, ...(outcome.actions ?? [])] } : outcome;
 }
 
@@ -596,7 +666,8 @@ function decideSuspending(ctx: Ctx): Outcome {
 
 function decideRetrying(ctx: Ctx): Outcome {
   const { actions, done } = releaseResources(ctx);
-  if (!done) return stay(ctx, 'deleting the RayCluster and the submitter before the retry', { actions, requeueAfterMs: ctx.config.requeueMs });
+  if (!done)
+    return stay(ctx, 'deleting the RayCluster and the submitter before the retry', { actions, requeueAfterMs: ctx.config.requeueMs });
   return { next: 'New', remove: RESET_KEYS, requeueAfterMs: ctx.config.requeueMs, note: 'resources released; retrying' };
 }
 
@@ -611,7 +682,8 @@ function decideFinished(ctx: Ctx): Outcome {
   if (usesClusterSelector(job)) return stay(ctx, 'finished; the selected cluster is not ours to delete');
   if (job.spec?.shutdownAfterJobFinishes !== true) return stay(ctx, 'finished; shutdownAfterJobFinishes is off');
   const end = parseTime(status.endTime);
-  if (end === undefined) return stay(ctx, 'finished without endTime; recording it', { changes: { endTime: formatTime(now) }, requeueAfterMs: config.requeueMs });
+  if (end === undefined)
+    return stay(ctx, 'finished without endTime; recording it', { changes: { endTime: formatTime(now) }, requeueAfterMs: config.requeueMs });
   const shutdownAt = end + (job.spec?.ttlSecondsAfterFinished ?? 0) * 1000;
   if (now < shutdownAt) return stay(ctx, 'waiting for ttlSecondsAfterFinished', { requeueAfterMs: shutdownAt - now });
   if (config.deleteRayJobAfterJobFinishes) return stay(ctx, 'ttl passed; deleting the RayJob', { actions: [{ type: 'deleteRayJob' }] });
@@ -692,8 +764,10 @@ function runSwitch(ctx: Ctx): Outcome {
 /** Whether this controller moves the RayJob at all (see the top of this file, steps 1 and 2). */
 function leftAlone(job: RayJob): RayJobLeftAlone | undefined {
   const stored = storedState(job);
-  if (isManagedExternally(job)) return { kind: 'leftAlone', stored, note: `spec.managedBy is ${JSON.stringify(job.spec?.managedBy)}: another controller's` };
-  if (currentState(job) === undefined) return { kind: 'leftAlone', stored, note: `unknown jobDeploymentStatus ${JSON.stringify(stored)}; left alone` };
+  if (isManagedExternally(job))
+    return { kind: 'leftAlone', stored, note: `spec.managedBy is ${JSON.stringify(job.spec?.managedBy)}: another controller's` };
+  if (currentState(job) === undefined)
+    return { kind: 'leftAlone', stored, note: `unknown jobDeploymentStatus ${JSON.stringify(stored)}; left alone` };
   return undefined;
 }
 

@@ -64,7 +64,13 @@ export function classifyRedisError(err: unknown): ErrorKind {
   const firstWord = message.trim().split(/\s/, 1)[0] ?? '';
   if (AUTH_REPLIES.has(firstWord) || /invalid (username-)?password|authentication required|invalid username/i.test(message)) return 'auth';
   if (firstWord === 'NOPERM' || /no permissions to (run|access)/i.test(message)) return 'permission';
-  if (TLS_CODES.test(code) || /certificate|self[- ]signed|wrong version number|ssl routines|alert handshake|tls handshake failed|hostname\/ip does not match/i.test(message)) return 'tls';
+  if (
+    TLS_CODES.test(code) ||
+    /certificate|self[- ]signed|wrong version number|ssl routines|alert handshake|tls handshake failed|hostname\/ip does not match/i.test(
+      message,
+    )
+  )
+    return 'tls';
   if (RETRYABLE_CODES.has(code) || RETRYABLE_REPLIES.has(firstWord)) return 'retryable';
   for (const re of RETRYABLE_CODES) if (message.includes(re)) return 'retryable';
   if (RETRYABLE_MESSAGES.some((re) => re.test(message))) return 'retryable';
@@ -72,7 +78,16 @@ export function classifyRedisError(err: unknown): ErrorKind {
 }
 
 /** Codes that mean no TCP connection could be made: nothing answered at the address. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EADDRNOTAVAIL',
+]);
 
 /**
  * Did this connection attempt fail because nothing could be reached (refused, no route, no such name,
@@ -95,7 +110,12 @@ export const REDIS_BACKOFF: BackoffOptions = { baseMs: 250, maxMs: 8000, factor:
  * Delay before retry number `failures` (1 = first retry), never past the deadline: undefined when even
  * a minimal wait would not leave time for another try.
  */
-export function delayWithin(failures: number, remainingMs: number, options: BackoffOptions = REDIS_BACKOFF, random: () => number = Math.random): number | undefined {
+export function delayWithin(
+  failures: number,
+  remainingMs: number,
+  options: BackoffOptions = REDIS_BACKOFF,
+  random: () => number = Math.random,
+): number | undefined {
   if (remainingMs <= 0) return undefined;
   // Leave at least a quarter of the first delay for the attempt itself.
   const slice = Math.ceil(options.baseMs / 4);

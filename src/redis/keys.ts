@@ -22,9 +22,24 @@ export const JOB_COUNTER_TABLE = 'JobCounter';
  * else (new tables, odd keys).
  */
 export const RAY_TABLES: readonly string[] = [
-  'TASK', 'RAYLET_TASK', 'NODE', 'OBJECT', 'ACTOR', 'FUNCTION', 'TASK_RECONSTRUCTION', 'RESOURCE_USAGE_BATCH',
-  'JOB', 'TASK_LEASE', 'NODE_RESOURCE', 'DIRECT_ACTOR', 'WORKERS', 'PLACEMENT_GROUP_SCHEDULE', 'PLACEMENT_GROUP',
-  'KV', 'ACTOR_TASK_SPEC', JOB_COUNTER_TABLE,
+  'TASK',
+  'RAYLET_TASK',
+  'NODE',
+  'OBJECT',
+  'ACTOR',
+  'FUNCTION',
+  'TASK_RECONSTRUCTION',
+  'RESOURCE_USAGE_BATCH',
+  'JOB',
+  'TASK_LEASE',
+  'NODE_RESOURCE',
+  'DIRECT_ACTOR',
+  'WORKERS',
+  'PLACEMENT_GROUP_SCHEDULE',
+  'PLACEMENT_GROUP',
+  'KV',
+  'ACTOR_TASK_SPEC',
+  JOB_COUNTER_TABLE,
 ];
 
 /** `RAY<ns>@<TABLE>` for every table Ray is known to write: the keys unlinked before the sweep. */
@@ -63,9 +78,7 @@ export function legacyFieldPrefix(ns: string): Buffer {
 /** SCAN MATCH pattern for --list: everything that could be a current-layout key. */
 export const LIST_PATTERN = Buffer.from(`${CURRENT_PREFIX}*`, 'utf8');
 
-export type Verdict =
-  | { ray: true; table: string }
-  | { ray: false; reason: string };
+export type Verdict = { ray: true; table: string } | { ray: false; reason: string };
 
 function startsWith(buf: Buffer, prefix: Buffer): boolean {
   return buf.length >= prefix.length && buf.subarray(0, prefix.length).equals(prefix);
@@ -144,7 +157,13 @@ export function displayKey(key: Buffer, max = 200): string {
       out += code < 0x20 || code === 0x7f || ch === '\\' ? (ch === '\\' ? '\\\\' : `\\x${code.toString(16).padStart(2, '0')}`) : ch;
     }
   } else {
-    for (const byte of key) out += byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : byte === 0x5c ? '\\\\' : `\\x${byte.toString(16).padStart(2, '0')}`;
+    for (const byte of key)
+      out +=
+        byte >= 0x20 && byte < 0x7f && byte !== 0x5c
+          ? String.fromCharCode(byte)
+          : byte === 0x5c
+            ? '\\\\'
+            : `\\x${byte.toString(16).padStart(2, '0')}`;
   }
   return out.length > max ? `${out.slice(0, max)}...` : out;
 }

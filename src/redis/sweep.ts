@@ -32,7 +32,11 @@ function repositoryAndTag(image: string): { path: string; name: string; tag: str
   const slash = ref.lastIndexOf('/');
   const last = ref.slice(slash + 1);
   const colon = last.indexOf(':');
-  return { path: ref.slice(0, slash + 1), name: colon < 0 ? last : last.slice(0, colon), tag: colon < 0 ? undefined : last.slice(colon + 1) };
+  return {
+    path: ref.slice(0, slash + 1),
+    name: colon < 0 ? last : last.slice(0, colon),
+    tag: colon < 0 ? undefined : last.slice(colon + 1),
+  };
 }
 
 /** rayproject/*, or a repository named ray, ray-ml or ray-llm. */
@@ -72,10 +76,15 @@ export function autoSweep(sources: VersionSource[], release: string = RAY_RELEAS
     const v = parseRayVersion(s.version);
     return v ? [{ from: s.from, v }] : [];
   });
-  if (found.length === 0) return { mode: 'always', reason: `Ray version unknown (nothing in ${sources.map((s) => s.from).join(', ') || 'no source'}): tables may be new` };
+  if (found.length === 0)
+    return {
+      mode: 'always',
+      reason: `Ray version unknown (nothing in ${sources.map((s) => s.from).join(', ') || 'no source'}): tables may be new`,
+    };
   const newer = found.find((f) => mayBeNewer(f.v, known));
   if (newer) {
-    const relation = newer.v.patch === undefined && newer.v.major === known.major && newer.v.minor === known.minor ? 'may be newer than' : '>';
+    const relation =
+      newer.v.patch === undefined && newer.v.major === known.major && newer.v.minor === known.minor ? 'may be newer than' : '>';
     return { mode: 'always', reason: `Ray ${formatRayVersion(newer.v)} (${newer.from}) ${relation} ${release}: tables may be new` };
   }
   const highest = found.reduce((a, b) => (mayBeNewer(b.v, a.v) ? b : a));

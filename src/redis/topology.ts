@@ -57,9 +57,13 @@ export function chooseSentinelMaster(masters: SentinelMaster[], wanted: string |
   if (wanted !== undefined && wanted !== '') {
     return masters.some((m) => m.name === wanted)
       ? { name: wanted }
-      : { error: `the Sentinel does not monitor a master named ${JSON.stringify(wanted)} (it monitors: ${masters.map((m) => m.name).join(', ') || 'none'})` };
+      : {
+          error: `the Sentinel does not monitor a master named ${JSON.stringify(wanted)} (it monitors: ${masters.map((m) => m.name).join(', ') || 'none'})`,
+        };
   }
   if (masters.length === 1) return { name: masters[0]!.name };
   if (masters.length === 0) return { error: 'the Sentinel monitors no master' };
-  return { error: `the Sentinel monitors ${masters.length} masters (${masters.map((m) => m.name).join(', ')}): choose one with --sentinel-master` };
+  return {
+    error: `the Sentinel monitors ${masters.length} masters (${masters.map((m) => m.name).join(', ')}): choose one with --sentinel-master`,
+  };
 }

@@ -15,7 +15,10 @@ const rows: Array<[string, AdmissionReviewAnswer]> = [
   ['allowed, no patch', allowed('admission.k8s.io/v1', 'uid-1')],
   ['allowed, v1beta1', allowed('admission.k8s.io/v1beta1', 'uid-2')],
   ['allowed with a patch', allowed('admission.k8s.io/v1', 'uid-3', ops)],
-  ['allowed with an ASCII patch', allowed('admission.k8s.io/v1', 'uid-3a', [{ op: 'add', path: '/status', value: { jobDeploymentStatus: 'New' } }])],
+  [
+    'allowed with an ASCII patch',
+    allowed('admission.k8s.io/v1', 'uid-3a', [{ op: 'add', path: '/status', value: { jobDeploymentStatus: 'New' } }]),
+  ],
   ['allowed with a patch and warnings', allowed('admission.k8s.io/v1', 'uid-4', ops, ['both "modes" set', 'line\nbreak', '\u{1F600}'])],
   ['allowed with warnings only', allowed('admission.k8s.io/v1', 'uid-5', [], ['w'])],
   ['denied with a uid', denied('admission.k8s.io/v1', 'uid-6', 400, 'object.metadata.annotations["a\\"b"] must be a string')],
@@ -50,10 +53,28 @@ t.test('encodePatch is base64 of the UTF-8 JSON, ASCII or not', async (t) => {
 
 t.test('jsonText is JSON.stringify for every kind of string and value', async (t) => {
   const values: Json[] = [
-    '', 'plain', '705ab4f5-6393-11e8-b7cc-42010a800002', '/metadata/annotations/ray.io~1external-storage-namespace',
-    'quote "x"', 'back\\slash', 'nul \u0000', 'unit sep \u001f', 'space ~ and del \u007f', 'ünï', 'line \u2028 sep',
-    'lone \ud800 surrogate', 'astral \u{1F600}', '</script>',
-    0, -1.5, true, false, null, ['a', 'b"'], { k: 'v', n: [1, { x: null }] }, [],
+    '',
+    'plain',
+    '705ab4f5-6393-11e8-b7cc-42010a800002',
+    '/metadata/annotations/ray.io~1external-storage-namespace',
+    'quote "x"',
+    'back\\slash',
+    'nul \u0000',
+    'unit sep \u001f',
+    'space ~ and del \u007f',
+    'ünï',
+    'line \u2028 sep',
+    'lone \ud800 surrogate',
+    'astral \u{1F600}',
+    '</script>',
+    0,
+    -1.5,
+    true,
+    false,
+    null,
+    ['a', 'b"'],
+    { k: 'v', n: [1, { x: null }] },
+    [],
   ];
   // Named in ASCII: a raw U+2028 in a test name would break the TAP stream.
   const name = (v: Json) => JSON.stringify(v).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -47,7 +47,11 @@ for (const { shape, sample } of RECORDED_REVIEWS) {
     t.same(patch, EXPECTED_PATCH[shape]);
 
     const stored = structuredClone(object);
-    t.same(applyPatch(stored, patch as never).filter((r) => r !== null), [], 'the patch applies');
+    t.same(
+      applyPatch(stored, patch as never).filter((r) => r !== null),
+      [],
+      'the patch applies',
+    );
     t.same(outcome.defaulted, stored, 'the object `raykeeper mutate` prints is the one the API server stores');
   });
 }

@@ -34,7 +34,10 @@ export function rayCluster(shape: ClusterShape = {}): JsonObject {
   return { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata, spec };
 }
 
-export function rayJob(spec: JsonObject | null | undefined = { entrypoint: 'python -c "print(1)"' }, status?: JsonObject | null): JsonObject {
+export function rayJob(
+  spec: JsonObject | null | undefined = { entrypoint: 'python -c "print(1)"' },
+  status?: JsonObject | null,
+): JsonObject {
   const job: JsonObject = { apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'job', namespace: 'ray' } };
   if (spec !== undefined) job.spec = spec;
   if (status !== undefined) job.status = status;

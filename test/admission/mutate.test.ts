@@ -38,8 +38,9 @@ t.test('CREATE of an FT cluster: allowed, base64 JSONPatch that applies and adds
     const after = applied(object, out.answer.response.patch);
     const meta = after.metadata as JsonObject;
     t.same(meta.finalizers, [FINALIZER], `finalizer with annotations ${JSON.stringify(annotations)}`);
-    const ns = (after.spec as JsonObject & { gcsFaultToleranceOptions?: JsonObject }).gcsFaultToleranceOptions?.externalStorageNamespace
-      ?? (meta.annotations as JsonObject)[NS_ANNOTATION];
+    const ns =
+      (after.spec as JsonObject & { gcsFaultToleranceOptions?: JsonObject }).gcsFaultToleranceOptions?.externalStorageNamespace ??
+      (meta.annotations as JsonObject)[NS_ANNOTATION];
     t.equal(ns, 'ns-1', 'namespace pinned');
   }
 });
@@ -48,7 +49,10 @@ t.test('null finalizers become a replace of the null that applies; null annotati
   const object = rayCluster({ annotations: null, finalizers: null, options: {} });
   const out = mutate(review('RayCluster', 'CREATE', object), 'RayCluster', options());
   const ops = decode(out.answer.response.patch);
-  t.same(ops.find((op) => op.path === '/metadata/finalizers'), { op: 'replace', path: '/metadata/finalizers', value: [FINALIZER] });
+  t.same(
+    ops.find((op) => op.path === '/metadata/finalizers'),
+    { op: 'replace', path: '/metadata/finalizers', value: [FINALIZER] },
+  );
   const after = applied(object, out.answer.response.patch);
   t.same((after.metadata as JsonObject).finalizers, [FINALIZER]);
   t.equal((after.metadata as JsonObject).annotations, null, 'options mode writes no annotation');
@@ -58,7 +62,10 @@ t.test('null finalizers become a replace of the null that applies; null annotati
 t.test('absent metadata maps become adds of the whole map', async (t) => {
   const object = rayCluster({ annotations: { [FT]: 'true' } });
   const out = mutate(review('RayCluster', 'CREATE', object), 'RayCluster', options());
-  t.same(decode(out.answer.response.patch).find((op) => op.path === '/metadata/finalizers'), { op: 'add', path: '/metadata/finalizers', value: [FINALIZER] });
+  t.same(
+    decode(out.answer.response.patch).find((op) => op.path === '/metadata/finalizers'),
+    { op: 'add', path: '/metadata/finalizers', value: [FINALIZER] },
+  );
 });
 
 t.test('keys with / and ~ are escaped in the patch paths', async (t) => {
@@ -117,7 +124,11 @@ t.test('malformed metadata the rules would write into: refused with the uid', as
     ['metadata a string', { ...rayCluster(), metadata: 'x' }, /metadata must be an object/],
     ['spec an array', { ...rayCluster(), spec: [] }, /spec must be an object/],
     ['options a string', { ...rayCluster(), spec: { gcsFaultToleranceOptions: 'redis' } }, /gcsFaultToleranceOptions must be an object/],
-    ['backend an object with a toString key', rayCluster({ options: { backend: { toString: 'x' } } }), /gcsFaultToleranceOptions\.backend must be a string/],
+    [
+      'backend an object with a toString key',
+      rayCluster({ options: { backend: { toString: 'x' } } }),
+      /gcsFaultToleranceOptions\.backend must be a string/,
+    ],
     ['backend an array', rayCluster({ options: { backend: ['redis'] } }), /backend must be a string/],
     ['backend a number', rayCluster({ options: { backend: 1 } }), /backend must be a string/],
     ['namespace an object', rayCluster({ options: { externalStorageNamespace: {} } }), /externalStorageNamespace must be a string/],
@@ -158,11 +169,17 @@ t.test('warnings reach the answer (both FT modes set)', async (t) => {
 
 t.test('a "__proto__" key in a user map survives untouched', async (t) => {
   const body = JSON.parse(
-    JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))).replace('"rayStartParams":{}', '"rayStartParams":{"__proto__":{"polluted":"yes"}}'),
+    JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))).replace(
+      '"rayStartParams":{}',
+      '"rayStartParams":{"__proto__":{"polluted":"yes"}}',
+    ),
   );
   const out = mutate(body, 'RayCluster', options());
   t.equal(out.httpStatus, 200);
   const paths = decode(out.answer.response.patch).map((op) => op.path);
-  t.notOk(paths.some((p) => p.includes('proto')), paths.join(' '));
+  t.notOk(
+    paths.some((p) => p.includes('proto')),
+    paths.join(' '),
+  );
   t.equal(({} as Record<string, unknown>).polluted, undefined, 'no prototype pollution');
 });

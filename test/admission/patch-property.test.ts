@@ -15,10 +15,16 @@ import { FINALIZER, FT, NS_ANNOTATION, review } from './fixtures.ts';
 const RUNS = 1000;
 
 // Keys rich in the characters JSON pointers escape.
-const key = fc.string({ unit: fc.constantFrom('a', 'b', '/', '~', '0', '1', '.', '-', 'ray.io/'), minLength: 1, maxLength: 6 }).filter((k) => k !== '__proto__');
+const key = fc
+  .string({ unit: fc.constantFrom('a', 'b', '/', '~', '0', '1', '.', '-', 'ray.io/'), minLength: 1, maxLength: 6 })
+  .filter((k) => k !== '__proto__');
 const shortString = fc.string({ unit: fc.constantFrom('x', 'y', '@', '~', '/', ' '), maxLength: 5 });
 const jsonLeaf: fc.Arbitrary<Json> = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), shortString);
-const extraObject: fc.Arbitrary<JsonObject> = fc.dictionary(key, fc.oneof(jsonLeaf, fc.array(jsonLeaf, { maxLength: 3 }), fc.dictionary(key, jsonLeaf, { maxKeys: 3 })), { maxKeys: 3 });
+const extraObject: fc.Arbitrary<JsonObject> = fc.dictionary(
+  key,
+  fc.oneof(jsonLeaf, fc.array(jsonLeaf, { maxLength: 3 }), fc.dictionary(key, jsonLeaf, { maxKeys: 3 })),
+  { maxKeys: 3 },
+);
 
 /** absent (undefined), null, or a value; `weight` is the value's weight against 1 for each of the others. */
 function maybe<T>(arb: fc.Arbitrary<T>, weight = 1, absentWeight = 1): fc.Arbitrary<T | null | undefined> {
@@ -30,21 +36,23 @@ function maybe<T>(arb: fc.Arbitrary<T>, weight = 1, absentWeight = 1): fc.Arbitr
 }
 
 const annotations = maybe(
-  fc.record(
-    {
+  fc
+    .record({
       extra: fc.dictionary(key, shortString, { maxKeys: 4 }),
       ft: fc.option(fc.constantFrom('true', 'TRUE', 'True', 'true', 'true', 'false', '', 'yes'), { nil: undefined, freq: 4 }),
       ns: fc.option(fc.oneof(fc.constantFrom('', 'pinned-before', 'a@b'), shortString), { nil: undefined, freq: 2 }),
-    },
-  ).map(({ extra, ft, ns }) => {
-    const a: Record<string, string> = { ...extra };
-    if (ft !== undefined) a[FT] = ft;
-    if (ns !== undefined) a[NS_ANNOTATION] = ns;
-    return a;
-  }),
+    })
+    .map(({ extra, ft, ns }) => {
+      const a: Record<string, string> = { ...extra };
+      if (ft !== undefined) a[FT] = ft;
+      if (ns !== undefined) a[NS_ANNOTATION] = ns;
+      return a;
+    }),
   4,
 );
-const finalizers = maybe(fc.array(fc.oneof(fc.constant(FINALIZER), fc.constantFrom('kubernetes', 'example.com/x~y'), shortString), { maxLength: 4 }));
+const finalizers = maybe(
+  fc.array(fc.oneof(fc.constant(FINALIZER), fc.constantFrom('kubernetes', 'example.com/x~y'), shortString), { maxLength: 4 }),
+);
 const options = maybe(
   fc.record(
     {
@@ -58,7 +66,9 @@ const options = maybe(
   3,
 );
 const headEnv = fc.option(
-  fc.array(fc.record({ name: fc.constantFrom('RAY_external_storage_namespace', 'OTHER', 'RAY_REDIS_ADDRESS'), value: shortString }), { maxLength: 2 }),
+  fc.array(fc.record({ name: fc.constantFrom('RAY_external_storage_namespace', 'OTHER', 'RAY_REDIS_ADDRESS'), value: shortString }), {
+    maxLength: 2,
+  }),
   { nil: undefined, freq: 2 },
 );
 
@@ -91,25 +101,30 @@ const rayClusterArb: fc.Arbitrary<JsonObject> = fc
 const rayJobArb: fc.Arbitrary<JsonObject> = fc
   .record({
     spec: maybe(
-      fc.record(
-        {
+      fc
+        .record({
           extra: extraObject,
           submissionMode: maybe(fc.constantFrom('K8sJobMode', 'HTTPMode', 'InteractiveMode', '')),
           backoffLimit: maybe(fc.integer({ min: 0, max: 5 })),
-        },
-      ).map(({ extra, submissionMode, backoffLimit }) => {
-        const s: JsonObject = { ...extra, entrypoint: 'python x.py' };
-        if (submissionMode !== undefined) s.submissionMode = submissionMode;
-        if (backoffLimit !== undefined) s.backoffLimit = backoffLimit;
-        return s;
-      }),
+        })
+        .map(({ extra, submissionMode, backoffLimit }) => {
+          const s: JsonObject = { ...extra, entrypoint: 'python x.py' };
+          if (submissionMode !== undefined) s.submissionMode = submissionMode;
+          if (backoffLimit !== undefined) s.backoffLimit = backoffLimit;
+          return s;
+        }),
     ),
     status: maybe(
-      fc.record({ jobDeploymentStatus: maybe(fc.constantFrom('', 'New', 'Running', 'Complete')), extra: extraObject }, { requiredKeys: ['extra'] }).map(({ jobDeploymentStatus, extra }) => {
-        const s: JsonObject = { ...extra };
-        if (jobDeploymentStatus !== undefined) s.jobDeploymentStatus = jobDeploymentStatus;
-        return s;
-      }),
+      fc
+        .record(
+          { jobDeploymentStatus: maybe(fc.constantFrom('', 'New', 'Running', 'Complete')), extra: extraObject },
+          { requiredKeys: ['extra'] },
+        )
+        .map(({ jobDeploymentStatus, extra }) => {
+          const s: JsonObject = { ...extra };
+          if (jobDeploymentStatus !== undefined) s.jobDeploymentStatus = jobDeploymentStatus;
+          return s;
+        }),
     ),
     annotations,
     finalizers,
@@ -177,7 +192,8 @@ function checkClusterChanges(before: JsonObject, after: JsonObject): void {
       if (k === NS_ANNOTATION) continue;
       if (beforeMap[k] !== aa[k]) throw new Error(`annotation ${k} changed`);
     }
-    if (typeof beforeMap[NS_ANNOTATION] === 'string' && beforeMap[NS_ANNOTATION] !== '') throw new Error('a user namespace annotation changed');
+    if (typeof beforeMap[NS_ANNOTATION] === 'string' && beforeMap[NS_ANNOTATION] !== '')
+      throw new Error('a user namespace annotation changed');
     if (typeof aa[NS_ANNOTATION] !== 'string' || aa[NS_ANNOTATION] === '') throw new Error('annotations changed without a namespace');
   }
   const bo = get(before, 'spec', 'gcsFaultToleranceOptions', 'externalStorageNamespace');
@@ -193,42 +209,62 @@ t.test('RayCluster CREATE and UPDATE patches apply with rfc6902 and change only 
   let patched = 0;
   let nullParentPatches = 0;
   fc.assert(
-    fc.property(rayClusterArb, fc.option(rayClusterArb, { nil: undefined, freq: 2 }), fc.integer({ min: 0, max: 3 }).map((n) => n > 0), (object, old, finalizerEnabled) => {
-      const operation = old === undefined ? 'CREATE' : 'UPDATE';
-      let n = 0;
-      const gen = () => {
-        if (operation === 'UPDATE') throw new Error('a namespace was generated on UPDATE');
-        return `fresh-${++n}`;
-      };
-      const pristine = cloneJson(object);
-      const out = mutate(review('RayCluster', operation, object, old), 'RayCluster', { newStorageNamespace: gen, finalizerEnabled });
-      if (out.httpStatus !== 200 || !out.answer.response.allowed) throw new Error(`refused: ${out.error}`);
-      if (!same(object, pristine)) throw new Error('defaulting changed the admitted object itself (a write outside the copied containers)');
+    fc.property(
+      rayClusterArb,
+      fc.option(rayClusterArb, { nil: undefined, freq: 2 }),
+      fc.integer({ min: 0, max: 3 }).map((n) => n > 0),
+      (object, old, finalizerEnabled) => {
+        const operation = old === undefined ? 'CREATE' : 'UPDATE';
+        let n = 0;
+        const gen = () => {
+          if (operation === 'UPDATE') throw new Error('a namespace was generated on UPDATE');
+          return `fresh-${++n}`;
+        };
+        const pristine = cloneJson(object);
+        const out = mutate(review('RayCluster', operation, object, old), 'RayCluster', { newStorageNamespace: gen, finalizerEnabled });
+        if (out.httpStatus !== 200 || !out.answer.response.allowed) throw new Error(`refused: ${out.error}`);
+        if (!same(object, pristine))
+          throw new Error('defaulting changed the admitted object itself (a write outside the copied containers)');
 
-      const after = applyIndependently(pristine, out.answer.response.patch);
-      const expected = cloneJson(pristine);
-      n = 0;
-      defaultRayCluster(expected, { operation, oldObject: old ?? null, newStorageNamespace: gen, finalizerEnabled });
-      if (!same(after, expected)) throw new Error(`patched ${JSON.stringify(after)} != defaulted ${JSON.stringify(expected)}`);
-      if (out.answer.response.patch === undefined && !same(after, object)) throw new Error('changed without a patch');
-      if (out.answer.response.patch !== undefined && same(after, object)) throw new Error('a patch that changes nothing');
-      checkClusterChanges(object, after);
+        const after = applyIndependently(pristine, out.answer.response.patch);
+        const expected = cloneJson(pristine);
+        n = 0;
+        defaultRayCluster(expected, { operation, oldObject: old ?? null, newStorageNamespace: gen, finalizerEnabled });
+        if (!same(after, expected)) throw new Error(`patched ${JSON.stringify(after)} != defaulted ${JSON.stringify(expected)}`);
+        if (out.answer.response.patch === undefined && !same(after, object)) throw new Error('changed without a patch');
+        if (out.answer.response.patch !== undefined && same(after, object)) throw new Error('a patch that changes nothing');
+        checkClusterChanges(object, after);
 
-      // Rule invariants.
-      if (get(object, 'metadata', 'deletionTimestamp') !== undefined && !same(get(after, 'metadata', 'finalizers'), get(object, 'metadata', 'finalizers'))) {
-        throw new Error('finalizers changed on an object being deleted');
-      }
-      const oldHad = Array.isArray(get(old, 'metadata', 'finalizers')) && (get(old, 'metadata', 'finalizers') as Json[]).includes(FINALIZER);
-      const newHas = Array.isArray(get(object, 'metadata', 'finalizers')) && (get(object, 'metadata', 'finalizers') as Json[]).includes(FINALIZER);
-      if (oldHad && !newHas && Array.isArray(get(after, 'metadata', 'finalizers')) && (get(after, 'metadata', 'finalizers') as Json[]).includes(FINALIZER)) {
-        throw new Error('re-added a finalizer the update removed');
-      }
-      if (!finalizerEnabled && !same(get(after, 'metadata', 'finalizers'), get(object, 'metadata', 'finalizers'))) {
-        throw new Error('finalizer added while disabled');
-      }
-      if (out.answer.response.patch !== undefined) patched++;
-      if (out.answer.response.patch !== undefined && (get(object, 'metadata', 'finalizers') === null || get(object, 'metadata', 'annotations') === null)) nullParentPatches++;
-    }),
+        // Rule invariants.
+        if (
+          get(object, 'metadata', 'deletionTimestamp') !== undefined &&
+          !same(get(after, 'metadata', 'finalizers'), get(object, 'metadata', 'finalizers'))
+        ) {
+          throw new Error('finalizers changed on an object being deleted');
+        }
+        const oldHad =
+          Array.isArray(get(old, 'metadata', 'finalizers')) && (get(old, 'metadata', 'finalizers') as Json[]).includes(FINALIZER);
+        const newHas =
+          Array.isArray(get(object, 'metadata', 'finalizers')) && (get(object, 'metadata', 'finalizers') as Json[]).includes(FINALIZER);
+        if (
+          oldHad &&
+          !newHas &&
+          Array.isArray(get(after, 'metadata', 'finalizers')) &&
+          (get(after, 'metadata', 'finalizers') as Json[]).includes(FINALIZER)
+        ) {
+          throw new Error('re-added a finalizer the update removed');
+        }
+        if (!finalizerEnabled && !same(get(after, 'metadata', 'finalizers'), get(object, 'metadata', 'finalizers'))) {
+          throw new Error('finalizer added while disabled');
+        }
+        if (out.answer.response.patch !== undefined) patched++;
+        if (
+          out.answer.response.patch !== undefined &&
+          (get(object, 'metadata', 'finalizers') === null || get(object, 'metadata', 'annotations') === null)
+        )
+          nullParentPatches++;
+      },
+    ),
     { numRuns: RUNS },
   );
   // About 1 in 8 generated clusters needs a patch (FT on, Redis, nothing pinned yet): at least 1 in 20 must,
@@ -253,7 +289,7 @@ t.test('RayJob CREATE patches apply with rfc6902 and touch only status.jobDeploy
       defaultRayJob(expected, { operation });
       if (!same(after, expected)) throw new Error(`patched ${JSON.stringify(after)} != defaulted ${JSON.stringify(expected)}`);
       if (operation === 'UPDATE' && out.answer.response.patch !== undefined) throw new Error('patched an UPDATE');
-      if (!same(after.metadata, object.metadata)) throw new Error('metadata changed (finalizers are the controller\'s)');
+      if (!same(after.metadata, object.metadata)) throw new Error("metadata changed (finalizers are the controller's)");
       // Outside the owned fields, nothing changed.
       const strip = (o: JsonObject) => {
         const c = cloneJson(o);
@@ -264,7 +300,10 @@ t.test('RayJob CREATE patches apply with rfc6902 and touch only status.jobDeploy
       };
       if (!same(strip(after), strip(object))) throw new Error('a field outside the RayJob defaults changed');
       const status = after.status;
-      if (operation === 'CREATE' && (!isJsonObject(status) || typeof status.jobDeploymentStatus !== 'string' || status.jobDeploymentStatus === '')) {
+      if (
+        operation === 'CREATE' &&
+        (!isJsonObject(status) || typeof status.jobDeploymentStatus !== 'string' || status.jobDeploymentStatus === '')
+      ) {
         throw new Error('no deployment status after CREATE');
       }
       if (out.answer.response.patch !== undefined) patched++;

@@ -38,25 +38,60 @@ t.test('CREATE', async (t) => {
     { name: 'annotation value in any case', shape: { annotations: { [FT]: 'TrUe' } }, finalizers: [FINALIZER], annotation: PINNED },
     { name: 'finalizers null', shape: { annotations: on, finalizers: null }, finalizers: [FINALIZER], annotation: PINNED },
     { name: 'finalizers empty', shape: { annotations: on, finalizers: [] }, finalizers: [FINALIZER], annotation: PINNED },
-    { name: 'other finalizers kept, ours appended', shape: { annotations: on, finalizers: ['a/b', 'x'] }, finalizers: ['a/b', 'x', FINALIZER], annotation: PINNED },
+    {
+      name: 'other finalizers kept, ours appended',
+      shape: { annotations: on, finalizers: ['a/b', 'x'] },
+      finalizers: ['a/b', 'x', FINALIZER],
+      annotation: PINNED,
+    },
     { name: 'never twice', shape: { annotations: on, finalizers: [FINALIZER, 'x'] }, finalizers: [FINALIZER, 'x'], annotation: PINNED },
-    { name: 'user namespace annotation kept', shape: { annotations: { ...on, [NS_ANNOTATION]: 'mine' } }, finalizers: [FINALIZER], annotation: 'mine' },
-    { name: 'empty namespace annotation counts as unset', shape: { annotations: { ...on, [NS_ANNOTATION]: '' } }, finalizers: [FINALIZER], annotation: PINNED },
+    {
+      name: 'user namespace annotation kept',
+      shape: { annotations: { ...on, [NS_ANNOTATION]: 'mine' } },
+      finalizers: [FINALIZER],
+      annotation: 'mine',
+    },
+    {
+      name: 'empty namespace annotation counts as unset',
+      shape: { annotations: { ...on, [NS_ANNOTATION]: '' } },
+      finalizers: [FINALIZER],
+      annotation: PINNED,
+    },
     { name: 'options mode pins in options', shape: { options: redisOptions }, finalizers: [FINALIZER], optionsNs: PINNED },
-    { name: 'options with explicit backend redis', shape: { options: { ...redisOptions, backend: 'redis' } }, finalizers: [FINALIZER], optionsNs: PINNED },
+    {
+      name: 'options with explicit backend redis',
+      shape: { options: { ...redisOptions, backend: 'redis' } },
+      finalizers: [FINALIZER],
+      optionsNs: PINNED,
+    },
     { name: 'options empty object is FT on', shape: { options: {} }, finalizers: [FINALIZER], optionsNs: PINNED },
-    { name: 'user options namespace kept', shape: { options: { ...redisOptions, externalStorageNamespace: 'theirs' } }, finalizers: [FINALIZER], optionsNs: 'theirs' },
+    {
+      name: 'user options namespace kept',
+      shape: { options: { ...redisOptions, externalStorageNamespace: 'theirs' } },
+      finalizers: [FINALIZER],
+      optionsNs: 'theirs',
+    },
     { name: 'options null is FT off', shape: { options: null }, finalizers: undefined },
     { name: 'rocksdb: no finalizer, no namespace', shape: { options: { backend: 'rocksdb' } }, finalizers: undefined },
     { name: 'both modes: nothing (KubeRay rejects it)', shape: { annotations: on, options: redisOptions }, finalizers: undefined },
     { name: 'managed by MultiKueue: nothing', shape: { annotations: on, managedBy: 'kueue.x-k8s.io/multikueue' }, finalizers: undefined },
-    { name: 'managedBy kuberay: as usual', shape: { annotations: on, managedBy: 'ray.io/kuberay-operator' }, finalizers: [FINALIZER], annotation: PINNED },
+    {
+      name: 'managedBy kuberay: as usual',
+      shape: { annotations: on, managedBy: 'ray.io/kuberay-operator' },
+      finalizers: [FINALIZER],
+      annotation: PINNED,
+    },
     {
       name: 'head env sets the namespace: finalizer only',
       shape: { annotations: on, headEnv: [{ name: 'RAY_external_storage_namespace', value: 'env-ns' }] },
       finalizers: [FINALIZER],
     },
-    { name: 'deleting (never at CREATE, still no finalizer)', shape: { annotations: on, deletionTimestamp: '2026-01-01T00:00:00Z' }, finalizers: undefined, annotation: PINNED },
+    {
+      name: 'deleting (never at CREATE, still no finalizer)',
+      shape: { annotations: on, deletionTimestamp: '2026-01-01T00:00:00Z' },
+      finalizers: undefined,
+      annotation: PINNED,
+    },
   ];
   for (const row of rows) {
     const out = run(rayCluster(row.shape));
@@ -107,7 +142,14 @@ t.test('CREATE: ENABLE_GCS_FT_REDIS_CLEANUP=false means no finalizer, still a pi
 
 t.test('UPDATE', async (t) => {
   const uid = '3f5a1c9e-0000-4000-8000-000000000001';
-  const rows: Array<{ name: string; old: ClusterShape; now: ClusterShape; finalizers: unknown; annotation?: unknown; optionsNs?: unknown }> = [
+  const rows: Array<{
+    name: string;
+    old: ClusterShape;
+    now: ClusterShape;
+    finalizers: unknown;
+    annotation?: unknown;
+    optionsNs?: unknown;
+  }> = [
     {
       name: 'old had the finalizer, update removes it: respected',
       old: { annotations: { ...on, [NS_ANNOTATION]: 'p' }, finalizers: [FINALIZER], uid },
@@ -197,7 +239,11 @@ t.test('UPDATE', async (t) => {
     },
   ];
   for (const row of rows) {
-    const out = run(rayCluster(row.now), { operation: 'UPDATE', oldObject: rayCluster(row.old), newStorageNamespace: () => t.fail('generated on UPDATE') as never });
+    const out = run(rayCluster(row.now), {
+      operation: 'UPDATE',
+      oldObject: rayCluster(row.old),
+      newStorageNamespace: () => t.fail('generated on UPDATE') as never,
+    });
     t.same(out.finalizers, row.finalizers, `${row.name}: finalizers`);
     t.equal(out.annotation, row.annotation, `${row.name}: namespace annotation`);
     t.equal(out.optionsNs, row.optionsNs, `${row.name}: options namespace`);

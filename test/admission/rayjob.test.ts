@@ -27,13 +27,22 @@ t.test('status.jobDeploymentStatus defaults to New on CREATE', async (t) => {
 });
 
 t.test('spec defaults are KubeRay CRD defaults, only when absent or null', async (t) => {
-  t.same(create(rayJob({ entrypoint: 'x' })).spec, { entrypoint: 'x', submissionMode: 'K8sJobMode', backoffLimit: 0, ttlSecondsAfterFinished: 0 });
+  t.same(create(rayJob({ entrypoint: 'x' })).spec, {
+    entrypoint: 'x',
+    submissionMode: 'K8sJobMode',
+    backoffLimit: 0,
+    ttlSecondsAfterFinished: 0,
+  });
   t.same(
     create(rayJob({ entrypoint: 'x', submissionMode: 'HTTPMode', backoffLimit: 3, ttlSecondsAfterFinished: 60 })).spec,
     { entrypoint: 'x', submissionMode: 'HTTPMode', backoffLimit: 3, ttlSecondsAfterFinished: 60 },
     'user values kept',
   );
-  t.same(create(rayJob({ submissionMode: null })).spec, { submissionMode: 'K8sJobMode', backoffLimit: 0, ttlSecondsAfterFinished: 0 }, 'null defaulted');
+  t.same(
+    create(rayJob({ submissionMode: null })).spec,
+    { submissionMode: 'K8sJobMode', backoffLimit: 0, ttlSecondsAfterFinished: 0 },
+    'null defaulted',
+  );
   const noSpec = rayJob();
   delete noSpec.spec;
   t.notOk('spec' in create(noSpec), 'no spec is not invented');

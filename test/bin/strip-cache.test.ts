@@ -14,7 +14,12 @@ const BIN = join(ROOT, 'bin', 'raykeeper.js');
 
 /** Node with only PATH and `env` in its environment, from the checkout's root. */
 function node(args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+  const res = spawnSync(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (res.error) throw res.error;
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
@@ -71,7 +76,10 @@ t.test('raykeeper with RAYKEEPER_STRIP_CACHE runs the same as without', async (t
   t.equal(res.stderr, '', 'no experimental warning in the build log');
   // Reports at exit whether swc was loaded (before bin/raykeeper.js runs, through NODE_OPTIONS).
   const report = join(dir, 'report.mjs');
-  await writeFile(report, "process.on('exit', () => process.stderr.write(`swc: ${process.moduleLoadList.some((m) => m.includes('amaro'))}\\n`));\n");
+  await writeFile(
+    report,
+    "process.on('exit', () => process.stderr.write(`swc: ${process.moduleLoadList.some((m) => m.includes('amaro'))}\\n`));\n",
+  );
   const withReport = { NODE_OPTIONS: `--import ${pathToFileURL(report).href}` };
   const plain = node([BIN, 'redis-cleanup', '--help'], withReport);
   const cached = node([BIN, 'redis-cleanup', '--help'], { ...withReport, RAYKEEPER_STRIP_CACHE: dir });

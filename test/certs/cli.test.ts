@@ -14,7 +14,25 @@ const cli = (args: string[]) => runCapturing(run, args);
 
 t.test('through the real binary: writes ca.crt, tls.crt, tls.key and prints the caBundle', async (t) => {
   const dir = t.testdir();
-  const res = spawnSync(process.execPath, [BIN, 'certs', 'generate', '--out', dir, '--service', 'raykeeper-webhook', '--namespace', 'ray-system', '--ip', '127.0.0.1', '--days', '7'], { encoding: 'utf8' });
+  const res = spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'certs',
+      'generate',
+      '--out',
+      dir,
+      '--service',
+      'raykeeper-webhook',
+      '--namespace',
+      'ray-system',
+      '--ip',
+      '127.0.0.1',
+      '--days',
+      '7',
+    ],
+    { encoding: 'utf8' },
+  );
   t.equal(res.status, 0, res.stderr);
   for (const f of ['ca.crt', 'tls.crt', 'tls.key', 'ca.key']) t.ok(existsSync(join(dir, f)), f);
   t.equal(statSync(join(dir, 'tls.key')).mode & 0o777, 0o600);
@@ -54,7 +72,10 @@ t.test('errors exit 2 with a message and write nothing', async (t) => {
     [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--bits', '1024'], /--bits must be 2048, 3072 or 4096/],
     [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--days', 'soon'], /--days must be a positive whole number/],
     [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--days', '0'], /--days must be a positive whole number/],
-    [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--ip', 'localhost'], /--ip "localhost" is not an IPv4 or IPv6 address/],
+    [
+      ['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--ip', 'localhost'],
+      /--ip "localhost" is not an IPv4 or IPv6 address/,
+    ],
     [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--reuse-ca'], /--reuse-ca but .* has no ca\.crt and ca\.key/],
     [['generate', '--out', dir, '--frobnicate'], /Unknown option '--frobnicate'/],
     [['rotate'], /unknown command "rotate"/],

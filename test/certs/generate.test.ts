@@ -5,7 +5,14 @@ import { createSecureContext } from 'node:tls';
 import { caBundle, DEFAULT_DAYS, generateCertificates, serviceDnsNames } from '../../certs/generate.ts';
 
 const now = new Date('2026-11-01T12:00:00Z');
-const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'ray-system', ips: ['127.0.0.1', '::1'], dnsNames: ['localhost'], days: 30, now });
+const bundle = generateCertificates({
+  service: 'raykeeper-webhook',
+  namespace: 'ray-system',
+  ips: ['127.0.0.1', '::1'],
+  dnsNames: ['localhost'],
+  days: 30,
+  now,
+});
 const ca = new X509Certificate(bundle.caCert);
 const leaf = new X509Certificate(bundle.cert);
 const DAY = 24 * 60 * 60 * 1000;
@@ -18,7 +25,8 @@ t.test('SANs: the four Service names, extra DNS names and IPs', async (t) => {
     'raykeeper-webhook.ray-system.svc',
     'raykeeper-webhook.ray-system.svc.cluster.local',
   ]);
-  for (const name of [...serviceDnsNames('raykeeper-webhook', 'ray-system'), 'localhost']) t.ok(sans.includes(`DNS:${name}`), `DNS:${name}`);
+  for (const name of [...serviceDnsNames('raykeeper-webhook', 'ray-system'), 'localhost'])
+    t.ok(sans.includes(`DNS:${name}`), `DNS:${name}`);
   t.ok(sans.includes('IP Address:127.0.0.1'), 'IPv4 SAN');
   t.ok(sans.includes('IP Address:0:0:0:0:0:0:0:1'), 'IPv6 SAN');
   t.ok(leaf.checkIP('::1'), 'IPv6 check passes');
@@ -59,7 +67,11 @@ t.test('lifetimes: serving certificate --days, CA at least ten years; clock skew
 });
 
 t.test('a given CA is reused: same CA, new leaf it signs; serials differ', async (t) => {
-  const again = generateCertificates({ service: 'raykeeper-webhook', namespace: 'ray-system', ca: { cert: bundle.caCert, key: bundle.caKey } });
+  const again = generateCertificates({
+    service: 'raykeeper-webhook',
+    namespace: 'ray-system',
+    ca: { cert: bundle.caCert, key: bundle.caKey },
+  });
   t.equal(again.caCert, bundle.caCert);
   t.not(again.cert, bundle.cert);
   const leaf2 = new X509Certificate(again.cert);

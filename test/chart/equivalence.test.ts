@@ -26,14 +26,25 @@ t.test('default values = manifests/base', async (t) => {
   t.same(normalise(chart), normalise(base));
   // The differences normalised away are the ones listed, and real.
   t.same(base.filter((o) => o.kind === 'Namespace').map(key), ['Namespace//raykeeper-system'], 'kustomize creates the namespace');
-  t.notOk(chart.some((o) => o.kind === 'Namespace'), 'the chart does not');
+  t.notOk(
+    chart.some((o) => o.kind === 'Namespace'),
+    'the chart does not',
+  );
   for (const o of chart) {
-    t.match(o.metadata.labels, { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': 'raykeeper' }, `${key(o)}: Helm's labels`);
+    t.match(
+      o.metadata.labels,
+      { 'app.kubernetes.io/managed-by': 'Helm', 'app.kubernetes.io/instance': 'raykeeper' },
+      `${key(o)}: Helm's labels`,
+    );
   }
   const webhook = find(chart, 'Deployment', 'raykeeper-webhook');
-  t.notOk('app.kubernetes.io/instance' in webhook.spec.selector.matchLabels, 'selectors are the kustomize tree\'s (an upgrade from it keeps the Pods)');
+  t.notOk(
+    'app.kubernetes.io/instance' in webhook.spec.selector.matchLabels,
+    "selectors are the kustomize tree's (an upgrade from it keeps the Pods)",
+  );
   t.same(Object.keys(find(chart, 'Secret', 'raykeeper-webhook-tls').data).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
-  for (const w of find(chart, 'MutatingWebhookConfiguration', 'raykeeper').webhooks) t.ok(w.clientConfig.caBundle.length > 100, `${w.name}: a caBundle`);
+  for (const w of find(chart, 'MutatingWebhookConfiguration', 'raykeeper').webhooks)
+    t.ok(w.clientConfig.caBundle.length > 100, `${w.name}: a caBundle`);
 });
 
 t.test('controller.secretReader.enabled = manifests/base + manifests/optional/controller-secret-reader', async (t) => {
@@ -42,15 +53,36 @@ t.test('controller.secretReader.enabled = manifests/base + manifests/optional/co
   t.same(normalise(chart), normalise(kz));
 });
 
-t.test('certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin\'s)', async (t) => {
+t.test("certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin's)", async (t) => {
   const dir = t.testdir();
   const overlay = join(dir, 'overlay');
-  const gen = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'certs', 'generate', '--out', join(dir, 'certs'), '--service', 'raykeeper-webhook', '--namespace', 'raykeeper-system', '--kustomize', overlay, '--base', join(REPO_ROOT, 'manifests', 'base')], { encoding: 'utf8' });
+  const gen = spawnSync(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'raykeeper.js'),
+      'certs',
+      'generate',
+      '--out',
+      join(dir, 'certs'),
+      '--service',
+      'raykeeper-webhook',
+      '--namespace',
+      'raykeeper-system',
+      '--kustomize',
+      overlay,
+      '--base',
+      join(REPO_ROOT, 'manifests', 'base'),
+    ],
+    { encoding: 'utf8' },
+  );
   t.equal(gen.status, 0, gen.stderr);
   const caBundle = Buffer.from(readFileSync(join(dir, 'certs', 'ca.crt'))).toString('base64');
   const chart = template({ certs: { mode: 'provided', provided: { secretName: 'raykeeper-webhook-tls', caBundle } } });
   const kz = kustomize(overlay);
-  const bundles = (objs: KubeObject[]) => find(objs, 'MutatingWebhookConfiguration', 'raykeeper').webhooks.map((w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle);
+  const bundles = (objs: KubeObject[]) =>
+    find(objs, 'MutatingWebhookConfiguration', 'raykeeper').webhooks.map(
+      (w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle,
+    );
   t.same(bundles(chart), [caBundle, caBundle], 'the chart trusts the given CA');
   t.same(bundles(kz), bundles(chart), 'as the overlay does');
   t.same(normalise(chart), normalise(kz.filter((o) => o.kind !== 'Secret')), 'the rest is the same');
@@ -58,27 +90,47 @@ t.test('certs.mode provided with `raykeeper certs generate` output = its --kusto
 
 t.test('a setting changed on one side only is a difference (the comparison can fail)', async (t) => {
   const base = normalise(kustomize('manifests/base'));
-  for (const values of [{ logLevel: 'debug' }, { webhook: { failurePolicy: 'Fail' } }, { controller: { cleanupJob: { cpu: '500m' } } }, { image: { tag: '0.2.0' } }]) {
+  for (const values of [
+    { logLevel: 'debug' },
+    { webhook: { failurePolicy: 'Fail' } },
+    { controller: { cleanupJob: { cpu: '500m' } } },
+    { image: { tag: '0.2.0' } },
+  ]) {
     t.notSame(normalise(template(values)), base, JSON.stringify(values));
   }
 });
 
 t.test("the chart's CRDs are manifests/crds, byte for byte", async (t) => {
   const ours = readdirSync(join(CHART_DIR, 'crds')).sort();
-  const tree = readdirSync(join(REPO_ROOT, 'manifests', 'crds')).filter((f) => f !== 'kustomization.yaml').sort();
+  const tree = readdirSync(join(REPO_ROOT, 'manifests', 'crds'))
+    .filter((f) => f !== 'kustomization.yaml')
+    .sort();
   t.same(ours, tree);
-  for (const f of ours) t.equal(readFileSync(join(CHART_DIR, 'crds', f), 'utf8'), readFileSync(join(REPO_ROOT, 'manifests', 'crds', f), 'utf8'), f);
+  for (const f of ours)
+    t.equal(readFileSync(join(CHART_DIR, 'crds', f), 'utf8'), readFileSync(join(REPO_ROOT, 'manifests', 'crds', f), 'utf8'), f);
 });
 
 t.test('normalise: removes exactly the differences on purpose', async (t) => {
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ns' } },
-    { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: 's', labels: { a: 'b', 'helm.sh/chart': 'x' } }, data: { 'tls.crt': 'x', 'tls.key': 'y', 'ca.crt': 'z' } },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/tls',
+      metadata: { name: 's', labels: { a: 'b', 'helm.sh/chart': 'x' } },
+      data: { 'tls.crt': 'x', 'tls.key': 'y', 'ca.crt': 'z' },
+    },
     { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: 'o' }, data: { k: 'v' } },
   ];
   t.same(normalise(objects), [
     { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: 'o' }, data: { k: 'v' } },
-    { apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/tls', metadata: { name: 's', labels: { a: 'b' } }, data: { 'tls.crt': '', 'tls.key': '' } },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/tls',
+      metadata: { name: 's', labels: { a: 'b' } },
+      data: { 'tls.crt': '', 'tls.key': '' },
+    },
   ]);
   t.equal((objects[1]!.metadata.labels as Record<string, string>)['helm.sh/chart'], 'x', 'the input is not changed');
 });

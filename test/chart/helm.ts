@@ -95,7 +95,15 @@ export interface TemplateOptions {
 
 /** `helm template` of the chart with these values, as objects (templates only unless crds). */
 export function template(values: unknown = {}, options: TemplateOptions = {}): KubeObject[] {
-  const args = ['template', options.release ?? 'raykeeper', CHART_DIR, '--namespace', options.namespace ?? 'raykeeper-system', '-f', valuesFile(values)];
+  const args = [
+    'template',
+    options.release ?? 'raykeeper',
+    CHART_DIR,
+    '--namespace',
+    options.namespace ?? 'raykeeper-system',
+    '-f',
+    valuesFile(values),
+  ];
   if (options.crds) args.push('--include-crds');
   return parseManifests(helmOk(args, options.major));
 }
@@ -128,6 +136,7 @@ export function normalise(objects: KubeObject[]): KubeObject[] {
 /** The one object of this kind and name, or an Error naming what is there. */
 export function find(objects: KubeObject[], kind: string, name?: string): any {
   const found = objects.filter((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
-  if (found.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length} among ${objects.map(key).join(', ')}`);
+  if (found.length !== 1)
+    throw new Error(`expected one ${kind}${name ? ` ${name}` : ''}, found ${found.length} among ${objects.map(key).join(', ')}`);
   return found[0];
 }

@@ -26,16 +26,33 @@ interface Certs {
   caBundles: string[];
 }
 
-const tlsSecret = (namespace: string, fullname: string) => ({ version: 'v1', plural: 'secrets', namespace, name: `${fullname}-webhook-tls` });
+const tlsSecret = (namespace: string, fullname: string) => ({
+  version: 'v1',
+  plural: 'secrets',
+  namespace,
+  name: `${fullname}-webhook-tls`,
+});
 
 async function certsOf(kube: KubeClient, namespace: string, fullname: string): Promise<Certs> {
   const secret = await kube.get<any>(tlsSecret(namespace, fullname));
-  const mwc = await kube.get<any>({ group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name: fullname });
-  return { ca: secret.data['ca.crt'], crt: secret.data['tls.crt'], key: secret.data['tls.key'], caBundles: mwc.webhooks.map((w: any) => w.clientConfig.caBundle) };
+  const mwc = await kube.get<any>({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    plural: 'mutatingwebhookconfigurations',
+    name: fullname,
+  });
+  return {
+    ca: secret.data['ca.crt'],
+    crt: secret.data['tls.crt'],
+    key: secret.data['tls.key'],
+    caBundles: mwc.webhooks.map((w: any) => w.clientConfig.caBundle),
+  };
 }
 
 const envOf = async (kube: KubeClient, namespace: string, name: string, variable: string): Promise<string> =>
-  (await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })).spec.template.spec.containers[0].env.find((e: any) => e.name === variable)?.value;
+  (await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })).spec.template.spec.containers[0].env.find(
+    (e: any) => e.name === variable,
+  )?.value;
 
 for (const major of HELM_MAJORS) {
   t.test(`helm ${major}: install, upgrade (the CA is kept), rotation on request, uninstall`, async (t) => {
@@ -63,7 +80,11 @@ for (const major of HELM_MAJORS) {
     for (const o of manifest) {
       const stored = await kube.get<KubeObject>(await discovery.refOf(o, ns.name));
       t.equal(stored.metadata.name, o.metadata.name, `${key(o)} stored`);
-      t.equal((stored.metadata.annotations as Record<string, string> | undefined)?.['meta.helm.sh/release-name'], release, `${key(o)} owned by the release`);
+      t.equal(
+        (stored.metadata.annotations as Record<string, string> | undefined)?.['meta.helm.sh/release-name'],
+        release,
+        `${key(o)} owned by the release`,
+      );
     }
     const installed = await certsOf(kube, ns.name, fullname);
     t.ok(installed.ca.length > 100, 'a generated CA in the Secret');
@@ -83,7 +104,13 @@ for (const major of HELM_MAJORS) {
 
     helm('uninstall', release);
     for (const o of manifest) t.equal(await statusOf(kube.get(await discovery.refOf(o, ns.name))), 404, `${key(o)} removed`);
-    t.equal(await statusOf(kube.get({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: 'rayclusters.ray.io' })), 200, 'CRDs stay (Helm never deletes crds/)');
+    t.equal(
+      await statusOf(
+        kube.get({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: 'rayclusters.ray.io' }),
+      ),
+      200,
+      'CRDs stay (Helm never deletes crds/)',
+    );
   });
 }
 

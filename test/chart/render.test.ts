@@ -11,18 +11,33 @@ import { CHART_DIR, find, HELM_MAJORS, helm, key, requireHelm, normalise, templa
 requireHelm();
 
 const pem = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
-const args = (objects: KubeObject[], name = 'raykeeper-controller'): string[] => find(objects, 'Deployment', name).spec.template.spec.containers[0].args;
+const args = (objects: KubeObject[], name = 'raykeeper-controller'): string[] =>
+  find(objects, 'Deployment', name).spec.template.spec.containers[0].args;
 const env = (objects: KubeObject[], name: string): Record<string, string> =>
-  Object.fromEntries(find(objects, 'Deployment', name).spec.template.spec.containers[0].env.filter((e: any) => 'value' in e).map((e: any) => [e.name, e.value]));
+  Object.fromEntries(
+    find(objects, 'Deployment', name)
+      .spec.template.spec.containers[0].env.filter((e: any) => 'value' in e)
+      .map((e: any) => [e.name, e.value]),
+  );
 
 /** Every mode the tests render, by name: the values and what they must produce. */
 const MODES: Record<string, unknown> = {
   default: {},
   companion: { companion: { enabled: true } },
   watchNamespace: { controller: { watchNamespaces: ['watched-ns'], secretReader: { enabled: true } } },
-  provided: { certs: { mode: 'provided', provided: { secretName: 'my-tls', caBundle: Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64') } } },
+  provided: {
+    certs: {
+      mode: 'provided',
+      provided: { secretName: 'my-tls', caBundle: Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64') },
+    },
+  },
   certManager: { certs: { mode: 'certManager' } },
-  certManagerIssuer: { certs: { mode: 'certManager', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' }, duration: '2160h', renewBefore: '360h' } } },
+  certManagerIssuer: {
+    certs: {
+      mode: 'certManager',
+      certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' }, duration: '2160h', renewBefore: '360h' },
+    },
+  },
   serviceMonitor: { metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } },
   singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
   sweepAlways: { controller: { cleanupJob: { sweep: 'always' } } },
@@ -51,10 +66,29 @@ const MODES: Record<string, unknown> = {
       workers: 8,
       port: 8090,
       reconcilers: ['raycluster'],
-      cleanupJob: { image: 'registry.example/raykeeper:cleanup', cpu: '500m', memory: '1Gi', imagePullPolicy: 'IfNotPresent', imagePullSecrets: ['a', 'b'] },
+      cleanupJob: {
+        image: 'registry.example/raykeeper:cleanup',
+        cpu: '500m',
+        memory: '1Gi',
+        imagePullPolicy: 'IfNotPresent',
+        imagePullSecrets: ['a', 'b'],
+      },
       extraArgs: ['--resync-period=300'],
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['infra'] }] }] } } },
-      topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'controller' } } }],
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'In', values: ['infra'] }] }],
+          },
+        },
+      },
+      topologySpreadConstraints: [
+        {
+          maxSkew: 1,
+          topologyKey: 'topology.kubernetes.io/zone',
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: { 'app.kubernetes.io/component': 'controller' } },
+        },
+      ],
       podDisruptionBudget: { enabled: true, minAvailable: 1 },
     },
   },
@@ -66,7 +100,16 @@ t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', a
   for (const major of HELM_MAJORS) {
     for (const [name, values] of Object.entries(MODES)) {
       const r = helm(['lint', '--strict', CHART_DIR, '-f', valuesFile(values)], major);
-      t.equal(r.status, 0, `helm ${major}, ${name}: ${r.stdout.split('\n').filter((l) => /\[(ERROR|WARNING)\]/.test(l)).join('; ') || 'lint clean'} ${r.stderr}`);
+      t.equal(
+        r.status,
+        0,
+        `helm ${major}, ${name}: ${
+          r.stdout
+            .split('\n')
+            .filter((l) => /\[(ERROR|WARNING)\]/.test(l))
+            .join('; ') || 'lint clean'
+        } ${r.stderr}`,
+      );
     }
   }
 });
@@ -114,17 +157,27 @@ t.test('default: generated CA and serving certificate, consistent, for the Servi
   t.ok(ca.ca, 'a CA');
   t.ok(cert.verify(ca.publicKey), 'the serving certificate is signed by it');
   t.ok(cert.checkPrivateKey(createPrivateKey(pem(secret.data['tls.key']))), 'the key matches');
-  for (const name of ['raykeeper-webhook', 'raykeeper-webhook.ops', 'raykeeper-webhook.ops.svc', 'raykeeper-webhook.ops.svc.cluster.local']) t.equal(cert.checkHost(name), name, `SAN ${name}`);
+  for (const name of ['raykeeper-webhook', 'raykeeper-webhook.ops', 'raykeeper-webhook.ops.svc', 'raykeeper-webhook.ops.svc.cluster.local'])
+    t.equal(cert.checkHost(name), name, `SAN ${name}`);
   const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
   t.ok(days > 3640 && days <= 3650, `valid ${Math.round(days)} days`);
-  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) t.equal(w.clientConfig.caBundle, secret.data['ca.crt'], `${w.name}: caBundle is the Secret's CA`);
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks)
+    t.equal(w.clientConfig.caBundle, secret.data['ca.crt'], `${w.name}: caBundle is the Secret's CA`);
   t.equal(find(objs, 'Deployment', 'raykeeper-webhook').spec.template.spec.volumes[0].secret.secretName, 'raykeeper-webhook-tls');
-  t.notSame(find(template({}, { namespace: 'ops' }), 'Secret').data, secret.data, 'without a Secret to look up (helm template), a new CA each render: the lookup is what keeps it');
+  t.notSame(
+    find(template({}, { namespace: 'ops' }), 'Secret').data,
+    secret.data,
+    'without a Secret to look up (helm template), a new CA each render: the lookup is what keeps it',
+  );
 });
 
 t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) => {
   const objs = template({}, { release: 'ray-infra' });
-  t.same(objs.map((o) => o.metadata.name).filter((n) => !n.startsWith('ray-infra-raykeeper')), [], 'every name starts with <release>-raykeeper');
+  t.same(
+    objs.map((o) => o.metadata.name).filter((n) => !n.startsWith('ray-infra-raykeeper')),
+    [],
+    'every name starts with <release>-raykeeper',
+  );
   t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
   t.equal(find(objs, 'ClusterRoleBinding').subjects[0].name, 'ray-infra-raykeeper-controller');
 });
@@ -132,52 +185,97 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) 
 t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', async (t) => {
   const objs = template(MODES.companion);
   t.ok(args(objs).includes('--companion=on'));
-  t.notOk(args(objs).some((a) => a.startsWith('--reconcilers')), 'the controller leaves out what KubeRay runs by itself');
-  t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io']);
-  t.same(find(objs, 'ClusterRole', 'raykeeper-controller').rules, [
-    { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-    { apiGroups: ['ray.io'], resources: ['rayclusters/finalizers'], verbs: ['update'] },
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'delete'] },
-    { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
-  ], 'the RayCluster reconciler\'s calls only: no RayJobs, no RayCluster create, delete or status');
+  t.notOk(
+    args(objs).some((a) => a.startsWith('--reconcilers')),
+    'the controller leaves out what KubeRay runs by itself',
+  );
+  t.same(
+    find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name),
+    ['raycluster.mutate.raykeeper.io'],
+  );
+  t.same(
+    find(objs, 'ClusterRole', 'raykeeper-controller').rules,
+    [
+      { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+      { apiGroups: ['ray.io'], resources: ['rayclusters/finalizers'], verbs: ['update'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'delete'] },
+      { apiGroups: ['batch'], resources: ['jobs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
+    "the RayCluster reconciler's calls only: no RayJobs, no RayCluster create, delete or status",
+  );
 });
 
 t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', async (t) => {
   const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
   const defaults = template();
-  t.notOk(objs.some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'), 'nothing cluster-wide');
+  t.notOk(
+    objs.some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'),
+    'nothing cluster-wide',
+  );
   const role = find(objs, 'Role', 'raykeeper-controller');
   t.equal(role.metadata.namespace, 'team-a');
   t.same(role.rules, find(defaults, 'ClusterRole', 'raykeeper-controller').rules, 'the same rules as the ClusterRole');
   const binding = find(objs, 'RoleBinding', 'raykeeper-controller');
-  t.match(binding, { metadata: { namespace: 'team-a' }, roleRef: { kind: 'Role', name: 'raykeeper-controller' }, subjects: [{ name: 'raykeeper-controller', namespace: 'raykeeper-system' }] });
-  t.match(find(objs, 'Role', 'raykeeper-controller-secret-reader'), { metadata: { namespace: 'team-a' }, rules: [{ resources: ['secrets', 'configmaps'], verbs: ['get'] }] });
-  t.equal(find(objs, 'Role', 'raykeeper-controller-leader-election').metadata.namespace, 'raykeeper-system', 'the Lease stays in the release namespace');
+  t.match(binding, {
+    metadata: { namespace: 'team-a' },
+    roleRef: { kind: 'Role', name: 'raykeeper-controller' },
+    subjects: [{ name: 'raykeeper-controller', namespace: 'raykeeper-system' }],
+  });
+  t.match(find(objs, 'Role', 'raykeeper-controller-secret-reader'), {
+    metadata: { namespace: 'team-a' },
+    rules: [{ resources: ['secrets', 'configmaps'], verbs: ['get'] }],
+  });
+  t.equal(
+    find(objs, 'Role', 'raykeeper-controller-leader-election').metadata.namespace,
+    'raykeeper-system',
+    'the Lease stays in the release namespace',
+  );
   t.ok(args(objs).includes('--watch-namespace=team-a'));
   for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) {
-    t.same(w.namespaceSelector.matchExpressions, [
-      { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', 'raykeeper-system'] },
-      { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
-    ], `${w.name}: no finalizer where no controller would remove it`);
+    t.same(
+      w.namespaceSelector.matchExpressions,
+      [
+        {
+          key: 'kubernetes.io/metadata.name',
+          operator: 'NotIn',
+          values: ['kube-system', 'kube-public', 'kube-node-lease', 'raykeeper-system'],
+        },
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] },
+      ],
+      `${w.name}: no finalizer where no controller would remove it`,
+    );
   }
 });
 
-t.test('certs provided: the admin\'s Secret and caBundle, no Secret rendered', async (t) => {
+t.test("certs provided: the admin's Secret and caBundle, no Secret rendered", async (t) => {
   const objs = template(MODES.provided);
   t.notOk(objs.some((o) => o.kind === 'Secret'));
   t.equal(find(objs, 'Deployment', 'raykeeper-webhook').spec.template.spec.volumes[0].secret.secretName, 'my-tls');
-  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) t.equal(w.clientConfig.caBundle, (MODES.provided as any).certs.provided.caBundle);
+  for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks)
+    t.equal(w.clientConfig.caBundle, (MODES.provided as any).certs.provided.caBundle);
 });
 
 t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected', async (t) => {
   const objs = template(MODES.certManager);
-  t.notOk(objs.some((o) => o.kind === 'Secret'), 'cert-manager writes the Secret');
+  t.notOk(
+    objs.some((o) => o.kind === 'Secret'),
+    'cert-manager writes the Secret',
+  );
   const cert = find(objs, 'Certificate', 'raykeeper-webhook');
   t.match(cert.spec, { secretName: 'raykeeper-webhook-tls', issuerRef: { name: 'raykeeper-webhook-ca', kind: 'Issuer' } });
-  t.same(cert.spec.dnsNames, ['raykeeper-webhook', 'raykeeper-webhook.raykeeper-system', 'raykeeper-webhook.raykeeper-system.svc', 'raykeeper-webhook.raykeeper-system.svc.cluster.local']);
-  t.match(find(objs, 'Certificate', 'raykeeper-webhook-ca').spec, { isCA: true, secretName: 'raykeeper-webhook-ca', issuerRef: { name: 'raykeeper-webhook-selfsigned' } });
+  t.same(cert.spec.dnsNames, [
+    'raykeeper-webhook',
+    'raykeeper-webhook.raykeeper-system',
+    'raykeeper-webhook.raykeeper-system.svc',
+    'raykeeper-webhook.raykeeper-system.svc.cluster.local',
+  ]);
+  t.match(find(objs, 'Certificate', 'raykeeper-webhook-ca').spec, {
+    isCA: true,
+    secretName: 'raykeeper-webhook-ca',
+    issuerRef: { name: 'raykeeper-webhook-selfsigned' },
+  });
   t.same(find(objs, 'Issuer', 'raykeeper-webhook-ca').spec, { ca: { secretName: 'raykeeper-webhook-ca' } });
   t.same(find(objs, 'Issuer', 'raykeeper-webhook-selfsigned').spec, { selfSigned: {} });
   const mwc = find(objs, 'MutatingWebhookConfiguration');
@@ -185,8 +283,15 @@ t.test('certs certManager: a CA Issuer chain, the Certificate, the CA injected',
   for (const w of mwc.webhooks) t.notOk('caBundle' in w.clientConfig, `${w.name}: caBundle left to the injector`);
 
   const own = template(MODES.certManagerIssuer);
-  t.notOk(own.some((o) => o.kind === 'Issuer'), 'an issuer of the admin\'s: none of ours');
-  t.match(find(own, 'Certificate').spec, { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' }, duration: '2160h', renewBefore: '360h' });
+  t.notOk(
+    own.some((o) => o.kind === 'Issuer'),
+    "an issuer of the admin's: none of ours",
+  );
+  t.match(find(own, 'Certificate').spec, {
+    issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer', group: 'cert-manager.io' },
+    duration: '2160h',
+    renewBefore: '360h',
+  });
 });
 
 t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', async (t) => {
@@ -197,25 +302,48 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', asyn
   t.match(controllerPods, metricsSvc.spec.selector);
   t.same(metricsSvc.spec.ports, [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
   const wsm = find(objs, 'ServiceMonitor', 'raykeeper-webhook');
-  t.match(wsm, { metadata: { labels: { release: 'prom' } }, spec: { endpoints: [{ port: 'https', scheme: 'https', tlsConfig: { serverName: 'raykeeper-webhook.raykeeper-system.svc', ca: { secret: { name: 'raykeeper-webhook-tls', key: 'ca.crt' } } } }] } });
+  t.match(wsm, {
+    metadata: { labels: { release: 'prom' } },
+    spec: {
+      endpoints: [
+        {
+          port: 'https',
+          scheme: 'https',
+          tlsConfig: {
+            serverName: 'raykeeper-webhook.raykeeper-system.svc',
+            ca: { secret: { name: 'raykeeper-webhook-tls', key: 'ca.crt' } },
+          },
+        },
+      ],
+    },
+  });
   t.match(find(objs, 'Service', 'raykeeper-webhook').metadata.labels, wsm.spec.selector.matchLabels, 'selects the webhook Service');
   t.match(webhookPods, find(objs, 'Service', 'raykeeper-webhook').spec.selector);
   const csm = find(objs, 'ServiceMonitor', 'raykeeper-controller');
   t.match(metricsSvc.metadata.labels, csm.spec.selector.matchLabels, 'selects the controller metrics Service');
-  t.notMatch(find(objs, 'Service', 'raykeeper-webhook').metadata.labels, csm.spec.selector.matchLabels, 'and not the webhook\'s');
-  t.notOk(template().some((o) => o.kind === 'ServiceMonitor'), 'off by default');
+  t.notMatch(find(objs, 'Service', 'raykeeper-webhook').metadata.labels, csm.spec.selector.matchLabels, "and not the webhook's");
+  t.notOk(
+    template().some((o) => o.kind === 'ServiceMonitor'),
+    'off by default',
+  );
 });
 
 t.test('leader election off: one controller, no Lease RBAC', async (t) => {
   const objs = template(MODES.singleController);
   t.notOk(args(objs).some((a) => a.startsWith('--leader-elect')));
-  t.notOk(objs.some((o) => o.kind === 'Role'), 'no leader-election Role');
+  t.notOk(
+    objs.some((o) => o.kind === 'Role'),
+    'no leader-election Role',
+  );
   t.equal(find(objs, 'Deployment', 'raykeeper-controller').spec.replicas, 1);
 });
 
 t.test('controller.cleanupJob.sweep: always passes --cleanup-sweep=always; auto (default) passes nothing', async (t) => {
   t.ok(args(template(MODES.sweepAlways)).includes('--cleanup-sweep=always'));
-  t.notOk(args(template()).some((a) => a.startsWith('--cleanup-sweep')), 'the controller decides per cluster by default');
+  t.notOk(
+    args(template()).some((a) => a.startsWith('--cleanup-sweep')),
+    'the controller decides per cluster by default',
+  );
   t.notOk(args(template({ controller: { cleanupJob: { sweep: 'auto' } } })).some((a) => a.startsWith('--cleanup-sweep')));
 });
 
@@ -223,9 +351,18 @@ t.test('everything else: image, scheduling, resources, gate, cleanup Job, select
   const objs = template(MODES.everything);
   const v = MODES.everything as any;
   t.same(args(objs), [
-    'controller', '--leader-elect', '--lease-namespace=$(POD_NAMESPACE)', '--health-port=8090', '--reconcilers=raycluster', '--workers=8',
-    '--cleanup-image=registry.example/raykeeper:cleanup', '--cleanup-cpu=500m', '--cleanup-memory=1Gi', '--cleanup-image-pull-policy=IfNotPresent',
-    '--cleanup-image-pull-secrets=a,b', '--resync-period=300',
+    'controller',
+    '--leader-elect',
+    '--lease-namespace=$(POD_NAMESPACE)',
+    '--health-port=8090',
+    '--reconcilers=raycluster',
+    '--workers=8',
+    '--cleanup-image=registry.example/raykeeper:cleanup',
+    '--cleanup-cpu=500m',
+    '--cleanup-memory=1Gi',
+    '--cleanup-image-pull-policy=IfNotPresent',
+    '--cleanup-image-pull-secrets=a,b',
+    '--resync-period=300',
   ]);
   for (const name of ['raykeeper-webhook', 'raykeeper-controller']) {
     const pod = find(objs, 'Deployment', name).spec.template.spec;
@@ -252,9 +389,22 @@ t.test('everything else: image, scheduling, resources, gate, cleanup Job, select
   t.equal(find(objs, 'PodDisruptionBudget', 'raykeeper-webhook').spec.minAvailable, 2);
   t.equal(find(objs, 'PodDisruptionBudget', 'raykeeper-controller').spec.minAvailable, 1);
   for (const w of find(objs, 'MutatingWebhookConfiguration').webhooks) {
-    t.match(w, { failurePolicy: 'Fail', timeoutSeconds: 10, namespaceSelector: v.webhook.namespaceSelector, objectSelector: v.webhook.objectSelector }, w.name);
+    t.match(
+      w,
+      {
+        failurePolicy: 'Fail',
+        timeoutSeconds: 10,
+        namespaceSelector: v.webhook.namespaceSelector,
+        objectSelector: v.webhook.objectSelector,
+      },
+      w.name,
+    );
   }
-  t.same(find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name), ['raycluster.mutate.raykeeper.io'], 'reconcilers [raycluster]: no RayJob webhook');
+  t.same(
+    find(objs, 'MutatingWebhookConfiguration').webhooks.map((w: any) => w.name),
+    ['raycluster.mutate.raykeeper.io'],
+    'reconcilers [raycluster]: no RayJob webhook',
+  );
 });
 
 t.test('every object of every mode is accepted by the real API server (server-side dry run)', async (t) => {
@@ -276,7 +426,9 @@ t.test('every object of every mode is accepted by the real API server (server-si
     // The Pods of both Deployments meet the restricted profile enforced on the release namespace.
     for (const d of objs.filter((o) => o.kind === 'Deployment') as any[]) {
       const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `psa-${d.metadata.name}` }, spec: d.spec.template.spec };
-      const r = await kube.create<{ metadata: { name: string } }>({ version: 'v1', plural: 'pods', namespace: release.name }, pod, { query: { dryRun: 'All' } });
+      const r = await kube.create<{ metadata: { name: string } }>({ version: 'v1', plural: 'pods', namespace: release.name }, pod, {
+        query: { dryRun: 'All' },
+      });
       t.equal(r.metadata.name, pod.metadata.name, `${name}: ${d.metadata.name} Pods admitted under Pod Security restricted`);
     }
   }
@@ -294,17 +446,31 @@ async function installStandInCrds(kube: KubeClient): Promise<void> {
     ['monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors'],
   ];
   for (const [group, kind, plural] of crds) {
-    await applyObject(kube, {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.${group}` },
-      spec: {
-        group,
-        scope: 'Namespaced',
-        names: { kind, plural, singular: kind!.toLowerCase(), listKind: `${kind}List` },
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    await applyObject(
+      kube,
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { kind, plural, singular: kind!.toLowerCase(), listKind: `${kind}List` },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
       },
-    }, { fieldManager: 'raykeeper-test' });
+      { fieldManager: 'raykeeper-test' },
+    );
   }
-  await waitForCrdsEstablished(kube, crds.map(([g, , p]) => `${p}.${g}`));
+  await waitForCrdsEstablished(
+    kube,
+    crds.map(([g, , p]) => `${p}.${g}`),
+  );
 }

@@ -37,7 +37,13 @@ function envOf(c: Container, refs: Record<string, string>): NodeJS.ProcessEnv {
  * Starts `raykeeper <args>`; resolves with the match once `ready` matches its output (the process keeps
  * running until stop() or the test's end), rejects with the output if it exits first.
  */
-function runUntil(t: Test, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 90_000): Promise<{ match: RegExpExecArray; stop: () => void }> {
+function runUntil(
+  t: Test,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  timeoutMs = 90_000,
+): Promise<{ match: RegExpExecArray; stop: () => void }> {
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -100,7 +106,7 @@ t.test('the webhook container: the generated certificate serves, the gate value 
   t.notOk(addsFinalizer(off), 'gcsFtRedisCleanup false: no finalizer');
 });
 
-t.test('the controller container: every mode\'s args are accepted and it starts', async (t) => {
+t.test("the controller container: every mode's args are accepted and it starts", async (t) => {
   const release = await testNamespace(t);
   const watched = await testNamespace(t);
   const kubeconfig = await kubeconfigFile(t, release.cp, release.name);
@@ -109,48 +115,86 @@ t.test('the controller container: every mode\'s args are accepted and it starts'
     companion: { companion: { enabled: true } },
     watchNamespace: { controller: { watchNamespaces: [watched.name] } },
     singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
-    cleanupJob: { controller: { workers: 2, cleanupJob: { image: 'x:1', cpu: '500m', memory: '1Gi', imagePullPolicy: 'Always', imagePullSecrets: ['a'] }, extraArgs: ['--resync-period=300'] } },
+    cleanupJob: {
+      controller: {
+        workers: 2,
+        cleanupJob: { image: 'x:1', cpu: '500m', memory: '1Gi', imagePullPolicy: 'Always', imagePullSecrets: ['a'] },
+        extraArgs: ['--resync-period=300'],
+      },
+    },
   };
   for (const [name, values] of Object.entries(modes)) {
-    const container: Container = find(template(values, { namespace: release.name }), 'Deployment', 'raykeeper-controller').spec.template.spec.containers[0];
+    const container: Container = find(template(values, { namespace: release.name }), 'Deployment', 'raykeeper-controller').spec.template
+      .spec.containers[0];
     const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
     // $(VAR) in args is expanded by the kubelet from the container's env.
-    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--health-port=0', '--kubeconfig', kubeconfig, '--lease-name', `raykeeper-test-${name}`];
-    const { match, stop } = await runUntil(t, args, env, /"watchNamespace":"([^"]+)","leaderElect":(true|false),"msg":"controller starting"/);
+    const args = [
+      ...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')),
+      '--health-port=0',
+      '--kubeconfig',
+      kubeconfig,
+      '--lease-name',
+      `raykeeper-test-${name}`,
+    ];
+    const { match, stop } = await runUntil(
+      t,
+      args,
+      env,
+      /"watchNamespace":"([^"]+)","leaderElect":(true|false),"msg":"controller starting"/,
+    );
     stop();
-    t.same([match[1], match[2]], [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController')], `${name}: started (${container.args.slice(1).join(' ')})`);
+    t.same(
+      [match[1], match[2]],
+      [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController')],
+      `${name}: started (${container.args.slice(1).join(' ')})`,
+    );
   }
 });
 
-t.test("the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace", async (t) => {
-  const release = await testNamespace(t);
-  const watched = await testNamespace(t);
-  const admin = release.kube;
-  const discovery = new Discovery(admin);
-  const modes: Record<string, unknown> = {
-    all: {},
-    companion: { companion: { enabled: true } },
-    watchNamespace: { controller: { watchNamespaces: [watched.name] } },
-  };
-  for (const [name, values] of Object.entries(modes)) {
-    // A release name of its own: the cluster-scoped RBAC never meets another test's.
-    const rel = `rk-${randomBytes(3).toString('hex')}`;
-    const objs = template(values, { release: rel, namespace: release.name });
-    const rbac = objs.filter((o) => o.kind === 'ServiceAccount' || /Role/.test(o.kind));
-    for (const o of rbac) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
-    t.teardown(async () => {
-      for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.refOf(o)).catch(() => {});
-    });
-    const sa = `${rel}-raykeeper-controller`;
-    const token = (await admin.create<{ status: { token: string } }>({ version: 'v1', plural: 'serviceaccounts', namespace: release.name, name: sa, subresource: 'token' }, { spec: { expirationSeconds: 600 } })).status.token;
-    const kubeconfig = join(t.testdir(), 'kubeconfig');
-    await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
-    const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];
-    const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
-    const args = [...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')), '--health-port=0', '--kubeconfig', kubeconfig, '--lease-name', sa];
-    // Started reconcilers: caches synced (list/watch allowed) and the Lease taken (leader election allowed).
-    const { match, stop } = await runUntil(t, args, env, /"controller":"(\w+)","workers":\d+,"msg":"reconciler started"/);
-    stop();
-    t.equal(match[1], 'raycluster', `${name}: synced, leader, reconciling as ${sa}`);
-  }
-});
+t.test(
+  "the controller runs on the chart's RBAC alone (its ServiceAccount's token): all namespaces, companion, one namespace",
+  async (t) => {
+    const release = await testNamespace(t);
+    const watched = await testNamespace(t);
+    const admin = release.kube;
+    const discovery = new Discovery(admin);
+    const modes: Record<string, unknown> = {
+      all: {},
+      companion: { companion: { enabled: true } },
+      watchNamespace: { controller: { watchNamespaces: [watched.name] } },
+    };
+    for (const [name, values] of Object.entries(modes)) {
+      // A release name of its own: the cluster-scoped RBAC never meets another test's.
+      const rel = `rk-${randomBytes(3).toString('hex')}`;
+      const objs = template(values, { release: rel, namespace: release.name });
+      const rbac = objs.filter((o) => o.kind === 'ServiceAccount' || /Role/.test(o.kind));
+      for (const o of rbac) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
+      t.teardown(async () => {
+        for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.refOf(o)).catch(() => {});
+      });
+      const sa = `${rel}-raykeeper-controller`;
+      const token = (
+        await admin.create<{ status: { token: string } }>(
+          { version: 'v1', plural: 'serviceaccounts', namespace: release.name, name: sa, subresource: 'token' },
+          { spec: { expirationSeconds: 600 } },
+        )
+      ).status.token;
+      const kubeconfig = join(t.testdir(), 'kubeconfig');
+      await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
+      const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];
+      const env = envOf(container, { POD_NAMESPACE: release.name, POD_NAME: `controller-${name}` });
+      const args = [
+        ...container.args.map((a) => a.replace(/\$\((\w+)\)/g, (_, v: string) => env[v] ?? '')),
+        '--health-port=0',
+        '--kubeconfig',
+        kubeconfig,
+        '--lease-name',
+        sa,
+      ];
+      // Started reconcilers: caches synced (list/watch allowed) and the Lease taken (leader election allowed).
+      const { match, stop } = await runUntil(t, args, env, /"controller":"(\w+)","workers":\d+,"msg":"reconciler started"/);
+      stop();
+      t.equal(match[1], 'raycluster', `${name}: synced, leader, reconciling as ${sa}`);
+    }
+  },
+);

@@ -16,7 +16,10 @@ export function twoCommands(text: string): string[] {
   if (section === undefined) throw new Error('README has no "## Two commands" section');
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
   if (block === undefined) throw new Error('"## Two commands" has no ```sh block');
-  return block.split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l !== '');
+  return block
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l !== '');
 }
 
 /** What a shell script runs at its top level: `bash tools/...` lines (up to `||`) and run_tap's commands. */
@@ -35,7 +38,8 @@ export function ciCommands(script: string): string[] {
 
 /** Lines of a script (comments aside) that install or build something by themselves. */
 export function installingLines(script: string): string[] {
-  const installs = /\b(apt-get|apt|dpkg|pip3?|npm (?:ci|install|i)|go (?:build|install|get|mod)|curl|wget|tools\/(?:install|build)-[\w-]+\.sh)\b/;
+  const installs =
+    /\b(apt-get|apt|dpkg|pip3?|npm (?:ci|install|i)|go (?:build|install|get|mod)|curl|wget|tools\/(?:install|build)-[\w-]+\.sh)\b/;
   return script.split('\n').filter((l) => !l.trim().startsWith('#') && installs.test(l.replace(/\s#\s.*$/, '')));
 }
 
@@ -43,18 +47,26 @@ t.test("README's two commands", async (t) => {
   const lines = twoCommands(readme);
   t.same(lines, ['bash tools/setup.sh && npm start', 'bash tools/setup.sh --node && npm test && npm run test:cluster']);
   t.ok(existsSync(join(REPO_ROOT, 'tools/setup.sh')), 'tools/setup.sh exists');
-  t.match(scripts, { start: /\S/, test: /\S/, 'test:cluster': /\S/ }, 'npm start, npm test and npm run test:cluster are package.json scripts');
+  t.match(
+    scripts,
+    { start: /\S/, test: /\S/, 'test:cluster': /\S/ },
+    'npm start, npm test and npm run test:cluster are package.json scripts',
+  );
 });
 
 t.test(".ci/run runs README's test command, part by part, and nothing else that installs", async (t) => {
   const testLine = twoCommands(readme).find((l) => l.includes('npm test'))!;
-  t.same(ciCommands(ciRun), testLine.split('&&').map((p) => p.trim()));
+  t.same(
+    ciCommands(ciRun),
+    testLine.split('&&').map((p) => p.trim()),
+  );
   t.same(installingLines(ciRun), [], 'no apt-get, pip, npm ci, go build or tools/install-*.sh of its own');
   t.match(ciRun, /"\$skip" -gt 0/, 'a skipped test fails the run');
 });
 
 t.test('the parsers can fail: a CI script that installs Ray by hand, or runs another command, is caught', async (t) => {
-  const sneaky = 'bash tools/setup.sh --node || fail "x"\nray="$(bash tools/install-ray.sh)" || fail\nrun_tap "d" npm test\nrun_tap "n" npm run test:cluster\n';
+  const sneaky =
+    'bash tools/setup.sh --node || fail "x"\nray="$(bash tools/install-ray.sh)" || fail\nrun_tap "d" npm test\nrun_tap "n" npm run test:cluster\n';
   t.same(installingLines(sneaky), ['ray="$(bash tools/install-ray.sh)" || fail']);
   t.same(ciCommands('bash tools/setup.sh || fail\nrun_tap "d" npm run test:unit\n'), ['bash tools/setup.sh', 'npm run test:unit']);
   t.throws(() => twoCommands('# x\n## Other\n'), /no "## Two commands" section/);

@@ -16,13 +16,18 @@ function rayCluster(name: string, extra: Record<string, unknown> = {}): Record<s
     metadata: { name },
     spec: {
       rayVersion: '2.46.0',
-      gcsFaultToleranceOptions: { redisAddress: 'redis:6379', redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret', key: 'password' } } } },
+      gcsFaultToleranceOptions: {
+        redisAddress: 'redis:6379',
+        redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret', key: 'password' } } },
+      },
       headGroupSpec: {
         rayStartParams: { 'num-cpus': '0' },
         template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.46.0', someFutureField: { x: 1 } }] } },
         futureHeadOption: true,
       },
-      workerGroupSpecs: [{ groupName: 'small', replicas: 1, template: { spec: { containers: [{ name: 'w', image: 'rayproject/ray:2.46.0' }] } } }],
+      workerGroupSpecs: [
+        { groupName: 'small', replicas: 1, template: { spec: { containers: [{ name: 'w', image: 'rayproject/ray:2.46.0' }] } } },
+      ],
       aKubeRayFieldWeDoNotType: { nested: ['kept'] },
     },
     ...extra,
@@ -58,8 +63,15 @@ t.test('RayCluster round-trips; unknown fields are kept where KubeRay has them, 
   // backend is immutable (CEL transition rule), other options are not.
   await kube.patch(rc, { spec: { gcsFaultToleranceOptions: { externalStorageNamespace: 'ns-1' } } }, MERGE_PATCH);
   const immut = await kube.patch(rc, { spec: { gcsFaultToleranceOptions: { backend: 'rocksdb' } } }, MERGE_PATCH).catch((e: unknown) => e);
-  t.ok(immut instanceof KubeApiError && immut.statusCode === 422 && /backend is immutable/.test(immut.message), 'changing the backend is refused');
-  t.equal(await status(kube.patch(rc, { spec: { gcsFaultToleranceOptions: { backend: 'redis' } } }, MERGE_PATCH)), 200, 'setting the default explicitly is no change');
+  t.ok(
+    immut instanceof KubeApiError && immut.statusCode === 422 && /backend is immutable/.test(immut.message),
+    'changing the backend is refused',
+  );
+  t.equal(
+    await status(kube.patch(rc, { spec: { gcsFaultToleranceOptions: { backend: 'redis' } } }, MERGE_PATCH)),
+    200,
+    'setting the default explicitly is no change',
+  );
 });
 
 t.test('/status is its own subresource', async (t) => {
@@ -67,7 +79,11 @@ t.test('/status is its own subresource', async (t) => {
   const rc = { ...RAYCLUSTERS, namespace: ns, name: 'rc' };
   const rcStatus = { ...rc, subresource: 'status' };
   await kube.create(rc, rayCluster('rc'));
-  const afterStatus = await kube.patch<any>(rcStatus, { status: { state: 'ready', desiredWorkerReplicas: 1 }, spec: { rayVersion: 'changed' } }, MERGE_PATCH);
+  const afterStatus = await kube.patch<any>(
+    rcStatus,
+    { status: { state: 'ready', desiredWorkerReplicas: 1 }, spec: { rayVersion: 'changed' } },
+    MERGE_PATCH,
+  );
   t.same(afterStatus.status, { state: 'ready', desiredWorkerReplicas: 1 }, 'status written through /status');
   t.equal(afterStatus.spec.rayVersion, '2.46.0', 'a spec change sent to /status is ignored');
   const afterMain = await kube.patch<any>(rc, { status: { state: 'suspended' }, metadata: { labels: { a: 'b' } } }, MERGE_PATCH);
@@ -77,16 +93,33 @@ t.test('/status is its own subresource', async (t) => {
 
   // RayJob: the deployment status enum includes "" (KubeRay's encoding of New) and New.
   const jobStatus = { ...RAYJOBS, namespace: ns, name: 'j', subresource: 'status' };
-  const job = await kube.create<any>({ ...RAYJOBS, namespace: ns }, { apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'j' }, spec: { entrypoint: 'python -c "print(1)"', futureField: 'kept' }, status: { jobDeploymentStatus: 'Running' } });
+  const job = await kube.create<any>(
+    { ...RAYJOBS, namespace: ns },
+    {
+      apiVersion: 'ray.io/v1',
+      kind: 'RayJob',
+      metadata: { name: 'j' },
+      spec: { entrypoint: 'python -c "print(1)"', futureField: 'kept' },
+      status: { jobDeploymentStatus: 'Running' },
+    },
+  );
   t.equal(job.status, undefined, 'a RayJob created with status is stored without it');
   t.equal(job.spec.futureField, 'kept');
   for (const value of ['', 'New', 'Initializing', 'Complete']) {
     const r = await kube.patch<any>(jobStatus, { status: { jobDeploymentStatus: value } }, MERGE_PATCH);
     t.equal(r.status.jobDeploymentStatus, value, `jobDeploymentStatus ${JSON.stringify(value)} accepted`);
   }
-  t.equal(await status(kube.patch(jobStatus, { status: { jobDeploymentStatus: 'Bogus' } }, MERGE_PATCH)), 422, 'an unknown deployment status is refused');
+  t.equal(
+    await status(kube.patch(jobStatus, { status: { jobDeploymentStatus: 'Bogus' } }, MERGE_PATCH)),
+    422,
+    'an unknown deployment status is refused',
+  );
   t.equal(await status(kube.patch(jobStatus, { status: { startTime: 'yesterday' } }, MERGE_PATCH)), 422, 'times are date-time');
-  const times = await kube.patch<any>(jobStatus, { status: { startTime: '2026-01-01T00:00:00Z', jobStatus: 'RUNNING', succeeded: 0, failed: 1 } }, MERGE_PATCH);
+  const times = await kube.patch<any>(
+    jobStatus,
+    { status: { startTime: '2026-01-01T00:00:00Z', jobStatus: 'RUNNING', succeeded: 0, failed: 1 } },
+    MERGE_PATCH,
+  );
   t.match(times.status, { startTime: '2026-01-01T00:00:00Z', jobStatus: 'RUNNING', failed: 1 });
 });
 
@@ -99,7 +132,11 @@ t.test('a finalizer holds a deleted object; removing it lets the object go', asy
   const held = await kube.get<any>(rc);
   t.ok(held.metadata.deletionTimestamp, 'the object is still there, marked for deletion');
   t.same(held.metadata.finalizers, [FINALIZER]);
-  t.equal(await status(kube.patch(rc, { metadata: { finalizers: [FINALIZER, 'other/finalizer'] } }, MERGE_PATCH)), 422, 'no new finalizer on a deleting object');
+  t.equal(
+    await status(kube.patch(rc, { metadata: { finalizers: [FINALIZER, 'other/finalizer'] } }, MERGE_PATCH)),
+    422,
+    'no new finalizer on a deleting object',
+  );
   // Release with a JSON patch guarded by a test op (how our controller removes it).
   const guard = [
     { op: 'test', path: '/metadata/finalizers', value: ['someone-else'] },
@@ -127,16 +164,31 @@ t.test('a stale resourceVersion is a 409 Conflict', async (t) => {
   t.ok(stale instanceof KubeApiError, 'refused');
   t.equal((stale as KubeApiError).statusCode, 409);
   t.equal((stale as KubeApiError).reason, 'Conflict');
-  t.equal(await status(kube.patch({ ...rc, subresource: 'status' }, { metadata: { resourceVersion: v1.metadata.resourceVersion }, status: { state: 'x' } }, MERGE_PATCH)), 409, 'also for a guarded status patch');
+  t.equal(
+    await status(
+      kube.patch(
+        { ...rc, subresource: 'status' },
+        { metadata: { resourceVersion: v1.metadata.resourceVersion }, status: { state: 'x' } },
+        MERGE_PATCH,
+      ),
+    ),
+    409,
+    'also for a guarded status patch',
+  );
   t.equal((await kube.get<any>(rc)).metadata.labels.step, '2', 'the stale write changed nothing');
 });
 
 t.test('printer columns', async (t) => {
   const { kube, name: ns } = await testNamespace(t);
   // The server-side table kubectl prints.
-  const table = (ref: { group: string; version: string; plural: string; namespace: string }) => kube.get<any>(ref, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+  const table = (ref: { group: string; version: string; plural: string; namespace: string }) =>
+    kube.get<any>(ref, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
   await kube.create({ ...RAYCLUSTERS, namespace: ns }, rayCluster('rc'));
-  await kube.patch({ ...RAYCLUSTERS, namespace: ns, name: 'rc', subresource: 'status' }, { status: { state: 'ready', desiredWorkerReplicas: 3 } }, MERGE_PATCH);
+  await kube.patch(
+    { ...RAYCLUSTERS, namespace: ns, name: 'rc', subresource: 'status' },
+    { status: { state: 'ready', desiredWorkerReplicas: 3 } },
+    MERGE_PATCH,
+  );
   const rc = await table({ ...RAYCLUSTERS, namespace: ns });
   t.same(
     rc.columnDefinitions.map((c: { name: string }) => c.name),
@@ -144,7 +196,11 @@ t.test('printer columns', async (t) => {
   );
   t.same(rc.rows[0].cells.slice(0, 4), ['rc', 3, null, 'ready']);
   await kube.create({ ...RAYJOBS, namespace: ns }, { apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'j' }, spec: {} });
-  await kube.patch({ ...RAYJOBS, namespace: ns, name: 'j', subresource: 'status' }, { status: { jobDeploymentStatus: 'Running', jobStatus: 'RUNNING', rayClusterName: 'j-abc' } }, MERGE_PATCH);
+  await kube.patch(
+    { ...RAYJOBS, namespace: ns, name: 'j', subresource: 'status' },
+    { status: { jobDeploymentStatus: 'Running', jobStatus: 'RUNNING', rayClusterName: 'j-abc' } },
+    MERGE_PATCH,
+  );
   const rj = await table({ ...RAYJOBS, namespace: ns });
   t.same(
     rj.columnDefinitions.map((c: { name: string }) => c.name),

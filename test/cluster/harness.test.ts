@@ -6,7 +6,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { controlPlaneBinaries, crictlPath, kubeCommandPath, MissingBinariesError, NODE_COMMANDS, REPO_ROOT, requireBinaries, requireKubeCommand } from '../../localcluster/binaries.ts';
+import {
+  controlPlaneBinaries,
+  crictlPath,
+  kubeCommandPath,
+  MissingBinariesError,
+  NODE_COMMANDS,
+  REPO_ROOT,
+  requireBinaries,
+  requireKubeCommand,
+} from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { KubeApiError, KubeClient } from '../../src/kube.ts';
@@ -15,7 +24,9 @@ import { sleep } from '../../src/backoff.ts';
 
 // Child node processes without tap's coverage instrumentation (it only slows them down here).
 const plainEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('_TAPJS_') && k !== 'NODE_V8_COVERAGE')),
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('_TAPJS_') && k !== 'NODE_V8_COVERAGE'),
+  ),
   ...extra,
 });
 
@@ -40,7 +51,10 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   t.match((await kube.request<{ gitVersion: string }>('GET', '/version')).gitVersion, /^v1\.35\./, 'a 1.35 kube-apiserver');
   for (const name of ['rayclusters.ray.io', 'rayjobs.ray.io']) {
     const crd = await kube.get<any>({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name });
-    t.ok(crd.status.conditions.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True'), `${name} Established`);
+    t.ok(
+      crd.status.conditions.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True'),
+      `${name} Established`,
+    );
   }
 
   // Token auth is real: a wrong token is refused; RBAC is on (no anonymous admin).
@@ -56,7 +70,9 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   const kubeconfig = readFileSync(info.kubeconfigPath, 'utf8');
   t.match(kubeconfig, /certificate-authority-data: /);
   t.notMatch(kubeconfig, /insecure-skip-tls-verify/);
-  const kubectl = spawnSync(requireKubeCommand('kubectl'), ['--kubeconfig', info.kubeconfigPath, 'get', '--raw', '/readyz'], { encoding: 'utf8' });
+  const kubectl = spawnSync(requireKubeCommand('kubectl'), ['--kubeconfig', info.kubeconfigPath, 'get', '--raw', '/readyz'], {
+    encoding: 'utf8',
+  });
   t.equal(kubectl.stdout.trim(), 'ok', `kubectl through the kubeconfig: ${kubectl.stderr}`);
 
   const dir = info.dir;
@@ -111,7 +127,11 @@ t.test('tap before/after scripts: start a detached control plane, record it, sto
   t.equal(info.ownerPid, process.pid, 'owned by the process that ran the script (tap)');
   t.ok(isAlive(info.pids.kubeApiserver), 'still running after the before script exited');
   const kube = new KubeClient(kubeConfigFor(info));
-  t.equal((await kube.get<{ kind: string }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters' })).kind, 'RayClusterList', 'serves our CRDs');
+  t.equal(
+    (await kube.get<{ kind: string }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters' })).kind,
+    'RayClusterList',
+    'serves our CRDs',
+  );
   kube.close();
 
   const stop = spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/stop.ts')], { env, encoding: 'utf8' });
@@ -138,7 +158,10 @@ t.test('missing binaries: a clear failure naming the build script, recorded by t
   t.ok(b.kubeApiserver.startsWith(join(empty, 'bin', 'kube-apiserver-v1.35.')), b.kubeApiserver);
 
   const state = join(empty, 'state.json');
-  const start = spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/start.ts')], { env: { ...env, RAYKEEPER_TEST_CONTROL_PLANE: state }, encoding: 'utf8' });
+  const start = spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/start.ts')], {
+    env: { ...env, RAYKEEPER_TEST_CONTROL_PLANE: state },
+    encoding: 'utf8',
+  });
   t.equal(start.status, 0, 'the before script does not abort the run');
   t.match(readState(state), { error: /not built.*tools\/build-control-plane\.sh/ }, 'tests that need Kubernetes will fail with this');
 });
@@ -147,7 +170,10 @@ t.test('getControlPlane + testNamespace: a namespace of its own on the shared co
   const ns = await testNamespace(t);
   t.match(ns.name, /^rk-getcontrolplane-testnamespace-a-[a-z-]*-[0-9a-f]{6}$/);
   t.ok(ns.name.length <= 63, 'a valid label');
-  t.equal((await ns.kube.get<{ status: { phase: string } }>({ version: 'v1', plural: 'namespaces', name: ns.name })).status.phase, 'Active');
+  t.equal(
+    (await ns.kube.get<{ status: { phase: string } }>({ version: 'v1', plural: 'namespaces', name: ns.name })).status.phase,
+    'Active',
+  );
   t.equal(ns.kubeConfig.getContextObject(ns.kubeConfig.getCurrentContext())?.namespace, ns.name, 'the KubeConfig defaults to it');
   const again = await getControlPlane();
   t.equal(again.info.server, ns.cp.info.server, 'one control plane per test process');

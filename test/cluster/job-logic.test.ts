@@ -17,9 +17,14 @@ import {
   DEADLINE_EXCEEDED,
 } from '../../localcluster/job-logic.ts';
 
-const job = (over: { spec?: Partial<RunnerJob['spec']>; status?: RunnerJob['status']; metadata?: Partial<RunnerJob['metadata']> } = {}): RunnerJob => ({
+const job = (
+  over: { spec?: Partial<RunnerJob['spec']>; status?: RunnerJob['status']; metadata?: Partial<RunnerJob['metadata']> } = {},
+): RunnerJob => ({
   metadata: { name: 'j', namespace: 'ns', uid: 'job-uid', ...over.metadata },
-  spec: { template: { metadata: { labels: { app: 'x' }, annotations: { note: 'n' } }, spec: { containers: [{ name: 'c', command: ['sh'] }] } }, ...over.spec },
+  spec: {
+    template: { metadata: { labels: { app: 'x' }, annotations: { note: 'n' } }, spec: { containers: [{ name: 'c', command: ['sh'] }] } },
+    ...over.spec,
+  },
   ...(over.status ? { status: over.status } : {}),
 });
 const cond = (type: string, status = 'True', reason = 'R', message = 'M') => ({ type, status, reason, message });
@@ -35,7 +40,12 @@ t.test('decideJobRun: one row per situation', async (t) => {
     ['Complete=False is not finished', job({ status: { conditions: [cond('Complete', 'False')] } }), false, 'start'],
     ['interim FailureTarget only', job({ status: { startTime: 'x', conditions: [cond('FailureTarget')] } }), false, 'finalize'],
     ['interim SuccessCriteriaMet only', job({ status: { startTime: 'x', conditions: [cond('SuccessCriteriaMet')] } }), false, 'finalize'],
-    ['interim condition of a Job we run: our own write', job({ status: { startTime: 'x', conditions: [cond('FailureTarget')] } }), true, 'running'],
+    [
+      'interim condition of a Job we run: our own write',
+      job({ status: { startTime: 'x', conditions: [cond('FailureTarget')] } }),
+      true,
+      'running',
+    ],
     ['suspended, never started', job({ spec: { suspend: true } }), false, 'suspended'],
     ['deleting', job({ metadata: { deletionTimestamp: '2026-01-01T00:00:00Z' } }), true, 'deleting'],
   ];
@@ -43,7 +53,10 @@ t.test('decideJobRun: one row per situation', async (t) => {
 
   const orphan = decideJobRun(job({ spec: { activeDeadlineSeconds: 10 }, status: { startTime: '2026-01-01T00:00:00Z' } }), false);
   t.same(orphan, { kind: 'orphaned', deadlineAt: Date.parse('2026-01-01T00:00:10Z') }, 'an orphan keeps its deadline');
-  t.same(decideJobRun(job({ spec: { suspend: true }, status: { conditions: [cond('Suspended')] } }), false), { kind: 'suspended', markSuspended: false });
+  t.same(decideJobRun(job({ spec: { suspend: true }, status: { conditions: [cond('Suspended')] } }), false), {
+    kind: 'suspended',
+    markSuspended: false,
+  });
   const finalize = decideJobRun(job({ status: { conditions: [cond('FailureTarget', 'True', 'DeadlineExceeded', 'late')] } }), false);
   t.same(finalize, { kind: 'finalize', outcome: { kind: 'failed', reason: 'DeadlineExceeded', message: 'late' } });
 });
@@ -84,7 +97,10 @@ t.test('finishStatuses: interim then final condition, like the 1.35 job controll
   t.match(b, { active: 0, succeeded: 1, failed: 0 });
 
   const [fa, fb] = finishStatuses(job(), DEADLINE_EXCEEDED, { succeeded: 0, failed: 2 }, now);
-  t.same((fa.conditions as Array<{ type: string }>).map((c) => c.type), ['FailureTarget']);
+  t.same(
+    (fa.conditions as Array<{ type: string }>).map((c) => c.type),
+    ['FailureTarget'],
+  );
   t.same(
     (fb.conditions as Array<{ type: string; reason: string }>).map((c) => [c.type, c.reason]),
     [
@@ -115,7 +131,12 @@ t.test('expand: Kubernetes $(VAR) rules', async (t) => {
     ['$(EMPTY)!', '!'],
     ['tail$', 'tail$'],
   ];
-  for (const [input, want] of rows) t.equal(expand(input, (n) => vars[n]), want, input);
+  for (const [input, want] of rows)
+    t.equal(
+      expand(input, (n) => vars[n]),
+      want,
+      input,
+    );
 });
 
 const lookups = (secrets: Record<string, Record<string, string>>, configMaps: Record<string, Record<string, string>> = {}): EnvLookups => ({
@@ -166,12 +187,32 @@ t.test('resolveEnv: values, refs, envFrom, fieldRefs, order', async (t) => {
 t.test('resolveEnv: what the kubelet would refuse', async (t) => {
   const pod = localPod(job(), 'abcde', 'u');
   const cases: Array<[string, Parameters<typeof resolveEnv>[0], RegExp]> = [
-    ['missing secret', { name: 'c', env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 'nope', key: 'k' } } }] }, /secret "nope" not found/],
-    ['missing key', { name: 'c', env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] }, /couldn't find key k in Secret ns\/s/],
-    ['missing configmap', { name: 'c', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'nope', key: 'k' } } }] }, /configmap "nope" not found/],
+    [
+      'missing secret',
+      { name: 'c', env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 'nope', key: 'k' } } }] },
+      /secret "nope" not found/,
+    ],
+    [
+      'missing key',
+      { name: 'c', env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] },
+      /couldn't find key k in Secret ns\/s/,
+    ],
+    [
+      'missing configmap',
+      { name: 'c', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'nope', key: 'k' } } }] },
+      /configmap "nope" not found/,
+    ],
     ['missing envFrom secret', { name: 'c', envFrom: [{ secretRef: { name: 'nope' } }] }, /secret "nope" not found/],
-    ['unsupported fieldRef', { name: 'c', env: [{ name: 'X', valueFrom: { fieldRef: { fieldPath: 'status.phase' } } }] }, /cannot resolve fieldRef status.phase/],
-    ['resourceFieldRef', { name: 'c', env: [{ name: 'X', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] }, /only value, secretKeyRef/],
+    [
+      'unsupported fieldRef',
+      { name: 'c', env: [{ name: 'X', valueFrom: { fieldRef: { fieldPath: 'status.phase' } } }] },
+      /cannot resolve fieldRef status.phase/,
+    ],
+    [
+      'resourceFieldRef',
+      { name: 'c', env: [{ name: 'X', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } }] },
+      /only value, secretKeyRef/,
+    ],
   ];
   for (const [name, container, message] of cases) {
     await t.rejects(resolveEnv(container, pod, lookups({ s: { other: 'v' } })), EnvResolutionError, name);
@@ -185,7 +226,10 @@ t.test('localCommand: table by exact word or basename, $(VAR) in args, PATH othe
     file: '/opt/node',
     args: ['/repo/bin/raykeeper.js', 'redis-cleanup', '--ns', 'n1'],
   });
-  t.same(localCommand({ name: 'c', command: ['/usr/local/bin/raykeeper'] }, table, {}), { file: '/opt/node', args: ['/repo/bin/raykeeper.js'] });
+  t.same(localCommand({ name: 'c', command: ['/usr/local/bin/raykeeper'] }, table, {}), {
+    file: '/opt/node',
+    args: ['/repo/bin/raykeeper.js'],
+  });
   t.same(localCommand({ name: 'c', command: ['sh', '-c'], args: ['exit 3'] }, table, {}), { file: 'sh', args: ['-c', 'exit 3'] });
   t.throws(() => localCommand({ name: 'c', args: ['only-args'] }, table, {}), /no command/, 'an image entrypoint cannot run locally');
 });

@@ -22,7 +22,11 @@ async function scratch(t: { teardown(fn: () => unknown): void }): Promise<string
   return dir;
 }
 
-function jobSpec(name: string, command: string[], extra: { env?: unknown[]; spec?: Record<string, unknown>; args?: string[] } = {}): Record<string, unknown> {
+function jobSpec(
+  name: string,
+  command: string[],
+  extra: { env?: unknown[]; spec?: Record<string, unknown>; args?: string[] } = {},
+): Record<string, unknown> {
   return {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -32,7 +36,12 @@ function jobSpec(name: string, command: string[], extra: { env?: unknown[]; spec
       ...extra.spec,
       template: {
         metadata: { labels: { app: 'runner-test' } },
-        spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'unused:latest', command, ...(extra.args ? { args: extra.args } : {}), env: extra.env ?? [] }] },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [
+            { name: 'main', image: 'unused:latest', command, ...(extra.args ? { args: extra.args } : {}), env: extra.env ?? [] },
+          ],
+        },
       },
     },
   };
@@ -50,7 +59,11 @@ async function patchJob(ns: TestNamespace, name: string, body: Record<string, un
   return ns.kube.patch<RunnerJob>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
 }
 
-async function runner(t: { teardown(fn: () => unknown): void }, ns: TestNamespace, options: Partial<JobRunnerOptions> = {}): Promise<JobRunner> {
+async function runner(
+  t: { teardown(fn: () => unknown): void },
+  ns: TestNamespace,
+  options: Partial<JobRunnerOptions> = {},
+): Promise<JobRunner> {
   const r = await startJobRunner({ kubeConfig: ns.kubeConfig, namespaces: [ns.name], logger: quiet, retryDelayMs: 50, ...options });
   t.teardown(() => r.stop());
   return r;
@@ -86,8 +99,14 @@ t.test('exit 0: SuccessCriteriaMet + Complete, succeeded 1, start and completion
   // The output reaches the runner's log; stale events about our own writes are not taken for orphans
   // (the runner has handled the Job as its last write left it, so every earlier event too).
   await r.waitForHandled(ns.name, 'ok', job.metadata.resourceVersion!);
-  t.ok(logLines.some((l) => JSON.parse(l).msg === 'out' && JSON.parse(l).stream === 'stdout'), 'stdout lines are logged');
-  t.notOk(logLines.some((l) => /not running it again/.test(l)), 'no spurious orphan warning');
+  t.ok(
+    logLines.some((l) => JSON.parse(l).msg === 'out' && JSON.parse(l).stream === 'stdout'),
+    'stdout lines are logged',
+  );
+  t.notOk(
+    logLines.some((l) => /not running it again/.test(l)),
+    'no spurious orphan warning',
+  );
 });
 
 t.test('exit 3 with backoffLimit 0: FailureTarget + Failed BackoffLimitExceeded, failed 1', async (t) => {
@@ -112,7 +131,10 @@ t.test('retries up to backoffLimit: fails once, then succeeds', async (t) => {
   const dir = await scratch(t);
   const r = await runner(t, ns);
   const marker = join(dir, 'tried');
-  await createJob(ns, jobSpec('flaky', ['sh', '-c', `if [ -e ${marker} ]; then exit 0; else touch ${marker}; exit 1; fi`], { spec: { backoffLimit: 2 } }));
+  await createJob(
+    ns,
+    jobSpec('flaky', ['sh', '-c', `if [ -e ${marker} ]; then exit 0; else touch ${marker}; exit 1; fi`], { spec: { backoffLimit: 2 } }),
+  );
   const result = await r.waitFor(ns.name, 'flaky');
   t.equal(result.attempts, 2);
   t.same(result.outcome, { kind: 'succeeded' });
@@ -125,8 +147,14 @@ t.test('retries up to backoffLimit: fails once, then succeeds', async (t) => {
 t.test('env: secretKeyRef and configMapKeyRef read through the API, fieldRef, $(VAR) in args', async (t) => {
   const ns = await testNamespace(t);
   const dir = await scratch(t);
-  await ns.kube.create({ version: 'v1', plural: 'secrets', namespace: ns.name }, { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } });
-  await ns.kube.create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } });
+  await ns.kube.create(
+    { version: 'v1', plural: 'secrets', namespace: ns.name },
+    { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } },
+  );
+  await ns.kube.create(
+    { version: 'v1', plural: 'configmaps', namespace: ns.name },
+    { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } },
+  );
   const r = await runner(t, ns);
   const out = join(dir, 'env.txt');
   await createJob(
@@ -151,12 +179,20 @@ t.test('a missing Secret makes the Job wait (like the kubelet) until the Secret 
   const dir = await scratch(t);
   const r = await runner(t, ns, { envRetryMs: 100 });
   const out = join(dir, 'late.txt');
-  await createJob(ns, jobSpec('late', ['sh', '-c', `printf %s "$PW" > ${out}`], { env: [{ name: 'PW', valueFrom: { secretKeyRef: { name: 'later', key: 'pw' } } }] }));
+  await createJob(
+    ns,
+    jobSpec('late', ['sh', '-c', `printf %s "$PW" > ${out}`], {
+      env: [{ name: 'PW', valueFrom: { secretKeyRef: { name: 'later', key: 'pw' } } }],
+    }),
+  );
   await until(() => r.output(ns.name, 'late').includes('CreateContainerConfigError'), 'the Job to wait for its Secret', 5000, 50);
   t.match(r.output(ns.name, 'late'), /CreateContainerConfigError: secret "later" not found/);
   t.ok((await readJob(ns, 'late')).status?.startTime, 'started (the pod exists), waiting');
   t.notOk(existsSync(out), 'the command has not run');
-  await ns.kube.create({ version: 'v1', plural: 'secrets', namespace: ns.name }, { metadata: { name: 'later' }, stringData: { pw: 'now' } });
+  await ns.kube.create(
+    { version: 'v1', plural: 'secrets', namespace: ns.name },
+    { metadata: { name: 'later' }, stringData: { pw: 'now' } },
+  );
   await r.waitFor(ns.name, 'late');
   t.equal(readFileSync(out, 'utf8'), 'now');
 });
@@ -231,14 +267,18 @@ t.test('two runners on the same namespace run each Job once', async (t) => {
   const b = await runner(t, ns);
   const names = ['j1', 'j2', 'j3', 'j4'];
   for (const n of names) await createJob(ns, jobSpec(n, ['sh', '-c', `echo ${n} >> ${join(dir, 'log')}`]));
-  for (const n of names) await until(async () => (await readJob(ns, n)).status?.conditions?.some((c) => c.type === 'Complete'), `Job ${n} Complete`, 10_000, 50);
+  for (const n of names)
+    await until(async () => (await readJob(ns, n)).status?.conditions?.some((c) => c.type === 'Complete'), `Job ${n} Complete`, 10_000, 50);
   const lines = readFileSync(join(dir, 'log'), 'utf8').trim().split('\n').sort();
   t.same(lines, names, 'each command ran exactly once');
   const ranBy = names.map((n) => (a.result(ns.name, n) ? 'a' : '') + (b.result(ns.name, n) ? 'b' : ''));
-  t.ok(ranBy.every((x) => x === 'a' || x === 'b'), `each Job finished by exactly one runner: ${ranBy.join(',')}`);
+  t.ok(
+    ranBy.every((x) => x === 'a' || x === 'b'),
+    `each Job finished by exactly one runner: ${ranBy.join(',')}`,
+  );
 });
 
-t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is killed', async (t) => {
+t.test("suspended Jobs do not start until resumed; a deleted Job's process is killed", async (t) => {
   const ns = await testNamespace(t);
   const r = await runner(t, ns, { killGraceMs: 200 });
   await createJob(ns, jobSpec('held', ['sh', '-c', 'exit 0'], { spec: { suspend: true } }));
@@ -252,11 +292,14 @@ t.test('suspended Jobs do not start until resumed; a deleted Job\'s process is k
   await patchJob(ns, 'held', { spec: { suspend: false } });
   await r.waitFor(ns.name, 'held');
   job = await readJob(ns, 'held');
-  t.same(conditionTypes(job).map((c) => c.slice(0, 2)), [
-    ['Suspended', 'False'],
-    ['SuccessCriteriaMet', 'True'],
-    ['Complete', 'True'],
-  ]);
+  t.same(
+    conditionTypes(job).map((c) => c.slice(0, 2)),
+    [
+      ['Suspended', 'False'],
+      ['SuccessCriteriaMet', 'True'],
+      ['Complete', 'True'],
+    ],
+  );
 
   // Suspending a running Job stops its process and clears startTime; resuming runs it again.
   const firstRun = new Promise<{ pid: number }>((res) => r.once('started', res));
@@ -293,7 +336,15 @@ t.test('a Job left between the interim and the final condition is finished, not 
       status: {
         startTime: '2026-01-01T00:00:00Z',
         failed: 1,
-        conditions: [{ type: 'FailureTarget', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: '2026-01-01T00:00:05Z' }],
+        conditions: [
+          {
+            type: 'FailureTarget',
+            status: 'True',
+            reason: 'BackoffLimitExceeded',
+            message: 'Job has reached the specified backoff limit',
+            lastTransitionTime: '2026-01-01T00:00:05Z',
+          },
+        ],
       },
     },
     'status',
@@ -339,7 +390,7 @@ t.test('inProcess: a command run as a function in this process; maxRunning: the 
   t.same(one.outcome, { kind: 'succeeded' });
   t.equal(one.output, 'hello ok hi hi\n', 'args $(VAR)-expanded (basename matched), env resolved, output kept');
   const failed = await r.waitFor(ns.name, 'two');
-  t.equal(failed.exitCode, 3, 'the function\'s return value is the exit code');
+  t.equal(failed.exitCode, 3, "the function's return value is the exit code");
   t.same(conditionTypes(await readJob(ns, 'two')).at(-1), ['Failed', 'True', 'BackoffLimitExceeded']);
   t.same(calls, [['ok', 'hi'], ['fail']], 'each ran once, the second after the first');
 });

@@ -34,14 +34,31 @@ t.test('the kustomizations render: default = crds + base; base has no CRDs', asy
     crds.map((o) => `${o.kind}/${o.metadata.name}`),
     ['CustomResourceDefinition/rayclusters.ray.io', 'CustomResourceDefinition/rayjobs.ray.io'],
   );
-  t.notOk(base.some((o) => o.kind === 'CustomResourceDefinition'), 'base is usable alongside KubeRay CRDs');
+  t.notOk(
+    base.some((o) => o.kind === 'CustomResourceDefinition'),
+    'base is usable alongside KubeRay CRDs',
+  );
   const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
   t.same(rendered.map(key).sort(), [...crds, ...base].map(key).sort());
   const kinds = new Set(rendered.map((o) => o.kind));
-  for (const k of ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Deployment', 'Service', 'PodDisruptionBudget', 'MutatingWebhookConfiguration', 'Secret']) {
+  for (const k of [
+    'Namespace',
+    'ServiceAccount',
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'Role',
+    'RoleBinding',
+    'Deployment',
+    'Service',
+    'PodDisruptionBudget',
+    'MutatingWebhookConfiguration',
+    'Secret',
+  ]) {
     t.ok(kinds.has(k), `has a ${k}`);
   }
-  for (const o of rendered.filter((x) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration'].includes(x.kind))) {
+  for (const o of rendered.filter(
+    (x) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration'].includes(x.kind),
+  )) {
     t.equal(o.metadata.namespace, SYSTEM_NS, `${o.kind}/${o.metadata.name} lives in ${SYSTEM_NS}`);
   }
 });
@@ -66,7 +83,8 @@ t.test('webhook and controller workloads: replicas, probes, security, wiring', a
     t.equal(c.image, image);
     t.match(c.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
   }
-  for (const d of [webhook, controller]) t.match(d.spec.template.spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+  for (const d of [webhook, controller])
+    t.match(d.spec.template.spec.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
   t.match(wc.readinessProbe, { httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' } });
   t.match(wc.livenessProbe, { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' } });
   t.same(wc.ports, [{ name: 'https', containerPort: 9443, protocol: 'TCP' }]);
@@ -99,8 +117,12 @@ t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namesp
       { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-public', 'kube-node-lease', SYSTEM_NS] },
     ]);
   }
-  t.same(byPath['/mutate-ray-io-v1-raycluster'].rules, [{ apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayclusters'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' }]);
-  t.same(byPath['/mutate-ray-io-v1-rayjob'].rules, [{ apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayjobs'], operations: ['CREATE'], scope: 'Namespaced' }]);
+  t.same(byPath['/mutate-ray-io-v1-raycluster'].rules, [
+    { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayclusters'], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+  ]);
+  t.same(byPath['/mutate-ray-io-v1-rayjob'].rules, [
+    { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayjobs'], operations: ['CREATE'], scope: 'Namespaced' },
+  ]);
   const doc = readFileSync(join(REPO_ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8');
   t.match(doc, /failurePolicy: Ignore, on purpose/, 'the failurePolicy choice is justified where it is set');
 });
@@ -113,7 +135,8 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
   // Everything through server-side dry run first: validation and admission, nothing stored.
   for (const o of rendered) {
     const warnings: string[] = [];
-    if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
+    if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition')
+      await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
     const r = await applyObject(kube, o, { discovery, dryRun: true, fieldManager: 'raykeeper-test', warnings });
     t.equal(r.metadata.name, o.metadata.name, `${o.kind}/${o.metadata.name} accepted (dry run)`);
     t.same(
@@ -126,7 +149,13 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
   for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration')) {
     await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   }
-  const stored = await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace: SYSTEM_NS, name: 'raykeeper-webhook' });
+  const stored = await kube.get<any>({
+    group: 'apps',
+    version: 'v1',
+    plural: 'deployments',
+    namespace: SYSTEM_NS,
+    name: 'raykeeper-webhook',
+  });
   t.equal(stored.spec.replicas, 2, 'stored');
   const ns = await kube.get<any>({ version: 'v1', plural: 'namespaces', name: SYSTEM_NS });
   t.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'restricted');
@@ -134,12 +163,21 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
   const webhook = find(rendered, 'Deployment', 'raykeeper-webhook');
   const pod = await kube.create<any>(
     { ...PODS, namespace: SYSTEM_NS },
-    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'psa-check', labels: webhook.spec.template.metadata.labels }, spec: webhook.spec.template.spec },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'psa-check', labels: webhook.spec.template.metadata.labels },
+      spec: webhook.spec.template.spec,
+    },
     { query: { dryRun: 'All' } },
   );
   t.equal(pod.metadata.name, 'psa-check', 'the restricted profile admits the webhook Pod');
   const rootPod = await kube
-    .create({ ...PODS, namespace: SYSTEM_NS }, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'x' }] } }, { query: { dryRun: 'All' } })
+    .create(
+      { ...PODS, namespace: SYSTEM_NS },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'root' }, spec: { containers: [{ name: 'c', image: 'x' }] } },
+      { query: { dryRun: 'All' } },
+    )
     .then(
       () => undefined,
       (e: KubeApiError) => e,
@@ -157,25 +195,35 @@ interface Access {
 
 async function allowed(kube: KubeClient, user: string, a: Access): Promise<boolean> {
   const ns = user.split(':')[2]!;
-  const review = await kube.create<{ status: { allowed?: boolean } }>({ group: 'authorization.k8s.io', version: 'v1', plural: 'subjectaccessreviews' }, {
-    apiVersion: 'authorization.k8s.io/v1',
-    kind: 'SubjectAccessReview',
-    spec: { user, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'], resourceAttributes: { group: a.group ?? '', ...a } },
-  });
+  const review = await kube.create<{ status: { allowed?: boolean } }>(
+    { group: 'authorization.k8s.io', version: 'v1', plural: 'subjectaccessreviews' },
+    {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+        resourceAttributes: { group: a.group ?? '', ...a },
+      },
+    },
+  );
   return review.status.allowed === true;
 }
 
-const show = (a: Access) => `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}${a.namespace ? ' in ' + a.namespace : ' cluster-wide'}`;
+const show = (a: Access) =>
+  `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}${a.namespace ? ' in ' + a.namespace : ' cluster-wide'}`;
 
 t.test('RBAC: the controller may do what it calls and no more; the webhook may do nothing', async (t) => {
   const cp = await getControlPlane();
   const kube = new KubeClient(cp.kubeConfig());
   t.teardown(() => kube.close());
   const discovery = new Discovery(kube);
-  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
+  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind)))
+    await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
 
   const userNs = 'team-a';
-  const ray = (resource: string, verbs: string[], subresource?: string): Access[] => verbs.map((verb) => ({ verb, group: 'ray.io', resource, subresource, namespace: userNs }));
+  const ray = (resource: string, verbs: string[], subresource?: string): Access[] =>
+    verbs.map((verb) => ({ verb, group: 'ray.io', resource, subresource, namespace: userNs }));
   const needed: Access[] = [
     ...ray('rayclusters', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
     ...ray('rayclusters', ['get', 'update', 'patch'], 'status'),
@@ -200,7 +248,11 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'list', resource: 'secrets' },
     { verb: 'delete', resource: 'namespaces' },
     { verb: 'create', resource: 'namespaces' },
-    ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' })),
+    ...['create', 'update', 'patch', 'delete'].map((verb) => ({
+      verb,
+      group: 'apiextensions.k8s.io',
+      resource: 'customresourcedefinitions',
+    })),
     { verb: 'create', group: 'ray.io', resource: 'rayjobs', namespace: userNs },
     { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
     { verb: 'deletecollection', resource: 'pods', namespace: userNs },
@@ -223,7 +275,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   ];
   for (const a of needed) t.ok(await allowed(kube, CONTROLLER, a), `controller may ${show(a)}`);
   for (const a of forbidden) t.notOk(await allowed(kube, CONTROLLER, a), `controller may NOT ${show(a)}`);
-  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }]) t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
+  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }])
+    t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
 
   // The optional Secret reader grants get (no list), only when applied. Undone at the end of the test.
   const optional = kustomize('manifests/optional/controller-secret-reader');
@@ -232,7 +285,12 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     for (const o of optional) await kube.delete(await discovery.refOf(o)).catch(() => {});
   });
   // The API server authorizes from its RBAC informer cache: the new binding counts once it has seen it.
-  const granted = await until(() => allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }), 'the optional reader to take effect', 10_000, 50).catch(() => false);
+  const granted = await until(
+    () => allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }),
+    'the optional reader to take effect',
+    10_000,
+    50,
+  ).catch(() => false);
   t.ok(granted, 'with the optional reader: get secrets');
   t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
   t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
@@ -242,8 +300,12 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   const ns = await testNamespace(t);
   const admin = ns.kube;
   const discovery = new Discovery(admin);
-  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind))) await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
-  const tokenReview = await admin.create<{ status: { token: string } }>({ version: 'v1', plural: 'serviceaccounts', namespace: SYSTEM_NS, name: 'raykeeper-controller', subresource: 'token' }, { spec: { expirationSeconds: 600 } });
+  for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind)))
+    await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
+  const tokenReview = await admin.create<{ status: { token: string } }>(
+    { version: 'v1', plural: 'serviceaccounts', namespace: SYSTEM_NS, name: 'raykeeper-controller', subresource: 'token' },
+    { spec: { expirationSeconds: 600 } },
+  );
   const sa = new KubeClient(kubeConfigFor({ ...ns.cp.info, token: tokenReview.status.token }));
   t.teardown(() => sa.close());
   const rc = {
@@ -256,31 +318,72 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   const created = await sa.create<any>(rcRef, rc);
   t.equal(created.metadata.name, 'rc', 'creates a RayCluster');
   await sa.patch({ ...rcRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
-  await sa.create({ group: 'batch', version: 'v1', plural: 'jobs', namespace: ns.name }, {
-    metadata: { name: 'rc-redis-cleanup', ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }] },
-    spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
-  });
+  await sa.create(
+    { group: 'batch', version: 'v1', plural: 'jobs', namespace: ns.name },
+    {
+      metadata: {
+        name: 'rc-redis-cleanup',
+        ownerReferences: [
+          {
+            apiVersion: 'ray.io/v1',
+            kind: 'RayCluster',
+            name: 'rc',
+            uid: created.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
+      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
+    },
+  );
   t.pass('creates the cleanup Job owned by the RayCluster');
   const podDelete = await sa.delete({ ...PODS, namespace: ns.name, name: 'rc-head-xyz' }).then(
     (found) => (found ? 200 : 404),
     (e: KubeApiError) => e.statusCode,
   );
   t.equal(podDelete, 404, 'may delete a Pod (404: none there, not 403)');
-  t.equal((await sa.get<{ kind: string }>({ ...PODS, namespace: ns.name }, { query: { labelSelector: 'ray.io/cluster=rc' } })).kind, 'PodList', 'lists Pods');
-  const owner = [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }];
-  await sa.create({ ...PODS, namespace: ns.name }, { metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner }, spec: { containers: [{ name: 'ray-head', image: 'x' }] } }, { query: { dryRun: 'All' } });
+  t.equal(
+    (await sa.get<{ kind: string }>({ ...PODS, namespace: ns.name }, { query: { labelSelector: 'ray.io/cluster=rc' } })).kind,
+    'PodList',
+    'lists Pods',
+  );
+  const owner = [
+    { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true },
+  ];
+  await sa.create(
+    { ...PODS, namespace: ns.name },
+    {
+      metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner },
+      spec: { containers: [{ name: 'ray-head', image: 'x' }] },
+    },
+    { query: { dryRun: 'All' } },
+  );
   t.pass('creates a head Pod owned by the RayCluster (dry run)');
-  await sa.create({ version: 'v1', plural: 'services', namespace: ns.name }, { metadata: { name: 'rc-head-svc', ownerReferences: owner }, spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] } }, { query: { dryRun: 'All' } });
+  await sa.create(
+    { version: 'v1', plural: 'services', namespace: ns.name },
+    {
+      metadata: { name: 'rc-head-svc', ownerReferences: owner },
+      spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] },
+    },
+    { query: { dryRun: 'All' } },
+  );
   t.pass('creates the head Service owned by the RayCluster (dry run)');
-  await sa.create({ version: 'v1', plural: 'events', namespace: ns.name }, {
-    metadata: { generateName: 'rc.' },
-    involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
-    reason: 'CreatedRedisCleanupJob',
-    message: 'test',
-    type: 'Normal',
-  });
+  await sa.create(
+    { version: 'v1', plural: 'events', namespace: ns.name },
+    {
+      metadata: { generateName: 'rc.' },
+      involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
+      reason: 'CreatedRedisCleanupJob',
+      message: 'test',
+      type: 'Normal',
+    },
+  );
   t.pass('records an Event');
-  await sa.create({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NS }, { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } });
+  await sa.create(
+    { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NS },
+    { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } },
+  );
   t.pass('creates a Lease in its own namespace');
   await sa.patch(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
   t.ok(await sa.delete(rcRef));
@@ -301,15 +404,21 @@ t.test('samples are valid objects for our CRDs', async (t) => {
   const byName = new Map<string, KubeObject>();
   for (const f of files) {
     for (const o of parseManifests(readFileSync(join(dir, f), 'utf8'))) {
-      const stored = await applyObject(ns.kube, { ...o, metadata: { ...o.metadata, namespace: ns.name } }, { discovery, fieldManager: 'raykeeper-test' });
+      const stored = await applyObject(
+        ns.kube,
+        { ...o, metadata: { ...o.metadata, namespace: ns.name } },
+        { discovery, fieldManager: 'raykeeper-test' },
+      );
       t.equal(stored.metadata.namespace, ns.name, `${f}: ${o.kind}/${o.metadata.name} stored`);
       byName.set(`${o.kind}/${o.metadata.name}`, o);
     }
   }
   const gcsFt = byName.get('RayCluster/raycluster-external-redis');
-  t.ok(gcsFt, 'a GCS FT RayCluster like KubeRay\'s external-redis sample');
+  t.ok(gcsFt, "a GCS FT RayCluster like KubeRay's external-redis sample");
   t.equal(gcsFt!.metadata.annotations, undefined, 'with metadata.annotations absent');
-  t.match(gcsFt!.spec, { gcsFaultToleranceOptions: { redisAddress: String, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret' } } } } });
+  t.match(gcsFt!.spec, {
+    gcsFaultToleranceOptions: { redisAddress: String, redisPassword: { valueFrom: { secretKeyRef: { name: 'redis-password-secret' } } } },
+  });
   t.match(byName.get('RayCluster/raycluster-external-redis-annotated')?.metadata.annotations, { 'ray.io/ft-enabled': 'true' });
   t.ok(byName.get('RayJob/rayjob-sample'), 'a RayJob sample');
 });

@@ -12,7 +12,13 @@ import { sleep } from '../../src/backoff.ts';
 interface Review {
   apiVersion: string;
   kind: string;
-  request: { uid: string; operation: string; kind: { kind: string }; namespace: string; object: { metadata: { annotations?: Record<string, string> } } };
+  request: {
+    uid: string;
+    operation: string;
+    kind: { kind: string };
+    namespace: string;
+    object: { metadata: { annotations?: Record<string, string> } };
+  };
 }
 
 t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch', async (t) => {
@@ -34,7 +40,12 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
         JSON.stringify({
           apiVersion: review.apiVersion,
           kind: 'AdmissionReview',
-          response: { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(patch)).toString('base64') },
+          response: {
+            uid: review.request.uid,
+            allowed: true,
+            patchType: 'JSONPatch',
+            patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+          },
         }),
       );
     });

@@ -14,13 +14,27 @@ import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
 import { createLogger } from '../../src/logger.ts';
 
 function raykeeper(...args: string[]) {
-  return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' }, timeout: 60_000 });
+  return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', KUBECONFIG: '/nonexistent/kubeconfig' },
+    timeout: 60_000,
+  });
 }
 
 t.test('--help lists the runtime flags and every module flag', async (tt) => {
   const r = raykeeper('controller', '--help');
   tt.equal(r.status, 0);
-  for (const flag of ['--watch-namespace', '--workers', '--leader-elect', '--lease-namespace', '--health-port', '--cleanup-image', '--cleanup-cpu', '--cleanup-sweep']) tt.match(r.stdout, flag);
+  for (const flag of [
+    '--watch-namespace',
+    '--workers',
+    '--leader-elect',
+    '--lease-namespace',
+    '--health-port',
+    '--cleanup-image',
+    '--cleanup-cpu',
+    '--cleanup-sweep',
+  ])
+    tt.match(r.stdout, flag);
   for (const m of RECONCILER_MODULES) tt.match(r.stdout, `${m.name}:`);
   tt.match(raykeeper('--help').stdout, /controller\s+run the reconcilers/, 'registered as a subcommand');
 });
@@ -33,10 +47,28 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   tt.equal(workers.status, 2);
   tt.match(workers.stderr, /--workers must be an integer >= 1/);
   // A renew deadline as long as the lease: two replicas could lead at once. Refused before starting.
-  const timing = raykeeper('controller', '--leader-elect', '--lease-duration', '10', '--renew-deadline', '10', '--kubeconfig', '/nonexistent/kubeconfig');
+  const timing = raykeeper(
+    'controller',
+    '--leader-elect',
+    '--lease-duration',
+    '10',
+    '--renew-deadline',
+    '10',
+    '--kubeconfig',
+    '/nonexistent/kubeconfig',
+  );
   tt.equal(timing.status, 2);
   tt.match(timing.stderr, /renew deadline \(10000 ms\) must be shorter than the lease duration \(10000 ms\)/);
-  const retry = raykeeper('controller', '--leader-elect', '--renew-deadline', '2', '--retry-period', '2', '--kubeconfig', '/nonexistent/kubeconfig');
+  const retry = raykeeper(
+    'controller',
+    '--leader-elect',
+    '--renew-deadline',
+    '2',
+    '--retry-period',
+    '2',
+    '--kubeconfig',
+    '/nonexistent/kubeconfig',
+  );
   tt.equal(retry.status, 2);
   tt.match(retry.stderr, /must be longer than 1.2 x the retry period/);
 });
@@ -44,7 +76,10 @@ t.test('bad flags exit 2 with a message', async (tt) => {
 t.test('--cleanup-sweep takes auto or always (never is per cluster, decided from its Ray version)', async (tt) => {
   const ctx = { env: {}, logger: createLogger('test', { level: 'silent' }) } as unknown as ControllerContext;
   for (const bad of ['never', 'sometimes']) {
-    await tt.rejects(async () => rayClusterModule.create(ctx, { 'cleanup-sweep': bad }), new RegExp(`--cleanup-sweep: "${bad}" is not one of auto, always`));
+    await tt.rejects(
+      async () => rayClusterModule.create(ctx, { 'cleanup-sweep': bad }),
+      new RegExp(`--cleanup-sweep: "${bad}" is not one of auto, always`),
+    );
   }
 });
 
@@ -69,7 +104,11 @@ t.test('the removed aliases are unknown options that name the flag to use', asyn
 });
 
 t.test("the Dockerfile's EXPOSE lists the webhook's and the controller's default ports", async (tt) => {
-  const expose = /^EXPOSE\s+(.+)$/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1]?.trim().split(/\s+/).map(Number);
+  const expose = /^EXPOSE\s+(.+)$/m
+    .exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))?.[1]
+    ?.trim()
+    .split(/\s+/)
+    .map(Number);
   tt.same(expose, [DEFAULT_WEBHOOK_PORT, DEFAULT_CONTROLLER_HEALTH_PORT]);
   tt.match(controllerUsage(), `--health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT};`);
 });

@@ -26,7 +26,9 @@ const TEST_MANAGER = 'raykeeper-field-manager-test';
 
 /** Managers whose entry owns `finalizer` in metadata.finalizers (a set: `v:"<name>"`). */
 function finalizerOwners(obj: WithManaged<{ metadata: object }>, finalizer: string): string[] {
-  return (obj.metadata.managedFields ?? []).filter((f) => f.fieldsV1?.['f:metadata']?.['f:finalizers']?.[`v:${JSON.stringify(finalizer)}`] !== undefined).map((f) => f.manager ?? '');
+  return (obj.metadata.managedFields ?? [])
+    .filter((f) => f.fieldsV1?.['f:metadata']?.['f:finalizers']?.[`v:${JSON.stringify(finalizer)}`] !== undefined)
+    .map((f) => f.manager ?? '');
 }
 
 t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob status, created objects, Events, Lease', async (tt) => {
@@ -37,7 +39,10 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
   // What a client that names no field manager is recorded as.
   const anonymous = new KubeClient(ns.kubeConfig, { fieldManager: '' });
   tt.teardown(() => anonymous.close());
-  const probe = await anonymous.create<WithManaged<{ metadata: object }>>({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'probe' }, data: { k: 'v' } });
+  const probe = await anonymous.create<WithManaged<{ metadata: object }>>(
+    { ...CONFIGMAPS, namespace: ns.name },
+    { metadata: { name: 'probe' }, data: { k: 'v' } },
+  );
   const defaultManager = probe.metadata.managedFields?.[0]?.manager ?? '';
   tt.comment(`a write without fieldManager is recorded as ${JSON.stringify(defaultManager)}`);
   tt.ok(defaultManager !== '' && defaultManager !== FIELD_MANAGER, 'another name than raykeeper');
@@ -61,8 +66,11 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
     const c = await kube.get<WithManaged<RayCluster>>({ ...RAYCLUSTERS, namespace: ns.name, name: 'gcs-ft' });
     return c.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
   }, 'the GCS FT finalizer');
-  tt.same(finalizerOwners(cluster, FINALIZER), [FIELD_MANAGER], 'the RayCluster finalizer is raykeeper\'s');
-  tt.ok(cluster.metadata.managedFields?.some((f) => f.manager === TEST_MANAGER && f.operation === 'Update'), "the test's create is the test's");
+  tt.same(finalizerOwners(cluster, FINALIZER), [FIELD_MANAGER], "the RayCluster finalizer is raykeeper's");
+  tt.ok(
+    cluster.metadata.managedFields?.some((f) => f.manager === TEST_MANAGER && f.operation === 'Update'),
+    "the test's create is the test's",
+  );
 
   const job = await until(async () => {
     const j = await kube.get<WithManaged<RayJob>>({ ...RAYJOBS, namespace: ns.name, name: 'job' });
@@ -70,21 +78,53 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
   }, 'the RayJob Initializing');
   tt.same(finalizerOwners(job, RAYJOB_FINALIZER), [FIELD_MANAGER], "the RayJob finalizer is raykeeper's");
   const statusWriters = (job.metadata.managedFields ?? []).filter((f) => f.subresource === 'status');
-  tt.same(statusWriters.map((f) => f.manager), [FIELD_MANAGER], 'the status is written by raykeeper only');
+  tt.same(
+    statusWriters.map((f) => f.manager),
+    [FIELD_MANAGER],
+    'the status is written by raykeeper only',
+  );
   tt.ok(statusWriters[0]?.fieldsV1?.['f:status']?.['f:jobDeploymentStatus'] !== undefined, 'including jobDeploymentStatus');
-  tt.notOk((job.metadata.managedFields ?? []).some((f) => f.manager === defaultManager), 'nothing under the default client name');
+  tt.notOk(
+    (job.metadata.managedFields ?? []).some((f) => f.manager === defaultManager),
+    'nothing under the default client name',
+  );
 
-  const made = await until(() => kube.get<WithManaged<RayCluster>>({ ...RAYCLUSTERS, namespace: ns.name, name: job.status?.rayClusterName ?? '' }).catch(() => undefined), "the RayJob's RayCluster");
-  tt.same([...new Set((made.metadata.managedFields ?? []).filter((f) => !f.subresource).map((f) => f.manager))], [FIELD_MANAGER], 'the RayCluster made for the RayJob is raykeeper\'s');
+  const made = await until(
+    () =>
+      kube
+        .get<WithManaged<RayCluster>>({ ...RAYCLUSTERS, namespace: ns.name, name: job.status?.rayClusterName ?? '' })
+        .catch(() => undefined),
+    "the RayJob's RayCluster",
+  );
+  tt.same(
+    [...new Set((made.metadata.managedFields ?? []).filter((f) => !f.subresource).map((f) => f.manager))],
+    [FIELD_MANAGER],
+    "the RayCluster made for the RayJob is raykeeper's",
+  );
 
-  const head = await until(async () => (await kube.list<WithManaged<{ metadata: { name: string } }>>({ ...PODS, namespace: ns.name }, { labelSelector: `ray.io/cluster=${made.metadata.name},ray.io/node-type=head` })).items[0], 'the head pod the operator makes');
-  tt.equal(head.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'the head pod is raykeeper\'s');
+  const head = await until(
+    async () =>
+      (
+        await kube.list<WithManaged<{ metadata: { name: string } }>>(
+          { ...PODS, namespace: ns.name },
+          { labelSelector: `ray.io/cluster=${made.metadata.name},ray.io/node-type=head` },
+        )
+      ).items[0],
+    'the head pod the operator makes',
+  );
+  tt.equal(head.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, "the head pod is raykeeper's");
 
-  const event = await until(async () => (await kube.list<WithManaged<{ reason: string; metadata: object }>>({ ...EVENTS, namespace: ns.name })).items.find((e) => e.reason === 'CreatedRayCluster'), 'an Event');
-  tt.equal(event.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'Events are raykeeper\'s');
+  const event = await until(
+    async () =>
+      (await kube.list<WithManaged<{ reason: string; metadata: object }>>({ ...EVENTS, namespace: ns.name })).items.find(
+        (e) => e.reason === 'CreatedRayCluster',
+      ),
+    'an Event',
+  );
+  tt.equal(event.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, "Events are raykeeper's");
 
   const lease = await kube.get<WithManaged<{ metadata: object }>>({ ...LEASES, namespace: ns.name, name: 'raykeeper-controller' });
-  tt.same([...new Set((lease.metadata.managedFields ?? []).map((f) => f.manager))], [FIELD_MANAGER], 'the Lease is raykeeper\'s');
+  tt.same([...new Set((lease.metadata.managedFields ?? []).map((f) => f.manager))], [FIELD_MANAGER], "the Lease is raykeeper's");
 });
 
 t.test('a fieldManager in the request wins over the client default', async (tt) => {
@@ -94,6 +134,10 @@ t.test('a fieldManager in the request wins over the client default', async (tt) 
   const cms = { ...CONFIGMAPS, namespace: ns.name };
   const mine = await kube.create<WithManaged<{ metadata: object }>>(cms, { metadata: { name: 'default' }, data: { k: 'v' } });
   tt.equal(mine.metadata.managedFields?.[0]?.manager, FIELD_MANAGER, 'the default is raykeeper');
-  const other = await kube.create<WithManaged<{ metadata: object }>>(cms, { metadata: { name: 'explicit' }, data: { k: 'v' } }, { query: { fieldManager: 'someone-else' } });
+  const other = await kube.create<WithManaged<{ metadata: object }>>(
+    cms,
+    { metadata: { name: 'explicit' }, data: { k: 'v' } },
+    { query: { fieldManager: 'someone-else' } },
+  );
   tt.equal(other.metadata.managedFields?.[0]?.manager, 'someone-else');
 });

@@ -39,7 +39,9 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
     metadata: { name },
     spec: {
       failurePolicy: 'Fail',
-      matchConstraints: { resourceRules: [{ apiGroups: ['ray.io'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['rayclusters', 'rayjobs'] }] },
+      matchConstraints: {
+        resourceRules: [{ apiGroups: ['ray.io'], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['rayclusters', 'rayjobs'] }],
+      },
       validations: [
         {
           expression: `${count('object')} == ${count('oldObject')}`,
@@ -54,7 +56,10 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
     spec: {
       policyName: name,
       validationActions: ['Deny'],
-      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } }, objectSelector: { matchLabels: { [FROZEN_LABEL]: 'yes' } } },
+      matchResources: {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
+        objectSelector: { matchLabels: { [FROZEN_LABEL]: 'yes' } },
+      },
     },
   });
   tt.teardown(async () => {
@@ -68,10 +73,17 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
   await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, probe);
   await until(
     () =>
-      e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'probe' }, [{ op: 'add', path: '/metadata/finalizers', value: ['example.com/x'] }], JSON_PATCH, { query: { dryRun: 'All' } }).then(
-        () => false,
-        (err: unknown) => isInvalid(err),
-      ),
+      e.kube
+        .patch(
+          { ...RAYCLUSTERS, namespace: e.ns.name, name: 'probe' },
+          [{ op: 'add', path: '/metadata/finalizers', value: ['example.com/x'] }],
+          JSON_PATCH,
+          { query: { dryRun: 'All' } },
+        )
+        .then(
+          () => false,
+          (err: unknown) => isInvalid(err),
+        ),
     'the policy to be enforced',
     30_000,
     100,
@@ -81,7 +93,9 @@ async function freezeFinalizers(tt: Test, e: Env): Promise<void> {
 async function patchCount(metrics: Registry, kind: string, result: string, change?: string): Promise<number> {
   const counter = metrics.getSingleMetric('raykeeper_finalizer_patches_total') as Counter | undefined;
   const values = counter ? (await counter.get()).values : [];
-  return values.filter((v) => v.labels.kind === kind && v.labels.result === result && (change === undefined || v.labels.change === change)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => v.labels.kind === kind && v.labels.result === result && (change === undefined || v.labels.change === change))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 function gcsFtCluster(name: string, labels: Record<string, string> = {}): RayCluster {
@@ -98,7 +112,11 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
   const ns = e.ns.name;
   const plain = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, gcsFtCluster('plain'));
   const ref = { ...RAYCLUSTERS, namespace: ns, name: 'plain' };
-  const caught = (p: Promise<unknown>) => p.then(() => tt.fail('expected a refusal') as never, (err: unknown) => err as KubeApiError);
+  const caught = (p: Promise<unknown>) =>
+    p.then(
+      () => tt.fail('expected a refusal') as never,
+      (err: unknown) => err as KubeApiError,
+    );
 
   // The stored object moved on since this copy was read: the `test` op fails.
   const stale = structuredClone(plain);
@@ -106,17 +124,34 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
   const testFailed = await caught(e.kube.patch(ref, addFinalizerPatch(stale.metadata, FINALIZER), JSON_PATCH));
   tt.equal(testFailed.statusCode, 422);
   tt.equal(testFailed.status?.reason, 'Invalid');
-  tt.equal(testFailed.status?.message, 'the server rejected our request due to an error in our request', 'the JSON-patch error itself is not in the answer');
+  tt.equal(
+    testFailed.status?.message,
+    'the server rejected our request due to an error in our request',
+    'the JSON-patch error itself is not in the answer',
+  );
   tt.same(testFailed.status?.details?.causes ?? [], [], 'no causes');
   tt.ok(isPatchTestFailed(testFailed), 'a failed test op is recognised');
   tt.notOk(isInvalid(testFailed), 'and is not a refusal');
 
   // Validation: a finalizer name the API does not accept.
   const current = await e.kube.get<RayCluster>(ref);
-  const invalid = await caught(e.kube.patch(ref, [{ op: 'test', path: '/metadata/finalizers', value: current.metadata.finalizers }, { op: 'add', path: '/metadata/finalizers/-', value: 'not a/valid name!' }], JSON_PATCH));
+  const invalid = await caught(
+    e.kube.patch(
+      ref,
+      [
+        { op: 'test', path: '/metadata/finalizers', value: current.metadata.finalizers },
+        { op: 'add', path: '/metadata/finalizers/-', value: 'not a/valid name!' },
+      ],
+      JSON_PATCH,
+    ),
+  );
   tt.equal(invalid.statusCode, 422);
   tt.equal(invalid.status?.reason, 'Invalid');
-  tt.match(invalid.status?.message, /^RayCluster\.ray\.io "plain" is invalid: \[?metadata\.finalizers: Invalid value: "not a\/valid name!"/, 'names the object and the field');
+  tt.match(
+    invalid.status?.message,
+    /^RayCluster\.ray\.io "plain" is invalid: \[?metadata\.finalizers: Invalid value: "not a\/valid name!"/,
+    'names the object and the field',
+  );
   tt.ok((invalid.status?.details?.causes ?? []).length > 0, 'with causes');
   tt.notOk(isPatchTestFailed(invalid), 'a validation error is not a failed test op');
   tt.ok(isInvalid(invalid));
@@ -127,7 +162,10 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
   const refused = await caught(e.kube.patch(ref, addFinalizerPatch(frozen.metadata, FINALIZER), JSON_PATCH));
   tt.equal(refused.statusCode, 422);
   tt.equal(refused.status?.reason, 'Invalid');
-  tt.match(refused.status?.message, /^rayclusters\.ray\.io "plain" is forbidden: ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' with binding '[^']+' denied request: finalizers are frozen here/);
+  tt.match(
+    refused.status?.message,
+    /^rayclusters\.ray\.io "plain" is forbidden: ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' with binding '[^']+' denied request: finalizers are frozen here/,
+  );
   tt.notOk(isPatchTestFailed(refused), 'an admission refusal is not a failed test op');
   tt.ok(isInvalid(refused));
 });
@@ -135,62 +173,106 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
 // Both directions: adding to a new cluster (gate on), releasing from a deleted one (gate off: no
 // cleanup, the finalizer goes at once; the old code retried that refusal every 200 ms for ever).
 const refusedRows = [
-  { change: 'add', gate: 'true', finalizers: undefined, deleteIt: false, after: (c: RayCluster | undefined) => c?.metadata.finalizers?.includes(FINALIZER) === true },
+  {
+    change: 'add',
+    gate: 'true',
+    finalizers: undefined,
+    deleteIt: false,
+    after: (c: RayCluster | undefined) => c?.metadata.finalizers?.includes(FINALIZER) === true,
+  },
   { change: 'remove', gate: 'false', finalizers: [FINALIZER], deleteIt: true, after: (c: RayCluster | undefined) => c === undefined },
 ] as const;
 
 for (const row of refusedRows) {
-  t.test(`a refused finalizer patch (${row.change}): Warning with the API message (no secret), metric, exponential backoff; allowed again, it goes through`, async (tt) => {
-    const e = await env(tt);
-    await freezeFinalizers(tt, e);
-    const metrics = createMetricsRegistry();
-    // The product's default retry (0.5 s doubling): a 200 ms spin would refuse ~18 times in 3.5 s.
-    // Only the RayCluster cleanup module: its cache keeps no headGroupSpec, the API quotes the stored object.
-    const log = capturingLogger();
-    const controller = await startController({ kubeConfig: e.ns.kubeConfig, watchNamespace: e.ns.name, workers: 2, modules: [rayClusterModule], env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate }, logger: log.logger, metrics, moduleFlags: { 'cleanup-image': 'raykeeper:test' } });
-    tt.teardown(() => controller.stop());
-    const body = gcsFtCluster('frozen', { [FROZEN_LABEL]: 'yes' });
-    if (row.finalizers) body.metadata.finalizers = [...row.finalizers];
-    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, body);
-    if (row.deleteIt) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' });
+  t.test(
+    `a refused finalizer patch (${row.change}): Warning with the API message (no secret), metric, exponential backoff; allowed again, it goes through`,
+    async (tt) => {
+      const e = await env(tt);
+      await freezeFinalizers(tt, e);
+      const metrics = createMetricsRegistry();
+      // The product's default retry (0.5 s doubling): a 200 ms spin would refuse ~18 times in 3.5 s.
+      // Only the RayCluster cleanup module: its cache keeps no headGroupSpec, the API quotes the stored object.
+      const log = capturingLogger();
+      const controller = await startController({
+        kubeConfig: e.ns.kubeConfig,
+        watchNamespace: e.ns.name,
+        workers: 2,
+        modules: [rayClusterModule],
+        env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate },
+        logger: log.logger,
+        metrics,
+        moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+      });
+      tt.teardown(() => controller.stop());
+      const body = gcsFtCluster('frozen', { [FROZEN_LABEL]: 'yes' });
+      if (row.finalizers) body.metadata.finalizers = [...row.finalizers];
+      await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, body);
+      if (row.deleteIt) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' });
 
-    // Times of the refusals, read from the metric as they happen.
-    const seen: number[] = [];
-    await until(
-      async () => {
-        const n = await patchCount(metrics, 'RayCluster', 'rejected', row.change);
-        while (seen.length < n) seen.push(Date.now());
-        return n >= 4;
-      },
-      'four refused attempts',
-      60_000,
-      20,
-    );
-    const gaps = seen.slice(1).map((at, i) => at - seen[i]!);
-    tt.comment(`${row.change}: gaps between refused attempts: ${gaps.join(', ')} ms`);
-    tt.ok(seen[3]! - seen[0]! >= 2_500, `4 attempts took ${seen[3]! - seen[0]!} ms (backoff 0.5 + 1 + 2 s, jitter 20%), not 3 x 200 ms`);
-    tt.ok(gaps[2]! > gaps[0]!, 'the gaps grow');
-    tt.equal(await patchCount(metrics, 'RayCluster', 'conflict'), 0, 'never taken for a failed test op');
+      // Times of the refusals, read from the metric as they happen.
+      const seen: number[] = [];
+      await until(
+        async () => {
+          const n = await patchCount(metrics, 'RayCluster', 'rejected', row.change);
+          while (seen.length < n) seen.push(Date.now());
+          return n >= 4;
+        },
+        'four refused attempts',
+        60_000,
+        20,
+      );
+      const gaps = seen.slice(1).map((at, i) => at - seen[i]!);
+      tt.comment(`${row.change}: gaps between refused attempts: ${gaps.join(', ')} ms`);
+      tt.ok(seen[3]! - seen[0]! >= 2_500, `4 attempts took ${seen[3]! - seen[0]!} ms (backoff 0.5 + 1 + 2 s, jitter 20%), not 3 x 200 ms`);
+      tt.ok(gaps[2]! > gaps[0]!, 'the gaps grow');
+      tt.equal(await patchCount(metrics, 'RayCluster', 'conflict'), 0, 'never taken for a failed test op');
 
-    const warning = await until(async () => (await events(e, EVENT_FINALIZER_PATCH_REJECTED)).find((ev) => ev.involvedObject.name === 'frozen'), 'the Warning event');
-    tt.equal(warning.type, 'Warning');
-    tt.equal(warning.involvedObject.kind, 'RayCluster');
-    tt.match(warning.message, new RegExp(`^Cannot ${row.change} finalizer ray\\.io/gcs-ft-redis-cleanup-finalizer: the API server refused the change \\(422 Invalid\\): `));
-    tt.match(warning.message, /ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' .*denied request: finalizers are frozen here \(redis-password \*\*\*, env \*\*\*\)/, "the API's message");
-    tt.notOk(warning.message.includes(SECRET), 'the inline password the policy quoted is masked');
-    tt.notOk(warning.message.includes(ENV_SECRET), "the head env's inline password the policy quoted is masked");
-    const lines = log.lines().map((l) => JSON.stringify(l));
-    tt.ok(lines.some((l) => l.includes(`event ${EVENT_FINALIZER_PATCH_REJECTED}`) && l.includes('env ***')), 'the event is logged, masked');
-    tt.ok(lines.some((l) => l.includes('reconcile failed') && l.includes('env ***')), 'the failed reconcile is logged, masked');
-    tt.same(lines.filter((l) => l.includes(SECRET) || l.includes(ENV_SECRET)), [], 'no log line carries either password');
-    tt.notOk(row.after(await getCluster(e, 'frozen')), 'nothing changed while refused');
+      const warning = await until(
+        async () => (await events(e, EVENT_FINALIZER_PATCH_REJECTED)).find((ev) => ev.involvedObject.name === 'frozen'),
+        'the Warning event',
+      );
+      tt.equal(warning.type, 'Warning');
+      tt.equal(warning.involvedObject.kind, 'RayCluster');
+      tt.match(
+        warning.message,
+        new RegExp(
+          `^Cannot ${row.change} finalizer ray\\.io/gcs-ft-redis-cleanup-finalizer: the API server refused the change \\(422 Invalid\\): `,
+        ),
+      );
+      tt.match(
+        warning.message,
+        /ValidatingAdmissionPolicy 'frozen-finalizers-[^']+' .*denied request: finalizers are frozen here \(redis-password \*\*\*, env \*\*\*\)/,
+        "the API's message",
+      );
+      tt.notOk(warning.message.includes(SECRET), 'the inline password the policy quoted is masked');
+      tt.notOk(warning.message.includes(ENV_SECRET), "the head env's inline password the policy quoted is masked");
+      const lines = log.lines().map((l) => JSON.stringify(l));
+      tt.ok(
+        lines.some((l) => l.includes(`event ${EVENT_FINALIZER_PATCH_REJECTED}`) && l.includes('env ***')),
+        'the event is logged, masked',
+      );
+      tt.ok(
+        lines.some((l) => l.includes('reconcile failed') && l.includes('env ***')),
+        'the failed reconcile is logged, masked',
+      );
+      tt.same(
+        lines.filter((l) => l.includes(SECRET) || l.includes(ENV_SECRET)),
+        [],
+        'no log line carries either password',
+      );
+      tt.notOk(row.after(await getCluster(e, 'frozen')), 'nothing changed while refused');
 
-    await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' }, { metadata: { labels: { [FROZEN_LABEL]: null } } }, MERGE_PATCH);
-    await until(async () => row.after(await getCluster(e, 'frozen')), 'the change once the policy no longer applies', 30_000);
-    // The server stores the change before the controller has read its answer (and counted it): wait for the count.
-    await until(async () => (await patchCount(metrics, 'RayCluster', 'patched', row.change)) > 0, 'the patch to be counted', 30_000);
-    tt.equal(await patchCount(metrics, 'RayCluster', 'patched', row.change), 1, 'counted once as patched');
-  });
+      await e.kube.patch(
+        { ...RAYCLUSTERS, namespace: e.ns.name, name: 'frozen' },
+        { metadata: { labels: { [FROZEN_LABEL]: null } } },
+        MERGE_PATCH,
+      );
+      await until(async () => row.after(await getCluster(e, 'frozen')), 'the change once the policy no longer applies', 30_000);
+      // The server stores the change before the controller has read its answer (and counted it): wait for the count.
+      await until(async () => (await patchCount(metrics, 'RayCluster', 'patched', row.change)) > 0, 'the patch to be counted', 30_000);
+      tt.equal(await patchCount(metrics, 'RayCluster', 'patched', row.change), 1, 'counted once as patched');
+    },
+  );
 }
 
 t.test('a failed `test` op (stale cache) is re-read and retried in the same reconcile: no event, no backoff', async (tt) => {
@@ -198,7 +280,17 @@ t.test('a failed `test` op (stale cache) is re-read and retried in the same reco
   const metrics = createMetricsRegistry();
   const factory = new InformerFactory(e.kube, { namespace: e.ns.name });
   const recorder = new KubeEventRecorder({ kube: e.kube, component: 'raykeeper-test', instance: 'test', logger: quiet });
-  const ctx: ControllerContext = { kubeConfig: e.ns.kubeConfig, kube: e.kube, informers: factory, watchNamespace: e.ns.name, events: recorder, logger: quiet, metrics, env: {}, now: Date.now };
+  const ctx: ControllerContext = {
+    kubeConfig: e.ns.kubeConfig,
+    kube: e.kube,
+    informers: factory,
+    watchNamespace: e.ns.name,
+    events: recorder,
+    logger: quiet,
+    metrics,
+    env: {},
+    now: Date.now,
+  };
   const reconciler = new RayClusterReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
   tt.teardown(() => factory.stop());
   factory.start();
@@ -208,13 +300,21 @@ t.test('a failed `test` op (stale cache) is re-read and retried in the same reco
   await until(() => factory.all().some((i) => i.get(key)), 'the cluster in the cache');
   // Freeze the cache, then change the finalizers behind its back: the cached copy is stale.
   await factory.stop();
-  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'stale' }, { metadata: { finalizers: ['example.com/other'] } }, MERGE_PATCH);
+  await e.kube.patch(
+    { ...RAYCLUSTERS, namespace: e.ns.name, name: 'stale' },
+    { metadata: { finalizers: ['example.com/other'] } },
+    MERGE_PATCH,
+  );
 
   const started = Date.now();
   const result = await reconciler.reconcile(key);
   tt.comment(`reconcile with one failed test op took ${Date.now() - started} ms`);
   tt.equal(result, undefined, 'done in one reconcile: nothing left for the queue');
-  tt.same((await getCluster(e, 'stale'))?.metadata.finalizers, ['example.com/other', FINALIZER], 'added after the re-read, the other finalizer kept');
+  tt.same(
+    (await getCluster(e, 'stale'))?.metadata.finalizers,
+    ['example.com/other', FINALIZER],
+    'added after the re-read, the other finalizer kept',
+  );
   tt.equal(await patchCount(metrics, 'RayCluster', 'conflict'), 1, 'the stale patch failed its test op');
   tt.equal(await patchCount(metrics, 'RayCluster', 'patched'), 1);
   tt.equal(await patchCount(metrics, 'RayCluster', 'rejected'), 0);
@@ -236,5 +336,8 @@ t.test('RayJob: a refused finalizer patch is one attempt per reconcile, a Warnin
   const warnings = (await h.events('frozen-job')).filter((ev) => ev.reason === EVENT_FINALIZER_PATCH_REJECTED);
   tt.equal(warnings.length, 1);
   tt.equal(warnings[0]?.type, 'Warning');
-  tt.match(warnings[0]?.message, /^Cannot add finalizer ray\.io\/rayjob-finalizer: the API server refused the change \(422 Invalid\): rayjobs\.ray\.io "frozen-job" is forbidden: ValidatingAdmissionPolicy/);
+  tt.match(
+    warnings[0]?.message,
+    /^Cannot add finalizer ray\.io\/rayjob-finalizer: the API server refused the change \(422 Invalid\): rayjobs\.ray\.io "frozen-job" is forbidden: ValidatingAdmissionPolicy/,
+  );
 });

@@ -42,7 +42,10 @@ class FakeApi {
   put(name: string, extra: Record<string, unknown> = {}, emit = true): KubeObject {
     this.rv += 1;
     const existed = this.objects.has(name);
-    const obj: KubeObject = { metadata: { name, namespace: 'ns', resourceVersion: String(this.rv), managedFields: [{ manager: 'x' }] }, ...extra };
+    const obj: KubeObject = {
+      metadata: { name, namespace: 'ns', resourceVersion: String(this.rv), managedFields: [{ manager: 'x' }] },
+      ...extra,
+    };
     this.objects.set(name, obj);
     if (emit) this.current?.onEvent(existed ? 'MODIFIED' : 'ADDED', structuredClone(obj));
     return obj;
@@ -130,7 +133,11 @@ t.test('other errors: restart with backoff for ever, cache kept, health reflects
   let now = 0;
   const api = new FakeApi();
   api.put('a', {}, false);
-  const inf = new Informer('test', { version: 'v1', plural: 'things' }, { watchFn: api.watchFn, listFn: api.listFn, timings: fast, now: () => now });
+  const inf = new Informer(
+    'test',
+    { version: 'v1', plural: 'things' },
+    { watchFn: api.watchFn, listFn: api.listFn, timings: fast, now: () => now },
+  );
   const errors: unknown[] = [];
   inf.onError((e) => errors.push(e));
   inf.start();
@@ -183,7 +190,11 @@ t.test("client-node's inactivity TimeoutError is a quiet reconnect, not an error
 t.test('staleness watchdog: a watch that silently delivers nothing is replaced by a relist', async (tt) => {
   let now = 0;
   const api = new FakeApi();
-  const inf = new Informer('test', { version: 'v1', plural: 'things' }, { watchFn: api.watchFn, listFn: api.listFn, timings: { ...fast, stalenessMs: 1000 }, now: () => now });
+  const inf = new Informer(
+    'test',
+    { version: 'v1', plural: 'things' },
+    { watchFn: api.watchFn, listFn: api.listFn, timings: { ...fast, stalenessMs: 1000 }, now: () => now },
+  );
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
@@ -199,7 +210,11 @@ t.test('staleness watchdog: a watch that silently delivers nothing is replaced b
 t.test('periodic relist', async (tt) => {
   let now = 0;
   const api = new FakeApi();
-  const inf = new Informer('test', { version: 'v1', plural: 'things' }, { watchFn: api.watchFn, listFn: api.listFn, timings: { ...fast, stalenessMs: 1000, relistIntervalMs: 2000 }, now: () => now });
+  const inf = new Informer(
+    'test',
+    { version: 'v1', plural: 'things' },
+    { watchFn: api.watchFn, listFn: api.listFn, timings: { ...fast, stalenessMs: 1000, relistIntervalMs: 2000 }, now: () => now },
+  );
   inf.start();
   tt.teardown(() => inf.stop());
   await inf.waitForSync();
@@ -223,7 +238,11 @@ t.test('stop: no error callbacks, no restarts', async (tt) => {
   const w = api.current!;
   // The control: a running informer with the same timings, whose watch ends too, restarts it.
   const controlApi = new FakeApi();
-  const control = new Informer('control', { version: 'v1', plural: 'things' }, { watchFn: controlApi.watchFn, listFn: controlApi.listFn, timings: fast });
+  const control = new Informer(
+    'control',
+    { version: 'v1', plural: 'things' },
+    { watchFn: controlApi.watchFn, listFn: controlApi.listFn, timings: fast },
+  );
   control.start();
   tt.teardown(() => control.stop());
   await control.waitForSync();

@@ -5,7 +5,14 @@
 // a taken Lease), write-fence.test.ts (mayWrite), test/raycluster/controller-restart.test.ts.
 import t from 'tap';
 import { pino } from 'pino';
-import { DEFAULT_LEADER_TIMING, LeaderElector, leaderTimingProblem, renewStep, type LeaderTiming, type LeaseClient } from '../../controller/runtime/leader.ts';
+import {
+  DEFAULT_LEADER_TIMING,
+  LeaderElector,
+  leaderTimingProblem,
+  renewStep,
+  type LeaderTiming,
+  type LeaseClient,
+} from '../../controller/runtime/leader.ts';
 import { KubeApiError, resourcePath, type RequestOptionsLite, type ResourceRef } from '../../src/kube.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 
@@ -61,7 +68,8 @@ class FakeLeaseApi implements LeaseClient {
   replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
     return this.request('PUT', ref, options, () => {
       const lease = body as StoredLease;
-      if (lease.metadata.resourceVersion !== this.lease?.metadata.resourceVersion) throw new KubeApiError('PUT', resourcePath(ref), 409, { reason: 'Conflict' }, '');
+      if (lease.metadata.resourceVersion !== this.lease?.metadata.resourceVersion)
+        throw new KubeApiError('PUT', resourcePath(ref), 409, { reason: 'Conflict' }, '');
       return this.store(lease);
     });
   }
@@ -121,8 +129,24 @@ async function playTerm(timing: LeaderTiming, renewals: Answer[], pauseMs?: numb
   const kube = new FakeLeaseApi(clock, renewals);
   const logs: Array<{ msg: string; leadingUntil?: string }> = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const elector = new LeaderElector({ kube, namespace: 'ns', name: 'lock', identity: 'me', logger, now: clock.now, timers: clock, ...timing });
-  const term: Term = { startedAt: undefined, stoppedAt: undefined, reason: undefined, leadingUntil: undefined, requests: kube.requests, isLeaderAfter: true };
+  const elector = new LeaderElector({
+    kube,
+    namespace: 'ns',
+    name: 'lock',
+    identity: 'me',
+    logger,
+    now: clock.now,
+    timers: clock,
+    ...timing,
+  });
+  const term: Term = {
+    startedAt: undefined,
+    stoppedAt: undefined,
+    reason: undefined,
+    leadingUntil: undefined,
+    requests: kube.requests,
+    isLeaderAfter: true,
+  };
   let ended = false;
   const run = elector.run(new AbortController().signal, {
     onStartedLeading: () => (term.startedAt = clock.now() - start),
@@ -137,7 +161,8 @@ async function playTerm(timing: LeaderTiming, renewals: Answer[], pauseMs?: numb
     await settled();
     if (ended) break;
     const due = clock.nextDue;
-    if (due === undefined || steps > 10_000) throw new Error(`the elector waits for nothing at +${clock.now() - start} ms (no timer pending, run() not done)`);
+    if (due === undefined || steps > 10_000)
+      throw new Error(`the elector waits for nothing at +${clock.now() - start} ms (no timer pending, run() not done)`);
     if (pauseMs !== undefined && term.startedAt !== undefined) {
       clock.pause(pauseMs);
       pauseMs = undefined;
@@ -152,18 +177,35 @@ async function playTerm(timing: LeaderTiming, renewals: Answer[], pauseMs?: numb
 }
 
 /** The requests made while leading, as [verb, at, timeoutMs] (the first two are the campaign's GET and POST). */
-const renewRequests = (term: Term): Array<[string, number, number | undefined]> => term.requests.slice(2).map((r) => [r.verb, r.at, r.timeoutMs]);
+const renewRequests = (term: Term): Array<[string, number, number | undefined]> =>
+  term.requests.slice(2).map((r) => [r.verb, r.at, r.timeoutMs]);
 
 t.test('timing validation: renew deadline < lease duration, and > 1.2 x retry period', async (tt) => {
   const rows: Array<[string, LeaderTiming, RegExp | undefined]> = [
     ['defaults (client-go: 15 / 10 / 2 s)', DEFAULT_LEADER_TIMING, undefined],
-    ['the tests\' short settings (3 / 2 / 0.4 s)', { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 }, undefined],
-    ['renew deadline equal to the lease duration', { leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 }, /renew deadline \(10000 ms\) must be shorter than the lease duration/],
-    ['renew deadline longer than the lease duration', { leaseDurationMs: 5000, renewDeadlineMs: 8000, retryPeriodMs: 1000 }, /must be shorter than the lease duration/],
-    ['retry period too close to the renew deadline', { leaseDurationMs: 15_000, renewDeadlineMs: 2400, retryPeriodMs: 2000 }, /must be longer than 1.2 x the retry period/],
+    ["the tests' short settings (3 / 2 / 0.4 s)", { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 }, undefined],
+    [
+      'renew deadline equal to the lease duration',
+      { leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 },
+      /renew deadline \(10000 ms\) must be shorter than the lease duration/,
+    ],
+    [
+      'renew deadline longer than the lease duration',
+      { leaseDurationMs: 5000, renewDeadlineMs: 8000, retryPeriodMs: 1000 },
+      /must be shorter than the lease duration/,
+    ],
+    [
+      'retry period too close to the renew deadline',
+      { leaseDurationMs: 15_000, renewDeadlineMs: 2400, retryPeriodMs: 2000 },
+      /must be longer than 1.2 x the retry period/,
+    ],
     ['zero retry period', { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }, /retry period must be positive/],
     ['negative lease duration', { leaseDurationMs: -1, renewDeadlineMs: 10_000, retryPeriodMs: 2000 }, /lease duration must be positive/],
-    ['NaN renew deadline', { leaseDurationMs: 15_000, renewDeadlineMs: Number.NaN, retryPeriodMs: 2000 }, /renew deadline must be positive/],
+    [
+      'NaN renew deadline',
+      { leaseDurationMs: 15_000, renewDeadlineMs: Number.NaN, retryPeriodMs: 2000 },
+      /renew deadline must be positive/,
+    ],
   ];
   const kube = new FakeLeaseApi(new FakeClock(), []);
   for (const [name, timing, problem] of rows) {
@@ -183,14 +225,18 @@ t.test('renew step: renew every retry period until ONE deadline after the last s
   const rows: Array<[string, number, ReturnType<typeof renewStep>]> = [
     ['just renewed: wait a retry period', last, { kind: 'renew', waitMs: 2000, deadline: last + 10_000 }],
     ['attempts failing for 7 s: same deadline', last + 7000, { kind: 'renew', waitMs: 2000, deadline: last + 10_000 }],
-    ['1.5 s left: the last attempt comes at the deadline at the latest', last + 8500, { kind: 'renew', waitMs: 1500, deadline: last + 10_000 }],
+    [
+      '1.5 s left: the last attempt comes at the deadline at the latest',
+      last + 8500,
+      { kind: 'renew', waitMs: 1500, deadline: last + 10_000 },
+    ],
     ['at the deadline: stop', last + 10_000, { kind: 'stop', deadline: last + 10_000 }],
     ['resumed long after the deadline (a paused process): stop, no request', last + 60_000, { kind: 'stop', deadline: last + 10_000 }],
   ];
   for (const [name, now, want] of rows) tt.same(renewStep(now, last, timing), want, name);
 });
 
-t.test("the same renew steps, played through LeaderElector.run (15 / 10 / 2 s; it acquires the Lease at 0)", async (tt) => {
+t.test('the same renew steps, played through LeaderElector.run (15 / 10 / 2 s; it acquires the Lease at 0)', async (tt) => {
   const timing = DEFAULT_LEADER_TIMING;
   interface Row {
     name: string;
@@ -208,14 +254,21 @@ t.test("the same renew steps, played through LeaderElector.run (15 / 10 / 2 s; i
       // deadline moves to the renew attempt's START + 10 s.
       name: 'just renewed: wait a retry period',
       renewals: [{ afterMs: 500 }, { afterMs: 500 }],
-      requests: [['GET', 2000, 8000], ['PUT', 2500, 7500], ['GET', 5000, 7000]],
+      requests: [
+        ['GET', 2000, 8000],
+        ['PUT', 2500, 7500],
+        ['GET', 5000, 7000],
+      ],
       stoppedAt: 12_000,
       leadingUntil: 12_000,
     },
     {
       name: 'attempts failing for 7 s: same deadline',
       renewals: [{ afterMs: 5000, fail: true }],
-      requests: [['GET', 2000, 8000], ['GET', 9000, 1000]],
+      requests: [
+        ['GET', 2000, 8000],
+        ['GET', 9000, 1000],
+      ],
       stoppedAt: 10_000,
       leadingUntil: 10_000,
     },
@@ -246,7 +299,10 @@ t.test("the same renew steps, played through LeaderElector.run (15 / 10 / 2 s; i
     const term = await playTerm(timing, row.renewals, row.pauseMs);
     tt.equal(term.startedAt, 0, `${row.name}: leads from 0`);
     tt.same(renewRequests(term), row.requests, `${row.name}: the requests while leading (verb, at, time left to the deadline)`);
-    tt.ok(term.requests.every((r) => r.at < row.leadingUntil), `${row.name}: no request at or after the deadline`);
+    tt.ok(
+      term.requests.every((r) => r.at < row.leadingUntil),
+      `${row.name}: no request at or after the deadline`,
+    );
     tt.equal(term.stoppedAt, row.stoppedAt, `${row.name}: stops at ${row.stoppedAt}`);
     tt.match(term.reason, /renew deadline/, `${row.name}: because of the renew deadline`);
     tt.equal(term.leadingUntil, row.leadingUntil, `${row.name}: led until ${row.leadingUntil}`);
@@ -256,14 +312,26 @@ t.test("the same renew steps, played through LeaderElector.run (15 / 10 / 2 s; i
 
 t.test('a leader whose every request hangs stops at its renew deadline, before the lease can expire', async (tt) => {
   // Every renew request hangs until the elector aborts it at the deadline (the slow API server).
-  const rows: LeaderTiming[] = [DEFAULT_LEADER_TIMING, { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 }, { leaseDurationMs: 4000, renewDeadlineMs: 2000, retryPeriodMs: 1000 }];
+  const rows: LeaderTiming[] = [
+    DEFAULT_LEADER_TIMING,
+    { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 },
+    { leaseDurationMs: 4000, renewDeadlineMs: 2000, retryPeriodMs: 1000 },
+  ];
   for (const timing of rows) {
     const term = await playTerm(timing, []);
     const attempts = term.requests.slice(2);
     const led = (term.stoppedAt ?? Number.NaN) - (term.startedAt ?? Number.NaN);
-    tt.equal(led, timing.renewDeadlineMs, `${JSON.stringify(timing)}: leads ${led} ms after its last renew (${attempts.length} attempt(s))`);
+    tt.equal(
+      led,
+      timing.renewDeadlineMs,
+      `${JSON.stringify(timing)}: leads ${led} ms after its last renew (${attempts.length} attempt(s))`,
+    );
     tt.ok(led < timing.leaseDurationMs, 'less than the lease duration the others wait');
     tt.ok(attempts.length > 0, 'it tried to renew');
-    tt.same(attempts.map((r) => r.abortedAt), attempts.map(() => timing.renewDeadlineMs), 'each hanging request aborted at the deadline');
+    tt.same(
+      attempts.map((r) => r.abortedAt),
+      attempts.map(() => timing.renewDeadlineMs),
+      'each hanging request aborted at the deadline',
+    );
   }
 });

@@ -161,10 +161,14 @@ t.test('runWorkers: each key handled, a throw retried with backoff then forgotte
   await finished;
   tt.ok(await q.drain(1000), 'the last key is done');
   tt.same(handled.sort(), ['a', 'b', 'flaky'], 'every key handled once it succeeds');
-  tt.same(errors, [
-    ['flaky', 'not yet', 5],
-    ['flaky', 'not yet', 5],
-  ], 'each failure reported with its retry delay');
+  tt.same(
+    errors,
+    [
+      ['flaky', 'not yet', 5],
+      ['flaky', 'not yet', 5],
+    ],
+    'each failure reported with its retry delay',
+  );
   tt.equal(q.failuresOf('flaky'), 0, 'the failure count is forgotten after a success');
   q.shutdown();
   await loops;

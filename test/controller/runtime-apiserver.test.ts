@@ -23,7 +23,12 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   const { resourceVersion } = await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name });
   const events: string[] = [];
   let done: Error | null | undefined;
-  const handle = await kube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => events.push(`${type} ${obj.metadata.name}`), (err) => (done = err));
+  const handle = await kube.watch<{ metadata: { name: string } }>(
+    path,
+    { resourceVersion },
+    (type, obj) => events.push(`${type} ${obj.metadata.name}`),
+    (err) => (done = err),
+  );
   const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
   await kube.create(cm, { metadata: { name: 'w1' }, data: { a: '1' } });
   await kube.patch({ ...cm, name: 'w1' }, { data: { a: '2' } }, 'application/merge-patch+json');
@@ -37,23 +42,43 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   const witnessKube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => witnessKube.close());
   const witnessed: string[] = [];
-  const witness = await witnessKube.watch<{ metadata: { name: string } }>(path, { resourceVersion }, (type, obj) => witnessed.push(`${type} ${obj.metadata.name}`), () => {});
+  const witness = await witnessKube.watch<{ metadata: { name: string } }>(
+    path,
+    { resourceVersion },
+    (type, obj) => witnessed.push(`${type} ${obj.metadata.name}`),
+    () => {},
+  );
   await until(() => witnessed.includes('ADDED after-abort'), 'the witness watch to see the ConfigMap created after abort()');
   witness.abort();
-  tt.same(witnessed, ['ADDED w1', 'MODIFIED w1', 'DELETED w1', 'ADDED after-abort'], 'the witness saw everything from the same resourceVersion');
+  tt.same(
+    witnessed,
+    ['ADDED w1', 'MODIFIED w1', 'DELETED w1', 'ADDED after-abort'],
+    'the witness saw everything from the same resourceVersion',
+  );
   tt.equal(done, undefined, 'abort() ends the stream without calling onDone');
   tt.notOk(events.includes('ADDED after-abort'), 'and delivers nothing more');
   tt.same(events, ['ADDED w1', 'MODIFIED w1', 'DELETED w1'], 'the aborted watch has only what came before abort()');
 
   let refused: unknown;
-  await kube.watch(`/apis/example.com/v1/namespaces/${ns.name}/nothings`, {}, () => {}, (err) => (refused = err));
+  await kube.watch(
+    `/apis/example.com/v1/namespaces/${ns.name}/nothings`,
+    {},
+    () => {},
+    (err) => (refused = err),
+  );
   await until(() => refused, 'the refused watch to end');
   tt.equal((refused as { statusCode?: number }).statusCode, 404, 'a non-200 answer ends the watch with its status code');
   tt.match((refused as Error).message, /^WATCH \/apis\/example.com/);
 
   let quiet: Error | null | undefined;
   const started = Date.now();
-  await kube.watch(path, { resourceVersion: (await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name })).resourceVersion }, () => {}, (err) => (quiet = err), 400);
+  await kube.watch(
+    path,
+    { resourceVersion: (await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name })).resourceVersion },
+    () => {},
+    (err) => (quiet = err),
+    400,
+  );
   await until(() => quiet, 'the inactivity timeout');
   tt.equal(quiet?.name, 'TimeoutError', 'nothing for inactivityMs: TimeoutError (the informer re-watches)');
   tt.ok(Date.now() - started >= 400, 'not before inactivityMs');
@@ -71,11 +96,27 @@ t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace term
     (err) => tt.ok(isAlreadyExists(err), 'AlreadyExists'),
   );
   tt.equal(await kube.getOrUndefined({ ...cm, name: 'missing' }), undefined);
-  await kube.patch({ ...cm, name: 'a' }, [{ op: 'test', path: '/data/k', value: 'other' }, { op: 'replace', path: '/data/k', value: 'w' }], JSON_PATCH).then(
-    () => tt.fail('a failed test op must fail the patch'),
-    (err) => tt.ok(isPatchTestFailed(err), `test op failure is recognised: ${(err as Error).message}`),
+  await kube
+    .patch(
+      { ...cm, name: 'a' },
+      [
+        { op: 'test', path: '/data/k', value: 'other' },
+        { op: 'replace', path: '/data/k', value: 'w' },
+      ],
+      JSON_PATCH,
+    )
+    .then(
+      () => tt.fail('a failed test op must fail the patch'),
+      (err) => tt.ok(isPatchTestFailed(err), `test op failure is recognised: ${(err as Error).message}`),
+    );
+  const patched = await kube.patch<{ data: Record<string, string> }>(
+    { ...cm, name: 'a' },
+    [
+      { op: 'test', path: '/data/k', value: 'v' },
+      { op: 'replace', path: '/data/k', value: 'w' },
+    ],
+    JSON_PATCH,
   );
-  const patched = await kube.patch<{ data: Record<string, string> }>({ ...cm, name: 'a' }, [{ op: 'test', path: '/data/k', value: 'v' }, { op: 'replace', path: '/data/k', value: 'w' }], JSON_PATCH);
   tt.equal(patched.data.k, 'w');
   for (let i = 0; i < 7; i++) await kube.create(cm, { metadata: { name: `page-${i}` } });
   const listed = await kube.list(cm, { limit: 3 });
@@ -130,7 +171,8 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   const kubes = [new KubeClient(ns.kubeConfig), new KubeClient(ns.kubeConfig), new KubeClient(ns.kubeConfig)];
   tt.teardown(() => kubes.forEach((k) => k.close()));
   const timing = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300 };
-  const make = (i: number) => new LeaderElector({ kube: kubes[i]!, namespace: ns.name, name: 'lock', identity: `r${i}`, logger: quiet, ...timing });
+  const make = (i: number) =>
+    new LeaderElector({ kube: kubes[i]!, namespace: ns.name, name: 'lock', identity: `r${i}`, logger: quiet, ...timing });
   const leading = new Set<string>();
   const stopped: string[] = [];
   const run = (e: LeaderElector) => {
@@ -150,12 +192,15 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   const renewals = async (times: number) => {
     let last = await renewTime();
     for (let i = 0; i < times; i++) {
-      await until(async () => {
-        const now = await renewTime();
-        if (now === last) return false;
-        last = now;
-        return true;
-      }, `renewal ${i + 1} of ${times}`);
+      await until(
+        async () => {
+          const now = await renewTime();
+          if (now === last) return false;
+          last = now;
+          return true;
+        },
+        `renewal ${i + 1} of ${times}`,
+      );
     }
   };
   const a = make(0);
@@ -168,7 +213,11 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   await renewals(2);
   tt.same([...leading], ['r0'], 'only one leader while it renews');
   tt.equal(b.observedLeader, 'r0');
-  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
+  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({
+    ...LEASES,
+    namespace: ns.name,
+    name: 'lock',
+  });
   tt.equal(lease.spec.holderIdentity, 'r0');
   tt.equal(lease.spec.leaseDurationSeconds, 3);
 
@@ -192,7 +241,11 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   await rb.done;
   tt.equal(await b.release(), true, `released (terms ended so far: ${stopped.join('; ') || 'none'})`);
   await until(() => leading.has('r2'), 'r2 takes over after the release', 5000);
-  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({ ...LEASES, namespace: ns.name, name: 'lock' });
+  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({
+    ...LEASES,
+    namespace: ns.name,
+    name: 'lock',
+  });
   tt.equal(after.spec.holderIdentity, 'r2');
   tt.ok(after.spec.leaseTransitions >= 2);
   rc.ctl.abort();
@@ -205,7 +258,10 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   const kube = new KubeClient(ns.kubeConfig);
   const other = new KubeClient(ns.kubeConfig);
   tt.teardown(() => (kube.close(), other.close()));
-  type HeldLease = { metadata: { name: string; namespace: string; resourceVersion: string }; spec: { holderIdentity: string | null; renewTime: string; leaseDurationSeconds: number; leaseTransitions: number } };
+  type HeldLease = {
+    metadata: { name: string; namespace: string; resourceVersion: string };
+    spec: { holderIdentity: string | null; renewTime: string; leaseDurationSeconds: number; leaseTransitions: number };
+  };
   /** Leads on `name`, then stops its loop as the manager's shutdown does (the lease stays held). */
   const ledThenStopped = async (name: string) => {
     // client-go's default timing: the first attempt takes the free Lease, and no stall on a loaded machine
@@ -238,7 +294,10 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   // The Lease was taken by another replica meanwhile: the release must not touch it.
   const b = await ledThenStopped('taken');
   const held = await other.get<HeldLease>(ref('taken'));
-  const taken = await other.replace<HeldLease>(ref('taken'), { ...held, spec: { ...held.spec, holderIdentity: 'successor', renewTime: later(), leaseTransitions: held.spec.leaseTransitions + 1 } });
+  const taken = await other.replace<HeldLease>(ref('taken'), {
+    ...held,
+    spec: { ...held.spec, holderIdentity: 'successor', renewTime: later(), leaseTransitions: held.spec.leaseTransitions + 1 },
+  });
   tt.equal(await b.release(), false, 'not released');
   const after = await other.get<HeldLease>(ref('taken'));
   tt.equal(after.spec.holderIdentity, 'successor', 'the successor still holds it');
@@ -248,14 +307,30 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   const c = await ledThenStopped('deleted');
   await other.delete(ref('deleted'));
   tt.equal(await c.release(), false, 'not released');
-  tt.equal(await other.get(ref('deleted')).then(() => 'found', (err) => (isNotFound(err) ? 'not found' : String(err))), 'not found', 'no Lease was created');
+  tt.equal(
+    await other.get(ref('deleted')).then(
+      () => 'found',
+      (err) => (isNotFound(err) ? 'not found' : String(err)),
+    ),
+    'not found',
+    'no Lease was created',
+  );
 });
 
 t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const e = new LeaderElector({ kube, namespace: ns.name, name: 'lock2', identity: 'solo', logger: quiet, leaseDurationMs: 3000, renewDeadlineMs: 1000, retryPeriodMs: 200 });
+  const e = new LeaderElector({
+    kube,
+    namespace: ns.name,
+    name: 'lock2',
+    identity: 'solo',
+    logger: quiet,
+    leaseDurationMs: 3000,
+    renewDeadlineMs: 1000,
+    retryPeriodMs: 200,
+  });
   let why = '';
   const ctl = new AbortController();
   let started = false;
@@ -270,7 +345,10 @@ t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
   // Someone else overwrites the lease (e.g. an admin, or a replica that saw it expire).
   const ref = { ...LEASES, namespace: ns.name, name: 'lock2' };
   const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
-  await kube.replace(ref, { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') } });
+  await kube.replace(ref, {
+    ...lease,
+    spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') },
+  });
   await done;
   tt.match(why, /taken by another replica|could not renew/);
   tt.equal(e.isLeader(), false);
@@ -280,7 +358,10 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'target' } });
+  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>(
+    { ...CONFIGMAPS, namespace: ns.name },
+    { metadata: { name: 'target' } },
+  );
   const rec = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'i1', logger: quiet });
   const obj = { ...cm, apiVersion: 'v1', kind: 'ConfigMap' };
   rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
@@ -288,7 +369,12 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
   rec.event(obj, 'Normal', 'Other', 'different');
   await rec.flush();
-  const events = (await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({ ...EVENTS, namespace: ns.name })).items;
+  const events = (
+    await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({
+      ...EVENTS,
+      namespace: ns.name,
+    })
+  ).items;
   const broke = events.filter((e) => e.reason === 'SomethingBroke');
   tt.equal(broke.length, 1, 'deduplicated');
   tt.equal(broke[0]!.count, 2);
@@ -335,58 +421,74 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   tt.equal((await get('/readyz')).statusCode, 503, 'not ready while stopping');
 });
 
-t.test('graceful stop (SIGTERM): an in-flight reconcile keeps its signal and may still write; one still running at the shutdown timeout is aborted', async (tt) => {
-  const ns = await testNamespace(tt);
-  const cm = { ...CONFIGMAPS, namespace: ns.name };
-  const manager = new Manager({
-    kubeConfig: ns.kubeConfig,
-    logger: quiet,
-    metrics: createMetricsRegistry(),
-    watchNamespace: ns.name,
-    shutdownTimeoutMs: 1500,
-    leaderElection: { namespace: ns.name, name: 'graceful', identity: 'g1', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
-  });
-  const started = new Set<string>();
-  const abortedAt = new Map<string, number>();
-  let finishFirst: () => void = () => {};
-  const firstMayFinish = new Promise<void>((resolve) => (finishFirst = resolve));
-  manager.add({
-    name: 'slow',
-    workers: 2,
-    watches: [{ informer: manager.informers.get(CONFIGMAPS) }],
-    reconciler: {
-      reconcile: async (key, signal) => {
-        const name = key.split('/')[1]!;
-        if (name !== 'finishes' && name !== 'stuck') return;
-        started.add(name);
-        signal?.addEventListener('abort', () => abortedAt.set(name, Date.now()), { once: true });
-        if (name === 'finishes') {
-          await firstMayFinish;
-          // A write after SIGTERM, through the fenced client: still allowed (the last renew's deadline lasts).
-          await manager.ctx.kube.create(cm, { metadata: { name: 'written-after-sigterm' } });
-          return;
-        }
-        await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+t.test(
+  'graceful stop (SIGTERM): an in-flight reconcile keeps its signal and may still write; one still running at the shutdown timeout is aborted',
+  async (tt) => {
+    const ns = await testNamespace(tt);
+    const cm = { ...CONFIGMAPS, namespace: ns.name };
+    const manager = new Manager({
+      kubeConfig: ns.kubeConfig,
+      logger: quiet,
+      metrics: createMetricsRegistry(),
+      watchNamespace: ns.name,
+      shutdownTimeoutMs: 1500,
+      leaderElection: {
+        namespace: ns.name,
+        name: 'graceful',
+        identity: 'g1',
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
       },
-    },
-  });
-  const ctl = new AbortController();
-  const done = manager.run(ctl.signal);
-  let finished = false;
-  void done.then(() => (finished = true));
-  await until(() => manager.isLeader(), 'leading');
-  await ns.kube.create(cm, { metadata: { name: 'finishes' } });
-  await ns.kube.create(cm, { metadata: { name: 'stuck' } });
-  await until(() => started.has('finishes') && started.has('stuck'), 'both reconciles running');
+    });
+    const started = new Set<string>();
+    const abortedAt = new Map<string, number>();
+    let finishFirst: () => void = () => {};
+    const firstMayFinish = new Promise<void>((resolve) => (finishFirst = resolve));
+    manager.add({
+      name: 'slow',
+      workers: 2,
+      watches: [{ informer: manager.informers.get(CONFIGMAPS) }],
+      reconciler: {
+        reconcile: async (key, signal) => {
+          const name = key.split('/')[1]!;
+          if (name !== 'finishes' && name !== 'stuck') return;
+          started.add(name);
+          signal?.addEventListener('abort', () => abortedAt.set(name, Date.now()), { once: true });
+          if (name === 'finishes') {
+            await firstMayFinish;
+            // A write after SIGTERM, through the fenced client: still allowed (the last renew's deadline lasts).
+            await manager.ctx.kube.create(cm, { metadata: { name: 'written-after-sigterm' } });
+            return;
+          }
+          await new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+        },
+      },
+    });
+    const ctl = new AbortController();
+    const done = manager.run(ctl.signal);
+    let finished = false;
+    void done.then(() => (finished = true));
+    await until(() => manager.isLeader(), 'leading');
+    await ns.kube.create(cm, { metadata: { name: 'finishes' } });
+    await ns.kube.create(cm, { metadata: { name: 'stuck' } });
+    await until(() => started.has('finishes') && started.has('stuck'), 'both reconciles running');
 
-  const sigtermAt = Date.now();
-  ctl.abort();
-  // The run cannot end while a reconcile is in flight: let the first one write and finish now.
-  finishFirst();
-  await until(async () => (await ns.kube.getOrUndefined({ ...cm, name: 'written-after-sigterm' })) !== undefined, 'the in-flight reconcile wrote after SIGTERM');
-  tt.notOk(abortedAt.has('finishes'), 'the reconcile that finished in time was never aborted');
-  tt.equal(await done, 'stopped');
-  tt.ok(finished);
-  tt.ok(abortedAt.has('stuck'), 'the one still running at the shutdown timeout was aborted');
-  tt.ok(abortedAt.get('stuck')! - sigtermAt >= 1400, `aborted at the shutdown timeout, not at SIGTERM (${abortedAt.get('stuck')! - sigtermAt} ms)`);
-});
+    const sigtermAt = Date.now();
+    ctl.abort();
+    // The run cannot end while a reconcile is in flight: let the first one write and finish now.
+    finishFirst();
+    await until(
+      async () => (await ns.kube.getOrUndefined({ ...cm, name: 'written-after-sigterm' })) !== undefined,
+      'the in-flight reconcile wrote after SIGTERM',
+    );
+    tt.notOk(abortedAt.has('finishes'), 'the reconcile that finished in time was never aborted');
+    tt.equal(await done, 'stopped');
+    tt.ok(finished);
+    tt.ok(abortedAt.has('stuck'), 'the one still running at the shutdown timeout was aborted');
+    tt.ok(
+      abortedAt.get('stuck')! - sigtermAt >= 1400,
+      `aborted at the shutdown timeout, not at SIGTERM (${abortedAt.get('stuck')! - sigtermAt} ms)`,
+    );
+  },
+);

@@ -36,40 +36,58 @@ async function refused(tt: Test, p: Promise<unknown>, method: string, what: stri
   tt.equal((err as NotLeaderError).method, method, `${what}: names the verb`);
 }
 
-t.test('fenced client: no write leaves while the guard says no, reads work, the unfenced client on the same pool still writes', async (tt) => {
-  const ns = await testNamespace(tt);
-  const base = new KubeClient(ns.kubeConfig);
-  tt.teardown(() => base.close());
-  let open = true;
-  const fenced = base.fenced(() => open);
-  const cm = { ...CONFIGMAPS, namespace: ns.name };
-  await fenced.create(cm, { metadata: { name: 'held' }, data: { k: 'v' } });
-  const before = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
+t.test(
+  'fenced client: no write leaves while the guard says no, reads work, the unfenced client on the same pool still writes',
+  async (tt) => {
+    const ns = await testNamespace(tt);
+    const base = new KubeClient(ns.kubeConfig);
+    tt.teardown(() => base.close());
+    let open = true;
+    const fenced = base.fenced(() => open);
+    const cm = { ...CONFIGMAPS, namespace: ns.name };
+    await fenced.create(cm, { metadata: { name: 'held' }, data: { k: 'v' } });
+    const before = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
 
-  open = false;
-  tt.equal(fenced.mayWrite(), false);
-  tt.equal(base.mayWrite(), true, 'the client it was made from has no guard');
-  await refused(tt, fenced.patch({ ...cm, name: 'held' }, { data: { k: 'patched' } }, MERGE_PATCH), 'PATCH', 'patch');
-  await refused(tt, fenced.replace({ ...cm, name: 'held' }, { ...before, data: { k: 'replaced' } }), 'PUT', 'replace');
-  await refused(tt, fenced.create(cm, { metadata: { name: 'new' } }), 'POST', 'create');
-  await refused(tt, fenced.delete({ ...cm, name: 'held' }), 'DELETE', 'delete');
-  tt.same((await fenced.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'v' }, 'a read through the fenced client works');
-  tt.ok((await fenced.list<ConfigMap>(cm)).items.some((c) => c.metadata.name === 'held'), 'a list too');
+    open = false;
+    tt.equal(fenced.mayWrite(), false);
+    tt.equal(base.mayWrite(), true, 'the client it was made from has no guard');
+    await refused(tt, fenced.patch({ ...cm, name: 'held' }, { data: { k: 'patched' } }, MERGE_PATCH), 'PATCH', 'patch');
+    await refused(tt, fenced.replace({ ...cm, name: 'held' }, { ...before, data: { k: 'replaced' } }), 'PUT', 'replace');
+    await refused(tt, fenced.create(cm, { metadata: { name: 'new' } }), 'POST', 'create');
+    await refused(tt, fenced.delete({ ...cm, name: 'held' }), 'DELETE', 'delete');
+    tt.same((await fenced.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'v' }, 'a read through the fenced client works');
+    tt.ok(
+      (await fenced.list<ConfigMap>(cm)).items.some((c) => c.metadata.name === 'held'),
+      'a list too',
+    );
 
-  const after = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
-  tt.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, 'the object is unchanged on the server');
-  tt.same(after.data, { k: 'v' });
-  tt.same(after.metadata.managedFields, before.metadata.managedFields, 'no field manager touched it');
-  tt.equal(await ns.kube.getOrUndefined({ ...cm, name: 'new' }), undefined, 'the refused create made nothing');
-  tt.same(Object.fromEntries(base.fencedCounts), { PATCH: 1, PUT: 1, POST: 1, DELETE: 1 }, 'refusals counted by verb (shared with the base client)');
-  tt.same([...base.requestCounts.keys()].filter((k) => !k.startsWith('GET')), ['POST 201'], 'no refused write reached the API server: only the first create');
+    const after = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
+    tt.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, 'the object is unchanged on the server');
+    tt.same(after.data, { k: 'v' });
+    tt.same(after.metadata.managedFields, before.metadata.managedFields, 'no field manager touched it');
+    tt.equal(await ns.kube.getOrUndefined({ ...cm, name: 'new' }), undefined, 'the refused create made nothing');
+    tt.same(
+      Object.fromEntries(base.fencedCounts),
+      { PATCH: 1, PUT: 1, POST: 1, DELETE: 1 },
+      'refusals counted by verb (shared with the base client)',
+    );
+    tt.same(
+      [...base.requestCounts.keys()].filter((k) => !k.startsWith('GET')),
+      ['POST 201'],
+      'no refused write reached the API server: only the first create',
+    );
 
-  await base.patch({ ...cm, name: 'held' }, { data: { k: 'by-base' } }, MERGE_PATCH);
-  tt.same((await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'by-base' }, 'the unfenced client (the Lease client) on the same connections still writes');
-  open = true;
-  await fenced.patch({ ...cm, name: 'held' }, { data: { k: 'reopened' } }, MERGE_PATCH);
-  tt.same((await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'reopened' }, 'open again: the fenced client writes');
-});
+    await base.patch({ ...cm, name: 'held' }, { data: { k: 'by-base' } }, MERGE_PATCH);
+    tt.same(
+      (await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data,
+      { k: 'by-base' },
+      'the unfenced client (the Lease client) on the same connections still writes',
+    );
+    open = true;
+    await fenced.patch({ ...cm, name: 'held' }, { data: { k: 'reopened' } }, MERGE_PATCH);
+    tt.same((await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'reopened' }, 'open again: the fenced client writes');
+  },
+);
 
 t.test('the guard is asked as the request meets its socket: closed after the call, before the write, nothing is sent', async (tt) => {
   const ns = await testNamespace(tt);
@@ -112,37 +130,56 @@ t.test('isNotLeader: the error itself or a cause of it (a reconciler wrapping it
   for (const [name, err, want] of rows) tt.equal(isNotLeader(err), want, name);
 });
 
-t.test("the elector's mayWrite: by clock from the last renew (no timer needed), kept through a graceful stop until the release", async (tt) => {
-  const ns = await testNamespace(tt);
-  const kube = new KubeClient(ns.kubeConfig);
-  tt.teardown(() => kube.close());
-  let skew = 0;
-  const elector = new LeaderElector({ kube, namespace: ns.name, name: 'fence', identity: 'solo', logger: quiet, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 300, now: () => Date.now() + skew });
-  tt.equal(elector.mayWrite(), false, 'a candidate may not write');
-  const stop = new AbortController();
-  let started!: () => void;
-  const leading = new Promise<void>((resolve) => (started = resolve));
-  const run = elector.run(stop.signal, { onStartedLeading: () => started(), onStoppedLeading: () => undefined });
-  await leading;
-  tt.equal(elector.mayWrite(), true, 'the leader may write');
-  skew = 2000; // the clock passes the renew deadline; no timer has run
-  tt.equal(elector.mayWrite(), false, 'past the renew deadline: no write, at once');
-  tt.equal(elector.isLeader(), false);
-  skew = 0;
-  tt.equal(elector.mayWrite(), true, 'back before the deadline');
+t.test(
+  "the elector's mayWrite: by clock from the last renew (no timer needed), kept through a graceful stop until the release",
+  async (tt) => {
+    const ns = await testNamespace(tt);
+    const kube = new KubeClient(ns.kubeConfig);
+    tt.teardown(() => kube.close());
+    let skew = 0;
+    const elector = new LeaderElector({
+      kube,
+      namespace: ns.name,
+      name: 'fence',
+      identity: 'solo',
+      logger: quiet,
+      leaseDurationMs: 3000,
+      renewDeadlineMs: 2000,
+      retryPeriodMs: 300,
+      now: () => Date.now() + skew,
+    });
+    tt.equal(elector.mayWrite(), false, 'a candidate may not write');
+    const stop = new AbortController();
+    let started!: () => void;
+    const leading = new Promise<void>((resolve) => (started = resolve));
+    const run = elector.run(stop.signal, { onStartedLeading: () => started(), onStoppedLeading: () => undefined });
+    await leading;
+    tt.equal(elector.mayWrite(), true, 'the leader may write');
+    skew = 2000; // the clock passes the renew deadline; no timer has run
+    tt.equal(elector.mayWrite(), false, 'past the renew deadline: no write, at once');
+    tt.equal(elector.isLeader(), false);
+    skew = 0;
+    tt.equal(elector.mayWrite(), true, 'back before the deadline');
 
-  stop.abort(); // SIGTERM: the renew loop ends, the reconcilers finish
-  await run;
-  tt.equal(elector.isLeader(), false, 'no longer leads: no new reconcile');
-  tt.equal(elector.mayWrite(), true, 'but the lease is still ours: in-flight reconciles may finish their writes');
-  tt.equal(await elector.release(), true);
-  tt.equal(elector.mayWrite(), false, 'released: another may lead at once');
-});
+    stop.abort(); // SIGTERM: the renew loop ends, the reconcilers finish
+    await run;
+    tt.equal(elector.isLeader(), false, 'no longer leads: no new reconcile');
+    tt.equal(elector.mayWrite(), true, 'but the lease is still ours: in-flight reconciles may finish their writes');
+    tt.equal(await elector.release(), true);
+    tt.equal(elector.mayWrite(), false, 'released: another may lead at once');
+  },
+);
 
 t.test('the manager: reconcilers get the fenced client with leader election, the plain one without', async (tt) => {
   const ns = await testNamespace(tt);
   const cm = { ...CONFIGMAPS, namespace: ns.name };
-  const elected = new Manager({ kubeConfig: ns.kubeConfig, logger: quiet, metrics: createMetricsRegistry(), watchNamespace: ns.name, leaderElection: { namespace: ns.name, name: 'mgr', identity: 'm1' } });
+  const elected = new Manager({
+    kubeConfig: ns.kubeConfig,
+    logger: quiet,
+    metrics: createMetricsRegistry(),
+    watchNamespace: ns.name,
+    leaderElection: { namespace: ns.name, name: 'mgr', identity: 'm1' },
+  });
   tt.teardown(() => elected.kube.close());
   tt.not(elected.ctx.kube, elected.kube, 'a client of its own for the reconcilers');
   tt.equal(elected.ctx.kube.mayWrite(), false, 'fenced: not leading yet');
@@ -157,47 +194,82 @@ t.test('the manager: reconcilers get the fenced client with leader election, the
   tt.ok(await ns.kube.getOrUndefined({ ...cm, name: 'single' }));
 });
 
-t.test('a leader stalled inside a reconcile until another took the Lease: the write that follows is not sent, no retry, it stops', async (tt) => {
-  const ns = await testNamespace(tt);
-  const cm = { ...CONFIGMAPS, namespace: ns.name, name: 'trigger' };
-  await ns.kube.create(cm, { metadata: { name: 'trigger' }, data: { k: 'v' } });
-  const kubeconfig = await kubeconfigFile(tt, ns.cp, ns.name);
-  let before: ConfigMap | undefined;
-  let takeover: ReturnType<typeof spawnSync> | undefined;
-  // Reads the object, stalls the whole process (no timer, no I/O runs: a paused process, as seen from
-  // inside) until a second replica holds the Lease, then writes at once on a pooled connection: nothing
-  // between the end of the stall and the write lets the renew loop notice first (without the fence the
-  // PATCH reaches the API server: checked by hand with the fence taken out of the manager).
-  const stall: ReconcilerModule = {
-    name: 'stall',
-    summary: 'test',
-    create: (ctx) => ({
+t.test(
+  'a leader stalled inside a reconcile until another took the Lease: the write that follows is not sent, no retry, it stops',
+  async (tt) => {
+    const ns = await testNamespace(tt);
+    const cm = { ...CONFIGMAPS, namespace: ns.name, name: 'trigger' };
+    await ns.kube.create(cm, { metadata: { name: 'trigger' }, data: { k: 'v' } });
+    const kubeconfig = await kubeconfigFile(tt, ns.cp, ns.name);
+    let before: ConfigMap | undefined;
+    let takeover: ReturnType<typeof spawnSync> | undefined;
+    // Reads the object, stalls the whole process (no timer, no I/O runs: a paused process, as seen from
+    // inside) until a second replica holds the Lease, then writes at once on a pooled connection: nothing
+    // between the end of the stall and the write lets the renew loop notice first (without the fence the
+    // PATCH reaches the API server: checked by hand with the fence taken out of the manager).
+    const stall: ReconcilerModule = {
       name: 'stall',
-      workers: 1,
-      watches: [{ informer: ctx.informers.get({ ...CONFIGMAPS }) }],
-      reconciler: {
-        reconcile: async (key) => {
-          if (key !== `${ns.name}/trigger` || takeover) return;
-          before = await ctx.kube.get<ConfigMap>(cm);
-          await new Promise((resolve) => setImmediate(resolve)); // the read's connection is back in the pool
-          takeover = spawnSync(process.execPath, [join(REPO_ROOT, 'test', 'helpers', 'take-lease.ts'), kubeconfig, ns.name, 'stall', 'two'], { timeout: 60_000, encoding: 'utf8' });
-          await ctx.kube.patch(cm, { data: { k: 'written after the stall' } }, MERGE_PATCH);
+      summary: 'test',
+      create: (ctx) => ({
+        name: 'stall',
+        workers: 1,
+        watches: [{ informer: ctx.informers.get({ ...CONFIGMAPS }) }],
+        reconciler: {
+          reconcile: async (key) => {
+            if (key !== `${ns.name}/trigger` || takeover) return;
+            before = await ctx.kube.get<ConfigMap>(cm);
+            await new Promise((resolve) => setImmediate(resolve)); // the read's connection is back in the pool
+            takeover = spawnSync(
+              process.execPath,
+              [join(REPO_ROOT, 'test', 'helpers', 'take-lease.ts'), kubeconfig, ns.name, 'stall', 'two'],
+              { timeout: 60_000, encoding: 'utf8' },
+            );
+            await ctx.kube.patch(cm, { data: { k: 'written after the stall' } }, MERGE_PATCH);
+          },
         },
-      },
-    }),
-  };
-  const metrics = createMetricsRegistry();
-  const one = await startController({ kubeConfig: ns.kubeConfig, watchNamespace: ns.name, modules: [stall], logger: quiet, metrics, leaderElect: true, leaseNamespace: ns.name, leaseName: 'stall', identity: 'one', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 400 });
-  tt.teardown(() => one.stop());
-  tt.equal(await one.done, 'lost-leadership', 'one stops: lost leadership (the CLI exits 1)');
-  tt.equal(takeover?.status, 0, `two took the lease during the stall (${String(takeover?.stdout).trim()} ${String(takeover?.stderr).trim()})`);
-  tt.equal((await ns.kube.get<{ spec: { holderIdentity: string } }>({ ...LEASES, namespace: ns.name, name: 'stall' })).spec.holderIdentity, 'two');
-  const after = await ns.kube.get<ConfigMap>(cm);
-  tt.equal(after.metadata.resourceVersion, before?.metadata.resourceVersion, 'the object is unchanged on the server');
-  tt.same(after.data, { k: 'v' });
-  const text = await metrics.metrics();
-  tt.equal(metricValue(text, 'raykeeper_kube_writes_fenced', 'verb="PATCH"'), 1, 'the fence refused the PATCH');
-  tt.equal(metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="fenced"'), 1, 'the reconcile ended as fenced');
-  tt.equal(metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="error"'), undefined, 'not as an error to retry');
-  tt.equal(metricValue(text, 'raykeeper_controller_queue_retries_total', 'controller="stall"'), undefined, 'no retry scheduled');
-});
+      }),
+    };
+    const metrics = createMetricsRegistry();
+    const one = await startController({
+      kubeConfig: ns.kubeConfig,
+      watchNamespace: ns.name,
+      modules: [stall],
+      logger: quiet,
+      metrics,
+      leaderElect: true,
+      leaseNamespace: ns.name,
+      leaseName: 'stall',
+      identity: 'one',
+      leaseDurationMs: 3000,
+      renewDeadlineMs: 2000,
+      retryPeriodMs: 400,
+    });
+    tt.teardown(() => one.stop());
+    tt.equal(await one.done, 'lost-leadership', 'one stops: lost leadership (the CLI exits 1)');
+    tt.equal(
+      takeover?.status,
+      0,
+      `two took the lease during the stall (${String(takeover?.stdout).trim()} ${String(takeover?.stderr).trim()})`,
+    );
+    tt.equal(
+      (await ns.kube.get<{ spec: { holderIdentity: string } }>({ ...LEASES, namespace: ns.name, name: 'stall' })).spec.holderIdentity,
+      'two',
+    );
+    const after = await ns.kube.get<ConfigMap>(cm);
+    tt.equal(after.metadata.resourceVersion, before?.metadata.resourceVersion, 'the object is unchanged on the server');
+    tt.same(after.data, { k: 'v' });
+    const text = await metrics.metrics();
+    tt.equal(metricValue(text, 'raykeeper_kube_writes_fenced', 'verb="PATCH"'), 1, 'the fence refused the PATCH');
+    tt.equal(
+      metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="fenced"'),
+      1,
+      'the reconcile ended as fenced',
+    );
+    tt.equal(
+      metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="stall",result="error"'),
+      undefined,
+      'not as an error to retry',
+    );
+    tt.equal(metricValue(text, 'raykeeper_controller_queue_retries_total', 'controller="stall"'), undefined, 'no retry scheduled');
+  },
+);

@@ -79,7 +79,20 @@ function run(args: string[], kubeconfig: string, input?: string): string {
 
 /** `kubectl get rayjob NAME -w`: every deployment status seen, until Complete or Failed. */
 function watchRayJob(kubeconfig: string, name: string, ms: number): Promise<string[]> {
-  const w = spawn(kubectl, ['--kubeconfig', kubeconfig, 'get', 'rayjob', name, '--watch', '-o', 'jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus}{"\\n"}'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const w = spawn(
+    kubectl,
+    [
+      '--kubeconfig',
+      kubeconfig,
+      'get',
+      'rayjob',
+      name,
+      '--watch',
+      '-o',
+      'jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus}{"\\n"}',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const seen: string[] = [];
   return new Promise((resolve, reject) => {
     let buf = '';
@@ -125,7 +138,15 @@ async function startDevProcess(tt: Test, env: Record<string, string> = {}): Prom
     env: { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const d: Dev = { tmp, kubeconfig, dev, out: { text: '' }, err: { text: '' }, exited: new Promise((resolve) => dev.once('exit', (code) => resolve(code))), pids: [] };
+  const d: Dev = {
+    tmp,
+    kubeconfig,
+    dev,
+    out: { text: '' },
+    err: { text: '' },
+    exited: new Promise((resolve) => dev.once('exit', (code) => resolve(code))),
+    pids: [],
+  };
   dev.stdout!.on('data', (b: Buffer) => (d.out.text += b.toString()));
   dev.stderr!.on('data', (b: Buffer) => (d.err.text += b.toString()));
   tt.teardown(() => {
@@ -146,14 +167,20 @@ async function startDevProcess(tt: Test, env: Record<string, string> = {}): Prom
 /** SIGTERM: dev exits 0 within 60 s after printing that it stopped. */
 async function stopDev(tt: Test, d: Dev): Promise<void> {
   d.dev.kill('SIGTERM');
-  const code = await Promise.race([d.exited, new Promise<string>((r) => setTimeout(() => r('still running 60 s after SIGTERM'), 60_000).unref())]);
+  const code = await Promise.race([
+    d.exited,
+    new Promise<string>((r) => setTimeout(() => r('still running 60 s after SIGTERM'), 60_000).unref()),
+  ]);
   tt.equal(code, 0, 'dev exits 0 on SIGTERM');
   tt.match(d.err.text, /SIGTERM: stopping\.\.\.\nstopped\n/);
 }
 
 t.test('raykeeper dev without Ray: one line says RayJobs will stay Initializing, and why', { timeout: 240_000 }, async (tt) => {
   const d = await startDevProcess(tt, { RAYKEEPER_RAY: '/nonexistent/ray' });
-  tt.match(d.err.text, /^      Ray not found, so RayJobs will stay Initializing \(their RayCluster's pods are created but nothing runs them\): RAYKEEPER_RAY=\/nonexistent\/ray does not exist$/m);
+  tt.match(
+    d.err.text,
+    /^      Ray not found, so RayJobs will stay Initializing \(their RayCluster's pods are created but nothing runs them\): RAYKEEPER_RAY=\/nonexistent\/ray does not exist$/m,
+  );
   tt.notMatch(d.err.text, /Ray pods run as local processes/);
   tt.match(d.out.text, /rayjob\.yaml\s+# stays Initializing without Ray \(bash tools\/setup\.sh installs it\)/);
   await stopDev(tt, d);
@@ -162,46 +189,71 @@ t.test('raykeeper dev without Ray: one line says RayJobs will stay Initializing,
 if ('missing' in found) {
   t.fail(missingPart(found.missing));
 } else {
-  t.test('raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED), a second RayJob beside it, clean stop', { timeout: 290_000 }, async (tt) => {
-    const d = await startDevProcess(tt);
-    const { tmp, kubeconfig, dev, out, err } = d;
-    tt.match(out.text, /rayjob\.yaml\s+# New -> Initializing -> Running -> Complete/, 'dev says RayJobs run to Complete');
-    tt.match(err.text, /Ray pods run as local processes .*dashboards at http:\/\/127\.0\.0\.1:\d+\/\{namespace\}\/\{cluster\}/);
+  t.test(
+    'raykeeper dev: manifests/samples/rayjob.yaml ends Complete (SUCCEEDED), a second RayJob beside it, clean stop',
+    { timeout: 290_000 },
+    async (tt) => {
+      const d = await startDevProcess(tt);
+      const { tmp, kubeconfig, dev, out, err } = d;
+      tt.match(out.text, /rayjob\.yaml\s+# New -> Initializing -> Running -> Complete/, 'dev says RayJobs run to Complete');
+      tt.match(err.text, /Ray pods run as local processes .*dashboards at http:\/\/127\.0\.0\.1:\d+\/\{namespace\}\/\{cluster\}/);
 
-    // The sample as users apply it, and a second RayJob at the same time (head only, to spare the CPU).
-    run(['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')], kubeconfig);
-    const second = parse(readFileSync(join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml'), 'utf8')) as RayJob & { spec: { rayClusterSpec: { workerGroupSpecs: Array<Record<string, unknown>> } } };
-    second.metadata.name = 'rayjob-second';
-    second.spec.rayClusterSpec.workerGroupSpecs[0] = { ...second.spec.rayClusterSpec.workerGroupSpecs[0], replicas: 0, minReplicas: 0 };
-    writeFileSync(join(tmp, 'second.yaml'), stringify(second));
-    run(['apply', '-f', join(tmp, 'second.yaml')], kubeconfig);
+      // The sample as users apply it, and a second RayJob at the same time (head only, to spare the CPU).
+      run(['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')], kubeconfig);
+      const second = parse(readFileSync(join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml'), 'utf8')) as RayJob & {
+        spec: { rayClusterSpec: { workerGroupSpecs: Array<Record<string, unknown>> } };
+      };
+      second.metadata.name = 'rayjob-second';
+      second.spec.rayClusterSpec.workerGroupSpecs[0] = { ...second.spec.rayClusterSpec.workerGroupSpecs[0], replicas: 0, minReplicas: 0 };
+      writeFileSync(join(tmp, 'second.yaml'), stringify(second));
+      run(['apply', '-f', join(tmp, 'second.yaml')], kubeconfig);
 
-    const [first, other] = await Promise.all([watchRayJob(kubeconfig, 'rayjob-sample', 200_000), watchRayJob(kubeconfig, 'rayjob-second', 200_000)]);
-    tt.equal(first.at(-1), 'Complete/SUCCEEDED', `rayjob-sample: ${first.join(' -> ')}`);
-    tt.ok(first.some((s) => s.startsWith('Running/')), 'rayjob-sample was Running before Complete');
-    tt.equal(other.at(-1), 'Complete/SUCCEEDED', `rayjob-second: ${other.join(' -> ')}`);
-    const clusters = run(['get', 'rayjobs', '-o', 'jsonpath={.items[*].status.rayClusterName}'], kubeconfig).trim().split(/\s+/);
-    tt.equal(new Set(clusters).size, 2, 'two RayClusters, each with its own head');
+      const [first, other] = await Promise.all([
+        watchRayJob(kubeconfig, 'rayjob-sample', 200_000),
+        watchRayJob(kubeconfig, 'rayjob-second', 200_000),
+      ]);
+      tt.equal(first.at(-1), 'Complete/SUCCEEDED', `rayjob-sample: ${first.join(' -> ')}`);
+      tt.ok(
+        first.some((s) => s.startsWith('Running/')),
+        'rayjob-sample was Running before Complete',
+      );
+      tt.equal(other.at(-1), 'Complete/SUCCEEDED', `rayjob-second: ${other.join(' -> ')}`);
+      const clusters = run(['get', 'rayjobs', '-o', 'jsonpath={.items[*].status.rayClusterName}'], kubeconfig).trim().split(/\s+/);
+      tt.equal(new Set(clusters).size, 2, 'two RayClusters, each with its own head');
 
-    const rayDir = join(tmp, 'rk-raypods-');
-    const running = processesUnder(rayDir);
-    tt.ok(running.length >= 2, `Ray processes run under dev (${running.length})`);
-    d.pids = [...new Set([...descendants(dev.pid!), ...running])];
-    const before = d.pids.map(identity).filter((i) => i !== undefined);
+      const rayDir = join(tmp, 'rk-raypods-');
+      const running = processesUnder(rayDir);
+      tt.ok(running.length >= 2, `Ray processes run under dev (${running.length})`);
+      d.pids = [...new Set([...descendants(dev.pid!), ...running])];
+      const before = d.pids.map(identity).filter((i) => i !== undefined);
 
-    run(['delete', 'rayjob', 'rayjob-sample', 'rayjob-second', '--wait=true', '--timeout=60s'], kubeconfig);
-    tt.equal(run(['get', 'rayjobs', '-o', 'name'], kubeconfig).trim(), '', 'the RayJobs are gone (finalizer released)');
-    // dev's owner garbage collector takes their RayClusters, pods and Services along; the ray pod
-    // runner stops the deleted pods' Ray processes, while dev keeps running.
-    await until(() => processesUnder(rayDir).length === 0, 'the deleted RayJobs\' Ray processes to stop', 90_000, 500);
-    // The collector works in passes (owners first, then their children): wait until a pass left nothing.
-    const leftover = () => run(['get', 'rayclusters,pods,services,jobs', '-o', 'name'], kubeconfig).trim().split('\n').filter((l) => l !== '' && l !== 'service/kubernetes');
-    await until(() => leftover().length === 0, 'the deleted RayJobs\' RayClusters, pods, Services and Jobs to be collected', 60_000, 500).catch(() => undefined);
-    tt.same(leftover(), [], 'no RayCluster, pod, Service or Job is left');
-    tt.equal(dev.exitCode, null, 'dev still runs');
+      run(['delete', 'rayjob', 'rayjob-sample', 'rayjob-second', '--wait=true', '--timeout=60s'], kubeconfig);
+      tt.equal(run(['get', 'rayjobs', '-o', 'name'], kubeconfig).trim(), '', 'the RayJobs are gone (finalizer released)');
+      // dev's owner garbage collector takes their RayClusters, pods and Services along; the ray pod
+      // runner stops the deleted pods' Ray processes, while dev keeps running.
+      await until(() => processesUnder(rayDir).length === 0, "the deleted RayJobs' Ray processes to stop", 90_000, 500);
+      // The collector works in passes (owners first, then their children): wait until a pass left nothing.
+      const leftover = () =>
+        run(['get', 'rayclusters,pods,services,jobs', '-o', 'name'], kubeconfig)
+          .trim()
+          .split('\n')
+          .filter((l) => l !== '' && l !== 'service/kubernetes');
+      await until(
+        () => leftover().length === 0,
+        "the deleted RayJobs' RayClusters, pods, Services and Jobs to be collected",
+        60_000,
+        500,
+      ).catch(() => undefined);
+      tt.same(leftover(), [], 'no RayCluster, pod, Service or Job is left');
+      tt.equal(dev.exitCode, null, 'dev still runs');
 
-    await stopDev(tt, d);
-    tt.same(before.filter((i) => identity(Number(i.split(' ')[0])) === i), [], 'no process dev started (Ray included) is left');
-    tt.same(processesUnder(tmp), [], 'no process with dev\'s temp dir in its command line is left');
-  });
+      await stopDev(tt, d);
+      tt.same(
+        before.filter((i) => identity(Number(i.split(' ')[0])) === i),
+        [],
+        'no process dev started (Ray included) is left',
+      );
+      tt.same(processesUnder(tmp), [], "no process with dev's temp dir in its command line is left");
+    },
+  );
 }

@@ -22,7 +22,16 @@ t.test('hintKubectl: kubectl on PATH by name, else the one tools/setup.sh built'
 });
 
 t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig', async (t) => {
-  const text = readyText({ kubeconfig: '/state/kubeconfig', redis: { host: '127.0.0.1', port: 6399 }, webhookUrl: 'https://127.0.0.1:9443', samples: ['/state/samples/rc.yaml'], stop: async () => {} } as Parameters<typeof readyText>[0], '/cache/bin/kubectl-v1.35.4');
+  const text = readyText(
+    {
+      kubeconfig: '/state/kubeconfig',
+      redis: { host: '127.0.0.1', port: 6399 },
+      webhookUrl: 'https://127.0.0.1:9443',
+      samples: ['/state/samples/rc.yaml'],
+      stop: async () => {},
+    } as Parameters<typeof readyText>[0],
+    '/cache/bin/kubectl-v1.35.4',
+  );
   const hints = text.split('\n').filter((l) => /kubectl/.test(l));
   t.ok(hints.length >= 4, 'several kubectl hints');
   for (const line of hints) t.match(line, /^ {2}\/cache\/bin\/kubectl-v1\.35\.4 --kubeconfig \/state\/kubeconfig /, line);

@@ -27,7 +27,9 @@ t.test('orphaned: every owner of a known kind gone', async (tt) => {
   const cluster = (name: string, uid: string): OwnerReference => ({ apiVersion: 'ray.io/v1', kind: 'RayCluster', name, uid });
   const existing = new Set(['ns/live-uid']);
   const exists = (ns: string, o: OwnerReference) => existing.has(`${ns}/${o.uid}`);
-  const obj = (ownerReferences: OwnerReference[] | undefined, deletionTimestamp?: string) => ({ metadata: { name: 'x', namespace: 'ns', ownerReferences, deletionTimestamp } });
+  const obj = (ownerReferences: OwnerReference[] | undefined, deletionTimestamp?: string) => ({
+    metadata: { name: 'x', namespace: 'ns', ownerReferences, deletionTimestamp },
+  });
   const rows: Array<[string, ReturnType<typeof obj>, boolean]> = [
     ['no owners', obj(undefined), false],
     ['empty owners', obj([]), false],
@@ -36,32 +38,57 @@ t.test('orphaned: every owner of a known kind gone', async (tt) => {
     ['its RayJob is gone', obj([job('j', 'dead-uid')]), true],
     ['a same-named owner with another uid counts as gone', obj([cluster('c', 'other-uid')]), true],
     ['one of two owners exists', obj([cluster('c', 'dead-uid'), job('j', 'live-uid')]), false],
-    ['an owner of a kind we cannot look up', obj([cluster('c', 'dead-uid'), { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'r', uid: 'dead' }]), false],
+    [
+      'an owner of a kind we cannot look up',
+      obj([cluster('c', 'dead-uid'), { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'r', uid: 'dead' }]),
+      false,
+    ],
     ['already being deleted', obj([cluster('c', 'dead-uid')], '2026-01-01T00:00:00Z'), false],
   ];
   for (const [name, o, want] of rows) tt.equal(orphaned(o, exists), want, name);
 });
 
-t.test('the owner garbage collector on the real kube-apiserver: dependents of a deleted owner go, others stay', { timeout: 60_000 }, async (tt) => {
-  const e = await env(tt);
-  const ns = e.ns.name;
-  const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
-  tt.teardown(() => gc.stop());
-  const jobs = { ...JOBS, namespace: ns } as const;
-  const services = { ...SERVICES, namespace: ns } as const;
-  const configMaps = { ...CONFIGMAPS, namespace: ns } as const;
-  const owner = await e.kube.create<{ metadata: { name: string; uid: string } }>(jobs, {
-    metadata: { name: 'owner' },
-    spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
-  });
-  const other = await e.kube.create<{ metadata: { name: string; uid: string } }>(configMaps, { metadata: { name: 'not-an-owner-kind' } });
-  const svc = (name: string, ref: OwnerReference) => ({ metadata: { name, ownerReferences: [ref] }, spec: { ports: [{ port: 80 }] } });
-  await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid }));
-  await e.kube.create(services, svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name, uid: 'gone-but-unknown-kind' }));
-  await e.kube.create(services, svc('owner-already-gone', { apiVersion: 'batch/v1', kind: 'Job', name: 'never-was', uid: 'no-such-uid' }));
-  await until(async () => !(await e.kube.getOrUndefined({ ...services, name: 'owner-already-gone' })), 'a dependent whose owner never existed to be collected', 30_000);
-  tt.ok(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' }), 'a dependent of a live owner stays');
-  await e.kube.delete({ ...jobs, name: 'owner' }, { propagationPolicy: 'Background' });
-  await until(async () => !(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' })), 'the deleted Job\'s Service to be collected', 30_000);
-  tt.ok(await e.kube.getOrUndefined({ ...services, name: 'owned-by-configmap' }), 'an owner of a kind the collector does not know keeps its dependent');
-});
+t.test(
+  'the owner garbage collector on the real kube-apiserver: dependents of a deleted owner go, others stay',
+  { timeout: 60_000 },
+  async (tt) => {
+    const e = await env(tt);
+    const ns = e.ns.name;
+    const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
+    tt.teardown(() => gc.stop());
+    const jobs = { ...JOBS, namespace: ns } as const;
+    const services = { ...SERVICES, namespace: ns } as const;
+    const configMaps = { ...CONFIGMAPS, namespace: ns } as const;
+    const owner = await e.kube.create<{ metadata: { name: string; uid: string } }>(jobs, {
+      metadata: { name: 'owner' },
+      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
+    });
+    const other = await e.kube.create<{ metadata: { name: string; uid: string } }>(configMaps, { metadata: { name: 'not-an-owner-kind' } });
+    const svc = (name: string, ref: OwnerReference) => ({ metadata: { name, ownerReferences: [ref] }, spec: { ports: [{ port: 80 }] } });
+    await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid }));
+    await e.kube.create(
+      services,
+      svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name, uid: 'gone-but-unknown-kind' }),
+    );
+    await e.kube.create(
+      services,
+      svc('owner-already-gone', { apiVersion: 'batch/v1', kind: 'Job', name: 'never-was', uid: 'no-such-uid' }),
+    );
+    await until(
+      async () => !(await e.kube.getOrUndefined({ ...services, name: 'owner-already-gone' })),
+      'a dependent whose owner never existed to be collected',
+      30_000,
+    );
+    tt.ok(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' }), 'a dependent of a live owner stays');
+    await e.kube.delete({ ...jobs, name: 'owner' }, { propagationPolicy: 'Background' });
+    await until(
+      async () => !(await e.kube.getOrUndefined({ ...services, name: 'owned-by-job' })),
+      "the deleted Job's Service to be collected",
+      30_000,
+    );
+    tt.ok(
+      await e.kube.getOrUndefined({ ...services, name: 'owned-by-configmap' }),
+      'an owner of a kind the collector does not know keeps its dependent',
+    );
+  },
+);

@@ -12,7 +12,19 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { runWebhook } from '../../webhook/main.ts';
-import { controllerChild, createCluster, env, getCluster, jobRunner, quiet, rayKeys, redis, seedRay, until, type Env } from '../raycluster/harness.ts';
+import {
+  controllerChild,
+  createCluster,
+  env,
+  getCluster,
+  jobRunner,
+  quiet,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+  type Env,
+} from '../raycluster/harness.ts';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +41,15 @@ async function registerWebhook(tt: Test, e: Env): Promise<void> {
   let stop: () => void = () => {};
   const stopSignal = new Promise<void>((r) => (stop = r));
   await new Promise<void>((resolve, reject) => {
-    runWebhook({ certFile: paths.cert, keyFile: paths.key, host: '127.0.0.1', port, logger: quiet, stopSignal, onListening: () => resolve() }).catch(reject);
+    runWebhook({
+      certFile: paths.cert,
+      keyFile: paths.key,
+      host: '127.0.0.1',
+      port,
+      logger: quiet,
+      stopSignal,
+      onListening: () => resolve(),
+    }).catch(reject);
   });
   const name = `raykeeper-e2e-${e.ns.name}`;
   const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
@@ -48,7 +68,9 @@ async function registerWebhook(tt: Test, e: Env): Promise<void> {
 /** manifests/samples/raycluster-gcs-ft.yaml (KubeRay's ray-cluster.external-redis.yaml, options form,
  * metadata.annotations absent), pointed at the test Redis. */
 async function externalRedisCluster(name: string, redisAddress: string): Promise<RayCluster> {
-  const [sample] = parseManifests(await readFile(join(REPO_ROOT, 'manifests', 'samples', 'raycluster-gcs-ft.yaml'), 'utf8')) as unknown as RayCluster[];
+  const [sample] = parseManifests(
+    await readFile(join(REPO_ROOT, 'manifests', 'samples', 'raycluster-gcs-ft.yaml'), 'utf8'),
+  ) as unknown as RayCluster[];
   if (!sample?.spec?.gcsFaultToleranceOptions) throw new Error('the sample is not a GCS-FT RayCluster');
   if (sample.metadata.annotations !== undefined) throw new Error('the sample must have no annotations');
   sample.metadata.name = name;
@@ -60,10 +82,13 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   const e = await env(t);
   const { server, client } = await redis(t, { password: PASSWORD });
   const address = `${server.host}:${server.port}`;
-  await e.kube.create({ ...SECRETS, namespace: e.ns.name }, {
-    metadata: { name: 'redis-password-secret' },
-    stringData: { password: PASSWORD },
-  });
+  await e.kube.create(
+    { ...SECRETS, namespace: e.ns.name },
+    {
+      metadata: { name: 'redis-password-secret' },
+      stringData: { password: PASSWORD },
+    },
+  );
   await registerWebhook(t, e);
 
   // 1. Create: the API server applies our patch (finalizer + pinned namespace), annotations absent.
@@ -80,7 +105,20 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
     spec: {
       headGroupSpec: {
         rayStartParams: {},
-        template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.46.0', env: [{ name: 'RAY_REDIS_ADDRESS', value: `redis://${address}` }, { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-password-secret', key: 'password' } } }] }] } },
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'ray-head',
+                image: 'rayproject/ray:2.46.0',
+                env: [
+                  { name: 'RAY_REDIS_ADDRESS', value: `redis://${address}` },
+                  { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-password-secret', key: 'password' } } },
+                ],
+              },
+            ],
+          },
+        },
       },
     },
   });
@@ -103,10 +141,20 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.same(await rayKeys(client, nsAnnotated!), [...annotatedKeys].sort(), 'the other cluster data is intact');
   t.equal(await client.get('unrelated'), 'x');
   t.equal(optionsKeys.length, 5);
-  const job = await e.kube.getOrUndefined<{ status?: { conditions?: Array<{ type: string; status: string }> }; spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } } }>({ ...JOBS, namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
-  t.ok(job?.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'), 'the cleanup Job completed');
+  const job = await e.kube.getOrUndefined<{
+    status?: { conditions?: Array<{ type: string; status: string }> };
+    spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } };
+  }>({ ...JOBS, namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
+  t.ok(
+    job?.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'),
+    'the cleanup Job completed',
+  );
   const pw = job?.spec.template.spec.containers[0]?.env?.find((x) => x.name === 'REDIS_PASSWORD');
-  t.same(pw?.valueFrom, { secretKeyRef: { name: 'redis-password-secret', key: 'password' } }, 'the password reaches the Job only by secretKeyRef');
+  t.same(
+    pw?.valueFrom,
+    { secretKeyRef: { name: 'redis-password-secret', key: 'password' } },
+    'the password reaches the Job only by secretKeyRef',
+  );
   t.notOk(JSON.stringify(job).includes(PASSWORD), 'the password itself is nowhere in the Job');
 
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'annotated' });
@@ -115,18 +163,25 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.equal(await client.get('unrelated'), 'x', 'unrelated keys survive every cleanup');
 
   // 4. A RayJob created without status: defaulted by the webhook, driven from New by the controller.
-  const created = await e.kube.create<RayJob>({ ...RAYJOBS, namespace: e.ns.name }, {
-    apiVersion: 'ray.io/v1',
-    kind: 'RayJob',
-    metadata: { name: 'sample' },
-    spec: { entrypoint: 'python -c "print(1)"', rayClusterSpec: (await externalRedisCluster('ignored', address)).spec! },
-  });
+  const created = await e.kube.create<RayJob>(
+    { ...RAYJOBS, namespace: e.ns.name },
+    {
+      apiVersion: 'ray.io/v1',
+      kind: 'RayJob',
+      metadata: { name: 'sample' },
+      spec: { entrypoint: 'python -c "print(1)"', rayClusterSpec: (await externalRedisCluster('ignored', address)).spec! },
+    },
+  );
   t.equal(created.spec?.submissionMode, 'K8sJobMode', 'webhook defaulted submissionMode');
   t.notOk(created.status?.jobDeploymentStatus, 'a status sent at CREATE is dropped by the status subresource');
-  const driven = await until(async () => {
-    const j = await e.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'sample' });
-    return j?.status?.jobDeploymentStatus === 'Initializing' ? j : undefined;
-  }, 'RayJob to leave New', 60_000);
+  const driven = await until(
+    async () => {
+      const j = await e.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'sample' });
+      return j?.status?.jobDeploymentStatus === 'Initializing' ? j : undefined;
+    },
+    'RayJob to leave New',
+    60_000,
+  );
   t.match(driven.status?.jobId, /^sample-[a-z0-9]+$/, 'jobId generated in New');
   t.ok(driven.status?.startTime, 'startTime set in New');
   const clusterName = driven.status?.rayClusterName;

@@ -1,5 +1,8 @@
 // Runs a subcommand's run(argv) in this process, capturing what it writes to stdout and stderr.
-export async function runCapturing(run: (argv: string[]) => Promise<number>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCapturing(
+  run: (argv: string[]) => Promise<number>,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const out = process.stdout.write.bind(process.stdout);

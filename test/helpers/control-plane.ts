@@ -14,7 +14,13 @@ import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { type ControlPlane, type ControlPlaneInfo, controlPlaneHandle, kubeconfigDocument, startControlPlane } from '../../localcluster/control-plane.ts';
+import {
+  type ControlPlane,
+  type ControlPlaneInfo,
+  controlPlaneHandle,
+  kubeconfigDocument,
+  startControlPlane,
+} from '../../localcluster/control-plane.ts';
 import { get } from '../../localcluster/net.ts';
 import { isAlive } from '../../localcluster/process.ts';
 import { KubeClient } from '../../src/kube.ts';
@@ -95,7 +101,10 @@ export async function testNamespace(tt: Teardownable, labels: Record<string, str
   const cp = await getControlPlane();
   const name = namespaceName(tt.name);
   const kube = new KubeClient(cp.kubeConfig(name));
-  await kube.create({ version: 'v1', plural: 'namespaces' }, { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } });
+  await kube.create(
+    { version: 'v1', plural: 'namespaces' },
+    { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } },
+  );
   tt.teardown(async () => {
     await kube.delete({ version: 'v1', plural: 'namespaces', name }); // false when already gone
     kube.close();

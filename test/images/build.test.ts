@@ -37,7 +37,8 @@ function manifestImages(): string[] {
     if (Array.isArray(v)) v.forEach(walk);
     else if (v && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) {
-        if ((k === 'containers' || k === 'initContainers') && Array.isArray(x)) for (const c of x) if (typeof c?.image === 'string') out.add(c.image);
+        if ((k === 'containers' || k === 'initContainers') && Array.isArray(x))
+          for (const c of x) if (typeof c?.image === 'string') out.add(c.image);
         walk(x);
       }
     }
@@ -117,7 +118,8 @@ if (why) {
     t.test('--print names the sandbox image, the Dockerfile base and every image the manifests and samples use', async (t) => {
       t.equal(printed.code, 0, printed.stderr);
       const dockerfileFrom = /^FROM (\S+)/m.exec(readFileSync(join(REPO_ROOT, 'Dockerfile'), 'utf8'))![1]!;
-      for (const ref of [REFS.pause, normalizeRef(dockerfileFrom), ...sampleImages.map(normalizeRef)]) t.ok(promised.has(ref), `builds ${ref}`);
+      for (const ref of [REFS.pause, normalizeRef(dockerfileFrom), ...sampleImages.map(normalizeRef)])
+        t.ok(promised.has(ref), `builds ${ref}`);
       t.equal(normalizeRef(dockerfileFrom), REFS.node, "the base is the Dockerfile's FROM, at package.json's Node major");
       t.ok(promised.has('docker.io/library/busybox:1.35'), 'and a busybox test image');
     });
@@ -186,103 +188,131 @@ if (why) {
       const { img, root } = image(REFS.node);
       t.ok(img.config.config.Env?.includes(`NODE_VERSION=${lockedNode}`));
       t.same(img.config.config.Cmd, ['node']);
-      const r = await runImage(img, root, work, { command: ['sh', '-c', 'node --version && npm --version && id -un && id -gn'], user: '1000:1000', env: { HOME: '/home/node' } }).done;
+      const r = await runImage(img, root, work, {
+        command: ['sh', '-c', 'node --version && npm --version && id -un && id -gn'],
+        user: '1000:1000',
+        env: { HOME: '/home/node' },
+      }).done;
       t.equal(r.code, 0, r.stderr);
       t.match(r.stdout, new RegExp(`^v${lockedNode.replace(/\./g, '\\.')}\\n\\d+\\.\\d+\\.\\d+\\nnode\\nnode\\n$`));
     });
 
     const redisMissing = redisServerMissing();
     if (redisMissing) t.fail(missingPart(redisMissing));
-    t.test(`raykeeper:${version}: the Dockerfile's image runs --help, and its redis-cleanup deletes one namespace from a real Redis`, { skip: redisMissing && 'redis-server is missing (failed above)' }, async (t) => {
-      const { img, root } = image(REFS.raykeeper);
-      t.match(img.config.config, { User: '1000:1000', Entrypoint: ['raykeeper'], Cmd: ['--help'], WorkingDir: '/app' });
-      t.same(Object.keys(img.config.config.ExposedPorts ?? {}).sort(), ['8080/tcp', '9443/tcp']);
-      const help = await runImage(img, root, work).done;
-      t.equal(help.code, 0, help.stderr);
-      t.match(help.stdout, /^Usage: raykeeper <subcommand>/);
-      t.match(help.stdout, /redis-cleanup/);
+    t.test(
+      `raykeeper:${version}: the Dockerfile's image runs --help, and its redis-cleanup deletes one namespace from a real Redis`,
+      { skip: redisMissing && 'redis-server is missing (failed above)' },
+      async (t) => {
+        const { img, root } = image(REFS.raykeeper);
+        t.match(img.config.config, { User: '1000:1000', Entrypoint: ['raykeeper'], Cmd: ['--help'], WorkingDir: '/app' });
+        t.same(Object.keys(img.config.config.ExposedPorts ?? {}).sort(), ['8080/tcp', '9443/tcp']);
+        const help = await runImage(img, root, work).done;
+        t.equal(help.code, 0, help.stderr);
+        t.match(help.stdout, /^Usage: raykeeper <subcommand>/);
+        t.match(help.stdout, /redis-cleanup/);
 
-      const server = await startRedisServer({ password: PASSWORD });
-      t.teardown(() => server.stop());
-      const r = client(server.port, { password: PASSWORD });
-      t.teardown(() => r.disconnect());
-      await seedCurrent(r, 'img1');
-      await seedLegacy(r, 'img1');
-      await seedCurrent(r, 'img2');
-      const neighbour = new Map([...(await snapshot(r))].filter(([k]) => !k.includes('img1')));
-      // As the cleanup Job's pod: the image's user, a read-only root, the environment KubeRay provides.
-      const run = await runImage(img, root, work, {
-        args: ['redis-cleanup'],
-        hostNetwork: true,
-        env: { RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'img1' },
-      }).done;
-      t.equal(run.code, 0, run.stderr);
-      t.same(await snapshot(r), neighbour, "img1's keys are gone, img2's are intact");
-      t.notMatch(run.stdout + run.stderr, PASSWORD, 'the password is in no output');
-    });
+        const server = await startRedisServer({ password: PASSWORD });
+        t.teardown(() => server.stop());
+        const r = client(server.port, { password: PASSWORD });
+        t.teardown(() => r.disconnect());
+        await seedCurrent(r, 'img1');
+        await seedLegacy(r, 'img1');
+        await seedCurrent(r, 'img2');
+        const neighbour = new Map([...(await snapshot(r))].filter(([k]) => !k.includes('img1')));
+        // As the cleanup Job's pod: the image's user, a read-only root, the environment KubeRay provides.
+        const run = await runImage(img, root, work, {
+          args: ['redis-cleanup'],
+          hostNetwork: true,
+          env: { RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'img1' },
+        }).done;
+        t.equal(run.code, 0, run.stderr);
+        t.same(await snapshot(r), neighbour, "img1's keys are gone, img2's are intact");
+        t.notMatch(run.stdout + run.stderr, PASSWORD, 'the password is in no output');
+      },
+    );
 
-    t.test("redis: the sample's command serves a password-protected Redis", { skip: redisMissing && 'redis-server is missing (failed above)' }, async (t) => {
-      const { img, root } = image(REFS.redis);
-      const sample = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests/samples/redis.yaml'), 'utf8'))
-        .map((d) => d.toJS())
-        .find((d) => d.kind === 'Deployment');
-      const command: string[] = [...sample.spec.template.spec.containers[0].command];
-      const port = await freePort();
-      command[command.length - 1] += ` --port ${port} --bind 127.0.0.1`; // host network here: not 6379
-      const c = runImage(img, root, work, { command, hostNetwork: true, env: { REDIS_PASSWORD: PASSWORD } });
-      t.teardown(() => c.kill('KILL'));
-      await waitForRedis(port, false, 20_000, () => !c.ended()).catch(async (err) => {
-        throw new Error(`${err.message}: ${(await c.done).stderr}`);
-      });
-      const r = client(port, { password: PASSWORD });
-      t.teardown(() => r.disconnect());
-      await r.set('k', 'v');
-      t.equal(await r.get('k'), 'v');
-      t.match(await r.info('server'), /redis_version:7\./);
-      c.kill('TERM');
-      const done = await c.done;
-      t.equal(done.code, 0, done.stderr);
-    });
+    t.test(
+      "redis: the sample's command serves a password-protected Redis",
+      { skip: redisMissing && 'redis-server is missing (failed above)' },
+      async (t) => {
+        const { img, root } = image(REFS.redis);
+        const sample = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests/samples/redis.yaml'), 'utf8'))
+          .map((d) => d.toJS())
+          .find((d) => d.kind === 'Deployment');
+        const command: string[] = [...sample.spec.template.spec.containers[0].command];
+        const port = await freePort();
+        command[command.length - 1] += ` --port ${port} --bind 127.0.0.1`; // host network here: not 6379
+        const c = runImage(img, root, work, { command, hostNetwork: true, env: { REDIS_PASSWORD: PASSWORD } });
+        t.teardown(() => c.kill('KILL'));
+        await waitForRedis(port, false, 20_000, () => !c.ended()).catch(async (err) => {
+          throw new Error(`${err.message}: ${(await c.done).stderr}`);
+        });
+        const r = client(port, { password: PASSWORD });
+        t.teardown(() => r.disconnect());
+        await r.set('k', 'v');
+        t.equal(await r.get('k'), 'v');
+        t.match(await r.info('server'), /redis_version:7\./);
+        c.kill('TERM');
+        const done = await c.done;
+        t.equal(done.code, 0, done.stderr);
+      },
+    );
 
     t.test('busybox: a shell and nc for test pods', async (t) => {
       const { img, root } = image('docker.io/library/busybox:1.35');
       const r = await runImage(img, root, work, {
-        command: ['sh', '-c', 'echo hello | nc -l -p 7777 & for i in $(seq 50); do nc 127.0.0.1 7777 </dev/null 2>/dev/null && exit 0; sleep 0.1; done; exit 1'],
+        command: [
+          'sh',
+          '-c',
+          'echo hello | nc -l -p 7777 & for i in $(seq 50); do nc 127.0.0.1 7777 </dev/null 2>/dev/null && exit 0; sleep 0.1; done; exit 1',
+        ],
       }).done;
       t.equal(r.code, 0, r.stderr);
       t.equal(r.stdout, 'hello\n');
     });
 
-    t.test(`ray (${rayRef}): Ray ${rayVersion} runs KubeRay's cleanup Job command against a real Redis`, { skip: redisMissing && 'redis-server is missing (failed above)' }, async (t) => {
-      const { img, root } = image(REFS.ray);
-      t.match(img.config.config, { User: '1000:100', WorkingDir: '/home/ray', Labels: { 'io.raykeeper.ray-version': rayVersion } });
-      const tools = await runImage(img, root, work, { command: ['/bin/bash', '-lc', '--', 'ray --version && command -v python wget'], readonlyRoot: false }).done;
-      t.equal(tools.code, 0, tools.stderr);
-      t.match(tools.stdout, `ray, version ${rayVersion}`);
+    t.test(
+      `ray (${rayRef}): Ray ${rayVersion} runs KubeRay's cleanup Job command against a real Redis`,
+      { skip: redisMissing && 'redis-server is missing (failed above)' },
+      async (t) => {
+        const { img, root } = image(REFS.ray);
+        t.match(img.config.config, { User: '1000:100', WorkingDir: '/home/ray', Labels: { 'io.raykeeper.ray-version': rayVersion } });
+        const tools = await runImage(img, root, work, {
+          command: ['/bin/bash', '-lc', '--', 'ray --version && command -v python wget'],
+          readonlyRoot: false,
+        }).done;
+        t.equal(tools.code, 0, tools.stderr);
+        t.match(tools.stdout, `ray, version ${rayVersion}`);
 
-      const server = await startRedisServer({ password: PASSWORD });
-      t.teardown(() => server.stop());
-      const r = client(server.port, { password: PASSWORD });
-      t.teardown(() => r.disconnect());
-      await seedCurrent(r, 'rayimg1');
-      await seedCurrent(r, 'rayimg2');
-      const neighbour = new Map([...(await snapshot(r))].filter(([k]) => !k.includes('rayimg1@')));
-      // KubeRay v1.6.2's cleanup Job (raycluster_controller.go), without a Redis username.
-      const py =
-        "from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; import os; import sys; " +
-        "redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; " +
-        "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; " +
-        'parsed = urlparse(redis_address); ' +
-        "sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, password=os.getenv('REDIS_PASSWORD', parsed.password or ''), " +
-        "use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) else None";
-      const run = await runImage(img, root, work, {
-        command: ['/bin/bash', '-c', '--', `python -c "${py}"`],
-        hostNetwork: true,
-        readonlyRoot: false,
-        env: { RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'rayimg1', RAY_redis_db_connect_retries: '120' },
-      }).done;
-      t.equal(run.code, 0, run.stderr);
-      t.same(await snapshot(r), neighbour, "rayimg1's keys are gone, rayimg2's are intact");
-    });
+        const server = await startRedisServer({ password: PASSWORD });
+        t.teardown(() => server.stop());
+        const r = client(server.port, { password: PASSWORD });
+        t.teardown(() => r.disconnect());
+        await seedCurrent(r, 'rayimg1');
+        await seedCurrent(r, 'rayimg2');
+        const neighbour = new Map([...(await snapshot(r))].filter(([k]) => !k.includes('rayimg1@')));
+        // KubeRay v1.6.2's cleanup Job (raycluster_controller.go), without a Redis username.
+        const py =
+          'from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; import os; import sys; ' +
+          "redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; " +
+          "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; " +
+          'parsed = urlparse(redis_address); ' +
+          "sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, password=os.getenv('REDIS_PASSWORD', parsed.password or ''), " +
+          "use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) else None";
+        const run = await runImage(img, root, work, {
+          command: ['/bin/bash', '-c', '--', `python -c "${py}"`],
+          hostNetwork: true,
+          readonlyRoot: false,
+          env: {
+            RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`,
+            REDIS_PASSWORD: PASSWORD,
+            RAY_external_storage_namespace: 'rayimg1',
+            RAY_redis_db_connect_retries: '120',
+          },
+        }).done;
+        t.equal(run.code, 0, run.stderr);
+        t.same(await snapshot(r), neighbour, "rayimg1's keys are gone, rayimg2's are intact");
+      },
+    );
   });
 }

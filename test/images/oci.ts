@@ -88,10 +88,24 @@ export function unpackRootfs(image: OciImage, rootfs: string): void {
   for (const layer of image.manifest.layers) {
     const file = join(image.dir, 'blobs', ...layer.digest.split(':'));
     const z = layer.mediaType.endsWith('+gzip') ? ['-z'] : [];
-    const { remove, empty } = whiteouts(run('tar', [...z, '-tf', file]).split('\n').filter(Boolean));
+    const { remove, empty } = whiteouts(
+      run('tar', [...z, '-tf', file])
+        .split('\n')
+        .filter(Boolean),
+    );
     for (const p of remove) rmSync(join(rootfs, p), { recursive: true, force: true });
     for (const d of empty) for (const e of safeList(join(rootfs, d))) rmSync(join(rootfs, d, e), { recursive: true, force: true });
-    run('tar', [...z, '-xf', file, '-C', rootfs, '--numeric-owner', '--same-permissions', `--exclude=${WHITEOUT}*`, '--exclude=*/' + WHITEOUT + '*']);
+    run('tar', [
+      ...z,
+      '-xf',
+      file,
+      '-C',
+      rootfs,
+      '--numeric-owner',
+      '--same-permissions',
+      `--exclude=${WHITEOUT}*`,
+      '--exclude=*/' + WHITEOUT + '*',
+    ]);
   }
 }
 
@@ -116,7 +130,9 @@ export function resolveUser(user: string | undefined, rootfs: string): { uid: nu
   const [u = '', g] = user.split(':');
   const lookup = (file: string, name: string, field: number): number => {
     if (/^\d+$/.test(name)) return Number(name);
-    const line = readFileSync(join(rootfs, 'etc', file), 'utf8').split('\n').find((l) => l.split(':')[0] === name);
+    const line = readFileSync(join(rootfs, 'etc', file), 'utf8')
+      .split('\n')
+      .find((l) => l.split(':')[0] === name);
     if (!line) throw new Error(`no ${name} in /etc/${file}`);
     return Number(line.split(':')[field]);
   };
@@ -164,7 +180,10 @@ export function runImage(image: OciImage, rootfs: string, work: string, o: RunOp
   run('runc', ['spec', '--bundle', bundle]);
   const spec = JSON.parse(readFileSync(join(bundle, 'config.json'), 'utf8'));
   const argv = o.command ?? [...(c.Entrypoint ?? []), ...(o.args ?? c.Cmd ?? [])];
-  const env = [...(c.Env ?? []).filter((e) => !((e.split('=')[0] ?? '') in (o.env ?? {}))), ...Object.entries(o.env ?? {}).map(([k, v]) => `${k}=${v}`)];
+  const env = [
+    ...(c.Env ?? []).filter((e) => !((e.split('=')[0] ?? '') in (o.env ?? {}))),
+    ...Object.entries(o.env ?? {}).map(([k, v]) => `${k}=${v}`),
+  ];
   if (!env.some((e) => e.startsWith('PATH='))) env.push('PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
   spec.process.terminal = false;
   spec.process.args = argv;
@@ -226,4 +245,3 @@ export function scratch(prefix: string): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
-

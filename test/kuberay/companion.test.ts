@@ -24,7 +24,10 @@ t.test('--companion accepts auto, on, off (any case), defaults to auto, refuses 
 
 t.test('a Lease counts as a running KubeRay only when held and recently renewed', async (t) => {
   const now = Date.parse('2026-12-01T10:00:00Z');
-  const lease = (holder: string, renewed: string, duration = 15) => ({ metadata: { name: 'ray-operator-leader', namespace: 'ray-system' }, spec: { holderIdentity: holder, renewTime: renewed, leaseDurationSeconds: duration } });
+  const lease = (holder: string, renewed: string, duration = 15) => ({
+    metadata: { name: 'ray-operator-leader', namespace: 'ray-system' },
+    spec: { holderIdentity: holder, renewTime: renewed, leaseDurationSeconds: duration },
+  });
   const rows: Array<[string, Parameters<typeof leaseIsHeld>[0], boolean]> = [
     ['held, renewed 2 s ago', lease('kuberay-abc', '2026-12-01T09:59:58Z'), true],
     ['held, renewed 29 s ago (one duration of slack)', lease('kuberay-abc', '2026-12-01T09:59:31Z'), true],
@@ -40,12 +43,20 @@ t.test('the decision: the flag wins; auto follows detection', async (t) => {
   const missing = { found: false as const, why: 'no Lease ray-operator-leader in any namespace' };
   t.match(companionDecision('on', undefined), { active: true, reason: 'flag-on' });
   t.match(companionDecision('off', undefined), { active: false, reason: 'flag-off' });
-  t.match(companionDecision('auto', found), { active: true, reason: 'kuberay-detected', detail: /ray-system\/ray-operator-leader held by kuberay-abc/ });
+  t.match(companionDecision('auto', found), {
+    active: true,
+    reason: 'kuberay-detected',
+    detail: /ray-system\/ray-operator-leader held by kuberay-abc/,
+  });
   t.match(companionDecision('auto', missing), { active: false, reason: 'kuberay-not-detected', detail: /no Lease/ });
 });
 
 t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in a log line and a metric', async (t) => {
-  const module = (name: string): ReconcilerModule => ({ name, summary: name, create: () => ({ name, reconciler: { reconcile: async () => undefined }, watches: [] }) });
+  const module = (name: string): ReconcilerModule => ({
+    name,
+    summary: name,
+    create: () => ({ name, reconciler: { reconcile: async () => undefined }, watches: [] }),
+  });
   const all = [module('raycluster'), module('rayjob'), module('raycluster-pods')];
   const lines: string[] = [];
   const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
@@ -69,12 +80,22 @@ t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in
 
 t.test('manifests/companion renders base with the controller in companion mode and our cleanup on', async (t) => {
   const docs = kustomize('manifests/companion') as Array<{ kind: string; metadata: { name: string }; spec?: Record<string, unknown> }>;
-  t.notOk(docs.some((d) => d.kind === 'CustomResourceDefinition'), "no CRDs of ours: KubeRay's chart installs its own");
+  t.notOk(
+    docs.some((d) => d.kind === 'CustomResourceDefinition'),
+    "no CRDs of ours: KubeRay's chart installs its own",
+  );
   const deployment = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'raykeeper-controller') as
     | { spec: { template: { spec: { containers: Array<{ args: string[]; env: Array<{ name: string; value?: string }> }> } } } }
     | undefined;
   const container = deployment?.spec.template.spec.containers[0];
   t.ok(container?.args.includes('--companion=on'), 'the controller runs with --companion=on');
-  t.not(container?.env.find((e) => e.name === 'ENABLE_GCS_FT_REDIS_CLEANUP')?.value, 'false', 'our Redis cleanup stays on (KubeRay\'s is the one turned off)');
-  t.ok(docs.some((d) => d.kind === 'Deployment' && d.metadata.name !== 'raykeeper-controller'), 'the webhook is there too');
+  t.not(
+    container?.env.find((e) => e.name === 'ENABLE_GCS_FT_REDIS_CLEANUP')?.value,
+    'false',
+    "our Redis cleanup stays on (KubeRay's is the one turned off)",
+  );
+  t.ok(
+    docs.some((d) => d.kind === 'Deployment' && d.metadata.name !== 'raykeeper-controller'),
+    'the webhook is there too',
+  );
 });

@@ -46,7 +46,12 @@ export interface KubeRayOperator {
 
 /** ray-operator out of cluster (platform.md), with leader election on so its Lease exists. */
 export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean; leaseNamespace: string }): Promise<KubeRayOperator> {
-  const env: Record<string, string> = { KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '', NO_PROXY: '127.0.0.1,localhost' };
+  const env: Record<string, string> = {
+    KUBECONFIG: cp.info.kubeconfigPath,
+    HOME: process.env.HOME ?? '/tmp',
+    PATH: process.env.PATH ?? '',
+    NO_PROXY: '127.0.0.1,localhost',
+  };
   if (!options.cleanup) env.ENABLE_GCS_FT_REDIS_CLEANUP = 'false';
   const metricsPort = await freePort();
   const proc = spawn(
@@ -67,7 +72,11 @@ export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean
     proc,
     metricsPort,
     log: () => out,
-    reconcilerErrors: (from = 0) => out.slice(from).split('\n').filter((l) => l.includes('Reconciler error')),
+    reconcilerErrors: (from = 0) =>
+      out
+        .slice(from)
+        .split('\n')
+        .filter((l) => l.includes('Reconciler error')),
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);

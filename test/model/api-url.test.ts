@@ -6,9 +6,21 @@ import { apiUrl } from '../../src/kube.ts';
 const rows: Array<[server: string, path: string, want: string]> = [
   ['https://10.0.0.1:6443', '/api/v1/pods', 'https://10.0.0.1:6443/api/v1/pods'],
   ['https://10.0.0.1:6443/', '/api/v1/pods', 'https://10.0.0.1:6443/api/v1/pods'],
-  ['https://rancher.example/k8s/clusters/c-1', '/apis/ray.io/v1/rayclusters', 'https://rancher.example/k8s/clusters/c-1/apis/ray.io/v1/rayclusters'],
-  ['https://rancher.example/k8s/clusters/c-1/', '/api/v1/namespaces/a/pods', 'https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/pods'],
-  ['https://[::1]:6443/prefix', '/api/v1/pods?watch=true&labelSelector=a%3Db', 'https://[::1]:6443/prefix/api/v1/pods?watch=true&labelSelector=a%3Db'],
+  [
+    'https://rancher.example/k8s/clusters/c-1',
+    '/apis/ray.io/v1/rayclusters',
+    'https://rancher.example/k8s/clusters/c-1/apis/ray.io/v1/rayclusters',
+  ],
+  [
+    'https://rancher.example/k8s/clusters/c-1/',
+    '/api/v1/namespaces/a/pods',
+    'https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/pods',
+  ],
+  [
+    'https://[::1]:6443/prefix',
+    '/api/v1/pods?watch=true&labelSelector=a%3Db',
+    'https://[::1]:6443/prefix/api/v1/pods?watch=true&labelSelector=a%3Db',
+  ],
   ['http://127.0.0.1:8080', '/version', 'http://127.0.0.1:8080/version'],
 ];
 

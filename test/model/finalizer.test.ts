@@ -1,6 +1,13 @@
 import t from 'tap';
 import jsonpatch from 'fast-json-patch';
-import { addFinalizerPatch, finalizerRejectedMessage, hasFinalizer, isDeleting, removeFinalizerPatch, type PatchOp } from '../../src/finalizer.ts';
+import {
+  addFinalizerPatch,
+  finalizerRejectedMessage,
+  hasFinalizer,
+  isDeleting,
+  removeFinalizerPatch,
+  type PatchOp,
+} from '../../src/finalizer.ts';
 import { inlineSecrets } from '../../src/inline-secrets.ts';
 
 const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
@@ -59,7 +66,11 @@ t.test('remove keeps other finalizers, at the right index', async (tt) => {
   ]);
   tt.same((apply(obj, ops).metadata as { finalizers: string[] }).finalizers, ['a/1', 'b/2']);
   const dup = { metadata: { finalizers: [F, 'a/1', F] } };
-  tt.same((apply(dup, removeFinalizerPatch(dup.metadata, F)!).metadata as { finalizers: string[] }).finalizers, ['a/1'], 'duplicates all go');
+  tt.same(
+    (apply(dup, removeFinalizerPatch(dup.metadata, F)!).metadata as { finalizers: string[] }).finalizers,
+    ['a/1'],
+    'duplicates all go',
+  );
 });
 
 t.test('hasFinalizer', async (tt) => {
@@ -92,7 +103,8 @@ t.test('isDeleting: a non-empty deletionTimestamp string on object metadata', as
     [null, false],
     [undefined, false],
   ];
-  for (const [obj, want] of rows) tt.equal(isDeleting(obj as { metadata?: unknown } | null | undefined), want, JSON.stringify(obj) ?? 'undefined');
+  for (const [obj, want] of rows)
+    tt.equal(isDeleting(obj as { metadata?: unknown } | null | undefined), want, JSON.stringify(obj) ?? 'undefined');
 });
 
 t.test('inlineSecrets: env values and map entries named like secrets, URL user information', async (tt) => {
@@ -126,12 +138,32 @@ t.test('inlineSecrets: env values and map entries named like secrets, URL user i
 
 t.test('inlineSecrets: the `value` of an object under a secret name, several objects at once', async (tt) => {
   const rows: Array<{ name: string; obj: unknown; want: string[] }> = [
-    { name: 'gcsFaultToleranceOptions.redisPassword.value', obj: { spec: { gcsFaultToleranceOptions: { redisAddress: 'redis:6379', redisPassword: { value: 'pw-in-ft' } } } }, want: ['pw-in-ft'] },
-    { name: 'redisUsername.value is no secret', obj: { spec: { gcsFaultToleranceOptions: { redisUsername: { value: 'default' } } } }, want: [] },
-    { name: 'redisPassword from a Secret', obj: { spec: { gcsFaultToleranceOptions: { redisPassword: { valueFrom: { secretKeyRef: { name: 's', key: 'k' } } } } } }, want: [] },
+    {
+      name: 'gcsFaultToleranceOptions.redisPassword.value',
+      obj: { spec: { gcsFaultToleranceOptions: { redisAddress: 'redis:6379', redisPassword: { value: 'pw-in-ft' } } } },
+      want: ['pw-in-ft'],
+    },
+    {
+      name: 'redisUsername.value is no secret',
+      obj: { spec: { gcsFaultToleranceOptions: { redisUsername: { value: 'default' } } } },
+      want: [],
+    },
+    {
+      name: 'redisPassword from a Secret',
+      obj: { spec: { gcsFaultToleranceOptions: { redisPassword: { valueFrom: { secretKeyRef: { name: 's', key: 'k' } } } } } },
+      want: [],
+    },
     { name: 'empty value', obj: { redisPassword: { value: '' } }, want: [] },
-    { name: 'stored object and cached projection', obj: [{ spec: { rayStartParams: { 'redis-password': 'pw-stored' } } }, { spec: { gcsFaultToleranceOptions: {} } }], want: ['pw-stored'] },
-    { name: 'nothing stored (undefined) and the given object', obj: [undefined, { env: [{ name: 'REDIS_PASSWORD', value: 'pw-given' }] }], want: ['pw-given'] },
+    {
+      name: 'stored object and cached projection',
+      obj: [{ spec: { rayStartParams: { 'redis-password': 'pw-stored' } } }, { spec: { gcsFaultToleranceOptions: {} } }],
+      want: ['pw-stored'],
+    },
+    {
+      name: 'nothing stored (undefined) and the given object',
+      obj: [undefined, { env: [{ name: 'REDIS_PASSWORD', value: 'pw-given' }] }],
+      want: ['pw-given'],
+    },
   ];
   for (const row of rows) tt.same(inlineSecrets(row.obj), row.want, row.name);
 });
@@ -142,7 +174,12 @@ t.test("the refusal Warning: the API's message, one line, no secret of the objec
     {
       name: 'admission policy quoting the object',
       message: "rayclusters.ray.io \"c\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: frozen (hunter22)",
-      want: [/^Cannot add finalizer ray\.io\/gcs-ft-redis-cleanup-finalizer: the API server refused the change \(422 Invalid\): /, /ValidatingAdmissionPolicy 'p'/, /frozen \(\*\*\*\)/, /Retrying with backoff/],
+      want: [
+        /^Cannot add finalizer ray\.io\/gcs-ft-redis-cleanup-finalizer: the API server refused the change \(422 Invalid\): /,
+        /ValidatingAdmissionPolicy 'p'/,
+        /frozen \(\*\*\*\)/,
+        /Retrying with backoff/,
+      ],
       never: ['hunter22'],
     },
     {
@@ -153,10 +190,26 @@ t.test("the refusal Warning: the API's message, one line, no secret of the objec
     },
   ];
   const cached = { metadata: { name: 'c' }, spec: { gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } } };
-  const stored = { metadata: { name: 'c' }, spec: { gcsFaultToleranceOptions: { redisPassword: { value: 'ft-pw-9' } }, headGroupSpec: { template: { spec: { containers: [{ env: [{ name: 'REDIS_PASSWORD', value: 'env-pw-7' }] }] } } } } };
+  const stored = {
+    metadata: { name: 'c' },
+    spec: {
+      gcsFaultToleranceOptions: { redisPassword: { value: 'ft-pw-9' } },
+      headGroupSpec: { template: { spec: { containers: [{ env: [{ name: 'REDIS_PASSWORD', value: 'env-pw-7' }] }] } } },
+    },
+  };
   const fromStored: Array<{ name: string; message: string; objects: unknown; never: string[] }> = [
-    { name: 'stored secrets, cached projection given', message: 'denied: frozen (env-pw-7, ft-pw-9)', objects: [stored, cached], never: ['env-pw-7', 'ft-pw-9'] },
-    { name: 'the stored object could not be read: the given one', message: 'denied: frozen (hunter22)', objects: [undefined, obj], never: ['hunter22'] },
+    {
+      name: 'stored secrets, cached projection given',
+      message: 'denied: frozen (env-pw-7, ft-pw-9)',
+      objects: [stored, cached],
+      never: ['env-pw-7', 'ft-pw-9'],
+    },
+    {
+      name: 'the stored object could not be read: the given one',
+      message: 'denied: frozen (hunter22)',
+      objects: [undefined, obj],
+      never: ['hunter22'],
+    },
   ];
   for (const row of fromStored) {
     const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, row.objects);
@@ -168,5 +221,8 @@ t.test("the refusal Warning: the API's message, one line, no secret of the objec
     for (const re of row.want) tt.match(text, re, `${row.name}: ${re}`);
     for (const s of row.never) tt.notOk(text.includes(s), `${row.name}: no ${JSON.stringify(s)}`);
   }
-  tt.match(finalizerRejectedMessage('remove', F, { statusCode: 403, reason: 'Forbidden', message: 'no' }, obj), /^Cannot remove finalizer .*\(403 Forbidden\): no\./);
+  tt.match(
+    finalizerRejectedMessage('remove', F, { statusCode: 403, reason: 'Forbidden', message: 'no' }, obj),
+    /^Cannot remove finalizer .*\(403 Forbidden\): no\./,
+  );
 });

@@ -16,16 +16,32 @@ writeFileSync(join(dir, 'ca.crt'), 'CA FROM FILE');
 writeFileSync(join(dir, 'client.crt'), 'CERT FROM FILE');
 writeFileSync(join(dir, 'client.key'), 'KEY FROM FILE');
 const execScript = join(dir, 'exec-credential.sh');
-writeFileSync(execScript, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"token-from-exec"}}'\n`);
+writeFileSync(
+  execScript,
+  `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"token-from-exec"}}'\n`,
+);
 chmodSync(execScript, 0o755);
 
-function doc(cluster: Record<string, unknown>, user: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function doc(
+  cluster: Record<string, unknown>,
+  user: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: 'https://10.0.0.1:6443', ...cluster } }, { name: 'other', cluster: { server: 'https://other:6443' } }],
-    users: [{ name: 'u', user }, { name: 'nobody', user: { token: 'not-this-one' } }],
-    contexts: [{ name: 'ctx', context: { cluster: 'c', user: 'u', namespace: 'ns1' } }, { name: 'other', context: { cluster: 'other', user: 'nobody' } }],
+    clusters: [
+      { name: 'c', cluster: { server: 'https://10.0.0.1:6443', ...cluster } },
+      { name: 'other', cluster: { server: 'https://other:6443' } },
+    ],
+    users: [
+      { name: 'u', user },
+      { name: 'nobody', user: { token: 'not-this-one' } },
+    ],
+    contexts: [
+      { name: 'ctx', context: { cluster: 'c', user: 'u', namespace: 'ns1' } },
+      { name: 'other', context: { cluster: 'other', user: 'nobody' } },
+    ],
     'current-context': 'ctx',
     ...extra,
   };
@@ -33,12 +49,27 @@ function doc(cluster: Record<string, unknown>, user: Record<string, unknown>, ex
 
 const CASES: Array<{ name: string; config: Record<string, unknown> }> = [
   { name: 'token and inline CA', config: doc({ 'certificate-authority-data': b64('INLINE CA') }, { token: 'abc' }) },
-  { name: 'client certificate inline, TLS server name', config: doc({ 'certificate-authority-data': b64('CA'), 'tls-server-name': 'kubernetes' }, { 'client-certificate-data': b64('CERT'), 'client-key-data': b64('KEY') }) },
-  { name: 'files relative to the kubeconfig', config: doc({ 'certificate-authority': 'ca.crt' }, { 'client-certificate': 'client.crt', 'client-key': './client.key' }) },
+  {
+    name: 'client certificate inline, TLS server name',
+    config: doc(
+      { 'certificate-authority-data': b64('CA'), 'tls-server-name': 'kubernetes' },
+      { 'client-certificate-data': b64('CERT'), 'client-key-data': b64('KEY') },
+    ),
+  },
+  {
+    name: 'files relative to the kubeconfig',
+    config: doc({ 'certificate-authority': 'ca.crt' }, { 'client-certificate': 'client.crt', 'client-key': './client.key' }),
+  },
   { name: 'insecure-skip-tls-verify', config: doc({ 'insecure-skip-tls-verify': true }, { token: 'x' }) },
   { name: 'basic auth and impersonation', config: doc({}, { username: 'admin', password: 'secret', as: 'someone' }) },
-  { name: 'exec credential plugin', config: doc({}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: execScript, interactiveMode: 'Never' } }) },
-  { name: 'token file auth provider', config: doc({}, { 'auth-provider': { name: 'tokenFile', config: { tokenFile: join(dir, 'ca.crt') } } }) },
+  {
+    name: 'exec credential plugin',
+    config: doc({}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: execScript, interactiveMode: 'Never' } }),
+  },
+  {
+    name: 'token file auth provider',
+    config: doc({}, { 'auth-provider': { name: 'tokenFile', config: { tokenFile: join(dir, 'ca.crt') } } }),
+  },
   { name: 'another current context', config: doc({}, { token: 'abc' }, { 'current-context': 'other' }) },
 ];
 
@@ -73,7 +104,15 @@ t.test('loadFromDefault: KUBECONFIG files merged like client-node, then ~/.kube/
   const a = join(dir, 'a.yaml');
   const b = join(dir, 'b.yaml');
   writeFileSync(a, stringify(doc({}, { token: 'from-a' })));
-  writeFileSync(b, stringify({ clusters: [{ name: 'b', cluster: { server: 'https://b:6443' } }], users: [{ name: 'ub', user: { token: 'from-b' } }], contexts: [{ name: 'cb', context: { cluster: 'b', user: 'ub' } }], 'current-context': 'cb' }));
+  writeFileSync(
+    b,
+    stringify({
+      clusters: [{ name: 'b', cluster: { server: 'https://b:6443' } }],
+      users: [{ name: 'ub', user: { token: 'from-b' } }],
+      contexts: [{ name: 'cb', context: { cluster: 'b', user: 'ub' } }],
+      'current-context': 'cb',
+    }),
+  );
   const saved = process.env.KUBECONFIG;
   t.teardown(() => {
     if (saved === undefined) delete process.env.KUBECONFIG;
@@ -107,7 +146,10 @@ t.test('in-cluster: the service account token (re-read), CA and namespace, like 
   writeFileSync(join(sa, 'namespace'), 'raykeeper-system');
   const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
   t.teardown(() => {
-    for (const [k, v] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+    for (const [k, v] of [
+      ['KUBERNETES_SERVICE_HOST', saved.host],
+      ['KUBERNETES_SERVICE_PORT', saved.port],
+    ] as const) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
@@ -143,7 +185,11 @@ t.test('in-cluster: the service account token (re-read), CA and namespace, like 
     globalThis.Date = RealDate;
   });
   aheadMs = 61_000;
-  t.same((await httpsOptions(ours)).headers, { Authorization: 'Bearer sa-token-rotated' }, 'after 60 s: the rotated token is re-read and sent');
+  t.same(
+    (await httpsOptions(ours)).headers,
+    { Authorization: 'Bearer sa-token-rotated' },
+    'after 60 s: the rotated token is re-read and sent',
+  );
 });
 
 t.test('no cluster at all: a clear error', async (t) => {

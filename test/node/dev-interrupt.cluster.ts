@@ -9,8 +9,14 @@ import { assertHostRestored, hostState } from './helpers.ts';
 
 t.test('dev --kubelet: ready lines, then Ctrl-C leaves nothing behind', async (t) => {
   const before = await hostState();
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('_TAPJS_') && k !== 'NODE_V8_COVERAGE'));
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--kubelet', '--state-dir', t.testdir()], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('_TAPJS_') && k !== 'NODE_V8_COVERAGE'),
+  );
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--kubelet', '--state-dir', t.testdir()], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8');

@@ -21,7 +21,7 @@ export interface KubectlResult {
 /** Runs the built kubectl against `kubeconfig`; `input` goes to stdin. */
 export function kubectl(kubeconfig: string, args: string[], input?: string): KubectlResult {
   const r = spawnSync(requireKubeCommand('kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, timeout: 120_000 });
-  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? (r.error?.message ?? '') };
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? r.error?.message ?? '' };
 }
 
 export interface HostState {
@@ -35,7 +35,8 @@ export interface HostState {
   processes: string[];
 }
 
-const NODE_PROCESSES = /^(containerd|containerd-shim\S*|kubelet|kube-proxy|kube-scheduler|kube-controller-manager|dnsmasq|runc|etcd|kube-apiserver)$/;
+const NODE_PROCESSES =
+  /^(containerd|containerd-shim\S*|kubelet|kube-proxy|kube-scheduler|kube-controller-manager|dnsmasq|runc|etcd|kube-apiserver)$/;
 
 /** Every host fact the node touches (processes: only ours, by command name and the node's paths). */
 export async function hostState(): Promise<HostState> {
@@ -49,7 +50,8 @@ export async function hostState(): Promise<HostState> {
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (NODE_PROCESSES.test(comm) && (cmdline.includes('/tmp/raykeeper-node-') || cmdline.includes(NODE_NETWORK.gateway))) processes.push(`${pid} ${comm}`);
+      if (NODE_PROCESSES.test(comm) && (cmdline.includes('/tmp/raykeeper-node-') || cmdline.includes(NODE_NETWORK.gateway)))
+        processes.push(`${pid} ${comm}`);
     } catch {
       // gone
     }
@@ -76,7 +78,11 @@ export async function assertHostRestored(t: Test, before: HostState): Promise<vo
   t.same(after.iptables, before.iptables, 'iptables and ip6tables rules');
   t.same(after.sysctls, before.sysctls, 'sysctls');
   t.same(after.fixedPaths, before.fixedPaths, '/var/lib/kubelet, /var/log/containers, /run/netns, ...');
-  t.same(after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')), [], 'mounts');
+  t.same(
+    after.mounts.filter((m) => m.includes('raykeeper-node') || m.includes('kubelet') || m.includes('netns') || m.includes('containerd')),
+    [],
+    'mounts',
+  );
 }
 
 export interface NodeTestEvent {
@@ -99,8 +105,17 @@ export async function namespaceEvents(kube: KubeClient, namespace: string): Prom
 export async function assertCleanupJobRan(t: Test, kube: KubeClient, namespace: string, cluster: string): Promise<void> {
   const events = await namespaceEvents(kube, namespace);
   const jobName = `${cluster}-redis-cleanup`;
-  t.ok(events.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'), 'the job controller saw the Job complete');
+  t.ok(
+    events.some((e) => e.involvedObject.kind === 'Job' && e.involvedObject.name === jobName && e.reason === 'Completed'),
+    'the job controller saw the Job complete',
+  );
   const podEvents = events.filter((e) => e.involvedObject.kind === 'Pod' && e.involvedObject.name.startsWith(`${jobName}-`));
-  t.ok(podEvents.some((e) => e.reason === 'Started'), 'the kubelet started the Job pod');
-  t.ok(podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)), 'from our image');
+  t.ok(
+    podEvents.some((e) => e.reason === 'Started'),
+    'the kubelet started the Job pod',
+  );
+  t.ok(
+    podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)),
+    'from our image',
+  );
 }

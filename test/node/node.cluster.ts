@@ -47,10 +47,14 @@ t.test('node Ready', async (t) => {
 t.test('a pod runs and its log is read', async (t) => {
   const r = kubectl(kc, ['apply', '-f', '-'], stringify(pod('hello', 'echo hello from a real pod')));
   t.equal(r.status, 0, r.stderr);
-  const done = await until(async () => {
-    const p = await phase('hello');
-    return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-  }, 'pod hello to finish', 120_000);
+  const done = await until(
+    async () => {
+      const p = await phase('hello');
+      return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+    },
+    'pod hello to finish',
+    120_000,
+  );
   t.equal(done, 'Succeeded');
   const logs = kubectl(kc, ['logs', 'hello']);
   t.equal(logs.stdout.trim(), 'hello from a real pod', logs.stderr);
@@ -58,16 +62,28 @@ t.test('a pod runs and its log is read', async (t) => {
 
 t.test('a pod resolves a Service by name and reaches it through kube-proxy', async (t) => {
   const server = pod('web', 'while true; do echo hello-through-the-service | nc -l -p 8080; done', { restartPolicy: 'Always' });
-  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } };
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web' },
+    spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+  };
   t.equal(kubectl(kc, ['apply', '-f', '-'], [stringify(server), stringify(service)].join('---\n')).status, 0);
   await until(async () => (await phase('web')) === 'Running', 'pod web to run', 120_000);
   // Each try is a fresh connection; the server may need a moment to listen and kube-proxy to sync.
-  const client = pod('client', 'nslookup web.default.svc.cluster.local 2>&1; for i in $(seq 60); do out=$(nc -w 2 web 80 </dev/null) && [ -n "$out" ] && echo "$out" && exit 0; sleep 1; done; exit 1');
+  const client = pod(
+    'client',
+    'nslookup web.default.svc.cluster.local 2>&1; for i in $(seq 60); do out=$(nc -w 2 web 80 </dev/null) && [ -n "$out" ] && echo "$out" && exit 0; sleep 1; done; exit 1',
+  );
   t.equal(kubectl(kc, ['apply', '-f', '-'], stringify(client)).status, 0);
-  const done = await until(async () => {
-    const p = await phase('client');
-    return p === 'Succeeded' || p === 'Failed' ? p : undefined;
-  }, 'pod client to finish', 180_000);
+  const done = await until(
+    async () => {
+      const p = await phase('client');
+      return p === 'Succeeded' || p === 'Failed' ? p : undefined;
+    },
+    'pod client to finish',
+    180_000,
+  );
   const logs = kubectl(kc, ['logs', 'client']).stdout;
   t.equal(done, 'Succeeded', logs);
   const svc = await kube.get<{ spec: { clusterIP: string } }>({ version: 'v1', plural: 'services', namespace: 'default', name: 'web' });

@@ -9,7 +9,15 @@ import t from 'tap';
 import { devSampleCluster } from '../../dev/dev.ts';
 import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
 import { KubeClient } from '../../src/kube.ts';
-import { DEPLOYMENTS, ENDPOINT_SLICES, LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import {
+  DEPLOYMENTS,
+  ENDPOINT_SLICES,
+  LEASES,
+  MUTATING_WEBHOOK_CONFIGURATIONS,
+  NAMESPACES,
+  PODS,
+  RAYCLUSTERS,
+} from '../../src/kube-resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
 import { assertCleanupJobRan, kubectl, namespaceEvents, until } from './helpers.ts';
@@ -33,12 +41,21 @@ t.test('dev --kubelet prints its node Ready and installs from manifests/', async
   t.equal(env.node, 'localhost Ready');
   const pods = await kube.list<Pod>(SYSTEM_PODS);
   t.ok(pods.items.length >= 4, 'webhook and controller pods');
-  for (const p of pods.items) t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
+  for (const p of pods.items)
+    t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
 });
 
 t.test('the webhook pods are Ready behind their Service and the API server calls them by it', async (t) => {
-  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: 'raykeeper' });
-  for (const w of config.webhooks) t.same(w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace }, { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE }, 'by Service, no url');
+  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({
+    ...MUTATING_WEBHOOK_CONFIGURATIONS,
+    name: 'raykeeper',
+  });
+  for (const w of config.webhooks)
+    t.same(
+      w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace },
+      { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE },
+      'by Service, no url',
+    );
   const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
@@ -47,23 +64,32 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
       { ...ENDPOINT_SLICES, namespace: SYSTEM_NAMESPACE },
       { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
     );
-    return slices.items.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready).flatMap((e) => e.addresses).sort();
+    return slices.items
+      .flatMap((s) => s.endpoints ?? [])
+      .filter((e) => e.conditions?.ready)
+      .flatMap((e) => e.addresses)
+      .sort();
   };
   const podIPs = ready.map((p) => p.status?.podIP).sort();
   // The EndpointSlice controller marks an endpoint ready a moment after its pod's Ready condition: wait
   // for it (30 s at most; the assertion below then shows what the Service routes to).
   let addresses: string[] = [];
-  await until(async () => JSON.stringify((addresses = await readyAddresses())) === JSON.stringify(podIPs), 'the Service to route to the Ready webhook pods', 30_000, 500).catch(() => {});
+  await until(
+    async () => JSON.stringify((addresses = await readyAddresses())) === JSON.stringify(podIPs),
+    'the Service to route to the Ready webhook pods',
+    30_000,
+    500,
+  ).catch(() => {});
   t.same(addresses, podIPs, 'the Service routes to exactly those pods');
 
   await kube.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
   const sample = devSampleCluster(env.redisInCluster) as { metadata: Record<string, unknown> };
   t.notOk('annotations' in sample.metadata, 'metadata.annotations absent');
   // The object the CREATE returns is the admitted one: only the webhook can have changed it.
-  const created = await kube.create<{ metadata: { finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } }>(
-    { ...RAYCLUSTERS, namespace: NS },
-    { ...sample, metadata: { name: 'pinned' } },
-  );
+  const created = await kube.create<{
+    metadata: { finalizers?: string[] };
+    spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } };
+  }>({ ...RAYCLUSTERS, namespace: NS }, { ...sample, metadata: { name: 'pinned' } });
   t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
   t.match(created.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
 });
@@ -78,36 +104,38 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
   t.same(await rayKeys(redis, storage), seeded.sort(), 'the cluster has GCS data in the in-cluster Redis');
 
   await kube.delete(ref);
-  await until(
-    async () => (await kube.getOrUndefined(ref)) === undefined,
-    'the RayCluster to be gone (finalizer released)',
-    240_000,
-    500,
-  );
+  await until(async () => (await kube.getOrUndefined(ref)) === undefined, 'the RayCluster to be gone (finalizer released)', 240_000, 500);
   const left = await rayKeys(redis, storage);
   if (left.length > 0) {
     // What happened, for the log: the cluster's events in order.
     const events = await namespaceEvents(kube, NS);
-    for (const e of events.sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''))) t.comment(`${e.lastTimestamp} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
+    for (const e of events.sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? '')))
+      t.comment(`${e.lastTimestamp} ${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`);
   }
-  t.same(left, [], "its keys are gone");
+  t.same(left, [], 'its keys are gone');
   t.same(await rayKeys(redis, 'neighbour-cluster'), neighbour.sort(), "a neighbour's keys are intact");
 
   await assertCleanupJobRan(t, kube, NS, name);
 });
 
 t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {
-  const lease = (): Promise<{ spec: { holderIdentity?: string } }> => kube.get({ ...LEASES, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
+  const lease = (): Promise<{ spec: { holderIdentity?: string } }> =>
+    kube.get({ ...LEASES, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
   const leader = await until(async () => (await lease().catch(() => undefined))?.spec.holderIdentity, 'a controller leader', 120_000, 500);
   const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name));
   t.ok(leaderPod, `the leader ${leader} is one of the controller pods`);
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name, '--wait=false']);
   t.equal(r.status, 0, r.stderr);
-  const next = await until(async () => {
-    const h = (await lease()).spec.holderIdentity;
-    return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
-  }, 'a new leader', 180_000, 500);
+  const next = await until(
+    async () => {
+      const h = (await lease()).spec.holderIdentity;
+      return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
+    },
+    'a new leader',
+    180_000,
+    500,
+  );
   // The standby, or the ReplicaSet's replacement when it starts first after the old leader released the Lease.
   const now = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const holder = now.items.find((p) => next.startsWith(`${p.metadata.name}_`));
@@ -118,7 +146,10 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
   const ns = 'webhook-load';
   await kube.create(NAMESPACES, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   const sample = devSampleCluster(env.redisInCluster) as object;
-  type Created = { metadata: { name: string; finalizers?: string[] }; spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } } };
+  type Created = {
+    metadata: { name: string; finalizers?: string[] };
+    spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } };
+  };
   const created: Created[] = [];
   const failures: string[] = [];
   let running = true;
@@ -145,17 +176,37 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
     180_000,
     250,
   );
-  await until(async () => {
-    const d = await kube.get<{ status?: { availableReplicas?: number } }>({ ...DEPLOYMENTS, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-webhook' });
-    return d.status?.availableReplicas === 2;
-  }, 'two available webhook pods again', 180_000, 250);
+  await until(
+    async () => {
+      const d = await kube.get<{ status?: { availableReplicas?: number } }>({
+        ...DEPLOYMENTS,
+        namespace: SYSTEM_NAMESPACE,
+        name: 'raykeeper-webhook',
+      });
+      return d.status?.availableReplicas === 2;
+    },
+    'two available webhook pods again',
+    180_000,
+    250,
+  );
   const mark = created.length;
   await until(() => created.length >= mark + 30, '30 creates after the replacement', 120_000);
   running = false;
   await Promise.all(loaders);
   t.same(failures, [], 'no create failed');
-  const undefaulted = created.filter((c) => !c.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER) || !c.spec.gcsFaultToleranceOptions.externalStorageNamespace).map((c) => c.metadata.name);
+  const undefaulted = created
+    .filter(
+      (c) => !c.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER) || !c.spec.gcsFaultToleranceOptions.externalStorageNamespace,
+    )
+    .map((c) => c.metadata.name);
   // The API server logs each call it failed open on: the reason, when there is one.
-  const failedOpen = readFileSync(join(env.cluster.controlPlane.info.dir, 'kube-apiserver.log'), 'utf8').split('\n').filter((l) => /failing open|Failed calling webhook/.test(l));
-  t.same(undefaulted, [], `every one of ${created.length} RayClusters was mutated by the webhook (failurePolicy Ignore would hide a failed call)`, { apiserver: failedOpen.slice(0, 5) });
+  const failedOpen = readFileSync(join(env.cluster.controlPlane.info.dir, 'kube-apiserver.log'), 'utf8')
+    .split('\n')
+    .filter((l) => /failing open|Failed calling webhook/.test(l));
+  t.same(
+    undefaulted,
+    [],
+    `every one of ${created.length} RayClusters was mutated by the webhook (failurePolicy Ignore would hide a failed call)`,
+    { apiserver: failedOpen.slice(0, 5) },
+  );
 });

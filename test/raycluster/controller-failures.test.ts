@@ -1,8 +1,30 @@
 // When the cleanup cannot succeed, the deletion still ends, and an admin is told what was left where.
 import t from 'tap';
 import { createServer } from 'node:net';
-import { controllerInProcess, createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
-import { JOBS, LEASES, NAMESPACES, RAYCLUSTERS, SECRETS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../src/kube-resources.ts';
+import {
+  controllerInProcess,
+  createCluster,
+  env,
+  events,
+  FINALIZER,
+  getCluster,
+  jobRunner,
+  listJobs,
+  rayCluster,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+} from './harness.ts';
+import {
+  JOBS,
+  LEASES,
+  NAMESPACES,
+  RAYCLUSTERS,
+  SECRETS,
+  VALIDATING_ADMISSION_POLICIES,
+  VALIDATING_ADMISSION_POLICY_BINDINGS,
+} from '../../src/kube-resources.ts';
 import { startController } from '../../controller/main.ts';
 import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { microTime } from '../../controller/runtime/leader.ts';
@@ -24,7 +46,10 @@ t.test('Redis unreachable: the Job fails, a Warning names the namespace and the 
   await controllerInProcess(tt, e);
   const port = await closedPort();
   // 45 s timeout: the cleanup gets --timeout 30 and gives up well before the deletion timeout.
-  const c = await createCluster(e, rayCluster('unreach', `127.0.0.1:${port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '45' } }));
+  const c = await createCluster(
+    e,
+    rayCluster('unreach', `127.0.0.1:${port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '45' } }),
+  );
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'unreach' });
   await until(async () => (await getCluster(e, 'unreach')) === undefined, 'the finalizer is released', 90_000, 250);
   const failed = await until(async () => (await events(e, 'RedisCleanupFailed'))[0], 'failure event');
@@ -32,7 +57,11 @@ t.test('Redis unreachable: the Job fails, a Warning names the namespace and the 
   tt.match(failed.message, /unreach-redis-cleanup failed/);
   tt.match(failed.message, /BackoffLimitExceeded/, 'the Job failure reason');
   tt.match(failed.message, new RegExp(`storage namespace "${c.metadata.uid}"`), 'names the namespace left in Redis');
-  tt.match(failed.message, new RegExp(`RAY_external_storage_namespace=${c.metadata.uid} RAY_REDIS_ADDRESS=127.0.0.1:${port} raykeeper redis-cleanup`), 'the command to run by hand');
+  tt.match(
+    failed.message,
+    new RegExp(`RAY_external_storage_namespace=${c.metadata.uid} RAY_REDIS_ADDRESS=127.0.0.1:${port} raykeeper redis-cleanup`),
+    'the command to run by hand',
+  );
   tt.equal((await events(e, 'ForceDeletedStuckCluster')).length, 0, 'released because the Job failed, not by the timeout');
   const jobs = await listJobs(e);
   tt.equal(jobs.length, 1);
@@ -43,13 +72,25 @@ t.test('a Job that never finishes: released at the timeout annotation with Force
   const e = await env(tt);
   const { server, client } = await redis(tt);
   await controllerInProcess(tt, e); // no job runner: nothing ever runs the Job
-  const c = await createCluster(e, rayCluster('stuck', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' } }));
+  const c = await createCluster(
+    e,
+    rayCluster('stuck', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' } }),
+  );
   await seedRay(client, c.metadata.uid!);
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'stuck' });
   const job = await until(async () => (await listJobs(e))[0], 'the Job is created');
   tt.equal(job.metadata.name, 'stuck-redis-cleanup');
-  const spec = (await e.kube.get<{ spec: { activeDeadlineSeconds: number; backoffLimit: number } }>({ ...JOBS, namespace: e.ns.name, name: 'stuck-redis-cleanup' })).spec;
-  tt.ok(spec.activeDeadlineSeconds >= 1 && spec.activeDeadlineSeconds <= 4, `activeDeadlineSeconds from the remaining timeout: ${spec.activeDeadlineSeconds}`);
+  const spec = (
+    await e.kube.get<{ spec: { activeDeadlineSeconds: number; backoffLimit: number } }>({
+      ...JOBS,
+      namespace: e.ns.name,
+      name: 'stuck-redis-cleanup',
+    })
+  ).spec;
+  tt.ok(
+    spec.activeDeadlineSeconds >= 1 && spec.activeDeadlineSeconds <= 4,
+    `activeDeadlineSeconds from the remaining timeout: ${spec.activeDeadlineSeconds}`,
+  );
   tt.equal(spec.backoffLimit, 0);
   await until(async () => (await getCluster(e, 'stuck')) === undefined, 'released at the timeout', 30_000);
   const forced = await until(async () => (await events(e, 'ForceDeletedStuckCluster'))[0], 'event');
@@ -63,7 +104,10 @@ t.test('namespace terminating (kuberay #3388): the controller cleans up itself w
   const e = await env(tt);
   const { server, client } = await redis(tt, { password: 'pw-in-a-secret' });
   await controllerInProcess(tt, e);
-  await e.kube.create({ ...SECRETS, namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'pw-in-a-secret' } });
+  await e.kube.create(
+    { ...SECRETS, namespace: e.ns.name },
+    { metadata: { name: 'redis-auth' }, stringData: { password: 'pw-in-a-secret' } },
+  );
   const c = await createCluster(
     e,
     rayCluster('nsgone', `127.0.0.1:${server.port}`, {
@@ -109,10 +153,19 @@ t.test('a Job left by an earlier cluster of the same name is not taken for ours'
   await jobRunner(tt, e);
   await controllerInProcess(tt, e);
   // A completed Job owned by a RayCluster UID that no longer exists (GC has not run: no controller-manager).
-  await e.kube.create({ ...JOBS, namespace: e.ns.name }, {
-    metadata: { name: 'reborn-redis-cleanup', labels: { 'ray.io/node-type': 'redis-cleanup', 'ray.io/cluster': 'reborn' }, ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'reborn', uid: '11111111-2222-3333-4444-555555555555', controller: true }] },
-    spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'x', command: ['true'] }] } } },
-  });
+  await e.kube.create(
+    { ...JOBS, namespace: e.ns.name },
+    {
+      metadata: {
+        name: 'reborn-redis-cleanup',
+        labels: { 'ray.io/node-type': 'redis-cleanup', 'ray.io/cluster': 'reborn' },
+        ownerReferences: [
+          { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'reborn', uid: '11111111-2222-3333-4444-555555555555', controller: true },
+        ],
+      },
+      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'x', image: 'x', command: ['true'] }] } } },
+    },
+  );
   const c = await createCluster(e, rayCluster('reborn', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
   await seedRay(client, c.metadata.uid!);
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'reborn' });
@@ -120,7 +173,13 @@ t.test('a Job left by an earlier cluster of the same name is not taken for ours'
   tt.same(await rayKeys(client, c.metadata.uid!), [], 'its own Job ran');
   const jobs = await listJobs(e);
   tt.equal(jobs.length, 1);
-  const owner = (await e.kube.get<{ metadata: { ownerReferences: Array<{ uid: string }> } }>({ ...JOBS, namespace: e.ns.name, name: 'reborn-redis-cleanup' })).metadata.ownerReferences[0]!.uid;
+  const owner = (
+    await e.kube.get<{ metadata: { ownerReferences: Array<{ uid: string }> } }>({
+      ...JOBS,
+      namespace: e.ns.name,
+      name: 'reborn-redis-cleanup',
+    })
+  ).metadata.ownerReferences[0]!.uid;
   tt.equal(owner, c.metadata.uid, 'the stale Job was replaced by one owned by this cluster');
 });
 
@@ -149,7 +208,10 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   await createCluster(e, rayCluster('abort', `127.0.0.1:${await closedPort()}`, { finalizers: [FINALIZER] }));
   await e.kube.delete({ ...NAMESPACES, name: e.ns.name });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'abort' });
-  await until(() => lines().some((l) => l.msg === 'namespace is terminating: running the Redis cleanup in the controller'), 'the in-process cleanup runs');
+  await until(
+    () => lines().some((l) => l.msg === 'namespace is terminating: running the Redis cleanup in the controller'),
+    'the in-process cleanup runs',
+  );
 
   // Another replica takes the Lease (it saw it expire, say): at its next renew this one has lost it.
   let taken = 0;
@@ -157,7 +219,10 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
     const current = await e.kube.get<{ spec: Record<string, unknown> }>(lease);
     taken = Date.now();
     try {
-      await e.kube.replace(lease, { ...current, spec: { ...current.spec, holderIdentity: 'second', acquireTime: microTime(taken), renewTime: microTime(taken) } });
+      await e.kube.replace(lease, {
+        ...current,
+        spec: { ...current.spec, holderIdentity: 'second', acquireTime: microTime(taken), renewTime: microTime(taken) },
+      });
       break;
     } catch (err) {
       if (!isConflict(err)) throw err; // renewed in between: read again
@@ -167,10 +232,15 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   await until(() => lines().some((l) => l.msg === 'in-process Redis cleanup aborted: the finalizer stays'), 'the cleanup aborted');
   const stoppedMs = Date.now() - taken;
   tt.comment(`stopped ${stoppedMs} ms after the Lease was taken`);
-  tt.ok(stoppedMs < 10_000, 'stopped at once, not after the cleanup\'s retries or the 20 s shutdown grace');
+  tt.ok(stoppedMs < 10_000, "stopped at once, not after the cleanup's retries or the 20 s shutdown grace");
   tt.ok((await getCluster(e, 'abort'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer stays for the next leader');
-  const after = lines().filter((l) => Number(l.time) >= taken).map((l) => String(l.msg));
-  tt.notOk(after.some((m) => /released the GCS FT|RedisCleanupFailed|reconcile failed; will retry/.test(m)), `nothing released, no Event, no retry: ${after.join(' | ')}`);
+  const after = lines()
+    .filter((l) => Number(l.time) >= taken)
+    .map((l) => String(l.msg));
+  tt.notOk(
+    after.some((m) => /released the GCS FT|RedisCleanupFailed|reconcile failed; will retry/.test(m)),
+    `nothing released, no Event, no retry: ${after.join(' | ')}`,
+  );
   const m = c.manager.ctx.metrics.getSingleMetric('raykeeper_raycluster_inprocess_cleanups_total');
   const results = (await m!.get()).values.map((v) => `${v.labels.result}=${v.value}`);
   tt.same(results, ['aborted=1'], 'counted as aborted (not failed)');
@@ -196,15 +266,30 @@ t.test('the cleanup Job refused by a policy that quotes its env: the Warning and
   });
   await e.kube.create(VALIDATING_ADMISSION_POLICY_BINDINGS, {
     metadata: { name },
-    spec: { policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } } } },
+    spec: {
+      policyName: name,
+      validationActions: ['Deny'],
+      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } } },
+    },
   });
   tt.teardown(async () => {
     await e.kube.delete({ ...VALIDATING_ADMISSION_POLICY_BINDINGS, name });
     await e.kube.delete({ ...VALIDATING_ADMISSION_POLICIES, name });
   });
-  const probe = { metadata: { name: 'probe' }, spec: { template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', env: [{ name: 'REDIS_PASSWORD', value: 'p' }] }] } } } };
+  const probe = {
+    metadata: { name: 'probe' },
+    spec: {
+      template: {
+        spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', env: [{ name: 'REDIS_PASSWORD', value: 'p' }] }] },
+      },
+    },
+  };
   await until(
-    () => e.kube.create({ ...JOBS, namespace: e.ns.name }, probe, { query: { dryRun: 'All' } }).then(() => false, (err: unknown) => isInvalid(err)),
+    () =>
+      e.kube.create({ ...JOBS, namespace: e.ns.name }, probe, { query: { dryRun: 'All' } }).then(
+        () => false,
+        (err: unknown) => isInvalid(err),
+      ),
     'the policy to be enforced',
     30_000,
   );
@@ -217,13 +302,27 @@ t.test('the cleanup Job refused by a policy that quotes its env: the Warning and
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'refused' });
   const warning = await until(async () => (await events(e, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB))[0], 'the Warning');
   tt.equal(warning.type, 'Warning');
-  tt.match(warning.message, /^Failed to create Redis cleanup Job [^/]+\/refused-redis-cleanup: .*ValidatingAdmissionPolicy 'no-cleanup-jobs-[^']+' .*denied request: no Jobs here \(env \*\*\*\)/, "the API's message, the password masked");
+  tt.match(
+    warning.message,
+    /^Failed to create Redis cleanup Job [^/]+\/refused-redis-cleanup: .*ValidatingAdmissionPolicy 'no-cleanup-jobs-[^']+' .*denied request: no Jobs here \(env \*\*\*\)/,
+    "the API's message, the password masked",
+  );
   tt.notOk(warning.message.includes(secret), 'no password in the Warning');
   await until(() => lines().some((l) => l.msg === 'reconcile failed; will retry'), 'the failed reconcile logged');
   const text = lines().map((l) => JSON.stringify(l));
-  tt.ok(text.some((l) => l.includes(`event ${EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB}`) && l.includes('no Jobs here (env ***)')), 'the event is logged, masked');
-  tt.ok(text.some((l) => l.includes('reconcile failed') && l.includes('no Jobs here (env ***)')), 'the failed reconcile is logged, masked');
-  tt.same(text.filter((l) => l.includes(secret)), [], 'no log line carries the password');
+  tt.ok(
+    text.some((l) => l.includes(`event ${EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB}`) && l.includes('no Jobs here (env ***)')),
+    'the event is logged, masked',
+  );
+  tt.ok(
+    text.some((l) => l.includes('reconcile failed') && l.includes('no Jobs here (env ***)')),
+    'the failed reconcile is logged, masked',
+  );
+  tt.same(
+    text.filter((l) => l.includes(secret)),
+    [],
+    'no log line carries the password',
+  );
   tt.equal((await listJobs(e)).length, 0, 'no Job');
   // Let the namespace go on teardown (nothing will run the cleanup).
   await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'refused' }, { metadata: { finalizers: null } }, MERGE_PATCH);

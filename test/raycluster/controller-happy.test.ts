@@ -1,7 +1,23 @@
 // The RayCluster reconciler end to end on the real API server, with the test job runner running
 // `raykeeper redis-cleanup` against a real redis-server.
 import t from 'tap';
-import { controllerInProcess, createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import {
+  controllerInProcess,
+  createCluster,
+  createPods,
+  env,
+  events,
+  FINALIZER,
+  getCluster,
+  jobRunner,
+  listJobs,
+  metricValue,
+  rayCluster,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+} from './harness.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import { sleep } from '../../src/backoff.ts';
 
@@ -39,7 +55,10 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
   const jobs = await listJobs(e);
   tt.equal(jobs.length, 1, 'exactly one cleanup Job');
   tt.equal(jobs[0]!.metadata.name, 'happy-redis-cleanup');
-  tt.ok(jobs[0]!.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'), 'the Job completed');
+  tt.ok(
+    jobs[0]!.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'),
+    'the Job completed',
+  );
   await until(async () => (await events(e, 'RedisCleanupSucceeded')).length === 1, 'success event');
   const created_ = await events(e, 'CreatedRedisCleanupJob');
   tt.equal(created_.length, 1);
@@ -47,7 +66,10 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
 
   // Dropping the other finalizer lets the object go for good.
   const rest = await getCluster(e, 'happy');
-  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'happy' }, [{ op: 'test', path: '/metadata/finalizers', value: rest!.metadata.finalizers }, { op: 'remove', path: '/metadata/finalizers/0' }]);
+  await e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'happy' }, [
+    { op: 'test', path: '/metadata/finalizers', value: rest!.metadata.finalizers },
+    { op: 'remove', path: '/metadata/finalizers/0' },
+  ]);
   await until(async () => (await getCluster(e, 'happy')) === undefined, 'the RayCluster is gone');
 });
 
@@ -62,13 +84,22 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   await createPods(e, created, { headNodeName: 'node-1' });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'slowhead' });
   const head = await until(async () => {
-    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({ ...PODS, namespace: e.ns.name, name: 'slowhead-head' });
+    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({
+      ...PODS,
+      namespace: e.ns.name,
+      name: 'slowhead-head',
+    });
     return p?.metadata.deletionTimestamp ? p : undefined;
   }, 'the head pod is being deleted');
   tt.ok(head);
   // Meanwhile no Job: GCS could still be writing. The control: the controller has seen the terminating
   // head and decided to wait for it.
-  const waits = async () => metricValue(await controller.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'), 'raykeeper_raycluster_actions_total', 'action="waitForHeadGone"') ?? 0;
+  const waits = async () =>
+    metricValue(
+      await controller.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'),
+      'raykeeper_raycluster_actions_total',
+      'action="waitForHeadGone"',
+    ) ?? 0;
   await until(async () => (await waits()) >= 1, 'the controller to decide to wait for the head pod');
   tt.equal((await listJobs(e)).length, 0, 'no cleanup while a head pod exists');
   tt.ok(await getCluster(e, 'slowhead'), 'cluster still there');
@@ -79,41 +110,53 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   tt.equal((await listJobs(e)).length, 1);
 });
 
-t.test('a head pod that appears after the cleanup Job was created (an operator on a stale cache): cleaned again once it is gone', async (tt) => {
-  const e = await env(tt);
-  const { server, client } = await redis(tt);
-  await controllerInProcess(tt, e);
-  const created = await createCluster(e, rayCluster('late', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
-  const uid = created.metadata.uid!;
-  await seedRay(client, uid);
-  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'late' });
-  // No job runner yet, so the Job waits while the late pods appear.
-  await until(async () => (await listJobs(e)).length === 1, 'the cleanup Job');
-  await createPods(e, created);
-  // Its "GCS" writes into the cluster's storage namespace for as long as the head pod exists.
-  let writes = 0;
-  let stop = false;
-  const headRef = { ...PODS, namespace: e.ns.name, name: 'late-head' };
-  const gcs = (async () => {
-    while (!stop && (await e.kube.getOrUndefined(headRef))) {
-      await client.hset(`RAY${uid}@KV`, 'session_name', `s${writes++}`);
-      await sleep(20);
-    }
-  })();
-  await jobRunner(tt, e);
-  await until(async () => (await getCluster(e, 'late')) === undefined, 'the cluster to be gone', 60_000);
-  stop = true;
-  await gcs;
-  tt.ok(writes > 0, `the late head wrote (${writes} writes)`);
-  tt.same(await rayKeys(client, uid), [], "nothing is left, not even what the late head's GCS wrote after the first cleanup");
-  const rerun = await events(e, 'RedisCleanupRerun');
-  tt.equal(rerun.length, 1, 'one Warning: cleaning again');
-  tt.equal(rerun[0]?.count ?? 1, 1, 'written once (not once per reconcile)');
-  tt.equal(rerun[0]?.type, 'Warning');
-  tt.match(rerun[0]?.message ?? '', /late-head/);
-  tt.equal((await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=late,ray.io/node-type in (head,worker)' })).items.length, 0, 'the late pods were deleted');
-  tt.equal((await events(e, 'CreatedRedisCleanupJob')).reduce((n, x) => n + (x.count ?? 1), 0), 2, 'two cleanup Jobs were created');
-});
+t.test(
+  'a head pod that appears after the cleanup Job was created (an operator on a stale cache): cleaned again once it is gone',
+  async (tt) => {
+    const e = await env(tt);
+    const { server, client } = await redis(tt);
+    await controllerInProcess(tt, e);
+    const created = await createCluster(e, rayCluster('late', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+    const uid = created.metadata.uid!;
+    await seedRay(client, uid);
+    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'late' });
+    // No job runner yet, so the Job waits while the late pods appear.
+    await until(async () => (await listJobs(e)).length === 1, 'the cleanup Job');
+    await createPods(e, created);
+    // Its "GCS" writes into the cluster's storage namespace for as long as the head pod exists.
+    let writes = 0;
+    let stop = false;
+    const headRef = { ...PODS, namespace: e.ns.name, name: 'late-head' };
+    const gcs = (async () => {
+      while (!stop && (await e.kube.getOrUndefined(headRef))) {
+        await client.hset(`RAY${uid}@KV`, 'session_name', `s${writes++}`);
+        await sleep(20);
+      }
+    })();
+    await jobRunner(tt, e);
+    await until(async () => (await getCluster(e, 'late')) === undefined, 'the cluster to be gone', 60_000);
+    stop = true;
+    await gcs;
+    tt.ok(writes > 0, `the late head wrote (${writes} writes)`);
+    tt.same(await rayKeys(client, uid), [], "nothing is left, not even what the late head's GCS wrote after the first cleanup");
+    const rerun = await events(e, 'RedisCleanupRerun');
+    tt.equal(rerun.length, 1, 'one Warning: cleaning again');
+    tt.equal(rerun[0]?.count ?? 1, 1, 'written once (not once per reconcile)');
+    tt.equal(rerun[0]?.type, 'Warning');
+    tt.match(rerun[0]?.message ?? '', /late-head/);
+    tt.equal(
+      (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=late,ray.io/node-type in (head,worker)' }))
+        .items.length,
+      0,
+      'the late pods were deleted',
+    );
+    tt.equal(
+      (await events(e, 'CreatedRedisCleanupJob')).reduce((n, x) => n + (x.count ?? 1), 0),
+      2,
+      'two cleanup Jobs were created',
+    );
+  },
+);
 
 t.test('feature gate off: no finalizer on new clusters; a deleting cluster with ours is released, no Job', async (tt) => {
   const e = await env(tt);

@@ -12,7 +12,23 @@ import { rayClusterModule } from '../../controller/raycluster/module.ts';
 import { KubeClient } from '../../src/kube.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
-import { createCluster, createPods, env, events, FINALIZER, getCluster, jobRunner, listJobs, quiet, rayCluster, rayKeys, redis, seedRay, until, type Env } from './harness.ts';
+import {
+  createCluster,
+  createPods,
+  env,
+  events,
+  FINALIZER,
+  getCluster,
+  jobRunner,
+  listJobs,
+  quiet,
+  rayCluster,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+  type Env,
+} from './harness.ts';
 import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../src/kube-resources.ts';
 
 interface Rule {
@@ -22,7 +38,9 @@ interface Rule {
 }
 
 function shippedRules(): { cluster: Rule[]; leases: Rule[] } {
-  const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests', 'base', 'rbac-controller.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; rules?: Rule[] });
+  const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests', 'base', 'rbac-controller.yaml'), 'utf8')).map(
+    (d) => d.toJS() as { kind: string; rules?: Rule[] },
+  );
   const cluster = docs.find((d) => d.kind === 'ClusterRole')?.rules;
   const leases = docs.find((d) => d.kind === 'Role')?.rules;
   if (!cluster || !leases) throw new Error('rbac-controller.yaml: ClusterRole or Role missing');
@@ -35,12 +53,25 @@ async function controllerIdentity(tt: Test, e: Env): Promise<KubeConfig> {
   const sa = 'raykeeper-controller';
   const id = `raykeeper-controller-${e.ns.name}`;
   const subject = [{ kind: 'ServiceAccount', name: sa, namespace: e.ns.name }];
-  const rbac = (plural: string, namespaced = false) => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, namespace: namespaced ? e.ns.name : undefined });
+  const rbac = (plural: string, namespaced = false) => ({
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural,
+    namespace: namespaced ? e.ns.name : undefined,
+  });
   await e.kube.create({ ...SERVICEACCOUNTS, namespace: e.ns.name }, { metadata: { name: sa } });
   await e.kube.create(rbac('clusterroles'), { metadata: { name: id }, rules: cluster });
-  await e.kube.create(rbac('clusterrolebindings'), { metadata: { name: id }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: id }, subjects: subject });
+  await e.kube.create(rbac('clusterrolebindings'), {
+    metadata: { name: id },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: id },
+    subjects: subject,
+  });
   await e.kube.create(rbac('roles', true), { metadata: { name: 'leader-election' }, rules: leases });
-  await e.kube.create(rbac('rolebindings', true), { metadata: { name: 'leader-election' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' }, subjects: subject });
+  await e.kube.create(rbac('rolebindings', true), {
+    metadata: { name: 'leader-election' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leader-election' },
+    subjects: subject,
+  });
   tt.teardown(async () => {
     await e.kube.delete({ ...rbac('clusterrolebindings'), name: id });
     await e.kube.delete({ ...rbac('clusterroles'), name: id });
@@ -97,7 +128,14 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   const { server, client } = await redis(tt, { password: 'hidden' });
   const kc = await controllerIdentity(tt, e);
   await e.kube.create({ ...SECRETS, namespace: e.ns.name }, { metadata: { name: 'redis-auth' }, stringData: { password: 'hidden' } });
-  const c = await startController({ kubeConfig: kc, watchNamespace: e.ns.name, modules: [rayClusterModule], moduleFlags: {}, env: {}, logger: quiet });
+  const c = await startController({
+    kubeConfig: kc,
+    watchNamespace: e.ns.name,
+    modules: [rayClusterModule],
+    moduleFlags: {},
+    env: {},
+    logger: quiet,
+  });
   tt.teardown(() => c.stop());
   const created = await createCluster(
     e,

@@ -1,5 +1,12 @@
 import t, { type Test } from 'tap';
-import { decideRayClusterCleanup, deletionDeadlineMs, HEAD_POD_WAIT_MS, JOB_WAIT_MS, type RayClusterCleanupDecision, type RayClusterCleanupInput } from '../../src/raycluster/decide.ts';
+import {
+  decideRayClusterCleanup,
+  deletionDeadlineMs,
+  HEAD_POD_WAIT_MS,
+  JOB_WAIT_MS,
+  type RayClusterCleanupDecision,
+  type RayClusterCleanupInput,
+} from '../../src/raycluster/decide.ts';
 import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
 
 interface Row {
@@ -16,23 +23,48 @@ const rows: Row[] = [
   // Not deleting.
   { name: 'FT via annotation, no finalizer -> add', input: { cluster: cluster() }, action: 'addFinalizer' },
   { name: 'FT via options, no finalizer -> add', input: { cluster: cluster({ ft: 'options' }) }, action: 'addFinalizer' },
-  { name: 'spec.managedBy MultiKueue -> hands off', input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'kueue.x-k8s.io/multikueue' } } }, action: 'nothing' },
-  { name: 'spec.managedBy KubeRay -> add', input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'ray.io/kuberay-operator' } } }, action: 'addFinalizer' },
+  {
+    name: 'spec.managedBy MultiKueue -> hands off',
+    input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'kueue.x-k8s.io/multikueue' } } },
+    action: 'nothing',
+  },
+  {
+    name: 'spec.managedBy KubeRay -> add',
+    input: { cluster: { ...cluster(), spec: { ...cluster().spec, managedBy: 'ray.io/kuberay-operator' } } },
+    action: 'addFinalizer',
+  },
   { name: 'other finalizers only -> add ours', input: { cluster: cluster({ finalizers: ['example.com/keep'] }) }, action: 'addFinalizer' },
-  { name: 'FT via annotation, finalizer present -> nothing', input: { cluster: cluster({ finalizers: withFinalizer }) }, action: 'nothing' },
+  {
+    name: 'FT via annotation, finalizer present -> nothing',
+    input: { cluster: cluster({ finalizers: withFinalizer }) },
+    action: 'nothing',
+  },
   { name: 'FT off -> nothing', input: { cluster: cluster({ ft: 'off' }) }, action: 'nothing' },
   {
     name: 'both the FT annotation and gcsFaultToleranceOptions -> nothing, as the webhook (KubeRay rejects it)',
-    input: { cluster: { ...cluster({ ft: 'options' }), metadata: { ...cluster({ ft: 'options' }).metadata, annotations: { 'ray.io/ft-enabled': 'true' } } } },
+    input: {
+      cluster: {
+        ...cluster({ ft: 'options' }),
+        metadata: { ...cluster({ ft: 'options' }).metadata, annotations: { 'ray.io/ft-enabled': 'true' } },
+      },
+    },
     action: 'nothing',
     check: (d, tt) => tt.match(d, { reason: /both the ray\.io\/ft-enabled annotation and spec\.gcsFaultToleranceOptions/ }),
   },
   { name: 'rocksdb backend -> nothing', input: { cluster: cluster({ ft: 'rocksdb' }) }, action: 'nothing' },
   { name: 'gate off, FT on, no finalizer -> nothing', input: { cluster: cluster(), gateEnabled: false }, action: 'nothing' },
-  { name: 'annotation "TRUE" counts as on', input: { cluster: cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } }) }, action: 'addFinalizer' },
+  {
+    name: 'annotation "TRUE" counts as on',
+    input: { cluster: cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } }) },
+    action: 'addFinalizer',
+  },
 
   // Deleting, not ours.
-  { name: 'deleting without our finalizer -> nothing', input: { cluster: cluster({ deletedAt: T0, finalizers: ['x/y'] }) }, action: 'nothing' },
+  {
+    name: 'deleting without our finalizer -> nothing',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: ['x/y'] }) },
+    action: 'nothing',
+  },
 
   // Deleting with our finalizer: preconditions.
   {
@@ -69,7 +101,10 @@ const rows: Row[] = [
   // Pods.
   {
     name: 'head and worker alive -> delete both (not the cleanup pod)',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker'), pod('demo-redis-cleanup-abc', 'redis-cleanup')] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker'), pod('demo-redis-cleanup-abc', 'redis-cleanup')],
+    },
     action: 'deletePods',
     check: (d, tt) => d.action === 'deletePods' && tt.same(d.pods, ['demo-head', 'demo-worker-1']),
   },
@@ -88,7 +123,8 @@ const rows: Row[] = [
     name: 'head terminating near the deadline -> wait only until the deadline',
     input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), pods: [pod('demo-head', 'head', true)], now: T0 + 297 * S },
     action: 'waitForHeadGone',
-    check: (d, tt) => d.action === 'waitForHeadGone' && tt.ok(d.requeueAfterMs <= 3 * S + 50 && d.requeueAfterMs >= 3 * S, `${d.requeueAfterMs}`),
+    check: (d, tt) =>
+      d.action === 'waitForHeadGone' && tt.ok(d.requeueAfterMs <= 3 * S + 50 && d.requeueAfterMs >= 3 * S, `${d.requeueAfterMs}`),
   },
 
   // Job lifecycle.
@@ -103,7 +139,11 @@ const rows: Row[] = [
       tt.equal(d.requeueAfterMs, JOB_WAIT_MS);
     },
   },
-  { name: 'Job running -> wait 2 s', input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job() }, action: 'waitForJob' },
+  {
+    name: 'Job running -> wait 2 s',
+    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job() },
+    action: 'waitForJob',
+  },
   {
     name: 'Job Complete -> release, Normal event',
     input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }) },
@@ -121,7 +161,10 @@ const rows: Row[] = [
   },
   {
     name: 'Job Failed -> release, Warning with reason, namespace and command',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }) },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Failed', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' }),
+    },
     action: 'releaseFinalizer',
     check: (d, tt) => {
       if (d.action !== 'releaseFinalizer') return;
@@ -130,12 +173,18 @@ const rows: Row[] = [
       tt.equal(d.event?.reason, 'RedisCleanupFailed');
       tt.match(d.event?.message ?? '', /BackoffLimitExceeded/);
       tt.match(d.event?.message ?? '', /"0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10"/);
-      tt.match(d.event?.message ?? '', /RAY_external_storage_namespace=0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10 RAY_REDIS_ADDRESS=redis:6379 raykeeper redis-cleanup/);
+      tt.match(
+        d.event?.message ?? '',
+        /RAY_external_storage_namespace=0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10 RAY_REDIS_ADDRESS=redis:6379 raykeeper redis-cleanup/,
+      );
     },
   },
   {
     name: 'Job FailureTarget (before Failed) -> release',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'FailureTarget', reason: 'DeadlineExceeded' }) },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'FailureTarget', reason: 'DeadlineExceeded' }),
+    },
     action: 'releaseFinalizer',
   },
   {
@@ -147,7 +196,11 @@ const rows: Row[] = [
   // A head pod that appeared after the Job was created (an operator acting on a stale cache).
   {
     name: 'Job Complete but a head pod exists -> delete the Job to clean again, Warning naming the head',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker')] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Complete' }),
+      pods: [pod('demo-head', 'head'), pod('demo-worker-1', 'worker')],
+    },
     action: 'rerunCleanup',
     check: (d, tt) => {
       if (d.action !== 'rerunCleanup') return;
@@ -161,22 +214,39 @@ const rows: Row[] = [
   },
   {
     name: 'Job Failed and a head pod terminating -> clean again too',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Failed' }), pods: [pod('demo-head', 'head', true)] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Failed' }),
+      pods: [pod('demo-head', 'head', true)],
+    },
     action: 'rerunCleanup',
   },
   {
     name: 'Job Complete with only a worker pod -> release (workers do not write to Redis)',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-worker-1', 'worker')] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Complete' }),
+      pods: [pod('demo-worker-1', 'worker')],
+    },
     action: 'releaseFinalizer',
   },
   {
     name: 'Job Complete, the cleanup pod still listed -> release (it is not a Ray pod)',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-redis-cleanup-abc', 'redis-cleanup')] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Complete' }),
+      pods: [pod('demo-redis-cleanup-abc', 'redis-cleanup')],
+    },
     action: 'releaseFinalizer',
   },
   {
     name: 'Job Complete but a head pod exists after the timeout -> force release',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ condition: 'Complete' }), pods: [pod('demo-head', 'head')], now: T0 + 300 * S },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ condition: 'Complete' }),
+      pods: [pod('demo-head', 'head')],
+      now: T0 + 300 * S,
+    },
     action: 'forceRelease',
   },
   {
@@ -187,7 +257,11 @@ const rows: Row[] = [
   },
   {
     name: 'our Job being deleted with a head pod after it finished -> wait for it to go, not a second delete',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }), job: job({ deleting: true, condition: 'Complete' }), pods: [pod('demo-head', 'head')] },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      job: job({ deleting: true, condition: 'Complete' }),
+      pods: [pod('demo-head', 'head')],
+    },
     action: 'waitForJob',
   },
   {
@@ -215,18 +289,30 @@ const rows: Row[] = [
   },
   {
     name: 'custom timeout annotation 5 s -> force release after 5 s',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }), job: job(), now: T0 + 5 * S },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }),
+      job: job(),
+      now: T0 + 5 * S,
+    },
     action: 'forceRelease',
   },
   {
     name: 'custom timeout annotation 5 s, 4 s in -> wait capped to the deadline',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }), job: job(), now: T0 + 4.5 * S },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '5' } }),
+      job: job(),
+      now: T0 + 4.5 * S,
+    },
     action: 'waitForJob',
     check: (d, tt) => d.action === 'waitForJob' && tt.ok(d.requeueAfterMs <= 550, `${d.requeueAfterMs}`),
   },
   {
     name: 'invalid timeout annotation -> default 300 s',
-    input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '-3' } }), job: job(), now: T0 + 299 * S },
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/gcs-ft-deletion-timeout': '-3' } }),
+      job: job(),
+      now: T0 + 299 * S,
+    },
     action: 'waitForJob',
   },
 

@@ -14,79 +14,286 @@ function cluster(extra: Partial<RayCluster['spec']> = {}, meta: Partial<RayClust
     metadata: { name: 'rc', namespace: 'ns', uid: 'u', generation: 1, ...meta },
     spec: {
       headGroupSpec: { rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-head', image: 'ray' }] } } },
-      workerGroupSpecs: [{ groupName: 'g', replicas: 2, minReplicas: 1, maxReplicas: 3, rayStartParams: {}, template: { spec: { containers: [{ name: 'w', image: 'ray' }] } } }],
+      workerGroupSpecs: [
+        {
+          groupName: 'g',
+          replicas: 2,
+          minReplicas: 1,
+          maxReplicas: 3,
+          rayStartParams: {},
+          template: { spec: { containers: [{ name: 'w', image: 'ray' }] } },
+        },
+      ],
       ...extra,
     },
   } as RayCluster;
 }
 
-function pod(name: string, type: 'head' | 'worker', opts: { group?: string; phase?: string; ready?: boolean; index?: number; deleting?: boolean; replica?: string } = {}): Pod {
-  const labels: Record<string, string> = { 'ray.io/cluster': 'rc', 'ray.io/node-type': type, 'ray.io/group': type === 'head' ? 'headgroup' : opts.group ?? 'g' };
+function pod(
+  name: string,
+  type: 'head' | 'worker',
+  opts: { group?: string; phase?: string; ready?: boolean; index?: number; deleting?: boolean; replica?: string } = {},
+): Pod {
+  const labels: Record<string, string> = {
+    'ray.io/cluster': 'rc',
+    'ray.io/node-type': type,
+    'ray.io/group': type === 'head' ? 'headgroup' : (opts.group ?? 'g'),
+  };
   if (opts.index !== undefined) labels['ray.io/worker-group-replica-index'] = String(opts.index);
   if (opts.replica) labels['ray.io/worker-group-replica-name'] = opts.replica;
   const p: Pod = { metadata: { name, namespace: 'ns', uid: `uid-${name}`, labels }, spec: { containers: [{ name: 'ray' }] } };
   if (opts.deleting) p.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
-  if (opts.phase) p.status = { phase: opts.phase, podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: opts.ready ? 'True' : 'False' }] };
+  if (opts.phase)
+    p.status = { phase: opts.phase, podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: opts.ready ? 'True' : 'False' }] };
   return p;
 }
 
 function input(c: RayCluster, pods: Pod[], extra: Partial<PlanInput> = {}): PlanInput {
-  return { cluster: c, pods, services: [buildHeadService(c)], unsatisfied: () => false, gateEnabled: true, randomSuffix: () => 'abcde', ...extra };
+  return {
+    cluster: c,
+    pods,
+    services: [buildHeadService(c)],
+    unsatisfied: () => false,
+    gateEnabled: true,
+    randomSuffix: () => 'abcde',
+    ...extra,
+  };
 }
 
 const summary = (i: PlanInput) => {
   const p = plan(i);
-  return { skip: p.skip, stop: p.stop !== undefined, services: p.services.map((s) => s.metadata.name), actions: p.actions.map((a) => (a.kind === 'createPod' ? `create ${a.nodeType}${a.pod.metadata.labels?.['ray.io/worker-group-replica-index'] !== undefined ? `#${a.pod.metadata.labels['ray.io/worker-group-replica-index']}` : ''}` : `delete ${a.name}`)) };
+  return {
+    skip: p.skip,
+    stop: p.stop !== undefined,
+    services: p.services.map((s) => s.metadata.name),
+    actions: p.actions.map((a) =>
+      a.kind === 'createPod'
+        ? `create ${a.nodeType}${a.pod.metadata.labels?.['ray.io/worker-group-replica-index'] !== undefined ? `#${a.pod.metadata.labels['ray.io/worker-group-replica-index']}` : ''}`
+        : `delete ${a.name}`,
+    ),
+  };
 };
 
 t.test('plan: decision table', async (t) => {
   const ft = cluster({}, { annotations: { 'ray.io/ft-enabled': 'true' } });
   const rows: Array<[string, PlanInput, Partial<ReturnType<typeof summary>>]> = [
-    ['new cluster: Service, head, two workers', input(cluster(), [], { services: [] }), { services: ['rc-head-svc'], actions: ['create head', 'create worker#0', 'create worker#1'] }],
-    ['all there: nothing', input(cluster(), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]), { actions: [] }],
-    ['managedBy MultiKueue: hands off', input(cluster({ managedBy: 'kueue.x-k8s.io/multikueue' }), []), { skip: 'managedExternally', actions: [] }],
-    ['managedBy KubeRay value: ours', input(cluster({ managedBy: 'ray.io/kuberay-operator' }), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]), { skip: undefined }],
+    [
+      'new cluster: Service, head, two workers',
+      input(cluster(), [], { services: [] }),
+      { services: ['rc-head-svc'], actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'all there: nothing',
+      input(cluster(), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]),
+      { actions: [] },
+    ],
+    [
+      'managedBy MultiKueue: hands off',
+      input(cluster({ managedBy: 'kueue.x-k8s.io/multikueue' }), []),
+      { skip: 'managedExternally', actions: [] },
+    ],
+    [
+      'managedBy KubeRay value: ours',
+      input(cluster({ managedBy: 'ray.io/kuberay-operator' }), [
+        pod('rc-head', 'head'),
+        pod('w0', 'worker', { index: 0 }),
+        pod('w1', 'worker', { index: 1 }),
+      ]),
+      { skip: undefined },
+    ],
     ['deleting: nothing', input(cluster({}, { deletionTimestamp: '2026-01-01T00:00:00Z' }), []), { skip: 'deleting' }],
     ['GCS FT without the cleanup finalizer yet: wait', input(ft, []), { skip: 'waitForFinalizer', actions: [] }],
-    ['GCS FT, cleanup off: go', input(ft, [], { gateEnabled: false }), { skip: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] }],
+    [
+      'GCS FT, cleanup off: go',
+      input(ft, [], { gateEnabled: false }),
+      { skip: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
     [
       'both FT switches set: no finalizer will come, so no wait for one',
       input(cluster({ gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } }, { annotations: { 'ray.io/ft-enabled': 'true' } }), []),
       { skip: undefined },
     ],
-    ['GCS FT with the finalizer: go', input(cluster({}, { annotations: { 'ray.io/ft-enabled': 'true' }, finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer'] }), []), { actions: ['create head', 'create worker#0', 'create worker#1'] }],
-    ['head unsatisfied (created, not in cache yet): no second head', input(cluster(), [], { unsatisfied: (g) => g === 'headgroup' }), { actions: ['create worker#0', 'create worker#1'] }],
+    [
+      'GCS FT with the finalizer: go',
+      input(cluster({}, { annotations: { 'ray.io/ft-enabled': 'true' }, finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer'] }), []),
+      { actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'head unsatisfied (created, not in cache yet): no second head',
+      input(cluster(), [], { unsatisfied: (g) => g === 'headgroup' }),
+      { actions: ['create worker#0', 'create worker#1'] },
+    ],
     ['group unsatisfied: workers left alone', input(cluster(), [], { unsatisfied: (g) => g === 'g' }), { actions: ['create head'] }],
-    ['failed head: deleted, pass stops', input(cluster(), [pod('rc-head', 'head', { phase: 'Failed' })]), { actions: ['delete rc-head'], stop: true }],
-    ['terminating head: wait', input(cluster(), [pod('rc-head', 'head', { deleting: true }), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]), { actions: [] }],
+    [
+      'failed head: deleted, pass stops',
+      input(cluster(), [pod('rc-head', 'head', { phase: 'Failed' })]),
+      { actions: ['delete rc-head'], stop: true },
+    ],
+    [
+      'terminating head: wait',
+      input(cluster(), [pod('rc-head', 'head', { deleting: true }), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]),
+      { actions: [] },
+    ],
     ['two heads: stop', input(cluster(), [pod('a', 'head'), pod('b', 'head')]), { stop: true, actions: [] }],
-    ['failed worker: deleted, nothing created this pass', input(cluster(), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0, phase: 'Failed' })]), { actions: ['delete w0'], stop: true }],
-    ['replicas above max: clamped to 3', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 9, minReplicas: 1, maxReplicas: 3, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head'), pod('w1', 'worker', { index: 1 })]), { actions: ['create worker#0', 'create worker#2'] }],
-    ['replicas below min: raised to min', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 0, minReplicas: 2, maxReplicas: 3, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head')]), { actions: ['create worker#0', 'create worker#1'] }],
-    ['scale down: not running first, then the highest index', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0, phase: 'Running', ready: true }), pod('w1', 'worker', { index: 1, phase: 'Running', ready: true }), pod('w2', 'worker', { index: 2, phase: 'Pending' })]), { actions: ['delete w2', 'delete w1'] }],
-    ['workersToDelete: named pod goes, the count is then met', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, scaleStrategy: { workersToDelete: ['w0', 'not-ours'] }, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })]), { actions: ['delete w0'] }],
-    ['suspend asked: nothing until the status says Suspending', input(cluster({ suspend: true }), [pod('rc-head', 'head')]), { actions: [] }],
-    ['Suspending: every pod deleted', input({ ...cluster({ suspend: true }), status: { conditions: [{ type: 'RayClusterSuspending', status: 'True' }] } }, [pod('rc-head', 'head'), pod('w0', 'worker')]), { actions: ['delete rc-head', 'delete w0'] }],
-    ['Suspended: nothing', input({ ...cluster({ suspend: true }), status: { conditions: [{ type: 'RayClusterSuspended', status: 'True' }] } }, []), { actions: [] }],
-    ['worker group suspended: its pods deleted', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 2, suspend: true, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head'), pod('w0', 'worker')]), { actions: ['delete w0'] }],
-    ['multi-host: 1 replica x 2 hosts + headless Service', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head')]), { services: ['rc-headless'], actions: ['create worker#0', 'create worker#0'] }],
-    ['multi-host: an incomplete replica goes whole', input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head'), pod('h0', 'worker', { replica: 'g-x', index: 0 })]), { actions: ['delete h0'], stop: true }],
-    ['token auth asked: refused, no pods', input(cluster({ authOptions: { mode: 'token' } }), [], { services: [] }), { actions: [], services: [] }],
-    ['autoscaler asked: ignored (loudly), pods as replicas says', input(cluster({ enableInTreeAutoscaling: true }), []), { actions: ['create head', 'create worker#0', 'create worker#1'] }],
+    [
+      'failed worker: deleted, nothing created this pass',
+      input(cluster(), [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0, phase: 'Failed' })]),
+      { actions: ['delete w0'], stop: true },
+    ],
+    [
+      'replicas above max: clamped to 3',
+      input(
+        cluster({
+          workerGroupSpecs: [
+            { groupName: 'g', replicas: 9, minReplicas: 1, maxReplicas: 3, template: { spec: { containers: [{ name: 'w' }] } } },
+          ],
+        }),
+        [pod('rc-head', 'head'), pod('w1', 'worker', { index: 1 })],
+      ),
+      { actions: ['create worker#0', 'create worker#2'] },
+    ],
+    [
+      'replicas below min: raised to min',
+      input(
+        cluster({
+          workerGroupSpecs: [
+            { groupName: 'g', replicas: 0, minReplicas: 2, maxReplicas: 3, template: { spec: { containers: [{ name: 'w' }] } } },
+          ],
+        }),
+        [pod('rc-head', 'head')],
+      ),
+      { actions: ['create worker#0', 'create worker#1'] },
+    ],
+    [
+      'scale down: not running first, then the highest index',
+      input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, template: { spec: { containers: [{ name: 'w' }] } } }] }), [
+        pod('rc-head', 'head'),
+        pod('w0', 'worker', { index: 0, phase: 'Running', ready: true }),
+        pod('w1', 'worker', { index: 1, phase: 'Running', ready: true }),
+        pod('w2', 'worker', { index: 2, phase: 'Pending' }),
+      ]),
+      { actions: ['delete w2', 'delete w1'] },
+    ],
+    [
+      'workersToDelete: named pod goes, the count is then met',
+      input(
+        cluster({
+          workerGroupSpecs: [
+            {
+              groupName: 'g',
+              replicas: 1,
+              scaleStrategy: { workersToDelete: ['w0', 'not-ours'] },
+              template: { spec: { containers: [{ name: 'w' }] } },
+            },
+          ],
+        }),
+        [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })],
+      ),
+      { actions: ['delete w0'] },
+    ],
+    [
+      'suspend asked: nothing until the status says Suspending',
+      input(cluster({ suspend: true }), [pod('rc-head', 'head')]),
+      { actions: [] },
+    ],
+    [
+      'Suspending: every pod deleted',
+      input({ ...cluster({ suspend: true }), status: { conditions: [{ type: 'RayClusterSuspending', status: 'True' }] } }, [
+        pod('rc-head', 'head'),
+        pod('w0', 'worker'),
+      ]),
+      { actions: ['delete rc-head', 'delete w0'] },
+    ],
+    [
+      'Suspended: nothing',
+      input({ ...cluster({ suspend: true }), status: { conditions: [{ type: 'RayClusterSuspended', status: 'True' }] } }, []),
+      { actions: [] },
+    ],
+    [
+      'worker group suspended: its pods deleted',
+      input(
+        cluster({
+          workerGroupSpecs: [{ groupName: 'g', replicas: 2, suspend: true, template: { spec: { containers: [{ name: 'w' }] } } }],
+        }),
+        [pod('rc-head', 'head'), pod('w0', 'worker')],
+      ),
+      { actions: ['delete w0'] },
+    ],
+    [
+      'multi-host: 1 replica x 2 hosts + headless Service',
+      input(
+        cluster({
+          workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }],
+        }),
+        [pod('rc-head', 'head')],
+      ),
+      { services: ['rc-headless'], actions: ['create worker#0', 'create worker#0'] },
+    ],
+    [
+      'multi-host: an incomplete replica goes whole',
+      input(
+        cluster({
+          workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }],
+        }),
+        [pod('rc-head', 'head'), pod('h0', 'worker', { replica: 'g-x', index: 0 })],
+      ),
+      { actions: ['delete h0'], stop: true },
+    ],
+    [
+      'token auth asked: refused, no pods',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { services: [] }),
+      { actions: [], services: [] },
+    ],
+    [
+      'autoscaler asked: ignored (loudly), pods as replicas says',
+      input(cluster({ enableInTreeAutoscaling: true }), []),
+      { actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
   ];
   for (const [name, i, want] of rows) t.match(summary(i), want, name);
-  const multi = plan(input(cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }] }), [pod('rc-head', 'head')]));
-  t.same(multi.actions.map((a) => (a.kind === 'createPod' ? [a.pod.metadata.labels?.['ray.io/worker-group-replica-name'], a.pod.metadata.labels?.['ray.io/replica-host-index']] : [])), [['g-abcde', '0'], ['g-abcde', '1']]);
+  const multi = plan(
+    input(
+      cluster({ workerGroupSpecs: [{ groupName: 'g', replicas: 1, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }] }),
+      [pod('rc-head', 'head')],
+    ),
+  );
+  t.same(
+    multi.actions.map((a) =>
+      a.kind === 'createPod'
+        ? [a.pod.metadata.labels?.['ray.io/worker-group-replica-name'], a.pod.metadata.labels?.['ray.io/replica-host-index']]
+        : [],
+    ),
+    [
+      ['g-abcde', '0'],
+      ['g-abcde', '1'],
+    ],
+  );
 });
 
 t.test('unsupported fields: named, refused only where running without them would be weaker', async (t) => {
-  const u = unsupportedFields(cluster({ enableInTreeAutoscaling: true, authOptions: { mode: 'token' } }, { labels: { 'ray.io/scheduler-name': 'volcano' } }));
-  t.same(u.map((x) => [x.field, x.refused]), [['spec.enableInTreeAutoscaling', false], ['spec.authOptions', true], ['label ray.io/scheduler-name', false]]);
+  const u = unsupportedFields(
+    cluster({ enableInTreeAutoscaling: true, authOptions: { mode: 'token' } }, { labels: { 'ray.io/scheduler-name': 'volcano' } }),
+  );
+  t.same(
+    u.map((x) => [x.field, x.refused]),
+    [
+      ['spec.enableInTreeAutoscaling', false],
+      ['spec.authOptions', true],
+      ['label ray.io/scheduler-name', false],
+    ],
+  );
   t.same(unsupportedFields(cluster()), []);
 });
 
 t.test('desired replicas: clamp x numOfHosts, suspended group 0', async (t) => {
-  const rows: Array<[Record<string, unknown>, number]> = [[{ replicas: 2 }, 2], [{ replicas: 9, maxReplicas: 3 }, 3], [{ minReplicas: 2 }, 2], [{ replicas: 2, numOfHosts: 4 }, 8], [{ replicas: 2, suspend: true }, 0], [{ replicas: 2, numOfHosts: 0 }, 2]];
+  const rows: Array<[Record<string, unknown>, number]> = [
+    [{ replicas: 2 }, 2],
+    [{ replicas: 9, maxReplicas: 3 }, 3],
+    [{ minReplicas: 2 }, 2],
+    [{ replicas: 2, numOfHosts: 4 }, 8],
+    [{ replicas: 2, suspend: true }, 0],
+    [{ replicas: 2, numOfHosts: 0 }, 2],
+  ];
   for (const [g, want] of rows) t.equal(desiredReplicas(g), want, JSON.stringify(g));
 });
 
@@ -100,51 +307,114 @@ t.test('status: provisioning, ready, head info, suspend transitions, written onl
   t.equal(s0.desiredWorkerReplicas, 2);
   t.equal(s0.minWorkerReplicas, 1);
   t.equal(s0.maxWorkerReplicas, 3);
-  t.match(s0.conditions, [{ type: 'HeadPodReady', status: 'False', reason: 'HeadPodNotFound' }, { type: 'RayClusterProvisioned', status: 'False' }, { type: 'RayClusterSuspended', status: 'False' }, { type: 'RayClusterSuspending', status: 'False' }]);
-  const running = [pod('rc-head', 'head', { phase: 'Running', ready: true }), pod('w0', 'worker', { phase: 'Running', ready: true }), pod('w1', 'worker', { phase: 'Running', ready: true })];
+  t.match(s0.conditions, [
+    { type: 'HeadPodReady', status: 'False', reason: 'HeadPodNotFound' },
+    { type: 'RayClusterProvisioned', status: 'False' },
+    { type: 'RayClusterSuspended', status: 'False' },
+    { type: 'RayClusterSuspending', status: 'False' },
+  ]);
+  const running = [
+    pod('rc-head', 'head', { phase: 'Running', ready: true }),
+    pod('w0', 'worker', { phase: 'Running', ready: true }),
+    pod('w1', 'worker', { phase: 'Running', ready: true }),
+  ];
   const s1 = computeStatus({ cluster: { ...c, status: s0 }, pods: running, services: [svc], now: now + 1000 });
   t.equal(s1.state, 'ready');
   t.equal(s1.readyWorkerReplicas, 2);
   t.equal(s1.availableWorkerReplicas, 2);
   t.same(s1.head, { podIP: '10.0.0.1', podName: 'rc-head', serviceIP: '10.0.0.1', serviceName: 'rc-head-svc' });
   t.same(s1.endpoints, { client: '10001', dashboard: '8265', 'gcs-server': '6379', metrics: '8080', serve: '8000' });
-  t.match(s1.conditions?.find((x: Condition) => x.type === 'HeadPodReady'), { status: 'True', reason: 'HeadPodRunningAndReady' });
-  t.match(s1.conditions?.find((x: Condition) => x.type === 'RayClusterProvisioned'), { status: 'True', reason: 'AllPodRunningAndReadyFirstTime', lastTransitionTime: '2026-12-01T08:00:01Z' });
+  t.match(
+    s1.conditions?.find((x: Condition) => x.type === 'HeadPodReady'),
+    { status: 'True', reason: 'HeadPodRunningAndReady' },
+  );
+  t.match(
+    s1.conditions?.find((x: Condition) => x.type === 'RayClusterProvisioned'),
+    { status: 'True', reason: 'AllPodRunningAndReadyFirstTime', lastTransitionTime: '2026-12-01T08:00:01Z' },
+  );
   t.ok(s1.stateTransitionTimes?.ready);
   t.ok(rayClusterStatusChanged(s0, s1));
   const s2 = computeStatus({ cluster: { ...c, status: s1 }, pods: running, services: [svc], now: now + 5000 });
   t.notOk(rayClusterStatusChanged(s1, s2), 'same world, no write (lastUpdateTime does not count)');
   t.equal(s2.lastUpdateTime, s1.lastUpdateTime);
-  const failed = computeStatus({ cluster: { ...c, status: s1 }, pods: running, services: [svc], failure: { reason: 'FailedCreateWorkerPod', message: 'quota' }, now });
-  t.match(failed.conditions?.find((x: Condition) => x.type === 'ReplicaFailure'), { status: 'True', reason: 'FailedCreateWorkerPod' });
+  const failed = computeStatus({
+    cluster: { ...c, status: s1 },
+    pods: running,
+    services: [svc],
+    failure: { reason: 'FailedCreateWorkerPod', message: 'quota' },
+    now,
+  });
+  t.match(
+    failed.conditions?.find((x: Condition) => x.type === 'ReplicaFailure'),
+    { status: 'True', reason: 'FailedCreateWorkerPod' },
+  );
   // Suspend: Suspending -> (no pods) Suspended -> unsuspend -> not suspended.
   const susp = { ...c, spec: { ...c.spec, suspend: true } } as RayCluster;
   const a = computeStatus({ cluster: { ...susp, status: s1 }, pods: running, services: [svc], now });
-  t.match(a.conditions?.find((x: Condition) => x.type === 'RayClusterSuspending'), { status: 'True' });
+  t.match(
+    a.conditions?.find((x: Condition) => x.type === 'RayClusterSuspending'),
+    { status: 'True' },
+  );
   const b = computeStatus({ cluster: { ...susp, status: a }, pods: [], services: [svc], now });
   t.equal(b.state, 'suspended');
-  t.match(b.conditions?.find((x: Condition) => x.type === 'RayClusterSuspended'), { status: 'True' });
-  t.match(b.conditions?.find((x: Condition) => x.type === 'RayClusterProvisioned'), { status: 'False', message: 'RayCluster has been suspended' });
+  t.match(
+    b.conditions?.find((x: Condition) => x.type === 'RayClusterSuspended'),
+    { status: 'True' },
+  );
+  t.match(
+    b.conditions?.find((x: Condition) => x.type === 'RayClusterProvisioned'),
+    { status: 'False', message: 'RayCluster has been suspended' },
+  );
   const back = computeStatus({ cluster: { ...c, status: b }, pods: [], services: [svc], now });
-  t.match(back.conditions?.find((x: Condition) => x.type === 'RayClusterSuspended'), { status: 'False' });
-  const unsupported = computeStatus({ cluster: c, pods: [], services: [], unsupported: { refused: true, message: 'spec.authOptions (...)' }, now });
-  t.match(unsupported.conditions?.find((x: Condition) => x.type === 'raykeeper.io/UnsupportedFields'), { status: 'True', reason: 'Refused' });
+  t.match(
+    back.conditions?.find((x: Condition) => x.type === 'RayClusterSuspended'),
+    { status: 'False' },
+  );
+  const unsupported = computeStatus({
+    cluster: c,
+    pods: [],
+    services: [],
+    unsupported: { refused: true, message: 'spec.authOptions (...)' },
+    now,
+  });
+  t.match(
+    unsupported.conditions?.find((x: Condition) => x.type === 'raykeeper.io/UnsupportedFields'),
+    { status: 'True', reason: 'Refused' },
+  );
 });
 
 t.test('expectations: a group waits until the cache shows its writes, or the timeout', async (t) => {
   let now = 0;
   const e = new Expectations({ now: () => now, timeoutMs: 1000 });
   e.expect('ns/rc', 'headgroup', 'rc-head', 'create');
-  t.notOk(e.satisfied('ns/rc', 'headgroup', () => 'absent'), 'created pod not in the cache yet');
-  t.ok(e.satisfied('ns/rc', 'g', () => 'absent'), 'other groups are free');
-  t.ok(e.satisfied('ns/rc', 'headgroup', () => 'present'), 'seen');
-  t.ok(e.satisfied('ns/rc', 'headgroup', () => 'absent'), 'forgotten once seen');
+  t.notOk(
+    e.satisfied('ns/rc', 'headgroup', () => 'absent'),
+    'created pod not in the cache yet',
+  );
+  t.ok(
+    e.satisfied('ns/rc', 'g', () => 'absent'),
+    'other groups are free',
+  );
+  t.ok(
+    e.satisfied('ns/rc', 'headgroup', () => 'present'),
+    'seen',
+  );
+  t.ok(
+    e.satisfied('ns/rc', 'headgroup', () => 'absent'),
+    'forgotten once seen',
+  );
   e.expect('ns/rc', 'g', 'w0', 'delete');
   t.notOk(e.satisfied('ns/rc', 'g', () => 'present'));
-  t.ok(e.satisfied('ns/rc', 'g', () => 'terminating'), 'a terminating pod counts as deleted');
+  t.ok(
+    e.satisfied('ns/rc', 'g', () => 'terminating'),
+    'a terminating pod counts as deleted',
+  );
   e.expect('ns/rc', 'g', 'w1', 'create');
   now = 1500;
-  t.ok(e.satisfied('ns/rc', 'g', () => 'absent'), 'timed out');
+  t.ok(
+    e.satisfied('ns/rc', 'g', () => 'absent'),
+    'timed out',
+  );
   e.expect('ns/rc', 'g', 'w2', 'create');
   e.forget('ns/rc');
   t.equal(e.size, 0);

@@ -55,7 +55,15 @@ export function pod(name: string, type: 'head' | 'worker' | 'redis-cleanup', del
   };
 }
 
-export function job(opts: { ownerUid?: string; condition?: 'Complete' | 'Failed' | 'FailureTarget' | 'SuccessCriteriaMet'; reason?: string; message?: string; deleting?: boolean } = {}): BatchJob {
+export function job(
+  opts: {
+    ownerUid?: string;
+    condition?: 'Complete' | 'Failed' | 'FailureTarget' | 'SuccessCriteriaMet';
+    reason?: string;
+    message?: string;
+    deleting?: boolean;
+  } = {},
+): BatchJob {
   const j: BatchJob = {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -63,14 +71,24 @@ export function job(opts: { ownerUid?: string; condition?: 'Complete' | 'Failed'
       name: 'demo-redis-cleanup',
       namespace: 'team-a',
       uid: 'job-uid-1',
-      ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'demo', uid: opts.ownerUid ?? '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10', controller: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'ray.io/v1',
+          kind: 'RayCluster',
+          name: 'demo',
+          uid: opts.ownerUid ?? '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10',
+          controller: true,
+        },
+      ],
     },
     spec: {},
     status: {},
   };
   if (opts.deleting) j.metadata.deletionTimestamp = new Date(T0).toISOString();
   if (opts.condition) {
-    j.status = { conditions: [{ type: opts.condition, status: 'True', reason: opts.reason ?? opts.condition, message: opts.message ?? '' }] };
+    j.status = {
+      conditions: [{ type: opts.condition, status: 'True', reason: opts.reason ?? opts.condition, message: opts.message ?? '' }],
+    };
   }
   return j;
 }

@@ -22,14 +22,28 @@ const CLUSTERS: Array<[string, RayCluster]> = [
   ['other finalizers only', cluster({ finalizers: ['example.com/keep'] })],
   ['managed by MultiKueue', withSpec(cluster(), { managedBy: 'kueue.x-k8s.io/multikueue' })],
   ['managed by KubeRay', withSpec(cluster({ ft: 'options' }), { managedBy: 'ray.io/kuberay-operator' })],
-  ['with kubectl last-applied and managedFields', { ...cluster(), metadata: { ...cluster().metadata, managedFields: [{ manager: 'kubectl' }], annotations: { ...cluster().metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': '{"big":true}' } } } as RayCluster],
+  [
+    'with kubectl last-applied and managedFields',
+    {
+      ...cluster(),
+      metadata: {
+        ...cluster().metadata,
+        managedFields: [{ manager: 'kubectl' }],
+        annotations: { ...cluster().metadata.annotations, 'kubectl.kubernetes.io/last-applied-configuration': '{"big":true}' },
+      },
+    } as RayCluster,
+  ],
 ];
 
 for (const [name, full] of CLUSTERS) {
   t.test(name, async (t) => {
     const projected = ftRayCluster(full as unknown as KubeObject) as unknown as RayCluster;
     for (const gateEnabled of [true, false]) {
-      t.same(decideRayClusterCleanup({ cluster: projected, pods: [], job: undefined, now: T0, gateEnabled }), decideRayClusterCleanup({ cluster: full, pods: [], job: undefined, now: T0, gateEnabled }), `same decision, gate ${gateEnabled ? 'on' : 'off'}`);
+      t.same(
+        decideRayClusterCleanup({ cluster: projected, pods: [], job: undefined, now: T0, gateEnabled }),
+        decideRayClusterCleanup({ cluster: full, pods: [], job: undefined, now: T0, gateEnabled }),
+        `same decision, gate ${gateEnabled ? 'on' : 'off'}`,
+      );
     }
     t.same(projected.metadata, slimRayCluster(full as unknown as KubeObject).metadata, 'metadata as the operator cache keeps it');
     t.notOk((projected as { status?: unknown }).status, 'no status');
@@ -38,8 +52,13 @@ for (const [name, full] of CLUSTERS) {
 }
 
 t.test('the informer keeps the projection only without the RayCluster operator', async (t) => {
-  const kube = new KubeClient({ getCurrentCluster: () => ({ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: false }), getCurrentUser: () => null, applyToHTTPSOptions: async () => {} });
-  const ctxWith = (reconcilers: string[] | undefined) => ({ informers: new InformerFactory(kube), reconcilers }) as unknown as ControllerContext;
+  const kube = new KubeClient({
+    getCurrentCluster: () => ({ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: false }),
+    getCurrentUser: () => null,
+    applyToHTTPSOptions: async () => {},
+  });
+  const ctxWith = (reconcilers: string[] | undefined) =>
+    ({ informers: new InformerFactory(kube), reconcilers }) as unknown as ControllerContext;
   const full = cluster() as unknown as KubeObject;
   const cachedBy = (reconcilers: string[] | undefined) => {
     const spec = rayClusterInformer(ctxWith(reconcilers)).spec;

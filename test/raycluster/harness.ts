@@ -56,7 +56,11 @@ export async function rayKeys(client: Redis, ns: string): Promise<string[]> {
   return (await client.keys(`RAY${ns}@*`)).sort();
 }
 
-export function rayCluster(name: string, redisAddress: string, extra: { finalizers?: string[]; annotations?: Record<string, string>; headEnv?: Array<Record<string, unknown>> } = {}): RayCluster {
+export function rayCluster(
+  name: string,
+  redisAddress: string,
+  extra: { finalizers?: string[]; annotations?: Record<string, string>; headEnv?: Array<Record<string, unknown>> } = {},
+): RayCluster {
   return {
     apiVersion: 'ray.io/v1',
     kind: 'RayCluster',
@@ -70,11 +74,26 @@ export function rayCluster(name: string, redisAddress: string, extra: { finalize
         rayStartParams: {},
         template: {
           spec: {
-            containers: [{ name: 'ray-head', image: 'rayproject/ray:2.40.0', env: [{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }, ...((extra.headEnv ?? []) as never[])] }],
+            containers: [
+              {
+                name: 'ray-head',
+                image: 'rayproject/ray:2.40.0',
+                env: [{ name: 'RAY_REDIS_ADDRESS', value: redisAddress }, ...((extra.headEnv ?? []) as never[])],
+              },
+            ],
           },
         },
       },
-      workerGroupSpecs: [{ groupName: 'w', replicas: 1, minReplicas: 0, maxReplicas: 1, rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.40.0' }] } } }],
+      workerGroupSpecs: [
+        {
+          groupName: 'w',
+          replicas: 1,
+          minReplicas: 0,
+          maxReplicas: 1,
+          rayStartParams: {},
+          template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.40.0' }] } },
+        },
+      ],
     },
   };
 }
@@ -90,17 +109,29 @@ export async function getCluster(e: Env, name: string): Promise<RayCluster | und
 /** Head and worker pods as KubeRay would have made them (no nodeName: the API server deletes them at once). */
 export async function createPods(e: Env, cluster: RayCluster, opts: { headNodeName?: string } = {}): Promise<void> {
   const owner = { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster.metadata.name!, uid: cluster.metadata.uid!, controller: true };
-  for (const [suffix, type] of [['head', 'head'], ['worker-w-0', 'worker']] as const) {
+  for (const [suffix, type] of [
+    ['head', 'head'],
+    ['worker-w-0', 'worker'],
+  ] as const) {
     const spec: Record<string, unknown> = { containers: [{ name: 'ray', image: 'rayproject/ray:2.40.0' }] };
     if (type === 'head' && opts.headNodeName) spec.nodeName = opts.headNodeName;
-    await e.kube.create({ ...PODS, namespace: e.ns.name }, {
-      metadata: { name: `${cluster.metadata.name}-${suffix}`, labels: { 'ray.io/cluster': cluster.metadata.name!, 'ray.io/node-type': type }, ownerReferences: [owner] },
-      spec,
-    });
+    await e.kube.create(
+      { ...PODS, namespace: e.ns.name },
+      {
+        metadata: {
+          name: `${cluster.metadata.name}-${suffix}`,
+          labels: { 'ray.io/cluster': cluster.metadata.name!, 'ray.io/node-type': type },
+          ownerReferences: [owner],
+        },
+        spec,
+      },
+    );
   }
 }
 
-export async function listJobs(e: Env): Promise<Array<{ metadata: { name: string; uid: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>> {
+export async function listJobs(
+  e: Env,
+): Promise<Array<{ metadata: { name: string; uid: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>> {
   return (await e.kube.list<{ metadata: { name: string; uid: string } }>({ ...JOBS, namespace: e.ns.name })).items;
 }
 
@@ -125,7 +156,11 @@ export async function jobRunner(tt: Test, e: Env): Promise<JobRunner> {
 }
 
 /** The controller in this process, watching only the test namespace. */
-export async function controllerInProcess(tt: Test, e: Env, opts: { env?: Record<string, string>; moduleFlags?: Record<string, string | boolean>; logger?: Logger } = {}): Promise<RunningController> {
+export async function controllerInProcess(
+  tt: Test,
+  e: Env,
+  opts: { env?: Record<string, string>; moduleFlags?: Record<string, string | boolean>; logger?: Logger } = {},
+): Promise<RunningController> {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
@@ -151,12 +186,43 @@ export interface ChildController {
 }
 
 /** `raykeeper controller` as a child process (what a pod runs), killed on teardown. */
-export async function controllerChild(tt: Test, e: Env, args: string[] = [], extraEnv: Record<string, string> = {}): Promise<ChildController> {
+export async function controllerChild(
+  tt: Test,
+  e: Env,
+  args: string[] = [],
+  extraEnv: Record<string, string> = {},
+): Promise<ChildController> {
   const kubeconfig = await kubeconfigFile(tt, e.ns.cp, e.ns.name);
-  const proc = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'controller', '--reconcilers', 'raycluster', '--kubeconfig', kubeconfig, '--watch-namespace', e.ns.name, '--health-port', '0', '--health-host', '127.0.0.1', '--cleanup-image', 'raykeeper:test', ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost', LOG_LEVEL: 'info', ...extraEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'raykeeper.js'),
+      'controller',
+      '--reconcilers',
+      'raycluster',
+      '--kubeconfig',
+      kubeconfig,
+      '--watch-namespace',
+      e.ns.name,
+      '--health-port',
+      '0',
+      '--health-host',
+      '127.0.0.1',
+      '--cleanup-image',
+      'raykeeper:test',
+      ...args,
+    ],
+    {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        NO_PROXY: '127.0.0.1,localhost',
+        LOG_LEVEL: 'info',
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let resolvePort: (p: number) => void;
   const port = new Promise<number>((r) => (resolvePort = r));
@@ -182,6 +248,8 @@ export async function metricsOf(port: number): Promise<string> {
 }
 
 export function metricValue(text: string, name: string, labels = ''): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) || (labels === '' && l.startsWith(`${name} `)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `) || (labels === '' && l.startsWith(`${name} `)));
   return line ? Number(line.split(' ').pop()) : undefined;
 }

@@ -49,7 +49,10 @@ t.test('TLS files map to the Secret key behind the volume (items, subPath)', asy
 
 t.test('envFrom sources are listed; explicit env wins when merged', async (tt) => {
   const c = cluster();
-  c.spec!.headGroupSpec!.template!.spec!.containers![0]!.envFrom = [{ secretRef: { name: 'redis-env' } }, { prefix: 'X_', configMapRef: { name: 'cm', optional: true } }];
+  c.spec!.headGroupSpec!.template!.spec!.containers![0]!.envFrom = [
+    { secretRef: { name: 'redis-env' } },
+    { prefix: 'X_', configMapRef: { name: 'cm', optional: true } },
+  ];
   const plan = planInProcessCleanup(c);
   tt.same(plan.envFrom, [
     { kind: 'secret', name: 'redis-env', prefix: '', optional: false },

@@ -89,7 +89,12 @@ t.test('storage namespace precedence: head env > options > annotation > UID', as
 t.test('env from gcsFaultToleranceOptions: values stay values, secretKeyRefs stay secretKeyRefs', async (tt) => {
   const c = cluster({
     ft: 'options',
-    options: { redisAddress: 'rediss://r.example:6380', redisPassword: { valueFrom: secretRef('redis-auth', 'password') }, redisUsername: { value: 'ray' }, externalStorageNamespace: 'ns1' },
+    options: {
+      redisAddress: 'rediss://r.example:6380',
+      redisPassword: { valueFrom: secretRef('redis-auth', 'password') },
+      redisUsername: { value: 'ray' },
+      externalStorageNamespace: 'ns1',
+    },
   });
   const env = cleanupEnv(c);
   tt.same(env, [
@@ -110,12 +115,18 @@ t.test('env from the head container (annotation mode), plus TLS env and rayStart
     ],
   });
   const env = cleanupEnv(c);
-  tt.same(env.map((e) => e.name), ['RAY_external_storage_namespace', 'RAY_REDIS_ADDRESS', 'REDIS_PASSWORD', 'RAY_REDIS_CA_CERT']);
+  tt.same(
+    env.map((e) => e.name),
+    ['RAY_external_storage_namespace', 'RAY_REDIS_ADDRESS', 'REDIS_PASSWORD', 'RAY_REDIS_CA_CERT'],
+  );
   tt.same(env.find((e) => e.name === 'REDIS_PASSWORD')?.valueFrom, secretRef('s', 'k'));
 
   const legacy = cluster();
   (legacy.spec!.headGroupSpec!.rayStartParams as Record<string, string>)['redis-password'] = 'pw-in-spec';
-  tt.same(cleanupEnv(legacy).find((e) => e.name === 'REDIS_PASSWORD'), { name: 'REDIS_PASSWORD', value: 'pw-in-spec' });
+  tt.same(
+    cleanupEnv(legacy).find((e) => e.name === 'REDIS_PASSWORD'),
+    { name: 'REDIS_PASSWORD', value: 'pw-in-spec' },
+  );
 });
 
 function tlsCluster(): RayCluster {
@@ -135,7 +146,16 @@ function tlsCluster(): RayCluster {
   ];
   spec.volumes = [
     { name: 'tls-ca', secret: { secretName: 'redis-ca' } },
-    { name: 'client', secret: { secretName: 'redis-client', items: [{ key: 'crt', path: 'tls.crt' }, { key: 'key', path: 'tls.key' }] } },
+    {
+      name: 'client',
+      secret: {
+        secretName: 'redis-client',
+        items: [
+          { key: 'crt', path: 'tls.crt' },
+          { key: 'key', path: 'tls.key' },
+        ],
+      },
+    },
     { name: 'logs', emptyDir: {} },
   ];
   return c;
@@ -143,11 +163,19 @@ function tlsCluster(): RayCluster {
 
 t.test('TLS: only the volumes holding the TLS files are carried over, read-only', async (tt) => {
   const { volumeMounts, volumes } = tlsVolumes(tlsCluster());
-  tt.same(volumeMounts.map((m) => m.name), ['tls-ca', 'client']);
+  tt.same(
+    volumeMounts.map((m) => m.name),
+    ['tls-ca', 'client'],
+  );
   tt.ok(volumeMounts.every((m) => m.readOnly === true));
-  tt.same(volumes.map((v) => v.name), ['tls-ca', 'client']);
+  tt.same(
+    volumes.map((v) => v.name),
+    ['tls-ca', 'client'],
+  );
   const j = buildCleanupJob(tlsCluster(), DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0);
-  const pod = (j.spec!.template as { spec: { volumes: unknown[]; containers: Array<{ volumeMounts: unknown[]; env: Array<{ name: string }> }> } }).spec;
+  const pod = (
+    j.spec!.template as { spec: { volumes: unknown[]; containers: Array<{ volumeMounts: unknown[]; env: Array<{ name: string }> }> } }
+  ).spec;
   tt.equal(pod.volumes.length, 2);
   tt.equal(pod.containers[0]!.volumeMounts.length, 2);
   tt.ok(pod.containers[0]!.env.some((e) => e.name === 'RAY_REDIS_CLIENT_KEY'));
@@ -155,19 +183,38 @@ t.test('TLS: only the volumes holding the TLS files are carried over, read-only'
 
 t.test('resources: defaults, flags, annotations, KubeRay fallback names, invalid values', async (tt) => {
   tt.same(cleanupResources(cluster(), DEFAULT_CLEANUP_CONFIG), { cpu: '250m', memory: '512Mi', problems: [] });
-  tt.same(cleanupResources(cluster(), { ...DEFAULT_CLEANUP_CONFIG, cpu: '500m', memory: '1Gi' }), { cpu: '500m', memory: '1Gi', problems: [] });
-  tt.same(cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '1', 'raykeeper.io/redis-cleanup-memory': '768Mi' } }), DEFAULT_CLEANUP_CONFIG), {
-    cpu: '1',
-    memory: '768Mi',
+  tt.same(cleanupResources(cluster(), { ...DEFAULT_CLEANUP_CONFIG, cpu: '500m', memory: '1Gi' }), {
+    cpu: '500m',
+    memory: '1Gi',
     problems: [],
   });
-  tt.same(cleanupResources(cluster({ annotations: { 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }), DEFAULT_CLEANUP_CONFIG).cpu, '300m');
   tt.same(
-    cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '400m', 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }), DEFAULT_CLEANUP_CONFIG).cpu,
+    cleanupResources(
+      cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '1', 'raykeeper.io/redis-cleanup-memory': '768Mi' } }),
+      DEFAULT_CLEANUP_CONFIG,
+    ),
+    {
+      cpu: '1',
+      memory: '768Mi',
+      problems: [],
+    },
+  );
+  tt.same(
+    cleanupResources(cluster({ annotations: { 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }), DEFAULT_CLEANUP_CONFIG).cpu,
+    '300m',
+  );
+  tt.same(
+    cleanupResources(
+      cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': '400m', 'ray.io/gcs-ft-redis-cleanup-job-cpu-resource': '300m' } }),
+      DEFAULT_CLEANUP_CONFIG,
+    ).cpu,
     '400m',
     'ours wins',
   );
-  const bad = cleanupResources(cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': 'lots', 'raykeeper.io/redis-cleanup-memory': '0' } }), DEFAULT_CLEANUP_CONFIG);
+  const bad = cleanupResources(
+    cluster({ annotations: { 'raykeeper.io/redis-cleanup-cpu': 'lots', 'raykeeper.io/redis-cleanup-memory': '0' } }),
+    DEFAULT_CLEANUP_CONFIG,
+  );
   tt.equal(bad.cpu, '250m');
   tt.equal(bad.memory, '512Mi');
   tt.equal(bad.problems.length, 2);
@@ -182,7 +229,16 @@ t.test('the Job: its shape', async (tt) => {
   tt.equal(j.metadata.namespace, 'team-a');
   tt.same(j.metadata.labels?.['ray.io/cluster'], 'demo');
   tt.same(j.metadata.labels?.['ray.io/node-type'], 'redis-cleanup');
-  tt.same(j.metadata.ownerReferences, [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'demo', uid: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10', controller: true, blockOwnerDeletion: false }]);
+  tt.same(j.metadata.ownerReferences, [
+    {
+      apiVersion: 'ray.io/v1',
+      kind: 'RayCluster',
+      name: 'demo',
+      uid: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10',
+      controller: true,
+      blockOwnerDeletion: false,
+    },
+  ]);
   const spec = j.spec as Record<string, any>;
   tt.equal(spec.backoffLimit, 0);
   tt.equal(spec.activeDeadlineSeconds, 180, 'ceil of the 179.6 s left');
@@ -207,7 +263,11 @@ t.test('the cleanup gets a timeout shorter than the Job deadline', async (tt) =>
   tt.equal(cleanupTimeoutSeconds(30), 20);
   tt.equal(cleanupTimeoutSeconds(1), 1);
   const j = buildCleanupJob(cluster({ deletedAt: T0 }), DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0);
-  tt.same((j.spec as any).template.spec.containers[0].args, ['--timeout', '270', '--sweep', 'never'], 'and, for Ray 2.40.0, no keyspace sweep');
+  tt.same(
+    (j.spec as any).template.spec.containers[0].args,
+    ['--timeout', '270', '--sweep', 'never'],
+    'and, for Ray 2.40.0, no keyspace sweep',
+  );
 });
 
 t.test('the cleanup sweeps the keyspace unless the Ray version is known and not newer than the tables', async (tt) => {
@@ -221,10 +281,28 @@ t.test('the cleanup sweeps the keyspace unless the Ray version is known and not 
   };
   const table: Array<[string, RayCluster, 'auto' | 'always' | undefined, 'never' | 'always', RegExp]> = [
     ['rayVersion 2.40.0', withVersion('2.40.0', 'example.com/custom:7'), undefined, 'never', /^Ray 2\.40\.0 \(spec\.rayVersion\) <= /],
-    ['image tag 2.60.0', withVersion(undefined, 'rayproject/ray:2.60.0'), 'auto', 'never', /^Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known$/],
+    [
+      'image tag 2.60.0',
+      withVersion(undefined, 'rayproject/ray:2.60.0'),
+      'auto',
+      'never',
+      /^Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known$/,
+    ],
     ['rayVersion 2.61.0', withVersion('2.61.0', 'rayproject/ray:2.40.0'), 'auto', 'always', /^Ray 2\.61\.0 \(spec\.rayVersion\) > /],
-    ['no version (a digest-pinned Ray image)', withVersion(undefined, 'rayproject/ray@sha256:0123abcd'), 'auto', 'always', /^a Ray image without a version \(head image tag\)/],
-    ['stale rayVersion beside rayproject/ray:latest', withVersion('2.40.0', 'rayproject/ray:latest'), 'auto', 'always', /^a Ray image without a version/],
+    [
+      'no version (a digest-pinned Ray image)',
+      withVersion(undefined, 'rayproject/ray@sha256:0123abcd'),
+      'auto',
+      'always',
+      /^a Ray image without a version \(head image tag\)/,
+    ],
+    [
+      'stale rayVersion beside rayproject/ray:latest',
+      withVersion('2.40.0', 'rayproject/ray:latest'),
+      'auto',
+      'always',
+      /^a Ray image without a version/,
+    ],
     ['no image at all', withVersion(undefined, undefined), undefined, 'always', /^Ray version unknown/],
     ['operator forces the sweep', withVersion('2.40.0', 'rayproject/ray:2.40.0'), 'always', 'always', /^forced by --cleanup-sweep always$/],
   ];
@@ -246,7 +324,11 @@ t.test('remaining seconds is at least 1', async (tt) => {
 t.test('job outcome from conditions', async (tt) => {
   tt.equal(jobOutcome(job()), undefined);
   tt.same(jobOutcome(job({ condition: 'Complete' })), { outcome: 'complete' });
-  tt.same(jobOutcome(job({ condition: 'Failed', reason: 'DeadlineExceeded', message: 'm' })), { outcome: 'failed', reason: 'DeadlineExceeded', message: 'm' });
+  tt.same(jobOutcome(job({ condition: 'Failed', reason: 'DeadlineExceeded', message: 'm' })), {
+    outcome: 'failed',
+    reason: 'DeadlineExceeded',
+    message: 'm',
+  });
   const notTrue = job();
   notTrue.status = { conditions: [{ type: 'Failed', status: 'False' }] };
   tt.equal(jobOutcome(notTrue), undefined);
@@ -259,6 +341,8 @@ t.test('manual command: shows where secrets live, never a plain password', async
   tt.match(cmd, /REDIS_PASSWORD='?<password>'?/);
   tt.match(cmd, /RAY_external_storage_namespace='ns with space'/);
   tt.match(cmd, / raykeeper redis-cleanup$/);
-  const fromSecret = manualCleanupCommand(cluster({ ft: 'options', options: { redisPassword: { valueFrom: secretRef('redis-auth', 'pw') } } }));
+  const fromSecret = manualCleanupCommand(
+    cluster({ ft: 'options', options: { redisPassword: { valueFrom: secretRef('redis-auth', 'pw') } } }),
+  );
   tt.match(fromSecret, /REDIS_PASSWORD='<secret redis-auth key pw>'/);
 });

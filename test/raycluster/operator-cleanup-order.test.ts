@@ -12,7 +12,22 @@ import type { ControllerContext, ReconcilerModule } from '../../controller/runti
 import { sleep } from '../../src/backoff.ts';
 import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
 import type { KubeClient } from '../../src/kube.ts';
-import { createCluster, env, events, FINALIZER, getCluster, jobRunner, listJobs, metricValue, quiet, rayCluster, rayKeys, redis, seedRay, until } from './harness.ts';
+import {
+  createCluster,
+  env,
+  events,
+  FINALIZER,
+  getCluster,
+  jobRunner,
+  listJobs,
+  metricValue,
+  quiet,
+  rayCluster,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+} from './harness.ts';
 
 function deferred() {
   let resolve!: () => void;
@@ -53,41 +68,53 @@ function holdHeadPodCreates() {
   return { module, started: started.promise, release: release.resolve, sent };
 }
 
-t.test('a head-pod create in flight when the cluster is deleted: the cleanup waits for it, sees the pod, and no other pod is created', async (tt) => {
-  const e = await env(tt);
-  const { server, client } = await redis(tt);
-  await jobRunner(tt, e);
-  const hold = holdHeadPodCreates();
-  const c = await startController({
-    kubeConfig: e.ns.kubeConfig,
-    watchNamespace: e.ns.name,
-    workers: 2,
-    modules: [hold.module, rayClusterModule, rayClusterOperatorModule],
-    env: {},
-    logger: quiet,
-    moduleFlags: { 'cleanup-image': 'raykeeper:test' },
-    retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
-  });
-  tt.teardown(() => c.stop());
+t.test(
+  'a head-pod create in flight when the cluster is deleted: the cleanup waits for it, sees the pod, and no other pod is created',
+  async (tt) => {
+    const e = await env(tt);
+    const { server, client } = await redis(tt);
+    await jobRunner(tt, e);
+    const hold = holdHeadPodCreates();
+    const c = await startController({
+      kubeConfig: e.ns.kubeConfig,
+      watchNamespace: e.ns.name,
+      workers: 2,
+      modules: [hold.module, rayClusterModule, rayClusterOperatorModule],
+      env: {},
+      logger: quiet,
+      moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+      retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
 
-  const created = await createCluster(e, rayCluster('order', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
-  const uid = created.metadata.uid!;
-  await seedRay(client, uid);
-  await hold.started; // the operator is creating the head pod
-  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'order' });
-  const actions = async (action: string) => metricValue(await c.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'), 'raykeeper_raycluster_actions_total', `action="${action}"`) ?? 0;
-  // Give the cleanup time to act on the deletion if it did not wait for the create.
-  await sleep(1500);
-  tt.equal((await listJobs(e)).length, 0, 'no cleanup Job while the head-pod create is under way');
-  tt.equal(await actions('createJob'), 0, 'no Job decided either');
+    const created = await createCluster(e, rayCluster('order', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER] }));
+    const uid = created.metadata.uid!;
+    await seedRay(client, uid);
+    await hold.started; // the operator is creating the head pod
+    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'order' });
+    const actions = async (action: string) =>
+      metricValue(
+        await c.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_actions_total'),
+        'raykeeper_raycluster_actions_total',
+        `action="${action}"`,
+      ) ?? 0;
+    // Give the cleanup time to act on the deletion if it did not wait for the create.
+    await sleep(1500);
+    tt.equal((await listJobs(e)).length, 0, 'no cleanup Job while the head-pod create is under way');
+    tt.equal(await actions('createJob'), 0, 'no Job decided either');
 
-  hold.release();
-  await until(async () => (await getCluster(e, 'order')) === undefined, 'the cluster to be gone', 60_000);
-  tt.ok((await actions('deletePods')) >= 1, 'the cleanup saw the head pod that landed and deleted it first');
-  tt.equal(hold.sent.head, 1, 'the held head-pod create was sent');
-  tt.equal(hold.sent.worker, 0, 'no worker pod create was sent once the cleanup saw the deletion');
-  tt.same(await rayKeys(client, uid), [], 'the GCS data is gone');
-  tt.equal((await listJobs(e)).length, 1, 'one cleanup Job');
-  tt.equal((await events(e, 'RedisCleanupRerun')).length, 0, 'no rerun was needed');
-  tt.equal((await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type in (head,worker)' })).items.length, 0, 'no Ray pod left');
-});
+    hold.release();
+    await until(async () => (await getCluster(e, 'order')) === undefined, 'the cluster to be gone', 60_000);
+    tt.ok((await actions('deletePods')) >= 1, 'the cleanup saw the head pod that landed and deleted it first');
+    tt.equal(hold.sent.head, 1, 'the held head-pod create was sent');
+    tt.equal(hold.sent.worker, 0, 'no worker pod create was sent once the cleanup saw the deletion');
+    tt.same(await rayKeys(client, uid), [], 'the GCS data is gone');
+    tt.equal((await listJobs(e)).length, 1, 'one cleanup Job');
+    tt.equal((await events(e, 'RedisCleanupRerun')).length, 0, 'no rerun was needed');
+    tt.equal(
+      (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type in (head,worker)' })).items.length,
+      0,
+      'no Ray pod left',
+    );
+  },
+);

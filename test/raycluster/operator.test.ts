@@ -18,7 +18,6 @@ import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 
-
 async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
@@ -40,7 +39,11 @@ async function pods(e: Env, selector = ''): Promise<Pod[]> {
 
 /** What the kubelet would write once the container runs and its probes pass. */
 async function markReady(e: Env, p: Pod, ip: string): Promise<void> {
-  await e.kube.patch({ ...PODS, namespace: e.ns.name, name: p.metadata.name!, subresource: 'status' }, { status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: 'True' }] } }, 'application/merge-patch+json');
+  await e.kube.patch(
+    { ...PODS, namespace: e.ns.name, name: p.metadata.name!, subresource: 'status' },
+    { status: { phase: 'Running', podIP: ip, conditions: [{ type: 'Ready', status: 'True' }] } },
+    'application/merge-patch+json',
+  );
 }
 
 async function status(e: Env, name: string): Promise<RayClusterStatus> {
@@ -62,26 +65,78 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   const worker = all.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
   tt.equal(head.metadata.name, 'raycluster-kuberay-head');
   tt.match(worker.metadata.name, /^raycluster-kuberay-workergroup-worker-[a-z0-9]{5}$/);
-  for (const p of [head, worker]) tt.match(p.metadata.ownerReferences, [{ kind: 'RayCluster', name: 'raycluster-kuberay', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }]);
-  tt.same(splitSort(head.spec!.containers[0]!.args![0]!), splitSort('ulimit -n 65536; ray start --head --block --dashboard-agent-listen-port=52365 --dashboard-host=0.0.0.0 --memory=5368709120 --metrics-export-port=8080 --num-cpus=1'));
-  tt.same(splitSort(worker.spec!.containers[0]!.args![0]!), splitSort(`ulimit -n 65536; ray start --address=raycluster-kuberay-head-svc.${e.ns.name}.svc.cluster.local:6379 --block --dashboard-agent-listen-port=52365 --memory=1073741824 --metrics-export-port=8080 --num-cpus=1`));
-  tt.same(head.spec!.containers[0]!.ports!.map((p) => [p.name, p.containerPort]), [['gcs-server', 6379], ['dashboard', 8265], ['client', 10001], ['metrics', 8080]]);
-  tt.match(head.metadata.labels, { 'ray.io/cluster': 'raycluster-kuberay', 'ray.io/node-type': 'head', 'ray.io/group': 'headgroup', 'ray.io/is-ray-node': 'yes', 'ray.io/identifier': 'raycluster-kuberay-head' });
-  tt.match(worker.metadata.labels, { 'ray.io/node-type': 'worker', 'ray.io/group': 'workergroup', 'ray.io/identifier': 'raycluster-kuberay-worker', 'ray.io/worker-group-replica-index': '0' });
+  for (const p of [head, worker])
+    tt.match(p.metadata.ownerReferences, [
+      { kind: 'RayCluster', name: 'raycluster-kuberay', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true },
+    ]);
+  tt.same(
+    splitSort(head.spec!.containers[0]!.args![0]!),
+    splitSort(
+      'ulimit -n 65536; ray start --head --block --dashboard-agent-listen-port=52365 --dashboard-host=0.0.0.0 --memory=5368709120 --metrics-export-port=8080 --num-cpus=1',
+    ),
+  );
+  tt.same(
+    splitSort(worker.spec!.containers[0]!.args![0]!),
+    splitSort(
+      `ulimit -n 65536; ray start --address=raycluster-kuberay-head-svc.${e.ns.name}.svc.cluster.local:6379 --block --dashboard-agent-listen-port=52365 --memory=1073741824 --metrics-export-port=8080 --num-cpus=1`,
+    ),
+  );
+  tt.same(
+    head.spec!.containers[0]!.ports!.map((p) => [p.name, p.containerPort]),
+    [
+      ['gcs-server', 6379],
+      ['dashboard', 8265],
+      ['client', 10001],
+      ['metrics', 8080],
+    ],
+  );
+  tt.match(head.metadata.labels, {
+    'ray.io/cluster': 'raycluster-kuberay',
+    'ray.io/node-type': 'head',
+    'ray.io/group': 'headgroup',
+    'ray.io/is-ray-node': 'yes',
+    'ray.io/identifier': 'raycluster-kuberay-head',
+  });
+  tt.match(worker.metadata.labels, {
+    'ray.io/node-type': 'worker',
+    'ray.io/group': 'workergroup',
+    'ray.io/identifier': 'raycluster-kuberay-worker',
+    'ray.io/worker-group-replica-index': '0',
+  });
   tt.equal(rayEnv(worker).get('RAY_ADDRESS')?.value, `raycluster-kuberay-head-svc.${e.ns.name}.svc.cluster.local:6379`);
   tt.equal(worker.spec!.initContainers?.[0]?.name, 'wait-gcs-ready');
 
-  const svc = await until(() => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }), 'head Service');
+  const svc = await until(
+    () => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }),
+    'head Service',
+  );
   tt.equal(svc.spec!.clusterIP, 'None');
-  tt.same(svc.spec!.ports!.map((p) => [p.name, p.port]), [['client', 10001], ['dashboard', 8265], ['gcs-server', 6379], ['metrics', 8080]]);
-  tt.same(svc.spec!.selector, { 'ray.io/cluster': 'raycluster-kuberay', 'ray.io/node-type': 'head', 'ray.io/identifier': 'raycluster-kuberay-head', 'app.kubernetes.io/name': 'kuberay', 'app.kubernetes.io/created-by': 'raykeeper' });
+  tt.same(
+    svc.spec!.ports!.map((p) => [p.name, p.port]),
+    [
+      ['client', 10001],
+      ['dashboard', 8265],
+      ['gcs-server', 6379],
+      ['metrics', 8080],
+    ],
+  );
+  tt.same(svc.spec!.selector, {
+    'ray.io/cluster': 'raycluster-kuberay',
+    'ray.io/node-type': 'head',
+    'ray.io/identifier': 'raycluster-kuberay-head',
+    'app.kubernetes.io/name': 'kuberay',
+    'app.kubernetes.io/created-by': 'raykeeper',
+  });
 
   const s0 = await until(async () => {
     const s = await status(e, 'raycluster-kuberay');
     return s.desiredWorkerReplicas === 1 && s.head?.podName === 'raycluster-kuberay-head' ? s : undefined;
   }, 'status with the head pod');
   tt.equal(s0.state, undefined, 'not ready while nothing runs');
-  tt.match(s0.conditions?.find((c) => c.type === 'RayClusterProvisioned'), { status: 'False', reason: 'RayClusterPodsProvisioning' });
+  tt.match(
+    s0.conditions?.find((c) => c.type === 'RayClusterProvisioned'),
+    { status: 'False', reason: 'RayClusterPodsProvisioning' },
+  );
   tt.equal(s0.observedGeneration, created.metadata.generation);
 
   // The "kubelet" runs both pods.
@@ -93,10 +148,21 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   }, 'state ready');
   tt.equal(ready.readyWorkerReplicas, 1);
   tt.equal(ready.availableWorkerReplicas, 1);
-  tt.same(ready.head, { podIP: '10.9.0.1', podName: 'raycluster-kuberay-head', serviceIP: '10.9.0.1', serviceName: 'raycluster-kuberay-head-svc' });
+  tt.same(ready.head, {
+    podIP: '10.9.0.1',
+    podName: 'raycluster-kuberay-head',
+    serviceIP: '10.9.0.1',
+    serviceName: 'raycluster-kuberay-head-svc',
+  });
   tt.same(ready.endpoints, { client: '10001', dashboard: '8265', 'gcs-server': '6379', metrics: '8080' });
-  tt.match(ready.conditions?.find((c) => c.type === 'HeadPodReady'), { status: 'True', reason: 'HeadPodRunningAndReady' });
-  tt.match(ready.conditions?.find((c) => c.type === 'RayClusterProvisioned'), { status: 'True' });
+  tt.match(
+    ready.conditions?.find((c) => c.type === 'HeadPodReady'),
+    { status: 'True', reason: 'HeadPodRunningAndReady' },
+  );
+  tt.match(
+    ready.conditions?.find((c) => c.type === 'RayClusterProvisioned'),
+    { status: 'True' },
+  );
 
   // The head pod is deleted: exactly one new head pod.
   await e.kube.delete({ ...PODS, namespace: e.ns.name, name: 'raycluster-kuberay-head' });
@@ -105,7 +171,10 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
     return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid ? hs[0] : undefined;
   }, 'a new head pod');
   tt.equal(again.metadata.name, 'raycluster-kuberay-head');
-  await until(async () => (await status(e, 'raycluster-kuberay')).conditions?.some((c) => c.type === 'HeadPodReady' && c.status === 'False'), 'HeadPodReady False for the new head');
+  await until(
+    async () => (await status(e, 'raycluster-kuberay')).conditions?.some((c) => c.type === 'HeadPodReady' && c.status === 'False'),
+    'HeadPodReady False for the new head',
+  );
   // The recorder folds repeats of one message into one Event's count.
   const createdHead = async () => (await events(e, 'CreatedHeadPod')).reduce((n, x) => n + (x.count ?? 1), 0);
   await until(async () => (await createdHead()) >= 2, 'the second CreatedHeadPod event');
@@ -114,7 +183,8 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   tt.equal((await status(e, 'raycluster-kuberay')).state, 'ready', "KubeRay's state stays ready once reached");
 
   // Scale up to 3, then past maxReplicas (5).
-  const patch = (body: unknown) => e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'raycluster-kuberay' }, body, 'application/json-patch+json');
+  const patch = (body: unknown) =>
+    e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'raycluster-kuberay' }, body, 'application/json-patch+json');
   await patch([{ op: 'replace', path: '/spec/workerGroupSpecs/0/replicas', value: 3 }]);
   const three = await until(async () => {
     const ws = await pods(e, 'ray.io/node-type=worker');
@@ -126,7 +196,10 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   await until(async () => (await status(e, 'raycluster-kuberay')).desiredWorkerReplicas === 5, 'desiredWorkerReplicas 5');
   // workersToDelete names one; replicas 4: that one goes and is not replaced.
   const victim = (await pods(e, 'ray.io/node-type=worker'))[2]!.metadata.name!;
-  await patch([{ op: 'replace', path: '/spec/workerGroupSpecs/0/replicas', value: 4 }, { op: 'add', path: '/spec/workerGroupSpecs/0/scaleStrategy', value: { workersToDelete: [victim] } }]);
+  await patch([
+    { op: 'replace', path: '/spec/workerGroupSpecs/0/replicas', value: 4 },
+    { op: 'add', path: '/spec/workerGroupSpecs/0/scaleStrategy', value: { workersToDelete: [victim] } },
+  ]);
   const four = await until(async () => {
     const ws = await pods(e, 'ray.io/node-type=worker');
     return ws.length === 4 && !ws.some((p) => p.metadata.name === victim) ? ws : undefined;
@@ -140,11 +213,17 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
     return s.state === 'suspended' ? s : undefined;
   }, 'state suspended');
   tt.equal((await pods(e, 'ray.io/cluster=raycluster-kuberay')).length, 0, 'no pods while suspended');
-  tt.match(suspended.conditions?.find((c) => c.type === 'RayClusterSuspended'), { status: 'True' });
+  tt.match(
+    suspended.conditions?.find((c) => c.type === 'RayClusterSuspended'),
+    { status: 'True' },
+  );
   tt.ok(await getCluster(e, 'raycluster-kuberay'), 'the RayCluster is kept');
   await patch([{ op: 'replace', path: '/spec/suspend', value: false }]);
   await until(async () => (await pods(e, 'ray.io/cluster=raycluster-kuberay')).length === 5, 'head and 4 workers again');
-  await until(async () => (await status(e, 'raycluster-kuberay')).conditions?.some((c) => c.type === 'RayClusterSuspended' && c.status === 'False'), 'not suspended');
+  await until(
+    async () => (await status(e, 'raycluster-kuberay')).conditions?.some((c) => c.type === 'RayClusterSuspended' && c.status === 'False'),
+    'not suspended',
+  );
 });
 
 t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): finalizer first, then the GCS-FT wiring', async (tt) => {
@@ -158,9 +237,17 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   tt.ok(Date.parse(head.metadata.creationTimestamp ?? '') >= Date.parse(created.metadata.creationTimestamp ?? ''));
   const env_ = rayEnv(head);
   tt.equal(env_.get('RAY_REDIS_ADDRESS')?.value, 'redis:6379');
-  tt.same(env_.get('REDIS_PASSWORD')?.valueFrom, { secretKeyRef: { name: 'redis-password-secret', key: 'password' } }, 'the password stays a secretKeyRef');
+  tt.same(
+    env_.get('REDIS_PASSWORD')?.valueFrom,
+    { secretKeyRef: { name: 'redis-password-secret', key: 'password' } },
+    'the password stays a secretKeyRef',
+  );
   tt.equal(env_.get('RAY_external_storage_namespace')?.value, created.metadata.uid, 'no annotation, no option: the UID');
-  tt.same(env_.get('RAY_external_storage_namespace'), cleanupEnv(cluster).find((x) => x.name === 'RAY_external_storage_namespace'), 'the namespace the cleanup Job will delete');
+  tt.same(
+    env_.get('RAY_external_storage_namespace'),
+    cleanupEnv(cluster).find((x) => x.name === 'RAY_external_storage_namespace'),
+    'the namespace the cleanup Job will delete',
+  );
   tt.equal(head.metadata.annotations?.['ray.io/ft-enabled'], 'true');
   tt.equal(head.metadata.annotations?.['ray.io/external-storage-namespace'], created.metadata.uid);
   const args = splitSort(head.spec!.containers[0]!.args![0]!);
@@ -170,8 +257,14 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   tt.notOk(JSON.stringify(head).includes('5241590000000000'), 'no password value anywhere in the pod');
   const worker = await until(async () => (await pods(e, 'ray.io/node-type=worker'))[0], 'worker pod');
   tt.equal(rayEnv(worker).get('RAY_gcs_rpc_server_reconnect_timeout_s')?.value, '600');
-  const svc = await until(() => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }), 'head Service');
-  tt.same(svc.spec!.ports!.map((p) => p.name), ['client', 'dashboard', 'gcs', 'metrics']);
+  const svc = await until(
+    () => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }),
+    'head Service',
+  );
+  tt.same(
+    svc.spec!.ports!.map((p) => p.name),
+    ['client', 'dashboard', 'gcs', 'metrics'],
+  );
 
   // The head dies: its successor writes to the same storage namespace (what GCS FT is for).
   await e.kube.delete({ ...PODS, namespace: e.ns.name, name: head.metadata.name! });
@@ -179,7 +272,11 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
     const hs = await pods(e, 'ray.io/node-type=head');
     return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid ? hs[0] : undefined;
   }, 'the re-created head');
-  tt.same(rayEnv(next).get('RAY_external_storage_namespace'), env_.get('RAY_external_storage_namespace'), 'same storage namespace: the GCS data is kept');
+  tt.same(
+    rayEnv(next).get('RAY_external_storage_namespace'),
+    env_.get('RAY_external_storage_namespace'),
+    'same storage namespace: the GCS data is kept',
+  );
   tt.equal((await pods(e, 'ray.io/node-type=worker')).length, 1, 'the worker is left alone');
 });
 
@@ -196,9 +293,15 @@ t.test('fields we do not implement: an event and a condition; token auth refused
   foreign.metadata.name = 'foreign';
   foreign.spec!.managedBy = 'kueue.x-k8s.io/multikueue';
   for (const c of [auth, scaler, foreign]) await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, c);
-  const refused = await until(async () => (await status(e, 'auth')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'), 'auth: condition');
+  const refused = await until(
+    async () => (await status(e, 'auth')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
+    'auth: condition',
+  );
   tt.match(refused, { status: 'True', reason: 'Refused', message: /spec\.authOptions/ });
-  const ignored = await until(async () => (await status(e, 'scaler')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'), 'scaler: condition');
+  const ignored = await until(
+    async () => (await status(e, 'scaler')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
+    'scaler: condition',
+  );
   tt.match(ignored, { status: 'True', reason: 'Ignored', message: /spec\.enableInTreeAutoscaling/ });
   await until(async () => (await pods(e, 'ray.io/cluster=scaler')).length === 2, 'the autoscaler cluster runs at its replicas');
   const warned = await until(async () => {

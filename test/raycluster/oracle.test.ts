@@ -46,7 +46,7 @@ function envView(p: Pod): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const e of p.spec?.containers[0]?.env ?? []) {
     if (OWN_ENV.has(e.name)) continue;
-    out[e.name] = e.name === 'KUBERAY_GEN_RAY_START_CMD' ? flags(e.value ?? '') : e.valueFrom !== undefined ? e.valueFrom : e.value ?? '';
+    out[e.name] = e.name === 'KUBERAY_GEN_RAY_START_CMD' ? flags(e.value ?? '') : e.valueFrom !== undefined ? e.valueFrom : (e.value ?? '');
   }
   return out;
 }
@@ -61,14 +61,18 @@ function probeView(probe: Record<string, unknown> | undefined): unknown {
 
 function view(p: Pod) {
   const c = p.spec!.containers[0]!;
-  const labels = Object.fromEntries(Object.entries(p.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k) && k !== 'ray.io/worker-group-replica-index'));
+  const labels = Object.fromEntries(
+    Object.entries(p.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k) && k !== 'ray.io/worker-group-replica-index'),
+  );
   return {
     command: c.command,
     args: flags(c.args?.[0] ?? ''),
     env: envView(p),
     ports: (c.ports ?? []).map((x) => [x.name, x.containerPort]),
     labels,
-    annotations: Object.fromEntries(Object.entries(p.metadata.annotations ?? {}).filter(([k]) => k.startsWith('ray.io/') && !OWN_ANNOTATIONS.has(k))),
+    annotations: Object.fromEntries(
+      Object.entries(p.metadata.annotations ?? {}).filter(([k]) => k.startsWith('ray.io/') && !OWN_ANNOTATIONS.has(k)),
+    ),
     volumes: (p.spec!.volumes ?? []).map((v) => v.name),
     mounts: (c.volumeMounts ?? []).map((m) => m.mountPath),
     probes: [probeView(c.livenessProbe), probeView(c.readinessProbe)],
@@ -96,10 +100,20 @@ if ('missing' in where) {
     t.teardown(() => kube.close());
     const ns = 'oracle';
     await kube.create(NAMESPACES, { metadata: { name: ns } });
-    const op = spawn(where.bin, ['--metrics-addr=0', '--health-probe-bind-address=0', '--enable-leader-election=false', `--watch-namespace=${ns}`, '--log-stdout-encoder=console'], {
-      env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const op = spawn(
+      where.bin,
+      [
+        '--metrics-addr=0',
+        '--health-probe-bind-address=0',
+        '--enable-leader-election=false',
+        `--watch-namespace=${ns}`,
+        '--log-stdout-encoder=console',
+      ],
+      {
+        env: { ...loopbackEnv(), KUBECONFIG: cp.info.kubeconfigPath, HOME: process.env.HOME ?? '/tmp' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let log = '';
     op.stdout!.on('data', (d) => (log += d));
     op.stderr!.on('data', (d) => (log += d));
@@ -120,25 +134,47 @@ if ('missing' in where) {
 
     for (const sample of samples) {
       const name = sample.metadata.name!;
-      const theirs = await until(async () => {
-        if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
-        const ps = (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
-        return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') && ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker') ? ps : undefined;
-      }, `KubeRay's pods of ${name}`, 90_000, 500);
+      const theirs = await until(
+        async () => {
+          if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
+          const ps = (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
+          return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') &&
+            ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')
+            ? ps
+            : undefined;
+        },
+        `KubeRay's pods of ${name}`,
+        90_000,
+        500,
+      );
       // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
       const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
       const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
       const worker = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
       const group = stored.spec!.workerGroupSpecs![0] as WorkerGroupSpec;
-      const index = { replicaIndex: Number(worker.metadata.labels?.['ray.io/worker-group-replica-index'] ?? 0), replicaName: worker.metadata.labels?.['ray.io/worker-group-replica-name'], hostIndex: Number(worker.metadata.labels?.['ray.io/replica-host-index'] ?? 0) };
+      const index = {
+        replicaIndex: Number(worker.metadata.labels?.['ray.io/worker-group-replica-index'] ?? 0),
+        replicaName: worker.metadata.labels?.['ray.io/worker-group-replica-name'],
+        hostIndex: Number(worker.metadata.labels?.['ray.io/replica-host-index'] ?? 0),
+      };
       t.same(view(buildHeadPod(stored)), view(head), `${name}: head pod (flags, env, ports, labels, annotations, volumes, probes)`);
       t.same(view(buildWorkerPod(stored, group, index)), view(worker), `${name}: worker pod`);
       t.match(head.metadata.generateName, `${name}-head-`, 'KubeRay: generated head name (ours is the deterministic one, README)');
       t.equal(worker.metadata.generateName, buildWorkerPod(stored, group, index).metadata.generateName, `${name}: worker generateName`);
-      const svc = await until(() => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }), `KubeRay's head Service of ${name}`, 60_000, 500);
+      const svc = await until(
+        () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }),
+        `KubeRay's head Service of ${name}`,
+        60_000,
+        500,
+      );
       t.same(serviceView(buildHeadService(stored)), serviceView(svc), `${name}: head Service ports and selector`);
     }
-    const headless = await until(() => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }), 'the headless worker Service', 60_000, 500);
+    const headless = await until(
+      () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),
+      'the headless worker Service',
+      60_000,
+      500,
+    );
     t.same(headless.spec?.selector, { 'ray.io/cluster': 'multi-host', 'ray.io/node-type': 'worker' });
     t.equal(headless.spec?.clusterIP, 'None');
   });

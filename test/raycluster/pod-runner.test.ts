@@ -20,39 +20,66 @@ const found = findRay();
 if ('missing' in found) {
   t.fail(missingPart(found.missing));
 } else {
-  t.test('operator + ray pod runner: the sample cluster becomes ready with live Ray; a dead head is replaced', { timeout: 280_000 }, async (tt) => {
-    const e = await env(tt);
-    const runner = new RayPodRunner({ kubeConfig: e.ns.kubeConfig, namespace: e.ns.name, ray: found, logger: quiet });
-    await runner.start();
-    tt.teardown(() => runner.stop());
-    const c = await startController({ kubeConfig: e.ns.kubeConfig, watchNamespace: e.ns.name, workers: 2, modules: [rayClusterModule, rayClusterOperatorModule], env: {}, logger: quiet, moduleFlags: { 'cleanup-image': 'raykeeper:test' } });
-    tt.teardown(() => c.stop());
-    const sample = kuberaySample();
-    // Small enough for a shared 2-core machine.
-    sample.spec!.headGroupSpec!.template!.spec!.containers![0]!.resources = { limits: { cpu: '1', memory: '1Gi' } };
-    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
-    const ready = await until(async () => {
-      const s = ((await getCluster(e, 'raycluster-kuberay'))?.status ?? {}) as RayClusterStatus;
-      return s.state === 'ready' ? s : undefined;
-    }, 'the cluster ready with running Ray', 150_000, 500);
-    tt.equal(ready.readyWorkerReplicas, 1, 'the worker joined and is ready');
-    tt.equal(ready.head?.podIP, '127.0.0.1');
+  t.test(
+    'operator + ray pod runner: the sample cluster becomes ready with live Ray; a dead head is replaced',
+    { timeout: 280_000 },
+    async (tt) => {
+      const e = await env(tt);
+      const runner = new RayPodRunner({ kubeConfig: e.ns.kubeConfig, namespace: e.ns.name, ray: found, logger: quiet });
+      await runner.start();
+      tt.teardown(() => runner.stop());
+      const c = await startController({
+        kubeConfig: e.ns.kubeConfig,
+        watchNamespace: e.ns.name,
+        workers: 2,
+        modules: [rayClusterModule, rayClusterOperatorModule],
+        env: {},
+        logger: quiet,
+        moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+      });
+      tt.teardown(() => c.stop());
+      const sample = kuberaySample();
+      // Small enough for a shared 2-core machine.
+      sample.spec!.headGroupSpec!.template!.spec!.containers![0]!.resources = { limits: { cpu: '1', memory: '1Gi' } };
+      await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
+      const ready = await until(
+        async () => {
+          const s = ((await getCluster(e, 'raycluster-kuberay'))?.status ?? {}) as RayClusterStatus;
+          return s.state === 'ready' ? s : undefined;
+        },
+        'the cluster ready with running Ray',
+        150_000,
+        500,
+      );
+      tt.equal(ready.readyWorkerReplicas, 1, 'the worker joined and is ready');
+      tt.equal(ready.head?.podIP, '127.0.0.1');
 
-    // Kill the head's Ray processes (as an OOM kill would): the pod goes Failed, the operator replaces it.
-    const head = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
-    const running = (runner as unknown as { running: Map<string, { proc: { proc: { pid?: number } } }> }).running.get(`${e.ns.name}/${head.metadata.name}`)!;
-    const pid = running.proc.proc.pid!;
-    for (const p of [pid, ...descendants(pid)]) {
-      try {
-        process.kill(p, 'SIGKILL');
-      } catch {
-        // gone
+      // Kill the head's Ray processes (as an OOM kill would): the pod goes Failed, the operator replaces it.
+      const head = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
+      const running = (runner as unknown as { running: Map<string, { proc: { proc: { pid?: number } } }> }).running.get(
+        `${e.ns.name}/${head.metadata.name}`,
+      )!;
+      const pid = running.proc.proc.pid!;
+      for (const p of [pid, ...descendants(pid)]) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone
+        }
       }
-    }
-    const next = await until(async () => {
-      const hs = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
-      return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid && hs[0]!.status?.phase === 'Running' ? hs[0] : undefined;
-    }, 'a new head pod running', 100_000, 500);
-    tt.ok(next.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'), 'the new head is ready');
-  });
+      const next = await until(
+        async () => {
+          const hs = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
+          return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid && hs[0]!.status?.phase === 'Running' ? hs[0] : undefined;
+        },
+        'a new head pod running',
+        100_000,
+        500,
+      );
+      tt.ok(
+        next.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'),
+        'the new head is ready',
+      );
+    },
+  );
 }

@@ -29,10 +29,26 @@ if ('missing' in found) {
     const e = await env(tt);
     const dashboard = await freePort();
     const url = `http://127.0.0.1:${dashboard}`;
-    const pods = new RayPodRunner({ kubeConfig: e.ns.kubeConfig, namespace: e.ns.name, ray: found, logger: quiet, dashboardPort: dashboard });
+    const pods = new RayPodRunner({
+      kubeConfig: e.ns.kubeConfig,
+      namespace: e.ns.name,
+      ray: found,
+      logger: quiet,
+      dashboardPort: dashboard,
+    });
     await pods.start();
     tt.teardown(() => pods.stop());
-    const jobs = new JobRunner({ kubeConfig: e.ns.kubeConfig, namespaces: [e.ns.name], logger: quiet, killGraceMs: 1000, baseEnv: { PATH: `${dirname(found.ray)}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '/tmp', NO_PROXY: '127.0.0.1,localhost' } });
+    const jobs = new JobRunner({
+      kubeConfig: e.ns.kubeConfig,
+      namespaces: [e.ns.name],
+      logger: quiet,
+      killGraceMs: 1000,
+      baseEnv: {
+        PATH: `${dirname(found.ray)}:${process.env.PATH ?? ''}`,
+        HOME: process.env.HOME ?? '/tmp',
+        NO_PROXY: '127.0.0.1,localhost',
+      },
+    });
     await jobs.start();
     tt.teardown(() => jobs.stop());
     const c = await startController({
@@ -42,16 +58,25 @@ if ('missing' in found) {
       modules: [rayClusterModule, rayClusterOperatorModule, rayJobModule],
       env: {},
       logger: quiet,
-      moduleFlags: { 'cleanup-image': 'raykeeper:test', 'rayjob-dashboard-url-template': url, 'rayjob-submitter-dashboard-url-template': url },
+      moduleFlags: {
+        'cleanup-image': 'raykeeper:test',
+        'rayjob-dashboard-url-template': url,
+        'rayjob-submitter-dashboard-url-template': url,
+      },
     });
     tt.teardown(() => c.stop());
     const sample = parse(readFileSync(join(REPO_ROOT, 'manifests/samples/rayjob.yaml'), 'utf8')) as RayJob;
     await e.kube.create({ ...RAYJOBS, namespace: e.ns.name }, sample);
-    const done = await until(async () => {
-      const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'rayjob-sample' });
-      const s = j.status?.jobDeploymentStatus;
-      return s === 'Complete' || s === 'Failed' ? j : undefined;
-    }, 'the RayJob finished', 200_000, 1000);
+    const done = await until(
+      async () => {
+        const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'rayjob-sample' });
+        const s = j.status?.jobDeploymentStatus;
+        return s === 'Complete' || s === 'Failed' ? j : undefined;
+      },
+      'the RayJob finished',
+      200_000,
+      1000,
+    );
     tt.equal(done.status?.jobDeploymentStatus, 'Complete', `${done.status?.reason ?? ''} ${done.status?.message ?? ''}`);
     tt.equal(done.status?.jobStatus, 'SUCCEEDED');
   });

@@ -11,9 +11,43 @@ export function kuberaySample(): RayCluster {
       rayVersion: '2.52.0',
       headGroupSpec: {
         rayStartParams: {},
-        template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.52.0', resources: { limits: { cpu: '1', memory: '5Gi' }, requests: { cpu: '1', memory: '5Gi' } }, ports: [{ containerPort: 6379, name: 'gcs-server' }, { containerPort: 8265, name: 'dashboard' }, { containerPort: 10001, name: 'client' }] }] } },
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'ray-head',
+                image: 'rayproject/ray:2.52.0',
+                resources: { limits: { cpu: '1', memory: '5Gi' }, requests: { cpu: '1', memory: '5Gi' } },
+                ports: [
+                  { containerPort: 6379, name: 'gcs-server' },
+                  { containerPort: 8265, name: 'dashboard' },
+                  { containerPort: 10001, name: 'client' },
+                ],
+              },
+            ],
+          },
+        },
       },
-      workerGroupSpecs: [{ replicas: 1, minReplicas: 1, maxReplicas: 5, groupName: 'workergroup', rayStartParams: {}, template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.52.0', resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } } }] } } }],
+      workerGroupSpecs: [
+        {
+          replicas: 1,
+          minReplicas: 1,
+          maxReplicas: 5,
+          groupName: 'workergroup',
+          rayStartParams: {},
+          template: {
+            spec: {
+              containers: [
+                {
+                  name: 'ray-worker',
+                  image: 'rayproject/ray:2.52.0',
+                  resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1', memory: '1Gi' } },
+                },
+              ],
+            },
+          },
+        },
+      ],
     },
   } as RayCluster;
 }

@@ -18,8 +18,14 @@ t.test('ids follow KubeRay', async (t) => {
   const id = generateJobId('demo');
   t.match(id, /^demo-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
   t.match(generateClusterName('demo'), /^demo-[a-z0-9]{5}$/);
-  t.equal(randomSuffix(5, () => 0), 'bbbbb');
-  t.equal(randomSuffix(3, () => 0.9999), '999');
+  t.equal(
+    randomSuffix(5, () => 0),
+    'bbbbb',
+  );
+  t.equal(
+    randomSuffix(3, () => 0.9999),
+    '999',
+  );
   t.not(generateJobId('demo'), generateJobId('demo'), 'random each time');
   const longest = generateClusterName('a'.repeat(47));
   t.ok(defaultHeadServiceName(longest).length <= 63, 'a 47-character RayJob keeps the head service within 63 characters');
@@ -49,15 +55,24 @@ t.test('the RayCluster: owned by the RayJob, GCS FT settings carried over', asyn
       },
     },
   });
-  job.spec!.rayClusterSpec!.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', redisPassword: { valueFrom: { secretKeyRef: { name: 's', key: 'p' } } } };
+  job.spec!.rayClusterSpec!.gcsFaultToleranceOptions = {
+    redisAddress: 'redis:6379',
+    redisPassword: { valueFrom: { secretKeyRef: { name: 's', key: 'p' } } },
+  };
   const c = buildRayCluster(job, 'demo-fghjk');
   t.equal(c.apiVersion, 'ray.io/v1');
   t.equal(c.kind, 'RayCluster');
   t.equal(c.metadata.name, 'demo-fghjk');
   t.equal(c.metadata.namespace, 'ns1');
   t.same(c.metadata.labels, { team: 'a', 'ray.io/originated-from-cr-name': 'demo', 'ray.io/originated-from-crd': 'RayJob' });
-  t.same(c.metadata.annotations, { 'ray.io/ft-enabled': 'true', 'ray.io/external-storage-namespace': 'store-1', 'ray.io/gcs-ft-deletion-timeout': '60' });
-  t.same(c.metadata.ownerReferences, [{ apiVersion: 'ray.io/v1', kind: 'RayJob', name: 'demo', uid: 'uid-demo', controller: true, blockOwnerDeletion: true }]);
+  t.same(c.metadata.annotations, {
+    'ray.io/ft-enabled': 'true',
+    'ray.io/external-storage-namespace': 'store-1',
+    'ray.io/gcs-ft-deletion-timeout': '60',
+  });
+  t.same(c.metadata.ownerReferences, [
+    { apiVersion: 'ray.io/v1', kind: 'RayJob', name: 'demo', uid: 'uid-demo', controller: true, blockOwnerDeletion: true },
+  ]);
   t.same(c.spec?.gcsFaultToleranceOptions, job.spec?.rayClusterSpec?.gcsFaultToleranceOptions, 'options travel in the spec');
   c.spec!.headGroupSpec!.rayStartParams!['x'] = 'y';
   t.notOk(job.spec?.rayClusterSpec?.headGroupSpec?.rayStartParams?.['x'], 'a deep copy');
@@ -65,11 +80,18 @@ t.test('the RayCluster: owned by the RayJob, GCS FT settings carried over', asyn
 });
 
 t.test('the submitter Job', async (t) => {
-  const job = rayJob('Initializing', { status: { dashboardURL: 'demo-fghjk-head-svc.ns1.svc.cluster.local:8265' }, spec: { submitterConfig: { backoffLimit: 5 } } });
+  const job = rayJob('Initializing', {
+    status: { dashboardURL: 'demo-fghjk-head-svc.ns1.svc.cluster.local:8265' },
+    spec: { submitterConfig: { backoffLimit: 5 } },
+  });
   const sub = buildSubmitterJob(job, cluster('ready'));
   t.equal(sub.metadata.name, 'demo', 'named after the RayJob');
   t.equal(sub.spec?.backoffLimit, 5, 'submitterConfig.backoffLimit');
-  t.match(sub.metadata.labels, { 'ray.io/originated-from-cr-name': 'demo', 'ray.io/originated-from-crd': 'RayJob', 'app.kubernetes.io/created-by': 'raykeeper' });
+  t.match(sub.metadata.labels, {
+    'ray.io/originated-from-cr-name': 'demo',
+    'ray.io/originated-from-crd': 'RayJob',
+    'app.kubernetes.io/created-by': 'raykeeper',
+  });
   t.match(sub.metadata.ownerReferences, [{ kind: 'RayJob', uid: 'uid-demo', controller: true }]);
   const pod = sub.spec?.template?.spec;
   t.equal(pod?.['restartPolicy'], 'Never');
@@ -92,13 +114,26 @@ t.test('the submitter Job', async (t) => {
 t.test('a user submitterPodTemplate is kept; its own command wins', async (t) => {
   const job = rayJob('Initializing', {
     status: { dashboardURL: 'd:8265' },
-    spec: { submitterPodTemplate: { spec: { restartPolicy: 'OnFailure', containers: [{ name: 'mine', image: 'img', command: ['echo', 'hi'], env: [{ name: 'A', value: '1' }] }] } } },
+    spec: {
+      submitterPodTemplate: {
+        spec: {
+          restartPolicy: 'OnFailure',
+          containers: [{ name: 'mine', image: 'img', command: ['echo', 'hi'], env: [{ name: 'A', value: '1' }] }],
+        },
+      },
+    },
   });
   const c = buildSubmitterJob(job, cluster('ready')).spec?.template?.spec?.containers?.[0];
   t.same(c?.['command'], ['echo', 'hi']);
   t.equal(c?.['args'], undefined);
-  t.same(c?.env?.map((e) => e.name), ['A', 'PYTHONUNBUFFERED', 'RAY_DASHBOARD_ADDRESS', 'RAY_JOB_SUBMISSION_ID']);
-  const noCommand = rayJob('Initializing', { status: { dashboardURL: 'd:8265' }, spec: { submitterPodTemplate: { spec: { containers: [{ name: 'mine' }] } } } });
+  t.same(
+    c?.env?.map((e) => e.name),
+    ['A', 'PYTHONUNBUFFERED', 'RAY_DASHBOARD_ADDRESS', 'RAY_JOB_SUBMISSION_ID'],
+  );
+  const noCommand = rayJob('Initializing', {
+    status: { dashboardURL: 'd:8265' },
+    spec: { submitterPodTemplate: { spec: { containers: [{ name: 'mine' }] } } },
+  });
   const c2 = buildSubmitterJob(noCommand, cluster('ready')).spec?.template?.spec?.containers?.[0];
   t.equal(c2?.image, HEAD_IMAGE, 'image defaults to the head image');
   t.match((c2?.['args'] as string[])[0], /ray job submit --address http:\/\/d:8265/);
@@ -108,7 +143,7 @@ t.test('submission options reach both submission paths', async (t) => {
   const job = rayJob('Running', {
     spec: {
       entrypoint: "python -c 'print(1)'",
-      runtimeEnvYAML: "env_vars:\n  GREETING: \"it's me\"\n",
+      runtimeEnvYAML: 'env_vars:\n  GREETING: "it\'s me"\n',
       metadata: { owner: 'a' },
       entrypointNumCpus: 1.5,
       entrypointNumGpus: 1,

@@ -61,7 +61,10 @@ t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, it
     if (Date.now() > deadline) throw new Error('caches never caught up');
     await sleep(20);
   }
-  t.ok(calls.some((c) => c.startsWith('GET ')), 'positive control: the way there did read from the API (misses, guards)');
+  t.ok(
+    calls.some((c) => c.startsWith('GET ')),
+    'positive control: the way there did read from the API (misses, guards)',
+  );
   calls.length = 0;
   const dashboardBefore = h.dashboard.requests.length;
   for (let i = 0; i < 5; i++) await cached.reconcile(key);
@@ -107,54 +110,79 @@ t.test('the clock is cleared when the dashboard answers again', async (t) => {
   await h.reconciler.reconcile(`${h.namespace}/blip`);
   t.ok((await h.get('blip'))?.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION], 'clock started');
   h.dashboard.down = false;
-  const back = await h.drive('blip', (j) => j?.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION] === undefined, { timeoutMs: 10_000 });
+  const back = await h.drive('blip', (j) => j?.metadata.annotations?.[STATUS_CHECK_FAILING_SINCE_ANNOTATION] === undefined, {
+    timeoutMs: 10_000,
+  });
   t.equal(back.job?.status?.jobDeploymentStatus, 'Running', 'still Running, clock gone');
   t.ok(inState('Running')(back.job));
 });
 
-t.test("with the RayCluster operator in the process, a clusterSelector RayJob reads its cluster from the operator's cache: no GET per poll", async (t) => {
-  const h = await rayJobHarness(t);
-  const factory = new InformerFactory(h.kube, { namespace: h.namespace });
-  const ctx = { informers: factory, reconcilers: ['raycluster', 'raycluster-pods', 'rayjob'] } as unknown as ControllerContext;
-  const operatorCache = operatorRayClusterInformer(ctx);
-  t.ok(operatorCache, 'the operator runs: its cache is offered');
-  const caches = rayJobCaches(factory, operatorCache);
-  t.equal(caches.clusters, rayClusterInformer(ctx), 'the RayJob reads the one RayCluster cache the operator and the cleanup share');
-  t.equal(factory.all().filter((i) => i.spec.plural === RAYCLUSTERS.plural).length, 1, 'one RayCluster watch, not a second labelled one');
-  t.equal(operatorRayClusterInformer({ ...ctx, reconcilers: ['raycluster', 'rayjob'] } as ControllerContext), undefined, 'without the operator: none (the labelled cache and a GET for a selected cluster)');
-  factory.start();
-  t.teardown(() => factory.stop());
-  t.ok(await factory.waitForSync(), 'caches synced');
+t.test(
+  "with the RayCluster operator in the process, a clusterSelector RayJob reads its cluster from the operator's cache: no GET per poll",
+  async (t) => {
+    const h = await rayJobHarness(t);
+    const factory = new InformerFactory(h.kube, { namespace: h.namespace });
+    const ctx = { informers: factory, reconcilers: ['raycluster', 'raycluster-pods', 'rayjob'] } as unknown as ControllerContext;
+    const operatorCache = operatorRayClusterInformer(ctx);
+    t.ok(operatorCache, 'the operator runs: its cache is offered');
+    const caches = rayJobCaches(factory, operatorCache);
+    t.equal(caches.clusters, rayClusterInformer(ctx), 'the RayJob reads the one RayCluster cache the operator and the cleanup share');
+    t.equal(factory.all().filter((i) => i.spec.plural === RAYCLUSTERS.plural).length, 1, 'one RayCluster watch, not a second labelled one');
+    t.equal(
+      operatorRayClusterInformer({ ...ctx, reconcilers: ['raycluster', 'rayjob'] } as ControllerContext),
+      undefined,
+      'without the operator: none (the labelled cache and a GET for a selected cluster)',
+    );
+    factory.start();
+    t.teardown(() => factory.stop());
+    t.ok(await factory.waitForSync(), 'caches synced');
 
-  await h.kube.create({ ...RAYCLUSTERS, namespace: h.namespace }, { apiVersion: 'ray.io/v1', kind: 'RayCluster', metadata: { name: 'shared' }, spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] } });
-  await h.markReady('shared');
-  const { kube, calls } = countingClient(h.ns.kubeConfig);
-  t.teardown(() => kube.close());
-  const cached = h.replica({ kube, caches });
-  await h.create(manifest('selects', { entrypoint: 'sleep 60', clusterSelector: { 'ray.io/cluster': 'shared' }, rayClusterSpec: undefined }));
-  const key = `${h.namespace}/selects`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    await cached.reconcile(key).catch(() => undefined);
-    if ((await h.get('selects'))?.status?.jobStatus === 'RUNNING') break;
-    if (Date.now() > deadline) throw new Error(`not running: ${JSON.stringify((await h.get('selects'))?.status)}`);
-    await sleep(100);
-  }
-  const stored = (await h.get('selects'))!;
-  t.equal(stored.status?.rayClusterName, 'shared', 'the selected cluster');
-  while (caches.rayJobs.getByName(h.namespace, 'selects')?.metadata?.resourceVersion !== stored.metadata.resourceVersion || caches.clusters.getByName(h.namespace, 'shared')?.status === undefined) {
-    if (Date.now() > deadline) throw new Error('caches never caught up');
-    await sleep(20);
-  }
-  calls.length = 0;
-  for (let i = 0; i < 5; i++) await cached.reconcile(key);
-  t.same(calls, [], 'five reconciles of the Running RayJob: no API request (the selected cluster came from the cache)');
+    await h.kube.create(
+      { ...RAYCLUSTERS, namespace: h.namespace },
+      {
+        apiVersion: 'ray.io/v1',
+        kind: 'RayCluster',
+        metadata: { name: 'shared' },
+        spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] },
+      },
+    );
+    await h.markReady('shared');
+    const { kube, calls } = countingClient(h.ns.kubeConfig);
+    t.teardown(() => kube.close());
+    const cached = h.replica({ kube, caches });
+    await h.create(
+      manifest('selects', { entrypoint: 'sleep 60', clusterSelector: { 'ray.io/cluster': 'shared' }, rayClusterSpec: undefined }),
+    );
+    const key = `${h.namespace}/selects`;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await cached.reconcile(key).catch(() => undefined);
+      if ((await h.get('selects'))?.status?.jobStatus === 'RUNNING') break;
+      if (Date.now() > deadline) throw new Error(`not running: ${JSON.stringify((await h.get('selects'))?.status)}`);
+      await sleep(100);
+    }
+    const stored = (await h.get('selects'))!;
+    t.equal(stored.status?.rayClusterName, 'shared', 'the selected cluster');
+    while (
+      caches.rayJobs.getByName(h.namespace, 'selects')?.metadata?.resourceVersion !== stored.metadata.resourceVersion ||
+      caches.clusters.getByName(h.namespace, 'shared')?.status === undefined
+    ) {
+      if (Date.now() > deadline) throw new Error('caches never caught up');
+      await sleep(20);
+    }
+    calls.length = 0;
+    for (let i = 0; i < 5; i++) await cached.reconcile(key);
+    t.same(calls, [], 'five reconciles of the Running RayJob: no API request (the selected cluster came from the cache)');
 
-  // Positive control: the labelled cache of RayJob-made clusters misses the selected one, so each poll GETs it.
-  const labelled = rayJobCaches(factory);
-  t.ok(await factory.waitForSync(), 'the labelled cache synced');
-  const uncached = h.replica({ kube, caches: labelled });
-  calls.length = 0;
-  await uncached.reconcile(key);
-  t.ok(calls.some((c) => c.startsWith('GET ') && c.includes('/rayclusters/shared')), `without the operator's cache the selected cluster is a GET (${calls.join(', ')})`);
-});
+    // Positive control: the labelled cache of RayJob-made clusters misses the selected one, so each poll GETs it.
+    const labelled = rayJobCaches(factory);
+    t.ok(await factory.waitForSync(), 'the labelled cache synced');
+    const uncached = h.replica({ kube, caches: labelled });
+    calls.length = 0;
+    await uncached.reconcile(key);
+    t.ok(
+      calls.some((c) => c.startsWith('GET ') && c.includes('/rayclusters/shared')),
+      `without the operator's cache the selected cluster is a GET (${calls.join(', ')})`,
+    );
+  },
+);

@@ -81,7 +81,10 @@ t.test('the controller runs a RayJob from creation to Complete and deletes its c
   const text = await res.text();
   t.match(text, /raykeeper_rayjob_transitions_total\{from="Running",to="Complete"\} 1/, 'transition metric');
   t.match(text, /raykeeper_rayjob_dashboard_requests_total\{operation="get",outcome="found"\}/, 'dashboard metric');
-  t.ok((await h.events('managed')).some((e) => e.reason === 'CreatedRayCluster'), 'events written through the runtime recorder');
+  t.ok(
+    (await h.events('managed')).some((e) => e.reason === 'CreatedRayCluster'),
+    'events written through the runtime recorder',
+  );
   stop.abort();
   await kuberay;
   t.equal(await controller.stop(), 'stopped', 'graceful stop');

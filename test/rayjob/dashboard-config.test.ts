@@ -24,7 +24,11 @@ t.test('against the fake dashboard: submit, get, duplicate, stop', async (t) => 
   const c = new DashboardClient({ timeoutMs: 2000 });
   t.same(await c.getJob(d.url, 'nope'), { kind: 'notFound' });
   t.same(await c.submitJob(d.url, { entrypoint: 'sleep 30', submission_id: 'j1' }), { submissionId: 'j1', duplicate: false });
-  t.same(await c.submitJob(d.url, { entrypoint: 'sleep 30', submission_id: 'j1' }), { submissionId: 'j1', duplicate: true }, 'a duplicate id counts as submitted');
+  t.same(
+    await c.submitJob(d.url, { entrypoint: 'sleep 30', submission_id: 'j1' }),
+    { submissionId: 'j1', duplicate: true },
+    'a duplicate id counts as submitted',
+  );
   const got = await c.getJob(d.url, 'j1');
   t.equal(got.kind, 'found');
   if (got.kind === 'found') t.equal(got.info.status, 'RUNNING');
@@ -83,7 +87,11 @@ t.test('misbehaving dashboards become "error" observations, never exceptions', a
 t.test('settings: flags over env over defaults', async (t) => {
   const d = rayJobSettings({}, {});
   t.equal(d.dashboardUrl({ namespace: 'ns', cluster: 'c' }), 'http://c-head-svc.ns.svc:8265', 'controller default');
-  t.equal(d.machine.submitterDashboardUrl({ namespace: 'ns', cluster: 'c' }), 'http://c-head-svc.ns.svc.cluster.local:8265', 'submitter default (KubeRay form)');
+  t.equal(
+    d.machine.submitterDashboardUrl({ namespace: 'ns', cluster: 'c' }),
+    'http://c-head-svc.ns.svc.cluster.local:8265',
+    'submitter default (KubeRay form)',
+  );
   t.equal(d.machine.gracePeriodSeconds, 300);
   t.equal(d.machine.statusCheckTimeoutSeconds, 300);
   t.equal(d.machine.submitterFinishedTimeoutSeconds, 30);
@@ -126,10 +134,18 @@ t.test('settings errors are explicit', async (t) => {
 t.test('the fake dashboard refuses browser-looking POSTs as Ray does; the client is not one', async (t) => {
   const d = await startFakeDashboard();
   t.teardown(() => d.close());
-  const viaFetch = await fetch(`${d.url}/api/jobs/`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"entrypoint":"true"}' });
+  const viaFetch = await fetch(`${d.url}/api/jobs/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{"entrypoint":"true"}',
+  });
   t.equal(viaFetch.status, 405, "fetch's Sec-Fetch-Mode makes it browser traffic");
   t.match(await viaFetch.text(), /not allowed for browser traffic/);
   const c = new DashboardClient({ timeoutMs: 2000 });
-  t.same(await c.submitJob(d.url, { entrypoint: 'true', submission_id: 's1' }), { submissionId: 's1', duplicate: false }, 'our client gets through');
+  t.same(
+    await c.submitJob(d.url, { entrypoint: 'true', submission_id: 's1' }),
+    { submissionId: 's1', duplicate: false },
+    'our client gets through',
+  );
   t.equal(await c.stopJob(d.url, 's1').then(() => 'answered'), 'answered');
 });

@@ -74,7 +74,15 @@ export function submitter(kind: 'running' | 'complete' | 'failed', atSeconds = 1
   if (kind === 'complete') job.status = { conditions: [{ type: 'Complete', status: 'True', lastTransitionTime: iso(atSeconds) }] };
   if (kind === 'failed') {
     job.status = {
-      conditions: [{ type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: iso(atSeconds) }],
+      conditions: [
+        {
+          type: 'Failed',
+          status: 'True',
+          reason: 'BackoffLimitExceeded',
+          message: 'Job has reached the specified backoff limit',
+          lastTransitionTime: iso(atSeconds),
+        },
+      ],
     };
   }
   if (options.deleting) job.metadata.deletionTimestamp = iso(atSeconds);

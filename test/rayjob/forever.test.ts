@@ -12,7 +12,12 @@ import { RAYCLUSTERS } from '../../src/kube-resources.ts';
 
 /** A submitterPodTemplate whose own command runs `script` (KubeRay keeps a user command as is). */
 function customSubmitter(script: string) {
-  return { spec: { restartPolicy: 'Never', containers: [{ name: 'submitter', image: 'rayproject/ray:2.40.0', command: ['/bin/bash', '-c', script] }] } };
+  return {
+    spec: {
+      restartPolicy: 'Never',
+      containers: [{ name: 'submitter', image: 'rayproject/ray:2.40.0', command: ['/bin/bash', '-c', script] }],
+    },
+  };
 }
 const SUBMIT = `${FAKE_RAY_COMMAND} job submit --address "http://$RAY_DASHBOARD_ADDRESS" --no-wait --submission-id "$RAY_JOB_SUBMISSION_ID" --`;
 

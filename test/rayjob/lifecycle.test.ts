@@ -10,7 +10,11 @@ import { sleep } from '../../src/backoff.ts';
 t.test('K8sJobMode: New -> Initializing -> Running -> Complete, then the RayCluster goes after ttl', async (t) => {
   const h = await rayJobHarness(t);
   await h.create(
-    manifest('happy', { entrypoint: 'sleep 0.3', ttlSecondsAfterFinished: 1 }, { annotations: { 'ray.io/ft-enabled': 'true' }, labels: { team: 'blue' } }),
+    manifest(
+      'happy',
+      { entrypoint: 'sleep 0.3', ttlSecondsAfterFinished: 1 },
+      { annotations: { 'ray.io/ft-enabled': 'true' }, labels: { team: 'blue' } },
+    ),
   );
 
   const init = await h.drive('happy', inState('Initializing'));
@@ -48,8 +52,15 @@ t.test('K8sJobMode: New -> Initializing -> Running -> Complete, then the RayClus
   t.ok((done.job?.status?.['rayJobInfo'] as { endTime?: string })?.endTime, 'Ray end time recorded');
   t.same(h.dashboard.submissions, [started.status?.jobId], 'exactly one submission, with the status jobId');
   const calls = await h.rayCalls();
-  t.ok(calls.some((c) => c.startsWith('job submit')), 'the submitter ran `ray job submit`');
-  t.ok(calls.some((c) => c.startsWith('job logs') && c.includes('--follow')), 'and followed the logs', { calls });
+  t.ok(
+    calls.some((c) => c.startsWith('job submit')),
+    'the submitter ran `ray job submit`',
+  );
+  t.ok(
+    calls.some((c) => c.startsWith('job logs') && c.includes('--follow')),
+    'and followed the logs',
+    { calls },
+  );
 
   // ttlSecondsAfterFinished: 1 -> the RayCluster is deleted about a second after endTime; the submitter stays.
   t.ok(await h.cluster(clusterName), 'cluster still there right after Complete');

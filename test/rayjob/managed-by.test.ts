@@ -12,7 +12,7 @@ t.test('managedBy kueue.x-k8s.io/multikueue: untouched; ray.io/kuberay-operator:
 
   // The positive control first: the same reconciler, the same number of passes, moves `ours` on.
   const ours = await h.drive('ours', (j) => j?.status?.rayClusterName !== undefined && (j.metadata.finalizers ?? []).length > 0);
-  t.ok(ours.job?.status?.jobDeploymentStatus, 'the RayJob managed by KubeRay\'s name got a status from us');
+  t.ok(ours.job?.status?.jobDeploymentStatus, "the RayJob managed by KubeRay's name got a status from us");
 
   for (let i = 0; i < 3; i++) {
     const result = await h.reconciler.reconcile(`${h.namespace}/kueue`);
@@ -22,7 +22,11 @@ t.test('managedBy kueue.x-k8s.io/multikueue: untouched; ray.io/kuberay-operator:
   t.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, 'never written');
   t.same(after.metadata.finalizers ?? [], [], 'no finalizer');
   t.equal(after.status, undefined, 'no status');
-  t.same((await h.clusters()).map((c) => c.metadata.ownerReferences?.[0]?.name), Array((await h.clusters()).length).fill('ours'), 'no RayCluster for it');
+  t.same(
+    (await h.clusters()).map((c) => c.metadata.ownerReferences?.[0]?.name),
+    Array((await h.clusters()).length).fill('ours'),
+    'no RayCluster for it',
+  );
   t.equal(await h.submitterJob('kueue'), undefined, 'no submitter');
   t.same(await h.events('kueue'), [], 'no events');
 });

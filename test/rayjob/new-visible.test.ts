@@ -14,7 +14,12 @@ t.test('a watch from creation sees New (with its names) before Initializing', as
   const h = await rayJobHarness(t);
   const seen: RayJob[] = [];
   const watch = new Watch(h.ns.kubeConfig);
-  const req = await watch.watch(`/apis/ray.io/v1/namespaces/${h.namespace}/rayjobs`, {}, (_type, obj: RayJob) => seen.push(obj), () => undefined);
+  const req = await watch.watch(
+    `/apis/ray.io/v1/namespaces/${h.namespace}/rayjobs`,
+    {},
+    (_type, obj: RayJob) => seen.push(obj),
+    () => undefined,
+  );
   t.teardown(() => req.abort());
   const controller = await startController({
     kubeConfig: h.ns.kubeConfig,
@@ -42,12 +47,23 @@ t.test('a watch from creation sees New (with its names) before Initializing', as
   t.match(stored.status?.rayClusterName, /^fresh-[a-z0-9]{5}$/, 'and the rayClusterName');
   t.notOk(stored.status?.startTime, 'startTime comes with Initializing');
   t.equal(seen[firstInit]?.status?.rayClusterName, stored.status?.rayClusterName, 'the names New recorded are the ones used');
-  t.equal(seen.findIndex((j) => j.status?.jobDeploymentStatus === undefined && j.metadata.resourceVersion !== seen[0]?.metadata.resourceVersion && firstNew < seen.indexOf(j)), -1, 'no status-less version after New');
-  // `kubectl get rayjob -w` shows New: the CRD's printer column reads the stored field (KubeRay's has the same).
-  const crd = await h.kube.request<{ spec: { versions: Array<{ name: string; additionalPrinterColumns?: Array<{ name: string; jsonPath: string }> }> } }>(
-    'GET',
-    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayjobs.ray.io',
+  t.equal(
+    seen.findIndex(
+      (j) =>
+        j.status?.jobDeploymentStatus === undefined &&
+        j.metadata.resourceVersion !== seen[0]?.metadata.resourceVersion &&
+        firstNew < seen.indexOf(j),
+    ),
+    -1,
+    'no status-less version after New',
   );
+  // `kubectl get rayjob -w` shows New: the CRD's printer column reads the stored field (KubeRay's has the same).
+  const crd = await h.kube.request<{
+    spec: { versions: Array<{ name: string; additionalPrinterColumns?: Array<{ name: string; jsonPath: string }> }> };
+  }>('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayjobs.ray.io');
   const columns = crd.spec.versions.find((v) => v.name === 'v1')?.additionalPrinterColumns ?? [];
-  t.ok(columns.some((c) => c.jsonPath === '.status.jobDeploymentStatus'), 'a printer column shows .status.jobDeploymentStatus');
+  t.ok(
+    columns.some((c) => c.jsonPath === '.status.jobDeploymentStatus'),
+    'a printer column shows .status.jobDeploymentStatus',
+  );
 });

@@ -21,7 +21,6 @@ function rayCommand(): { command: string; argv: string[] } | { missing: string }
   return 'missing' in found ? found : { command: shellQuote(found.ray), argv: [found.ray] };
 }
 
-
 interface RayHead {
   dashboardUrl: string;
   stop(): Promise<void>;
@@ -31,17 +30,32 @@ interface RayHead {
 async function startRayHead(argv: string[], log: (line: string) => void): Promise<RayHead> {
   const dir = await mkdtemp(join(tmpdir(), 'rk-ray-'));
   const [gcs, dashboard, client, agent, nodeManager, objectManager, metrics] = await Promise.all(Array.from({ length: 7 }, freePort));
-  const env: NodeJS.ProcessEnv = { ...process.env, RAY_USAGE_STATS_ENABLED: '0', NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    RAY_USAGE_STATS_ENABLED: '0',
+    NO_PROXY: '127.0.0.1,localhost',
+    no_proxy: '127.0.0.1,localhost',
+  };
   delete env.RAY_REDIS_ADDRESS;
   delete env.RAY_ADDRESS;
   const args = [
     ...argv.slice(1),
-    'start', '--head', '--block',
-    `--port=${gcs}`, '--node-ip-address=127.0.0.1',
-    '--include-dashboard=true', '--dashboard-host=127.0.0.1', `--dashboard-port=${dashboard}`,
-    `--ray-client-server-port=${client}`, `--dashboard-agent-listen-port=${agent}`,
-    `--node-manager-port=${nodeManager}`, `--object-manager-port=${objectManager}`, `--metrics-export-port=${metrics}`,
-    '--num-cpus=1', '--disable-usage-stats', `--temp-dir=${dir}`,
+    'start',
+    '--head',
+    '--block',
+    `--port=${gcs}`,
+    '--node-ip-address=127.0.0.1',
+    '--include-dashboard=true',
+    '--dashboard-host=127.0.0.1',
+    `--dashboard-port=${dashboard}`,
+    `--ray-client-server-port=${client}`,
+    `--dashboard-agent-listen-port=${agent}`,
+    `--node-manager-port=${nodeManager}`,
+    `--object-manager-port=${objectManager}`,
+    `--metrics-export-port=${metrics}`,
+    '--num-cpus=1',
+    '--disable-usage-stats',
+    `--temp-dir=${dir}`,
   ];
   // Supervised, in its own process group: stop() signals the whole group (every Ray process of this
   // head, nothing else), and a watchdog kills the group if this test process dies without teardown.
@@ -109,7 +123,10 @@ if ('missing' in ray) {
     t.match(failed.job?.status?.message, /exit code 3|exited with code 3|failed/i, `Ray's message: ${failed.job?.status?.message}`);
     const output = h.runner.output(h.namespace, 'real-ok');
     t.match(output, /hello-from-ray/, 'the submitter followed the real job logs');
-    const info = (await (await fetch(`${head.dashboardUrl}/api/jobs/${ok.job?.status?.jobId}`)).json()) as { status: string; submission_id: string };
+    const info = (await (await fetch(`${head.dashboardUrl}/api/jobs/${ok.job?.status?.jobId}`)).json()) as {
+      status: string;
+      submission_id: string;
+    };
     t.equal(info.submission_id, ok.job?.status?.jobId, 'Ray knows the job by the RayJob status jobId');
   });
 

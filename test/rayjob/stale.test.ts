@@ -95,7 +95,11 @@ t.test('a reconcile fed an old copy (New) after the RayJob moved on: no second t
   // Level-triggered recovery: the next reconcile re-reads and carries on from Initializing.
   await h.drive('old', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
   const clusters = await h.clusters();
-  t.same(clusters.map((c) => c.metadata.name), [names.cluster], 'exactly one RayCluster, the recorded one');
+  t.same(
+    clusters.map((c) => c.metadata.name),
+    [names.cluster],
+    'exactly one RayCluster, the recorded one',
+  );
   t.same(h.dashboard.submissions, [names.jobId], 'exactly one submission');
   await log.caughtUp();
   t.same(path(log.versions), ['New', 'Initializing', 'Running'], 'each transition once, none skipped');
@@ -139,7 +143,11 @@ t.test('two replicas reconciling the same RayJob concurrently: one transition ea
   t.same([pa.kind, pb.kind].sort(), ['conflict', 'done'], 'one wins, the other is told to re-read');
   const stored = (await h.get('race'))!;
   const winner = pa.kind === 'done' ? pa : pb;
-  t.equal(stored.status?.rayClusterName, winner.kind === 'done' ? winner.decision?.status.rayClusterName : '', 'the stored names are the winner\'s');
+  t.equal(
+    stored.status?.rayClusterName,
+    winner.kind === 'done' ? winner.decision?.status.rayClusterName : '',
+    "the stored names are the winner's",
+  );
 
   // Then both keep reconciling side by side until the end.
   const key = `${h.namespace}/race`;
@@ -159,7 +167,11 @@ t.test('two replicas reconciling the same RayJob concurrently: one transition ea
   const final = (await h.get('race'))!;
   t.equal(final.status?.jobDeploymentStatus, 'Complete');
   t.equal(final.status?.succeeded, 1, 'counted once');
-  t.same((await h.clusters()).map((c) => c.metadata.name), [stored.status?.rayClusterName], 'one RayCluster');
+  t.same(
+    (await h.clusters()).map((c) => c.metadata.name),
+    [stored.status?.rayClusterName],
+    'one RayCluster',
+  );
   t.same(h.dashboard.submissions, [stored.status?.jobId], 'one submission');
   t.same(path(log.versions), ['New', 'Initializing', 'Running', 'Complete'], 'no transition skipped');
   t.same(entries(log.versions), { New: 1, Initializing: 1, Running: 1, Complete: 1 }, 'no transition applied twice');

@@ -51,7 +51,10 @@ t.test('deleting a running RayJob stops the Ray job, then releases the finalizer
   t.same(gone.states.slice(-1), ['<deleted>']);
   t.same(h.dashboard.stops, [jobId], 'POST /api/jobs/<id>/stop called once');
   t.equal(h.dashboard.jobs.get(jobId)?.status, 'STOPPED', 'the Ray job is stopped');
-  t.ok((await h.events('del')).some((e) => e.reason === 'StoppedRayJob'), 'event StoppedRayJob');
+  t.ok(
+    (await h.events('del')).some((e) => e.reason === 'StoppedRayJob'),
+    'event StoppedRayJob',
+  );
 });
 
 t.test('deleting a RayJob whose dashboard is unreachable still releases the finalizer (best effort)', async (t) => {
@@ -61,7 +64,10 @@ t.test('deleting a RayJob whose dashboard is unreachable still releases the fina
   h.dashboard.down = true;
   await h.kube.delete({ ...RAYJOBS, namespace: h.namespace, name: 'del2' });
   await h.drive('del2', (j) => j === undefined);
-  t.ok((await h.events('del2')).some((e) => e.type === 'Warning' && e.reason === 'FailedToStopRayJob'), 'Warning event FailedToStopRayJob');
+  t.ok(
+    (await h.events('del2')).some((e) => e.type === 'Warning' && e.reason === 'FailedToStopRayJob'),
+    'Warning event FailedToStopRayJob',
+  );
 });
 
 t.test('an invalid spec -> ValidationFailed with a Warning event, no retry storm; fixing it starts over', async (t) => {
@@ -73,7 +79,10 @@ t.test('an invalid spec -> ValidationFailed with a Warning event, no retry storm
   t.match(failed.job?.status?.message, /not allowed to be suspended/);
   t.notOk(failed.job?.metadata.finalizers?.includes(RAYJOB_FINALIZER), 'no finalizer on an invalid RayJob');
   const warnings = (await h.events('bad')).filter((e) => e.type === 'Warning');
-  t.same(warnings.map((e) => e.reason), ['InvalidRayJobSpec']);
+  t.same(
+    warnings.map((e) => e.reason),
+    ['InvalidRayJobSpec'],
+  );
   const rv = failed.job?.metadata.resourceVersion;
   for (let i = 0; i < 3; i++) {
     const result = await h.reconciler.reconcile(`${h.namespace}/bad`);

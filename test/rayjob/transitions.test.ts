@@ -3,7 +3,15 @@
 // has; the test fails if a state or one of its exits has no row.
 import t from 'tap';
 import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
-import { decideRayJob, defaultMachineConfig, observationPlan, rayJobStatusChanged, type RayJobDecision, type RayJobStep, type Observed } from '../../src/rayjob/machine.ts';
+import {
+  decideRayJob,
+  defaultMachineConfig,
+  observationPlan,
+  rayJobStatusChanged,
+  type RayJobDecision,
+  type RayJobStep,
+  type Observed,
+} from '../../src/rayjob/machine.ts';
 import { at, cluster, info, iso, rayJob, submitter } from './fixtures.ts';
 import type { RayJob } from '../../src/types.ts';
 
@@ -52,13 +60,23 @@ const rows: Row[] = [
   },
   {
     name: 'New recorded (names and finalizer stored) -> Initializing, startTime stamped',
-    job: rayJob('New', { status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk', jobStatus: '' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
+    job: rayJob('New', {
+      status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk', jobStatus: '' },
+      metadata: { finalizers: ['ray.io/rayjob-finalizer'] },
+    }),
     now: 2,
     expect: {
       next: 'Initializing',
       actions: [],
       requeue: true,
-      status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk', startTime: iso(2), jobDeploymentStatus: 'Initializing', failed: 0, succeeded: 0 },
+      status: {
+        jobId: 'demo-abcde',
+        rayClusterName: 'demo-fghjk',
+        startTime: iso(2),
+        jobDeploymentStatus: 'Initializing',
+        failed: 0,
+        succeeded: 0,
+      },
     },
   },
   {
@@ -68,7 +86,10 @@ const rows: Row[] = [
   },
   {
     name: 'New with names but stored as "": written once as New before moving on',
-    job: rayJob('', { status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
+    job: rayJob('', {
+      status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk' },
+      metadata: { finalizers: ['ray.io/rayjob-finalizer'] },
+    }),
     expect: { next: 'New', actions: [], status: { jobDeploymentStatus: 'New', jobId: 'demo-abcde' } },
   },
   {
@@ -88,7 +109,11 @@ const rows: Row[] = [
   },
   {
     name: 'New in InteractiveMode, cluster name recorded -> Initializing without a jobId',
-    job: rayJob('New', { spec: { submissionMode: 'InteractiveMode' }, status: { rayClusterName: 'demo-fghjk' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
+    job: rayJob('New', {
+      spec: { submissionMode: 'InteractiveMode' },
+      status: { rayClusterName: 'demo-fghjk' },
+      metadata: { finalizers: ['ray.io/rayjob-finalizer'] },
+    }),
     expect: { next: 'Initializing', absent: ['jobId'] },
   },
   {
@@ -544,7 +569,10 @@ const rows: Row[] = [
   },
   {
     name: 'Complete with a clusterSelector -> never delete the selected cluster',
-    job: rayJob('Complete', { spec: { clusterSelector: { 'ray.io/cluster': 'demo-fghjk' }, rayClusterSpec: undefined }, status: { endTime: iso(1) } }),
+    job: rayJob('Complete', {
+      spec: { clusterSelector: { 'ray.io/cluster': 'demo-fghjk' }, rayClusterSpec: undefined },
+      status: { endTime: iso(1) },
+    }),
     observed: { cluster: ready },
     now: 1000,
     expect: { next: 'Complete', actions: [] },
@@ -648,8 +676,18 @@ t.test('transition table', async (t) => {
       t.equal(d.next, e.next, 'next state');
       t.equal(d.status.jobDeploymentStatus, e.next, 'written deployment status');
       if (e.reason !== undefined) t.equal(d.status.reason ?? '', e.reason, 'reason');
-      if (e.actions !== undefined) t.same(d.actions.map((a) => a.type), e.actions, 'actions');
-      if (e.events !== undefined) t.same(d.events.map((ev) => ev.reason), e.events, 'events');
+      if (e.actions !== undefined)
+        t.same(
+          d.actions.map((a) => a.type),
+          e.actions,
+          'actions',
+        );
+      if (e.events !== undefined)
+        t.same(
+          d.events.map((ev) => ev.reason),
+          e.events,
+          'events',
+        );
       if (e.requeue === true) t.ok(d.requeueAfterMs !== undefined && d.requeueAfterMs > 0, 'requeued');
       if (e.requeue === false) t.equal(d.requeueAfterMs, undefined, 'not requeued');
       if (typeof e.requeue === 'number') t.equal(d.requeueAfterMs, e.requeue, 'requeue delay');
@@ -685,7 +723,11 @@ function step(job: RayJob, observed: Observed, now: number, c = config()): RayJo
 }
 
 t.test('what the actions carry', async (t) => {
-  const init = step(rayJob('Initializing', { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } } }), { cluster: null, submitter: null }, at(1));
+  const init = step(
+    rayJob('Initializing', { metadata: { annotations: { 'ray.io/ft-enabled': 'true' } } }),
+    { cluster: null, submitter: null },
+    at(1),
+  );
   const create = init.actions[0];
   t.equal(create?.type, 'createCluster');
   if (create?.type === 'createCluster') {
@@ -709,7 +751,11 @@ t.test('what the actions carry', async (t) => {
   }
   const stop = step(rayJob('Running', { status: { jobStatus: 'PENDING' }, metadata: { deletionTimestamp: iso(3) } }), {}, at(4));
   t.same(stop.actions[0], { type: 'stopRayJob', cluster: 'demo-fghjk', jobId: 'demo-abcde' });
-  const http = step(rayJob('Running', { spec: { submissionMode: 'HTTPMode', runtimeEnvYAML: 'env_vars:\n  A: "1"\n' } }), { cluster: cluster('ready'), dashboard: { kind: 'notFound' } }, at(2));
+  const http = step(
+    rayJob('Running', { spec: { submissionMode: 'HTTPMode', runtimeEnvYAML: 'env_vars:\n  A: "1"\n' } }),
+    { cluster: cluster('ready'), dashboard: { kind: 'notFound' } },
+    at(2),
+  );
   t.same(http.actions[0], {
     type: 'submitRayJob',
     cluster: 'demo-fghjk',
@@ -733,7 +779,11 @@ t.test('rayJobStatusChanged compares what would be stored', async (t) => {
   t.equal(rayJobStatusChanged({ a: 1, b: 'x' } as never, { b: 'x', a: 1 } as never), false, 'key order ignored');
   t.equal(rayJobStatusChanged({ a: 1 } as never, { a: 1, b: undefined } as never), false, 'undefined keys ignored');
   t.equal(rayJobStatusChanged(undefined, {}), false, 'absent = empty');
-  t.equal(rayJobStatusChanged({ rayJobInfo: { endTime: 'x' } } as never, { rayJobInfo: { endTime: 'y' } } as never), true, 'nested values compared');
+  t.equal(
+    rayJobStatusChanged({ rayJobInfo: { endTime: 'x' } } as never, { rayJobInfo: { endTime: 'y' } } as never),
+    true,
+    'nested values compared',
+  );
   t.equal(rayJobStatusChanged({ l: [1, 2] } as never, { l: [2, 1] } as never), true, 'array order matters');
 });
 
@@ -741,18 +791,42 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
   const rows: Array<[string, RayJob, { cluster: boolean; submitter: boolean; dashboard: boolean }]> = [
     ['New', rayJob(undefined), { cluster: false, submitter: false, dashboard: false }],
     ['Initializing K8sJobMode', rayJob('Initializing'), { cluster: true, submitter: true, dashboard: false }],
-    ['Initializing HTTPMode', rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }), { cluster: true, submitter: false, dashboard: false }],
+    [
+      'Initializing HTTPMode',
+      rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }),
+      { cluster: true, submitter: false, dashboard: false },
+    ],
     ['Running', rayJob('Running'), { cluster: true, submitter: true, dashboard: true }],
     ['Running, suspend requested', rayJob('Running', { spec: { suspend: true } }), { cluster: true, submitter: true, dashboard: false }],
     ['Suspending', rayJob('Suspending'), { cluster: true, submitter: true, dashboard: false }],
-    ['Retrying InteractiveMode', rayJob('Retrying', { spec: { submissionMode: 'InteractiveMode' } }), { cluster: true, submitter: false, dashboard: false }],
+    [
+      'Retrying InteractiveMode',
+      rayJob('Retrying', { spec: { submissionMode: 'InteractiveMode' } }),
+      { cluster: true, submitter: false, dashboard: false },
+    ],
     ['Complete with shutdown', rayJob('Complete'), { cluster: true, submitter: false, dashboard: false }],
-    ['Complete without shutdown', rayJob('Complete', { spec: { shutdownAfterJobFinishes: false } }), { cluster: false, submitter: false, dashboard: false }],
-    ['Failed with a selector', rayJob('Failed', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }), { cluster: false, submitter: false, dashboard: false }],
+    [
+      'Complete without shutdown',
+      rayJob('Complete', { spec: { shutdownAfterJobFinishes: false } }),
+      { cluster: false, submitter: false, dashboard: false },
+    ],
+    [
+      'Failed with a selector',
+      rayJob('Failed', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }),
+      { cluster: false, submitter: false, dashboard: false },
+    ],
     ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, dashboard: false }],
     ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, dashboard: false }],
-    ['being deleted', rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }), { cluster: false, submitter: false, dashboard: false }],
-    ['managed by MultiKueue: nothing read', rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }), { cluster: false, submitter: false, dashboard: false }],
+    [
+      'being deleted',
+      rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }),
+      { cluster: false, submitter: false, dashboard: false },
+    ],
+    [
+      'managed by MultiKueue: nothing read',
+      rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }),
+      { cluster: false, submitter: false, dashboard: false },
+    ],
     ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);

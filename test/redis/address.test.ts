@@ -33,7 +33,11 @@ t.test('accepted forms', async (t) => {
   ];
   for (const [raw, want] of cases) {
     const got = parseRedisAddress(raw);
-    t.same({ host: got.host, port: got.port, tls: got.tls, username: got.username, password: got.password }, { username: undefined, password: undefined, ...want }, raw);
+    t.same(
+      { host: got.host, port: got.port, tls: got.tls, username: got.username, password: got.password },
+      { username: undefined, password: undefined, ...want },
+      raw,
+    );
     t.same(got.warnings, [], `${raw}: no warnings`);
   }
 });
@@ -113,7 +117,10 @@ t.test('credential precedence: flag > env > URL; empty counts as unset', async (
   t.same(resolveCredentials(url, {}), { username: 'urluser', password: 'urlpass' });
   t.same(resolveCredentials(url, { envPassword: 'envpass' }), { username: 'urluser', password: 'envpass' });
   t.same(resolveCredentials(url, { envUsername: 'envuser', envPassword: 'envpass' }), { username: 'envuser', password: 'envpass' });
-  t.same(resolveCredentials(url, { envPassword: 'envpass', flagPassword: 'flagpass', flagUsername: 'fu' }), { username: 'fu', password: 'flagpass' });
+  t.same(resolveCredentials(url, { envPassword: 'envpass', flagPassword: 'flagpass', flagUsername: 'fu' }), {
+    username: 'fu',
+    password: 'flagpass',
+  });
   t.same(resolveCredentials(url, { envPassword: '' }), { username: 'urluser', password: 'urlpass' });
   t.same(resolveCredentials(parseRedisAddress('r:1'), {}), {});
   t.same(resolveCredentials(parseRedisAddress('r:1'), { envPassword: 'p' }), { password: 'p' });

@@ -36,7 +36,13 @@ if (missing) {
   t.teardown(() => server.stop());
   const admin = client(server.port, { password: ADMIN_PW });
   t.teardown(() => admin.disconnect());
-  const conn = (username: string | undefined, password: string | undefined) => ({ host: '127.0.0.1', port: server.port, tls: false, username, password });
+  const conn = (username: string | undefined, password: string | undefined) => ({
+    host: '127.0.0.1',
+    port: server.port,
+    tls: false,
+    username,
+    password,
+  });
   const clean = (namespace: string, username: string | undefined, password: string | undefined, deadlineMs = 20_000) =>
     runCleanup({ connection: conn(username, password), namespace, deadlineMs });
 
@@ -120,11 +126,20 @@ if (missing) {
   }
 
   t.test('without the sweep, SCAN is neither needed nor probed: the ACL without +scan cleans both layouts', async (t) => {
-    const res = await runCleanup({ connection: conn('noscan', 'noscan-pw'), namespace: 'ns1', sweep: { mode: 'never', reason: 'test' }, deadlineMs: 20_000 });
+    const res = await runCleanup({
+      connection: conn('noscan', 'noscan-pw'),
+      namespace: 'ns1',
+      sweep: { mode: 'never', reason: 'test' },
+      deadlineMs: 20_000,
+    });
     t.equal(res.deletedCount, 4);
     t.equal(res.legacy, 'deleted');
     t.equal(res.sweep, 'skipped');
-    t.same([...(await snapshot(admin)).keys()].sort(), ['RAYns2@ACTOR_TASK_SPEC', 'RAYns2@JOB', 'RAYns2@JobCounter', 'RAYns2@NODE'], 'ns2 intact');
+    t.same(
+      [...(await snapshot(admin)).keys()].sort(),
+      ['RAYns2@ACTOR_TASK_SPEC', 'RAYns2@JOB', 'RAYns2@JobCounter', 'RAYns2@NODE'],
+      'ns2 intact',
+    );
   });
 
   t.test('a URL password with unencoded # ? / @ works, and no error quotes any of it', async (t) => {
@@ -133,12 +148,23 @@ if (missing) {
     t.equal(res.deletedCount, 4);
     t.equal(res.legacy, 'deleted');
     const pieces = ['S3cr3t', '1?x', 'y@z', 'x/y'];
-    for (const bad of [`redis://special:${SPECIAL_PW}@127.0.0.1:port`, `redis://special:${SPECIAL_PW}@[nothost]:1`, `redis://special:${SPECIAL_PW}@:1`]) {
-      const err = (await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: bad, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as Error;
+    for (const bad of [
+      `redis://special:${SPECIAL_PW}@127.0.0.1:port`,
+      `redis://special:${SPECIAL_PW}@[nothost]:1`,
+      `redis://special:${SPECIAL_PW}@:1`,
+    ]) {
+      const err = (await cleanupFromEnvironment(
+        { RAY_REDIS_ADDRESS: bad, RAY_external_storage_namespace: 'ns1' },
+        { deadlineMs: 5000 },
+      ).catch((e: unknown) => e)) as Error;
       t.ok(err instanceof Error, `${redactAddress(bad)} refused`);
-      for (const p of pieces) t.notOk(err.message.includes(p), `${redactAddress(bad)}: the error (${err.message}) quotes no part of the password`);
+      for (const p of pieces)
+        t.notOk(err.message.includes(p), `${redactAddress(bad)}: the error (${err.message}) quotes no part of the password`);
     }
-    const wrong = (await cleanupFromEnvironment({ RAY_REDIS_ADDRESS: `redis://special:${SPECIAL_PW}x@127.0.0.1:${server.port}`, RAY_external_storage_namespace: 'ns1' }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as RedisCleanupError;
+    const wrong = (await cleanupFromEnvironment(
+      { RAY_REDIS_ADDRESS: `redis://special:${SPECIAL_PW}x@127.0.0.1:${server.port}`, RAY_external_storage_namespace: 'ns1' },
+      { deadlineMs: 5000 },
+    ).catch((e: unknown) => e)) as RedisCleanupError;
     t.equal(wrong.kind, 'auth');
     for (const p of pieces) t.notOk(wrong.message.includes(p), `auth failure quotes no part of the password (${wrong.message})`);
   });
@@ -152,6 +178,9 @@ if (missing) {
     t.ok((full.namespaces.find((n) => n.namespace === 'ns1')?.bytes ?? 0) > 0, 'sizes known with full rights');
     // Without +hlen either: fields unknown too.
     const bare = await listNamespaces({ connection: conn('cleanup', 'cleanup-pw'), deadlineMs: 20_000 });
-    t.match(bare.namespaces.find((n) => n.namespace === 'ns1'), { keys: 4, fields: undefined, bytes: undefined });
+    t.match(
+      bare.namespaces.find((n) => n.namespace === 'ns1'),
+      { keys: 4, fields: undefined, bytes: undefined },
+    );
   });
 }

@@ -15,7 +15,8 @@ if (missing) {
   const r = client(server.port);
   t.teardown(() => r.disconnect());
   const connection = { host: '127.0.0.1', port: server.port, tls: false };
-  const clean = (namespace: string, extra: Partial<CleanupOptions> = {}) => runCleanup({ connection, namespace, deadlineMs: 20_000, ...extra });
+  const clean = (namespace: string, extra: Partial<CleanupOptions> = {}) =>
+    runCleanup({ connection, namespace, deadlineMs: 20_000, ...extra });
 
   t.beforeEach(async () => {
     await r.flushall();
@@ -147,7 +148,12 @@ if (missing) {
     t.equal(res.dryRun, true);
     t.equal(res.deletedCount, 4);
     t.same(res.deleted.map((k) => k.key).sort(), [...ray].sort());
-    t.same(Object.fromEntries(res.deleted.map((k) => [k.key, k.type])), { 'RAYdry@JOB': 'hash', 'RAYdry@NODE': 'hash', 'RAYdry@ACTOR_TASK_SPEC': 'hash', 'RAYdry@JobCounter': 'string' });
+    t.same(Object.fromEntries(res.deleted.map((k) => [k.key, k.type])), {
+      'RAYdry@JOB': 'hash',
+      'RAYdry@NODE': 'hash',
+      'RAYdry@ACTOR_TASK_SPEC': 'hash',
+      'RAYdry@JobCounter': 'string',
+    });
     t.equal(res.legacy, 'would-delete');
     t.equal(res.legacyFields, 4);
     t.match(summarize(res), /would delete 4 key\(s\); old-layout hash would be deleted \(4 fields\)/);
@@ -159,7 +165,11 @@ if (missing) {
     const seen: number[] = [];
     await clean('p', { scanCount: 100, onProgress: (p) => void seen.push(p.scanCalls) });
     t.ok(seen.length > 5, `progress called ${seen.length} times`);
-    t.same(seen, [...seen].sort((a, b) => a - b), 'monotonic');
+    t.same(
+      seen,
+      [...seen].sort((a, b) => a - b),
+      'monotonic',
+    );
   });
 
   t.test('an invalid namespace is refused before connecting', async (t) => {
@@ -186,11 +196,15 @@ if (missing) {
 
     const withLegacy = await listNamespaces({ connection, legacy: true, scanCount: 100, deadlineMs: 20_000 });
     const legacy = withLegacy.namespaces.filter((n) => n.layout === 'legacy');
-    t.same(legacy.map((n) => n.namespace), ['old'], 'the hash with a foreign field is not listed');
+    t.same(
+      legacy.map((n) => n.namespace),
+      ['old'],
+      'the hash with a foreign field is not listed',
+    );
     t.match(legacy[0], { keys: 1, fields: 5 });
   });
 
-  t.test('Ray\'s known tables go first, in one round trip; the sweep finds the rest', async (t) => {
+  t.test("Ray's known tables go first, in one round trip; the sweep finds the rest", async (t) => {
     const ray = await seedCurrent(r, 'k1');
     await r.hset('RAYk1@A_TABLE_RAY_ADDS_LATER', 'f', 'v');
     await r.hset('RAYk1@PLACEMENT_GROUP', 'f', 'v');
@@ -203,7 +217,7 @@ if (missing) {
     const res = await clean('k1', {
       scanCount: 10, // a slow sweep: the known tables must already be gone when it starts
       onProgress: async () => {
-        seenAtFirstScan ??= (await watcher.exists(...ray, 'RAYk1@PLACEMENT_GROUP'));
+        seenAtFirstScan ??= await watcher.exists(...ray, 'RAYk1@PLACEMENT_GROUP');
       },
     });
     t.equal(seenAtFirstScan, 0, 'every known table was gone before the first SCAN of the sweep');
@@ -226,49 +240,52 @@ if (missing) {
     t.equal((await r.keys('RAYk1@*')).length, 6, 'nothing deleted');
   });
 
-  t.test('--sweep never: known tables and the old hash go, a table not on the list stays; always finds it; neighbours never touched', async (t) => {
-    for (const mode of ['never', 'always'] as const) {
-      await r.flushall();
-      const ray = await seedCurrent(r, 'w1');
-      await r.hset('RAYw1@PLACEMENT_GROUP', 'f', 'v');
-      await r.hset('RAYw1@KV', 'f', 'v');
-      await r.hset('RAYw1@NEWTABLE', 'f', 'v');
-      await seedLegacy(r, 'w1');
-      const neighbours = [...(await seedCurrent(r, 'w10')), ...(await seedCurrent(r, 'w')), await seedLegacy(r, 'w2')];
-      await r.hset('RAYw10@NEWTABLE', 'f', 'v');
-      neighbours.push('RAYw10@NEWTABLE');
-      await seedFiller(r, 2000);
-      const before = await snapshot(r);
+  t.test(
+    '--sweep never: known tables and the old hash go, a table not on the list stays; always finds it; neighbours never touched',
+    async (t) => {
+      for (const mode of ['never', 'always'] as const) {
+        await r.flushall();
+        const ray = await seedCurrent(r, 'w1');
+        await r.hset('RAYw1@PLACEMENT_GROUP', 'f', 'v');
+        await r.hset('RAYw1@KV', 'f', 'v');
+        await r.hset('RAYw1@NEWTABLE', 'f', 'v');
+        await seedLegacy(r, 'w1');
+        const neighbours = [...(await seedCurrent(r, 'w10')), ...(await seedCurrent(r, 'w')), await seedLegacy(r, 'w2')];
+        await r.hset('RAYw10@NEWTABLE', 'f', 'v');
+        neighbours.push('RAYw10@NEWTABLE');
+        await seedFiller(r, 2000);
+        const before = await snapshot(r);
 
-      const res = await clean('w1', { sweep: { mode, reason: `test ${mode}` } });
-      const after = await snapshot(r);
-      const removed = diff(before, after).removed;
-      const known = [...ray, 'RAYw1@PLACEMENT_GROUP', 'RAYw1@KV', 'w1'].sort();
-      t.same(removed, mode === 'never' ? known : [...known, 'RAYw1@NEWTABLE'].sort(), `${mode}: exactly these keys removed`);
-      t.same(diff(before, after).changed, [], `${mode}: nothing else changed`);
-      for (const k of neighbours) t.equal(after.get(k), before.get(k), `${mode}: neighbour ${k} intact`);
-      t.equal(res.knownDeleted, 6, `${mode}: the known tables by name`);
-      t.equal(res.legacy, 'deleted');
-      t.equal(res.sweep, mode === 'never' ? 'skipped' : 'ran');
-      t.equal(res.sweepReason, `test ${mode}`);
-      if (mode === 'never') {
-        t.equal(res.scanCalls, 0, 'never: not one SCAN call');
-        t.equal(await r.exists('RAYw1@NEWTABLE'), 1, 'never: the table not on the list stays');
-        t.match(summarize(res), /: deleted \d+ key\(s\)[^;]*(; old-layout hash deleted \(\d+ fields\))? in \d+ ms$/);
-        t.notMatch(summarize(res), /sweep/, 'the sweep is detail, not in the summary');
-        t.same(cleanupDetail(res), { sweep: 'skipped', sweepReason: 'test never', scanCalls: 0, legacy: res.legacy });
-      } else {
-        t.ok(res.scanCalls > 0);
-        t.match(cleanupDetail(res), { sweep: 'ran', sweepReason: 'test always', scanCalls: res.scanCalls });
+        const res = await clean('w1', { sweep: { mode, reason: `test ${mode}` } });
+        const after = await snapshot(r);
+        const removed = diff(before, after).removed;
+        const known = [...ray, 'RAYw1@PLACEMENT_GROUP', 'RAYw1@KV', 'w1'].sort();
+        t.same(removed, mode === 'never' ? known : [...known, 'RAYw1@NEWTABLE'].sort(), `${mode}: exactly these keys removed`);
+        t.same(diff(before, after).changed, [], `${mode}: nothing else changed`);
+        for (const k of neighbours) t.equal(after.get(k), before.get(k), `${mode}: neighbour ${k} intact`);
+        t.equal(res.knownDeleted, 6, `${mode}: the known tables by name`);
+        t.equal(res.legacy, 'deleted');
+        t.equal(res.sweep, mode === 'never' ? 'skipped' : 'ran');
+        t.equal(res.sweepReason, `test ${mode}`);
+        if (mode === 'never') {
+          t.equal(res.scanCalls, 0, 'never: not one SCAN call');
+          t.equal(await r.exists('RAYw1@NEWTABLE'), 1, 'never: the table not on the list stays');
+          t.match(summarize(res), /: deleted \d+ key\(s\)[^;]*(; old-layout hash deleted \(\d+ fields\))? in \d+ ms$/);
+          t.notMatch(summarize(res), /sweep/, 'the sweep is detail, not in the summary');
+          t.same(cleanupDetail(res), { sweep: 'skipped', sweepReason: 'test never', scanCalls: 0, legacy: res.legacy });
+        } else {
+          t.ok(res.scanCalls > 0);
+          t.match(cleanupDetail(res), { sweep: 'ran', sweepReason: 'test always', scanCalls: res.scanCalls });
+        }
       }
-    }
-    // Without a decision the sweep runs, as it always did.
-    await r.flushall();
-    await r.hset('RAYw1@NEWTABLE', 'f', 'v');
-    const byDefault = await clean('w1');
-    t.equal(byDefault.sweep, 'ran');
-    t.equal(await r.exists('RAYw1@NEWTABLE'), 0, 'the default sweeps');
-  });
+      // Without a decision the sweep runs, as it always did.
+      await r.flushall();
+      await r.hset('RAYw1@NEWTABLE', 'f', 'v');
+      const byDefault = await clean('w1');
+      t.equal(byDefault.sweep, 'ran');
+      t.equal(await r.exists('RAYw1@NEWTABLE'), 0, 'the default sweeps');
+    },
+  );
 
   t.test('adaptive SCAN COUNT: fewer calls than the old fixed COUNT 1000 over the same keyspace', async (t) => {
     await seedCurrent(r, 'a1');

@@ -23,7 +23,10 @@ interface Run {
 /** Runs the CLI with only the given environment (plus PATH), like a container would. */
 function raykeeper(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'redis-cleanup', ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'redis-cleanup', ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -36,7 +39,11 @@ function raykeeper(args: string[], env: Record<string, string>): Promise<Run> {
 /** The same entry in-process: runWith with the given environment and captured output. */
 async function inProcess(args: string[], env: Record<string, string>): Promise<Run> {
   const out = { stdout: '', stderr: '' };
-  const code = await runWith(args, { env, stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) } });
+  const code = await runWith(args, {
+    env,
+    stdout: { write: (s: string) => (out.stdout += s) },
+    stderr: { write: (s: string) => (out.stderr += s) },
+  });
   return { code, ...out };
 }
 
@@ -64,7 +71,7 @@ if (missing) {
     t.notOk((run.stdout + run.stderr).includes(secret), 'the password appears nowhere in the output');
   };
 
-  t.test('KubeRay\'s environment: exit 0, summary on stdout, namespace gone, other intact', async (t) => {
+  t.test("KubeRay's environment: exit 0, summary on stdout, namespace gone, other intact", async (t) => {
     const run = await raykeeper([], base);
     t.equal(run.code, 0, run.stderr);
     t.match(run.stdout, /^namespace "cli1" on 127\.0\.0\.1:\d+ \(standalone\): deleted 4 key\(s\); old-layout hash deleted \(4 fields\)/);
@@ -76,18 +83,26 @@ if (missing) {
     t.match(again.stdout, /deleted 0 key\(s\) in \d+ ms$/m);
   });
 
-  t.test('password in the URL, and REDIS_PASSWORD winning over it (KubeRay\'s order)', async (t) => {
+  t.test("password in the URL, and REDIS_PASSWORD winning over it (KubeRay's order)", async (t) => {
     const inUrl = await inProcess([], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@${address}`, RAY_external_storage_namespace: 'cli1' });
     t.equal(inUrl.code, 0, inUrl.stderr);
     noSecret(t, inUrl);
-    const envWins = await inProcess([], { RAY_REDIS_ADDRESS: `redis://:url-wrong-pw@${address}`, REDIS_PASSWORD: PASSWORD, RAY_external_storage_namespace: 'cli2' });
+    const envWins = await inProcess([], {
+      RAY_REDIS_ADDRESS: `redis://:url-wrong-pw@${address}`,
+      REDIS_PASSWORD: PASSWORD,
+      RAY_external_storage_namespace: 'cli2',
+    });
     t.equal(envWins.code, 0, envWins.stderr);
     noSecret(t, envWins);
     noSecret(t, envWins, 'url-wrong-pw');
   });
 
   t.test('--password-env and --password-file', async (t) => {
-    const viaEnv = await raykeeper(['--password-env', 'MY_REDIS_SECRET'], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'cli1', MY_REDIS_SECRET: PASSWORD });
+    const viaEnv = await raykeeper(['--password-env', 'MY_REDIS_SECRET'], {
+      RAY_REDIS_ADDRESS: address,
+      RAY_external_storage_namespace: 'cli1',
+      MY_REDIS_SECRET: PASSWORD,
+    });
     t.equal(viaEnv.code, 0, viaEnv.stderr);
     noSecret(t, viaEnv);
     const file = join(dir, 'password');
@@ -112,7 +127,10 @@ if (missing) {
     const run = await raykeeper(['--timeout', '60'], { ...base, REDIS_PASSWORD: 'Wrong-Secret-77' });
     t.equal(run.code, 1);
     t.ok(Date.now() - started < 30_000, 'did not retry until the 60 s timeout');
-    t.match(run.stderr, /^raykeeper redis-cleanup: failed: 127\.0\.0\.1:\d+: WRONGPASS invalid username-password pair or user is disabled\.\n$/);
+    t.match(
+      run.stderr,
+      /^raykeeper redis-cleanup: failed: 127\.0\.0\.1:\d+: WRONGPASS invalid username-password pair or user is disabled\.\n$/,
+    );
     t.equal(run.stdout, '');
     noSecret(t, run, 'Wrong-Secret-77');
     t.equal((await snapshot(r)).size, 9, 'nothing deleted');
@@ -140,8 +158,16 @@ if (missing) {
       [[], { RAY_REDIS_ADDRESS: address }, /no storage namespace: set RAY_external_storage_namespace or --namespace/],
       [[], { RAY_REDIS_ADDRESS: address, RAY_external_storage_namespace: 'a@b' }, /contains '@', which Ray forbids/],
       // An address holding '@' may hold a secret: the error names the faulty part, quotes nothing.
-      [[], { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@host:notaport`, RAY_external_storage_namespace: 'x' }, /redis:\/\/ address: port is not a number$/],
-      [[], { RAY_REDIS_ADDRESS: `redis://default:${PASSWORD}#1@host:notaport`, RAY_external_storage_namespace: 'x' }, /redis:\/\/ address: port is not a number$/],
+      [
+        [],
+        { RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@host:notaport`, RAY_external_storage_namespace: 'x' },
+        /redis:\/\/ address: port is not a number$/,
+      ],
+      [
+        [],
+        { RAY_REDIS_ADDRESS: `redis://default:${PASSWORD}#1@host:notaport`, RAY_external_storage_namespace: 'x' },
+        /redis:\/\/ address: port is not a number$/,
+      ],
       [['--password', PASSWORD], base, /Unknown option '--password'/],
       [['--timeout=0'], base, /--timeout must be a positive number/],
       [['--timeout', '-1'], base, /Option '--timeout' argument is ambiguous/],
@@ -173,10 +199,14 @@ if (missing) {
     const keys = await snapshot(r);
     // Bytes, not a JavaScript string: bash sets the variable, then becomes the CLI.
     const run = await new Promise<Run>((resolve, reject) => {
-      const child = spawn('bash', ['-c', `export RAY_external_storage_namespace=$'\\xff'; exec "$0" "$@"`, process.execPath, BIN, 'redis-cleanup'], {
-        env: { PATH: process.env.PATH ?? '', RAY_REDIS_ADDRESS: address, REDIS_PASSWORD: PASSWORD },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        'bash',
+        ['-c', `export RAY_external_storage_namespace=$'\\xff'; exec "$0" "$@"`, process.execPath, BIN, 'redis-cleanup'],
+        {
+          env: { PATH: process.env.PATH ?? '', RAY_REDIS_ADDRESS: address, REDIS_PASSWORD: PASSWORD },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
@@ -203,10 +233,16 @@ if (missing) {
   t.test('--connect-budget: nothing listening, the process gives up after the budget with one line', async (t) => {
     const port = await freePort();
     const started = Date.now();
-    const run = await raykeeper(['--connect-budget', '2', '--timeout', '120', '--quiet'], { ...base, RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@127.0.0.1:${port}` });
+    const run = await raykeeper(['--connect-budget', '2', '--timeout', '120', '--quiet'], {
+      ...base,
+      RAY_REDIS_ADDRESS: `redis://:${PASSWORD}@127.0.0.1:${port}`,
+    });
     const elapsed = Date.now() - started;
     t.equal(run.code, 1);
-    t.match(run.stderr, /^raykeeper redis-cleanup: failed: Redis unreachable for \d+s \(\d+ attempts, connection budget spent\): 127\.0\.0\.1:\d+: .*ECONNREFUSED[^\n]*\n$/);
+    t.match(
+      run.stderr,
+      /^raykeeper redis-cleanup: failed: Redis unreachable for \d+s \(\d+ attempts, connection budget spent\): 127\.0\.0\.1:\d+: .*ECONNREFUSED[^\n]*\n$/,
+    );
     t.ok(elapsed >= 2000 && elapsed < 20_000, `exited after ${elapsed} ms (budget 2 s, timeout 120 s)`);
     noSecret(t, run);
     const usage = await inProcess(['--connect-budget', '0'], base);
@@ -220,7 +256,8 @@ if (missing) {
     const run = await raykeeper(['--dry-run'], base);
     t.equal(run.code, 0, run.stderr);
     t.match(run.stdout, /would delete 4 key\(s\); old-layout hash would be deleted \(4 fields\); left alone 1 look-alike/);
-    for (const k of ['RAYcli1@JOB', 'RAYcli1@NODE', 'RAYcli1@ACTOR_TASK_SPEC', 'RAYcli1@JobCounter']) t.match(run.stdout, `  would delete ${k} (`);
+    for (const k of ['RAYcli1@JOB', 'RAYcli1@NODE', 'RAYcli1@ACTOR_TASK_SPEC', 'RAYcli1@JobCounter'])
+      t.match(run.stdout, `  would delete ${k} (`);
     t.match(run.stdout, /  left alone RAYcli1@FAKE \(list\): is a list/);
     t.same(await snapshot(r), before);
   });
@@ -235,34 +272,56 @@ if (missing) {
     t.match(JSON.parse(bad.stdout), { ok: false, error: /WRONGPASS/ });
   });
 
-  t.test('--sweep: never leaves a table not on the list, always (the default) and auto for a newer Ray remove it; the result says why', async (t) => {
-    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
-    const never = await raykeeper(['--sweep', 'never', '--json'], base);
-    t.equal(never.code, 0, never.stderr);
-    t.match(JSON.parse(never.stdout), { ok: true, deletedCount: 4, legacy: 'deleted', sweep: 'skipped', sweepReason: '--sweep never', scanCalls: 0 });
-    t.same([...(await snapshot(r)).keys()].filter((k) => k.startsWith('RAYcli1')), ['RAYcli1@NEWTABLE'], 'never: only the unknown table is left');
-    t.equal((await snapshot(r)).size, 5, 'cli2 intact');
+  t.test(
+    '--sweep: never leaves a table not on the list, always (the default) and auto for a newer Ray remove it; the result says why',
+    async (t) => {
+      await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+      const never = await raykeeper(['--sweep', 'never', '--json'], base);
+      t.equal(never.code, 0, never.stderr);
+      t.match(JSON.parse(never.stdout), {
+        ok: true,
+        deletedCount: 4,
+        legacy: 'deleted',
+        sweep: 'skipped',
+        sweepReason: '--sweep never',
+        scanCalls: 0,
+      });
+      t.same(
+        [...(await snapshot(r)).keys()].filter((k) => k.startsWith('RAYcli1')),
+        ['RAYcli1@NEWTABLE'],
+        'never: only the unknown table is left',
+      );
+      t.equal((await snapshot(r)).size, 5, 'cli2 intact');
 
-    const oldRay = await inProcess(['--sweep', 'auto', '--ray-version', '2.40.0', '--verbose'], base);
-    t.equal(oldRay.code, 0, oldRay.stderr);
-    t.match(oldRay.stdout, /: deleted 0 key\(s\) in \d+ ms\n$/, 'the summary says what was deleted, plainly');
-    t.match(oldRay.stderr, /detail: sweep skipped \(Ray 2\.40\.0 \(--ray-version\) <= \d+\.\d+\.\d+: tables known\), 0 SCAN calls, old layout absent$/m, '--verbose says how');
-    t.equal(await r.exists('RAYcli1@NEWTABLE'), 1);
+      const oldRay = await inProcess(['--sweep', 'auto', '--ray-version', '2.40.0', '--verbose'], base);
+      t.equal(oldRay.code, 0, oldRay.stderr);
+      t.match(oldRay.stdout, /: deleted 0 key\(s\) in \d+ ms\n$/, 'the summary says what was deleted, plainly');
+      t.match(
+        oldRay.stderr,
+        /detail: sweep skipped \(Ray 2\.40\.0 \(--ray-version\) <= \d+\.\d+\.\d+: tables known\), 0 SCAN calls, old layout absent$/m,
+        '--verbose says how',
+      );
+      t.equal(await r.exists('RAYcli1@NEWTABLE'), 1);
 
-    const newRay = await inProcess(['--sweep', 'auto', '--ray-version', '99.0.0', '--json'], base);
-    t.equal(newRay.code, 0, newRay.stderr);
-    t.match(JSON.parse(newRay.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray 99\.0\.0 \(--ray-version\) > / });
-    t.equal(await r.exists('RAYcli1@NEWTABLE'), 0, 'auto with a newer Ray sweeps');
+      const newRay = await inProcess(['--sweep', 'auto', '--ray-version', '99.0.0', '--json'], base);
+      t.equal(newRay.code, 0, newRay.stderr);
+      t.match(JSON.parse(newRay.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray 99\.0\.0 \(--ray-version\) > / });
+      t.equal(await r.exists('RAYcli1@NEWTABLE'), 0, 'auto with a newer Ray sweeps');
 
-    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
-    const unknown = await inProcess(['--sweep', 'auto', '--json'], base);
-    t.match(JSON.parse(unknown.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray version unknown/ });
+      await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+      const unknown = await inProcess(['--sweep', 'auto', '--json'], base);
+      t.match(JSON.parse(unknown.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray version unknown/ });
 
-    await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
-    const byDefault = await inProcess(['--json'], base);
-    t.match(JSON.parse(byDefault.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: '--sweep always, the default' });
-    t.same([...(await snapshot(r)).keys()].sort(), ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE'], 'the neighbour namespace intact throughout');
-  });
+      await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+      const byDefault = await inProcess(['--json'], base);
+      t.match(JSON.parse(byDefault.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: '--sweep always, the default' });
+      t.same(
+        [...(await snapshot(r)).keys()].sort(),
+        ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE'],
+        'the neighbour namespace intact throughout',
+      );
+    },
+  );
 
   t.test('--list (and --json): namespaces with counts and sizes', async (t) => {
     const run = await raykeeper(['--list', '--legacy'], base);
@@ -272,7 +331,10 @@ if (missing) {
     t.match(run.stdout, /\ncli1\s+legacy\s+1\s+4\s+\d+/);
     t.match(run.stdout, /\ncli2\s+current\s+4\s+9\s+\d+/);
     const json = JSON.parse((await inProcess(['--list', '--json'], base)).stdout);
-    t.same(json.namespaces.map((n: { namespace: string }) => n.namespace), ['cli1', 'cli2']);
+    t.same(
+      json.namespaces.map((n: { namespace: string }) => n.namespace),
+      ['cli1', 'cli2'],
+    );
     t.equal((await snapshot(r)).size, 9, 'listing deletes nothing');
   });
 

@@ -49,7 +49,11 @@ if (missing) {
   });
 
   t.test('--list across all masters', async (t) => {
-    const res = await listNamespaces({ connection: { host: '127.0.0.1', port: cluster.nodes[1]!.port, tls: false }, legacy: true, deadlineMs: 20_000 });
+    const res = await listNamespaces({
+      connection: { host: '127.0.0.1', port: cluster.nodes[1]!.port, tls: false },
+      legacy: true,
+      deadlineMs: 20_000,
+    });
     t.equal(res.mode, 'cluster');
     const byName = Object.fromEntries(res.namespaces.map((n) => [`${n.namespace}/${n.layout}`, n]));
     t.same(Object.keys(byName).sort(), ['c1/current', 'c1/legacy', 'c10/current', 'c2/current']);
@@ -58,7 +62,12 @@ if (missing) {
 
   t.test('cleanup through any node removes the namespace from all masters', async (t) => {
     const before = await all();
-    const res = await runCleanup({ connection: { host: '127.0.0.1', port: cluster.nodes[2]!.port, tls: false }, namespace: 'c1', deadlineMs: 20_000, scanCount: 20 });
+    const res = await runCleanup({
+      connection: { host: '127.0.0.1', port: cluster.nodes[2]!.port, tls: false },
+      namespace: 'c1',
+      deadlineMs: 20_000,
+      scanCount: 20,
+    });
     t.equal(res.mode, 'cluster');
     t.match(res.target, /3 masters/);
     t.equal(res.deletedCount, 41);
@@ -66,18 +75,46 @@ if (missing) {
     t.match(res.leftAlone, [{ key: 'RAYc1@LOOKALIKE', type: 'list' }]);
     const after = await all();
     const removed = before.filter((k) => !after.includes(k));
-    t.same(removed, before.filter((k) => k === 'c1' || (k.startsWith('RAYc1@') && k !== 'RAYc1@LOOKALIKE')), 'exactly the namespace');
+    t.same(
+      removed,
+      before.filter((k) => k === 'c1' || (k.startsWith('RAYc1@') && k !== 'RAYc1@LOOKALIKE')),
+      'exactly the namespace',
+    );
     t.equal(after.filter((k) => k.startsWith('RAYc10@')).length, 41, 'c10 intact');
     t.equal(after.filter((k) => k.startsWith('other:')).length, 300);
-    const again = await runCleanup({ connection: { host: '127.0.0.1', port: cluster.port, tls: false }, namespace: 'c1', deadlineMs: 20_000 });
+    const again = await runCleanup({
+      connection: { host: '127.0.0.1', port: cluster.port, tls: false },
+      namespace: 'c1',
+      deadlineMs: 20_000,
+    });
     t.equal(again.deletedCount, 0, 'idempotent');
   });
 
   t.test('a minimal ACL user works on the cluster (+cluster|slots +cluster|info besides the standalone set)', async (t) => {
     for (const n of nodes) {
-      await n.call('ACL', 'SETUSER', 'cleaner', 'reset', 'on', '>cleaner-pw', '~*', '-@all', '+info', '+scan', '+type', '+unlink', '+hscan', '+cluster|slots', '+cluster|info');
+      await n.call(
+        'ACL',
+        'SETUSER',
+        'cleaner',
+        'reset',
+        'on',
+        '>cleaner-pw',
+        '~*',
+        '-@all',
+        '+info',
+        '+scan',
+        '+type',
+        '+unlink',
+        '+hscan',
+        '+cluster|slots',
+        '+cluster|info',
+      );
     }
-    const res = await runCleanup({ connection: { host: '127.0.0.1', port: cluster.port, tls: false, username: 'cleaner', password: 'cleaner-pw' }, namespace: 'c2', deadlineMs: 20_000 });
+    const res = await runCleanup({
+      connection: { host: '127.0.0.1', port: cluster.port, tls: false, username: 'cleaner', password: 'cleaner-pw' },
+      namespace: 'c2',
+      deadlineMs: 20_000,
+    });
     t.equal(res.mode, 'cluster');
     t.equal(res.deletedCount, 41);
     t.equal((await all()).filter((k) => k.startsWith('RAYc2@')).length, 0);

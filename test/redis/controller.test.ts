@@ -74,10 +74,16 @@ if (missing) {
     const log = await controllerWithLog(tt, e);
 
     // Succeeds: the password in the URL is right.
-    const good = await createCluster(e, rayCluster('good', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    const good = await createCluster(
+      e,
+      rayCluster('good', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }),
+    );
     await seedRay(r, good.metadata.uid!);
     // Fails: a wrong password in the URL (its Warning carries the "run by hand" command).
-    await createCluster(e, rayCluster('bad', `redis://default:WRONG-${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    await createCluster(
+      e,
+      rayCluster('bad', `redis://default:WRONG-${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }),
+    );
     for (const name of ['good', 'bad']) await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name });
     await released(e, 'good');
     await released(e, 'bad');
@@ -89,8 +95,15 @@ if (missing) {
     }, 'two CreatedRedisCleanupJob events');
     const failed = await until(async () => (await events(e, 'RedisCleanupFailed'))[0], 'the RedisCleanupFailed event');
     await until(async () => (await events(e, 'RedisCleanupSucceeded'))[0], 'the RedisCleanupSucceeded event');
-    for (const ev of created) tt.match(ev.message, new RegExp(`in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:${server.port}$`), 'the address is shown, redacted');
-    tt.match(failed.message, new RegExp(`RAY_REDIS_ADDRESS=redis://127\\.0\\.0\\.1:${server.port} REDIS_USERNAME='<user from the address>' REDIS_PASSWORD='<password from the address>' raykeeper redis-cleanup`), 'the command asks for the credentials instead');
+    for (const ev of created)
+      tt.match(ev.message, new RegExp(`in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:${server.port}$`), 'the address is shown, redacted');
+    tt.match(
+      failed.message,
+      new RegExp(
+        `RAY_REDIS_ADDRESS=redis://127\\.0\\.0\\.1:${server.port} REDIS_USERNAME='<user from the address>' REDIS_PASSWORD='<password from the address>' raykeeper redis-cleanup`,
+      ),
+      'the command asks for the credentials instead',
+    );
     const all = await events(e);
     tt.ok(all.length >= 4, `${all.length} events written`);
     for (const ev of all) tt.notOk(ev.message.includes(SECRET), `${ev.reason}: no password`);
@@ -100,16 +113,32 @@ if (missing) {
 
   t.test('ray.io/gcs-ft-deletion-timeout past int64: a Warning, the default, and the Job is created', async (tt) => {
     const { e, server, r } = await stage(tt);
-    const cluster = await createCluster(e, rayCluster('huge', `127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '99999999999999999999' } }));
+    const cluster = await createCluster(
+      e,
+      rayCluster('huge', `127.0.0.1:${server.port}`, {
+        finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER],
+        annotations: { 'ray.io/gcs-ft-deletion-timeout': '99999999999999999999' },
+      }),
+    );
     await seedRay(r, cluster.metadata.uid!);
     await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'huge' });
     await released(e, 'huge');
     tt.same(await rayKeys(r, cluster.metadata.uid!), [], 'cleaned up');
-    const job = await e.kube.get<{ spec: { activeDeadlineSeconds: number } }>({ ...JOBS, namespace: e.ns.name, name: 'huge-redis-cleanup' });
-    tt.ok(job.spec.activeDeadlineSeconds <= 300 && job.spec.activeDeadlineSeconds > 0, `the Job's deadline comes from the 300 s default (${job.spec.activeDeadlineSeconds})`);
+    const job = await e.kube.get<{ spec: { activeDeadlineSeconds: number } }>({
+      ...JOBS,
+      namespace: e.ns.name,
+      name: 'huge-redis-cleanup',
+    });
+    tt.ok(
+      job.spec.activeDeadlineSeconds <= 300 && job.spec.activeDeadlineSeconds > 0,
+      `the Job's deadline comes from the 300 s default (${job.spec.activeDeadlineSeconds})`,
+    );
     const warning = await until(async () => (await events(e, 'InvalidGcsFtDeletionTimeout'))[0], 'the Warning event');
     tt.equal(warning.type, 'Warning');
-    tt.match(warning.message, /ray\.io\/gcs-ft-deletion-timeout="99999999999999999999" is not a whole number of seconds in 1-604800; using 300/);
+    tt.match(
+      warning.message,
+      /ray\.io\/gcs-ft-deletion-timeout="99999999999999999999" is not a whole number of seconds in 1-604800; using 300/,
+    );
   });
 
   /** A GCS-FT cluster with the given Ray version sources (the harness's head image is rayproject/ray:2.40.0). */
@@ -125,7 +154,13 @@ if (missing) {
     await r.hset(`RAY${ns}@NEWTABLE`, 'f', 'v');
   };
   const jobArgs = async (e: Env, name: string): Promise<string[]> =>
-    (await e.kube.get<{ spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }>({ ...JOBS, namespace: e.ns.name, name: `${name}-redis-cleanup` })).spec.template.spec.containers[0]!.args;
+    (
+      await e.kube.get<{ spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }>({
+        ...JOBS,
+        namespace: e.ns.name,
+        name: `${name}-redis-cleanup`,
+      })
+    ).spec.template.spec.containers[0]!.args;
 
   t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables or of unknown version', async (tt) => {
     const { e, server, r, log } = await stage(tt);
@@ -134,7 +169,13 @@ if (missing) {
       ['v240', '2.40.0', 'example.com/custom:7', 'never', /^Ray 2\.40\.0 \(spec\.rayVersion\) <= 2\.60\.0: tables known$/],
       ['img260', undefined, 'rayproject/ray:2.60.0', 'never', /^Ray 2\.60\.0 \(head image tag\) <= 2\.60\.0: tables known$/],
       ['v261', '2.61.0', 'rayproject/ray:2.40.0', 'always', /^Ray 2\.61\.0 \(spec\.rayVersion\) > 2\.60\.0: tables may be new/],
-      ['nover', undefined, 'rayproject/ray@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef', 'always', /^a Ray image without a version/],
+      [
+        'nover',
+        undefined,
+        'rayproject/ray@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+        'always',
+        /^a Ray image without a version/,
+      ],
     ];
     const uids = new Map<string, string>();
     for (const [name, rayVersion, image] of cases) {
@@ -153,11 +194,23 @@ if (missing) {
     for (const [name, , , mode, reason] of cases) {
       const uid = uids.get(name)!;
       tt.same((await jobArgs(e, name)).slice(-2), ['--sweep', mode], `${name}: the Job's args say --sweep ${mode}`);
-      tt.same(await rayKeys(r, uid), mode === 'never' ? [`RAY${uid}@NEWTABLE`] : [], `${name}: ${mode === 'never' ? "Ray's tables gone, the unknown one left (no walk)" : 'everything gone, the unknown table too (walked)'}`);
+      tt.same(
+        await rayKeys(r, uid),
+        mode === 'never' ? [`RAY${uid}@NEWTABLE`] : [],
+        `${name}: ${mode === 'never' ? "Ray's tables gone, the unknown one left (no walk)" : 'everything gone, the unknown table too (walked)'}`,
+      );
       const message = created.find((ev) => ev.involvedObject.name === name)?.message ?? '';
-      tt.match(message, new RegExp(`^Created Redis cleanup Job ${e.ns.name}/${name}-redis-cleanup to delete storage namespace "${uid}" in Redis at 127\\.0\\.0\\.1:\\d+$`), `${name}: the Event says what, plainly`);
+      tt.match(
+        message,
+        new RegExp(
+          `^Created Redis cleanup Job ${e.ns.name}/${name}-redis-cleanup to delete storage namespace "${uid}" in Redis at 127\\.0\\.0\\.1:\\d+$`,
+        ),
+        `${name}: the Event says what, plainly`,
+      );
       tt.notMatch(message, /--sweep|tables known|tables may be new|<=/, `${name}: no internal reasoning in the Event`);
-      const line = log().split('\n').find((l) => l.includes('created the Redis cleanup Job') && l.includes(`"job":"${name}-redis-cleanup"`));
+      const line = log()
+        .split('\n')
+        .find((l) => l.includes('created the Redis cleanup Job') && l.includes(`"job":"${name}-redis-cleanup"`));
       tt.match(line && JSON.parse(line), { sweep: mode, sweepReason: reason }, `${name}: the log line carries the decision and why`);
     }
     tt.equal((await rayKeys(r, 'neighbour')).length, 6, "another cluster's keys, its unknown table included, intact");
@@ -174,7 +227,9 @@ if (missing) {
     tt.same(await rayKeys(r, created.metadata.uid!), [], 'the unknown table is gone too');
     tt.equal((await rayKeys(r, 'neighbour')).length, 6, 'another cluster intact');
     await until(async () => (await events(e, 'CreatedRedisCleanupJob'))[0], 'the CreatedRedisCleanupJob event');
-    const line = log().split('\n').find((l) => l.includes('created the Redis cleanup Job'));
+    const line = log()
+      .split('\n')
+      .find((l) => l.includes('created the Redis cleanup Job'));
     tt.match(line && JSON.parse(line), { sweep: 'always', sweepReason: 'forced by --cleanup-sweep always' });
   });
 
@@ -185,7 +240,10 @@ if (missing) {
     const r = client(server.port, { password: SECRET });
     tt.teardown(() => r.disconnect());
     const log = await controllerWithLog(tt, e);
-    const cluster = await createCluster(e, rayCluster('inproc', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }));
+    const cluster = await createCluster(
+      e,
+      rayCluster('inproc', `redis://:${SECRET}@127.0.0.1:${server.port}`, { finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER] }),
+    );
     const keys = await seedRay(r, cluster.metadata.uid!);
     await seedRay(r, 'another-cluster');
     tt.equal(keys.length, 5);
@@ -199,11 +257,28 @@ if (missing) {
     tt.equal((await rayKeys(r, 'another-cluster')).length, 5, 'another cluster intact');
     tt.same((await e.kube.list({ ...JOBS, namespace: e.ns.name })).items, [], 'no Job could be created');
     // The API server refuses Events in a terminating namespace too: the controller's log keeps it.
-    const done = await until(() => log().split('\n').find((l) => l.includes('event RedisCleanedByController')), 'the RedisCleanedByController log line');
-    tt.match((JSON.parse(done) as { msg: string }).msg, new RegExp(`deleted storage namespace "${cluster.metadata.uid}" in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:\\d+\\. namespace "${cluster.metadata.uid}" on 127\\.0\\.0\\.1:\\d+ \\(standalone\\): deleted 5 key\\(s\\)`));
+    const done = await until(
+      () =>
+        log()
+          .split('\n')
+          .find((l) => l.includes('event RedisCleanedByController')),
+      'the RedisCleanedByController log line',
+    );
+    tt.match(
+      (JSON.parse(done) as { msg: string }).msg,
+      new RegExp(
+        `deleted storage namespace "${cluster.metadata.uid}" in Redis at redis://\\*\\*\\*@127\\.0\\.0\\.1:\\d+\\. namespace "${cluster.metadata.uid}" on 127\\.0\\.0\\.1:\\d+ \\(standalone\\): deleted 5 key\\(s\\)`,
+      ),
+    );
     tt.notMatch((JSON.parse(done) as { msg: string }).msg, /sweep/, 'the Event is plain');
-    const ended = log().split('\n').find((l) => l.includes('in-process Redis cleanup ended'));
-    tt.match(ended && JSON.parse(ended), { ok: true, sweep: 'skipped', sweepReason: 'Ray 2.40.0 (head image tag) <= 2.60.0: tables known', scanCalls: 0 }, 'the in-process cleanup decides the sweep like the Job (in the log)');
+    const ended = log()
+      .split('\n')
+      .find((l) => l.includes('in-process Redis cleanup ended'));
+    tt.match(
+      ended && JSON.parse(ended),
+      { ok: true, sweep: 'skipped', sweepReason: 'Ray 2.40.0 (head image tag) <= 2.60.0: tables known', scanCalls: 0 },
+      'the in-process cleanup decides the sweep like the Job (in the log)',
+    );
     tt.notOk(log().includes(SECRET), 'no password in any log line');
   });
 }

@@ -2,7 +2,15 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 
 export function client(port: number, extra: RedisOptions = {}): Redis {
-  const c = new Redis({ host: '127.0.0.1', port, lazyConnect: false, maxRetriesPerRequest: 1, protocol: 2, disableClientInfo: true, ...extra });
+  const c = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    protocol: 2,
+    disableClientInfo: true,
+    ...extra,
+  });
   c.on('error', () => undefined);
   return c;
 }

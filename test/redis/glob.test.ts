@@ -30,19 +30,27 @@ if (missing) {
 
   t.test('property: the pattern of ns matches exactly the keys that start with RAY<ns>@ (redis-server decides)', async (t) => {
     const unit = fc.constantFrom('a', '1', '*', '?', '[', ']', '\\', '^', '-', '!', '{', 'é', '@');
-    const nsArb = fc.string({ unit: fc.constantFrom('a', '1', '*', '?', '[', ']', '\\', '^', '-', '!', '{', 'é'), minLength: 1, maxLength: 6 });
+    const nsArb = fc.string({
+      unit: fc.constantFrom('a', '1', '*', '?', '[', ']', '\\', '^', '-', '!', '{', 'é'),
+      minLength: 1,
+      maxLength: 6,
+    });
     const written: Buffer[] = [];
     let checked = 0;
     await fc.assert(
       fc.asyncProperty(nsArb, nsArb, fc.string({ unit, maxLength: 5 }), async (ns, other, table) => {
         // Keys of this namespace, of another, and of the namespace with one extra character: all stay.
-        const keys = [`RAY${ns}@${table}`, `RAY${other}@${table}`, `RAY${ns}${other}@${table}`, `RAY${other}${ns}@x`].map((k) => Buffer.from(k, 'utf8'));
+        const keys = [`RAY${ns}@${table}`, `RAY${other}@${table}`, `RAY${ns}${other}@${table}`, `RAY${other}${ns}@x`].map((k) =>
+          Buffer.from(k, 'utf8'),
+        );
         const p = r.pipeline();
         for (const k of keys) p.set(k, '1');
         await p.exec();
         written.push(...keys);
         const prefix = currentPrefix(ns);
-        const expected = new Set(written.filter((k) => k.length >= prefix.length && k.subarray(0, prefix.length).equals(prefix)).map((k) => k.toString('latin1')));
+        const expected = new Set(
+          written.filter((k) => k.length >= prefix.length && k.subarray(0, prefix.length).equals(prefix)).map((k) => k.toString('latin1')),
+        );
         const got = await scanAll(currentPattern(ns));
         checked += 1;
         return got.size === expected.size && [...got].every((k) => expected.has(k));

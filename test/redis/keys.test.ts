@@ -59,7 +59,7 @@ t.test('classifyCurrentKey: Ray tables vs look-alikes', async (t) => {
   t.same(currentPrefix('ns1'), b('RAYns1@'));
 });
 
-t.test('old layout: the hash is Ray\'s only when every field starts with <ns>@', async (t) => {
+t.test("old layout: the hash is Ray's only when every field starts with <ns>@", async (t) => {
   t.same(classifyLegacyType('none'), { absent: true });
   t.same(classifyLegacyType('hash'), { check: 'fields' });
   t.match(classifyLegacyType('string'), { ray: false, reason: /string/ });
@@ -124,7 +124,11 @@ t.test('cluster slots match the Redis Cluster spec', async (t) => {
   const clustered = batchKeys(keys, 2, true);
   for (const batch of clustered) t.equal(new Set(batch.map(keySlot)).size, 1, 'one slot per batch');
   t.equal(clustered.flat().length, 6);
-  t.same(batchKeys(keys, 4, false).map((x) => x.length), [4, 2], 'standalone: by size only');
+  t.same(
+    batchKeys(keys, 4, false).map((x) => x.length),
+    [4, 2],
+    'standalone: by size only',
+  );
 });
 
 t.test('error classes', async (t) => {
@@ -158,7 +162,10 @@ t.test('error classes', async (t) => {
 
 t.test('backoff grows exponentially, is capped, and never passes the deadline', async (t) => {
   const policy = { baseMs: 100, maxMs: 1000, factor: 2, jitter: 0 };
-  t.same([1, 2, 3, 4, 5, 6].map((failures) => delayWithin(failures, 1e9, policy)), [100, 200, 400, 800, 1000, 1000]);
+  t.same(
+    [1, 2, 3, 4, 5, 6].map((failures) => delayWithin(failures, 1e9, policy)),
+    [100, 200, 400, 800, 1000, 1000],
+  );
   t.equal(delayWithin(6, 300, policy), 275, 'clipped to the remaining time minus a slice for the attempt');
   t.equal(delayWithin(1, 10, policy), undefined, 'no time left for another attempt');
   t.equal(delayWithin(1, 0, policy), undefined);
@@ -167,7 +174,8 @@ t.test('backoff grows exponentially, is capped, and never passes the deadline', 
 });
 
 t.test('errorMessage shortens OpenSSL errors and keeps the TLS class', async (t) => {
-  const raw = 'C00C2BD1827F0000:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../deps/openssl/openssl/ssl/record/rec_layer_s3.c:918:SSL alert number 116';
+  const raw =
+    'C00C2BD1827F0000:error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:../deps/openssl/openssl/ssl/record/rec_layer_s3.c:918:SSL alert number 116';
   const short = errorMessage(new Error(raw));
   t.equal(short, 'TLS handshake failed: tlsv13 alert certificate required (alert 116)');
   t.equal(classifyRedisError(new Error(short)), 'tls');
@@ -192,8 +200,18 @@ t.test('topology: INFO mode and Sentinel masters', async (t) => {
     ['name', 'm2', 'ip', '10.0.0.2', 'port', '6380'],
     ['noname', 'x'],
   ]);
-  t.same(masters.map((m) => [m.name, m.ip, m.port]), [['m1', '10.0.0.1', 6379], ['m2', '10.0.0.2', 6380]]);
-  t.same(parseSentinelMasters([{ name: 'm3', ip: 'h', port: '1' }]).map((m) => m.name), ['m3'], 'RESP3 maps');
+  t.same(
+    masters.map((m) => [m.name, m.ip, m.port]),
+    [
+      ['m1', '10.0.0.1', 6379],
+      ['m2', '10.0.0.2', 6380],
+    ],
+  );
+  t.same(
+    parseSentinelMasters([{ name: 'm3', ip: 'h', port: '1' }]).map((m) => m.name),
+    ['m3'],
+    'RESP3 maps',
+  );
   t.same(parseSentinelMasters('nope'), []);
   t.same(chooseSentinelMaster(masters.slice(0, 1), undefined), { name: 'm1' });
   t.match(chooseSentinelMaster(masters, undefined), { error: /2 masters \(m1, m2\).*--sentinel-master/ });

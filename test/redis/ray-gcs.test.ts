@@ -33,7 +33,12 @@ if (missing) {
     const ns = `rk${randomBytes(4).toString('hex')}`;
     const temp = await mkdtemp(join(tmpdir(), 'rk-ray-'));
     t.teardown(() => rm(temp, { recursive: true, force: true }));
-    const env = { ...process.env, RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`, RAY_external_storage_namespace: ns, RAY_USAGE_STATS_ENABLED: '0' };
+    const env = {
+      ...process.env,
+      RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`,
+      RAY_external_storage_namespace: ns,
+      RAY_USAGE_STATS_ENABLED: '0',
+    };
     const rayKeys = async () => (await r.keys(`RAY${ns}@*`)).sort();
     // `ray start` gives its raylet 30 s to register and exits if it has not, which a loaded machine can
     // cause: that one exit is retried (up to 3 starts, fresh ports); any other exit fails the test.
@@ -47,7 +52,20 @@ if (missing) {
       gcsPort = await freePort();
       head = spawn(
         found.ray,
-        ['start', '--head', '--block', `--port=${gcsPort}`, `--ray-client-server-port=${clientPort}`, `--dashboard-agent-listen-port=${agentPort}`, '--node-ip-address=127.0.0.1', '--num-cpus=1', '--include-dashboard=false', '--disable-usage-stats', `--temp-dir=${temp}`, '--object-store-memory=100000000'],
+        [
+          'start',
+          '--head',
+          '--block',
+          `--port=${gcsPort}`,
+          `--ray-client-server-port=${clientPort}`,
+          `--dashboard-agent-listen-port=${agentPort}`,
+          '--node-ip-address=127.0.0.1',
+          '--num-cpus=1',
+          '--include-dashboard=false',
+          '--disable-usage-stats',
+          `--temp-dir=${temp}`,
+          '--object-store-memory=100000000',
+        ],
         { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
       );
       // This start's own output (a failed start's processes may still write to theirs).
@@ -56,7 +74,13 @@ if (missing) {
       head.stderr!.on('data', (d) => chunks.push(String(d)));
       headLog = () => chunks.join('');
       started = Date.now();
-      const outcome = await waitForRayStart(head, headLog, async () => (await rayKeys()).includes(`RAY${ns}@NODE`), 150_000, `ray start (start ${attempt})`);
+      const outcome = await waitForRayStart(
+        head,
+        headLog,
+        async () => (await rayKeys()).includes(`RAY${ns}@NODE`),
+        150_000,
+        `ray start (start ${attempt})`,
+      );
       if (outcome === 'ready') break;
       if (attempt === 3) throw new Error(`Ray timed out starting three times: ${headLog().slice(-2000)}`);
       t.comment(`Ray timed out starting (start ${attempt}); starting it again with fresh ports, the namespace's keys removed`);
@@ -70,7 +94,10 @@ if (missing) {
     // A driver: a job (JOB table, JobCounter string) and an actor (ACTOR, ACTOR_TASK_SPEC).
     const driver = spawnSync(
       python,
-      ['-c', `import ray\nray.init(address="127.0.0.1:${gcsPort}", log_to_driver=False)\n@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\nprint(ray.get(A.remote().ping.remote()))\nray.shutdown()\n`],
+      [
+        '-c',
+        `import ray\nray.init(address="127.0.0.1:${gcsPort}", log_to_driver=False)\n@ray.remote(num_cpus=0)\nclass A:\n    def ping(self):\n        return 1\nprint(ray.get(A.remote().ping.remote()))\nray.shutdown()\n`,
+      ],
       { env, encoding: 'utf8', timeout: 120_000 },
     );
     t.equal(driver.status, 0, `the driver ran (${driver.stderr.slice(-500)})`);
@@ -78,7 +105,8 @@ if (missing) {
     await stopRay(head);
     const written = await rayKeys();
     t.comment(`Ray wrote: ${written.join(', ')}`);
-    for (const table of ['NODE', 'KV', 'JOB', 'JobCounter', 'ACTOR']) t.ok(written.includes(`RAY${ns}@${table}`), `Ray wrote RAY${ns}@${table}`);
+    for (const table of ['NODE', 'KV', 'JOB', 'JobCounter', 'ACTOR'])
+      t.ok(written.includes(`RAY${ns}@${table}`), `Ray wrote RAY${ns}@${table}`);
     t.equal(await r.type(`RAY${ns}@JobCounter`), 'string', 'JobCounter is a string, the tables hashes');
     // Every table this Ray wrote is on the list the cleanup unlinks by name before its SCAN sweep.
     for (const key of written) t.ok(RAY_TABLES.includes(key.slice(`RAY${ns}@`.length)), `${key} is one of RAY_TABLES`);
@@ -98,7 +126,11 @@ if (missing) {
     });
     t.equal(code, 0, out.stderr);
     t.match(out.stdout, new RegExp(`deleted ${written.length} key\\(s\\)`));
-    t.match(out.stderr, /detail: sweep skipped \(Ray [\d.]+ \(--ray-version\) <= [\d.]+: tables known\), 0 SCAN calls/, 'without walking the keyspace');
+    t.match(
+      out.stderr,
+      /detail: sweep skipped \(Ray [\d.]+ \(--ray-version\) <= [\d.]+: tables known\), 0 SCAN calls/,
+      'without walking the keyspace',
+    );
     t.same(await rayKeys(), [], 'nothing of the namespace remains');
     const after = await snapshot(r);
     const neighbour = [...before.keys()].filter((k) => k.startsWith(`RAY${ns}0@`));

@@ -21,7 +21,11 @@ if (missing) {
     await seedCurrent(r, 's1');
     await seedLegacy(r, 's1');
     await seedCurrent(r, 's2');
-    const res = await runCleanup({ connection: { host: '127.0.0.1', port: sentinel.port, tls: false }, namespace: 's1', deadlineMs: 20_000 });
+    const res = await runCleanup({
+      connection: { host: '127.0.0.1', port: sentinel.port, tls: false },
+      namespace: 's1',
+      deadlineMs: 20_000,
+    });
     t.equal(res.mode, 'sentinel');
     t.match(res.target, new RegExp(`Sentinel 127\\.0\\.0\\.1:${sentinel.port} master "mymaster" at 127\\.0\\.0\\.1:${master.port}`));
     t.equal(res.deletedCount, 4);
@@ -58,7 +62,11 @@ if (missing) {
     t.teardown(() => b.stop());
     const sentinel = await startRedisServer({
       sentinel: true,
-      config: [`sentinel monitor alpha 127.0.0.1 ${a.port} 1`, `sentinel monitor beta 127.0.0.1 ${b.port} 1`, 'sentinel resolve-hostnames no'],
+      config: [
+        `sentinel monitor alpha 127.0.0.1 ${a.port} 1`,
+        `sentinel monitor beta 127.0.0.1 ${b.port} 1`,
+        'sentinel resolve-hostnames no',
+      ],
     });
     t.teardown(() => sentinel.stop());
     const ra = client(a.port);
@@ -70,12 +78,18 @@ if (missing) {
     await seedCurrent(ra, 'x');
     await seedCurrent(rb, 'x');
     const connection = { host: '127.0.0.1', port: sentinel.port, tls: false };
-    await t.rejects(runCleanup({ connection, namespace: 'x', deadlineMs: 20_000 }), /monitors 2 masters \((alpha, beta|beta, alpha)\): choose one with --sentinel-master/);
+    await t.rejects(
+      runCleanup({ connection, namespace: 'x', deadlineMs: 20_000 }),
+      /monitors 2 masters \((alpha, beta|beta, alpha)\): choose one with --sentinel-master/,
+    );
     t.equal((await snapshot(ra)).size + (await snapshot(rb)).size, 8, 'nothing deleted');
     const res = await runCleanup({ connection: { ...connection, sentinelMaster: 'beta' }, namespace: 'x', deadlineMs: 20_000 });
     t.equal(res.deletedCount, 4);
     t.equal((await snapshot(rb)).size, 0, 'beta cleaned');
     t.equal((await snapshot(ra)).size, 4, 'alpha untouched');
-    await t.rejects(runCleanup({ connection: { ...connection, sentinelMaster: 'gamma' }, namespace: 'x', deadlineMs: 20_000 }), /no.*"gamma"/);
+    await t.rejects(
+      runCleanup({ connection: { ...connection, sentinelMaster: 'gamma' }, namespace: 'x', deadlineMs: 20_000 }),
+      /no.*"gamma"/,
+    );
   });
 }

@@ -24,8 +24,16 @@ t.test('parseRayVersion: the leading major.minor[.patch], v prefix allowed', asy
 t.test('mayBeNewer: a version without a patch may be any patch of its minor', async (t) => {
   const release = parseRayVersion('2.60.0')!;
   const table: Array<[string, boolean]> = [
-    ['2.60.0', false], ['2.59.9', false], ['2.9.3', false], ['1.13.1', false], ['2.59', false],
-    ['2.60.1', true], ['2.61.0', true], ['3.0.0', true], ['2.60', true], ['2.100.0', true],
+    ['2.60.0', false],
+    ['2.59.9', false],
+    ['2.9.3', false],
+    ['1.13.1', false],
+    ['2.59', false],
+    ['2.60.1', true],
+    ['2.61.0', true],
+    ['3.0.0', true],
+    ['2.60', true],
+    ['2.100.0', true],
   ];
   for (const [v, want] of table) t.equal(mayBeNewer(parseRayVersion(v)!, release), want, `${v} vs 2.60.0`);
 });
@@ -64,7 +72,12 @@ t.test(`autoSweep: skip only when a version is known and none may be newer than 
     ['rayVersion 2.61.0', src('2.61.0'), 'always', /^Ray 2\.61\.0 \(spec\.rayVersion\) > 2\.60\.0: tables may be new$/],
     ['patch release 2.60.1', src('2.60.1'), 'always', /^Ray 2\.60\.1 /],
     ['2.60 without a patch', src('2.60'), 'always', /^Ray 2\.60 \(spec\.rayVersion\) may be newer than 2\.60\.0/],
-    ['old rayVersion, newer image: any newer source sweeps', src('2.40.0', 'rayproject/ray:2.61.0'), 'always', /^Ray 2\.61\.0 \(head image tag\) > /],
+    [
+      'old rayVersion, newer image: any newer source sweeps',
+      src('2.40.0', 'rayproject/ray:2.61.0'),
+      'always',
+      /^Ray 2\.61\.0 \(head image tag\) > /,
+    ],
     ['newer rayVersion, old image', src('3.0.0', 'rayproject/ray:2.40.0'), 'always', /^Ray 3\.0\.0 \(spec\.rayVersion\) > /],
     ['no version anywhere', src(), 'always', /^Ray version unknown \(nothing in spec\.rayVersion, head image tag\): tables may be new$/],
     ['digest only', src(undefined, 'rayproject/ray@sha256:0123abcd'), 'always', /^a Ray image without a version \(head image tag\)/],
@@ -74,7 +87,12 @@ t.test(`autoSweep: skip only when a version is known and none may be newer than 
     ['stale rayVersion, nightly Ray image', src('2.46.0', 'rayproject/ray:nightly-py311'), 'always', /^a Ray image without a version/],
     ['rayVersion, Ray image without a tag', src('2.40.0', 'rayproject/ray'), 'always', /^a Ray image without a version/],
     ['rayVersion, digest-pinned Ray image', src('2.40.0', 'rayproject/ray@sha256:0123abcd'), 'always', /^a Ray image without a version/],
-    ['rayVersion beside a custom image: the declared version counts', src('2.9.0', 'mycorp/train:1.2.3'), 'never', /^Ray 2\.9\.0 \(spec\.rayVersion\)/],
+    [
+      'rayVersion beside a custom image: the declared version counts',
+      src('2.9.0', 'mycorp/train:1.2.3'),
+      'never',
+      /^Ray 2\.9\.0 \(spec\.rayVersion\)/,
+    ],
     ['a ray-* image that is not Ray is no version', src(undefined, 'myorg/ray-base:1.4.0'), 'always', /^Ray version unknown/],
   ];
   for (const [name, sources, mode, reason] of table) {
@@ -82,6 +100,10 @@ t.test(`autoSweep: skip only when a version is known and none may be newer than 
     t.equal(d.mode, mode, `${name}: ${mode}`);
     t.match(d.reason, reason, `${name}: ${d.reason}`);
   }
-  t.equal(autoSweep([{ from: '--ray-version', version: RAY_RELEASE }]).mode, 'never', 'the default release is the one the tables were read from');
+  t.equal(
+    autoSweep([{ from: '--ray-version', version: RAY_RELEASE }]).mode,
+    'never',
+    'the default release is the one the tables were read from',
+  );
   t.throws(() => autoSweep([], 'next'), /not a Ray release/);
 });

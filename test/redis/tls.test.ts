@@ -62,8 +62,7 @@ if (missing) {
   t.teardown(() => tlsServer.stop());
   const mtlsServer = await startRedisServer({ tls: { cert: bundle.cert, key: bundle.key, ca: bundle.caCert, authClients: 'yes' } });
   t.teardown(() => mtlsServer.stop());
-  const tlsClient = (port: number) =>
-    client(port, { tls: { ca: [bundle.caCert], cert: clientPair.cert, key: clientPair.key } });
+  const tlsClient = (port: number) => client(port, { tls: { ca: [bundle.caCert], cert: clientPair.cert, key: clientPair.key } });
   const plain = tlsClient(tlsServer.port);
   const mutual = tlsClient(mtlsServer.port);
   t.teardown(() => {
@@ -82,12 +81,23 @@ if (missing) {
 
   const io = () => {
     const out = { stdout: '', stderr: '' };
-    return { out, io: { env: {} as Record<string, string>, stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) } } };
+    return {
+      out,
+      io: {
+        env: {} as Record<string, string>,
+        stdout: { write: (s: string) => (out.stdout += s) },
+        stderr: { write: (s: string) => (out.stderr += s) },
+      },
+    };
   };
 
   t.test('rediss:// with RAY_REDIS_CA_CERT (a file path, as in Ray) cleans over TLS', async (t) => {
     const { out, io: cli } = io();
-    cli.env = { RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`, RAY_external_storage_namespace: 'tls1', RAY_REDIS_CA_CERT: files.ca };
+    cli.env = {
+      RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`,
+      RAY_external_storage_namespace: 'tls1',
+      RAY_REDIS_CA_CERT: files.ca,
+    };
     const code = await runWith(['--timeout', '20'], cli);
     t.equal(code, 0, out.stderr);
     t.match(out.stdout, /deleted 4 key\(s\); old-layout hash deleted/);
@@ -97,7 +107,12 @@ if (missing) {
 
   t.test('RAY_REDIS_CA_PATH (a directory of PEM files) and RAY_REDIS_SERVER_NAME=localhost', async (t) => {
     const { out, io: cli } = io();
-    cli.env = { RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`, RAY_external_storage_namespace: 'tls1', RAY_REDIS_CA_PATH: files.caDir, RAY_REDIS_SERVER_NAME: 'localhost' };
+    cli.env = {
+      RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`,
+      RAY_external_storage_namespace: 'tls1',
+      RAY_REDIS_CA_PATH: files.caDir,
+      RAY_REDIS_SERVER_NAME: 'localhost',
+    };
     t.equal(await runWith(['--timeout', '20'], cli), 0, out.stderr);
     t.equal(await plain.exists('RAYtls1@JOB'), 0);
   });
@@ -119,12 +134,23 @@ if (missing) {
   const failures: Array<[string, () => Parameters<typeof runCleanup>[0]['connection'], RegExp]> = [
     ['an unknown CA (system CAs only)', () => ({ host: '127.0.0.1', port: tlsServer.port, tls: true }), /certificate/i],
     ['the wrong CA', () => ({ host: '127.0.0.1', port: tlsServer.port, tls: true, tlsMaterial: { ca: [other.caCert] } }), /certificate/i],
-    ['a server name the certificate does not carry', () => ({ host: '127.0.0.1', port: tlsServer.port, tls: true, tlsMaterial: { ca: [bundle.caCert], servername: 'redis.elsewhere.example' } }), /redis\.elsewhere\.example|altnames/i],
+    [
+      'a server name the certificate does not carry',
+      () => ({
+        host: '127.0.0.1',
+        port: tlsServer.port,
+        tls: true,
+        tlsMaterial: { ca: [bundle.caCert], servername: 'redis.elsewhere.example' },
+      }),
+      /redis\.elsewhere\.example|altnames/i,
+    ],
   ];
   for (const [what, connection, re] of failures) {
     t.test(`TLS verification failure, ${what}: fails at once as a TLS error`, async (t) => {
       const started = Date.now();
-      const err = (await runCleanup({ connection: connection(), namespace: 'tls1', deadlineMs: 60_000 }).catch((e: unknown) => e)) as RedisCleanupError;
+      const err = (await runCleanup({ connection: connection(), namespace: 'tls1', deadlineMs: 60_000 }).catch(
+        (e: unknown) => e,
+      )) as RedisCleanupError;
       t.ok(err instanceof Error);
       t.equal(err.kind, 'tls', err.message);
       t.match(err.message, re);
@@ -135,7 +161,11 @@ if (missing) {
 
   t.test('mutual TLS without a client certificate: refused, nothing deleted, within the deadline', async (t) => {
     const started = Date.now();
-    const err = await runCleanup({ connection: { host: '127.0.0.1', port: mtlsServer.port, tls: true, tlsMaterial: { ca: [bundle.caCert] } }, namespace: 'tls1', deadlineMs: 3000 }).catch((e: unknown) => e);
+    const err = await runCleanup({
+      connection: { host: '127.0.0.1', port: mtlsServer.port, tls: true, tlsMaterial: { ca: [bundle.caCert] } },
+      namespace: 'tls1',
+      deadlineMs: 3000,
+    }).catch((e: unknown) => e);
     t.ok(err instanceof Error, String(err));
     t.ok(Date.now() - started < 15_000, 'ended by its 3 s deadline at the latest');
     t.equal(await mutual.exists('RAYtls1@JOB'), 1);
@@ -155,7 +185,11 @@ if (missing) {
 
   t.test('an unreadable CA file is a configuration error (exit 2, one line)', async (t) => {
     const { out, io: cli } = io();
-    cli.env = { RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`, RAY_external_storage_namespace: 'tls1', RAY_REDIS_CA_CERT: join(dir, 'nope.crt') };
+    cli.env = {
+      RAY_REDIS_ADDRESS: `rediss://127.0.0.1:${tlsServer.port}`,
+      RAY_external_storage_namespace: 'tls1',
+      RAY_REDIS_CA_CERT: join(dir, 'nope.crt'),
+    };
     t.equal(await runWith([], cli), 2);
     t.match(out.stderr, /^raykeeper redis-cleanup: cannot read CA certificate ".*nope\.crt": ENOENT\n$/);
   });

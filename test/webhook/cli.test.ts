@@ -52,8 +52,14 @@ t.test('unreadable certificate files exit 1 with the reason', async (t) => {
 });
 
 /** Starts the CLI on port 0 and resolves the port from its JSON log. */
-function startWebhook(t: { teardown: (fn: () => void) => void }, certFile: string, keyFile: string): Promise<{ child: ChildProcess; port: number; logs: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'webhook', '--cert', certFile, '--key', keyFile, '--host', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startWebhook(
+  t: { teardown: (fn: () => void) => void },
+  certFile: string,
+  keyFile: string,
+): Promise<{ child: ChildProcess; port: number; logs: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'webhook', '--cert', certFile, '--key', keyFile, '--host', '127.0.0.1', '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -89,7 +95,8 @@ t.test('serves, then on SIGTERM finishes the in-flight request, refuses new conn
   socket.on('data', (c: Buffer) => (response += c.toString()));
   const half = Math.floor(body.length / 2);
   socket.write(
-    `POST /mutate-ray-io-v1-raycluster HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n` + body.slice(0, half),
+    `POST /mutate-ray-io-v1-raycluster HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n` +
+      body.slice(0, half),
   );
   // The fact that the request is in flight: the server holds its body bytes (its metrics say so).
   const deadlineInFlight = Date.now() + 10_000;

@@ -16,7 +16,13 @@ const RUNS = 300;
 const ROUTES = { RayCluster: '/mutate-ray-io-v1-raycluster', RayJob: '/mutate-ray-io-v1-rayjob' } as const;
 
 const certs = await certDir(t);
-const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger, finalizerEnabled: true, newStorageNamespace: () => 'fuzz-ns' });
+const app = await buildApp({
+  certFile: certs.certFile,
+  keyFile: certs.keyFile,
+  logger: capturingLogger().logger,
+  finalizerEnabled: true,
+  newStorageNamespace: () => 'fuzz-ns',
+});
 t.teardown(() => app.close());
 await app.listen({ host: '127.0.0.1', port: 0 });
 const port = (app.server.address() as { port: number }).port;
@@ -28,7 +34,8 @@ const mostly = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<T | Json | undefined> =
   fc.oneof({ arbitrary: valid, weight: 40 }, { arbitrary: anything, weight: 1 }, { arbitrary: fc.constant(undefined), weight: 1 });
 
 /** Absent most of the time. */
-const rarely = <T>(value: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.oneof({ arbitrary: fc.constant(undefined), weight: 7 }, { arbitrary: value, weight: 1 });
+const rarely = <T>(value: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> =>
+  fc.oneof({ arbitrary: fc.constant(undefined), weight: 7 }, { arbitrary: value, weight: 1 });
 
 function withDefined(entries: Record<string, unknown>): JsonObject {
   const o: JsonObject = {};
@@ -37,9 +44,19 @@ function withDefined(entries: Record<string, unknown>): JsonObject {
 }
 
 const annotations = fc
-  .record({ ft: fc.option(mostly(fc.constantFrom('true', 'TRUE', 'false')), { nil: undefined, freq: 4 }), ns: fc.option(mostly(fc.constantFrom('', 'ns-1', 'a@b')), { nil: undefined, freq: 2 }), other: fc.option(mostly(fc.string({ maxLength: 3 })), { nil: undefined }) })
+  .record({
+    ft: fc.option(mostly(fc.constantFrom('true', 'TRUE', 'false')), { nil: undefined, freq: 4 }),
+    ns: fc.option(mostly(fc.constantFrom('', 'ns-1', 'a@b')), { nil: undefined, freq: 2 }),
+    other: fc.option(mostly(fc.string({ maxLength: 3 })), { nil: undefined }),
+  })
   .map((g) => withDefined({ [FT]: g.ft, [NS_ANNOTATION]: g.ns, 'a/b~c': g.other }));
-const options = fc.record({ backend: mostly(fc.constantFrom('redis', 'rocksdb', '')), externalStorageNamespace: mostly(fc.constantFrom('', 'theirs')), redisAddress: mostly(fc.constant('redis:6379')) }).map(withDefined);
+const options = fc
+  .record({
+    backend: mostly(fc.constantFrom('redis', 'rocksdb', '')),
+    externalStorageNamespace: mostly(fc.constantFrom('', 'theirs')),
+    redisAddress: mostly(fc.constant('redis:6379')),
+  })
+  .map(withDefined);
 const clusterObject: fc.Arbitrary<Json | undefined> = mostly(
   fc
     .record({
@@ -64,7 +81,12 @@ const clusterObject: fc.Arbitrary<Json | undefined> = mostly(
     }),
 );
 const jobObject: fc.Arbitrary<Json | undefined> = mostly(
-  fc.record({ spec: mostly(fc.record({ submissionMode: mostly(fc.constant('HTTPMode')), entrypoint: fc.constant('x') }).map(withDefined)), status: mostly(fc.record({ jobDeploymentStatus: mostly(fc.constantFrom('', 'Running')) }).map(withDefined)) }).map((g) => rayJob(g.spec as JsonObject | undefined, g.status as JsonObject | undefined)),
+  fc
+    .record({
+      spec: mostly(fc.record({ submissionMode: mostly(fc.constant('HTTPMode')), entrypoint: fc.constant('x') }).map(withDefined)),
+      status: mostly(fc.record({ jobDeploymentStatus: mostly(fc.constantFrom('', 'Running')) }).map(withDefined)),
+    })
+    .map((g) => rayJob(g.spec as JsonObject | undefined, g.status as JsonObject | undefined)),
 );
 
 const reviewBody = (target: 'RayCluster' | 'RayJob') =>
@@ -73,7 +95,13 @@ const reviewBody = (target: 'RayCluster' | 'RayJob') =>
       apiVersion: mostly(fc.constantFrom('admission.k8s.io/v1', 'admission.k8s.io/v1beta1')),
       kind: mostly(fc.constant('AdmissionReview')),
       uid: mostly(fc.uuid()),
-      gvk: mostly(fc.record({ group: fc.constant('ray.io'), version: fc.constant('v1'), kind: fc.constantFrom(target, target, target, target, 'Pod') })),
+      gvk: mostly(
+        fc.record({
+          group: fc.constant('ray.io'),
+          version: fc.constant('v1'),
+          kind: fc.constantFrom(target, target, target, target, 'Pod'),
+        }),
+      ),
       operation: mostly(fc.constantFrom('CREATE', 'CREATE', 'CREATE', 'UPDATE', 'UPDATE', 'DELETE', 'CONNECT')),
       subResource: rarely(fc.constantFrom('status', 'scale')),
       object: target === 'RayCluster' ? clusterObject : jobObject,
@@ -82,7 +110,15 @@ const reviewBody = (target: 'RayCluster' | 'RayJob') =>
       request: fc.oneof({ arbitrary: fc.constant('keep'), weight: 12 }, { arbitrary: anything, weight: 1 }),
     })
     .map((g) => {
-      const request = withDefined({ uid: g.uid, kind: g.gvk, operation: g.operation, subResource: g.subResource, object: g.object, oldObject: g.oldObject, dryRun: g.dryRun });
+      const request = withDefined({
+        uid: g.uid,
+        kind: g.gvk,
+        operation: g.operation,
+        subResource: g.subResource,
+        object: g.object,
+        oldObject: g.oldObject,
+        dryRun: g.dryRun,
+      });
       return withDefined({ apiVersion: g.apiVersion, kind: g.kind, request: g.request === 'keep' ? request : g.request });
     });
 
@@ -110,9 +146,11 @@ async function answer(path: string, payload: string): Promise<{ status: number; 
 /** Throws unless `res` is a well-formed answer to `body`. */
 function checkAnswer(body: Json, status: number, review: JsonObject): void {
   if (review.kind !== 'AdmissionReview') throw new Error(`not an AdmissionReview: ${JSON.stringify(review)}`);
-  if (review.apiVersion !== 'admission.k8s.io/v1' && review.apiVersion !== 'admission.k8s.io/v1beta1') throw new Error(`apiVersion ${String(review.apiVersion)}`);
+  if (review.apiVersion !== 'admission.k8s.io/v1' && review.apiVersion !== 'admission.k8s.io/v1beta1')
+    throw new Error(`apiVersion ${String(review.apiVersion)}`);
   const response = review.response as JsonObject;
-  if (typeof response?.uid !== 'string' || typeof response.allowed !== 'boolean') throw new Error(`malformed response ${JSON.stringify(response)}`);
+  if (typeof response?.uid !== 'string' || typeof response.allowed !== 'boolean')
+    throw new Error(`malformed response ${JSON.stringify(response)}`);
   const uid = expectedUid(body);
   if (uid !== undefined && response.uid !== uid && status !== 413) throw new Error(`uid ${response.uid} instead of ${uid}`);
   if (status >= 500) throw new Error(`HTTP ${status}: ${JSON.stringify(response)}`);
@@ -127,7 +165,8 @@ function checkAnswer(body: Json, status: number, review: JsonObject): void {
     }
   } else {
     const s = response.status as JsonObject | undefined;
-    if (s?.code !== status || typeof s.message !== 'string' || s.message === '') throw new Error(`refusal without a matching status: HTTP ${status} ${JSON.stringify(s)}`);
+    if (s?.code !== status || typeof s.message !== 'string' || s.message === '')
+      throw new Error(`refusal without a matching status: HTTP ${status} ${JSON.stringify(s)}`);
   }
 }
 
@@ -183,18 +222,36 @@ t.test('prototype-polluting keys change no later answer and no prototype', async
       const dirty = await answer(ROUTES[route], JSON.stringify(polluted));
       checkAnswer(polluted, dirty.status, dirty.review);
       const again = await answer(ROUTES[route], clean);
-      if (JSON.stringify(again) !== JSON.stringify(first)) throw new Error(`the answer changed after ${key}: ${JSON.stringify(first)} -> ${JSON.stringify(again)}`);
-      if (({} as Record<string, unknown>).polluted !== undefined || ([] as unknown as Record<string, unknown>).polluted !== undefined) throw new Error('a prototype was polluted');
+      if (JSON.stringify(again) !== JSON.stringify(first))
+        throw new Error(`the answer changed after ${key}: ${JSON.stringify(first)} -> ${JSON.stringify(again)}`);
+      if (({} as Record<string, unknown>).polluted !== undefined || ([] as unknown as Record<string, unknown>).polluted !== undefined)
+        throw new Error('a prototype was polluted');
     }),
     { seed: SEED + 1, numRuns: RUNS / 2 },
   );
-  t.same(prototypes.map((p) => Object.getOwnPropertyNames(p).sort().join(',')), before, 'no prototype gained a property');
+  t.same(
+    prototypes.map((p) => Object.getOwnPropertyNames(p).sort().join(',')),
+    before,
+    'no prototype gained a property',
+  );
 });
 
 t.test('after the fuzzing the process still serves over HTTPS', async (t) => {
   const health = await httpsCall(port, '/healthz', { ca: certs.bundle.caCert });
   t.equal(health.status, 200);
-  const res = await httpsCall(port, ROUTES.RayCluster, { ca: certs.bundle.caCert, body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u', kind: { group: 'ray.io', version: 'v1', kind: 'RayCluster' }, operation: 'CREATE', object: rayCluster({ annotations: { [FT]: 'true' } }) } }) });
+  const res = await httpsCall(port, ROUTES.RayCluster, {
+    ca: certs.bundle.caCert,
+    body: JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'u',
+        kind: { group: 'ray.io', version: 'v1', kind: 'RayCluster' },
+        operation: 'CREATE',
+        object: rayCluster({ annotations: { [FT]: 'true' } }),
+      },
+    }),
+  });
   t.equal(res.status, 200);
   t.equal(JSON.parse(res.body).response.uid, 'u');
 });

@@ -20,7 +20,12 @@ export interface CertDir {
 export async function certDir(t: { teardown: (fn: () => void) => void }): Promise<CertDir> {
   const dir = mkdtempSync(join(tmpdir(), 'raykeeper-webhook-test-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper', ips: ['127.0.0.1'], dnsNames: ['localhost'] });
+  const bundle = generateCertificates({
+    service: 'raykeeper-webhook',
+    namespace: 'raykeeper',
+    ips: ['127.0.0.1'],
+    dnsNames: ['localhost'],
+  });
   const paths = await writeBundle(dir, bundle);
   return { dir, certFile: paths.cert, keyFile: paths.key, bundle };
 }

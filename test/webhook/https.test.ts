@@ -13,7 +13,13 @@ import { sleep } from '../../src/backoff.ts';
 const CLUSTER = '/mutate-ray-io-v1-raycluster';
 const certs = await certDir(t);
 const log = capturingLogger();
-const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: log.logger, finalizerEnabled: true, certificatePollIntervalMs: 500 });
+const app = await buildApp({
+  certFile: certs.certFile,
+  keyFile: certs.keyFile,
+  logger: log.logger,
+  finalizerEnabled: true,
+  certificatePollIntervalMs: 500,
+});
 t.teardown(() => app.close());
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
@@ -24,7 +30,9 @@ function fingerprint(pem: string): string {
 }
 
 /** Handshake result: the negotiated protocol and the leaf's fingerprint, or the error. */
-function handshake(options: ConnectionOptions & { port: number }): Promise<{ protocol: string | null; fingerprint?: string } | { error: Error }> {
+function handshake(
+  options: ConnectionOptions & { port: number },
+): Promise<{ protocol: string | null; fingerprint?: string } | { error: Error }> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', servername: 'localhost', ...options }, () => {
       const protocol = socket.getProtocol();
@@ -37,7 +45,10 @@ function handshake(options: ConnectionOptions & { port: number }): Promise<{ pro
 }
 
 t.test('a mutate call over HTTPS, the server verified against the generated CA', async (t) => {
-  const res = await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))) });
+  const res = await httpsCall(port, CLUSTER, {
+    ca: certs.bundle.caCert,
+    body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))),
+  });
   t.equal(res.status, 200);
   const body = JSON.parse(res.body);
   t.equal(body.response.allowed, true);
@@ -59,11 +70,19 @@ t.test('TLS 1.2 and 1.3 are accepted', async (t) => {
 });
 
 /** A TLS 1.1-only client, allowed to go below the default security level so only the server can refuse. */
-const tls11: ConnectionOptions = { minVersion: 'TLSv1.1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT:@SECLEVEL=0', rejectUnauthorized: false };
+const tls11: ConnectionOptions = {
+  minVersion: 'TLSv1.1',
+  maxVersion: 'TLSv1.1',
+  ciphers: 'DEFAULT:@SECLEVEL=0',
+  rejectUnauthorized: false,
+};
 
 // Control: the same client completes a TLS 1.1 handshake with a server that allows it. Without this, a
 // refusal could come from this machine's OpenSSL policy rather than from the webhook.
-const permissive = createServer({ cert: certs.bundle.cert, key: certs.bundle.key, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' }, (s) => s.end());
+const permissive = createServer(
+  { cert: certs.bundle.cert, key: certs.bundle.key, minVersion: 'TLSv1', ciphers: 'DEFAULT:@SECLEVEL=0' },
+  (s) => s.end(),
+);
 await new Promise<void>((resolve) => permissive.listen(0, '127.0.0.1', resolve));
 const control = await handshake({ port: (permissive.address() as { port: number }).port, ...tls11 });
 permissive.close();
@@ -83,7 +102,13 @@ t.test('rotated files are served without a restart; TLS 1.2+ still enforced', as
   t.equal('fingerprint' in before ? before.fingerprint : undefined, fingerprint(certs.bundle.cert), 'the first certificate is served');
 
   // Rotate as `raykeeper certs generate --reuse-ca` does: same CA, new serving cert and key.
-  const rotated = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper', ips: ['127.0.0.1'], dnsNames: ['localhost'], ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey } });
+  const rotated = generateCertificates({
+    service: 'raykeeper-webhook',
+    namespace: 'raykeeper',
+    ips: ['127.0.0.1'],
+    dnsNames: ['localhost'],
+    ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey },
+  });
   await writeBundle(certs.dir, rotated);
   const want = fingerprint(rotated.cert);
   let seen: string | undefined;
@@ -95,18 +120,30 @@ t.test('rotated files are served without a restart; TLS 1.2+ still enforced', as
     await sleep(100);
   }
   t.equal(seen, want, 'the rotated certificate is presented by the same server');
-  const res = await httpsCall(port, CLUSTER, { ca: certs.bundle.caCert, body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster())) });
+  const res = await httpsCall(port, CLUSTER, {
+    ca: certs.bundle.caCert,
+    body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster())),
+  });
   t.equal(res.status, 200, 'requests work on the rotated certificate, verified against the same CA');
   if (tls11Unavailable === false) {
     const old11 = await handshake({ port, ...tls11 });
     t.ok('error' in old11, 'TLS 1.1 still refused after rotation');
   }
-  t.ok(log.lines().some((l) => l.msg === 'serving certificate reloaded'), 'the reload is logged');
+  t.ok(
+    log.lines().some((l) => l.msg === 'serving certificate reloaded'),
+    'the reload is logged',
+  );
 });
 
 t.test('a cert/key pair that does not match is not installed; the current one keeps serving', async (t) => {
   const current = (await handshake({ port, ca: certs.bundle.caCert })) as { fingerprint: string };
-  const other = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper', ips: ['127.0.0.1'], dnsNames: ['localhost'], ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey } });
+  const other = generateCertificates({
+    service: 'raykeeper-webhook',
+    namespace: 'raykeeper',
+    ips: ['127.0.0.1'],
+    dnsNames: ['localhost'],
+    ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey },
+  });
   const { writeFile } = await import('node:fs/promises');
   await writeFile(certs.certFile, other.cert); // new certificate, old key: a half-finished rotation
   t.equal(await app.reloadCertificates(), false, 'not installed');
@@ -139,12 +176,23 @@ t.test('a Kubernetes Secret volume rotation (atomic ..data symlink swap) is pick
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
   // Polling effectively off: only the directory watch can notice the swap.
-  const volumeApp = await buildApp({ certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), logger: capturingLogger().logger, certificatePollIntervalMs: 3_600_000 });
+  const volumeApp = await buildApp({
+    certFile: join(dir, 'tls.crt'),
+    keyFile: join(dir, 'tls.key'),
+    logger: capturingLogger().logger,
+    certificatePollIntervalMs: 3_600_000,
+  });
   t.teardown(() => volumeApp.close());
   await volumeApp.listen({ host: '127.0.0.1', port: 0 });
   const volumePort = (volumeApp.server.address() as { port: number }).port;
 
-  const next = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper', ips: ['127.0.0.1'], dnsNames: ['localhost'], ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey } });
+  const next = generateCertificates({
+    service: 'raykeeper-webhook',
+    namespace: 'raykeeper',
+    ips: ['127.0.0.1'],
+    dnsNames: ['localhost'],
+    ca: { cert: certs.bundle.caCert, key: certs.bundle.caKey },
+  });
   version('..2026_12_01_00_00_00.2', next);
   symlinkSync('..2026_12_01_00_00_00.2', join(dir, '..data_tmp'));
   renameSync(join(dir, '..data_tmp'), join(dir, '..data')); // what the kubelet's atomic writer does
@@ -162,15 +210,27 @@ t.test('a Kubernetes Secret volume rotation (atomic ..data symlink swap) is pick
 });
 
 t.test('drainMs: after close() starts, new connections are still answered, each answer closing its connection', async (t) => {
-  const draining = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: log.logger, finalizerEnabled: true, drainMs: 1500 });
+  const draining = await buildApp({
+    certFile: certs.certFile,
+    keyFile: certs.keyFile,
+    logger: log.logger,
+    finalizerEnabled: true,
+    drainMs: 1500,
+  });
   await draining.listen({ host: '127.0.0.1', port: 0 });
   const addr = draining.server.address();
   const drainPort = typeof addr === 'object' && addr !== null ? addr.port : 0;
   let closed = false;
   const closing = draining.close().then(() => (closed = true));
-  const res = await httpsCall(drainPort, CLUSTER, { ca: certs.bundle.caCert, body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))) });
+  const res = await httpsCall(drainPort, CLUSTER, {
+    ca: certs.bundle.caCert,
+    body: JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } }))),
+  });
   t.equal(res.status, 200, 'answered while draining');
-  t.ok(decodePatch(JSON.parse(res.body).response.patch).some((op) => JSON.stringify(op.value).includes(FINALIZER)), 'with the defaults');
+  t.ok(
+    decodePatch(JSON.parse(res.body).response.patch).some((op) => JSON.stringify(op.value).includes(FINALIZER)),
+    'with the defaults',
+  );
   t.equal(res.headers.connection, 'close', 'and the connection is not kept alive');
   t.notOk(closed, 'close() waits for the drain');
   await closing;

@@ -19,7 +19,10 @@ function olderNode(): string[] {
   for (const dir of (process.env.PATH ?? '').split(':')) {
     const node = join(dir, 'node');
     if (dir.includes('node_modules') || !existsSync(node)) continue;
-    const [major = 0, minor = 0] = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim().split('.').map(Number);
+    const [major = 0, minor = 0] = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('.')
+      .map(Number);
     if (major < 22 || (major === 22 && minor < 18)) return [node];
     break;
   }
@@ -46,10 +49,14 @@ interface Launched {
 async function launchWebhook(tt: Test): Promise<Launched> {
   const certs = await certDir(tt);
   const [node, ...nodeArgs] = OLD_NODE as [string, ...string[]];
-  const launcher = spawn(node, [...nodeArgs, BIN, 'webhook', '--cert', certs.certFile, '--key', certs.keyFile, '--host', '127.0.0.1', '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const launcher = spawn(
+    node,
+    [...nodeArgs, BIN, 'webhook', '--cert', certs.certFile, '--key', certs.keyFile, '--host', '127.0.0.1', '--port', '0'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   let out = '';
   const waiters = new Set<() => void>();
   const onData = (c: Buffer) => {
@@ -58,7 +65,9 @@ async function launchWebhook(tt: Test): Promise<Launched> {
   };
   launcher.stdout!.on('data', onData);
   launcher.stderr!.on('data', onData);
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => launcher.once('exit', (code, signal) => resolve({ code, signal })));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    launcher.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const waitFor = (re: RegExp) =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => settle(new Error(`no ${re} within 30 s: ${out}`)), 30_000);
@@ -89,7 +98,9 @@ async function launchWebhook(tt: Test): Promise<Launched> {
   // Bounded, so that a launcher that does not end (the old one, blocked in spawnSync) fails with its log.
   const exited = async () => {
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the launcher did not exit within 30 s: ${out}`)), 30_000)));
+    const late = new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`the launcher did not exit within 30 s: ${out}`)), 30_000)),
+    );
     try {
       return await Promise.race([exit, late]);
     } finally {

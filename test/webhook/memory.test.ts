@@ -16,7 +16,14 @@ const certs = await certDir(t);
 const body = JSON.stringify(review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } })));
 const size = Buffer.byteLength(body);
 // Room for one such body in flight, not two.
-const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger, finalizerEnabled: true, bodyBudget: size + Math.floor(size / 2), bodyWaitMs: 300 });
+const app = await buildApp({
+  certFile: certs.certFile,
+  keyFile: certs.keyFile,
+  logger: capturingLogger().logger,
+  finalizerEnabled: true,
+  bodyBudget: size + Math.floor(size / 2),
+  bodyWaitMs: 300,
+});
 t.teardown(() => app.close());
 await app.listen({ host: '127.0.0.1', port: 0 });
 const port = (app.server.address() as { port: number }).port;
@@ -38,7 +45,9 @@ async function halfSent(path = CLUSTER): Promise<{ socket: TLSSocket; finish: ()
     socket.on('close', () => resolve(text));
   });
   const half = Math.floor(body.length / 2);
-  socket.write(`POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${body.slice(0, half)}`);
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n${body.slice(0, half)}`,
+  );
   return { socket, finish: () => socket.write(body.slice(half)), response };
 }
 
@@ -128,12 +137,26 @@ t.test('requests pipelined on a connection that dies while they wait take nothin
 t.test('a body with more JSON objects and arrays than any real review is refused before parsing', async (t) => {
   const big = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger });
   t.teardown(() => big.close());
-  const make = (containers: number) => JSON.stringify(review('RayCluster', 'CREATE', { ...rayCluster(), filler: [] })).replace('"filler":[]', `"filler":[${Array(containers).fill('{}').join(',')}]`);
+  const make = (containers: number) =>
+    JSON.stringify(review('RayCluster', 'CREATE', { ...rayCluster(), filler: [] })).replace(
+      '"filler":[]',
+      `"filler":[${Array(containers).fill('{}').join(',')}]`,
+    );
   const skeleton = (make(0).match(/[{[]/g) ?? []).length;
-  const over = await big.inject({ method: 'POST', url: CLUSTER, headers: { 'content-type': 'application/json' }, payload: make(MAX_JSON_CONTAINERS - skeleton + 1) });
+  const over = await big.inject({
+    method: 'POST',
+    url: CLUSTER,
+    headers: { 'content-type': 'application/json' },
+    payload: make(MAX_JSON_CONTAINERS - skeleton + 1),
+  });
   t.equal(over.statusCode, 413);
   t.match(over.json().response.status.message, new RegExp(`holds ${MAX_JSON_CONTAINERS + 1} JSON objects and arrays`));
-  const at = await big.inject({ method: 'POST', url: CLUSTER, headers: { 'content-type': 'application/json' }, payload: make(MAX_JSON_CONTAINERS - skeleton) });
+  const at = await big.inject({
+    method: 'POST',
+    url: CLUSTER,
+    headers: { 'content-type': 'application/json' },
+    payload: make(MAX_JSON_CONTAINERS - skeleton),
+  });
   t.equal(at.statusCode, 200, 'exactly at the cap is answered');
   t.equal(at.json().response.uid, UID);
 });

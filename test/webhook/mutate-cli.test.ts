@@ -38,7 +38,12 @@ kind: ConfigMap
 metadata: {name: settings, namespace: ray}
 data: {weird: "__proto__"}
 `;
-const JOB_JSON = JSON.stringify({ apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'job', namespace: 'ray' }, spec: { entrypoint: 'python x.py' } });
+const JOB_JSON = JSON.stringify({
+  apiVersion: 'ray.io/v1',
+  kind: 'RayJob',
+  metadata: { name: 'job', namespace: 'ray' },
+  spec: { entrypoint: 'python x.py' },
+});
 
 const mixed = join(dir, 'mixed.yaml');
 writeFileSync(mixed, `${CLUSTER_YAML}---\n${CONFIGMAP_YAML}---\nkind: [broken\n---\n${JOB_JSON}\n`);
@@ -50,19 +55,22 @@ writeFileSync(join(dir, 'tree', 'README.md'), '# not a manifest');
 const mutateCmd = (args: string[]) => runCapturing(run, args);
 const docs = (yaml: string) => parseAllDocuments(yaml).map((d) => d.toJS());
 
-t.test('yaml output: Ray objects defaulted, others untouched; a malformed document is reported with file and number, the rest processed', async (t) => {
-  const res = await mutateCmd([mixed, '--storage-namespace', 'pinned-1']);
-  t.equal(res.code, 2, 'exit 2: one document could not be read');
-  t.match(res.stderr, new RegExp(`${mixed.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: document 3: not valid YAML or JSON`));
-  const [cluster, configMap, job, extra] = docs(res.stdout);
-  t.equal(extra, undefined, 'three objects printed');
-  t.same(cluster.metadata.finalizers, [FINALIZER]);
-  t.equal(cluster.metadata.annotations[NS_ANNOTATION], 'pinned-1');
-  t.same(cluster.spec, docs(CLUSTER_YAML)[0].spec, 'the rest of the cluster unchanged');
-  t.same(configMap, docs(CONFIGMAP_YAML)[0], 'the ConfigMap passes through untouched');
-  t.same(job.status, { jobDeploymentStatus: 'New' });
-  t.equal(job.spec.submissionMode, 'K8sJobMode');
-});
+t.test(
+  'yaml output: Ray objects defaulted, others untouched; a malformed document is reported with file and number, the rest processed',
+  async (t) => {
+    const res = await mutateCmd([mixed, '--storage-namespace', 'pinned-1']);
+    t.equal(res.code, 2, 'exit 2: one document could not be read');
+    t.match(res.stderr, new RegExp(`${mixed.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: document 3: not valid YAML or JSON`));
+    const [cluster, configMap, job, extra] = docs(res.stdout);
+    t.equal(extra, undefined, 'three objects printed');
+    t.same(cluster.metadata.finalizers, [FINALIZER]);
+    t.equal(cluster.metadata.annotations[NS_ANNOTATION], 'pinned-1');
+    t.same(cluster.spec, docs(CLUSTER_YAML)[0].spec, 'the rest of the cluster unchanged');
+    t.same(configMap, docs(CONFIGMAP_YAML)[0], 'the ConfigMap passes through untouched');
+    t.same(job.status, { jobDeploymentStatus: 'New' });
+    t.equal(job.spec.submissionMode, 'K8sJobMode');
+  },
+);
 
 t.test('--check: one line per object that would change, exit 1; its own output checks clean (exit 0)', async (t) => {
   const tree = join(dir, 'tree');
@@ -70,7 +78,10 @@ t.test('--check: one line per object that would change, exit 1; its own output c
   t.equal(res.code, 1);
   const lines = res.stdout.trim().split('\n');
   t.equal(lines.length, 2, res.stdout);
-  t.match(lines[0], /tree\/cluster\.yaml#1 RayCluster ray\/demo: would be changed by the webhook: added finalizer ray\.io\/gcs-ft-redis-cleanup-finalizer; pinned storage namespace/);
+  t.match(
+    lines[0],
+    /tree\/cluster\.yaml#1 RayCluster ray\/demo: would be changed by the webhook: added finalizer ray\.io\/gcs-ft-redis-cleanup-finalizer; pinned storage namespace/,
+  );
   t.match(lines[1], /tree\/nested\/job\.json#1 RayJob ray\/job: would be changed by the webhook: set status\.jobDeploymentStatus New/);
   t.equal(res.stderr, '', 'README.md in the directory is not read');
 
@@ -90,19 +101,36 @@ t.test('-o json: one object as itself, several as a List', async (t) => {
   const many = await mutateCmd(['-o', 'json', join(dir, 'tree')]);
   const list = JSON.parse(many.stdout);
   t.equal(list.kind, 'List');
-  t.same(list.items.map((i: { kind: string }) => i.kind), ['RayCluster', 'RayJob']);
+  t.same(
+    list.items.map((i: { kind: string }) => i.kind),
+    ['RayCluster', 'RayJob'],
+  );
 });
 
-t.test('-o review of an AdmissionReview file equals the server\'s answer to the same body', async (t) => {
-  const body = review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true', [NS_ANNOTATION]: 'theirs' }, finalizers: ['example.com/keep'] }));
+t.test("-o review of an AdmissionReview file equals the server's answer to the same body", async (t) => {
+  const body = review(
+    'RayCluster',
+    'CREATE',
+    rayCluster({ annotations: { [FT]: 'true', [NS_ANNOTATION]: 'theirs' }, finalizers: ['example.com/keep'] }),
+  );
   const file = join(dir, 'review.json');
   writeFileSync(file, JSON.stringify(body));
   const res = await mutateCmd(['-o', 'review', file]);
   t.equal(res.code, 0);
   const certs = await certDir(t);
-  const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger, finalizerEnabled: true });
+  const app = await buildApp({
+    certFile: certs.certFile,
+    keyFile: certs.keyFile,
+    logger: capturingLogger().logger,
+    finalizerEnabled: true,
+  });
   t.teardown(() => app.close());
-  const server = await app.inject({ method: 'POST', url: '/mutate-ray-io-v1-raycluster', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  const server = await app.inject({
+    method: 'POST',
+    url: '/mutate-ray-io-v1-raycluster',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
   t.same(JSON.parse(res.stdout), server.json(), 'the same answer, patch included');
   t.ok(server.json().response.patch, 'and it carries a patch');
 
@@ -112,12 +140,21 @@ t.test('-o review of an AdmissionReview file equals the server\'s answer to the 
 
 t.test('a document the webhook would refuse: exit 2 with the reason; its refusal in -o review', async (t) => {
   const file = join(dir, 'refused.yaml');
-  writeFileSync(file, `${CLUSTER_YAML.replace('spec:\n', 'spec:\n  gcsFaultToleranceOptions: {backend: {toString: x}}\n')}---\n${CONFIGMAP_YAML}`);
+  writeFileSync(
+    file,
+    `${CLUSTER_YAML.replace('spec:\n', 'spec:\n  gcsFaultToleranceOptions: {backend: {toString: x}}\n')}---\n${CONFIGMAP_YAML}`,
+  );
   const res = await mutateCmd([file]);
   t.equal(res.code, 2);
-  t.match(res.stderr, /document 1: RayCluster ray\/demo: the webhook would refuse it: object\.spec\.gcsFaultToleranceOptions\.backend must be a string/);
+  t.match(
+    res.stderr,
+    /document 1: RayCluster ray\/demo: the webhook would refuse it: object\.spec\.gcsFaultToleranceOptions\.backend must be a string/,
+  );
   t.equal(docs(res.stdout).length, 1, 'the ConfigMap is still printed');
-  const answers = (await mutateCmd(['-o', 'review', file])).stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const answers = (await mutateCmd(['-o', 'review', file])).stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.equal(answers[0].response.allowed, false);
   t.equal(answers[0].response.status.code, 400);
 });
@@ -137,14 +174,35 @@ t.test('ENABLE_GCS_FT_REDIS_CLEANUP=false: no finalizer, as for the webhook', as
 
 t.test("kubectl's -f/--filename and -R: repeatable, commas, directories flat unless -R", async (t) => {
   const tree = join(dir, 'tree');
-  const checked = (res: { stdout: string }) => res.stdout.trim().split('\n').filter((l) => l !== '').map((l) => l.replace(/#.*/, '').replace(`${dir}/`, ''));
+  const checked = (res: { stdout: string }) =>
+    res.stdout
+      .trim()
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => l.replace(/#.*/, '').replace(`${dir}/`, ''));
   t.same(checked(await mutateCmd(['--check', '-f', tree])), ['tree/cluster.yaml'], '-f DIR reads the directory, not its subdirectories');
   t.same(checked(await mutateCmd(['--check', '-R', '-f', tree])), ['tree/cluster.yaml', 'tree/nested/job.json'], '-R descends');
-  t.same(checked(await mutateCmd(['--check', '--recursive', `--filename=${tree}`])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'long forms');
+  t.same(
+    checked(await mutateCmd(['--check', '--recursive', `--filename=${tree}`])),
+    ['tree/cluster.yaml', 'tree/nested/job.json'],
+    'long forms',
+  );
   const file = join(tree, 'nested', 'job.json');
-  t.same(checked(await mutateCmd(['--check', '-f', `${join(tree, 'cluster.yaml')},${file}`])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'one value, two paths');
-  t.same(checked(await mutateCmd(['--check', '-f', join(tree, 'cluster.yaml'), '-f', file])), ['tree/cluster.yaml', 'tree/nested/job.json'], 'repeated -f');
-  t.same(checked(await mutateCmd(['--check', '-f', file, tree])), ['tree/nested/job.json', 'tree/cluster.yaml', 'tree/nested/job.json'], '-f before positional paths, a positional directory still recursive');
+  t.same(
+    checked(await mutateCmd(['--check', '-f', `${join(tree, 'cluster.yaml')},${file}`])),
+    ['tree/cluster.yaml', 'tree/nested/job.json'],
+    'one value, two paths',
+  );
+  t.same(
+    checked(await mutateCmd(['--check', '-f', join(tree, 'cluster.yaml'), '-f', file])),
+    ['tree/cluster.yaml', 'tree/nested/job.json'],
+    'repeated -f',
+  );
+  t.same(
+    checked(await mutateCmd(['--check', '-f', file, tree])),
+    ['tree/nested/job.json', 'tree/cluster.yaml', 'tree/nested/job.json'],
+    '-f before positional paths, a positional directory still recursive',
+  );
   const notes = join(dir, 'notes.txt');
   writeFileSync(notes, CLUSTER_YAML);
   t.same(checked(await mutateCmd(['--check', '-f', notes])), ['notes.txt'], 'a file named by -f is read whatever its extension');
@@ -163,8 +221,12 @@ t.test('through the binary: stdin with -, usage errors exit 2', async (t) => {
   const res = spawnSync(process.execPath, [BIN, 'mutate', '--check', '-'], { input: CLUSTER_YAML, encoding: 'utf8', timeout: 30_000 });
   t.equal(res.status, 1);
   t.match(res.stdout, /^\(stdin\)#1 RayCluster ray\/demo: would be changed/);
-  const dashF = spawnSync(process.execPath, [BIN, 'mutate', '--check', '-f', '-'], { input: CLUSTER_YAML, encoding: 'utf8', timeout: 30_000 });
-  t.equal(dashF.status, 1, 'kubectl\'s -f - reads stdin');
+  const dashF = spawnSync(process.execPath, [BIN, 'mutate', '--check', '-f', '-'], {
+    input: CLUSTER_YAML,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  t.equal(dashF.status, 1, "kubectl's -f - reads stdin");
   t.match(dashF.stdout, /^\(stdin\)#1 RayCluster ray\/demo: would be changed/);
   const bad = spawnSync(process.execPath, [BIN, 'mutate', '-o', 'xml', '-'], { input: '', encoding: 'utf8', timeout: 30_000 });
   t.equal(bad.status, 2);

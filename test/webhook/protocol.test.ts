@@ -46,7 +46,10 @@ t.test('RayCluster CREATE: AdmissionReview answer with a base64 JSONPatch that a
   t.equal(body.response.allowed, true);
   t.equal(body.response.patchType, 'JSONPatch');
   const copy = structuredClone(object);
-  t.same(applyPatch(copy, decodePatch(body.response.patch) as never).filter((e) => e !== null), []);
+  t.same(
+    applyPatch(copy, decodePatch(body.response.patch) as never).filter((e) => e !== null),
+    [],
+  );
   t.same((copy.metadata as JsonObject).finalizers, [FINALIZER]);
   t.equal(((copy.metadata as JsonObject).annotations as JsonObject)[NS_ANNOTATION], 'pinned-1');
   t.equal(((copy.metadata as JsonObject).annotations as JsonObject)['a/b~c'], 'd');
@@ -75,18 +78,64 @@ t.test('nothing to change: allowed without patch; DELETE never patched', async (
 
 t.test('bad inputs get a 4xx AdmissionReview refusal with a clear message', async (t) => {
   const good = review('RayCluster', 'CREATE', rayCluster());
-  const rows: Array<{ name: string; payload: unknown; headers?: Record<string, string>; status: number; message: RegExp; uid: string; path?: string }> = [
+  const rows: Array<{
+    name: string;
+    payload: unknown;
+    headers?: Record<string, string>;
+    status: number;
+    message: RegExp;
+    uid: string;
+    path?: string;
+  }> = [
     { name: 'malformed JSON', payload: '{"apiVersion": "admission.k8s.io/v1", ', status: 400, message: /not valid JSON/, uid: '' },
     { name: 'empty body', payload: '', status: 400, message: /not valid JSON/, uid: '' },
     { name: 'JSON but not an object', payload: '[1,2]', status: 400, message: /AdmissionReview JSON object/, uid: '' },
-    { name: 'missing request', payload: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }, status: 400, message: /no request/, uid: '' },
-    { name: 'missing uid', payload: review('RayCluster', 'CREATE', rayCluster(), undefined, { uid: null }), status: 400, message: /request\.uid/, uid: '' },
-    { name: 'non-object object', payload: review('RayCluster', 'CREATE', 42), status: 400, message: /request\.object .* a number/, uid: UID },
-    { name: 'backend not a string', payload: review('RayCluster', 'CREATE', rayCluster({ options: { backend: { toString: 'x' } } })), status: 400, message: /backend must be a string/, uid: UID },
+    {
+      name: 'missing request',
+      payload: { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' },
+      status: 400,
+      message: /no request/,
+      uid: '',
+    },
+    {
+      name: 'missing uid',
+      payload: review('RayCluster', 'CREATE', rayCluster(), undefined, { uid: null }),
+      status: 400,
+      message: /request\.uid/,
+      uid: '',
+    },
+    {
+      name: 'non-object object',
+      payload: review('RayCluster', 'CREATE', 42),
+      status: 400,
+      message: /request\.object .* a number/,
+      uid: UID,
+    },
+    {
+      name: 'backend not a string',
+      payload: review('RayCluster', 'CREATE', rayCluster({ options: { backend: { toString: 'x' } } })),
+      status: 400,
+      message: /backend must be a string/,
+      uid: UID,
+    },
     { name: 'unknown kind', payload: review('RayService', 'CREATE', {}), status: 400, message: /got ray\.io\/v1 RayService/, uid: UID },
     { name: 'RayCluster on the RayJob route', payload: good, path: JOB, status: 400, message: /mutates ray\.io\/v1 RayJob/, uid: UID },
-    { name: 'wrong content type', payload: JSON.stringify(good), headers: { 'content-type': 'text/plain' }, status: 415, message: /Unsupported Media Type/, uid: '' },
-    { name: 'yaml content type', payload: 'a: b', headers: { 'content-type': 'application/yaml' }, status: 415, message: /Unsupported Media Type/, uid: '' },
+    {
+      name: 'wrong content type',
+      payload: JSON.stringify(good),
+      headers: { 'content-type': 'text/plain' },
+      status: 415,
+      message: /Unsupported Media Type/,
+      uid: '',
+    },
+    {
+      name: 'yaml content type',
+      payload: 'a: b',
+      headers: { 'content-type': 'application/yaml' },
+      status: 415,
+      message: /Unsupported Media Type/,
+      uid: '',
+    },
     { name: 'no content type', payload: JSON.stringify(good), headers: {}, status: 415, message: /Unsupported Media Type/, uid: '' },
   ];
   for (const row of rows) {
@@ -107,7 +156,7 @@ t.test('content type with a charset parameter is fine', async (t) => {
   t.equal(res.statusCode, 200);
 });
 
-t.test('the API server\'s ?timeout= query is accepted', async (t) => {
+t.test("the API server's ?timeout= query is accepted", async (t) => {
   const res = await post(`${CLUSTER}?timeout=10s`, review('RayCluster', 'CREATE', rayCluster()));
   t.equal(res.statusCode, 200);
   t.equal(res.json().response.allowed, true);
@@ -131,7 +180,11 @@ t.test('an exception while defaulting is a 500 refusal carrying the uid; the ser
   try {
     const res = await post(CLUSTER, review('RayCluster', 'CREATE', rayCluster({ annotations: { [FT]: 'true' } })));
     t.equal(res.statusCode, 500);
-    t.same(res.json().response, { uid: UID, allowed: false, status: { code: 500, message: 'internal error while defaulting: generator broke' } });
+    t.same(res.json().response, {
+      uid: UID,
+      allowed: false,
+      status: { code: 500, message: 'internal error while defaulting: generator broke' },
+    });
   } finally {
     failNamespace = false;
   }

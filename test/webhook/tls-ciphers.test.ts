@@ -59,10 +59,29 @@ const rsaWebhook = await listeningWebhook(rsa.certFile, rsa.keyFile);
 // An EC (P-256) serving certificate, for the ECDSA suites (cert-manager can issue these).
 const ecCert = join(rsa.dir, 'ec.crt');
 const ecKey = join(rsa.dir, 'ec.key');
-execFileSync('openssl', [
-  'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-  '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', ecKey, '-out', ecCert,
-], { stdio: 'ignore' });
+execFileSync(
+  'openssl',
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    '-keyout',
+    ecKey,
+    '-out',
+    ecCert,
+  ],
+  { stdio: 'ignore' },
+);
 const ecWebhook = await listeningWebhook(ecCert, ecKey);
 
 t.test('every listed TLS 1.3 suite is negotiated', async (t) => {
@@ -81,12 +100,19 @@ t.test('every listed TLS 1.2 suite is negotiated (RSA suites with the RSA key, E
 });
 
 t.test('TLS 1.2 suites without forward secrecy or without AEAD are refused; a default Node server accepts each', async (t) => {
-  const control = createServer({ cert: readFileSync(rsa.certFile), key: readFileSync(rsa.keyFile), ciphers: `${DEFAULT_CIPHERS}:@SECLEVEL=0`, dhparam: 'auto' }, (s) => s.end());
+  const control = createServer(
+    { cert: readFileSync(rsa.certFile), key: readFileSync(rsa.keyFile), ciphers: `${DEFAULT_CIPHERS}:@SECLEVEL=0`, dhparam: 'auto' },
+    (s) => s.end(),
+  );
   await new Promise<void>((resolve) => control.listen(0, '127.0.0.1', resolve));
   t.teardown(() => control.close());
   const controlPort = (control.address() as { port: number }).port;
   for (const suite of REFUSED_TLS12) {
-    t.same(await handshake(controlPort, tls12(suite)), { protocol: 'TLSv1.2', cipher: suite }, `control: ${suite} works against Node's default list`);
+    t.same(
+      await handshake(controlPort, tls12(suite)),
+      { protocol: 'TLSv1.2', cipher: suite },
+      `control: ${suite} works against Node's default list`,
+    );
     const res = await handshake(rsaWebhook.port, tls12(suite));
     t.ok('error' in res, `${suite} refused by the webhook`);
     if ('error' in res) t.match(res.error, /handshake failure|no shared cipher|alert/i, suite);
@@ -101,5 +127,8 @@ t.test('a rotated certificate keeps the cipher list', async (t) => {
   await handshake(rsaWebhook.port, {}, (fp) => (served = fp));
   t.equal(served, new X509Certificate(next.cert).fingerprint256, 'the rotated certificate is served');
   t.ok('error' in (await handshake(rsaWebhook.port, tls12('AES128-GCM-SHA256'))), 'AES128-GCM-SHA256 still refused');
-  t.same(await handshake(rsaWebhook.port, tls12('ECDHE-RSA-AES128-GCM-SHA256')), { protocol: 'TLSv1.2', cipher: 'ECDHE-RSA-AES128-GCM-SHA256' });
+  t.same(await handshake(rsaWebhook.port, tls12('ECDHE-RSA-AES128-GCM-SHA256')), {
+    protocol: 'TLSv1.2',
+    cipher: 'ECDHE-RSA-AES128-GCM-SHA256',
+  });
 });

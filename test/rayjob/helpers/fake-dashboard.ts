@@ -97,8 +97,10 @@ export class FakeDashboard {
     }
     // Ray's dashboard refuses POST/PUT from what looks like a browser (Sec-Fetch-* headers, which
     // undici's fetch sends, or a Mozilla User-Agent), exactly with this answer.
-    const browser = Object.keys(req.headers).some((h) => h.startsWith('sec-fetch-')) || (req.headers['user-agent'] ?? '').startsWith('Mozilla');
-    if (browser && (req.method === 'POST' || req.method === 'PUT')) return this.reply(res, 405, `'${req.method}' method not allowed for browser traffic.`);
+    const browser =
+      Object.keys(req.headers).some((h) => h.startsWith('sec-fetch-')) || (req.headers['user-agent'] ?? '').startsWith('Mozilla');
+    if (browser && (req.method === 'POST' || req.method === 'PUT'))
+      return this.reply(res, 405, `'${req.method}' method not allowed for browser traffic.`);
     try {
       if (req.method === 'POST' && (path === '/api/jobs/' || path === '/api/jobs')) return this.submit(await this.body(req), res);
       const stop = /^\/api\/jobs\/([^/]+)\/stop$/.exec(path);
@@ -115,9 +117,15 @@ export class FakeDashboard {
   }
 
   private submit(raw: unknown, res: ServerResponse): void {
-    const req = raw as { entrypoint?: string; submission_id?: string; metadata?: Record<string, string>; runtime_env?: Record<string, unknown> };
+    const req = raw as {
+      entrypoint?: string;
+      submission_id?: string;
+      metadata?: Record<string, string>;
+      runtime_env?: Record<string, unknown>;
+    };
     const id = req.submission_id || `raysubmit_${this.seq}`;
-    if (this.jobs.has(id)) return this.reply(res, 400, `Job with submission_id ${id} already exists. Please use a different submission_id.`);
+    if (this.jobs.has(id))
+      return this.reply(res, 400, `Job with submission_id ${id} already exists. Please use a different submission_id.`);
     const entrypoint = req.entrypoint ?? '';
     const job: FakeJob = {
       job_id: `0${this.seq++}000000`,

@@ -61,7 +61,11 @@ export interface Harness {
    * Reconciles `name` until `until(job)` holds (the object may be gone: undefined), recording every
    * stored deployment status seen. `autoReady` marks the RayJob's cluster ready as soon as it exists.
    */
-  drive(name: string, until: (job: RayJob | undefined) => boolean, options?: { timeoutMs?: number; autoReady?: boolean; maxSleepMs?: number }): Promise<{ job: RayJob | undefined; states: string[] }>;
+  drive(
+    name: string,
+    until: (job: RayJob | undefined) => boolean,
+    options?: { timeoutMs?: number; autoReady?: boolean; maxSleepMs?: number },
+  ): Promise<{ job: RayJob | undefined; states: string[] }>;
   events(name: string): Promise<Array<{ type: string; reason: string; message: string }>>;
 }
 
@@ -128,7 +132,13 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
       'rayjob-dashboard-timeout': '2',
     },
     {},
-    { gracePeriodSeconds: 10, statusCheckTimeoutSeconds: 10, submitterFinishedTimeoutSeconds: 10, requeueMs: 1000, ...(options.machine ?? {}) },
+    {
+      gracePeriodSeconds: 10,
+      statusCheckTimeoutSeconds: 10,
+      submitterFinishedTimeoutSeconds: 10,
+      requeueMs: 1000,
+      ...(options.machine ?? {}),
+    },
   );
   const recorders: KubeEventRecorder[] = [];
   const makeReconciler = (overrides: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches'>> = {}) => {
@@ -168,7 +178,11 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     submitterJob: (name) => kube.getOrUndefined<Record<string, unknown>>({ ...JOBS, namespace, name }),
     async markReady(clusterName) {
-      await kube.patch({ ...RAYCLUSTERS, namespace, name: clusterName, subresource: 'status' }, { status: { state: 'ready' } }, 'application/merge-patch+json');
+      await kube.patch(
+        { ...RAYCLUSTERS, namespace, name: clusterName, subresource: 'status' },
+        { status: { state: 'ready' } },
+        'application/merge-patch+json',
+      );
     },
     async drive(name, until, opts = {}) {
       const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
@@ -181,7 +195,9 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
       record(job);
       while (!until(job)) {
         if (Date.now() > deadline) {
-          throw new Error(`RayJob ${namespace}/${name} did not reach the expected state; states seen: ${states.join(' -> ')}; status: ${JSON.stringify(job?.status)}`);
+          throw new Error(
+            `RayJob ${namespace}/${name} did not reach the expected state; states seen: ${states.join(' -> ')}; status: ${JSON.stringify(job?.status)}`,
+          );
         }
         let wait = 100;
         try {
@@ -204,11 +220,19 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     async events(name) {
       await Promise.all(recorders.map((r) => r.flush()));
-      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({ ...EVENTS, namespace });
-      return list.items.filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayJob').map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
+      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({
+        ...EVENTS,
+        namespace,
+      });
+      return list.items
+        .filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayJob')
+        .map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
     },
   };
   return h;
 }
 
-export const inState = (...states: string[]) => (job: RayJob | undefined) => job !== undefined && states.includes(storedState(job));
+export const inState =
+  (...states: string[]) =>
+  (job: RayJob | undefined) =>
+    job !== undefined && states.includes(storedState(job));
