@@ -28,7 +28,6 @@ import {
 import type { Logger } from '../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
-import type { KubeObject } from './runtime/informer.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
 import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
@@ -191,7 +190,7 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
           seen.inc();
           const message = `KubeRay's operator created its own Redis cleanup Job ${namespace}/${job.metadata?.name ?? ''} for this RayCluster, which raykeeper cleans up too: both act on the same finalizer. To fix, ${KUBERAY_CLEANUP_FIX}`;
           log.warn({ rayCluster: `${namespace}/${clusterName}`, job: job.metadata?.name }, message);
-          ctx.events.event(cluster as KubeObject, 'Warning', EVENT_KUBERAY_CLEANUP_ENABLED, message);
+          ctx.events.event(cluster, 'Warning', EVENT_KUBERAY_CLEANUP_ENABLED, message);
         },
       },
     };

@@ -54,7 +54,7 @@ export class RayPodRunner {
   private readonly o: RayPodRunnerOptions;
   private readonly kube: KubeClient;
   private readonly factory: InformerFactory;
-  private readonly pods: Informer;
+  private readonly pods: Informer<Pod>;
   private readonly log: Logger;
   private readonly queue = new WorkQueue();
   private readonly running = new Map<ObjectKey, Running>();
@@ -103,7 +103,7 @@ export class RayPodRunner {
 
   /** Brings one pod (by key, from the cache) along: one call per key at a time. */
   private async handle(key: ObjectKey): Promise<void> {
-    const p = this.pods.get(key) as unknown as Pod | undefined;
+    const p = this.pods.get(key);
     const here = this.running.get(key);
     if (here && (!p || p.metadata.deletionTimestamp || here.uid !== p.metadata.uid)) {
       this.running.delete(key);

@@ -17,6 +17,9 @@
 #   --node          also build the node's commands (several more minutes cold)
 #   --print-paths   print "<name>=<path>" lines and exit (builds nothing)
 #   --check         exit 0 when every binary this call would build is cached, 1 otherwise (builds nothing)
+#   --part kube     only the k8s.io/kubernetes commands (kube-apiserver, kubectl, the node's)
+#   --part tools    only etcd (and crictl with --node): tools/setup.sh builds the two parts side by side,
+#                   so etcd and crictl are off the kube-apiserver's critical path
 # Idempotent; safe to run on every CI run (a warm run only checks the two files).
 # A cold kube-apiserver build takes several minutes and ~2 GiB of RAM.
 set -euo pipefail
@@ -37,18 +40,28 @@ node_cmds=(kubelet kube-proxy kube-scheduler kube-controller-manager)
 crictl_version="$(version_of "$here/crictl/go.mod" sigs.k8s.io/cri-tools)"
 crictl_bin="$bin_dir/crictl-$crictl_version"
 
-node=false print=false check=false
-for arg in "$@"; do
-  case "$arg" in
+node=false print=false check=false part=all
+usage="usage: $0 [--node] [--part kube|tools] [--print-paths | --check]"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
     --node) node=true ;;
     --print-paths) print=true ;;
     --check) check=true ;;
-    *) die "unknown argument $arg (usage: $0 [--node] [--print-paths | --check])" ;;
+    --part) [[ "${2:-}" == kube || "${2:-}" == tools ]] || die "--part takes kube or tools ($usage)"; part="$2"; shift ;;
+    *) die "unknown argument $1 ($usage)" ;;
   esac
+  shift
 done
+kube=true tools=true
+[[ "$part" == tools ]] && kube=false
+[[ "$part" == kube ]] && tools=false
 if $check; then
-  wanted=("$etcd_bin" "$kube_bin" "$bin_dir/kubectl-$kube_version")
-  if $node; then for c in "${node_cmds[@]}"; do wanted+=("$bin_dir/$c-$kube_version"); done; wanted+=("$crictl_bin"); fi
+  wanted=()
+  if $tools; then wanted+=("$etcd_bin"); if $node; then wanted+=("$crictl_bin"); fi; fi
+  if $kube; then
+    wanted+=("$kube_bin" "$bin_dir/kubectl-$kube_version")
+    if $node; then for c in "${node_cmds[@]}"; do wanted+=("$bin_dir/$c-$kube_version"); done; fi
+  fi
   for f in "${wanted[@]}"; do [[ -x "$f" ]] || exit 1; done
   exit 0
 fi
@@ -62,7 +75,16 @@ if $print; then
 fi
 
 # -s -w: no symbol table or DWARF (nobody debugs these here), a shorter link on 2 cores.
-build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin" "-s -w"
+if $tools; then
+  build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "$etcd_bin" "-s -w"
+  say "ready: $etcd_bin"
+  if $node; then
+    # crictl stops and removes the node's pods through the CRI when the node stops (netns, IPs, mounts).
+    build crictl "$here/crictl" sigs.k8s.io/cri-tools/cmd/crictl "$crictl_bin" "-s -w" --help
+    say "ready: $crictl_bin"
+  fi
+fi
+$kube || exit 0
 # Stamp the version (as Kubernetes' own build does) so /version and `kubectl version` report it instead
 # of v0.0.0-master.
 kube_minor="${kube_version#v*.}"; kube_minor="${kube_minor%%.*}"
@@ -70,7 +92,6 @@ kube_major="${kube_version#v}"; kube_major="${kube_major%%.*}"
 vpkg=k8s.io/component-base/version
 kube_ldflags="-s -w -X $vpkg.gitVersion=$kube_version -X $vpkg.gitMajor=$kube_major -X $vpkg.gitMinor=$kube_minor -X $vpkg.gitTreeState=clean"
 build kube-apiserver "$here/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver "$kube_bin" "$kube_ldflags"
-say "ready: $etcd_bin"
 say "ready: $kube_bin"
 # kubectl (the tests and `raykeeper dev` users call it; a fresh Debian machine has none) and, with --node,
 # the node's commands: one go build of the kube-node module.
@@ -82,7 +103,4 @@ build_set "$here/kube-node" "$kube_ldflags" "${set_specs[@]}"
 say "ready: $bin_dir/kubectl-$kube_version"
 if $node; then
   for c in "${node_cmds[@]}"; do say "ready: $bin_dir/$c-$kube_version"; done
-  # crictl stops and removes the node's pods through the CRI when the node stops (netns, IPs, mounts).
-  build crictl "$here/crictl" sigs.k8s.io/cri-tools/cmd/crictl "$crictl_bin" "-s -w" --help
-  say "ready: $crictl_bin"
 fi

@@ -41,8 +41,11 @@ export -f npm_fresh npm_step
 step system "$(state bash tools/install-system-deps.sh "${deps[@]}" --check)" "Debian packages (redis-server$($images && echo ', buildah, debootstrap')$($node && echo ', containerd, runc, CNI, dnsmasq'))" \
   -- bash tools/install-system-deps.sh "${deps[@]}"
 step npm "$(state npm_fresh)" "npm ci (node@22, fastify, @kubernetes/client-node, tap, ...)" -- bash -c npm_step
-step control-plane "$(state bash tools/build-control-plane.sh "${build[@]}" --check)" "go build etcd, kube-apiserver, kubectl$($node && echo ', kubelet, kube-proxy, kube-scheduler, kube-controller-manager, crictl')" \
-  -- bash tools/build-control-plane.sh "${build[@]}"
+# The kube-apiserver build is the longest (10+ minutes cold): etcd and crictl build beside it, not before.
+step kubernetes "$(state bash tools/build-control-plane.sh "${build[@]}" --part kube --check)" "go build kube-apiserver, kubectl$($node && echo ', kubelet, kube-proxy, kube-scheduler, kube-controller-manager')" \
+  -- bash tools/build-control-plane.sh "${build[@]}" --part kube
+step etcd "$(state bash tools/build-control-plane.sh "${build[@]}" --part tools --check)" "go build etcd$($node && echo ', crictl')" \
+  -- bash tools/build-control-plane.sh "${build[@]}" --part tools
 step helm "$(state bash tools/build-helm.sh --check)" "go build helm 3 and helm 4 (chart tests)" -- bash tools/build-helm.sh
 step kuberay "$(state bash tools/build-kuberay.sh --check)" "go build KubeRay's ray-operator v1.6.2 (tests beside KubeRay)" -- bash tools/build-kuberay.sh
 if $ray; then

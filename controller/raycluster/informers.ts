@@ -5,6 +5,7 @@
 import type { ControllerContext } from '../runtime/reconciler.ts';
 import type { Informer, KubeObject } from '../runtime/informer.ts';
 import { RAYCLUSTERS } from '../../src/kube-resources.ts';
+import type { RayCluster } from '../../src/types.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -42,12 +43,15 @@ const OPERATOR_MODULE = 'raycluster-pods';
  * The operator's RayCluster cache (every cluster, spec and status) when the operator runs in this process
  * (or nobody said), else undefined. The RayJob reconciler reads its clusters from it too.
  */
-export function operatorRayClusterInformer(ctx: ControllerContext): Informer | undefined {
+export function operatorRayClusterInformer(ctx: ControllerContext): Informer<RayCluster> | undefined {
   if (ctx.reconcilers !== undefined && !ctx.reconcilers.includes(OPERATOR_MODULE)) return undefined;
-  return ctx.informers.get({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
+  return ctx.informers.get<RayCluster>({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
 }
 
 /** The shared RayCluster informer: the operator's full one when it runs (or nobody said), else the FT projection. */
-export function rayClusterInformer(ctx: ControllerContext): Informer {
-  return operatorRayClusterInformer(ctx) ?? ctx.informers.get({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' });
+export function rayClusterInformer(ctx: ControllerContext): Informer<RayCluster> {
+  return (
+    operatorRayClusterInformer(ctx) ??
+    ctx.informers.get<RayCluster>({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' })
+  );
 }

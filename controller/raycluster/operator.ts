@@ -27,7 +27,7 @@ import type { BuildOptions, Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../src/kube.ts';
-import type { Informer, KubeObject } from '../runtime/informer.ts';
+import type { Informer, KubeObject, ObjectWithMeta } from '../runtime/informer.ts';
 import {
   ownerKeys,
   type ControllerContext,
@@ -111,7 +111,7 @@ function clusterKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
-function isTerminating(obj: KubeObject): boolean {
+function isTerminating(obj: ObjectWithMeta): boolean {
   const ts = obj.metadata?.deletionTimestamp;
   return typeof ts === 'string' && ts !== '';
 }
@@ -120,10 +120,10 @@ export class RayClusterOperator {
   private readonly ctx: ControllerContext;
   private readonly kube: KubeClient;
   private readonly config: RayClusterOperatorConfig;
-  private readonly clusters: Informer;
-  private readonly pods: Informer;
-  private readonly services: Informer;
-  private readonly headless: Informer;
+  private readonly clusters: Informer<RayCluster>;
+  private readonly pods: Informer<Pod>;
+  private readonly services: Informer<Service>;
+  private readonly headless: Informer<Service>;
   readonly expectations: Expectations;
   private readonly gate: PodCreationGate;
   private readonly m: { actions: Counter<'action'>; statusWrites: Counter<never> };
@@ -133,9 +133,14 @@ export class RayClusterOperator {
     this.kube = ctx.kube;
     this.config = config;
     this.clusters = rayClusterInformer(ctx);
-    this.pods = ctx.informers.get({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
-    this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL, transform: slimService, transformId: 'slim' });
-    this.headless = ctx.informers.get({
+    this.pods = ctx.informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
+    this.services = ctx.informers.get<Service>({
+      ...SERVICES,
+      labelSelector: RAY_CLUSTER_LABEL,
+      transform: slimService,
+      transformId: 'slim',
+    });
+    this.headless = ctx.informers.get<Service>({
       ...SERVICES,
       labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL,
       transform: slimService,
@@ -182,16 +187,16 @@ export class RayClusterOperator {
       .list(ns)
       .filter(
         (p) => p.metadata?.labels?.[RAY_CLUSTER_LABEL] === name && RAY_NODE_TYPES.has(p.metadata?.labels?.[RAY_NODE_TYPE_LABEL] ?? ''),
-      ) as unknown as Pod[];
+      );
     const services = [
       ...this.services.list(ns).filter((s) => s.metadata?.labels?.[RAY_CLUSTER_LABEL] === name),
       ...this.headless.list(ns).filter((s) => s.metadata?.labels?.[RAY_HEADLESS_WORKER_SVC_LABEL] === name),
-    ] as unknown as Service[];
+    ];
     return { pods, services };
   }
 
   async reconcile(key: ObjectKey): Promise<ReconcileResult | void> {
-    const cached = this.clusters.get(key) as RayCluster | undefined;
+    const cached = this.clusters.get(key);
     if (!cached) {
       this.expectations.forget(key);
       return;
@@ -204,7 +209,7 @@ export class RayClusterOperator {
     const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
     const lookup: CacheLookup = (pod) => {
       const p = byName.get(pod);
-      return p === undefined ? 'absent' : isTerminating(p as KubeObject) ? 'terminating' : 'present';
+      return p === undefined ? 'absent' : isTerminating(p) ? 'terminating' : 'present';
     };
     const unsatisfied = new Set<string>();
     const p = plan({
@@ -240,7 +245,7 @@ export class RayClusterOperator {
     const oldUnsupported = old.conditions?.find((c) => c.type === COND_UNSUPPORTED);
     if (unsupported && oldUnsupported?.message !== unsupported.message) {
       this.ctx.events.event(
-        cluster as KubeObject,
+        cluster,
         'Warning',
         EVENT_UNSUPPORTED_FIELDS,
         `${unsupported.refused ? 'not started' : 'started without them'}: ${unsupported.message}`,
@@ -260,7 +265,7 @@ export class RayClusterOperator {
         await this.kube.create({ ...SERVICES, namespace: cluster.metadata.namespace }, svc);
         this.m.actions.inc({ action: 'createService' });
         this.ctx.events.event(
-          cluster as KubeObject,
+          cluster,
           'Normal',
           EVENT_CREATED_SERVICE,
           `Created service ${cluster.metadata.namespace}/${svc.metadata.name}`,
@@ -268,7 +273,7 @@ export class RayClusterOperator {
       } catch (err) {
         if (isAlreadyExists(err)) continue;
         this.ctx.events.event(
-          cluster as KubeObject,
+          cluster,
           'Warning',
           EVENT_FAILED_TO_CREATE_SERVICE,
           `Failed creating service ${cluster.metadata.namespace}/${svc.metadata.name}, ${errorMessage(err)}`,
@@ -281,7 +286,7 @@ export class RayClusterOperator {
   /** Applies the pod actions in order; stops at the first failure and answers its ReplicaFailure reason. */
   private async applyPods(cluster: RayCluster, key: string, p: Plan): Promise<{ reason: string; message: string } | undefined> {
     const ns = cluster.metadata.namespace;
-    const obj = cluster as KubeObject;
+    const obj = cluster;
     for (const a of p.actions) {
       if (a.kind === 'createPod') {
         const head = a.nodeType === 'head';
@@ -341,7 +346,7 @@ export class RayClusterOperator {
     } catch (err) {
       if (isNotFound(err)) return undefined;
       this.ctx.events.event(
-        cluster as KubeObject,
+        cluster,
         'Warning',
         head ? EVENT_FAILED_TO_DELETE_HEAD_POD : EVENT_FAILED_TO_DELETE_WORKER_POD,
         `Failed deleting ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}, ${errorMessage(err)}`,
@@ -352,7 +357,7 @@ export class RayClusterOperator {
     this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
     if (!quiet)
       this.ctx.events.event(
-        cluster as KubeObject,
+        cluster,
         'Normal',
         head ? EVENT_DELETED_HEAD_POD : EVENT_DELETED_WORKER_POD,
         `Deleted ${head ? 'head' : 'worker'} Pod ${ns}/${a.name}: ${a.reason}`,

@@ -37,6 +37,7 @@ import {
 } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft.ts';
 import type { BatchJob, RayCluster } from '../../src/types.ts';
+import type { Pod } from '../../src/raycluster/pods.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/raycluster/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
@@ -143,9 +144,9 @@ export class RayClusterReconciler {
   private readonly ctx: ControllerContext;
   private readonly kube: KubeClient;
   private readonly config: Required<Omit<RayClusterReconcilerConfig, 'workers'>>;
-  private readonly clusters: Informer;
-  private readonly jobs: Informer;
-  private readonly heads: Informer;
+  private readonly clusters: Informer<RayCluster>;
+  private readonly jobs: Informer<BatchJob>;
+  private readonly heads: Informer<Pod>;
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: PodCreationGate;
   private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
@@ -160,13 +161,13 @@ export class RayClusterReconciler {
       runCleanup: config.runCleanup ?? defaultInProcessRunner,
     };
     this.clusters = rayClusterInformer(ctx);
-    this.jobs = ctx.informers.get({
+    this.jobs = ctx.informers.get<BatchJob>({
       ...JOBS,
       labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
       transform: slimDependent,
       transformId: 'slim',
     });
-    this.heads = ctx.informers.get({
+    this.heads = ctx.informers.get<Pod>({
       ...PODS,
       labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`,
       transform: slimDependent,
@@ -209,7 +210,7 @@ export class RayClusterReconciler {
         {
           informer: this.jobs,
           toKeys: ownerKeys('RayCluster', 'ray.io'),
-          filter: (type, job) => type === 'delete' || jobOutcome(job as unknown as BatchJob) !== undefined,
+          filter: (type, job: BatchJob) => type === 'delete' || jobOutcome(job) !== undefined,
           resync: false,
         },
         // A head pod matters when it is gone (the cleanup may start).
@@ -354,7 +355,7 @@ export class RayClusterReconciler {
   }
 
   private event(cluster: RayCluster, e: EventSpec): void {
-    this.ctx.events.event(cluster as KubeObject, e.type, e.reason, e.message);
+    this.ctx.events.event(cluster, e.type, e.reason, e.message);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Informer, InformerFactory } from '../runtime/informer.ts';
 import { operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import type { BatchJob, RayCluster, RayJob } from '../../src/types.ts';
 
 const flags: Record<string, ModuleFlag> = {};
 for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {
@@ -19,12 +20,12 @@ for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName
  * its clusters there, a clusterSelector's cluster included (no GET per dashboard poll), and no second
  * RayCluster watch is opened; without it, only the clusters RayJobs created are cached.
  */
-export function rayJobCaches(informers: InformerFactory, allClusters?: Informer): RayJobCaches {
+export function rayJobCaches(informers: InformerFactory, allClusters?: Informer<RayCluster>): RayJobCaches {
   const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
   return {
-    rayJobs: informers.get({ ...RAYJOBS }),
-    clusters: allClusters ?? informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
-    submitters: informers.get({ ...JOBS, labelSelector: owned }),
+    rayJobs: informers.get<RayJob>({ ...RAYJOBS }),
+    clusters: allClusters ?? informers.get<RayCluster>({ ...RAYCLUSTERS, labelSelector: owned }),
+    submitters: informers.get<BatchJob>({ ...JOBS, labelSelector: owned }),
   };
 }
 

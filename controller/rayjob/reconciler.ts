@@ -26,7 +26,7 @@ import {
 } from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
-import type { Informer, KubeObject } from '../runtime/informer.ts';
+import type { Informer, ObjectWithMeta } from '../runtime/informer.ts';
 import { isAlreadyExists, isConflict, isNotFound, MERGE_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
 import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
@@ -53,13 +53,13 @@ const MAX_PASSES = 4;
 
 /** The informers the reconciler reads from (the ones its module watches). */
 export interface RayJobCaches {
-  rayJobs: Informer;
+  rayJobs: Informer<RayJob>;
   /**
    * Every RayCluster (the operator's cache), or only those a RayJob created (labelled); a cluster not in
    * it (a clusterSelector's, without the operator) is read with a GET.
    */
-  clusters: Informer;
-  submitters: Informer;
+  clusters: Informer<RayCluster>;
+  submitters: Informer<BatchJob>;
 }
 
 export interface RayJobReconcilerDeps {
@@ -140,9 +140,9 @@ export class RayJobReconciler implements Reconciler {
   }
 
   /** From the cache when it has the object; a miss (or no cache) is a GET. `null`: it does not exist. */
-  private async read<T>(cache: Informer | undefined, ref: ResourceRef, signal?: AbortSignal): Promise<T | null> {
+  private async read<T extends ObjectWithMeta>(cache: Informer<T> | undefined, ref: ResourceRef, signal?: AbortSignal): Promise<T | null> {
     const cached = cache?.getByName(ref.namespace, ref.name ?? '');
-    if (cached !== undefined) return cached as unknown as T;
+    if (cached !== undefined) return cached;
     return (await this.kube.getOrUndefined<T>(ref, { signal })) ?? null;
   }
 
@@ -183,7 +183,7 @@ export class RayJobReconciler implements Reconciler {
       } else {
         log.debug({ note: decision.note }, 'no status change');
       }
-      for (const ev of decision.events) this.events.event(current as KubeObject, ev.type, ev.reason, ev.message);
+      for (const ev of decision.events) this.events.event(current, ev.type, ev.reason, ev.message);
       const result: ReconcileResult = {};
       if (decision.requeueAfterMs !== undefined) result.requeueAfterMs = decision.requeueAfterMs;
       return { kind: 'done', result, decision };
@@ -221,7 +221,7 @@ export class RayJobReconciler implements Reconciler {
       const submitter = await this.read<BatchJob>(this.caches?.submitters, { ...JOBS, namespace, name }, signal);
       if (submitter !== null && !(submitter.metadata.ownerReferences ?? []).some((o) => o.uid === job.metadata.uid)) {
         const message = `Job ${namespace}/${name} exists but is not owned by RayJob ${namespace}/${job.metadata.name}; rename or delete it`;
-        this.events.event(job as KubeObject, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, message);
+        this.events.event(job, 'Warning', EVENT_FAILED_TO_CREATE_SUBMITTER, message);
         throw new Error(message);
       }
       observed.submitter = submitter;
@@ -280,7 +280,7 @@ export class RayJobReconciler implements Reconciler {
     log: Logger,
   ): Promise<RayJob> {
     const namespace = current.metadata.namespace;
-    const owner = current as KubeObject;
+    const owner = current;
     switch (action.type) {
       case 'addFinalizer':
         return this.patchFinalizer(current, 'add', signal);

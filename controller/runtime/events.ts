@@ -6,14 +6,14 @@
 // leads records nothing (its client's write fence, src/kube.ts `fenced`).
 import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
-import type { KubeObject } from './informer.ts';
+import type { ObjectWithMeta } from './informer.ts';
 import type { Logger } from '../../src/logger.ts';
 import { EVENTS } from '../../src/kube-resources.ts';
 import type { EventType } from '../../src/event-reasons.ts';
 
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void;
+  event(obj: ObjectWithMeta, type: EventType, reason: string, message: string): void;
   /** Waits for pending writes (tests, shutdown). */
   flush(): Promise<void>;
 }
@@ -56,7 +56,7 @@ export class KubeEventRecorder implements EventRecorder {
     this.now = options.now ?? Date.now;
   }
 
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+  event(obj: ObjectWithMeta, type: EventType, reason: string, message: string): void {
     const meta = obj.metadata ?? {};
     const ref = `${obj.kind ?? '?'} ${meta.namespace ?? ''}/${meta.name ?? ''}`;
     const log = { event: { type, reason }, object: ref };
@@ -84,7 +84,7 @@ export class KubeEventRecorder implements EventRecorder {
     while (this.pending.size > 0) await Promise.all([...this.pending]);
   }
 
-  private async write(obj: KubeObject, type: EventType, reason: string, message: string): Promise<void> {
+  private async write(obj: ObjectWithMeta, type: EventType, reason: string, message: string): Promise<void> {
     const meta = obj.metadata ?? {};
     const namespace = meta.namespace as string;
     const dedupKey = `${meta.uid ?? `${namespace}/${meta.name}`}|${type}|${reason}|${message}`;

@@ -35,8 +35,18 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
+/**
+ * What every object an informer caches has: a typed model (RayCluster, Pod, Service ...) fits it without
+ * a cast, which KubeObject's index signature does not allow.
+ */
+export interface ObjectWithMeta {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: KubeObject['metadata'];
+}
+
 export type InformerEventType = 'add' | 'update' | 'delete';
-export type InformerHandler = (type: InformerEventType, obj: KubeObject, old?: KubeObject) => void;
+export type InformerHandler<T extends ObjectWithMeta = KubeObject> = (type: InformerEventType, obj: T, old?: T) => void;
 
 export interface InformerSpec extends Omit<ResourceRef, 'name' | 'subresource'> {
   labelSelector?: string;
@@ -106,7 +116,11 @@ function keyOf(obj: KubeObject): string {
 
 class StopWatch extends Error {}
 
-export class Informer {
+/**
+ * A cache of one resource. `T` is the model its objects are read as (the factory's caller names it); the
+ * cache holds them as the API server sent them, transformed, so the one conversion to `T` is here.
+ */
+export class Informer<T extends ObjectWithMeta = KubeObject> {
   readonly id: string;
   readonly spec: InformerSpec;
   readonly stats: InformerStats = {
@@ -121,7 +135,7 @@ export class Informer {
     lastError: undefined,
   };
   private readonly cache = new Map<string, KubeObject>();
-  private readonly handlers: InformerHandler[] = [];
+  private readonly handlers: InformerHandler<KubeObject>[] = [];
   private readonly errorHandlers: Array<(err: unknown) => void> = [];
   private readonly syncWaiters: Array<() => void> = [];
   private readonly transform: (obj: KubeObject) => KubeObject;
@@ -155,21 +169,21 @@ export class Informer {
   }
 
   /** Registers a handler for add / update / delete (also fired by relist diffs). */
-  on(handler: InformerHandler): void {
-    this.handlers.push(handler);
+  on(handler: InformerHandler<T>): void {
+    this.handlers.push(handler as unknown as InformerHandler<KubeObject>);
   }
   onError(handler: (err: unknown) => void): void {
     this.errorHandlers.push(handler);
   }
 
-  get(key: string): KubeObject | undefined {
-    return this.cache.get(key);
+  get(key: string): T | undefined {
+    return this.cache.get(key) as T | undefined;
   }
-  getByName(namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.cache.get(namespace ? `${namespace}/${name}` : name);
+  getByName(namespace: string | undefined, name: string): T | undefined {
+    return this.get(namespace ? `${namespace}/${name}` : name);
   }
-  list(namespace?: string): KubeObject[] {
-    const all = [...this.cache.values()];
+  list(namespace?: string): T[] {
+    const all = [...this.cache.values()] as unknown as T[];
     return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
   }
   keys(): string[] {
@@ -417,7 +431,7 @@ export class Informer {
 
 /** Creates and shares informers; one per (resource, namespace, selectors, transformId). */
 export class InformerFactory {
-  private readonly informers = new Map<string, Informer>();
+  private readonly informers = new Map<string, Informer<KubeObject>>();
   private readonly kube: KubeClient;
   private readonly timings: Partial<InformerTimings>;
   private readonly defaultNamespace: string | undefined;
@@ -433,7 +447,7 @@ export class InformerFactory {
    * The shared informer for a resource. `namespace` defaults to the process's `--watch-namespace`;
    * pass `namespace: ''` explicitly for an all-namespaces or cluster-scoped informer.
    */
-  get(spec: InformerSpec): Informer {
+  get<T extends ObjectWithMeta = KubeObject>(spec: InformerSpec): Informer<T> {
     const namespace = spec.namespace === undefined ? this.defaultNamespace : spec.namespace || undefined;
     const full: InformerSpec = { ...spec, namespace };
     const id = [
@@ -454,7 +468,7 @@ export class InformerFactory {
       this.informers.set(id, informer);
       if (this.started) informer.start();
     }
-    return informer;
+    return informer as unknown as Informer<T>; // shared across callers; each reads it as its own model
   }
 
   all(): Informer[] {

@@ -20,7 +20,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
-import { isNotLeader, KubeClient } from '../../src/kube.ts';
+import { isConflict, isNotLeader, KubeClient } from '../../src/kube.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
@@ -292,7 +292,10 @@ export class Manager {
           if (!rc.abort.signal.aborted) {
             const delay = rc.queue.addRateLimited(key);
             if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
-            log.warn(
+            // A write that lost a race (409: the object changed since it was read) is how optimistic
+            // concurrency works, not a fault: re-read and retried, at debug; anything else is a warning.
+            const level = isConflict(err) ? 'debug' : 'warn';
+            log[level](
               {
                 controller: name,
                 key,

@@ -30,7 +30,7 @@ import type { KubeCredentials } from '../../src/kubeconfig.ts';
 import type { Logger } from '../../src/logger.ts';
 import type { Registry } from '../../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
-import type { Informer, InformerFactory, KubeObject } from './informer.ts';
+import type { Informer, InformerFactory, ObjectWithMeta } from './informer.ts';
 import type { KubeClient } from '../../src/kube.ts';
 
 /**
@@ -93,18 +93,20 @@ export class RetryNoLaterError extends Error {
 }
 
 /** An informer that triggers reconciles, and how its objects map to this reconciler's keys. */
-export interface WatchRegistration {
-  informer: Informer;
+// Method signatures (not function-typed properties): a registration of a typed informer
+// (WatchRegistration<BatchJob>) is a WatchRegistration, so a module's list can mix kinds.
+export interface WatchRegistration<T extends ObjectWithMeta = ObjectWithMeta> {
+  informer: Informer<T>;
   /**
    * Keys to enqueue for an added / updated / deleted object. Default: the object's own key.
    * For dependents (Pods, Jobs) map to the owner, e.g. `ownerKeys('RayCluster')`.
    */
-  toKeys?: (obj: KubeObject) => ObjectKey[];
+  toKeys?(obj: T): ObjectKey[];
   /**
    * Which events enqueue at all (default: every add / update / delete). E.g. react to a dependent Job
    * only when it finishes or disappears: `(type, job) => type === 'delete' || isFinished(job)`.
    */
-  filter?: (type: 'add' | 'update' | 'delete', obj: KubeObject) => boolean;
+  filter?(type: 'add' | 'update' | 'delete', obj: T): boolean;
   /** Keys to enqueue on periodic resync / leadership start: default every cached object's keys. */
   resync?: boolean;
 }
@@ -176,7 +178,7 @@ export function splitKey(key: ObjectKey): { namespace: string | undefined; name:
 }
 
 /** `toKeys` for dependents: the keys of the owners of the given kind (same namespace). */
-export function ownerKeys(kind: string, apiGroup?: string): (obj: KubeObject) => ObjectKey[] {
+export function ownerKeys(kind: string, apiGroup?: string): (obj: ObjectWithMeta) => ObjectKey[] {
   return (obj) => {
     const ns = obj.metadata?.namespace;
     const owners = obj.metadata?.ownerReferences ?? [];

@@ -24,7 +24,7 @@ ray_build() {
   bah run -v "$work:/mnt:ro" -e PIP_CERT=/mnt/ca.crt -e PIP_DISABLE_PIP_VERSION_CHECK=1 -e PIP_NO_CACHE_DIR=1 "$c" -- sh -c '
     export DEBIAN_FRONTEND=noninteractive && apt-get update -qq &&
     apt-get install -y -qq python3 python3-pip python-is-python3 wget ca-certificates >/dev/null &&
-    pip install -q --break-system-packages --root-user-action=ignore "ray[default]=='"$v"'" &&
+    pip install -q --no-compile --break-system-packages --root-user-action=ignore "ray[default]=='"$v"'" &&
     apt-get clean && rm -rf /var/lib/apt/lists/* /var/log/apt/* /var/log/dpkg.log &&
     find /usr/local/lib /usr/lib/python3 -name __pycache__ -prune -exec rm -rf {} + &&
     useradd --uid 1000 --gid 100 --create-home --shell /bin/bash ray' >&2
