@@ -7,6 +7,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { REPO_ROOT, requireKubeCommand } from '../localcluster/binaries.ts';
+import { waitForRedis } from '../localcluster/redis-server.ts';
 import { buildImages, type LocalImage } from '../localcluster/node/images.ts';
 import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
@@ -218,6 +219,9 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-controller');
     await waitForAdmission(kube);
     const svc = await kube.get<{ spec: { clusterIP: string } }>({ ...SERVICES, namespace: REDIS_NAMESPACE, name: REDIS_NAME });
+    // An Available Deployment is not yet a reachable Service: until kube-proxy has written the endpoint's
+    // rules, the ClusterIP REJECTs (ECONNREFUSED). Ready means a PING through the ClusterIP answers.
+    await waitForRedis(6379, false, 60_000, () => true, svc.spec.clusterIP);
     const redisInCluster = `${REDIS_NAME}.${REDIS_NAMESPACE}.svc.cluster.local:6379`;
 
     const samplesDir = join(stateDir, 'samples');
