@@ -66,3 +66,7 @@ export const EVENT_RAYJOB_FAILED = 'RayJobFailed';
 export const EVENT_STOPPED_RAY_JOB = 'StoppedRayJob';
 export const EVENT_FAILED_TO_STOP_RAY_JOB = 'FailedToStopRayJob';
 export const EVENT_SUBMITTED_RAY_JOB = 'SubmittedRayJob';
+// RayJob deletion rules: KubeRay's names for DeleteWorkers; ours for a finished RayJob no rule matches (kuberay #5184).
+export const EVENT_UPDATED_RAYCLUSTER = 'UpdatedRayCluster';
+export const EVENT_FAILED_TO_UPDATE_RAYCLUSTER = 'FailedToUpdateRayCluster';
+export const EVENT_DELETION_RULES_UNMATCHED = 'DeletionRulesUnmatched';

@@ -53,7 +53,8 @@ export interface GcsFaultToleranceOptions {
 export interface RayClusterSpec {
   gcsFaultToleranceOptions?: GcsFaultToleranceOptions | null;
   headGroupSpec?: { rayStartParams?: Record<string, string>; template?: PodTemplateSpec; [key: string]: unknown };
-  workerGroupSpecs?: Array<{ groupName?: string; [key: string]: unknown }>;
+  workerGroupSpecs?: Array<{ groupName?: string; suspend?: boolean; [key: string]: unknown }>;
+  enableInTreeAutoscaling?: boolean;
   suspend?: boolean;
   [key: string]: unknown;
 }
@@ -113,6 +114,29 @@ export const JOB_DEPLOYMENT_STATUSES: readonly JobDeploymentStatus[] = [
 
 export type RayJobSubmissionMode = 'K8sJobMode' | 'HTTPMode' | 'InteractiveMode' | 'SidecarMode';
 
+/** What a deletion rule does once its condition has held for ttlSeconds (KubeRay's DeletionPolicyType). */
+export type DeletionPolicyType = 'DeleteCluster' | 'DeleteWorkers' | 'DeleteSelf' | 'DeleteNone';
+export const DELETION_POLICIES: readonly DeletionPolicyType[] = ['DeleteCluster', 'DeleteWorkers', 'DeleteSelf', 'DeleteNone'];
+
+/** Exactly one of jobStatus (SUCCEEDED | FAILED) and jobDeploymentStatus (Failed), after ttlSeconds (default 0). */
+export interface DeletionCondition {
+  jobStatus?: string | null;
+  jobDeploymentStatus?: string | null;
+  ttlSeconds?: number | null;
+}
+
+export interface DeletionRule {
+  policy: DeletionPolicyType | string;
+  condition: DeletionCondition;
+}
+
+/** spec.deletionStrategy: legacy onSuccess + onFailure (both), or deletionRules; never both. */
+export interface DeletionStrategy {
+  onSuccess?: { policy?: DeletionPolicyType | string | null } | null;
+  onFailure?: { policy?: DeletionPolicyType | string | null } | null;
+  deletionRules?: DeletionRule[] | null;
+}
+
 export interface RayJobSpec {
   entrypoint?: string;
   jobId?: string;
@@ -126,6 +150,7 @@ export interface RayJobSpec {
   backoffLimit?: number;
   suspend?: boolean;
   submitterConfig?: { backoffLimit?: number; [key: string]: unknown };
+  deletionStrategy?: DeletionStrategy | null;
   [key: string]: unknown;
 }
 
@@ -141,6 +166,10 @@ export interface RayJobStatus {
   failed?: number;
   reason?: string;
   message?: string;
+  /** raykeeper: the deletion rules already carried out (ruleKey), so a restarted controller never repeats one. */
+  deletionRulesDone?: string[];
+  /** raykeeper: set once the Warning that no deletion rule matches this finished RayJob was emitted. */
+  deletionRulesUnmatched?: boolean;
   [key: string]: unknown;
 }
 

@@ -7,10 +7,10 @@
 // again", so a stale copy (informer cache, squashed events, a second replica) can neither apply a
 // transition twice nor skip one. A cache MISS is confirmed by a GET (a RayCluster that is not in the
 // cache yet must not fail a running job), so a steady Running RayJob costs no API reads at all.
-import type { Counter } from 'prom-client';
+import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
-import { sharedCounter, type Registry } from '../../src/metrics.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
 import type { BatchJob } from '../../src/types.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
@@ -27,7 +27,17 @@ import {
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer, ObjectWithMeta } from '../runtime/informer.ts';
-import { isAlreadyExists, isConflict, isNotFound, MERGE_PATCH, type KubeClient, type ResourceRef } from '../../src/kube.ts';
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  isPatchTestFailed,
+  JSON_PATCH,
+  MERGE_PATCH,
+  type KubeClient,
+  type ResourceRef,
+} from '../../src/kube.ts';
+import type { JsonPatchOp } from '../../src/json-patch.ts';
 import { FinalizerPatcher } from '../runtime/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
@@ -45,6 +55,8 @@ import {
   EVENT_FAILED_TO_STOP_RAY_JOB,
   EVENT_STOPPED_RAY_JOB,
   EVENT_SUBMITTED_RAY_JOB,
+  EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
+  EVENT_UPDATED_RAYCLUSTER,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 
@@ -95,6 +107,9 @@ export class RayJobReconciler implements Reconciler {
   private readonly transitions: Counter<'from' | 'to'>;
   private readonly dashboardCalls: Counter<'operation' | 'outcome'>;
   private readonly finalizers: FinalizerPatcher;
+  private readonly unmatched: Gauge<'namespace'>;
+  /** Keys of the finished RayJobs whose kept cluster no deletion rule matches (kuberay #5184). */
+  private readonly unmatchedKeys = new Set<string>();
 
   constructor(deps: RayJobReconcilerDeps) {
     this.kube = deps.kube;
@@ -121,6 +136,22 @@ export class RayJobReconciler implements Reconciler {
       help: 'Ray dashboard requests by operation and outcome',
       labelNames: ['operation', 'outcome'],
     });
+    this.unmatched = sharedGauge(deps.metrics, {
+      name: 'raykeeper_rayjob_unmatched_deletion_rules',
+      help: 'Finished RayJobs whose RayCluster is kept because none of their deletion rules matches the terminal state',
+      labelNames: ['namespace'],
+    });
+  }
+
+  /** Keeps raykeeper_rayjob_unmatched_deletion_rules: one per finished RayJob in that case, gone with it. */
+  private trackUnmatched(namespace: string, key: string, unmatched: boolean): void {
+    const had = this.unmatchedKeys.has(key);
+    if (had === unmatched) return;
+    if (unmatched) this.unmatchedKeys.add(key);
+    else this.unmatchedKeys.delete(key);
+    const count = [...this.unmatchedKeys].filter((k) => splitKey(k).namespace === namespace).length;
+    if (count === 0) this.unmatched.remove({ namespace });
+    else this.unmatched.set({ namespace }, count);
   }
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
@@ -130,9 +161,15 @@ export class RayJobReconciler implements Reconciler {
       signal?.throwIfAborted();
       // The first pass trusts the cache; after a conflict the cache is known to lag: ask the API.
       const job = await this.read<RayJob>(pass === 0 ? this.caches?.rayJobs : undefined, { ...RAYJOBS, namespace, name }, signal);
-      if (job === null) return;
+      if (job === null) {
+        this.trackUnmatched(namespace ?? '', key, false);
+        return;
+      }
       const outcome = await this.reconcileObject(job, signal);
-      if (outcome.kind === 'done') return outcome.result;
+      if (outcome.kind === 'done') {
+        if (outcome.decision) this.trackUnmatched(namespace ?? '', key, outcome.decision.unmatchedDeletionRules === true);
+        return outcome.result;
+      }
       why = outcome.why;
       this.log.debug({ rayjob: key, why }, 're-reading the RayJob and deciding again');
     }
@@ -390,6 +427,34 @@ export class RayJobReconciler implements Reconciler {
             `Could not stop Ray job ${action.jobId} at ${url}: ${errorMessage(err)}`,
           );
         }
+        return current;
+      }
+      case 'suspendWorkerGroups': {
+        // KubeRay's suspendWorkerGroups (an Update of the whole cluster); here a JSON patch whose `test`
+        // makes it apply only to the cluster as read, so an autoscaler's or a person's write in between is
+        // re-read, never overwritten.
+        const ref = { ...RAYCLUSTERS, namespace, name: action.name };
+        const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: action.resourceVersion }];
+        for (let i = 0; i < action.groups; i++) ops.push({ op: 'add', path: `/spec/workerGroupSpecs/${i}/suspend`, value: true });
+        try {
+          await this.kube.patch(ref, ops, JSON_PATCH, { signal });
+        } catch (err) {
+          if (isPatchTestFailed(err) || isConflict(err)) throw new Moved('the RayCluster changed since read');
+          if (isNotFound(err)) return current;
+          this.events.event(
+            owner,
+            'Warning',
+            EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
+            `Failed to suspend worker groups in cluster ${namespace}/${action.name}: ${errorMessage(err)}`,
+          );
+          throw err;
+        }
+        this.events.event(
+          owner,
+          'Normal',
+          EVENT_UPDATED_RAYCLUSTER,
+          `Set the \`suspend\` field to true for all worker groups in cluster ${namespace}/${action.name}`,
+        );
         return current;
       }
       case 'deleteRayJob':

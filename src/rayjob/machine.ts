@@ -59,7 +59,8 @@ import {
   type RandomSource,
 } from './ids.ts';
 import { submissionMode, validateRayJob } from './validation.ts';
-import { EVENT_RAYCLUSTER_NOT_FOUND, EVENT_RAYJOB_FAILED, type EventSpec } from '../event-reasons.ts';
+import { deletionRules, finishedNeedsCluster, planFinished } from './deletion.ts';
+import { EVENT_DELETION_RULES_UNMATCHED, EVENT_RAYCLUSTER_NOT_FOUND, EVENT_RAYJOB_FAILED, type EventSpec } from '../event-reasons.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -130,6 +131,8 @@ export type RayJobAction =
   | { type: 'setStatusCheckClock'; since: string | null }
   | { type: 'createCluster'; cluster: RayCluster }
   | { type: 'deleteCluster'; name: string }
+  /** DeleteWorkers: set suspend on every worker group of the RayCluster read at resourceVersion (the head stays). */
+  | { type: 'suspendWorkerGroups'; name: string; resourceVersion: string; groups: number }
   | { type: 'createSubmitter'; job: BatchJob }
   | { type: 'deleteSubmitter'; name: string }
   | { type: 'submitRayJob'; cluster: string; request: JobSubmitRequest }
@@ -157,6 +160,8 @@ export interface RayJobStep {
   requeueAfterMs?: number;
   /** Running: the dashboard answered ('ok') or did not ('failing'). */
   statusCheck?: 'ok' | 'failing';
+  /** Finished, its cluster kept, and no deletion rule matches its terminal state (the Warning went out). */
+  unmatchedDeletionRules?: boolean;
   /** For logs: why the case decided what it did. */
   note: string;
 }
@@ -257,6 +262,7 @@ interface Outcome {
   events?: EventSpec[];
   requeueAfterMs?: number;
   statusCheck?: 'ok' | 'failing';
+  unmatchedDeletionRules?: boolean;
   note: string;
 }
 
@@ -676,22 +682,57 @@ function decideSuspended(ctx: Ctx): Outcome {
   return { next: 'New', remove: ['jobStatus'], requeueAfterMs: ctx.config.requeueMs, note: 'resumed' };
 }
 
-/** Complete / Failed: with shutdownAfterJobFinishes, delete the RayCluster ttlSecondsAfterFinished after endTime. */
+/**
+ * Complete / Failed: what the RayJob's deletion mechanism does now (deletion.ts planFinished: deletion
+ * rules, legacy onSuccess/onFailure, or shutdownAfterJobFinishes), one action a pass, the rules done
+ * recorded in status.deletionRulesDone.
+ */
 function decideFinished(ctx: Ctx): Outcome {
   const { job, status, observed, config, now } = ctx;
-  if (usesClusterSelector(job)) return stay(ctx, 'finished; the selected cluster is not ours to delete');
-  if (job.spec?.shutdownAfterJobFinishes !== true) return stay(ctx, 'finished; shutdownAfterJobFinishes is off');
-  const end = parseTime(status.endTime);
-  if (end === undefined)
+  const endMs = parseTime(status.endTime);
+  if (endMs === undefined) {
+    if (!finishedNeedsCluster(job) && deletionRules(job).length === 0) return stay(ctx, 'finished');
     return stay(ctx, 'finished without endTime; recording it', { changes: { endTime: formatTime(now) }, requeueAfterMs: config.requeueMs });
-  const shutdownAt = end + (job.spec?.ttlSecondsAfterFinished ?? 0) * 1000;
-  if (now < shutdownAt) return stay(ctx, 'waiting for ttlSecondsAfterFinished', { requeueAfterMs: shutdownAt - now });
-  if (config.deleteRayJobAfterJobFinishes) return stay(ctx, 'ttl passed; deleting the RayJob', { actions: [{ type: 'deleteRayJob' }] });
-  const cluster = observed.cluster;
-  if (cluster !== null && cluster !== undefined && !isDeleting(cluster) && (status.rayClusterName ?? '') !== '') {
-    return stay(ctx, 'ttl passed; deleting the RayCluster', { actions: [{ type: 'deleteCluster', name: status.rayClusterName ?? '' }] });
   }
-  return stay(ctx, 'ttl passed; the RayCluster is gone');
+  const plan = planFinished({
+    job,
+    status,
+    cluster: observed.cluster,
+    endMs,
+    now,
+    deleteRayJobAfterJobFinishes: config.deleteRayJobAfterJobFinishes,
+  });
+  const done = [...(status.deletionRulesDone ?? []), ...plan.record.filter((k) => !(status.deletionRulesDone ?? []).includes(k))];
+  const changes: Partial<RayJobStatus> = plan.record.length > 0 ? { deletionRulesDone: done } : {};
+  switch (plan.kind) {
+    case 'idle': {
+      if (plan.unmatched === undefined) return stay(ctx, plan.note, { changes });
+      // The Warning once (the status remembers it); the metric for as long as the cluster is kept.
+      const events: EventSpec[] =
+        status.deletionRulesUnmatched === true
+          ? []
+          : [{ type: 'Warning', reason: EVENT_DELETION_RULES_UNMATCHED, message: plan.unmatched }];
+      return stay(ctx, plan.note, { changes: { ...changes, deletionRulesUnmatched: true }, events, unmatchedDeletionRules: true });
+    }
+    case 'wait':
+      return stay(ctx, plan.note, { changes, requeueAfterMs: Math.max(plan.at - now, 1) });
+    case 'act': {
+      const clusterName = status.rayClusterName ?? '';
+      const cluster = observed.cluster;
+      const action: RayJobAction =
+        plan.policy === 'DeleteSelf'
+          ? { type: 'deleteRayJob' }
+          : plan.policy === 'DeleteCluster'
+            ? { type: 'deleteCluster', name: clusterName }
+            : {
+                type: 'suspendWorkerGroups',
+                name: clusterName,
+                resourceVersion: cluster?.metadata.resourceVersion ?? '',
+                groups: (cluster?.spec?.workerGroupSpecs ?? []).length,
+              };
+      return stay(ctx, plan.note, { changes, actions: [action], ...(plan.more ? { requeueAfterMs: config.requeueMs } : {}) });
+    }
+  }
 }
 
 /** ValidationFailed: no retry storm; the state is left once the spec is valid again (a new start). */
@@ -786,7 +827,7 @@ export function observationPlan(job: RayJob): { cluster: boolean; submitter: boo
       return { cluster: true, submitter: k8sJob, dashboard: false };
     case 'Complete':
     case 'Failed':
-      return { cluster: job.spec?.shutdownAfterJobFinishes === true && !usesClusterSelector(job), submitter: false, dashboard: false };
+      return { cluster: finishedNeedsCluster(job), submitter: false, dashboard: false };
     default:
       return { cluster: false, submitter: false, dashboard: false };
   }
@@ -826,5 +867,6 @@ function finish(ctx: Ctx, outcome: Outcome): RayJobStep {
   };
   if (outcome.requeueAfterMs !== undefined) step.requeueAfterMs = outcome.requeueAfterMs;
   if (outcome.statusCheck !== undefined) step.statusCheck = outcome.statusCheck;
+  if (outcome.unmatchedDeletionRules === true) step.unmatchedDeletionRules = true;
   return step;
 }

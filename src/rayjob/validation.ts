@@ -13,6 +13,7 @@ import {
 import type { Container, RayClusterSpec, RayJob } from '../types.ts';
 import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
+import { validateDeletionConfiguration } from './deletion.ts';
 import { EVENT_INVALID_RAYJOB_METADATA, EVENT_INVALID_RAYJOB_SPEC, EVENT_INVALID_RAYJOB_STATUS } from '../event-reasons.ts';
 import { errorMessage } from '../errors.ts';
 
@@ -114,6 +115,8 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
   if (ttl !== undefined && ttl !== null && (!isInteger(ttl) || ttl < 0)) {
     return invalid('TTLSecondsAfterFinished must be a non-negative integer');
   }
+  const deletion = validateDeletionConfiguration(job);
+  if (deletion !== undefined) return deletion;
   const selectorMode = usesClusterSelector(job);
   if (spec.suspend === true && selectorMode) {
     return invalid("the ClusterSelector mode doesn't support the suspend operation");
