@@ -48,7 +48,7 @@ export interface Harness {
   /** Lines the fake `ray` appended (one per invocation). */
   rayCalls(): Promise<string[]>;
   /** A fresh reconciler sharing nothing but the API server (a second replica), optionally with its own clock, client or caches. */
-  replica(options?: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches'>>): RayJobReconciler;
+  replica(options?: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches' | 'metrics'>>): RayJobReconciler;
   create(job: RayJob): Promise<RayJob>;
   get(name: string): Promise<RayJob | undefined>;
   patchSpec(name: string, spec: Record<string, unknown>): Promise<void>;
@@ -141,7 +141,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
   );
   const recorders: KubeEventRecorder[] = [];
-  const makeReconciler = (overrides: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches'>> = {}) => {
+  const makeReconciler = (overrides: Partial<Pick<RayJobReconcilerDeps, 'now' | 'kube' | 'caches' | 'metrics'>> = {}) => {
     const events = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'test', logger });
     recorders.push(events);
     return new RayJobReconciler({ kube, events, logger, settings, ...overrides });

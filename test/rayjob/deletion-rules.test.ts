@@ -1,0 +1,104 @@
+// RayJob deletion rules on the real kube-apiserver: DeleteWorkers then DeleteCluster after a TTL (with a
+// controller restart between them and a clock that crosses the TTL while it is down), DeleteSelf, and
+// the unmatched Warning and metric for a deadline-exceeded RayJob whose rules key only on jobStatus.
+import t from 'tap';
+import { Registry } from 'prom-client';
+import { inState, manifest, rayJobHarness, headSpec } from './helpers/harness.ts';
+import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+
+const worker = {
+  groupName: 'small',
+  replicas: 1,
+  template: { spec: { containers: [{ name: 'ray-worker', image: 'rayproject/ray:2.40.0' }] } },
+};
+const spec = (extra: Record<string, unknown>) => ({
+  submissionMode: 'HTTPMode',
+  entrypoint: 'exit 0',
+  shutdownAfterJobFinishes: false,
+  rayClusterSpec: { headGroupSpec: headSpec(), workerGroupSpecs: [worker] },
+  ...extra,
+});
+const suspendedGroups = (c: RayCluster | undefined) => (c?.spec?.workerGroupSpecs ?? []).map((g) => g.suspend === true);
+
+t.test('DeleteWorkers at once, DeleteCluster after 30 s: workers suspended, head kept; restart; TTL crossed while down', async (t) => {
+  const h = await rayJobHarness(t);
+  const rules = [
+    { policy: 'DeleteWorkers', condition: { jobStatus: 'SUCCEEDED', ttlSeconds: 0 } },
+    { policy: 'DeleteCluster', condition: { jobStatus: 'SUCCEEDED', ttlSeconds: 30 } },
+  ];
+  await h.create(manifest('staged', spec({ deletionStrategy: { deletionRules: rules } })));
+  const done = await h.drive('staged', inState('Complete', 'Failed'), { autoReady: true });
+  t.equal(done.job?.status?.jobStatus, 'SUCCEEDED');
+  const clusterName = done.job?.status?.rayClusterName ?? '';
+
+  const after = await h.drive('staged', (j) => (j?.status?.deletionRulesDone ?? []).length > 0);
+  t.same(after.job?.status?.deletionRulesDone, ['DeleteWorkers:jobStatus=SUCCEEDED'], 'DeleteWorkers recorded in status');
+  const kept = await h.cluster(clusterName);
+  t.ok(kept, 'the RayCluster (and its head) stays');
+  t.same(suspendedGroups(kept), [true], 'every worker group suspended');
+  t.ok(
+    (await h.events('staged')).some((e) => e.reason === 'UpdatedRayCluster'),
+    'Normal UpdatedRayCluster, as KubeRay',
+  );
+
+  // Someone resumes the workers; a restarted controller (a new reconciler) does not suspend them again.
+  await h.kube.patch(
+    { ...RAYCLUSTERS, namespace: h.namespace, name: clusterName },
+    [{ op: 'replace', path: '/spec/workerGroupSpecs/0/suspend', value: false }],
+    'application/json-patch+json',
+  );
+  const restarted = h.replica();
+  await restarted.reconcile(`${h.namespace}/staged`);
+  t.same(suspendedGroups(await h.cluster(clusterName)), [false], 'a done rule is not repeated after a restart');
+  t.ok(await h.cluster(clusterName), 'DeleteCluster not due yet: cluster kept');
+
+  // The controller was down while the TTL passed: the next one (its clock 60 s on) deletes the cluster at once.
+  const later = h.replica({ now: () => Date.now() + 60_000 });
+  await later.reconcile(`${h.namespace}/staged`);
+  const deleting = await h.cluster(clusterName);
+  t.ok(deleting === undefined || deleting.metadata.deletionTimestamp, 'DeleteCluster carried out once the TTL passed');
+  const job = await h.get('staged');
+  t.ok(job, 'DeleteCluster keeps the RayJob');
+  t.same(job?.status?.deletionRulesDone, ['DeleteWorkers:jobStatus=SUCCEEDED', 'DeleteCluster:jobStatus=SUCCEEDED']);
+  t.equal(job?.status?.jobDeploymentStatus, 'Complete', 'still Complete');
+});
+
+t.test('DeleteSelf: the RayJob goes (finalizer released)', async (t) => {
+  const h = await rayJobHarness(t);
+  const rules = [{ policy: 'DeleteSelf', condition: { jobStatus: 'SUCCEEDED' } }];
+  await h.create(manifest('selfdel', spec({ deletionStrategy: { deletionRules: rules } })));
+  const done = await h.drive('selfdel', (j) => j === undefined, { autoReady: true });
+  t.same(done.states, ['New', 'Initializing', 'Running', 'Complete', '<deleted>']);
+});
+
+t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cluster kept, one Warning, a metric', async (t) => {
+  const h = await rayJobHarness(t);
+  const rules = [
+    { policy: 'DeleteCluster', condition: { jobStatus: 'SUCCEEDED' } },
+    { policy: 'DeleteCluster', condition: { jobStatus: 'FAILED' } },
+  ];
+  await h.create(manifest('leak', spec({ entrypoint: 'sleep 30', activeDeadlineSeconds: 2, deletionStrategy: { deletionRules: rules } })));
+  const failed = await h.drive('leak', inState('Failed'), { autoReady: true, timeoutMs: 20_000 });
+  t.equal(failed.job?.status?.reason, 'DeadlineExceeded');
+  t.equal(failed.job?.status?.jobStatus, 'RUNNING', 'jobStatus is still RUNNING');
+  const registry = new Registry();
+  const watcher = h.replica({ metrics: registry });
+  await watcher.reconcile(`${h.namespace}/leak`);
+  await watcher.reconcile(`${h.namespace}/leak`);
+  t.ok(await h.cluster(failed.job?.status?.rayClusterName ?? ''), 'the RayCluster is kept, as KubeRay keeps it');
+  const warnings = (await h.events('leak')).filter((e) => e.reason === 'DeletionRulesUnmatched');
+  t.equal(warnings.length, 1, 'one Warning, not one a pass');
+  t.match(warnings[0]?.message, /condition\.jobDeploymentStatus: Failed would match it/);
+  const metric = await registry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get();
+  t.same(
+    metric?.values.map((v) => [v.labels['namespace'], v.value]),
+    [[h.namespace, 1]],
+    'raykeeper_rayjob_unmatched_deletion_rules counts it',
+  );
+  await h.kube.delete({ ...RAYJOBS, namespace: h.namespace, name: 'leak' });
+  await h.drive('leak', (j) => j === undefined);
+  await watcher.reconcile(`${h.namespace}/leak`);
+  const after = await registry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get();
+  t.same(after?.values, [], 'gone with the RayJob');
+});
