@@ -102,3 +102,20 @@ t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cl
   const after = await registry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get();
   t.same(after?.values, [], 'gone with the RayJob');
 });
+
+t.test("the CRD refuses what KubeRay's CRD refuses: legacy policies mixed with rules, a condition with both statuses", async (t) => {
+  const h = await rayJobHarness(t);
+  const mixed = { onSuccess: { policy: 'DeleteCluster' }, onFailure: { policy: 'DeleteCluster' }, deletionRules: [] as unknown[] };
+  mixed.deletionRules.push({ policy: 'DeleteCluster', condition: { jobStatus: 'FAILED' } });
+  await t.rejects(h.create(manifest('mixed', spec({ deletionStrategy: mixed }))), {
+    message: /legacy policies \(onSuccess\/onFailure\) and deletionRules cannot be used together/,
+  });
+  const both = [{ policy: 'DeleteCluster', condition: { jobStatus: 'FAILED', jobDeploymentStatus: 'Failed' } }];
+  await t.rejects(h.create(manifest('both', spec({ deletionStrategy: { deletionRules: both } }))), {
+    message: /JobStatus and JobDeploymentStatus cannot be used together/,
+  });
+  const created = await h.create(
+    manifest('ok', spec({ deletionStrategy: { deletionRules: [{ policy: 'DeleteSelf', condition: { jobStatus: 'FAILED' } }] } })),
+  );
+  t.equal(created.spec?.deletionStrategy?.deletionRules?.[0]?.condition.ttlSeconds, 0, 'ttlSeconds defaulted to 0 by the schema');
+});
