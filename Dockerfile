@@ -13,13 +13,14 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 
 COPY bin ./bin
+COPY kube ./kube
 COPY src ./src
 COPY certs ./certs
 COPY webhook ./webhook
 COPY controller ./controller
 # The stripped-TypeScript cache (bin/strip-cache.js): modules load without swc, about a third less
 # start-up CPU for every process (the cleanup Job's most of all). Keyed by source and Node version.
-RUN node bin/strip-cache.js /app/.strip-cache bin src certs webhook controller
+RUN node bin/strip-cache.js /app/.strip-cache bin kube src certs webhook controller
 ENV RAYKEEPER_STRIP_CACHE=/app/.strip-cache
 RUN chmod 0755 bin/raykeeper.js && ln -s /app/bin/raykeeper.js /usr/local/bin/raykeeper
 

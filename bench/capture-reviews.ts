@@ -13,7 +13,7 @@ import { applyObject } from '../localcluster/apply.ts';
 import { REPO_ROOT, requireKubeCommand } from '../localcluster/binaries.ts';
 import { startControlPlane } from '../localcluster/control-plane.ts';
 import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../localcluster/webhook-config.ts';
-import { KubeClient } from '../src/kube.ts';
+import { KubeClient } from '../kube/client.ts';
 import { run } from '../localcluster/node/host.ts';
 import { until } from '../test/helpers/until.ts';
 import { RECORDED_REVIEWS, reviewFile } from './reviews.ts';

@@ -19,7 +19,7 @@
 // RayCluster operator is measured by bench/raycluster-pods.ts), so the bench creates each cluster's head
 // and worker pod; KubeRay's operator creates its own. No kubelet: pods never run, and unscheduled pods
 // vanish as soon as a controller deletes them.
-// Cleanup Jobs: the project's job runner (localcluster/job-runner.ts, on controller/runtime's informer
+// Cleanup Jobs: the project's job runner (localcluster/job-runner.ts, on the kube/ runtime's informer
 // and work queue) in THIS process completes them, 16 at a time, for both contenders: it claims each Job,
 // runs its container as a function here (`inProcess`: ours is `raykeeper redis-cleanup`'s runWith with
 // the Job's env and args; KubeRay's `bash -lc -- "python -c ...cleanup_redis_storage"` becomes our
@@ -46,9 +46,9 @@ import { Redis } from 'ioredis';
 import { startControlPlane, type ControlPlane } from '../localcluster/control-plane.ts';
 import { startJobRunner, type InProcessCommand, type JobRunner } from '../localcluster/job-runner.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
-import { KubeClient } from '../src/kube.ts';
-import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../src/kube-resources.ts';
-import { InformerFactory, type KubeObject } from '../controller/runtime/informer.ts';
+import { KubeClient } from '../kube/client.ts';
+import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
+import { InformerFactory, type KubeObject } from '../kube/informer.ts';
 import { sleep } from '../src/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';
@@ -103,7 +103,7 @@ const KUBERAY = 'kuberay v1.6.2';
 const OURS = 'raykeeper';
 const SETTLE_MS = 5_000;
 /** What the image's stripped-TypeScript cache is filled from (Dockerfile). */
-const IMAGE_FOLDERS = ['bin', 'src', 'certs', 'webhook', 'controller'];
+const IMAGE_FOLDERS = ['bin', 'kube', 'src', 'certs', 'webhook', 'controller'];
 
 /** User + system CPU seconds of a process so far. */
 export function cpuSeconds(pid: number): number {

@@ -1,6 +1,6 @@
 // What importing a module costs at start: the RSS of a fresh Node process (the pinned Node 22, with the
 // flags bin/raykeeper.js sets) after importing it, minus a bare process's, several runs each. Why
-// src/kubeconfig.ts uses client-node's parts and not its index, and what the controller's imports weigh.
+// kube/kubeconfig.ts uses client-node's parts and not its index, and what the controller's imports weigh.
 //
 //   node bench/import-cost.ts [--runs N]
 import { execFileSync } from 'node:child_process';
@@ -20,12 +20,12 @@ export const IMPORT_SETS: Array<[string, string[]]> = [
   [`${CN}/dist/config.js + dist/watch.js`, [`${CN}/dist/config.js`, `${CN}/dist/watch.js`]],
   [`${CN}/dist/watch.js`, [`${CN}/dist/watch.js`]],
   ['undici', ['undici']],
-  [`${CN} parts in src/kubeconfig.ts`, [`${CN}/dist/config_types.js`, `${CN}/dist/exec_auth.js`, `${CN}/dist/file_auth.js`]],
+  [`${CN} parts in kube/kubeconfig.ts`, [`${CN}/dist/config_types.js`, `${CN}/dist/exec_auth.js`, `${CN}/dist/file_auth.js`]],
   ['fastify', ['fastify']],
   ['pino', ['pino']],
   ['prom-client', ['prom-client']],
   ['yaml', ['yaml']],
-  ['src/kube.ts + src/kubeconfig.ts', ['src/kube.ts', 'src/kubeconfig.ts']],
+  ['kube/client.ts + kube/kubeconfig.ts', ['kube/client.ts', 'kube/kubeconfig.ts']],
   ['controller/main.ts (all the controller loads at start)', ['controller/cli.ts', 'controller/main.ts']],
 ];
 

@@ -12,11 +12,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../localcluster/binaries.ts';
 import { loopbackEnv, startControlPlane } from '../localcluster/control-plane.ts';
-import { InformerFactory } from '../controller/runtime/informer.ts';
-import { KubeClient } from '../src/kube.ts';
+import { InformerFactory } from '../kube/informer.ts';
+import { KubeClient } from '../kube/client.ts';
 import { cpuSeconds, pool, rss, startControllerChild } from './controller.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS } from '../src/kube-resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS } from '../kube/resources.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const KUBERAY_VERSION = 'v1.6.2';

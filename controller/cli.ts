@@ -5,7 +5,7 @@ import { createLogger } from '../src/logger.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';
-import { DEFAULT_LEADER_TIMING, leaderTimingProblem } from './runtime/leader.ts';
+import { DEFAULT_LEADER_TIMING, leaderTimingProblem } from '../kube/leader.ts';
 import { errorMessage } from '../src/errors.ts';
 
 const BASE_OPTIONS = {

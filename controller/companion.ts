@@ -16,8 +16,8 @@
 // `raykeeper_companion_mode{reason}` say which mode and why. A watcher of KubeRay's own cleanup Jobs
 // warns (event + counter) when KubeRay's cleanup was left on, naming the setting to change.
 import type { Gauge } from 'prom-client';
-import { redisCleanupEnabled } from '../src/gcsft.ts';
-import type { KubeClient } from '../src/kube.ts';
+import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
+import type { KubeClient } from '../kube/client.ts';
 import {
   ENABLE_GCS_FT_REDIS_CLEANUP_ENV,
   GCS_FT_REDIS_CLEANUP_FINALIZER,
@@ -28,8 +28,8 @@ import {
 import type { Logger } from '../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
-import { splitKey, type ControllerContext, type ReconcilerModule } from './runtime/reconciler.ts';
-import { JOBS, LEASES, RAYCLUSTERS } from '../src/kube-resources.ts';
+import { splitKey, type ControllerContext, type ReconcilerModule } from '../kube/reconciler.ts';
+import { JOBS, LEASES, RAYCLUSTERS } from '../kube/resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
 import { errorMessage } from '../src/errors.ts';
 

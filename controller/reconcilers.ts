@@ -1,9 +1,9 @@
 // The reconcilers `raykeeper controller` runs. To add one, write a `ReconcilerModule`
-// (contract and example: controller/runtime/reconciler.ts) and list it here. Each gets its own work
+// (contract and example: kube/reconciler.ts) and list it here. Each gets its own work
 // queue and workers; all share the informers, the leader Lease, the HTTP endpoints and the metrics.
-import type { ReconcilerModule } from './runtime/reconciler.ts';
-import { rayClusterModule } from './raycluster/module.ts';
-import { rayClusterOperatorModule } from './raycluster/operator-module.ts';
+import type { ReconcilerModule } from '../kube/reconciler.ts';
+import { gcsFtCleanupModule } from './gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from './raycluster/module.ts';
 import { rayJobModule } from './rayjob/module.ts';
 
-export const RECONCILER_MODULES: ReconcilerModule[] = [rayClusterModule, rayClusterOperatorModule, rayJobModule];
+export const RECONCILER_MODULES: ReconcilerModule[] = [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule];

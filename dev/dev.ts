@@ -16,7 +16,7 @@ import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
 import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../localcluster/webhook-config.ts';
-import { KubeClient } from '../src/kube.ts';
+import { KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../src/ray-release.ts';

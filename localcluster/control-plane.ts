@@ -13,7 +13,7 @@ import { type ControlPlaneBinaries, REPO_ROOT, requireBinaries } from './binarie
 import { applyCrds } from './apply.ts';
 import { freePort, get } from './net.ts';
 import { onExitCleanup, spawnSupervised, startWatchdog, terminate, type Supervised } from './process.ts';
-import { KubeClient } from '../src/kube.ts';
+import { KubeClient } from '../kube/client.ts';
 import { sleep } from '../src/backoff.ts';
 
 /** Everything needed to reach (and to stop) a running control plane; JSON-serialisable. */

@@ -14,7 +14,7 @@
 // runner's log (pino) and is kept per Job (see output()). A benchmark can run a command as a function in
 // this process instead (`inProcess`), without a process start-up.
 //
-// Built on the controller runtime's informer and work queue (controller/runtime): the Jobs are cached by
+// Built on the controller runtime's informer and work queue (kube/): the Jobs are cached by
 // one informer per namespace (or one for all), and a Job's key is handled by one worker at a time from
 // its cached state (level-triggered, like a reconciler): failures are retried with per-key backoff, and
 // what must happen later (an orphan's deadline, a half-finished Job) is a delayed add of the key.
@@ -29,11 +29,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../src/backoff.ts';
-import { type Informer, InformerFactory } from '../controller/runtime/informer.ts';
-import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
-import { objectKey, type ObjectKey, splitKey } from '../controller/runtime/reconciler.ts';
-import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
-import { CONFIGMAPS, JOBS, SECRETS } from '../src/kube-resources.ts';
+import { type Informer, InformerFactory } from '../kube/informer.ts';
+import { runWorkers, WorkQueue } from '../kube/queue.ts';
+import { objectKey, type ObjectKey, splitKey } from '../kube/reconciler.ts';
+import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
+import { CONFIGMAPS, JOBS, SECRETS } from '../kube/resources.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {

@@ -16,10 +16,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { InformerFactory, type Informer } from '../controller/runtime/informer.ts';
-import { runWorkers, WorkQueue } from '../controller/runtime/queue.ts';
-import { objectKey, type ObjectKey } from '../controller/runtime/reconciler.ts';
-import { isNotFound, KubeClient, MERGE_PATCH } from '../src/kube.ts';
+import { InformerFactory, type Informer } from '../kube/informer.ts';
+import { runWorkers, WorkQueue } from '../kube/queue.ts';
+import { objectKey, type ObjectKey } from '../kube/reconciler.ts';
+import { isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { Pod } from '../src/raycluster/pods.ts';
@@ -27,7 +27,7 @@ import type { EnvLookups } from './job-logic.ts';
 import { freePort } from './net.ts';
 import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
-import { PODS } from '../src/kube-resources.ts';
+import { PODS } from '../kube/resources.ts';
 
 export interface RayPodRunnerOptions {
   kubeConfig: KubeConfig;

@@ -26,7 +26,7 @@ export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
 export const EVENT_REDIS_CLEANUP_RERUN = 'RedisCleanupRerun';
 export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
 export const EVENT_REDIS_CLEANUP_BLOCKED = 'RedisCleanupBlocked';
-/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft.ts deletionTimeoutProblem): the default applies. */
+/** ray.io/gcs-ft-deletion-timeout unusable (src/gcsft/rules.ts deletionTimeoutProblem): the default applies. */
 export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
 /** --cleanup-cpu / --cleanup-memory not usable as the cleanup Job's resources. */
 export const EVENT_INVALID_REDIS_CLEANUP_RESOURCES = 'InvalidRedisCleanupResources';

@@ -183,7 +183,7 @@ export interface RayJob {
 }
 
 /**
- * The parts of a batch/v1 Job raykeeper writes or reads: the Redis cleanup Jobs (src/raycluster/job.ts)
+ * The parts of a batch/v1 Job raykeeper writes or reads: the Redis cleanup Jobs (src/gcsft/cleanup-job.ts)
  * and the RayJob submitters (src/rayjob/builders.ts).
  */
 export interface BatchJob {

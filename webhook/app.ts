@@ -6,7 +6,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import { ANSWER_CONTENT_TYPE, answerJson, denied, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
-import { redisCleanupEnabled } from '../src/gcsft.ts';
+import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';

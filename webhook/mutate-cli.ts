@@ -3,7 +3,7 @@
 import { randomUuid } from '../src/uuid.ts';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
-import { redisCleanupEnabled } from '../src/gcsft.ts';
+import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { errorMessage } from '../src/errors.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV } from '../src/names.ts';
 import type { MutateOptions } from '../src/admission/mutate.ts';

@@ -2,9 +2,9 @@
 // the pod/Service operator in ./operator.ts): asking the factory with the same spec returns the same
 // cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
 // the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
-import type { ControllerContext } from '../runtime/reconciler.ts';
-import type { Informer, KubeObject } from '../runtime/informer.ts';
-import { RAYCLUSTERS } from '../../src/kube-resources.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
+import type { Informer, KubeObject } from '../../kube/informer.ts';
+import { RAYCLUSTERS } from '../../kube/resources.ts';
 import type { RayCluster } from '../../src/types.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -25,7 +25,7 @@ export function slimRayCluster(obj: KubeObject): KubeObject {
 }
 
 /**
- * What the GCS-FT cleanup reads from a cached RayCluster (src/raycluster/decide.ts for a cluster that is
+ * What the GCS-FT cleanup reads from a cached RayCluster (src/gcsft/decide.ts for a cluster that is
  * not being deleted: its metadata, whether GCS FT is on and with which backend, spec.managedBy); a
  * deleting cluster is always read from the API (./reconciler.ts).
  */
@@ -36,7 +36,7 @@ export function ftRayCluster(obj: KubeObject): KubeObject {
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: slimRayCluster(obj).metadata, spec: kept };
 }
 
-/** The module that builds pods from the cached spec (controller/raycluster/operator-module.ts). */
+/** The module that builds pods from the cached spec (controller/raycluster/module.ts). */
 const OPERATOR_MODULE = 'raycluster-pods';
 
 /**

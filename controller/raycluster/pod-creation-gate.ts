@@ -9,7 +9,7 @@
 // waits for the creates already under way before it lists pods: from then on the operator starts no
 // create for it. The gate stays closed for KEEP_CLOSED_MS after the last close, longer than any
 // operator pass that read the cluster before it was deleted can still be running. What this cannot
-// cover, the cleanup's re-check of the head pod once its Job finished does (src/raycluster/decide.ts):
+// cover, the cleanup's re-check of the head pod once its Job finished does (src/gcsft/decide.ts):
 // operators in other processes (KubeRay beside us), and a create whose request timed out here but
 // that the API server still committed.
 export type GatedResult<T> = { created: true; value: T } | { created: false };

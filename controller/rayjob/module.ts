@@ -2,11 +2,11 @@
 // Triggers: RayJobs themselves, and the RayClusters and submitter Jobs they own (mapped to the owner).
 import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
-import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../runtime/reconciler.ts';
-import type { Informer, InformerFactory } from '../runtime/informer.ts';
+import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../../kube/reconciler.ts';
+import type { Informer, InformerFactory } from '../../kube/informer.ts';
 import { operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import type { BatchJob, RayCluster, RayJob } from '../../src/types.ts';
 
 const flags: Record<string, ModuleFlag> = {};

@@ -25,8 +25,8 @@ import {
   type RayJobStep,
 } from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
-import type { EventRecorder } from '../runtime/events.ts';
-import type { Informer, ObjectWithMeta } from '../runtime/informer.ts';
+import type { EventRecorder } from '../../kube/events.ts';
+import type { Informer, ObjectWithMeta } from '../../kube/informer.ts';
 import {
   isAlreadyExists,
   isConflict,
@@ -36,13 +36,13 @@ import {
   MERGE_PATCH,
   type KubeClient,
   type ResourceRef,
-} from '../../src/kube.ts';
+} from '../../kube/client.ts';
 import type { JsonPatchOp } from '../../src/json-patch.ts';
-import { FinalizerPatcher } from '../runtime/finalizers.ts';
+import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
-import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../runtime/reconciler.ts';
+import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
   EVENT_CREATED_SUBMITTER,

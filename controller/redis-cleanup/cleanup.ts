@@ -2,11 +2,11 @@
 //   1. read-only checks of every command the deletions need, on keys of both layouts (SCAN on every node
 //      when the sweep runs, TYPE, HSCAN of an old-layout hash): a user the ACL denies any of them fails
 //      here, with nothing deleted (UNLINK itself is denied before it deletes anything);
-//   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, src/redis/keys.ts RAY_TABLES),
+//   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, controller/redis-cleanup/keys.ts RAY_TABLES),
 //      each TYPE-checked: the namespace's data is gone after one round trip;
 //   3. UNLINK of the old layout's hash `<ns>` when every field is `<ns>@...`;
 //   4. with `sweep: always` (the default), a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) with an adaptive
-//      COUNT (src/redis/pace.ts) for whatever else is there (tables newer than the list), TYPE-checked,
+//      COUNT (controller/redis-cleanup/pace.ts) for whatever else is there (tables newer than the list), TYPE-checked,
 //      pipelined UNLINK batches. It walks the whole keyspace (~0.6 s of Redis CPU per million keys)
 //      and is the cost of the cleanup; `never` skips it, which is complete for a Ray up to the release
 //      RAY_TABLES was read from (src/redis/sweep.ts: the controller decides from the RayCluster).
@@ -14,26 +14,18 @@
 // the (idempotent) pass after an exponential backoff, all within one total deadline and, while Redis
 // cannot be reached at all, a connection budget; auth, permission and TLS failures end it at once.
 import type { Redis } from 'ioredis';
-import {
-  classifyCurrentKey,
-  classifyLegacyType,
-  currentPattern,
-  displayKey,
-  firstForeignField,
-  knownKeys,
-  legacyKey,
-} from '../../src/redis/keys.ts';
-import { batchKeys } from '../../src/redis/slots.ts';
-import { nextScanCount, SCAN_COUNT_START } from '../../src/redis/pace.ts';
+import { classifyCurrentKey, classifyLegacyType, currentPattern, displayKey, firstForeignField, knownKeys, legacyKey } from './keys.ts';
+import { batchKeys } from './slots.ts';
+import { nextScanCount, SCAN_COUNT_START } from './pace.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
-import { storageNamespaceProblem } from '../../src/gcsft.ts';
+import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
 /** Fits under the cleanup Job's activeDeadlineSeconds (300) with room for pod start-up. */
 export const DEFAULT_DEADLINE_MS = 240_000;
-/** --list's fixed COUNT; the cleanup adapts its own (src/redis/pace.ts) unless given one. */
+/** --list's fixed COUNT; the cleanup adapts its own (controller/redis-cleanup/pace.ts) unless given one. */
 export const DEFAULT_SCAN_COUNT = 1000;
 export const DEFAULT_UNLINK_BATCH = 500;
 const HSCAN_COUNT = 200;

@@ -5,7 +5,7 @@
 // A password is never accepted as a flag value and never printed.
 import { parseArgs } from 'node:util';
 import { oneLine, errorMessage } from '../../src/errors.ts';
-import { formatNamespaceTable } from '../../src/redis/keys.ts';
+import { formatNamespaceTable } from './keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';

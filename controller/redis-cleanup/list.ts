@@ -2,9 +2,9 @@
 // finding namespaces that outlived their RayCluster). SCAN MATCH `RAY*` on every node; with `legacy`,
 // also every hash whose sampled fields all read `<key>@...` (older Ray's single-hash layout).
 import type { Redis } from 'ioredis';
-import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from '../../src/redis/keys.ts';
+import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from './keys.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
-import { classifyRedisError } from '../../src/redis/errors.ts';
+import { classifyRedisError } from './errors.ts';
 import { errorMessage } from '../../src/errors.ts';
 import type { RedisConnectionOptions, Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';

@@ -12,8 +12,8 @@ import { crictlPath, requireBinaries, requireKubeCommand } from '../binaries.ts'
 import { type ControlPlane, controlPlaneFiles, logFd, loopbackEnv, startControlPlane, waitUntil } from '../control-plane.ts';
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
-import { KubeClient } from '../../src/kube.ts';
-import { ENDPOINT_SLICES, NODES, SERVICEACCOUNTS, SERVICES } from '../../src/kube-resources.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { ENDPOINT_SLICES, NODES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
 import {
   CNI_BIN_DIR,
   cniConfList,

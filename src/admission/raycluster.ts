@@ -1,7 +1,7 @@
 // RayCluster defaulting: the GCS fault-tolerance finalizer and the pinned Redis storage namespace.
 // Works in place on the copy of the admitted object (copy.ts), recording each write as patch operations.
 //
-// Rules (only when GCS FT is on with the Redis backend, see src/gcsft.ts):
+// Rules (only when GCS FT is on with the Redis backend, see src/gcsft/rules.ts):
 // - CREATE: add `ray.io/gcs-ft-redis-cleanup-finalizer` once; pin the storage namespace when none is set:
 //   a fresh random UUID (unique per cluster, no '@') in the annotation `ray.io/external-storage-namespace`
 //   (annotation mode) or in `spec.gcsFaultToleranceOptions.externalStorageNamespace` (options mode).
@@ -16,7 +16,7 @@
 //   the namespace resolves to the UID); spec.managedBy names another controller (e.g. MultiKueue: the
 //   cluster runs elsewhere, cleaning Redis from here could delete a namespace still in use).
 // - A user's namespace (options, annotation, or env RAY_external_storage_namespace on the head container,
-//   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft.ts).
+//   which KubeRay leaves alone) is never changed. An empty string counts as unset (as in src/gcsft/rules.ts).
 import {
   explicitStorageNamespace,
   gcsFtFinalizerRule,
@@ -24,8 +24,8 @@ import {
   usesRedisBackend,
   gcsFtMode,
   isManagedExternally,
-} from '../gcsft.ts';
-import type { FtSubject } from '../gcsft.ts';
+} from '../gcsft/rules.ts';
+import type { FtSubject } from '../gcsft/rules.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { JsonObject } from '../types.ts';
 import { isJsonObject } from './json.ts';

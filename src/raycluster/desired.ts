@@ -1,6 +1,6 @@
 // What the RayCluster operator does next, decided from the cluster and the pods / Services the caches
 // hold: KubeRay v1.6's reconcileHeadService / reconcileHeadlessService / reconcilePods as one pure
-// function. The reconciler (controller/raycluster/operator.ts) applies the plan and writes the status.
+// function. The reconciler (controller/raycluster/reconciler.ts) applies the plan and writes the status.
 //
 // Order and rules, as KubeRay:
 // - spec.managedBy names another controller: hands off. Deleting: nothing (owner references and the
@@ -15,7 +15,7 @@
 //   pods deleted first (and nothing created in that pass), scaleStrategy.workersToDelete deleted, then
 //   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
-import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft.ts';
+import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft/rules.ts';
 import {
   DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION,
   GCS_FT_REDIS_CLEANUP_FINALIZER,

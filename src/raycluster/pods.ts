@@ -34,9 +34,9 @@ import {
   RAY_WORKER_REPLICA_INDEX_LABEL,
   RAY_WORKER_REPLICA_NAME_LABEL,
 } from '../names.ts';
-import { isGcsFtEnabled } from '../gcsft.ts';
+import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import type { EnvVar, ObjectMeta, OwnerReference, RayCluster } from '../types.ts';
-import { effectiveStorageNamespace, storageNamespaceEnv } from './job.ts';
+import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/cleanup-job.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
 

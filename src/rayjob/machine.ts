@@ -13,7 +13,7 @@
 // Failed -> Retrying (fail() decides it from backoffLimit) and the counters and endTime that go with
 // Complete and Failed. finish() only merges the case's status changes and stamps the next state.
 import { RAYJOB_FINALIZER } from '../names.ts';
-import { isManagedExternally } from '../gcsft.ts';
+import { isManagedExternally } from '../gcsft/rules.ts';
 import { isDeleting } from '../finalizer.ts';
 import {
   JOB_DEPLOYMENT_STATUSES,

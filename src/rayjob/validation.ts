@@ -2,7 +2,7 @@
 // ValidateRayJobStatus, and the parts of ValidateRayClusterSpec that concern a RayJob's cluster).
 // Pure: returns the first problem, as KubeRay does, with the event reason KubeRay uses for it.
 import { parse as parseYaml } from 'yaml';
-import { isGcsFtEnabled } from '../gcsft.ts';
+import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import {
   ENV_REDIS_ADDRESS,
   ENV_REDIS_PASSWORD,

@@ -1,5 +1,5 @@
 // Whether the cleanup sweeps the keyspace (SCAN MATCH `RAY<ns>@*`) after unlinking the tables it knows
-// by name. Pure. For any Ray up to RAY_RELEASE, the tables of src/redis/keys.ts RAY_TABLES and the old
+// by name. Pure. For any Ray up to RAY_RELEASE, the tables of controller/redis-cleanup/keys.ts RAY_TABLES and the old
 // layout's hash `<ns>` are all its GCS writes, so the sweep (a walk of the whole keyspace: ~0.6 s of
 // Redis CPU per million keys) finds nothing more; a newer or unknown Ray may write tables we cannot
 // name, and only the sweep finds them.

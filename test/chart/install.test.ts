@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
-import type { KubeApiError, KubeClient } from '../../src/kube.ts';
+import type { KubeApiError, KubeClient } from '../../kube/client.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, HELM_MAJORS, helmOk, key, requireHelm, valuesFile } from './helm.ts';
 

@@ -4,7 +4,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, find, HELM_MAJORS, helm, key, requireHelm, normalise, template, valuesFile } from './helm.ts';
 

@@ -2,7 +2,7 @@
 // our CRDs: round-trips keep unknown fields, /status is separate from the main resource, finalizers
 // hold a deleted object with deletionTimestamp, stale resourceVersions get 409, schema rules.
 import t from 'tap';
-import { JSON_PATCH, KubeApiError, MERGE_PATCH, resourcePath } from '../../src/kube.ts';
+import { JSON_PATCH, KubeApiError, MERGE_PATCH, resourcePath } from '../../kube/client.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';

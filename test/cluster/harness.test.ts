@@ -18,7 +18,7 @@ import {
 } from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
-import { KubeApiError, KubeClient } from '../../src/kube.ts';
+import { KubeApiError, KubeClient } from '../../kube/client.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
 import { sleep } from '../../src/backoff.ts';
 

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
 import type { RunnerJob } from '../../localcluster/job-logic.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
-import { MERGE_PATCH } from '../../src/kube.ts';
+import { MERGE_PATCH } from '../../kube/client.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 

@@ -8,7 +8,7 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
-import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH } from '../../src/kube.ts';
+import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { kustomize } from '../helpers/kustomize.ts';
 import { until } from '../helpers/until.ts';

@@ -5,7 +5,7 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
-import { JSON_PATCH, type KubeApiError } from '../../src/kube.ts';
+import { JSON_PATCH, type KubeApiError } from '../../kube/client.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { sleep } from '../../src/backoff.ts';
 

@@ -9,8 +9,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { argumentError, controllerUsage } from '../../controller/cli.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/names.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
 import { createLogger } from '../../src/logger.ts';
 
 function raykeeper(...args: string[]) {
@@ -77,7 +77,7 @@ t.test('--cleanup-sweep takes auto or always (never is per cluster, decided from
   const ctx = { env: {}, logger: createLogger('test', { level: 'silent' }) } as unknown as ControllerContext;
   for (const bad of ['never', 'sometimes']) {
     await tt.rejects(
-      async () => rayClusterModule.create(ctx, { 'cleanup-sweep': bad }),
+      async () => gcsFtCleanupModule.create(ctx, { 'cleanup-sweep': bad }),
       new RegExp(`--cleanup-sweep: "${bad}" is not one of auto, always`),
     );
   }

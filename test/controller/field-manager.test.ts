@@ -3,16 +3,16 @@
 // RayJob status, the RayCluster it created for a RayJob, its pods, the Events, the Lease).
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
-import { FIELD_MANAGER, KubeClient } from '../../src/kube.ts';
+import { FIELD_MANAGER, KubeClient } from '../../kube/client.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { FINALIZER, quiet, rayCluster, until } from '../raycluster/harness.ts';
 import { manifest } from '../rayjob/helpers/harness.ts';
-import { CONFIGMAPS, EVENTS, LEASES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { CONFIGMAPS, EVENTS, LEASES, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 
 interface ManagedFields {
   manager?: string;
@@ -50,7 +50,7 @@ t.test('the controller writes as fieldManager raykeeper: finalizers, RayJob stat
   const controller = await startController({
     kubeConfig: ns.kubeConfig,
     watchNamespace: ns.name,
-    modules: [rayClusterModule, rayClusterOperatorModule, rayJobModule],
+    modules: [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule],
     env: {},
     logger: quiet,
     leaderElect: true,

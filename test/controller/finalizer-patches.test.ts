@@ -5,22 +5,22 @@
 import t, { type Test } from 'tap';
 import type { Counter } from 'prom-client';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { RayClusterReconciler } from '../../controller/raycluster/reconciler.ts';
-import { FinalizerPatchRejectedError } from '../../controller/runtime/finalizers.ts';
-import { KubeEventRecorder } from '../../controller/runtime/events.ts';
-import { InformerFactory } from '../../controller/runtime/informer.ts';
-import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { RayClusterReconciler } from '../../controller/gcsft-cleanup/reconciler.ts';
+import { FinalizerPatchRejectedError } from '../../kube/finalizers.ts';
+import { KubeEventRecorder } from '../../kube/events.ts';
+import { InformerFactory } from '../../kube/informer.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
 import { addFinalizerPatch } from '../../src/finalizer.ts';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
-import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../src/kube.ts';
+import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../raycluster/harness.ts';
 import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
-import { RAYCLUSTERS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../src/kube-resources.ts';
+import { RAYCLUSTERS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../kube/resources.ts';
 
 const FROZEN_LABEL = 'raykeeper.test/frozen-finalizers';
 const SECRET = 'sup3r-secret-pw';
@@ -197,7 +197,7 @@ for (const row of refusedRows) {
         kubeConfig: e.ns.kubeConfig,
         watchNamespace: e.ns.name,
         workers: 2,
-        modules: [rayClusterModule],
+        modules: [gcsFtCleanupModule],
         env: { ENABLE_GCS_FT_REDIS_CLEANUP: row.gate },
         logger: log.logger,
         metrics,

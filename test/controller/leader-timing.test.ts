@@ -12,8 +12,8 @@ import {
   renewStep,
   type LeaderTiming,
   type LeaseClient,
-} from '../../controller/runtime/leader.ts';
-import { KubeApiError, resourcePath, type RequestOptionsLite, type ResourceRef } from '../../src/kube.ts';
+} from '../../kube/leader.ts';
+import { KubeApiError, resourcePath, type RequestOptionsLite, type ResourceRef } from '../../kube/client.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 
 /** How the API server answers one request: after `afterMs` on the fake clock (with a 500 if `fail`), or never. */

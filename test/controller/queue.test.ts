@@ -1,5 +1,5 @@
 import t from 'tap';
-import { runWorkers, WorkQueue } from '../../controller/runtime/queue.ts';
+import { runWorkers, WorkQueue } from '../../kube/queue.ts';
 import { Backoff, backoffDelay, sleep } from '../../src/backoff.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 

@@ -2,10 +2,10 @@
 // Conflict, optimistic concurrency doing its job) is retried and logged at debug; any other failure is a
 // warning an admin sees. Both are retried.
 import t from 'tap';
-import { Manager } from '../../controller/runtime/manager.ts';
-import { KubeApiError } from '../../src/kube.ts';
+import { Manager } from '../../kube/manager.ts';
+import { KubeApiError } from '../../kube/client.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
-import { CONFIGMAPS } from '../../src/kube-resources.ts';
+import { CONFIGMAPS } from '../../kube/resources.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 import { capturingLogger } from '../webhook/helpers.ts';

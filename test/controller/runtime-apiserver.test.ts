@@ -1,17 +1,17 @@
 // The runtime pieces against the REAL kube-apiserver: the REST client, informers, leader election on a
 // coordination.k8s.io/v1 Lease, the Events recorder, the health server.
 import t from 'tap';
-import { InformerFactory } from '../../controller/runtime/informer.ts';
-import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../src/kube.ts';
-import { LeaderElector, microTime } from '../../controller/runtime/leader.ts';
-import { KubeEventRecorder } from '../../controller/runtime/events.ts';
-import { Manager } from '../../controller/runtime/manager.ts';
-import { buildHealthServer, close, listen } from '../../controller/runtime/server.ts';
+import { InformerFactory } from '../../kube/informer.ts';
+import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
+import { LeaderElector, microTime } from '../../kube/leader.ts';
+import { KubeEventRecorder } from '../../kube/events.ts';
+import { Manager } from '../../kube/manager.ts';
+import { buildHealthServer, close, listen } from '../../kube/health-server.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
-import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../src/kube-resources.ts';
+import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../kube/resources.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
 

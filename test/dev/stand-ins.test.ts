@@ -5,7 +5,7 @@ import { routeOf } from '../../localcluster/dashboard-proxy.ts';
 import { orphaned, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
 import type { OwnerReference } from '../../src/types.ts';
 import { env, quiet, until } from '../raycluster/harness.ts';
-import { CONFIGMAPS, JOBS, SERVICES } from '../../src/kube-resources.ts';
+import { CONFIGMAPS, JOBS, SERVICES } from '../../kube/resources.ts';
 
 t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<rest>', async (tt) => {
   const ports = (ns: string, c: string) => (ns === 'default' && c === 'rayjob-sample-x' ? 41000 : undefined);

@@ -28,7 +28,7 @@ import {
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { JOBS, MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../src/kube-resources.ts';
+import { JOBS, MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
 
 const PASSWORD = 'e2e-s3cret-pw';
 

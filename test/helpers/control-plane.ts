@@ -23,7 +23,7 @@ import {
 } from '../../localcluster/control-plane.ts';
 import { get } from '../../localcluster/net.ts';
 import { isAlive } from '../../localcluster/process.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { readState, STATE_FILE } from './control-plane-state.ts';
 
 export { readState, STATE_FILE, stateFile, type ControlPlaneState } from './control-plane-state.ts';
@@ -88,7 +88,7 @@ export interface TestNamespace {
   cp: TestControlPlane;
   /** Admin KubeConfig whose default namespace is this one (client-node: kc.makeApiClient(...)). */
   kubeConfig: KubeConfig;
-  /** Admin API client (the project's one, src/kube.ts). */
+  /** Admin API client (the project's one, kube/client.ts). */
   kube: KubeClient;
 }
 

@@ -2,9 +2,9 @@
 // as soon as it holds it (without releasing). A test whose own process is stalled runs it with
 // spawnSync, so "another replica took over" is a fact when the stall ends.
 // Usage: node test/helpers/take-lease.ts KUBECONFIG NAMESPACE NAME IDENTITY
-import { LeaderElector } from '../../controller/runtime/leader.ts';
-import { KubeClient } from '../../src/kube.ts';
-import { loadKubeConfig } from '../../src/kubeconfig.ts';
+import { LeaderElector } from '../../kube/leader.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 
 const [kubeconfig, namespace, name, identity] = process.argv.slice(2) as [string, string, string, string];
 const kube = new KubeClient(loadKubeConfig(kubeconfig));

@@ -15,7 +15,7 @@ import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
-import type { KubeClient } from '../../src/kube.ts';
+import type { KubeClient } from '../../kube/client.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
@@ -28,7 +28,7 @@ import {
   type KubeRayOperator,
   type ManagedFieldsEntry,
 } from './helpers.ts';
-import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
 import { missingPart } from '../helpers/parts.ts';
 

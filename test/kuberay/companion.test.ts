@@ -12,8 +12,8 @@ import {
   leaseIsHeld,
   parseCompanionSetting,
 } from '../../controller/companion.ts';
-import type { ReconcilerModule } from '../../controller/runtime/reconciler.ts';
-import type { KubeClient } from '../../src/kube.ts';
+import type { ReconcilerModule } from '../../kube/reconciler.ts';
+import type { KubeClient } from '../../kube/client.ts';
 
 t.test('--companion accepts auto, on, off (any case), defaults to auto, refuses the rest', async (t) => {
   t.equal(parseCompanionSetting(undefined), 'auto');

@@ -8,7 +8,7 @@ import { pino, type Logger } from 'pino';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startControlPlane, type ControlPlane } from '../../localcluster/control-plane.ts';
 import { freePort } from '../../localcluster/net.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 
 export const BUILD_KUBERAY = join(REPO_ROOT, 'tools', 'build-kuberay.sh');
 

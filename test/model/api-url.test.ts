@@ -1,7 +1,7 @@
 // Where a request goes: the API server's URL may carry a path prefix (a proxy such as Rancher's
 // https://rancher.example/k8s/clusters/c-1); requests and watches must keep it.
 import t from 'tap';
-import { apiUrl } from '../../src/kube.ts';
+import { apiUrl } from '../../kube/client.ts';
 
 const rows: Array<[server: string, path: string, want: string]> = [
   ['https://10.0.0.1:6443', '/api/v1/pods', 'https://10.0.0.1:6443/api/v1/pods'],

@@ -10,7 +10,7 @@ import {
   storageNamespaceProblem,
   usesRedisBackend,
   type FtSubject,
-} from '../../src/gcsft.ts';
+} from '../../src/gcsft/rules.ts';
 
 const withAnnotations = (annotations: Record<string, string> | null, spec: FtSubject['spec'] = {}): FtSubject => ({
   metadata: { name: 'c', annotations, uid: 'uid-1' },

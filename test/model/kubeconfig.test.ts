@@ -1,4 +1,4 @@
-// SlimKubeConfig (src/kubeconfig.ts) against client-node's own KubeConfig: for each kubeconfig in the
+// SlimKubeConfig (kube/kubeconfig.ts) against client-node's own KubeConfig: for each kubeconfig in the
 // table, both load it and must agree on the current cluster and user and on what applyToHTTPSOptions
 // writes (auth headers, CA, client certificate and key, TLS verification, server name).
 import t from 'tap';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeConfig, SlimKubeConfig, type HttpsOptions } from '../../src/kubeconfig.ts';
+import { loadKubeConfig, SlimKubeConfig, type HttpsOptions } from '../../kube/kubeconfig.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'raykeeper-kubeconfig-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,8 +5,8 @@ import { spawnSync } from 'node:child_process';
 import type { Test } from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
-import type { KubeClient } from '../../src/kube.ts';
-import { EVENTS } from '../../src/kube-resources.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { EVENTS } from '../../kube/resources.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
 

@@ -5,7 +5,7 @@ import t from 'tap';
 import { stringify } from 'yaml';
 import { buildImages } from '../../localcluster/node/images.ts';
 import { nodeReady, startNodeCluster } from '../../localcluster/node/node.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
 const BUSYBOX = 'docker.io/library/busybox:1.35';

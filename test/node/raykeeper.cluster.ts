@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import { devSampleCluster } from '../../dev/dev.ts';
 import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import {
   DEPLOYMENTS,
   ENDPOINT_SLICES,
@@ -17,7 +17,7 @@ import {
   NAMESPACES,
   PODS,
   RAYCLUSTERS,
-} from '../../src/kube-resources.ts';
+} from '../../kube/resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
 import { assertCleanupJobRan, kubectl, namespaceEvents, until } from './helpers.ts';

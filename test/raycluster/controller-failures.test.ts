@@ -24,12 +24,12 @@ import {
   SECRETS,
   VALIDATING_ADMISSION_POLICIES,
   VALIDATING_ADMISSION_POLICY_BINDINGS,
-} from '../../src/kube-resources.ts';
+} from '../../kube/resources.ts';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { microTime } from '../../controller/runtime/leader.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { microTime } from '../../kube/leader.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
-import { isConflict, isInvalid, MERGE_PATCH } from '../../src/kube.ts';
+import { isConflict, isInvalid, MERGE_PATCH } from '../../kube/client.ts';
 import { EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
 
 async function closedPort(): Promise<number> {
@@ -190,7 +190,7 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
-    modules: [rayClusterModule],
+    modules: [gcsFtCleanupModule],
     env: {},
     logger,
     moduleFlags: { 'cleanup-image': 'raykeeper:test' },

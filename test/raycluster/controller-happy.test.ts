@@ -18,7 +18,7 @@ import {
   seedRay,
   until,
 } from './harness.ts';
-import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import { sleep } from '../../src/backoff.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import {
@@ -29,7 +29,7 @@ import {
   until,
   type Env,
 } from './harness.ts';
-import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../src/kube-resources.ts';
+import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -105,7 +105,7 @@ t.test('with only the shipped RBAC: finalizer, pods, Job, events, Lease, release
     leaseDurationMs: 3000,
     renewDeadlineMs: 2000,
     retryPeriodMs: 400,
-    modules: [rayClusterModule],
+    modules: [gcsFtCleanupModule],
     moduleFlags: { 'cleanup-image': 'raykeeper:test' },
     env: {},
     logger: quiet,
@@ -131,7 +131,7 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   const c = await startController({
     kubeConfig: kc,
     watchNamespace: e.ns.name,
-    modules: [rayClusterModule],
+    modules: [gcsFtCleanupModule],
     moduleFlags: {},
     env: {},
     logger: quiet,

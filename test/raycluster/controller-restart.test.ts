@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
-import { InformerFactory } from '../../controller/runtime/informer.ts';
+import { InformerFactory } from '../../kube/informer.ts';
 import {
   controllerChild,
   createCluster,
@@ -31,7 +31,7 @@ import {
   type ChildController,
   type Env,
 } from './harness.ts';
-import { LEASES, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { LEASES, RAYCLUSTERS } from '../../kube/resources.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
 
 t.test('controller killed after creating the Job, restarted twice: exactly one Job, finalizer released once cleaned', async (tt) => {

@@ -3,11 +3,11 @@
 // projection is the decision on the whole object; and the projection is what the informer keeps only
 // when the RayCluster operator does not run in the process.
 import t from 'tap';
-import { decideRayClusterCleanup } from '../../src/raycluster/decide.ts';
+import { decideRayClusterCleanup } from '../../src/gcsft/decide.ts';
 import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
-import { InformerFactory, type KubeObject } from '../../controller/runtime/informer.ts';
-import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { InformerFactory, type KubeObject } from '../../kube/informer.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
+import { KubeClient } from '../../kube/client.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { cluster, T0, withFinalizer } from './fixtures.ts';
 

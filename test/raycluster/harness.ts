@@ -4,9 +4,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Test } from 'tap';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
@@ -14,7 +14,7 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kubeconfigFile, testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
@@ -166,7 +166,7 @@ export async function controllerInProcess(
     watchNamespace: e.ns.name,
     workers: 2,
     // Only the reconciler under test (the RayJob one has its own tests).
-    modules: [rayClusterModule],
+    modules: [gcsFtCleanupModule],
     env: { ...opts.env },
     logger: opts.logger ?? quiet,
     moduleFlags: { 'cleanup-image': 'raykeeper:test', ...(opts.moduleFlags ?? {}) },

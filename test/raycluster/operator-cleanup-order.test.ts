@@ -6,12 +6,12 @@
 // still to come, and its GCS would write after the cleanup.
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
-import type { ControllerContext, ReconcilerModule } from '../../controller/runtime/reconciler.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
+import type { ControllerContext, ReconcilerModule } from '../../kube/reconciler.ts';
 import { sleep } from '../../src/backoff.ts';
-import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
-import type { KubeClient } from '../../src/kube.ts';
+import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import type { KubeClient } from '../../kube/client.ts';
 import {
   createCluster,
   env,
@@ -79,7 +79,7 @@ t.test(
       kubeConfig: e.ns.kubeConfig,
       watchNamespace: e.ns.name,
       workers: 2,
-      modules: [hold.module, rayClusterModule, rayClusterOperatorModule],
+      modules: [hold.module, gcsFtCleanupModule, rayClusterOperatorModule],
       env: {},
       logger: quiet,
       moduleFlags: { 'cleanup-image': 'raykeeper:test' },

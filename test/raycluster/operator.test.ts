@@ -1,4 +1,4 @@
-// The RayCluster operator (controller/raycluster/operator.ts) on the real kube-apiserver, with KubeRay's
+// The RayCluster operator (controller/raycluster/reconciler.ts) on the real kube-apiserver, with KubeRay's
 // samples. Nothing runs pods in this world (no kubelet), so the test plays the kubelet: it marks pods
 // Running / Ready through /status, and deletes them. Pods without a node vanish at once when deleted.
 import { readFileSync } from 'node:fs';
@@ -6,24 +6,24 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { parse } from 'yaml';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { cleanupEnv } from '../../src/raycluster/job.ts';
+import { cleanupEnv } from '../../src/gcsft/cleanup-job.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
+import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
 
 async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
     workers: 2,
-    modules: [rayClusterModule, rayClusterOperatorModule],
+    modules: [gcsFtCleanupModule, rayClusterOperatorModule],
     env,
     logger: quiet,
     moduleFlags: { 'cleanup-image': 'raykeeper:test' },

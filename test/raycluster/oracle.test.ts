@@ -14,13 +14,13 @@ import { errorMessage } from '../../src/errors.ts';
 import { kubeRayCrds } from '../kuberay/helpers.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { buildHeadPod, buildWorkerPod, type Pod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
 import { buildHeadService, type Service } from '../../src/raycluster/service.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
 
 const VERSION = 'v1.6.2';
 

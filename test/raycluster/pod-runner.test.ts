@@ -5,15 +5,15 @@
 // Needs Ray (tools/setup.sh installs it); fails without it, naming the set-up command.
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { env, getCluster, quiet, until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { PODS, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();
@@ -32,7 +32,7 @@ if ('missing' in found) {
         kubeConfig: e.ns.kubeConfig,
         watchNamespace: e.ns.name,
         workers: 2,
-        modules: [rayClusterModule, rayClusterOperatorModule],
+        modules: [gcsFtCleanupModule, rayClusterOperatorModule],
         env: {},
         logger: quiet,
         moduleFlags: { 'cleanup-image': 'raykeeper:test' },

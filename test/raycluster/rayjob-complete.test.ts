@@ -8,8 +8,8 @@ import { dirname, join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
-import { rayClusterOperatorModule } from '../../controller/raycluster/operator-module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
@@ -18,7 +18,7 @@ import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
-import { RAYJOBS } from '../../src/kube-resources.ts';
+import { RAYJOBS } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();
@@ -55,7 +55,7 @@ if ('missing' in found) {
       kubeConfig: e.ns.kubeConfig,
       watchNamespace: e.ns.name,
       workers: 2,
-      modules: [rayClusterModule, rayClusterOperatorModule, rayJobModule],
+      modules: [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule],
       env: {},
       logger: quiet,
       moduleFlags: {

@@ -2,14 +2,14 @@
 // RayCluster and submitter Job from the informer caches (a steady Running RayJob costs no API reads),
 // and the dashboard-failure clock lives in an annotation, so a new leader continues it.
 import t from 'tap';
-import { InformerFactory } from '../../controller/runtime/informer.ts';
+import { InformerFactory } from '../../kube/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { headSpec, inState, manifest, rayJobHarness } from './helpers/harness.ts';
 import { operatorRayClusterInformer, rayClusterInformer } from '../../controller/raycluster/informers.ts';
-import type { ControllerContext } from '../../controller/runtime/reconciler.ts';
-import { RAYCLUSTERS } from '../../src/kube-resources.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
+import { RAYCLUSTERS } from '../../kube/resources.ts';
 import { sleep } from '../../src/backoff.ts';
 
 /** A KubeClient that records every request as "METHOD path". */

@@ -5,7 +5,7 @@ import t from 'tap';
 import { Registry } from 'prom-client';
 import { inState, manifest, rayJobHarness, headSpec } from './helpers/harness.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 
 const worker = {
   groupName: 'small',

@@ -12,7 +12,7 @@ import { spawnSupervised } from '../../localcluster/process.ts';
 import { shellQuote } from '../../src/shell.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
 import { sleep } from '../../src/backoff.ts';
-import { RAYJOBS } from '../../src/kube-resources.ts';
+import { RAYJOBS } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 /** The `ray` CLI as a shell command, or why there is none. */

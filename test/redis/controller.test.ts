@@ -7,14 +7,14 @@ import t, { type Test } from 'tap';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startController } from '../../controller/main.ts';
-import { rayClusterModule } from '../../controller/raycluster/module.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
-import { KubeClient } from '../../src/kube.ts';
+import { KubeClient } from '../../kube/client.ts';
 import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { client } from './fixtures.ts';
-import { JOBS, NAMESPACES, RAYCLUSTERS } from '../../src/kube-resources.ts';
+import { JOBS, NAMESPACES, RAYCLUSTERS } from '../../kube/resources.ts';
 
 const SECRET = 'Adm1n-S3cret#9';
 
@@ -31,7 +31,7 @@ async function controllerWithLog(tt: Test, e: Env, moduleFlags: Record<string, s
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
     workers: 2,
-    modules: [rayClusterModule],
+    modules: [gcsFtCleanupModule],
     env: {},
     logger: pino({ level: 'debug' }, sink),
     moduleFlags: { 'cleanup-image': 'raykeeper:test', ...moduleFlags },

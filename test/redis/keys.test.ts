@@ -13,12 +13,12 @@ import {
   legacyNamespaceOf,
   NamespaceTally,
   parseCurrentKey,
-} from '../../src/redis/keys.ts';
-import { batchKeys, crc16, keySlot } from '../../src/redis/slots.ts';
-import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../src/redis/pace.ts';
-import { classifyRedisError, delayWithin } from '../../src/redis/errors.ts';
+} from '../../controller/redis-cleanup/keys.ts';
+import { batchKeys, crc16, keySlot } from '../../controller/redis-cleanup/slots.ts';
+import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../controller/redis-cleanup/pace.ts';
+import { classifyRedisError, delayWithin } from '../../controller/redis-cleanup/errors.ts';
 import { errorMessage, oneLine } from '../../src/errors.ts';
-import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../src/redis/topology.ts';
+import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../controller/redis-cleanup/topology.ts';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 

@@ -13,13 +13,13 @@ import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/shell.ts';
 import { storedState, type MachineConfig } from '../../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../../src/types.ts';
-import { KubeEventRecorder } from '../../../controller/runtime/events.ts';
-import { KubeClient } from '../../../src/kube.ts';
+import { KubeEventRecorder } from '../../../kube/events.ts';
+import { KubeClient } from '../../../kube/client.ts';
 import { RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
 import { sleep } from '../../../src/backoff.ts';
-import { EVENTS, JOBS, RAYCLUSTERS, RAYJOBS } from '../../../src/kube-resources.ts';
+import { EVENTS, JOBS, RAYCLUSTERS, RAYJOBS } from '../../../kube/resources.ts';
 
 export const FAKE_RAY = join(dirname(fileURLToPath(import.meta.url)), 'fake-ray.mjs');
 /** The submitter's `ray` command: our stand-in under the Node running the tests. */

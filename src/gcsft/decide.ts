@@ -27,12 +27,12 @@
 // While our Job runs the reconciler does not list pods (waiting costs one GET of the cluster and the
 // Job from the watch cache); it lists them again once the Job has finished, for checks 5 and 8.
 // Every wait is capped so the next reconcile happens no later than the timeout.
-import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from '../gcsft.ts';
+import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
-import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './job.ts';
+import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
 import {
   EVENT_FORCE_DELETED_STUCK_CLUSTER,
   EVENT_REDIS_CLEANUP_DISABLED,
@@ -68,7 +68,7 @@ export interface RayClusterCleanupInput {
   job: BatchJob | undefined;
   /** ms since epoch. */
   now: number;
-  /** ENABLE_GCS_FT_REDIS_CLEANUP (src/gcsft.ts redisCleanupEnabled). */
+  /** ENABLE_GCS_FT_REDIS_CLEANUP (src/gcsft/rules.ts redisCleanupEnabled). */
   gateEnabled: boolean;
 }
 

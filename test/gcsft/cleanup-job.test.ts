@@ -15,9 +15,9 @@ import {
   manualCleanupCommand,
   remainingSeconds,
   tlsVolumes,
-} from '../../src/raycluster/job.ts';
+} from '../../src/gcsft/cleanup-job.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { cluster, job, T0 } from './fixtures.ts';
+import { cluster, job, T0 } from '../raycluster/fixtures.ts';
 
 const secretRef = (name: string, key: string) => ({ secretKeyRef: { name, key } });
 

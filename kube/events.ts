@@ -3,13 +3,13 @@
 // `count` / `lastTimestamp` on the existing Event instead of creating a new one. Recording is
 // best effort and never throws: every event is also logged, because an Event cannot be written in a
 // namespace that is being deleted (the API server refuses new objects there). A replica that no longer
-// leads records nothing (its client's write fence, src/kube.ts `fenced`).
+// leads records nothing (its client's write fence, kube/client.ts `fenced`).
 import { randomBytes } from 'node:crypto';
-import { isNotFound, MERGE_PATCH, type KubeClient } from '../../src/kube.ts';
+import { isNotFound, MERGE_PATCH, type KubeClient } from './client.ts';
 import type { ObjectWithMeta } from './informer.ts';
-import type { Logger } from '../../src/logger.ts';
-import { EVENTS } from '../../src/kube-resources.ts';
-import type { EventType } from '../../src/event-reasons.ts';
+import type { Logger } from '../src/logger.ts';
+import { EVENTS } from './resources.ts';
+import type { EventType } from '../src/event-reasons.ts';
 
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */

@@ -6,8 +6,8 @@ import {
   JOB_WAIT_MS,
   type RayClusterCleanupDecision,
   type RayClusterCleanupInput,
-} from '../../src/raycluster/decide.ts';
-import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
+} from '../../src/gcsft/decide.ts';
+import { cluster, job, pod, T0, withFinalizer } from '../raycluster/fixtures.ts';
 
 interface Row {
   name: string;

@@ -1,6 +1,6 @@
 // Informers that never die silently.
 //
-// Built on KubeClient's watch stream (src/kube.ts) with our own list/watch loop, because client-node's
+// Built on KubeClient's watch stream (kube/client.ts) with our own list/watch loop, because client-node's
 // ListWatch stops for good on any error other than 410 /
 // TimeoutError (the caller must notice and restart it), cannot be told to relist, keeps objects
 // untransformed (managedFields and all) and fires its error callbacks when stopped. Here:
@@ -13,9 +13,9 @@
 // - Periodic relist (`relistIntervalMs`) repairs anything a watch could have missed.
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
-import { Backoff, sleep, type BackoffOptions } from '../../src/backoff.ts';
-import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from '../../src/kube.ts';
-import type { OwnerReference } from '../../src/types.ts';
+import { Backoff, sleep, type BackoffOptions } from '../src/backoff.ts';
+import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './client.ts';
+import type { OwnerReference } from '../src/types.ts';
 
 export interface KubeObject {
   apiVersion?: string;

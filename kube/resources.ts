@@ -1,6 +1,6 @@
 // The resources the processes read and write, as REST references: the one table every reconciler,
 // stand-in and test spreads (`{ ...RAYCLUSTERS, namespace, name }`).
-import type { ResourceRef } from './kube.ts';
+import type { ResourceRef } from './client.ts';
 
 export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const satisfies ResourceRef;
 export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const satisfies ResourceRef;

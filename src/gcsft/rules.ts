@@ -5,8 +5,8 @@ import {
   FT_ENABLED_ANNOTATION,
   GCS_FT_DELETION_TIMEOUT_ANNOTATION,
   KUBERAY_MANAGER,
-} from './names.ts';
-import type { ObjectMeta, RayClusterSpec } from './types.ts';
+} from '../names.ts';
+import type { ObjectMeta, RayClusterSpec } from '../types.ts';
 
 /** The parts of a RayCluster these rules read; RayJob's rayClusterSpec fits too with its own metadata. */
 export interface FtSubject {

@@ -26,12 +26,12 @@
 //       };
 //     },
 //   };
-import type { KubeCredentials } from '../../src/kubeconfig.ts';
-import type { Logger } from '../../src/logger.ts';
-import type { Registry } from '../../src/metrics.ts';
+import type { KubeCredentials } from './kubeconfig.ts';
+import type { Logger } from '../src/logger.ts';
+import type { Registry } from '../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { Informer, InformerFactory, ObjectWithMeta } from './informer.ts';
-import type { KubeClient } from '../../src/kube.ts';
+import type { KubeClient } from './client.ts';
 
 /**
  * A work-queue key: "namespace/name" for namespaced objects, "name" for cluster-scoped ones.

@@ -4,7 +4,7 @@
 // sources so the cleanup targets exactly the Redis and namespace the head pod used):
 // - RAY_external_storage_namespace: the head container's own env entry when the user set one
 //   (KubeRay then leaves it alone, so the GCS used it), else options > annotation > UID
-//   (src/gcsft.ts storageNamespace).
+//   (src/gcsft/rules.ts storageNamespace).
 // - RAY_REDIS_ADDRESS / REDIS_PASSWORD / REDIS_USERNAME: from spec.gcsFaultToleranceOptions when set
 //   (`{value}` stays a value, `{valueFrom}` stays a valueFrom: a secretKeyRef is never resolved into
 //   the Job), else the head container's env entries, else rayStartParams["redis-password"].
@@ -22,7 +22,7 @@
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
 //   no service-account token (the Job never talks to Kubernetes).
 import { createHash } from 'node:crypto';
-import { storageNamespace } from '../gcsft.ts';
+import { storageNamespace } from './rules.ts';
 import {
   ENV_REDIS_ADDRESS,
   ENV_REDIS_PASSWORD,

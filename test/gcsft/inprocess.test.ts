@@ -1,6 +1,6 @@
 import t from 'tap';
-import { fileSource, mergeEnv, planInProcessCleanup } from '../../src/raycluster/inprocess.ts';
-import { cluster } from './fixtures.ts';
+import { fileSource, mergeEnv, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { cluster } from '../raycluster/fixtures.ts';
 
 t.test('plain values and secretKeyRefs are planned; fieldRefs are unresolvable', async (tt) => {
   const c = cluster({

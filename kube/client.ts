@@ -3,7 +3,7 @@
 // Why not the generated @kubernetes/client-node API classes: in client-node 2.0 every request builds a
 // new undici Agent (a new TLS connection per call), errors carry the body as text, and each resource
 // needs its own class. Reconcilers here do a handful of verbs on a handful of resources, so one
-// generic client (auth and TLS material still come from client-node's kubeconfig code, src/kubeconfig.ts)
+// generic client (auth and TLS material still come from client-node's kubeconfig code, kube/kubeconfig.ts)
 // is simpler and much cheaper under load (see bench/controller.ts). Watches too go through it: client-node's
 // Watch needs undici and the generated API's request context (~+27 MiB at start, bench/import-cost.ts).
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';

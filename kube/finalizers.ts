@@ -8,14 +8,14 @@
 //   event carries the API's message (the stored object's inline secrets masked), `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import type { Counter } from 'prom-client';
-import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
+import { EVENT_FINALIZER_PATCH_REJECTED } from '../src/event-reasons.ts';
 import {
   addFinalizerPatch,
   finalizerRejectedMessage,
   removeFinalizerPatch,
   type FinalizerChange,
   type FinalizerMeta,
-} from '../../src/finalizer.ts';
+} from '../src/finalizer.ts';
 import {
   isConflict,
   isForbidden,
@@ -26,8 +26,8 @@ import {
   KubeApiError,
   type KubeClient,
   type ResourceRef,
-} from '../../src/kube.ts';
-import { sharedCounter, type Registry } from '../../src/metrics.ts';
+} from './client.ts';
+import { sharedCounter, type Registry } from '../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { KubeObject } from './informer.ts';
 

@@ -17,17 +17,17 @@
 //      of a reconcile already running leaves the process: `ctx.kube` is fenced by `mayWrite()`, and a
 //      refused write (NotLeaderError) ends the reconcile without a retry.
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { KubeCredentials } from '../../src/kubeconfig.ts';
+import type { KubeCredentials } from './kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
-import { isConflict, isNotLeader, KubeClient } from '../../src/kube.ts';
+import { isConflict, isNotLeader, KubeClient } from './client.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
-import type { BackoffOptions } from '../../src/backoff.ts';
-import type { HealthReport } from './server.ts';
-import type { Logger } from '../../src/logger.ts';
-import type { Registry } from '../../src/metrics.ts';
+import type { BackoffOptions } from '../src/backoff.ts';
+import type { HealthReport } from './health-server.ts';
+import type { Logger } from '../src/logger.ts';
+import type { Registry } from '../src/metrics.ts';
 
 export interface ManagerOptions {
   kubeConfig: KubeCredentials;

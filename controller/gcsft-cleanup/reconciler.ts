@@ -1,0 +1,567 @@
+// The RayCluster GCS fault-tolerance reconciler: reads the world, asks src/gcsft/decide.ts what to
+// do, does that one thing, requeues. All decisions are in the pure module; this file is I/O only.
+//
+// Reads:
+// - not deleting: the informer cache (cheap; the finalizer patch's `test` op catches a stale cache,
+//   and then the object is re-read from the API and the decision made again);
+// - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
+//   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
+//   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
+//   creation gate (./pod-creation-gate.ts: the pod operator in this process starts no create after
+//   that), before the Job exists and again once it finished; the cleanup Job from the watch cache
+//   (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
+//   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
+//   its owner UID and deleted first), re-read from the API once the cache shows it finished (a finished
+//   Job releases the finalizer, or is deleted to clean again: never on a stale copy).
+//
+// Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
+// cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
+// environment: controller/redis-cleanup/config.ts cleanupFromEnvironment) when it can resolve every input
+// the Job would have had (plain values; Secrets / ConfigMaps it may read: a 403 means it may not;
+// TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
+// finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
+// command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
+//
+// The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
+// request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
+// and never releases the finalizer of a cleanup it did not finish.
+import type { Counter } from 'prom-client';
+import { sharedCounter } from '../../src/metrics.ts';
+import {
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  RAY_API_VERSION,
+  RAY_CLUSTER_LABEL,
+  RAY_NODE_TYPE_LABEL,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_REDIS_CLEANUP,
+} from '../../src/names.ts';
+import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
+import type { BatchJob, RayCluster } from '../../src/types.ts';
+import type { Pod } from '../../src/raycluster/pods.ts';
+import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/gcsft/decide.ts';
+import { isDeleting } from '../../src/finalizer.ts';
+import { maskInlineSecrets } from '../../src/inline-secrets.ts';
+import {
+  buildCleanupJob,
+  cleanupJobName,
+  cleanupResources,
+  cleanupSweep,
+  clusterLabelValue,
+  jobOutcome,
+  manualCleanupCommand,
+  type CleanupJobConfig,
+} from '../../src/gcsft/cleanup-job.ts';
+import type { SweepDecision } from '../../src/redis/sweep.ts';
+import { mergeEnv, planInProcessCleanup, type Source } from '../../src/gcsft/inprocess.ts';
+import type { Informer, KubeObject } from '../../kube/informer.ts';
+import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { FinalizerPatcher } from '../../kube/finalizers.ts';
+import { rayClusterInformer } from '../raycluster/informers.ts';
+import { podCreationGate, type PodCreationGate } from '../raycluster/pod-creation-gate.ts';
+export { slimRayCluster } from '../raycluster/informers.ts';
+import {
+  ownerKeys,
+  RetryNoLaterError,
+  splitKey,
+  type ControllerContext,
+  type ControllerRegistration,
+  type ObjectKey,
+  type ReconcileResult,
+} from '../../kube/reconciler.ts';
+import { JOBS, PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import {
+  EVENT_CREATED_REDIS_CLEANUP_JOB,
+  EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+  EVENT_INVALID_DELETION_TIMEOUT,
+  EVENT_INVALID_REDIS_CLEANUP_RESOURCES,
+  EVENT_REDIS_CLEANED_IN_PROCESS,
+  EVENT_REDIS_CLEANUP_BLOCKED,
+  EVENT_REDIS_CLEANUP_FAILED,
+  type EventSpec,
+} from '../../src/event-reasons.ts';
+import { errorMessage } from '../../src/errors.ts';
+
+export interface RayClusterReconcilerConfig {
+  /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
+  gateEnabled?: boolean;
+  job: CleanupJobConfig;
+  /** Run the cleanup in the controller when the namespace is terminating (default true). */
+  inProcessCleanup?: boolean;
+  /** The in-process cleanup (tests inject; default: cleanupFromEnvironment). */
+  runCleanup?: InProcessRunner;
+  workers?: number;
+}
+
+/** Runs the cleanup with a resolved environment within deadlineMs (stopping when `signal` aborts); resolves to success and one line. */
+/** `message` is for a person (an Event); `detail` goes to the structured log. */
+export type InProcessRunner = (
+  env: Record<string, string>,
+  options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined },
+) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
+
+/** Jobs and pods: only what maps them to their cluster and tells their state. */
+function slimDependent(obj: KubeObject): KubeObject {
+  const m = obj.metadata ?? {};
+  const slim: KubeObject = {
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      labels: m.labels,
+      ownerReferences: m.ownerReferences,
+      deletionTimestamp: m.deletionTimestamp,
+    },
+  };
+  const status = obj.status as { conditions?: unknown } | undefined;
+  if (status?.conditions) slim.status = { conditions: status.conditions };
+  return slim;
+}
+
+/** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
+function podKeys(obj: KubeObject): ObjectKey[] {
+  const owners = ownerKeys('RayCluster', 'ray.io')(obj);
+  if (owners.length > 0) return owners;
+  const name = obj.metadata?.labels?.[RAY_CLUSTER_LABEL];
+  return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
+}
+
+export const defaultInProcessRunner: InProcessRunner = async (env, options) => {
+  const [{ cleanupFromEnvironment }, { summarize, cleanupDetail }, { errorMessage, oneLine }] = await Promise.all([
+    import('../redis-cleanup/config.ts'),
+    import('../redis-cleanup/cleanup.ts'),
+    import('../../src/errors.ts'),
+  ]);
+  try {
+    const result = await cleanupFromEnvironment(env, options);
+    return { ok: true, message: oneLine(summarize(result), [env.REDIS_PASSWORD]), detail: cleanupDetail(result) };
+  } catch (err) {
+    return { ok: false, message: oneLine(errorMessage(err), [env.REDIS_PASSWORD]) };
+  }
+};
+
+export class RayClusterReconciler {
+  private readonly ctx: ControllerContext;
+  private readonly kube: KubeClient;
+  private readonly config: Required<Omit<RayClusterReconcilerConfig, 'workers'>>;
+  private readonly clusters: Informer<RayCluster>;
+  private readonly jobs: Informer<BatchJob>;
+  private readonly heads: Informer<Pod>;
+  private readonly finalizers: FinalizerPatcher;
+  private readonly gate: PodCreationGate;
+  private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
+
+  constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
+    this.ctx = ctx;
+    this.kube = ctx.kube;
+    this.config = {
+      gateEnabled: config.gateEnabled ?? redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP),
+      job: config.job,
+      inProcessCleanup: config.inProcessCleanup ?? true,
+      runCleanup: config.runCleanup ?? defaultInProcessRunner,
+    };
+    this.clusters = rayClusterInformer(ctx);
+    this.jobs = ctx.informers.get<BatchJob>({
+      ...JOBS,
+      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
+      transform: slimDependent,
+      transformId: 'slim',
+    });
+    this.heads = ctx.informers.get<Pod>({
+      ...PODS,
+      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`,
+      transform: slimDependent,
+      transformId: 'slim',
+    });
+    this.finalizers = new FinalizerPatcher({
+      kube: ctx.kube,
+      events: ctx.events,
+      metrics: ctx.metrics,
+      kind: 'RayCluster',
+      apiVersion: RAY_API_VERSION,
+    });
+    this.gate = podCreationGate(ctx.informers, ctx.now);
+    this.m = {
+      actions: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_actions_total',
+        help: 'RayCluster reconciler actions taken, by action.',
+        labelNames: ['action'] as const,
+      }),
+      releases: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_finalizer_releases_total',
+        help: 'GCS FT finalizers released, by reason.',
+        labelNames: ['reason'] as const,
+      }),
+      inProcess: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_raycluster_inprocess_cleanups_total',
+        help: 'Redis cleanups run by the controller itself (namespace terminating), by result.',
+        labelNames: ['result'] as const,
+      }),
+    };
+  }
+
+  registration(workers?: number): ControllerRegistration {
+    const reg: ControllerRegistration = {
+      name: 'raycluster',
+      reconciler: { reconcile: (key, signal) => this.reconcile(key, signal) },
+      watches: [
+        { informer: this.clusters },
+        // A cleanup Job matters when it finishes or disappears (not for its start-up updates).
+        {
+          informer: this.jobs,
+          toKeys: ownerKeys('RayCluster', 'ray.io'),
+          filter: (type, job: BatchJob) => type === 'delete' || jobOutcome(job) !== undefined,
+          resync: false,
+        },
+        // A head pod matters when it is gone (the cleanup may start).
+        { informer: this.heads, toKeys: podKeys, filter: (type) => type === 'delete', resync: false },
+      ],
+    };
+    if (workers !== undefined) reg.workers = workers;
+    return reg;
+  }
+
+  private ref(namespace: string | undefined, name: string) {
+    return { ...RAYCLUSTERS, namespace, name };
+  }
+
+  async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
+    const cached = this.clusters.get(key) as RayCluster | undefined;
+    if (!cached) return; // gone
+    const { namespace, name } = splitKey(key);
+    if (!isDeleting(cached)) {
+      const d = decideRayClusterCleanup({
+        cluster: cached,
+        pods: [],
+        job: undefined,
+        now: this.ctx.now(),
+        gateEnabled: this.config.gateEnabled,
+      });
+      if (d.action === 'nothing') return;
+      if (d.action === 'addFinalizer') {
+        const added = await this.addFinalizer(cached, signal);
+        if (added !== 'changed') return added === 'gone' ? undefined : this.reconcileFresh(namespace, name, signal);
+        return;
+      }
+      // The cache does not say deleting but the decision wants more: act on the API's copy.
+    }
+    return this.reconcileFresh(namespace, name, signal);
+  }
+
+  /** Reconcile from a fresh read of everything (the deletion path). */
+  private async reconcileFresh(
+    namespace: string | undefined,
+    name: string,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
+    const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name), { signal });
+    if (!cluster) return;
+    // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
+    // the cleanup can start in the same reconcile instead of one requeue later.
+    for (let pass = 0; ; pass++) {
+      const now = this.ctx.now();
+      let pods: PodLite[] = [];
+      let job: BatchJob | undefined;
+      if (isDeleting(cluster) && cluster.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) {
+        const jobName = cleanupJobName(name);
+        job = this.jobs.getByName(namespace, jobName) as BatchJob | undefined;
+        // A finished Job may release the finalizer, and a rerun deletes one: never decide that on a cached copy.
+        if (job && jobOutcome(job) !== undefined)
+          job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: jobName }, { signal });
+        const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
+        const finished = job !== undefined && jobOutcome(job) !== undefined;
+        // Pods matter until our Job exists (it is created once no head pod is left) and once it has
+        // finished (a head that appeared meanwhile means cleaning again), not while it runs.
+        if (!ours || finished) {
+          // The pod operator in this process starts no create for this cluster after this point, and
+          // those under way have ended: the list below sees every pod it made.
+          if (cluster.metadata.uid) await this.gate.close(cluster.metadata.uid);
+          pods = (
+            await this.kube.list<PodLite>(
+              { ...PODS, namespace },
+              { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal },
+            )
+          ).items;
+        }
+      }
+      const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
+      this.m.actions.inc({ action: d.action });
+      this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
+      const result = await this.act(cluster, d, now, signal);
+      if (d.action !== 'deletePods' || pass >= 1) return result;
+    }
+  }
+
+  private async act(
+    cluster: RayCluster,
+    d: RayClusterCleanupDecision,
+    now: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
+    const meta = cluster.metadata;
+    const namespace = meta.namespace;
+    const log = this.ctx.logger.child({ cluster: `${namespace}/${meta.name}` });
+    switch (d.action) {
+      case 'nothing':
+        return;
+      case 'addFinalizer': {
+        const r = await this.addFinalizer(cluster, signal);
+        if (r === 'conflict') throw new Error('finalizers changed while adding ours; retrying');
+        return;
+      }
+      case 'deletePods': {
+        for (const pod of d.pods) await this.kube.delete({ ...PODS, namespace, name: pod }, { signal });
+        log.info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'waitForHeadGone':
+      case 'waitForJob':
+        return { requeueAfterMs: d.requeueAfterMs };
+      case 'deleteStaleJob': {
+        await this.deleteJob(namespace, d.jobName, d.jobUid, signal);
+        log.info({ job: d.jobName }, 'deleted a cleanup Job left by an earlier cluster of the same name');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'rerunCleanup': {
+        this.event(cluster, d.event);
+        await this.deleteJob(namespace, d.jobName, d.jobUid, signal);
+        log.warn({ job: d.jobName }, 'a head pod appeared after the cleanup Job was created: deleted the Job to clean again');
+        return { requeueAfterMs: d.requeueAfterMs };
+      }
+      case 'createJob':
+        return this.createJob(cluster, d.deadlineMs, d.requeueAfterMs, now, signal);
+      case 'releaseFinalizer':
+        if (d.event) this.event(cluster, d.event);
+        await this.release(cluster, d.reason, signal);
+        return;
+      case 'forceRelease':
+        this.event(cluster, d.event);
+        await this.release(cluster, 'timeout', signal);
+        return;
+    }
+  }
+
+  /** Deletes a cleanup Job (this UID only; already gone is fine, as for every kube.delete), its pods in the background. */
+  private async deleteJob(
+    namespace: string | undefined,
+    name: string,
+    uid: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await this.kube.delete(
+      { ...JOBS, namespace, name },
+      { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal },
+    );
+  }
+
+  private event(cluster: RayCluster, e: EventSpec): void {
+    this.ctx.events.event(cluster, e.type, e.reason, e.message);
+  }
+
+  /**
+   * 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'.
+   * A refusal by the API (validation, admission policy) throws after a Warning: the queue backs off.
+   */
+  private async addFinalizer(cluster: RayCluster, signal: AbortSignal | undefined): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
+    const r = await this.finalizers.patch(
+      this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
+      cluster,
+      'add',
+      GCS_FT_REDIS_CLEANUP_FINALIZER,
+      signal,
+    );
+    if (r.result !== 'patched') return r.result;
+    this.m.actions.inc({ action: 'addFinalizer' });
+    this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
+    return 'changed';
+  }
+
+  /**
+   * Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried within 200 ms
+   * (re-read). A refusal by the API throws after a Warning: the queue backs off.
+   */
+  private async release(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+    const r = await this.finalizers.patch(
+      this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
+      cluster,
+      'remove',
+      GCS_FT_REDIS_CLEANUP_FINALIZER,
+      signal,
+    );
+    if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
+    if (r.result !== 'patched') return;
+    this.m.releases.inc({ reason });
+    this.ctx.logger.info(
+      { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
+      'released the GCS FT Redis cleanup finalizer',
+    );
+  }
+
+  private async createJob(
+    cluster: RayCluster,
+    deadlineMs: number,
+    requeueAfterMs: number,
+    now: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
+    const namespace = cluster.metadata.namespace;
+    const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
+    const sweep = cleanupSweep(cluster, this.config.job);
+    const { problems } = cleanupResources(cluster, this.config.job);
+    for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
+    const timeoutProblem = deletionTimeoutProblem(cluster);
+    if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
+    try {
+      await this.kube.create({ ...JOBS, namespace }, job, { signal });
+    } catch (err) {
+      signal?.throwIfAborted();
+      if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it
+      if (isNamespaceTerminating(err)) return this.cleanupInProcess(cluster, deadlineMs, signal);
+      // The API's message may quote the Job (its env may carry the cluster's inline REDIS_PASSWORD).
+      const reason = maskInlineSecrets(errorMessage(err), [cluster, job]);
+      this.event(cluster, {
+        type: 'Warning',
+        reason: EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+        message: `Failed to create Redis cleanup Job ${namespace}/${job.metadata.name}: ${reason}`,
+      });
+      throw new RetryNoLaterError(`creating Job ${job.metadata.name}: ${reason}`, Math.max(100, deadlineMs - this.ctx.now() + 50), {
+        cause: err,
+      });
+    }
+    this.ctx.logger.info(
+      { cluster: `${namespace}/${cluster.metadata.name}`, job: job.metadata.name, sweep: sweep.mode, sweepReason: sweep.reason },
+      'created the Redis cleanup Job',
+    );
+    this.event(cluster, {
+      type: 'Normal',
+      reason: EVENT_CREATED_REDIS_CLEANUP_JOB,
+      message: `Created Redis cleanup Job ${namespace}/${job.metadata.name} to delete ${describeTarget(cluster)}`,
+    });
+    return { requeueAfterMs };
+  }
+
+  /** The Job cannot be created (namespace terminating): clean up from here if we can. */
+  private async cleanupInProcess(
+    cluster: RayCluster,
+    deadlineMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void> {
+    const log = this.ctx.logger.child({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` });
+    const untilDeadline = Math.max(100, deadlineMs - this.ctx.now() + 50);
+    const blocked = (why: string): ReconcileResult => {
+      this.m.inProcess.inc({ result: 'blocked' });
+      this.event(cluster, {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_BLOCKED,
+        message: `Cannot create the Redis cleanup Job: namespace ${cluster.metadata.namespace} is being deleted, and the controller cannot clean up itself (${why}). The finalizer is released at the deletion timeout; ${describeTarget(cluster)} will then remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+      });
+      return { requeueAfterMs: Math.min(30_000, untilDeadline) };
+    };
+    if (!this.config.inProcessCleanup) return blocked('in-process cleanup is disabled (--disable-in-process-cleanup)');
+    const plan = planInProcessCleanup(cluster);
+    if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
+    let env: Record<string, string>;
+    try {
+      env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan, signal);
+    } catch (err) {
+      signal?.throwIfAborted();
+      return blocked(errorMessage(err));
+    }
+    const secondsLeft = Math.floor((deadlineMs - this.ctx.now()) / 1000);
+    if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
+    const sweep = cleanupSweep(cluster, this.config.job);
+    log.warn({ sweep: sweep.mode, sweepReason: sweep.reason }, 'namespace is terminating: running the Redis cleanup in the controller');
+    const { ok, message, detail } = await this.config.runCleanup(env, { deadlineMs: Math.min(secondsLeft, 240) * 1000, sweep, signal });
+    log.info({ ok, ...detail }, 'in-process Redis cleanup ended');
+    if (signal?.aborted) {
+      // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.
+      this.m.inProcess.inc({ result: 'aborted' });
+      log.warn({ result: message }, 'in-process Redis cleanup aborted: the finalizer stays');
+      signal.throwIfAborted();
+    }
+    if (ok) {
+      this.m.inProcess.inc({ result: 'succeeded' });
+      this.event(cluster, {
+        type: 'Normal',
+        reason: EVENT_REDIS_CLEANED_IN_PROCESS,
+        message:
+          `Namespace ${cluster.metadata.namespace} is being deleted, so the controller cleaned up itself: deleted ${describeTarget(cluster)}. ${message}`.trim(),
+      });
+      await this.releaseFresh(cluster, 'inprocess-complete', signal);
+      return;
+    }
+    this.m.inProcess.inc({ result: 'failed' });
+    this.event(cluster, {
+      type: 'Warning',
+      reason: EVENT_REDIS_CLEANUP_FAILED,
+      message: `The controller's own Redis cleanup failed (${message}); released the finalizer anyway (best effort), so ${describeTarget(cluster)} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+    });
+    await this.releaseFresh(cluster, 'inprocess-failed', signal);
+  }
+
+  /** Re-reads the cluster (the cleanup took time) and releases the finalizer from that copy. */
+  private async releaseFresh(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+    const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
+    if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
+    await this.release(fresh, reason, signal);
+  }
+
+  /** Resolves the plan like the kubelet would, with the controller's permissions. */
+  private async resolveEnv(
+    namespace: string,
+    plan: ReturnType<typeof planInProcessCleanup>,
+    signal: AbortSignal | undefined,
+  ): Promise<Record<string, string>> {
+    const cache = new Map<string, Record<string, string> | undefined>();
+    const load = async (kind: 'secret' | 'configMap', name: string, optional: boolean): Promise<Record<string, string> | undefined> => {
+      const id = `${kind}/${name}`;
+      if (cache.has(id)) return cache.get(id);
+      let data: Record<string, string> | undefined;
+      try {
+        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
+          { version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name },
+          { signal },
+        );
+        data = {};
+        for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
+        for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+      } catch (err) {
+        if (isForbidden(err)) throw new Error(`the controller may not read ${kind} ${namespace}/${name} (403)`);
+        if (isNotFound(err) && optional) data = undefined;
+        else if (isNotFound(err)) throw new Error(`${kind} ${namespace}/${name} does not exist`);
+        else throw err;
+      }
+      cache.set(id, data);
+      return data;
+    };
+    const explicit: Record<string, string> = {};
+    for (const [name, src] of Object.entries(plan.env) as Array<[string, Source]>) {
+      if (src.kind === 'value') explicit[name] = src.value;
+      else {
+        const kind = src.kind === 'secretKey' ? 'secret' : src.kind === 'configMapKey' ? 'configMap' : src.from;
+        const data = await load(kind, src.name, src.optional);
+        const value = data?.[src.key];
+        if (value === undefined) {
+          if (src.optional) continue;
+          throw new Error(`${kind} ${namespace}/${src.name} has no key ${JSON.stringify(src.key)}`);
+        }
+        // A TLS file becomes its PEM content: `raykeeper redis-cleanup` accepts inline PEM.
+        explicit[name] = value;
+      }
+    }
+    const fromEnvFrom: Array<Record<string, string>> = [];
+    for (const ef of plan.envFrom) {
+      const data = await load(ef.kind, ef.name, ef.optional);
+      if (!data) continue;
+      const m: Record<string, string> = {};
+      for (const [k, v] of Object.entries(data)) m[`${ef.prefix}${k}`] = v;
+      fromEnvFrom.push(m);
+    }
+    return mergeEnv(fromEnvFrom, explicit);
+  }
+}
+
+/** Registration for the runtime (see controller/reconcilers.ts). */
+export function createRayClusterController(ctx: ControllerContext, config: RayClusterReconcilerConfig): ControllerRegistration {
+  return new RayClusterReconciler(ctx, config).registration(config.workers);
+}
