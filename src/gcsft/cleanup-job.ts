@@ -22,7 +22,7 @@
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
 //   no service-account token (the Job never talks to Kubernetes).
 import { createHash } from 'node:crypto';
-import { storageNamespace } from './rules.ts';
+import { cleanupEnv, effectiveStorageNamespace, headContainer, tlsVolumes } from './redis-env.ts';
 import {
   ENV_REDIS_ADDRESS,
   ENV_REDIS_PASSWORD,
@@ -34,7 +34,7 @@ import {
   RAY_NODE_TYPE_LABEL,
   REDIS_TLS_ENV,
 } from '../names.ts';
-import type { BatchJob, Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
+import type { BatchJob, EnvVar, RayCluster } from '../types.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
 import { autoSweep, imageVersionSource, type SweepDecision } from '../redis/sweep.ts';
@@ -114,108 +114,6 @@ export function clusterLabelValue(clusterName: string): string {
   if (clusterName.length <= DNS_LABEL_MAX) return clusterName;
   const hash = createHash('sha256').update(clusterName).digest('hex').slice(0, 8);
   return `${clusterName.slice(0, DNS_LABEL_MAX - 9).replace(/[-_.]+$/, '')}-${hash}`;
-}
-
-/** The head pod's Ray container (KubeRay: the first container). */
-export function headContainer(cluster: RayCluster): Container | undefined {
-  return cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0];
-}
-
-function headEnv(cluster: RayCluster, name: string): EnvVar | undefined {
-  return headContainer(cluster)?.env?.find((e) => e?.name === name);
-}
-
-function credentialEnv(name: string, cred: RedisCredential | undefined | null): EnvVar | undefined {
-  if (!cred || typeof cred !== 'object') return undefined;
-  if (cred.valueFrom && typeof cred.valueFrom === 'object') return { name, valueFrom: cred.valueFrom };
-  if (typeof cred.value === 'string') return { name, value: cred.value };
-  return undefined;
-}
-
-function copyEnv(e: EnvVar): EnvVar {
-  return e.valueFrom !== undefined ? { name: e.name, valueFrom: structuredClone(e.valueFrom) } : { name: e.name, value: e.value ?? '' };
-}
-
-/** The storage namespace the head pod used: its own env value if set, else options > annotation > UID. */
-export function effectiveStorageNamespace(cluster: RayCluster): string | undefined {
-  const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
-  if (own && own.valueFrom === undefined && typeof own.value === 'string' && own.value !== '') return own.value;
-  return storageNamespace(cluster);
-}
-
-/**
- * The RAY_external_storage_namespace entry of a GCS-FT head: the head template's own if it sets one
- * (KubeRay keeps it), else options > annotation > UID. ONE function for both sides: the head pod
- * (./pods.ts) is started with it and the cleanup Job deletes what it names.
- */
-export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
-  const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
-  if (own) return copyEnv(own);
-  const ns = storageNamespace(cluster);
-  return ns === undefined ? undefined : { name: ENV_STORAGE_NAMESPACE, value: ns };
-}
-
-/** The env of the cleanup container (names and sources, never resolved secrets). */
-export function cleanupEnv(cluster: RayCluster): EnvVar[] {
-  const env: EnvVar[] = [];
-  const options = cluster.spec?.gcsFaultToleranceOptions ?? undefined;
-  const ns = storageNamespaceEnv(cluster);
-  if (ns) env.push(ns);
-  if (options && typeof options.redisAddress === 'string' && options.redisAddress !== '')
-    env.push({ name: ENV_REDIS_ADDRESS, value: options.redisAddress });
-  else {
-    const e = headEnv(cluster, ENV_REDIS_ADDRESS);
-    if (e) env.push(copyEnv(e));
-  }
-  const password =
-    credentialEnv(ENV_REDIS_PASSWORD, options?.redisPassword) ??
-    (headEnv(cluster, ENV_REDIS_PASSWORD) ? copyEnv(headEnv(cluster, ENV_REDIS_PASSWORD) as EnvVar) : undefined) ??
-    (typeof cluster.spec?.headGroupSpec?.rayStartParams?.['redis-password'] === 'string'
-      ? { name: ENV_REDIS_PASSWORD, value: cluster.spec.headGroupSpec.rayStartParams['redis-password'] }
-      : undefined);
-  if (password) env.push(password);
-  const username =
-    credentialEnv(ENV_REDIS_USERNAME, options?.redisUsername) ??
-    (headEnv(cluster, ENV_REDIS_USERNAME) ? copyEnv(headEnv(cluster, ENV_REDIS_USERNAME) as EnvVar) : undefined);
-  if (username) env.push(username);
-  for (const name of REDIS_TLS_ENV) {
-    const e = headEnv(cluster, name);
-    if (e) env.push(copyEnv(e));
-  }
-  return env;
-}
-
-interface VolumeMount {
-  name: string;
-  mountPath: string;
-  subPath?: string;
-  readOnly?: boolean;
-  [key: string]: unknown;
-}
-
-function isUnder(path: string, mountPath: string): boolean {
-  const m = mountPath.replace(/\/+$/, '');
-  return path === m || path.startsWith(`${m}/`);
-}
-
-/** The head container's mounts (and their volumes) that hold a file a TLS env entry points at. */
-export function tlsVolumes(cluster: RayCluster): { volumeMounts: VolumeMount[]; volumes: Array<Record<string, unknown>> } {
-  const container = headContainer(cluster);
-  const paths = REDIS_TLS_ENV.filter((n) => n !== 'RAY_REDIS_SERVER_NAME')
-    .map((n) => headEnv(cluster, n))
-    .filter((e): e is EnvVar => e !== undefined && e.valueFrom === undefined && typeof e.value === 'string' && e.value.startsWith('/'))
-    .map((e) => e.value as string);
-  const mounts = ((container?.volumeMounts ?? []) as VolumeMount[]).filter(
-    (m) => m && typeof m.mountPath === 'string' && paths.some((p) => isUnder(p, m.mountPath)),
-  );
-  const names = new Set(mounts.map((m) => m.name));
-  const volumes = ((cluster.spec?.headGroupSpec?.template?.spec?.volumes ?? []) as Array<Record<string, unknown>>).filter((v) =>
-    names.has(v?.name as string),
-  );
-  return {
-    volumeMounts: mounts.map((m) => ({ ...structuredClone(m), readOnly: true })),
-    volumes: volumes.map((v) => structuredClone(v)),
-  };
 }
 
 const QUANTITY = /^([+-]?[0-9.]+)([eE][-+]?[0-9]+|[numkKMGTPE]i?)?$/;

@@ -32,7 +32,8 @@ import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE
 import type { BatchJob, RayCluster } from '../types.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
-import { cleanupEnv, cleanupJobName, effectiveStorageNamespace, headContainer, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
+import { cleanupJobName, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
+import { cleanupEnv, effectiveStorageNamespace, headContainer } from './redis-env.ts';
 import {
   EVENT_FORCE_DELETED_STUCK_CLUSTER,
   EVENT_REDIS_CLEANUP_DISABLED,

@@ -8,7 +8,7 @@
 // controller/raycluster.
 import { REDIS_TLS_ENV } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { cleanupEnv, headContainer } from './cleanup-job.ts';
+import { cleanupEnv, headContainer } from './redis-env.ts';
 
 export type Source =
   | { kind: 'value'; value: string }

@@ -36,7 +36,7 @@ import {
 } from '../names.ts';
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import type { EnvVar, ObjectMeta, OwnerReference, RayCluster } from '../types.ts';
-import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/cleanup-job.ts';
+import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
 

@@ -2,20 +2,18 @@ import t from 'tap';
 import fc from 'fast-check';
 import {
   buildCleanupJob,
-  cleanupEnv,
   cleanupJobName,
   cleanupTimeoutSeconds,
   cleanupResources,
   cleanupSweep,
   clusterLabelValue,
   DEFAULT_CLEANUP_CONFIG,
-  effectiveStorageNamespace,
   isDnsLabel,
   jobOutcome,
   manualCleanupCommand,
   remainingSeconds,
-  tlsVolumes,
 } from '../../src/gcsft/cleanup-job.ts';
+import { cleanupEnv, effectiveStorageNamespace, tlsVolumes } from '../../src/gcsft/redis-env.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { cluster, job, T0 } from '../raycluster/fixtures.ts';
 

@@ -9,7 +9,7 @@ import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { cleanupEnv } from '../../src/gcsft/cleanup-job.ts';
+import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { Service } from '../../src/raycluster/service.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';

@@ -14,7 +14,7 @@ import {
   type Pod,
 } from '../../src/raycluster/pods.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServicePorts } from '../../src/raycluster/service.ts';
-import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/cleanup-job.ts';
+import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
 import { parseQuantity, quantityValue } from '../../src/raycluster/quantity.ts';
 import type { RayCluster } from '../../src/types.ts';
 

@@ -12,7 +12,7 @@ import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
 import { findRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
-import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/cleanup-job.ts';
+import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
 import { buildHeadPod, buildWorkerPod, headServiceFqdn } from '../../src/raycluster/pods.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
