@@ -48,7 +48,8 @@ import { startJobRunner, type InProcessCommand, type JobRunner } from '../localc
 import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient } from '../kube/client.ts';
 import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
-import { InformerFactory, type KubeObject } from '../kube/informer.ts';
+import { InformerFactory } from '../kube/informer.ts';
+import type { KubeObject } from '../kube/model.ts';
 import { sleep } from '../src/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';

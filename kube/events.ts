@@ -6,7 +6,7 @@
 // leads records nothing (its client's write fence, kube/client.ts `fenced`).
 import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from './client.ts';
-import type { ObjectWithMeta } from './informer.ts';
+import type { ObjectWithMeta } from './model.ts';
 import type { Logger } from '../src/logger.ts';
 import { EVENTS } from './resources.ts';
 import type { EventType } from '../src/event-reasons.ts';

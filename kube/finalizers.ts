@@ -29,7 +29,7 @@ import {
 } from './client.ts';
 import { sharedCounter, type Registry } from '../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
-import type { KubeObject } from './informer.ts';
+import type { KubeObject } from './model.ts';
 
 export type FinalizerPatchOutcome<T> = { result: 'patched'; object: T } | { result: 'unchanged' | 'gone' | 'conflict' };
 

@@ -15,35 +15,7 @@
 //   handlers fire exactly as if the events had been watched.
 import { Backoff, sleep, type BackoffOptions } from '../src/backoff.ts';
 import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './client.ts';
-import type { OwnerReference } from '../src/types.ts';
-
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    labels?: Record<string, string> | null;
-    annotations?: Record<string, string> | null;
-    ownerReferences?: OwnerReference[] | null;
-    deletionTimestamp?: string | null;
-    finalizers?: string[] | null;
-    [key: string]: unknown;
-  };
-  [key: string]: unknown;
-}
-
-/**
- * What every object an informer caches has: a typed model (RayCluster, Pod, Service ...) fits it without
- * a cast, which KubeObject's index signature does not allow.
- */
-export interface ObjectWithMeta {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: KubeObject['metadata'];
-}
+import type { KubeObject, ObjectWithMeta } from './model.ts';
 
 export type InformerEventType = 'add' | 'update' | 'delete';
 export type InformerHandler<T extends ObjectWithMeta = KubeObject> = (type: InformerEventType, obj: T, old?: T) => void;

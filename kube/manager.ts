@@ -19,7 +19,8 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from './kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
-import { InformerFactory, type Informer, type InformerTimings, type KubeObject } from './informer.ts';
+import { InformerFactory, type Informer, type InformerTimings } from './informer.ts';
+import type { KubeObject } from './model.ts';
 import { isConflict, isNotLeader, KubeClient } from './client.ts';
 import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';

@@ -30,7 +30,8 @@ import type { KubeCredentials } from './kubeconfig.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Registry } from '../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
-import type { Informer, InformerFactory, ObjectWithMeta } from './informer.ts';
+import type { Informer, InformerFactory } from './informer.ts';
+import type { ObjectWithMeta } from './model.ts';
 import type { KubeClient } from './client.ts';
 
 /**

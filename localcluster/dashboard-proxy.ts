@@ -24,7 +24,7 @@ export interface DashboardRoute {
 export function routeOf(url: string, dashboardPort: (namespace: string, cluster: string) => number | undefined): DashboardRoute | string {
   const m = /^\/([^/?#]+)\/([^/?#]+)(.*)$/.exec(url);
   if (!m) return `expected /<namespace>/<cluster>/..., got ${url}`;
-  const [, namespace, cluster, rest] = m as unknown as [string, string, string, string];
+  const [, namespace = '', cluster = '', rest = ''] = m;
   const port = dashboardPort(namespace, cluster);
   if (port === undefined) return `no Ray head of RayCluster ${namespace}/${cluster} runs in raykeeper dev`;
   return { port, path: rest === '' || rest.startsWith('?') ? `/${rest}` : rest };

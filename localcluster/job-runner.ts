@@ -43,18 +43,16 @@ import {
   DEADLINE_EXCEEDED,
   deadlineAt,
   decideJobRun,
-  EnvResolutionError,
-  type EnvLookups,
   finishStatuses,
   type RunnerJob,
   localCommand,
   localPod,
   type JobRunOutcome,
-  resolveEnv,
   retryStatus,
   startStatus,
   suspendedStatus,
 } from './job-logic.ts';
+import { EnvResolutionError, type EnvLookups, resolveEnv } from '../kube/env.ts';
 import { spawnSupervised, type Supervised } from './process.ts';
 import { errorMessage } from '../src/errors.ts';
 

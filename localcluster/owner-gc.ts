@@ -9,10 +9,10 @@
 // Background, as kubectl and raykeeper's controller do; a batch/v1 Job deleted with the API's default,
 // Orphan, keeps its finalizer for ever here).
 import type { KubeConfig } from '@kubernetes/client-node';
-import { InformerFactory, type Informer, type KubeObject } from '../kube/informer.ts';
+import { InformerFactory, type Informer } from '../kube/informer.ts';
+import type { KubeObject, OwnerReference } from '../kube/model.ts';
 import { isNotFound, KubeClient, type ResourceRef } from '../kube/client.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import type { OwnerReference } from '../src/types.ts';
 import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SERVICES } from '../kube/resources.ts';
 
 type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;

@@ -6,8 +6,8 @@
 // share 6379). Used by the real-Ray tests; what a kubelet stand-in for Ray pods would build on.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname } from 'node:path';
-import type { Pod } from '../src/raycluster/pods.ts';
-import { resolveEnv, type EnvLookups, type JobContainer, type LocalPod } from './job-logic.ts';
+import type { Pod } from '../kube/model.ts';
+import { resolveEnv, type EnvLookups, type LocalPod } from '../kube/env.ts';
 import { stopRay, type RayInstall } from './ray.ts';
 
 export interface RayPodProcess {
@@ -50,7 +50,7 @@ export async function startRayPod(pod: Pod, options: RayPodOptions): Promise<Ray
   if (!container?.command || container.command.length === 0)
     throw new Error('the Ray container has no command (built by src/raycluster/pods.ts?)');
   const hosts = options.hosts ?? [];
-  const resolved = await resolveEnv(container as unknown as JobContainer, localPodOf(pod), options.lookups);
+  const resolved = await resolveEnv(container, localPodOf(pod), options.lookups);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(resolved)) env[k] = mapHosts(v, hosts);
   const base = {

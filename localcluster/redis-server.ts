@@ -15,7 +15,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect as netConnect } from 'node:net';
+import { connect as netConnect, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './net.ts';
@@ -180,8 +180,7 @@ async function startOnce(options: RedisServerOptions, dir: string, ownDir: boole
   child.once('exit', () => live.delete(child));
   // The server does not keep the test process alive; the exit hook above ends it with the process.
   child.unref();
-  (child.stdout as unknown as { unref?: () => void }).unref?.();
-  (child.stderr as unknown as { unref?: () => void }).unref?.();
+  for (const stream of [child.stdout, child.stderr]) if (stream instanceof Socket) stream.unref();
   let output = '';
   child.stdout!.on('data', (d) => (output += d.toString()));
   child.stderr!.on('data', (d) => (output += d.toString()));

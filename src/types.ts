@@ -1,42 +1,12 @@
 // The parts of KubeRay's ray.io/v1 API that raykeeper reads or writes. Everything else is kept as-is
-// (index signatures), because the webhook must never drop fields it does not know.
+// (index signatures), because the webhook must never drop fields it does not know. The Kubernetes kinds
+// they are built from are in kube/model.ts.
+import type { EnvVarSource, ObjectMeta, PodTemplateSpec } from '../kube/model.ts';
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
-
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string | null;
-  labels?: Record<string, string> | null;
-  annotations?: Record<string, string> | null;
-  finalizers?: string[] | null;
-  ownerReferences?: OwnerReference[] | null;
-  [key: string]: unknown;
-}
-
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
-
-/** A core/v1 EnvVarSource-like value: KubeRay's RedisCredential is `{value}` or `{valueFrom}`. */
+/** KubeRay's RedisCredential: `{value}` or `{valueFrom}` (a core/v1 EnvVarSource). */
 export interface RedisCredential {
   value?: string;
-  valueFrom?: {
-    secretKeyRef?: { name: string; key: string; optional?: boolean };
-    configMapKeyRef?: { name: string; key: string; optional?: boolean };
-    [key: string]: unknown;
-  };
+  valueFrom?: EnvVarSource;
 }
 
 export type GcsFaultToleranceBackend = 'redis' | 'rocksdb';
@@ -56,25 +26,6 @@ export interface RayClusterSpec {
   workerGroupSpecs?: Array<{ groupName?: string; suspend?: boolean; [key: string]: unknown }>;
   enableInTreeAutoscaling?: boolean;
   suspend?: boolean;
-  [key: string]: unknown;
-}
-
-export interface PodTemplateSpec {
-  metadata?: ObjectMeta;
-  spec?: { containers?: Container[]; volumes?: unknown[]; [key: string]: unknown };
-}
-
-export interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: RedisCredential['valueFrom'];
-}
-
-export interface Container {
-  name: string;
-  image?: string;
-  env?: EnvVar[];
-  volumeMounts?: unknown[];
   [key: string]: unknown;
 }
 
@@ -180,26 +131,4 @@ export interface RayJob {
   spec?: RayJobSpec;
   status?: RayJobStatus;
   [key: string]: unknown;
-}
-
-/**
- * The parts of a batch/v1 Job raykeeper writes or reads: the Redis cleanup Jobs (src/gcsft/cleanup-job.ts)
- * and the RayJob submitters (src/rayjob/builders.ts).
- */
-export interface BatchJob {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec?: { backoffLimit?: number; template?: PodTemplateSpec; [key: string]: unknown };
-  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
-}
-
-/** A batch/v1 Job condition (Complete, Failed, SuccessCriteriaMet, FailureTarget, Suspended). */
-export interface JobCondition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  lastProbeTime?: string;
-  lastTransitionTime?: string;
 }

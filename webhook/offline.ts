@@ -10,7 +10,7 @@ import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from 
 import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import type { PatchOperation } from '../src/admission/patch.ts';
-import type { JsonObject } from '../src/types.ts';
+import type { JsonObject } from '../kube/model.ts';
 import { errorMessage } from '../src/errors.ts';
 
 const TARGETS: readonly string[] = ['RayCluster', 'RayJob'] satisfies TargetKind[];

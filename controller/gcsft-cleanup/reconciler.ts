@@ -36,8 +36,8 @@ import {
   NODE_TYPE_REDIS_CLEANUP,
 } from '../../src/names.ts';
 import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
-import type { BatchJob, RayCluster } from '../../src/types.ts';
-import type { Pod } from '../../src/raycluster/pods.ts';
+import type { RayCluster } from '../../src/types.ts';
+import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/gcsft/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
@@ -52,8 +52,9 @@ import {
   type CleanupJobConfig,
 } from '../../src/gcsft/cleanup-job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
-import { mergeEnv, planInProcessCleanup, type Source } from '../../src/gcsft/inprocess.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import { planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { resolveEnv } from '../../kube/env.ts';
+import type { Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
@@ -462,7 +463,7 @@ export class RayClusterReconciler {
     if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
     let env: Record<string, string>;
     try {
-      env = await this.resolveEnv(cluster.metadata.namespace ?? '', plan, signal);
+      env = await this.resolveEnv(cluster, plan, signal);
     } catch (err) {
       signal?.throwIfAborted();
       return blocked(errorMessage(err));
@@ -506,58 +507,38 @@ export class RayClusterReconciler {
     await this.release(fresh, reason, signal);
   }
 
-  /** Resolves the plan like the kubelet would, with the controller's permissions. */
+  /** Resolves the plan like the kubelet would (kube/env.ts), reading Secrets and ConfigMaps with the controller's permissions. */
   private async resolveEnv(
-    namespace: string,
+    cluster: RayCluster,
     plan: ReturnType<typeof planInProcessCleanup>,
     signal: AbortSignal | undefined,
   ): Promise<Record<string, string>> {
-    const cache = new Map<string, Record<string, string> | undefined>();
-    const load = async (kind: 'secret' | 'configMap', name: string, optional: boolean): Promise<Record<string, string> | undefined> => {
-      const id = `${kind}/${name}`;
-      if (cache.has(id)) return cache.get(id);
-      let data: Record<string, string> | undefined;
+    const namespace = cluster.metadata.namespace ?? '';
+    const cache = new Map<string, Promise<Record<string, string> | undefined>>();
+    const read = async (kind: 'secret' | 'configMap', name: string): Promise<Record<string, string> | undefined> => {
       try {
         const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
           { version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name },
           { signal },
         );
-        data = {};
+        const data: Record<string, string> = {};
         for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
         for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+        return data;
       } catch (err) {
         if (isForbidden(err)) throw new Error(`the controller may not read ${kind} ${namespace}/${name} (403)`);
-        if (isNotFound(err) && optional) data = undefined;
-        else if (isNotFound(err)) throw new Error(`${kind} ${namespace}/${name} does not exist`);
-        else throw err;
+        if (isNotFound(err)) return undefined;
+        throw err;
       }
-      cache.set(id, data);
+    };
+    const load = (kind: 'secret' | 'configMap') => (_ns: string, name: string) => {
+      const id = `${kind}/${name}`;
+      let data = cache.get(id);
+      if (!data) cache.set(id, (data = read(kind, name)));
       return data;
     };
-    const explicit: Record<string, string> = {};
-    for (const [name, src] of Object.entries(plan.env) as Array<[string, Source]>) {
-      if (src.kind === 'value') explicit[name] = src.value;
-      else {
-        const kind = src.kind === 'secretKey' ? 'secret' : src.kind === 'configMapKey' ? 'configMap' : src.from;
-        const data = await load(kind, src.name, src.optional);
-        const value = data?.[src.key];
-        if (value === undefined) {
-          if (src.optional) continue;
-          throw new Error(`${kind} ${namespace}/${src.name} has no key ${JSON.stringify(src.key)}`);
-        }
-        // A TLS file becomes its PEM content: `raykeeper redis-cleanup` accepts inline PEM.
-        explicit[name] = value;
-      }
-    }
-    const fromEnvFrom: Array<Record<string, string>> = [];
-    for (const ef of plan.envFrom) {
-      const data = await load(ef.kind, ef.name, ef.optional);
-      if (!data) continue;
-      const m: Record<string, string> = {};
-      for (const [k, v] of Object.entries(data)) m[`${ef.prefix}${k}`] = v;
-      fromEnvFrom.push(m);
-    }
-    return mergeEnv(fromEnvFrom, explicit);
+    const pod = { name: cluster.metadata.name ?? '', namespace, uid: '', labels: {}, annotations: {}, serviceAccountName: '' };
+    return resolveEnv(planContainer(plan), pod, { secret: load('secret'), configMap: load('configMap') });
   }
 }
 

@@ -3,7 +3,8 @@
 // cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
 // the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import type { Informer, KubeObject } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { KubeObject } from '../../kube/model.ts';
 import { RAYCLUSTERS } from '../../kube/resources.ts';
 import type { RayCluster } from '../../src/types.ts';
 
@@ -15,13 +16,13 @@ const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
  * operator builds pods from the spec and compares the status it would write with the stored one.
  */
 export function slimRayCluster(obj: KubeObject): KubeObject {
-  const { managedFields: _m, ...metadata } = (obj.metadata ?? {}) as Record<string, unknown>;
-  const annotations = metadata.annotations as Record<string, string> | undefined;
+  const { managedFields: _m, ...metadata } = obj.metadata ?? {};
+  const annotations = metadata.annotations;
   if (annotations && LAST_APPLIED in annotations) {
     const { [LAST_APPLIED]: _l, ...rest } = annotations;
     metadata.annotations = rest;
   }
-  return { ...obj, metadata: metadata as KubeObject['metadata'] };
+  return { ...obj, metadata };
 }
 
 /**

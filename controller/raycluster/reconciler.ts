@@ -23,11 +23,11 @@ import {
 import type { RayCluster } from '../../src/types.ts';
 import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
-import type { BuildOptions, Pod } from '../../src/raycluster/pods.ts';
-import type { Service } from '../../src/raycluster/service.ts';
+import type { BuildOptions } from '../../src/raycluster/pods.ts';
+import type { KubeObject, ObjectWithMeta, Pod, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../kube/client.ts';
-import type { Informer, KubeObject, ObjectWithMeta } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
 import {
   ownerKeys,
   type ControllerContext,

@@ -7,7 +7,8 @@ import type { Informer, InformerFactory } from '../../kube/informer.ts';
 import { operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
-import type { BatchJob, RayCluster, RayJob } from '../../src/types.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
+import type { BatchJob } from '../../kube/model.ts';
 
 const flags: Record<string, ModuleFlag> = {};
 for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {

@@ -11,7 +11,7 @@ import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
-import type { BatchJob } from '../../src/types.ts';
+import type { BatchJob, ObjectWithMeta } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
@@ -26,7 +26,7 @@ import {
 } from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';
-import type { Informer, ObjectWithMeta } from '../../kube/informer.ts';
+import type { Informer } from '../../kube/informer.ts';
 import {
   isAlreadyExists,
   isConflict,

@@ -8,7 +8,7 @@
 //   obj.spec (its own keys), obj.spec.gcsFaultToleranceOptions, obj.status.
 // A write anywhere else would change the original too (and bypass the recorded patch); the property test
 // (test/admission/patch-property.test.ts) checks every answer against defaulting on a FULL deep copy.
-import type { Json, JsonObject } from '../types.ts';
+import type { Json, JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 
 function shallow(value: Json | undefined): Json | undefined {

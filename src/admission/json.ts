@@ -1,5 +1,5 @@
 // Plain-JSON helpers for admission objects. Objects arrive from JSON.parse, so they hold only JSON values.
-import type { Json, JsonObject } from '../types.ts';
+import type { Json, JsonObject } from '../../kube/model.ts';
 
 /** A JSON object: not null, not an array. */
 export function isJsonObject(value: unknown): value is JsonObject {

@@ -2,7 +2,7 @@
 // (copy.ts) while recording each write as a patch operation (patch.ts), answer. Never throws: a failure
 // anywhere becomes an AdmissionReview refusal (400 for bad input, 500 for our own failure).
 import { RAY_GROUP, RAY_VERSION } from '../names.ts';
-import type { JsonObject } from '../types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { copyForDefaulting } from './copy.ts';
 import type { PatchOperation } from './patch.ts';
 import { defaultRayCluster, rayClusterShapeProblem, type DefaultingResult } from './raycluster.ts';

@@ -6,7 +6,7 @@
 // deep comparison, no deep clone. test/admission/patch-property.test.ts checks every patch with an
 // independent RFC 6902 applier against the rules run on a full deep copy.
 import type { JsonPatchOp } from '../json-patch.ts';
-import type { Json, JsonObject } from '../types.ts';
+import type { Json, JsonObject } from '../../kube/model.ts';
 
 /** What the defaulting rules write: no `test` guards (an admission patch applies to the request's object). */
 export type PatchOperation = Exclude<JsonPatchOp<Json>, { op: 'test' }>;

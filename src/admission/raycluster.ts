@@ -27,7 +27,7 @@ import {
 } from '../gcsft/rules.ts';
 import type { FtSubject } from '../gcsft/rules.ts';
 import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
-import type { JsonObject } from '../types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { addFinalizer, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';

@@ -6,7 +6,7 @@
 //   the defaults KubeRay's CRD declares (+kubebuilder:default), for API servers whose CRD lacks them.
 //   Only inside an existing spec object, as CRD defaulting does.
 // UPDATE, DELETE, CONNECT: nothing. The RayJob finalizer is the controller's business, never the webhook's.
-import type { JsonObject } from '../types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 import { metadataShapeProblem } from './metadata.ts';
 import { setContainer, setMember } from './patch.ts';

@@ -1,6 +1,6 @@
 // AdmissionReview (admission.k8s.io/v1 and v1beta1) requests: parsing and validation into a typed request,
 // or a clear error that still carries the uid and apiVersion whenever the body revealed them.
-import type { JsonObject } from '../types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 
 export const ADMISSION_API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;

@@ -34,7 +34,8 @@ import {
   RAY_NODE_TYPE_LABEL,
   REDIS_TLS_ENV,
 } from '../names.ts';
-import type { BatchJob, EnvVar, RayCluster } from '../types.ts';
+import type { RayCluster } from '../types.ts';
+import type { BatchJob, EnvVar } from '../../kube/model.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
 import { autoSweep, imageVersionSource, type SweepDecision } from '../redis/sweep.ts';

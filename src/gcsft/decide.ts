@@ -29,7 +29,8 @@
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
-import type { BatchJob, RayCluster } from '../types.ts';
+import type { RayCluster } from '../types.ts';
+import type { BatchJob } from '../../kube/model.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { cleanupJobName, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';

@@ -5,10 +5,11 @@
 // The controller can do the Job's work itself when every input the Job would have had is resolvable
 // by the controller: plain values, Secrets / ConfigMaps it may read (a 403 means it may not), TLS files
 // that live in Secret / ConfigMap volumes. Pure: this only says what to fetch; the I/O is in
-// controller/raycluster.
+// controller/gcsft-cleanup.
 import { REDIS_TLS_ENV } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { cleanupEnv, headContainer } from './redis-env.ts';
+import type { Container, EnvFromSource, EnvVar } from '../../kube/model.ts';
 
 export type Source =
   | { kind: 'value'; value: string }
@@ -17,7 +18,7 @@ export type Source =
   /** A file the head pod read from a Secret / ConfigMap volume: fetch the key, write it to a 0600 temp file. */
   | { kind: 'file'; from: 'secret' | 'configMap'; name: string; key: string; optional: boolean };
 
-export interface EnvFromSource {
+export interface PlannedEnvFrom {
   kind: 'secret' | 'configMap';
   name: string;
   prefix: string;
@@ -28,7 +29,7 @@ export interface InProcessPlan {
   /** env name -> where its value comes from (explicit env; wins over envFrom). */
   env: Record<string, Source>;
   /** Whole Secrets / ConfigMaps the head container imported (envFrom), in order. */
-  envFrom: EnvFromSource[];
+  envFrom: PlannedEnvFrom[];
   /** Inputs the controller cannot reproduce (fieldRef, files on non-Secret volumes, ...). */
   unresolvable: string[];
 }
@@ -91,18 +92,14 @@ export function planInProcessCleanup(cluster: RayCluster): InProcessPlan {
     }
     const s = e.valueFrom.secretKeyRef;
     const c = e.valueFrom.configMapKeyRef;
-    if (s) env[e.name] = { kind: 'secretKey', name: s.name, key: s.key, optional: s.optional === true };
-    else if (c) env[e.name] = { kind: 'configMapKey', name: c.name, key: c.key, optional: c.optional === true };
+    if (s) env[e.name] = { kind: 'secretKey', name: s.name ?? '', key: s.key, optional: s.optional === true };
+    else if (c) env[e.name] = { kind: 'configMapKey', name: c.name ?? '', key: c.key, optional: c.optional === true };
     else unresolvable.push(`${e.name} (valueFrom ${Object.keys(e.valueFrom).join(', ')})`);
   }
-  const envFrom: EnvFromSource[] = [];
+  const envFrom: PlannedEnvFrom[] = [];
   const rawEnvFrom = headContainer(cluster)?.envFrom;
   if (Array.isArray(rawEnvFrom)) {
-    for (const ef of rawEnvFrom as Array<{
-      prefix?: string;
-      secretRef?: { name?: string; optional?: boolean };
-      configMapRef?: { name?: string; optional?: boolean };
-    }>) {
+    for (const ef of rawEnvFrom) {
       if (ef?.secretRef?.name)
         envFrom.push({ kind: 'secret', name: ef.secretRef.name, prefix: ef.prefix ?? '', optional: ef.secretRef.optional === true });
       else if (ef?.configMapRef?.name)
@@ -117,9 +114,28 @@ export function planInProcessCleanup(cluster: RayCluster): InProcessPlan {
   return { env, envFrom, unresolvable };
 }
 
-/** Kubernetes' env precedence: envFrom entries in order, then explicit env over them. */
-export function mergeEnv(fromEnvFrom: Array<Record<string, string>>, explicit: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const m of fromEnvFrom) Object.assign(out, m);
-  return Object.assign(out, explicit);
+/**
+ * The plan as the container the cleanup Job would have run: each file becomes the Secret / ConfigMap key
+ * behind it (`raykeeper redis-cleanup` takes inline PEM), so kube/env.ts resolves it as the kubelet would.
+ */
+export function planContainer(plan: InProcessPlan): Container {
+  const env: EnvVar[] = Object.entries(plan.env).map(([name, src]): EnvVar => {
+    switch (src.kind) {
+      case 'value':
+        return { name, value: src.value };
+      case 'secretKey':
+        return { name, valueFrom: { secretKeyRef: { name: src.name, key: src.key, optional: src.optional } } };
+      case 'configMapKey':
+        return { name, valueFrom: { configMapKeyRef: { name: src.name, key: src.key, optional: src.optional } } };
+      case 'file': {
+        const ref = { name: src.name, key: src.key, optional: src.optional };
+        return { name, valueFrom: src.from === 'secret' ? { secretKeyRef: ref } : { configMapKeyRef: ref } };
+      }
+    }
+  });
+  const envFrom: EnvFromSource[] = plan.envFrom.map((ef) => {
+    const ref = { name: ef.name, optional: ef.optional };
+    return { prefix: ef.prefix, ...(ef.kind === 'secret' ? { secretRef: ref } : { configMapRef: ref }) };
+  });
+  return { name: 'redis-cleanup', env, envFrom };
 }

@@ -4,7 +4,8 @@
 // (./cleanup-job.ts) deletes what it names with the same address and credentials.
 import { storageNamespace } from './rules.ts';
 import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE, REDIS_TLS_ENV } from '../names.ts';
-import type { Container, EnvVar, RayCluster, RedisCredential } from '../types.ts';
+import type { RayCluster, RedisCredential } from '../types.ts';
+import type { Container, EnvVar } from '../../kube/model.ts';
 
 /** The head pod's Ray container (KubeRay: the first container). */
 export function headContainer(cluster: RayCluster): Container | undefined {

@@ -6,7 +6,8 @@ import {
   GCS_FT_DELETION_TIMEOUT_ANNOTATION,
   KUBERAY_MANAGER,
 } from '../names.ts';
-import type { ObjectMeta, RayClusterSpec } from '../types.ts';
+import type { RayClusterSpec } from '../types.ts';
+import type { ObjectMeta } from '../../kube/model.ts';
 
 /** The parts of a RayCluster these rules read; RayJob's rayClusterSpec fits too with its own metadata. */
 export interface FtSubject {

@@ -29,8 +29,9 @@ import {
   RAY_HEADLESS_WORKER_SVC_LABEL,
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type Pod, type WorkerGroupSpec } from './pods.ts';
-import { buildHeadlessWorkerService, buildHeadService, headServiceLabels, needsHeadlessWorkerService, type Service } from './service.ts';
+import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type WorkerGroupSpec } from './pods.ts';
+import type { Pod, Service } from '../../kube/model.ts';
+import { buildHeadlessWorkerService, buildHeadService, headServiceLabels, needsHeadlessWorkerService } from './service.ts';
 import { COND_PROVISIONED, conditionTrue, desiredReplicas, hosts, suspendStatus, type RayClusterStatus } from './status.ts';
 
 export type PodAction =

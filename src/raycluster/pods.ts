@@ -35,7 +35,8 @@ import {
   RAY_WORKER_REPLICA_NAME_LABEL,
 } from '../names.ts';
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
-import type { EnvVar, ObjectMeta, OwnerReference, RayCluster } from '../types.ts';
+import type { RayCluster } from '../types.ts';
+import type { Container, EnvVar, ObjectMeta, OwnerReference, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
@@ -55,74 +56,6 @@ export const APP_NAME = 'kuberay';
 export const CREATED_BY = 'raykeeper';
 /** The value of RAY_USAGE_STATS_EXTRA_TAGS' kuberay_version: says who built the pod. */
 export const USAGE_STATS_VERSION = 'raykeeper';
-
-export interface ContainerPort {
-  name?: string;
-  containerPort: number;
-  protocol?: string;
-  [key: string]: unknown;
-}
-
-export interface ResourceRequirements {
-  limits?: Record<string, string | number>;
-  requests?: Record<string, string | number>;
-  [key: string]: unknown;
-}
-
-export interface RayContainer {
-  name: string;
-  image?: string;
-  imagePullPolicy?: string;
-  command?: string[];
-  args?: string[];
-  env?: EnvVar[];
-  ports?: ContainerPort[];
-  resources?: ResourceRequirements;
-  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean; [key: string]: unknown }>;
-  livenessProbe?: Record<string, unknown>;
-  readinessProbe?: Record<string, unknown>;
-  securityContext?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-export interface PodSpec {
-  containers: RayContainer[];
-  initContainers?: RayContainer[];
-  volumes?: Array<{ name: string; [key: string]: unknown }>;
-  restartPolicy?: string;
-  [key: string]: unknown;
-}
-
-export interface PodCondition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  [key: string]: unknown;
-}
-
-export interface PodStatus {
-  phase?: string;
-  podIP?: string;
-  conditions?: PodCondition[];
-  containerStatuses?: Array<{
-    name: string;
-    state?: {
-      waiting?: { reason?: string; message?: string };
-      terminated?: { reason?: string; message?: string; exitCode?: number };
-      running?: unknown;
-    };
-  }>;
-  [key: string]: unknown;
-}
-
-export interface Pod {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec?: PodSpec;
-  status?: PodStatus;
-}
 
 export interface WorkerGroupSpec {
   groupName?: string;
@@ -452,7 +385,7 @@ function portParam(params: Record<string, string>, key: string, fallback: number
 }
 
 /** initLivenessAndReadinessProbe (RayCluster creator: no serve check). */
-export function addProbes(container: RayContainer, nodeType: NodeType, params: Record<string, string>, rayVersion: unknown): void {
+export function addProbes(container: Container, nodeType: NodeType, params: Record<string, string>, rayVersion: unknown): void {
   const agentPort = portParam(params, 'dashboard-agent-listen-port', DEFAULT_DASHBOARD_AGENT_LISTEN_PORT);
   const commands = [wget(2, agentPort, 'api/local_raylet_healthz')];
   if (nodeType === 'head') commands.push(wget(10, portParam(params, 'dashboard-port', DEFAULT_DASHBOARD_PORT), 'api/gcs_healthz'));
@@ -545,7 +478,7 @@ function build(
 
   // DefaultWorkerPodTemplate: the init container sees the Ray container as the template wrote it.
   if (nodeType === 'worker' && options.initContainer !== false) {
-    const init: RayContainer = {
+    const init: Container = {
       name: 'wait-gcs-ready',
       image: ray.image,
       command: [...CONTAINER_COMMAND],

@@ -10,7 +10,8 @@ import {
   RAY_IDENTIFIER_LABEL,
   RAY_NODE_TYPE_LABEL,
 } from '../names.ts';
-import type { ObjectMeta, RayCluster } from '../types.ts';
+import type { RayCluster } from '../types.ts';
+import type { Service, ServicePort } from '../../kube/model.ts';
 import {
   APP_NAME,
   checkLabel,
@@ -25,30 +26,6 @@ import {
   ownerReference,
   workerGroups,
 } from './pods.ts';
-
-export interface ServicePort {
-  name?: string;
-  port: number;
-  targetPort?: number | string;
-  nodePort?: number;
-  appProtocol?: string;
-  protocol?: string;
-  [key: string]: unknown;
-}
-
-export interface Service {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec?: {
-    selector?: Record<string, string>;
-    ports?: ServicePort[];
-    type?: string;
-    clusterIP?: string;
-    publishNotReadyAddresses?: boolean;
-    [key: string]: unknown;
-  };
-}
 
 /** HeadServiceLabels: also the head Service's selector and what finds it again. */
 export function headServiceLabels(cluster: RayCluster): Record<string, string> {

@@ -3,17 +3,8 @@
 import { shellQuote } from '../shell.ts';
 import { parse as parseYaml } from 'yaml';
 import { RAY_API_VERSION } from '../names.ts';
-import type {
-  BatchJob,
-  Container,
-  EnvVar,
-  JobCondition,
-  ObjectMeta,
-  OwnerReference,
-  PodTemplateSpec,
-  RayCluster,
-  RayJob,
-} from '../types.ts';
+import type { RayCluster, RayJob } from '../types.ts';
+import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec } from '../../kube/model.ts';
 import {
   CREATED_BY_LABEL,
   CREATED_BY_VALUE,

@@ -15,14 +15,8 @@
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft/rules.ts';
 import { isDeleting } from '../finalizer.ts';
-import {
-  JOB_DEPLOYMENT_STATUSES,
-  type BatchJob,
-  type JobDeploymentStatus,
-  type RayCluster,
-  type RayJob,
-  type RayJobStatus,
-} from '../types.ts';
+import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
+import type { BatchJob } from '../../kube/model.ts';
 import {
   buildRayCluster,
   buildSubmitRequest,

@@ -10,7 +10,8 @@ import {
   EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
   FT_ENABLED_ANNOTATION,
 } from '../names.ts';
-import type { Container, RayClusterSpec, RayJob } from '../types.ts';
+import type { RayClusterSpec, RayJob } from '../types.ts';
+import type { Container } from '../../kube/model.ts';
 import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
 import { validateDeletionConfiguration } from './deletion.ts';

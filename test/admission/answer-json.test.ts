@@ -4,7 +4,7 @@ import t from 'tap';
 import { allowed, answerJson, denied, encodePatch, type AdmissionReviewAnswer } from '../../src/admission/response.ts';
 import type { PatchOperation } from '../../src/admission/patch.ts';
 import { jsonText } from '../../src/admission/json.ts';
-import type { Json } from '../../src/types.ts';
+import type { Json } from '../../kube/model.ts';
 
 const ops: PatchOperation[] = [
   { op: 'add', path: '/metadata/finalizers', value: ['ray.io/gcs-ft-redis-cleanup-finalizer'] },

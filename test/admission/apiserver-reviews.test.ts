@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyPatch } from 'rfc6902';
 import { mutate } from '../../src/admission/mutate.ts';
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { recordedReview, RECORDED_REVIEWS, type RecordedShape } from '../../bench/reviews.ts';

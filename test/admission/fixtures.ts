@@ -1,5 +1,5 @@
 // Builders for admission test objects and AdmissionReviews (not a test file: no .test.ts suffix).
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 
 export const FT = 'ray.io/ft-enabled';
 export const NS_ANNOTATION = 'ray.io/external-storage-namespace';

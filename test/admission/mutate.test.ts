@@ -3,7 +3,7 @@
 import t from 'tap';
 import { applyPatch } from 'rfc6902';
 import { mutate, type MutateOptions } from '../../src/admission/mutate.ts';
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { counterNamespaces, FINALIZER, FT, NS_ANNOTATION, rayCluster, rayJob, review } from './fixtures.ts';
 
 const UID = 'e911857d-c318-11e8-bbad-025000000001';

@@ -9,7 +9,7 @@ import { cloneJson, isJsonObject } from '../../src/admission/json.ts';
 import { mutate } from '../../src/admission/mutate.ts';
 import { defaultRayCluster } from '../../src/admission/raycluster.ts';
 import { defaultRayJob } from '../../src/admission/rayjob.ts';
-import type { Json, JsonObject } from '../../src/types.ts';
+import type { Json, JsonObject } from '../../kube/model.ts';
 import { FINALIZER, FT, NS_ANNOTATION, review } from './fixtures.ts';
 
 const RUNS = 1000;

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { defaultRayCluster, type RayClusterDefaultingContext } from '../../src/admission/raycluster.ts';
 import { cloneJson } from '../../src/admission/json.ts';
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { FINALIZER, FT, NS_ANNOTATION, rayCluster, type ClusterShape } from './fixtures.ts';
 
 const PINNED = 'pinned-by-test';

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { defaultRayJob } from '../../src/admission/rayjob.ts';
 import { cloneJson } from '../../src/admission/json.ts';
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { rayJob } from './fixtures.ts';
 
 function create(job: JsonObject, operation: 'CREATE' | 'UPDATE' = 'CREATE'): JsonObject {

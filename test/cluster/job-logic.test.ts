@@ -3,19 +3,16 @@
 import t from 'tap';
 import {
   decideJobRun,
-  EnvResolutionError,
-  type EnvLookups,
-  expand,
   finishStatuses,
   type RunnerJob,
   k8sTime,
   localCommand,
   localPod,
-  resolveEnv,
   startStatus,
   suspendedStatus,
   DEADLINE_EXCEEDED,
 } from '../../localcluster/job-logic.ts';
+import { EnvResolutionError, type EnvLookups, expand, resolveEnv } from '../../kube/env.ts';
 
 const job = (
   over: { spec?: Partial<RunnerJob['spec']>; status?: RunnerJob['status']; metadata?: Partial<RunnerJob['metadata']> } = {},

@@ -1,7 +1,8 @@
 // The informer's recovery logic, driven through its list/watch seam by a small scripted fake (the
 // real-API-server behaviour is covered by test/controller/runtime-apiserver.test.ts).
 import t from 'tap';
-import { Informer, type KubeObject, type ListFn, type WatchFn } from '../../kube/informer.ts';
+import { Informer, type ListFn, type WatchFn } from '../../kube/informer.ts';
+import type { KubeObject } from '../../kube/model.ts';
 import { until } from '../helpers/until.ts';
 
 interface OpenWatch {

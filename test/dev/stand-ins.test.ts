@@ -3,7 +3,7 @@
 import t from 'tap';
 import { routeOf } from '../../localcluster/dashboard-proxy.ts';
 import { orphaned, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
-import type { OwnerReference } from '../../src/types.ts';
+import type { OwnerReference } from '../../kube/model.ts';
 import { env, quiet, until } from '../raycluster/harness.ts';
 import { CONFIGMAPS, JOBS, SERVICES } from '../../kube/resources.ts';
 

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { fileSource, mergeEnv, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { fileSource, planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { resolveEnv } from '../../kube/env.ts';
 import { cluster } from '../raycluster/fixtures.ts';
 
 t.test('plain values and secretKeyRefs are planned; fieldRefs are unresolvable', async (tt) => {
@@ -58,5 +59,43 @@ t.test('envFrom sources are listed; explicit env wins when merged', async (tt) =
     { kind: 'secret', name: 'redis-env', prefix: '', optional: false },
     { kind: 'configMap', name: 'cm', prefix: 'X_', optional: true },
   ]);
-  tt.same(mergeEnv([{ A: '1', B: '1' }, { B: '2' }], { A: 'explicit' }), { A: 'explicit', B: '2' });
+  // Resolved as the kubelet does (kube/env.ts): envFrom in order, explicit env over them.
+  const merged = await resolveEnv(
+    planContainer({ env: { A: { kind: 'value', value: 'explicit' } }, envFrom: plan.envFrom, unresolvable: [] }),
+    { name: 'c', namespace: 'ns', uid: '', labels: {}, annotations: {}, serviceAccountName: '' },
+    {
+      secret: async () => ({ A: '1', B: '1' }),
+      configMap: async () => ({ B: '2' }),
+    },
+  );
+  tt.same(merged, { A: 'explicit', B: '1', X_B: '2' });
+});
+
+t.test('the plan as a container: files become the Secret / ConfigMap key behind them, resolved to their content', async (tt) => {
+  const container = planContainer({
+    env: {
+      RAY_REDIS_ADDRESS: { kind: 'value', value: 'rediss://redis:6379' },
+      REDIS_PASSWORD: { kind: 'secretKey', name: 'auth', key: 'pw', optional: false },
+      RAY_REDIS_CA_CERT: { kind: 'file', from: 'secret', name: 'redis-ca', key: 'ca.crt', optional: false },
+      RAY_REDIS_CLIENT_CERT: { kind: 'file', from: 'configMap', name: 'client-cm', key: 'crt', optional: true },
+    },
+    envFrom: [],
+    unresolvable: [],
+  });
+  tt.same(container.env, [
+    { name: 'RAY_REDIS_ADDRESS', value: 'rediss://redis:6379' },
+    { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'auth', key: 'pw', optional: false } } },
+    { name: 'RAY_REDIS_CA_CERT', valueFrom: { secretKeyRef: { name: 'redis-ca', key: 'ca.crt', optional: false } } },
+    { name: 'RAY_REDIS_CLIENT_CERT', valueFrom: { configMapKeyRef: { name: 'client-cm', key: 'crt', optional: true } } },
+  ]);
+  const secrets: Record<string, Record<string, string>> = {
+    auth: { pw: 's3cret' },
+    'redis-ca': { 'ca.crt': '-----BEGIN CERTIFICATE-----' },
+  };
+  const env = await resolveEnv(
+    container,
+    { name: 'c', namespace: 'ns', uid: '', labels: {}, annotations: {}, serviceAccountName: '' },
+    { secret: async (_ns, name) => secrets[name], configMap: async () => undefined },
+  );
+  tt.same(env, { RAY_REDIS_ADDRESS: 'rediss://redis:6379', REDIS_PASSWORD: 's3cret', RAY_REDIS_CA_CERT: '-----BEGIN CERTIFICATE-----' });
 });

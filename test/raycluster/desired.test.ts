@@ -4,7 +4,7 @@ import { plan, unsupportedFields, type PlanInput } from '../../src/raycluster/de
 import { Expectations } from '../../src/raycluster/expectations.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import { computeStatus, desiredReplicas, rayClusterStatusChanged, type Condition } from '../../src/raycluster/status.ts';
-import type { Pod } from '../../src/raycluster/pods.ts';
+import type { Pod } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
 
 function cluster(extra: Partial<RayCluster['spec']> = {}, meta: Partial<RayCluster['metadata']> = {}): RayCluster {

@@ -1,7 +1,7 @@
 // Builders for RayCluster / Pod / Job objects used by the raycluster tests.
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
-import type { BatchJob } from '../../src/types.ts';
+import type { BatchJob } from '../../kube/model.ts';
 import type { PodLite } from '../../src/gcsft/decide.ts';
 
 export const T0 = Date.parse('2026-11-30T10:00:00Z');

@@ -5,7 +5,8 @@
 import t from 'tap';
 import { decideRayClusterCleanup } from '../../src/gcsft/decide.ts';
 import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
-import { InformerFactory, type KubeObject } from '../../kube/informer.ts';
+import { InformerFactory } from '../../kube/informer.ts';
+import type { KubeObject } from '../../kube/model.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { KubeClient } from '../../kube/client.ts';
 import type { RayCluster } from '../../src/types.ts';

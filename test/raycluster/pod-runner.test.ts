@@ -9,7 +9,7 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
-import type { Pod } from '../../src/raycluster/pods.ts';
+import type { Pod } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { env, getCluster, quiet, until } from './harness.ts';
 import { kuberaySample } from './samples.ts';

@@ -11,8 +11,8 @@ import {
   rayStartCommand,
   renderParams,
   supportsUnifiedHealthCheck,
-  type Pod,
 } from '../../src/raycluster/pods.ts';
+import type { Pod } from '../../kube/model.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServicePorts } from '../../src/raycluster/service.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
 import { parseQuantity, quantityValue } from '../../src/raycluster/quantity.ts';

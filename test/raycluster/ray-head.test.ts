@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
-import { resolveEnv, type EnvLookups, type JobContainer } from '../../localcluster/job-logic.ts';
+import { resolveEnv, type EnvLookups } from '../../kube/env.ts';
+import type { Container } from '../../kube/model.ts';
 import { findRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { startRayPod, type RayPodProcess } from '../../localcluster/ray-pod.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
@@ -155,7 +156,7 @@ if (missing) {
 
       // The cleanup Job's env for the same cluster, resolved the same way, run by `raykeeper redis-cleanup`.
       const jobEnv = await resolveEnv(
-        { name: 'redis-cleanup', env: cleanupEnv(cluster) } as JobContainer,
+        { name: 'redis-cleanup', env: cleanupEnv(cluster) } as Container,
         { name: 'rk-redis-cleanup', namespace: 'team', uid: 'job', labels: {}, annotations: {}, serviceAccountName: 'default' },
         lookups,
       );

@@ -1,6 +1,6 @@
 // Shared builders for the RayJob tests: RayJobs in a given state, clusters, submitter Jobs.
 import type { RayCluster, RayJob, RayJobSpec, RayJobStatus } from '../../src/types.ts';
-import type { BatchJob } from '../../src/types.ts';
+import type { BatchJob } from '../../kube/model.ts';
 
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const at = (seconds: number): number => T0 + seconds * 1000;

@@ -7,7 +7,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { applyPatch } from 'rfc6902';
 import { buildApp } from '../../webhook/app.ts';
-import type { Json, JsonObject } from '../../src/types.ts';
+import type { Json, JsonObject } from '../../kube/model.ts';
 import { FINALIZER, FT, NS_ANNOTATION, rayCluster, rayJob } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, httpsCall } from './helpers.ts';
 

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { applyPatch } from 'rfc6902';
 import { buildApp, DEFAULT_BODY_LIMIT, type WebhookApp } from '../../webhook/app.ts';
-import type { JsonObject } from '../../src/types.ts';
+import type { JsonObject } from '../../kube/model.ts';
 import { counterNamespaces, FINALIZER, FT, NS_ANNOTATION, rayCluster, rayJob, review } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, decodePatch } from './helpers.ts';
 
