@@ -15,6 +15,7 @@
 // race to create the RayCluster) and the RayCluster pod reconciler. A start-up log line and the gauge
 // `raykeeper_companion_mode{reason}` say which mode and why. A watcher of KubeRay's own cleanup Jobs
 // warns (event + counter) when KubeRay's cleanup was left on, naming the setting to change.
+import { MODULE } from './module-names.ts';
 import type { Gauge } from 'prom-client';
 import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -41,7 +42,7 @@ export const KUBERAY_LEASE_NAME = 'ray-operator-leader';
 /** The label KubeRay puts on every Job it creates (and the only Jobs its cache holds). */
 export const KUBERAY_CREATED_BY_SELECTOR = 'app.kubernetes.io/created-by=kuberay-operator';
 /** Reconcilers that fight KubeRay's operator: not started in companion mode (by module name). */
-export const COMPANION_SKIPPED: readonly string[] = ['rayjob', 'raycluster-pods'];
+export const COMPANION_SKIPPED: readonly string[] = [MODULE.rayJob, MODULE.rayClusterPods];
 /** The module that warns when KubeRay's own Redis cleanup is left on. */
 export const KUBERAY_CLEANUP_WATCH = 'kuberay-cleanup-watch';
 /** What to change, in the words an admin needs (the Warning and README say the same). */
@@ -140,7 +141,7 @@ export async function companionModules(
   }
   const skipped = modules.filter((m) => COMPANION_SKIPPED.includes(m.name)).map((m) => m.name);
   const kept = modules.filter((m) => !COMPANION_SKIPPED.includes(m.name));
-  const cleaning = kept.some((m) => m.name === 'raycluster') && redisCleanupEnabled(ctx.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]);
+  const cleaning = kept.some((m) => m.name === MODULE.gcsFtCleanup) && redisCleanupEnabled(ctx.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]);
   ctx.logger.info(
     { companion: true, reason: decision.reason, detail: decision.detail, notStarted: skipped, started: kept.map((m) => m.name) },
     `companion mode: ${decision.detail}; not starting ${skipped.join(', ') || 'nothing'} (KubeRay runs them)`,

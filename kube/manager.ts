@@ -16,6 +16,7 @@
 //      clock), even before the renew loop has noticed (a process resumed after a pause); and no write
 //      of a reconcile already running leaves the process: `ctx.kube` is fenced by `mayWrite()`, and a
 //      refused write (NotLeaderError) ends the reconcile without a retry.
+import { CreationGate } from './creation-gate.ts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from './kubeconfig.ts';
 import { KubeEventRecorder, type EventRecorder } from './events.ts';
@@ -113,6 +114,7 @@ export class Manager {
       metrics: options.metrics,
       env: options.env ?? process.env,
       now: options.now ?? Date.now,
+      creationGate: new CreationGate(options.now),
     };
     this.m = this.registerMetrics(options.metrics);
   }

@@ -26,6 +26,7 @@
 //       };
 //     },
 //   };
+import type { CreationGate } from './creation-gate.ts';
 import type { KubeCredentials } from './kubeconfig.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Registry } from '../src/metrics.ts';
@@ -138,6 +139,8 @@ export interface ControllerContext {
   env: Record<string, string | undefined>;
   /** Injectable clock (ms since epoch); tests may freeze it. */
   now: () => number;
+  /** The process's one gate on children creation by owner UID (kube/creation-gate.ts). */
+  creationGate: CreationGate;
   /**
    * Names of the reconciler modules this process runs, set before any is created (controller/main.ts);
    * a module may cache less when another is absent. Undefined: unknown (assume all).
@@ -163,6 +166,11 @@ export interface ReconcilerModule {
     ctx: ControllerContext,
     flags: Record<string, string | boolean | undefined>,
   ): ControllerRegistration | Promise<ControllerRegistration>;
+}
+
+/** Whether this process runs the named module (true when nobody said: a test's or a library's context). */
+export function runsModule(ctx: Pick<ControllerContext, 'reconcilers'>, name: string): boolean {
+  return ctx.reconcilers === undefined || ctx.reconcilers.includes(name);
 }
 
 /** "namespace/name" (or "name" when cluster-scoped). */

@@ -1,4 +1,5 @@
 // The RayCluster reconciler as a module of `raykeeper controller` (flags + factory).
+import { MODULE } from '../module-names.ts';
 import { redisCleanupEnabled } from '../../src/gcsft/rules.ts';
 import {
   CLEANUP_SWEEP_POLICIES,
@@ -19,7 +20,7 @@ function str(v: string | boolean | undefined): string | undefined {
 }
 
 export const gcsFtCleanupModule: ReconcilerModule = {
-  name: 'raycluster',
+  name: MODULE.gcsFtCleanup,
   summary: 'GCS fault-tolerance finalizer and Redis cleanup Job of RayClusters (ENABLE_GCS_FT_REDIS_CLEANUP)',
   flags: {
     'cleanup-image': { type: 'string', help: `image of the Redis cleanup Job (default: env ${IMAGE_ENV}, else ${DEFAULT_CLEANUP_IMAGE})` },

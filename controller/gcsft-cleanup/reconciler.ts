@@ -25,6 +25,7 @@
 // The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
 // request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
 // and never releases the finalizer of a cleanup it did not finish.
+import { MODULE } from '../module-names.ts';
 import type { Counter } from 'prom-client';
 import { sharedCounter } from '../../src/metrics.ts';
 import {
@@ -58,7 +59,7 @@ import type { Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
-import { podCreationGate, type PodCreationGate } from '../raycluster/pod-creation-gate.ts';
+import type { CreationGate } from '../../kube/creation-gate.ts';
 export { slimRayCluster } from '../raycluster/informers.ts';
 import {
   ownerKeys,
@@ -149,7 +150,7 @@ export class RayClusterReconciler {
   private readonly jobs: Informer<BatchJob>;
   private readonly heads: Informer<Pod>;
   private readonly finalizers: FinalizerPatcher;
-  private readonly gate: PodCreationGate;
+  private readonly gate: CreationGate;
   private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
 
   constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
@@ -181,7 +182,7 @@ export class RayClusterReconciler {
       kind: 'RayCluster',
       apiVersion: RAY_API_VERSION,
     });
-    this.gate = podCreationGate(ctx.informers, ctx.now);
+    this.gate = ctx.creationGate;
     this.m = {
       actions: sharedCounter(ctx.metrics, {
         name: 'raykeeper_raycluster_actions_total',
@@ -203,7 +204,7 @@ export class RayClusterReconciler {
 
   registration(workers?: number): ControllerRegistration {
     const reg: ControllerRegistration = {
-      name: 'raycluster',
+      name: MODULE.gcsFtCleanup,
       reconciler: { reconcile: (key, signal) => this.reconcile(key, signal) },
       watches: [
         { informer: this.clusters },

@@ -2,7 +2,8 @@
 // the pod/Service operator in ./operator.ts): asking the factory with the same spec returns the same
 // cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
 // the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
-import type { ControllerContext } from '../../kube/reconciler.ts';
+import { MODULE } from '../module-names.ts';
+import { runsModule, type ControllerContext } from '../../kube/reconciler.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/model.ts';
 import { RAYCLUSTERS } from '../../kube/resources.ts';
@@ -37,15 +38,12 @@ export function ftRayCluster(obj: KubeObject): KubeObject {
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: slimRayCluster(obj).metadata, spec: kept };
 }
 
-/** The module that builds pods from the cached spec (controller/raycluster/module.ts). */
-const OPERATOR_MODULE = 'raycluster-pods';
-
 /**
  * The operator's RayCluster cache (every cluster, spec and status) when the operator runs in this process
  * (or nobody said), else undefined. The RayJob reconciler reads its clusters from it too.
  */
 export function operatorRayClusterInformer(ctx: ControllerContext): Informer<RayCluster> | undefined {
-  if (ctx.reconcilers !== undefined && !ctx.reconcilers.includes(OPERATOR_MODULE)) return undefined;
+  if (!runsModule(ctx, MODULE.rayClusterPods)) return undefined;
   return ctx.informers.get<RayCluster>({ ...RAYCLUSTERS, transform: slimRayCluster, transformId: 'raycluster' });
 }
 

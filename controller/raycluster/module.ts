@@ -1,15 +1,16 @@
 // The RayCluster operator as a module of `raykeeper controller`: head and worker Pods, Services and
 // status for clusters without KubeRay. Beside KubeRay (companion mode) leave it out:
 // `--reconcilers raycluster,rayjob`.
+import { MODULE } from '../module-names.ts';
 import { redisCleanupEnabled } from '../../src/gcsft/rules.ts';
-import type { ReconcilerModule } from '../../kube/reconciler.ts';
+import { runsModule, type ReconcilerModule } from '../../kube/reconciler.ts';
 
 function off(v: string | undefined): boolean {
   return v?.toLowerCase() === 'false';
 }
 
 export const rayClusterOperatorModule: ReconcilerModule = {
-  name: 'raycluster-pods',
+  name: MODULE.rayClusterPods,
   summary: "RayCluster operator: head/worker Pods, head Service, status, as KubeRay's (leave out beside KubeRay)",
   flags: {
     'cluster-domain': {
@@ -20,9 +21,8 @@ export const rayClusterOperatorModule: ReconcilerModule = {
   async create(ctx, flags) {
     const { createRayClusterOperator } = await import('./reconciler.ts');
     // The GCS-FT cleanup reconciler adds the finalizer the first pod waits for; when it is not run
-    // (--reconcilers without `raycluster`) or the cleanup is off, nothing would ever add it.
-    const wanted = typeof flags.reconcilers === 'string' ? flags.reconcilers.split(',').map((s) => s.trim()) : undefined;
-    const cleanupRuns = wanted === undefined || wanted.includes('raycluster');
+    // (--reconcilers without it) or the cleanup is off, nothing would ever add it.
+    const cleanupRuns = runsModule(ctx, MODULE.gcsFtCleanup);
     const clusterDomain =
       (typeof flags['cluster-domain'] === 'string' && flags['cluster-domain']) || ctx.env.CLUSTER_DOMAIN || 'cluster.local';
     const config = {

@@ -11,6 +11,7 @@
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (./pod-creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
+import { MODULE } from '../module-names.ts';
 import { Counter } from 'prom-client';
 import {
   NODE_TYPE_HEAD,
@@ -36,7 +37,7 @@ import {
   type ReconcileResult,
 } from '../../kube/reconciler.ts';
 import { rayClusterInformer } from './informers.ts';
-import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
+import type { CreationGate } from '../../kube/creation-gate.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_HEAD_POD,
@@ -125,7 +126,7 @@ export class RayClusterOperator {
   private readonly services: Informer<Service>;
   private readonly headless: Informer<Service>;
   readonly expectations: Expectations;
-  private readonly gate: PodCreationGate;
+  private readonly gate: CreationGate;
   private readonly m: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
@@ -147,7 +148,7 @@ export class RayClusterOperator {
       transformId: 'slim',
     });
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
-    this.gate = podCreationGate(ctx.informers, ctx.now);
+    this.gate = ctx.creationGate;
     const registers = [ctx.metrics];
     this.m = {
       actions: new Counter({
@@ -166,7 +167,7 @@ export class RayClusterOperator {
 
   registration(): ControllerRegistration {
     const reg: ControllerRegistration = {
-      name: 'raycluster-pods',
+      name: MODULE.rayClusterPods,
       reconciler: { reconcile: (key) => this.reconcile(key) },
       watches: [
         { informer: this.clusters },

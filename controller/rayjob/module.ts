@@ -1,5 +1,6 @@
 // Registers the RayJob reconciler with the controller runtime (one line in controller/reconcilers.ts).
 // Triggers: RayJobs themselves, and the RayClusters and submitter Jobs they own (mapped to the owner).
+import { MODULE } from '../module-names.ts';
 import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
 import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../../kube/reconciler.ts';
@@ -31,7 +32,7 @@ export function rayJobCaches(informers: InformerFactory, allClusters?: Informer<
 }
 
 export const rayJobModule: ReconcilerModule = {
-  name: 'rayjob',
+  name: MODULE.rayJob,
   summary: 'RayJob deployment state machine (New -> Initializing -> Running -> Complete/Failed, suspend, retry, ttl)',
   flags,
   create(ctx, parsed) {
@@ -49,7 +50,7 @@ export const rayJobModule: ReconcilerModule = {
       caches,
     });
     return {
-      name: 'rayjob',
+      name: MODULE.rayJob,
       reconciler,
       watches: [
         { informer: rayJobs },

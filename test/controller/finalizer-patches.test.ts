@@ -2,6 +2,7 @@
 // object changed since read) is re-read and retried at once; the API refusing the change itself (a
 // ValidatingAdmissionPolicy, a validation rule) is a Warning event with the API's message, a metric,
 // and exponential backoff through the work queue, never a 200 ms spin.
+import { CreationGate } from '../../kube/creation-gate.ts';
 import t, { type Test } from 'tap';
 import type { Counter } from 'prom-client';
 import { startController } from '../../controller/main.ts';
@@ -290,6 +291,7 @@ t.test('a failed `test` op (stale cache) is re-read and retried in the same reco
     metrics,
     env: {},
     now: Date.now,
+    creationGate: new CreationGate(),
   };
   const reconciler = new RayClusterReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
   tt.teardown(() => factory.stop());

@@ -2,7 +2,7 @@
 // operator started before the cluster's deletion is held back in flight until after the deletion. The
 // cleanup must not list pods (and create its Job) while that create is under way, and the operator
 // must start no other pod create for the cluster once the cleanup saw it deleting
-// (controller/raycluster/pod-creation-gate.ts). Without the gate the Job would run while the head pod is
+// (kube/creation-gate.ts). Without the gate the Job would run while the head pod is
 // still to come, and its GCS would write after the cleanup.
 import t from 'tap';
 import { startController } from '../../controller/main.ts';

@@ -1,9 +1,13 @@
-// The pod creation gate (controller/raycluster/pod-creation-gate.ts) as pure in-process ordering: once the
+// The pod creation gate (kube/creation-gate.ts) as pure in-process ordering: once the
 // cleanup closed a cluster's gate, no create of that cluster starts, and close() resolves only after the
 // creates already under way have ended, so the cleanup's pod list that follows sees them. The gate stays
 // closed for KEEP_CLOSED_MS, whatever happens to the cluster's name.
 import t from 'tap';
-import { KEEP_CLOSED_MS, PodCreationGate, podCreationGate } from '../../controller/raycluster/pod-creation-gate.ts';
+import { CreationGate, KEEP_CLOSED_MS } from '../../kube/creation-gate.ts';
+import type { KubeCredentials } from '../../kube/kubeconfig.ts';
+import { Manager } from '../../kube/manager.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
+import { createMetricsRegistry } from '../../src/metrics.ts';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -13,13 +17,13 @@ function deferred<T>() {
 }
 
 t.test('open gate: the create runs and its value comes back', async (tt) => {
-  const gate = new PodCreationGate();
+  const gate = new CreationGate();
   tt.same(await gate.create('uid-1', async () => 'pod'), { created: true, value: 'pod' });
   tt.same(await gate.create(undefined, async () => 'pod'), { created: true, value: 'pod' }, 'no UID: never gated');
 });
 
 t.test('closed gate: no create starts for that cluster', async (tt) => {
-  const gate = new PodCreationGate();
+  const gate = new CreationGate();
   await gate.close('uid-1');
   let called = false;
   tt.same(await gate.create('uid-1', async () => ((called = true), 'pod')), { created: false });
@@ -29,7 +33,7 @@ t.test('closed gate: no create starts for that cluster', async (tt) => {
 });
 
 t.test('close waits for a create under way (it may land after the cleanup would list pods)', async (tt) => {
-  const gate = new PodCreationGate();
+  const gate = new CreationGate();
   const api = deferred<string>();
   const creating = gate.create('uid-1', () => api.promise);
   let closed = false;
@@ -43,7 +47,7 @@ t.test('close waits for a create under way (it may land after the cleanup would 
 });
 
 t.test('close also waits for a create that fails, and does not fail itself', async (tt) => {
-  const gate = new PodCreationGate();
+  const gate = new CreationGate();
   const api = deferred<string>();
   const creating = gate.create('uid-1', () => api.promise);
   const closing = gate.close('uid-1');
@@ -53,7 +57,7 @@ t.test('close also waits for a create that fails, and does not fail itself', asy
 });
 
 t.test('close does not wait for another cluster, nor stop its creates (a new cluster of the same name has another UID)', async (tt) => {
-  const gate = new PodCreationGate();
+  const gate = new CreationGate();
   const other = deferred<string>();
   const creating = gate.create('uid-new', () => other.promise);
   await gate.close('uid-old');
@@ -64,7 +68,7 @@ t.test('close does not wait for another cluster, nor stop its creates (a new clu
 
 t.test('a closed gate stays closed for KEEP_CLOSED_MS after its last close, then is dropped', async (tt) => {
   let now = 1_000_000;
-  const gate = new PodCreationGate(() => now);
+  const gate = new CreationGate(() => now);
   await gate.close('uid-a');
   now += KEEP_CLOSED_MS / 2;
   await gate.close('uid-b');
@@ -81,8 +85,17 @@ t.test('a closed gate stays closed for KEEP_CLOSED_MS after its last close, then
   tt.equal(gate.size, 2, 'only uid-b and uid-d are kept');
 });
 
-t.test('one gate per shared object: both reconcilers of a manager get the same one', async (tt) => {
-  const factory = {};
-  tt.equal(podCreationGate(factory), podCreationGate(factory));
-  tt.not(podCreationGate(factory), podCreationGate({}));
+t.test('one gate per manager: every reconciler it runs gets the same one on its context', async (tt) => {
+  // Never contacted: the managers are only constructed.
+  const kubeConfig: KubeCredentials = {
+    getCurrentCluster: () => ({ name: 'none', server: 'https://127.0.0.1:1', skipTLSVerify: false }),
+    getCurrentUser: () => null,
+    applyToHTTPSOptions: async () => {},
+  };
+  const manager = (logger: Logger) => new Manager({ kubeConfig, logger, metrics: createMetricsRegistry() });
+  const logger = createLogger('test', { level: 'silent' });
+  const a = manager(logger);
+  tt.ok(a.ctx.creationGate instanceof CreationGate);
+  tt.equal(a.ctx.creationGate, a.ctx.creationGate);
+  tt.not(a.ctx.creationGate, manager(logger).ctx.creationGate);
 });

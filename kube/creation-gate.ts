@@ -1,4 +1,8 @@
-// Orders the pod operator's creates against the GCS-FT cleanup of the same cluster, in this process.
+// A gate on the children an owner gets, by the owner's UID: one reconciler closes it (and waits for the
+// creates under way) before it acts on what exists, the others create only through it. On the
+// controller's context (ctx.creationGate), one per process.
+//
+// raykeeper's use: it orders the pod operator's creates against the GCS-FT cleanup of the same cluster.
 //
 // The operator decides from its informer cache; the cleanup reads the deleting cluster and its pods
 // from the API. Without this, a create the operator started from a cache that did not yet show the
@@ -16,7 +20,7 @@ export type GatedResult<T> = { created: true; value: T } | { created: false };
 
 export const KEEP_CLOSED_MS = 10 * 60_000;
 
-export class PodCreationGate {
+export class CreationGate {
   /** UID of a deleting cluster -> when its gate was closed (ms), oldest first. */
   private readonly closed = new Map<string, number>();
   private readonly underway = new Map<string, Set<Promise<unknown>>>();
@@ -63,13 +67,4 @@ export class PodCreationGate {
   get size(): number {
     return this.closed.size;
   }
-}
-
-// One gate per manager: both reconcilers reach it through the informer factory they share.
-const gates = new WeakMap<object, PodCreationGate>();
-
-export function podCreationGate(shared: object, now?: () => number): PodCreationGate {
-  let gate = gates.get(shared);
-  if (!gate) gates.set(shared, (gate = new PodCreationGate(now)));
-  return gate;
 }
