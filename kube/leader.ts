@@ -113,7 +113,7 @@ type Attempt = 'held' | 'lost' | 'failed';
 
 export class LeaderElector {
   readonly identity: string;
-  private readonly o: LeaderTiming &
+  private readonly options: LeaderTiming &
     Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & { logger: Logger | undefined };
   private observedRecord = '';
   private observedTime = 0;
@@ -128,7 +128,7 @@ export class LeaderElector {
   private current: Lease | undefined;
 
   constructor(options: LeaderElectionOptions) {
-    this.o = {
+    this.options = {
       kube: options.kube,
       namespace: options.namespace,
       name: options.name,
@@ -139,14 +139,14 @@ export class LeaderElector {
       timers: options.timers ?? REAL_TIMERS,
       logger: options.logger,
     };
-    const problem = leaderTimingProblem(this.o);
+    const problem = leaderTimingProblem(this.options);
     if (problem) throw new Error(problem);
     this.identity = options.identity;
   }
 
   /** True while leading: false from the renew deadline on, even before the renew loop notices. */
   isLeader(): boolean {
-    return this.leading && this.o.now() < this.lastRenew + this.o.renewDeadlineMs;
+    return this.leading && this.options.now() < this.lastRenew + this.options.renewDeadlineMs;
   }
 
   /**
@@ -155,7 +155,7 @@ export class LeaderElector {
    * lease is released or the deadline passes. The reconcilers' client asks it before every write.
    */
   mayWrite(): boolean {
-    return this.o.now() < this.writeUntil;
+    return this.options.now() < this.writeUntil;
   }
 
   /** The holder we last saw ('' when free). */
@@ -165,7 +165,7 @@ export class LeaderElector {
 
   /** Healthy unless we lead and have not renewed for longer than the lease duration. */
   healthy(): boolean {
-    return !this.leading || this.o.now() - this.lastRenew <= this.o.leaseDurationMs;
+    return !this.leading || this.options.now() - this.lastRenew <= this.options.leaseDurationMs;
   }
 
   /**
@@ -174,29 +174,29 @@ export class LeaderElector {
    * over as a fresh candidate).
    */
   async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
-    const now = this.o.now;
+    const now = this.options.now;
     for (;;) {
       if (signal.aborted) return;
       const attemptAt = now();
-      if ((await this.tryAcquireOrRenew(callbacks, attemptAt + this.o.renewDeadlineMs, signal)) === 'held') {
+      if ((await this.tryAcquireOrRenew(callbacks, attemptAt + this.options.renewDeadlineMs, signal)) === 'held') {
         this.renewed(attemptAt);
         break;
       }
-      await sleep(this.o.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal, this.o.timers);
+      await sleep(this.options.retryPeriodMs * (1 + RETRY_JITTER * Math.random()), signal, this.options.timers);
     }
     this.leading = true;
     this.leaderController = new AbortController();
-    const lease = `${this.o.namespace}/${this.o.name}`;
-    this.o.logger?.info({ lease, identity: this.identity }, 'became leader');
+    const lease = `${this.options.namespace}/${this.options.name}`;
+    this.options.logger?.info({ lease, identity: this.identity }, 'became leader');
     callbacks.onStartedLeading(this.leaderController.signal);
     let reason = 'shutdown';
     for (;;) {
-      const step = renewStep(now(), this.lastRenew, this.o);
+      const step = renewStep(now(), this.lastRenew, this.options);
       if (step.kind === 'stop') {
-        reason = `could not renew the lease within the renew deadline (${this.o.renewDeadlineMs} ms)`;
+        reason = `could not renew the lease within the renew deadline (${this.options.renewDeadlineMs} ms)`;
         break;
       }
-      await sleep(step.waitMs, signal, this.o.timers);
+      await sleep(step.waitMs, signal, this.options.timers);
       if (signal.aborted) break;
       const attemptAt = now();
       if (attemptAt >= step.deadline) continue;
@@ -207,14 +207,14 @@ export class LeaderElector {
         break;
       }
     }
-    const leadingUntil = Math.min(now(), this.lastRenew + this.o.renewDeadlineMs);
+    const leadingUntil = Math.min(now(), this.lastRenew + this.options.renewDeadlineMs);
     this.leading = false;
     if (reason !== 'shutdown') {
       this.current = undefined; // not ours to release any more
       this.writeUntil = 0;
     }
     this.leaderController.abort();
-    this.o.logger?.warn(
+    this.options.logger?.warn(
       { lease, reason, lastRenew: new Date(this.lastRenew).toISOString(), leadingUntil: new Date(leadingUntil).toISOString() },
       'stopped leading',
     );
@@ -231,25 +231,25 @@ export class LeaderElector {
     const held = this.current;
     if (!held || held.spec?.holderIdentity !== this.identity) return false;
     this.writeUntil = 0; // from the moment the release may reach the API server, another may lead
-    const deadline = this.o.now() + RELEASE_TIMEOUT_MS;
-    const left = (): number => Math.max(1, deadline - this.o.now());
-    const lease = `${this.o.namespace}/${this.o.name}`;
+    const deadline = this.options.now() + RELEASE_TIMEOUT_MS;
+    const left = (): number => Math.max(1, deadline - this.options.now());
+    const lease = `${this.options.namespace}/${this.options.name}`;
     try {
-      const fresh = await this.o.kube.get<Lease>(this.ref(), { timeoutMs: left() });
+      const fresh = await this.options.kube.get<Lease>(this.ref(), { timeoutMs: left() });
       if (fresh.spec?.holderIdentity !== this.identity) {
-        this.o.logger?.info({ lease, holder: fresh.spec?.holderIdentity ?? '' }, 'not releasing the lease: no longer ours');
+        this.options.logger?.info({ lease, holder: fresh.spec?.holderIdentity ?? '' }, 'not releasing the lease: no longer ours');
         return false;
       }
-      const now = this.o.now();
+      const now = this.options.now();
       const released: Lease = {
         ...fresh,
         spec: { ...fresh.spec, holderIdentity: null, leaseDurationSeconds: 1, acquireTime: microTime(now), renewTime: microTime(now) },
       };
-      await this.o.kube.replace(this.ref(), released, { timeoutMs: left() });
-      this.o.logger?.info({ lease }, 'released the lease');
+      await this.options.kube.replace(this.ref(), released, { timeoutMs: left() });
+      this.options.logger?.info({ lease }, 'released the lease');
       return true;
     } catch (err) {
-      this.o.logger?.warn({ lease, err: String(err) }, 'could not release the lease');
+      this.options.logger?.warn({ lease, err: String(err) }, 'could not release the lease');
       return false;
     } finally {
       this.leading = false;
@@ -259,11 +259,11 @@ export class LeaderElector {
 
   private renewed(attemptAt: number): void {
     this.lastRenew = attemptAt;
-    this.writeUntil = attemptAt + this.o.renewDeadlineMs;
+    this.writeUntil = attemptAt + this.options.renewDeadlineMs;
   }
 
   private ref(): { group: string; version: string; plural: string; namespace: string; name: string } {
-    return { ...LEASES, namespace: this.o.namespace, name: this.o.name };
+    return { ...LEASES, namespace: this.options.namespace, name: this.options.name };
   }
 
   private observe(lease: Lease, callbacks: LeaderCallbacks): void {
@@ -277,7 +277,7 @@ export class LeaderElector {
     ]);
     if (record !== this.observedRecord) {
       this.observedRecord = record;
-      this.observedTime = this.o.now();
+      this.observedTime = this.options.now();
       const holder = spec.holderIdentity ?? '';
       if (holder !== this.observedHolder) {
         this.observedHolder = holder;
@@ -293,27 +293,27 @@ export class LeaderElector {
   private async tryAcquireOrRenew(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
     if (signal.aborted) return 'failed';
     const attempt = new AbortController();
-    const timer = this.o.timers.setTimer(
+    const timer = this.options.timers.setTimer(
       () => attempt.abort(new Error('leader election: deadline reached')),
-      Math.max(0, deadline - this.o.now()),
+      Math.max(0, deadline - this.options.now()),
     );
     const onAbort = (): void => attempt.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       return await this.acquireOrRenewUntil(callbacks, deadline, attempt.signal);
     } finally {
-      this.o.timers.clearTimer(timer);
+      this.options.timers.clearTimer(timer);
       signal.removeEventListener('abort', onAbort);
     }
   }
 
   private async acquireOrRenewUntil(callbacks: LeaderCallbacks, deadline: number, signal: AbortSignal): Promise<Attempt> {
-    const kube = this.o.kube;
-    const now = this.o.now();
-    const durationSeconds = Math.max(1, Math.ceil(this.o.leaseDurationMs / 1000));
+    const kube = this.options.kube;
+    const now = this.options.now();
+    const durationSeconds = Math.max(1, Math.ceil(this.options.leaseDurationMs / 1000));
     /** Request options, or undefined when the deadline has passed (checked on our clock before each request). */
     const bounded = (): { signal: AbortSignal; timeoutMs: number } | undefined => {
-      const left = deadline - this.o.now();
+      const left = deadline - this.options.now();
       return left > 0 && !signal.aborted ? { signal, timeoutMs: left } : undefined;
     };
     let lease: Lease | undefined;
@@ -323,7 +323,7 @@ export class LeaderElector {
       lease = await kube.get<Lease>(this.ref(), options);
     } catch (err) {
       if (!isNotFound(err)) {
-        this.o.logger?.warn({ err: String(err) }, 'leader election: cannot read the lease');
+        this.options.logger?.warn({ err: String(err) }, 'leader election: cannot read the lease');
         return 'failed';
       }
     }
@@ -333,7 +333,7 @@ export class LeaderElector {
       const created: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
-        metadata: { name: this.o.name, namespace: this.o.namespace },
+        metadata: { name: this.options.name, namespace: this.options.namespace },
         spec: {
           holderIdentity: this.identity,
           leaseDurationSeconds: durationSeconds,
@@ -347,7 +347,7 @@ export class LeaderElector {
         this.observe(this.current, callbacks);
         return 'held';
       } catch (err) {
-        if (!isAlreadyExists(err)) this.o.logger?.warn({ err: String(err) }, 'leader election: cannot create the lease');
+        if (!isAlreadyExists(err)) this.options.logger?.warn({ err: String(err) }, 'leader election: cannot create the lease');
         return 'failed';
       }
     }
@@ -376,7 +376,7 @@ export class LeaderElector {
       this.observe(this.current, callbacks);
       return 'held';
     } catch (err) {
-      if (!isConflict(err)) this.o.logger?.warn({ err: String(err) }, 'leader election: cannot update the lease');
+      if (!isConflict(err)) this.options.logger?.warn({ err: String(err) }, 'leader election: cannot update the lease');
       return 'failed';
     }
   }

@@ -66,14 +66,14 @@ export class Manager {
   readonly kube: KubeClient;
   readonly informers: InformerFactory;
   readonly elector: LeaderElector | undefined;
-  private readonly o: ManagerOptions;
+  private readonly options: ManagerOptions;
   private readonly registrations: ControllerRegistration[] = [];
   private running: RunningController[] = [];
   private resyncTimer: NodeJS.Timeout | undefined;
   private synced = false;
   private stopping = false;
   private readonly stopPromises: Promise<void>[] = [];
-  private readonly m: {
+  private readonly metrics: {
     reconciles: Counter<'controller' | 'result'>;
     duration: Histogram<'controller'>;
     retries: Counter<'controller'>;
@@ -81,7 +81,7 @@ export class Manager {
   };
 
   constructor(options: ManagerOptions) {
-    this.o = options;
+    this.options = options;
     this.kube = new KubeClient(options.kubeConfig);
     this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
     const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
@@ -116,7 +116,7 @@ export class Manager {
       now: options.now ?? Date.now,
       creationGate: new CreationGate(options.now),
     };
-    this.m = this.registerMetrics(options.metrics);
+    this.metrics = this.registerMetrics(options.metrics);
   }
 
   /** Registers a reconciler; call before `run`. */
@@ -144,7 +144,7 @@ export class Manager {
   }
 
   liveness(): HealthReport {
-    const grace = this.o.healthGraceMs ?? 5 * 60_000;
+    const grace = this.options.healthGraceMs ?? 5 * 60_000;
     const checks: Record<string, boolean | string> = {};
     let ok = true;
     for (const informer of this.informers.all()) {
@@ -178,7 +178,7 @@ export class Manager {
   }
 
   private async runInner(signal: AbortSignal): Promise<RunOutcome> {
-    const log = this.o.logger;
+    const log = this.options.logger;
     this.informers.start();
     for (const informer of this.informers.all()) {
       informer.onError((err) => log.warn({ informer: label(informer), err: String(err) }, 'watch failed; retrying with backoff'));
@@ -221,13 +221,13 @@ export class Manager {
    * aborts what is still running after that); otherwise leadership was lost and they are aborted at once.
    */
   private startControllers(leaderSignal: AbortSignal, runSignal: AbortSignal): void {
-    const log = this.o.logger;
+    const log = this.options.logger;
     for (const registration of this.registrations) {
       const hooks = {
-        onRetry: () => this.m.retries.inc({ controller: registration.name }),
-        onAdd: () => this.m.adds.inc({ controller: registration.name }),
+        onRetry: () => this.metrics.retries.inc({ controller: registration.name }),
+        onAdd: () => this.metrics.adds.inc({ controller: registration.name }),
       };
-      const queue = new WorkQueue({ retry: this.o.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
+      const queue = new WorkQueue({ retry: this.options.retry ?? DEFAULT_RETRY, hooks, now: this.ctx.now });
       const abort = new AbortController();
       leaderSignal.addEventListener(
         'abort',
@@ -239,11 +239,11 @@ export class Manager {
       const rc: RunningController = { registration, queue, workers: [], abort };
       this.running.push(rc);
       this.resync(rc);
-      const n = registration.workers ?? this.o.workers ?? 4;
+      const n = registration.workers ?? this.options.workers ?? 4;
       for (let i = 0; i < n; i++) rc.workers.push(this.worker(rc));
       log.info({ controller: registration.name, workers: n }, 'reconciler started');
     }
-    const period = this.o.resyncPeriodMs ?? 10 * 60_000;
+    const period = this.options.resyncPeriodMs ?? 10 * 60_000;
     if (period > 0) {
       this.resyncTimer = setInterval(() => {
         for (const rc of this.running) this.resync(rc);
@@ -263,7 +263,7 @@ export class Manager {
 
   private async worker(rc: RunningController): Promise<void> {
     const name = rc.registration.name;
-    const log = this.o.logger;
+    const log = this.options.logger;
     for (;;) {
       const key: ObjectKey | undefined = await rc.queue.get();
       if (key === undefined) return;
@@ -271,27 +271,27 @@ export class Manager {
         rc.queue.done(key);
         continue;
       }
-      const end = this.m.duration.startTimer({ controller: name });
+      const end = this.metrics.duration.startTimer({ controller: name });
       try {
         const result = await rc.registration.reconciler.reconcile(key, rc.abort.signal);
         rc.queue.forget(key);
         const after = result?.requeueAfterMs;
         if (after !== undefined && after > 0) {
           rc.queue.addAfter(key, after);
-          this.m.reconciles.inc({ controller: name, result: 'requeue' });
+          this.metrics.reconciles.inc({ controller: name, result: 'requeue' });
         } else {
-          this.m.reconciles.inc({ controller: name, result: 'success' });
+          this.metrics.reconciles.inc({ controller: name, result: 'success' });
         }
       } catch (err) {
         if (isNotLeader(err)) {
           // The fence held a write back: this replica no longer leads (its renew loop stops it next): no retry.
-          this.m.reconciles.inc({ controller: name, result: 'fenced' });
+          this.metrics.reconciles.inc({ controller: name, result: 'fenced' });
           log.warn(
             { controller: name, key, err: err instanceof Error ? err.message : String(err) },
             'reconcile stopped: no longer leading, write not sent',
           );
         } else {
-          this.m.reconciles.inc({ controller: name, result: 'error' });
+          this.metrics.reconciles.inc({ controller: name, result: 'error' });
           if (!rc.abort.signal.aborted) {
             const delay = rc.queue.addRateLimited(key);
             if (err instanceof RetryNoLaterError) rc.queue.addAfter(key, Math.max(0, err.notLaterThanMs));
@@ -329,12 +329,12 @@ export class Manager {
     const running = this.running;
     this.running = [];
     for (const rc of running) rc.queue.shutdown();
-    const timeout = this.o.shutdownTimeoutMs ?? 20_000;
+    const timeout = this.options.shutdownTimeoutMs ?? 20_000;
     await Promise.all(
       running.map(async (rc) => {
         const drained = await rc.queue.drain(timeout);
         if (!drained)
-          this.o.logger.warn(
+          this.options.logger.warn(
             { controller: rc.registration.name, inFlight: rc.queue.inFlight },
             'reconciles still running at the shutdown timeout: aborting them',
           );
@@ -442,7 +442,7 @@ export class Manager {
     );
     informerGauge('raykeeper_informer_objects', 'Objects in the informer cache.', (i) => i.size);
     informerGauge('raykeeper_informer_healthy', '1 when the informer is not failing continuously.', (i) =>
-      i.healthy(this.o.healthGraceMs ?? 5 * 60_000) ? 1 : 0,
+      i.healthy(this.options.healthGraceMs ?? 5 * 60_000) ? 1 : 0,
     );
     new Gauge({
       name: 'raykeeper_kube_requests',

@@ -151,7 +151,7 @@ export class RayClusterReconciler {
   private readonly heads: Informer<Pod>;
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: CreationGate;
-  private readonly m: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
+  private readonly metrics: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
 
   constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
     this.ctx = ctx;
@@ -183,7 +183,7 @@ export class RayClusterReconciler {
       apiVersion: RAY_API_VERSION,
     });
     this.gate = ctx.creationGate;
-    this.m = {
+    this.metrics = {
       actions: sharedCounter(ctx.metrics, {
         name: 'raykeeper_raycluster_actions_total',
         help: 'RayCluster reconciler actions taken, by action.',
@@ -287,7 +287,7 @@ export class RayClusterReconciler {
         }
       }
       const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
-      this.m.actions.inc({ action: d.action });
+      this.metrics.actions.inc({ action: d.action });
       this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
       const result = await this.act(cluster, d, now, signal);
       if (d.action !== 'deletePods' || pass >= 1) return result;
@@ -373,7 +373,7 @@ export class RayClusterReconciler {
       signal,
     );
     if (r.result !== 'patched') return r.result;
-    this.m.actions.inc({ action: 'addFinalizer' });
+    this.metrics.actions.inc({ action: 'addFinalizer' });
     this.ctx.logger.info({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` }, 'added the GCS FT Redis cleanup finalizer');
     return 'changed';
   }
@@ -392,7 +392,7 @@ export class RayClusterReconciler {
     );
     if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
     if (r.result !== 'patched') return;
-    this.m.releases.inc({ reason });
+    this.metrics.releases.inc({ reason });
     this.ctx.logger.info(
       { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
       'released the GCS FT Redis cleanup finalizer',
@@ -451,7 +451,7 @@ export class RayClusterReconciler {
     const log = this.ctx.logger.child({ cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}` });
     const untilDeadline = Math.max(100, deadlineMs - this.ctx.now() + 50);
     const blocked = (why: string): ReconcileResult => {
-      this.m.inProcess.inc({ result: 'blocked' });
+      this.metrics.inProcess.inc({ result: 'blocked' });
       this.event(cluster, {
         type: 'Warning',
         reason: EVENT_REDIS_CLEANUP_BLOCKED,
@@ -477,12 +477,12 @@ export class RayClusterReconciler {
     log.info({ ok, ...detail }, 'in-process Redis cleanup ended');
     if (signal?.aborted) {
       // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.
-      this.m.inProcess.inc({ result: 'aborted' });
+      this.metrics.inProcess.inc({ result: 'aborted' });
       log.warn({ result: message }, 'in-process Redis cleanup aborted: the finalizer stays');
       signal.throwIfAborted();
     }
     if (ok) {
-      this.m.inProcess.inc({ result: 'succeeded' });
+      this.metrics.inProcess.inc({ result: 'succeeded' });
       this.event(cluster, {
         type: 'Normal',
         reason: EVENT_REDIS_CLEANED_IN_PROCESS,
@@ -492,7 +492,7 @@ export class RayClusterReconciler {
       await this.releaseFresh(cluster, 'inprocess-complete', signal);
       return;
     }
-    this.m.inProcess.inc({ result: 'failed' });
+    this.metrics.inProcess.inc({ result: 'failed' });
     this.event(cluster, {
       type: 'Warning',
       reason: EVENT_REDIS_CLEANUP_FAILED,

@@ -127,7 +127,7 @@ export class RayClusterOperator {
   private readonly headless: Informer<Service>;
   readonly expectations: Expectations;
   private readonly gate: CreationGate;
-  private readonly m: { actions: Counter<'action'>; statusWrites: Counter<never> };
+  private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
     this.ctx = ctx;
@@ -150,7 +150,7 @@ export class RayClusterOperator {
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
     this.gate = ctx.creationGate;
     const registers = [ctx.metrics];
-    this.m = {
+    this.metrics = {
       actions: new Counter({
         name: 'raykeeper_raycluster_operator_actions_total',
         help: 'Pods and Services the RayCluster operator created or deleted, by action.',
@@ -264,7 +264,7 @@ export class RayClusterOperator {
     for (const svc of p.services) {
       try {
         await this.kube.create({ ...SERVICES, namespace: cluster.metadata.namespace }, svc);
-        this.m.actions.inc({ action: 'createService' });
+        this.metrics.actions.inc({ action: 'createService' });
         this.ctx.events.event(
           cluster,
           'Normal',
@@ -299,7 +299,7 @@ export class RayClusterOperator {
           }
           const name = gated.value.metadata.name ?? '';
           this.expectations.expect(key, a.group, name, 'create');
-          this.m.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
+          this.metrics.actions.inc({ action: head ? 'createHeadPod' : 'createWorkerPod' });
           this.ctx.events.event(
             obj,
             'Normal',
@@ -355,7 +355,7 @@ export class RayClusterOperator {
       return { reason: quiet ? 'FailedDeleteAllPods' : head ? 'FailedDeleteHeadPod' : 'FailedDeleteWorkerPod', message: errorMessage(err) };
     }
     this.expectations.expect(key, a.group, a.name, 'delete');
-    this.m.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
+    this.metrics.actions.inc({ action: head ? 'deleteHeadPod' : 'deleteWorkerPod' });
     if (!quiet)
       this.ctx.events.event(
         cluster,
@@ -377,7 +377,7 @@ export class RayClusterOperator {
         spec: cluster.spec,
         status,
       });
-      this.m.statusWrites.inc();
+      this.metrics.statusWrites.inc();
     } catch (err) {
       if (isNotFound(err)) return;
       throw err;
