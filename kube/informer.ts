@@ -15,7 +15,24 @@
 //   handlers fire exactly as if the events had been watched.
 import { Backoff, sleep, type BackoffOptions } from '../src/backoff.ts';
 import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './client.ts';
-import type { KubeObject, ObjectWithMeta } from './model.ts';
+import type { KubeObject, ObjectMeta, ObjectWithMeta } from './model.ts';
+
+/**
+ * What a cache keeps of a dependent's (a pod's, a Job's, a Service's) metadata: what maps it to its owner
+ * and tells whether it is going. The rest (managedFields, annotations) is most of an object's bytes.
+ */
+export function slimMetadata(obj: ObjectWithMeta): ObjectMeta {
+  const m = obj.metadata ?? {};
+  return {
+    name: m.name,
+    namespace: m.namespace,
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+    labels: m.labels,
+    ownerReferences: m.ownerReferences,
+    deletionTimestamp: m.deletionTimestamp,
+  };
+}
 
 export type InformerEventType = 'add' | 'update' | 'delete';
 export type InformerHandler<T extends ObjectWithMeta = KubeObject> = (type: InformerEventType, obj: T, old?: T) => void;

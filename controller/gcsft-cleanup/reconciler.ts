@@ -55,7 +55,7 @@ import {
 import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { resolveEnv } from '../../kube/env.ts';
-import type { Informer } from '../../kube/informer.ts';
+import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
@@ -103,18 +103,7 @@ export type InProcessRunner = (
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
 function slimDependent(obj: KubeObject): KubeObject {
-  const m = obj.metadata ?? {};
-  const slim: KubeObject = {
-    metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
-      ownerReferences: m.ownerReferences,
-      deletionTimestamp: m.deletionTimestamp,
-    },
-  };
+  const slim: KubeObject = { metadata: slimMetadata(obj) };
   const status = obj.status as { conditions?: unknown } | undefined;
   if (status?.conditions) slim.status = { conditions: status.conditions };
   return slim;

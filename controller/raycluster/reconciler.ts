@@ -28,7 +28,7 @@ import type { BuildOptions } from '../../src/raycluster/pods.ts';
 import type { KubeObject, ObjectWithMeta, Pod, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../kube/client.ts';
-import type { Informer } from '../../kube/informer.ts';
+import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import {
   ownerKeys,
   type ControllerContext,
@@ -68,19 +68,10 @@ export interface RayClusterOperatorConfig {
 
 /** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, the Ray container's state). */
 export function slimPod(obj: KubeObject): KubeObject {
-  const m = obj.metadata ?? {};
   const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
   const status = obj.status as Record<string, unknown> | undefined;
   return {
-    metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
-      ownerReferences: m.ownerReferences,
-      deletionTimestamp: m.deletionTimestamp,
-    },
+    metadata: slimMetadata(obj),
     spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
     status: status
       ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
@@ -89,17 +80,9 @@ export function slimPod(obj: KubeObject): KubeObject {
 }
 
 function slimService(obj: KubeObject): KubeObject {
-  const m = obj.metadata ?? {};
   const spec = obj.spec as { clusterIP?: string; ports?: unknown[]; type?: string } | undefined;
   return {
-    metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
-      ownerReferences: m.ownerReferences,
-    },
+    metadata: slimMetadata(obj),
     spec: { clusterIP: spec?.clusterIP, ports: spec?.ports, type: spec?.type },
   };
 }
