@@ -1,6 +1,7 @@
 // Assembles the controller process: KubeConfig, manager (informers, queues, leader election), the
 // registered reconcilers, and the /healthz /readyz /metrics server. `startController` is what the CLI
 // runs and what in-process tests use.
+import { registerKubeRayMetrics } from './kuberay-metrics.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -108,6 +109,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const modules = await companionModules(manager.ctx, options.modules ?? RECONCILER_MODULES, options.companion ?? 'off');
   manager.ctx.reconcilers = modules.map((m) => m.name);
   for (const module of modules) manager.add(await module.create(manager.ctx, options.moduleFlags ?? {}));
+  const kubeRayMetrics = registerKubeRayMetrics(manager.ctx, metrics);
+  if (kubeRayMetrics.length > 0) logger.info({ metrics: kubeRayMetrics }, "KubeRay's metrics exported for the objects this process drives");
   let app: Server | undefined;
   let port: number | undefined;
   if (options.healthPort !== undefined) {

@@ -78,8 +78,11 @@ t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cl
     { policy: 'DeleteCluster', condition: { jobStatus: 'SUCCEEDED' } },
     { policy: 'DeleteCluster', condition: { jobStatus: 'FAILED' } },
   ];
-  await h.create(manifest('leak', spec({ entrypoint: 'sleep 30', activeDeadlineSeconds: 2, deletionStrategy: { deletionRules: rules } })));
-  const failed = await h.drive('leak', inState('Failed'), { autoReady: true, timeoutMs: 20_000 });
+  // The deadline must pass while Ray reports the job RUNNING: wait for that first (a 2 s deadline could
+  // pass before the first dashboard answer on a loaded machine), then for the deadline.
+  await h.create(manifest('leak', spec({ entrypoint: 'sleep 60', activeDeadlineSeconds: 10, deletionStrategy: { deletionRules: rules } })));
+  await h.drive('leak', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true, timeoutMs: 10_000 });
+  const failed = await h.drive('leak', inState('Failed'), { autoReady: true, timeoutMs: 30_000 });
   t.equal(failed.job?.status?.reason, 'DeadlineExceeded');
   t.equal(failed.job?.status?.jobStatus, 'RUNNING', 'jobStatus is still RUNNING');
   const registry = new Registry();
