@@ -9,13 +9,7 @@
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import type { Counter } from 'prom-client';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../src/event-reasons.ts';
-import {
-  addFinalizerPatch,
-  finalizerRejectedMessage,
-  removeFinalizerPatch,
-  type FinalizerChange,
-  type FinalizerMeta,
-} from '../src/finalizer.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange } from '../src/finalizer.ts';
 import {
   isConflict,
   isForbidden,
@@ -29,7 +23,7 @@ import {
 } from './client.ts';
 import { sharedCounter, type Registry } from '../src/metrics.ts';
 import type { EventRecorder } from './events.ts';
-import type { KubeObject } from './model.ts';
+import type { ObjectMeta } from './model.ts';
 
 export type FinalizerPatchOutcome<T> = { result: 'patched'; object: T } | { result: 'unchanged' | 'gone' | 'conflict' };
 
@@ -72,7 +66,7 @@ export class FinalizerPatcher {
    */
   async patch<T = unknown>(
     ref: ResourceRef,
-    obj: { metadata: FinalizerMeta },
+    obj: { metadata: ObjectMeta },
     change: FinalizerChange,
     finalizer: string,
     signal?: AbortSignal,
@@ -101,12 +95,7 @@ export class FinalizerPatcher {
           { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body },
           [await this.stored(ref, signal), obj],
         );
-        this.events.event(
-          { apiVersion: this.apiVersion, kind: this.kind, ...obj } as KubeObject,
-          'Warning',
-          EVENT_FINALIZER_PATCH_REJECTED,
-          message,
-        );
+        this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj }, 'Warning', EVENT_FINALIZER_PATCH_REJECTED, message);
         throw new FinalizerPatchRejectedError(message, { cause: err });
       }
       count('error');
