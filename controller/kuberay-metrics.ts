@@ -2,41 +2,15 @@
 // from the informer caches at scrape time: no API call per scrape, one series per object while it exists.
 // Only for the objects this process drives: beside KubeRay (companion mode) KubeRay's operator exports
 // these names itself, and two targets with the same series would double every sum on its dashboard.
-import { Gauge } from 'prom-client';
-import type { Informer } from '../kube/informer.ts';
 import { runsModule, type ControllerContext } from '../kube/reconciler.ts';
 import { RAYJOBS } from '../kube/resources.ts';
-import { rayClusterSamples, rayJobSamples, type Sample } from '../src/kuberay-metrics.ts';
-import type { Registry } from '../src/metrics.ts';
+import { rayClusterSamples, rayJobSamples } from '../src/kuberay-metrics.ts';
+import { cachedGauge, type Registry, type Sample } from '../src/metrics.ts';
 import type { RayCluster, RayJob } from '../src/types.ts';
 import { MODULE } from './module-names.ts';
 import { operatorRayClusterInformer } from './raycluster/informers.ts';
 
-type SampleOf<T> = (obj: T) => Sample<string> | undefined;
-
-/** A gauge whose series are the samples `pick` takes from every cached object, recomputed at each scrape. */
-function cachedGauge<T>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: string[],
-  informer: Informer<T & object>,
-  pick: SampleOf<T>,
-) {
-  return new Gauge({
-    name,
-    help,
-    labelNames,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const obj of informer.list()) {
-        const sample = pick(obj);
-        if (sample) this.set(sample.labels, sample.value);
-      }
-    },
-  });
-}
+type SampleOf<T> = (obj: T) => Sample | undefined;
 
 const CLUSTER = ['name', 'namespace', 'uid'];
 
@@ -46,7 +20,7 @@ export function registerKubeRayMetrics(ctx: ControllerContext, registry: Registr
   const clusters = runsModule(ctx, MODULE.rayClusterPods) ? operatorRayClusterInformer(ctx) : undefined;
   if (clusters) {
     const gauge = (name: string, help: string, labels: string[], pick: SampleOf<RayCluster>) => {
-      cachedGauge(registry, name, help, labels, clusters, pick);
+      cachedGauge(registry, { name, help, labelNames: labels }, clusters, pick);
       names.push(name);
     };
     gauge(
@@ -71,7 +45,7 @@ export function registerKubeRayMetrics(ctx: ControllerContext, registry: Registr
   if (runsModule(ctx, MODULE.rayJob)) {
     const jobs = ctx.informers.get<RayJob>({ ...RAYJOBS });
     const gauge = (name: string, help: string, labels: string[], pick: SampleOf<RayJob>) => {
-      cachedGauge(registry, name, help, labels, jobs, pick);
+      cachedGauge(registry, { name, help, labelNames: labels }, jobs, pick);
       names.push(name);
     };
     gauge('kuberay_job_info', 'Metadata information about RayJob custom resources', CLUSTER, (j) => rayJobSamples(j).info);

@@ -13,11 +13,7 @@
 import { COND_PROVISIONED } from './raycluster/status.ts';
 import { ORIGINATED_FROM_CRD_LABEL } from './rayjob/constants.ts';
 import type { RayCluster, RayJob } from './types.ts';
-
-export interface Sample<L extends string> {
-  labels: Record<L, string>;
-  value: number;
-}
+import type { Sample } from './metrics.ts';
 
 export type ClusterLabel = 'name' | 'namespace' | 'uid';
 

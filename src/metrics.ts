@@ -62,4 +62,36 @@ export function sharedGauge<L extends string = string>(
   );
 }
 
+/** One series of a gauge. */
+export interface Sample<L extends string = string> {
+  labels: Record<L, string>;
+  value: number;
+}
+
+/**
+ * A gauge recomputed at every scrape from the objects `source` holds now (an informer cache): one series
+ * per object that `sample` gives one for, and none once the object is gone. Created on first use (see
+ * sharedCounter).
+ */
+export function cachedGauge<T>(
+  registry: Registry,
+  config: { name: string; help: string; labelNames: readonly string[] },
+  source: { list(): readonly T[] },
+  sample: (obj: T) => Sample | undefined,
+): Gauge {
+  const existing = registry.getSingleMetric(config.name) as Gauge | undefined;
+  if (existing) return existing;
+  return new Gauge({
+    ...config,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const obj of source.list()) {
+        const s = sample(obj);
+        if (s) this.set(s.labels, s.value);
+      }
+    },
+  });
+}
+
 export type { Registry };

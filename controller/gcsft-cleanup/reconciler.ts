@@ -27,7 +27,7 @@
 // and never releases the finalizer of a cleanup it did not finish.
 import { MODULE } from '../module-names.ts';
 import type { Counter } from 'prom-client';
-import { sharedCounter } from '../../src/metrics.ts';
+import { cachedGauge, sharedCounter } from '../../src/metrics.ts';
 import {
   GCS_FT_REDIS_CLEANUP_FINALIZER,
   RAY_API_VERSION,
@@ -36,7 +36,7 @@ import {
   NODE_TYPE_HEAD,
   NODE_TYPE_REDIS_CLEANUP,
 } from '../../src/names.ts';
-import { deletionTimeoutProblem, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
+import { deletionTimeoutProblem, heldFinalizer, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
 import type { RayCluster } from '../../src/types.ts';
 import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
 import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/gcsft/decide.ts';
@@ -172,6 +172,31 @@ export class RayClusterReconciler {
       apiVersion: RAY_API_VERSION,
     });
     this.gate = ctx.creationGate;
+    const held = (pick: (h: { heldSeconds: number; timeoutSeconds: number }) => number) => (c: RayCluster) => {
+      const h = heldFinalizer(c, ctx.now());
+      const { namespace = '', name = '' } = c.metadata;
+      return h && { labels: { namespace, name }, value: pick(h) };
+    };
+    cachedGauge(
+      ctx.metrics,
+      {
+        name: 'raykeeper_gcsft_finalizer_held_seconds',
+        help: 'Seconds since deletionTimestamp of each deleting RayCluster the GCS FT finalizer still holds.',
+        labelNames: ['namespace', 'name'],
+      },
+      this.clusters,
+      held((h) => h.heldSeconds),
+    );
+    cachedGauge(
+      ctx.metrics,
+      {
+        name: 'raykeeper_gcsft_deletion_timeout_seconds',
+        help: 'The deletion timeout (ray.io/gcs-ft-deletion-timeout, default 300 s) of each deleting RayCluster the finalizer holds.',
+        labelNames: ['namespace', 'name'],
+      },
+      this.clusters,
+      held((h) => h.timeoutSeconds),
+    );
     this.metrics = {
       actions: sharedCounter(ctx.metrics, {
         name: 'raykeeper_raycluster_actions_total',

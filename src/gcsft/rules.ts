@@ -4,6 +4,7 @@ import {
   EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
   FT_ENABLED_ANNOTATION,
   GCS_FT_DELETION_TIMEOUT_ANNOTATION,
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
   KUBERAY_MANAGER,
 } from '../names.ts';
 import type { RayClusterSpec } from '../types.ts';
@@ -123,6 +124,18 @@ export function deletionTimeoutSeconds(obj: FtSubject): number {
   if (deletionTimeoutProblem(obj) !== undefined) return DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS;
   const raw = annotation(obj, GCS_FT_DELETION_TIMEOUT_ANNOTATION);
   return raw === undefined ? DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS : Number(raw.trim());
+}
+
+/**
+ * A deleting cluster our finalizer still holds: seconds since its deletionTimestamp and its deletion timeout.
+ * What an admin alerts on (a deletion that takes more than half its timeout is stuck somewhere).
+ */
+export function heldFinalizer(obj: FtSubject, nowMs: number): { heldSeconds: number; timeoutSeconds: number } | undefined {
+  const since = obj.metadata?.deletionTimestamp;
+  if (!since || !(obj.metadata?.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return undefined;
+  const at = Date.parse(since);
+  if (!Number.isFinite(at)) return undefined;
+  return { heldSeconds: Math.max(0, (nowMs - at) / 1000), timeoutSeconds: deletionTimeoutSeconds(obj) };
 }
 
 /** Operator env ENABLE_GCS_FT_REDIS_CLEANUP: on unless it equals "false" (any case). */

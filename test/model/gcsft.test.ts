@@ -4,6 +4,7 @@ import {
   deletionTimeoutSeconds,
   gcsFtFinalizerRule,
   gcsFtMode,
+  heldFinalizer,
   isGcsFtEnabled,
   redisCleanupEnabled,
   storageNamespace,
@@ -104,4 +105,25 @@ t.test('gcsFtFinalizerRule: one rule for the webhook and the controller, the bot
     t.equal(rule.wanted, wanted, name);
     if (!rule.wanted) t.match(rule.reason, /\S/, `${name}: says why`);
   }
+});
+
+t.test('heldFinalizer: only a deleting cluster our finalizer holds, with its age and timeout', async (t) => {
+  const now = Date.parse('2026-12-04T10:05:00Z');
+  const meta = (m: Record<string, unknown>): FtSubject => ({ metadata: { name: 'c', ...m } });
+  const ours = ['other.io/keep', 'ray.io/gcs-ft-redis-cleanup-finalizer'];
+  t.equal(heldFinalizer(meta({ finalizers: ours }), now), undefined, 'not deleting');
+  t.equal(heldFinalizer(meta({ deletionTimestamp: '2026-12-04T10:00:00Z', finalizers: ['other.io/keep'] }), now), undefined, 'not ours');
+  t.equal(heldFinalizer(meta({ deletionTimestamp: '2026-12-04T10:00:00Z' }), now), undefined, 'no finalizers');
+  t.same(heldFinalizer(meta({ deletionTimestamp: '2026-12-04T10:00:00Z', finalizers: ours }), now), {
+    heldSeconds: 300,
+    timeoutSeconds: 300,
+  });
+  t.same(
+    heldFinalizer(
+      meta({ deletionTimestamp: '2026-12-04T10:04:30Z', finalizers: ours, annotations: { 'ray.io/gcs-ft-deletion-timeout': '900' } }),
+      now,
+    ),
+    { heldSeconds: 30, timeoutSeconds: 900 },
+  );
+  t.equal(heldFinalizer(meta({ deletionTimestamp: 'not a time', finalizers: ours }), now), undefined, 'unreadable timestamp');
 });

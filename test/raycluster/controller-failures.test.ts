@@ -71,7 +71,9 @@ t.test('Redis unreachable: the Job fails, a Warning names the namespace and the 
 t.test('a Job that never finishes: released at the timeout annotation with ForceDeletedStuckCluster', async (tt) => {
   const e = await env(tt);
   const { server, client } = await redis(tt);
-  await controllerInProcess(tt, e); // no job runner: nothing ever runs the Job
+  const controller = await controllerInProcess(tt, e); // no job runner: nothing ever runs the Job
+  const held = async (name: string) =>
+    (await controller.manager.ctx.metrics.getSingleMetric(name)?.get())?.values.filter((v) => v.labels.name === 'stuck') ?? [];
   const c = await createCluster(
     e,
     rayCluster('stuck', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { 'ray.io/gcs-ft-deletion-timeout': '4' } }),
@@ -92,7 +94,18 @@ t.test('a Job that never finishes: released at the timeout annotation with Force
     `activeDeadlineSeconds from the remaining timeout: ${spec.activeDeadlineSeconds}`,
   );
   tt.equal(spec.backoffLimit, 0);
+  // While the finalizer holds it, the cluster is in the gauges an admin alerts on, with its own timeout.
+  const age = await until(async () => (await held('raykeeper_gcsft_finalizer_held_seconds'))[0], 'the held-finalizer gauge');
+  tt.same(age.labels, { namespace: e.ns.name, name: 'stuck' });
+  tt.ok(age.value >= 0 && age.value < 30, `held for ${age.value} s`);
+  tt.same(
+    (await held('raykeeper_gcsft_deletion_timeout_seconds')).map((v) => v.value),
+    [4],
+    'its deletion timeout from the annotation',
+  );
   await until(async () => (await getCluster(e, 'stuck')) === undefined, 'released at the timeout', 30_000);
+  await until(async () => (await held('raykeeper_gcsft_finalizer_held_seconds')).length === 0, 'the gauge to drop the released cluster');
+  tt.same(await held('raykeeper_gcsft_deletion_timeout_seconds'), [], 'both gauges drop it');
   const forced = await until(async () => (await events(e, 'ForceDeletedStuckCluster'))[0], 'event');
   tt.equal(forced.type, 'Warning');
   tt.match(forced.message, new RegExp(c.metadata.uid!));
