@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the tests and `raykeeper dev` need: redis-server (real Redis, TLS-capable, with
-# redis-sentinel) and redis-tools (redis-cli, used by the benchmark's baseline). Idempotent.
+# redis-sentinel), redis-tools (redis-cli, used by the benchmark's baseline) and prometheus (promtool checks
+# and unit-tests the alert rules the chart ships). Idempotent.
 #   --images  also what tools/build-images.sh needs: buildah, debootstrap (+ Debian's keyring),
 #             busybox-static, ca-certificates, runc (test/images runs the images with it)
 #   --node    also what the real node (`raykeeper dev --kubelet`, `npm run test:cluster`) runs:
@@ -24,6 +25,7 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
+command -v promtool >/dev/null || need+=(prometheus)
 if $ray && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   command -v python3 >/dev/null || need+=(python3)
   need+=(python3-venv)
@@ -53,6 +55,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
   # Likewise containerd: the node starts its own, with its own config and state directories.
   $SUDO systemctl disable --now containerd >/dev/null 2>&1 || true
+  # And Prometheus: only its promtool is used.
+  $SUDO systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi
 redis-server --version
 if $node; then containerd --version; runc --version | head -1; fi

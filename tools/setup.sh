@@ -38,7 +38,7 @@ npm_fresh() { [ -x node_modules/.bin/node ] && [ ! package-lock.json -nt node_mo
 npm_step() { if npm_fresh; then echo "node_modules up to date"; else npm ci --no-audit --no-fund; fi; }
 export -f npm_fresh npm_step
 
-step system "$(state bash tools/install-system-deps.sh "${deps[@]}" --check)" "Debian packages (redis-server$($images && echo ', buildah, debootstrap')$($node && echo ', containerd, runc, CNI, dnsmasq'))" \
+step system "$(state bash tools/install-system-deps.sh "${deps[@]}" --check)" "Debian packages (redis-server, prometheus$($images && echo ', buildah, debootstrap')$($node && echo ', containerd, runc, CNI, dnsmasq'))" \
   -- bash tools/install-system-deps.sh "${deps[@]}"
 step npm "$(state npm_fresh)" "npm ci (node@22, fastify, @kubernetes/client-node, tap, ...)" -- bash -c npm_step
 # The kube-apiserver build is the longest (10+ minutes cold): etcd and crictl build beside it, not before.

@@ -39,6 +39,7 @@ const MODES: Record<string, unknown> = {
     },
   },
   serviceMonitor: { metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } },
+  monitoring: { metrics: { prometheusRule: { enabled: true, labels: { release: 'prom' } }, grafanaDashboard: { enabled: true } } },
   singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
   sweepAlways: { controller: { cleanupJob: { sweep: 'always' } } },
   everything: {
@@ -444,6 +445,7 @@ async function installStandInCrds(kube: KubeClient): Promise<void> {
     ['cert-manager.io', 'Certificate', 'certificates'],
     ['cert-manager.io', 'Issuer', 'issuers'],
     ['monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors'],
+    ['monitoring.coreos.com', 'PrometheusRule', 'prometheusrules'],
   ];
   for (const [group, kind, plural] of crds) {
     await applyObject(
