@@ -1,6 +1,15 @@
 // One Prometheus registry per process; every module registers its metrics on the one it is given.
 import { createRequire } from 'node:module';
-import { collectDefaultMetrics, Counter, Gauge, Registry, type CounterConfiguration, type GaugeConfiguration } from 'prom-client';
+import {
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type CounterConfiguration,
+  type GaugeConfiguration,
+  type HistogramConfiguration,
+} from 'prom-client';
 
 export interface MetricsRegistryOptions {
   /**
@@ -59,6 +68,17 @@ export function sharedGauge<L extends string = string>(
 ): Gauge<L> {
   return (
     (registry?.getSingleMetric(config.name) as Gauge<L> | undefined) ?? new Gauge<L>({ ...config, registers: registry ? [registry] : [] })
+  );
+}
+
+/** The histogram `name` of `registry`, created on first use (see sharedCounter). */
+export function sharedHistogram<L extends string = string>(
+  registry: Registry | undefined,
+  config: Omit<HistogramConfiguration<L>, 'registers'>,
+): Histogram<L> {
+  return (
+    (registry?.getSingleMetric(config.name) as Histogram<L> | undefined) ??
+    new Histogram<L>({ ...config, registers: registry ? [registry] : [] })
   );
 }
 

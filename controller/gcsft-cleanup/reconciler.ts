@@ -26,8 +26,8 @@
 // request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
 // and never releases the finalizer of a cleanup it did not finish.
 import { MODULE } from '../module-names.ts';
-import type { Counter } from 'prom-client';
-import { cachedGauge, sharedCounter } from '../../src/metrics.ts';
+import type { Counter, Histogram } from 'prom-client';
+import { cachedGauge, sharedCounter, sharedHistogram } from '../../src/metrics.ts';
 import {
   GCS_FT_REDIS_CLEANUP_FINALIZER,
   RAY_API_VERSION,
@@ -140,7 +140,12 @@ export class RayClusterReconciler {
   private readonly heads: Informer<Pod>;
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: CreationGate;
-  private readonly metrics: { actions: Counter<'action'>; releases: Counter<'reason'>; inProcess: Counter<'result'> };
+  private readonly metrics: {
+    actions: Counter<'action'>;
+    releases: Counter<'reason'>;
+    releaseSeconds: Histogram<'reason'>;
+    inProcess: Counter<'result'>;
+  };
 
   constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
     this.ctx = ctx;
@@ -207,6 +212,12 @@ export class RayClusterReconciler {
         name: 'raykeeper_raycluster_finalizer_releases_total',
         help: 'GCS FT finalizers released, by reason.',
         labelNames: ['reason'] as const,
+      }),
+      releaseSeconds: sharedHistogram(ctx.metrics, {
+        name: 'raykeeper_raycluster_deletion_to_release_seconds',
+        help: 'Seconds from a GCS-FT RayCluster deletionTimestamp to the release of its finalizer, by reason.',
+        labelNames: ['reason'] as const,
+        buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800],
       }),
       inProcess: sharedCounter(ctx.metrics, {
         name: 'raykeeper_raycluster_inprocess_cleanups_total',
@@ -407,6 +418,8 @@ export class RayClusterReconciler {
     if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
     if (r.result !== 'patched') return;
     this.metrics.releases.inc({ reason });
+    const deletedAt = Date.parse(cluster.metadata.deletionTimestamp ?? '');
+    if (Number.isFinite(deletedAt)) this.metrics.releaseSeconds.observe({ reason }, Math.max(0, (this.ctx.now() - deletedAt) / 1000));
     this.ctx.logger.info(
       { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
       'released the GCS FT Redis cleanup finalizer',

@@ -3,6 +3,7 @@ import t from 'tap';
 import { createServer } from 'node:net';
 import {
   controllerInProcess,
+  metricValue,
   createCluster,
   env,
   events,
@@ -106,6 +107,11 @@ t.test('a Job that never finishes: released at the timeout annotation with Force
   await until(async () => (await getCluster(e, 'stuck')) === undefined, 'released at the timeout', 30_000);
   await until(async () => (await held('raykeeper_gcsft_finalizer_held_seconds')).length === 0, 'the gauge to drop the released cluster');
   tt.same(await held('raykeeper_gcsft_deletion_timeout_seconds'), [], 'both gauges drop it');
+  const release = await controller.manager.ctx.metrics.getSingleMetricAsString('raykeeper_raycluster_deletion_to_release_seconds');
+  const sum = metricValue(release, 'raykeeper_raycluster_deletion_to_release_seconds_sum', 'reason="timeout"') ?? 0;
+  const count = metricValue(release, 'raykeeper_raycluster_deletion_to_release_seconds_count', 'reason="timeout"');
+  tt.equal(count, 1, 'one release by timeout in the deletion-to-release histogram');
+  tt.ok(sum >= 4 && sum < 30, `released ${sum} s after the deletion, at its 4 s timeout`);
   const forced = await until(async () => (await events(e, 'ForceDeletedStuckCluster'))[0], 'event');
   tt.equal(forced.type, 'Warning');
   tt.match(forced.message, new RegExp(c.metadata.uid!));
