@@ -35,7 +35,7 @@ import {
   type ObjectKey,
   type ReconcileResult,
 } from '../runtime/reconciler.ts';
-import { rayClusterInformer } from './informers.ts';
+import { rayClusterInformer, rayPodInformer } from './informers.ts';
 import { podCreationGate, type PodCreationGate } from './pod-creation-gate.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../src/kube-resources.ts';
 import {
@@ -63,28 +63,6 @@ export interface RayClusterOperatorConfig {
   /** Expectation timeout (default 60 s). */
   expectationTimeoutMs?: number;
   workers?: number;
-}
-
-/** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, the Ray container's state). */
-export function slimPod(obj: KubeObject): KubeObject {
-  const m = obj.metadata ?? {};
-  const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
-  const status = obj.status as Record<string, unknown> | undefined;
-  return {
-    metadata: {
-      name: m.name,
-      namespace: m.namespace,
-      uid: m.uid,
-      resourceVersion: m.resourceVersion,
-      labels: m.labels,
-      ownerReferences: m.ownerReferences,
-      deletionTimestamp: m.deletionTimestamp,
-    },
-    spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
-    status: status
-      ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
-      : undefined,
-  };
 }
 
 function slimService(obj: KubeObject): KubeObject {
@@ -133,7 +111,7 @@ export class RayClusterOperator {
     this.kube = ctx.kube;
     this.config = config;
     this.clusters = rayClusterInformer(ctx);
-    this.pods = ctx.informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
+    this.pods = rayPodInformer(ctx.informers);
     this.services = ctx.informers.get<Service>({
       ...SERVICES,
       labelSelector: RAY_CLUSTER_LABEL,

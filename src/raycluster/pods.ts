@@ -109,7 +109,7 @@ export interface PodStatus {
     name: string;
     state?: {
       waiting?: { reason?: string; message?: string };
-      terminated?: { reason?: string; message?: string; exitCode?: number };
+      terminated?: { reason?: string; message?: string; exitCode?: number; finishedAt?: string };
       running?: unknown;
     };
   }>;
