@@ -3,7 +3,9 @@
 // pod runner runs its Ray container AND its submitter container (`ray job submit` against the head's
 // loopback dashboard) and reports both containers' states as a kubelet would. No submitter Job is ever
 // created. manifests/samples/rayjob-sidecar.yaml ends Complete / SUCCEEDED; the same RayJob with a
-// failing entrypoint ends Failed (AppFailed, jobStatus FAILED) after its submitter container exited 1.
+// failing entrypoint and backoffLimit 1 fails on two clusters, one a try, and ends Failed (AppFailed,
+// jobStatus FAILED) after its submitter container exited 1; a running one whose head pod is deleted
+// ends Failed (AppFailed, "Ray head pod not found.") and its provisioned cluster gets no new head.
 // Needs Ray (tools/setup.sh installs it); fails without it, naming the set-up command.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,7 +22,8 @@ import { findRay } from '../../localcluster/ray.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import type { BatchJob, RayCluster, RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { EVENTS, JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../src/kube-resources.ts';
+import { sleep } from '../../src/backoff.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();
@@ -58,11 +61,38 @@ if ('missing' in found) {
       failing.metadata.name = 'rayjob-sidecar-fails';
       if (failing.spec) {
         failing.spec.entrypoint = 'python -c "import sys; print(\'failing on purpose\'); sys.exit(3)"';
+        failing.spec.backoffLimit = 1;
         // A head alone is enough to fail; one Ray process fewer on the test machine.
         if (failing.spec.rayClusterSpec) failing.spec.rayClusterSpec.workerGroupSpecs = [];
       }
+      const headless: RayJob = structuredClone(failing);
+      headless.metadata.name = 'rayjob-sidecar-head-lost';
+      if (headless.spec) {
+        headless.spec.entrypoint = 'python -c "import time; time.sleep(600)"';
+        headless.spec.backoffLimit = 0;
+      }
       await e.kube.create({ ...RAYJOBS, namespace: ns }, sample);
       await e.kube.create({ ...RAYJOBS, namespace: ns }, failing);
+      await e.kube.create({ ...RAYJOBS, namespace: ns }, headless);
+      const headPods = async (cluster: string) =>
+        (await e.kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${cluster},ray.io/node-type=head` })).items;
+
+      // The head pod of a running job deleted (KubeRay's e2e "RayJob fails when head Pod is deleted").
+      const lostHead = (async () => {
+        const runningJob = await until(
+          async () => {
+            const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'rayjob-sidecar-head-lost' });
+            return j.status?.jobStatus === 'RUNNING' ? j : undefined;
+          },
+          'the long job RUNNING',
+          200_000,
+          1000,
+        );
+        const cluster = runningJob.status?.rayClusterName ?? '';
+        const [head] = await headPods(cluster);
+        await e.kube.delete({ ...PODS, namespace: ns, name: head?.metadata.name ?? '' });
+        return cluster;
+      })();
 
       const finished = (name: string) =>
         until(
@@ -75,14 +105,34 @@ if ('missing' in found) {
           220_000,
           1000,
         );
-      const [ok, bad] = await Promise.all([finished('rayjob-sidecar'), finished('rayjob-sidecar-fails')]);
+      const [ok, bad, lost, lostCluster] = await Promise.all([
+        finished('rayjob-sidecar'),
+        finished('rayjob-sidecar-fails'),
+        finished('rayjob-sidecar-head-lost'),
+        lostHead,
+      ]);
 
       tt.equal(ok.status?.jobDeploymentStatus, 'Complete', `${ok.status?.reason ?? ''} ${ok.status?.message ?? ''}`);
       tt.equal(ok.status?.jobStatus, 'SUCCEEDED');
       tt.equal(bad.status?.jobDeploymentStatus, 'Failed');
       tt.equal(bad.status?.jobStatus, 'FAILED');
       tt.equal(bad.status?.reason, 'AppFailed', 'the Ray job failed (its submitter exited 1 after it)');
-      tt.equal(bad.status?.failed, 1);
+      tt.equal(bad.status?.failed, 2, 'backoffLimit 1: two tries');
+      const created = (
+        await e.kube.list<{ involvedObject?: { name?: string }; reason?: string; message?: string }>({ ...EVENTS, namespace: ns })
+      ).items
+        .filter((ev) => ev.involvedObject?.name === 'rayjob-sidecar-fails' && ev.reason === 'CreatedRayCluster')
+        .map((ev) => ev.message);
+      tt.equal(new Set(created).size, 2, `a new RayCluster each try: ${created.join('; ')}`);
+
+      tt.equal(lost.status?.jobDeploymentStatus, 'Failed');
+      tt.equal(lost.status?.reason, 'AppFailed');
+      tt.equal(lost.status?.message, 'Ray head pod not found.');
+      // ray.io/disable-provisioned-head-restart: the operator keeps the provisioned cluster headless.
+      for (let i = 0; i < 6; i++) {
+        tt.same(await headPods(lostCluster), [], `no head pod re-created (${i * 500} ms after Failed)`);
+        await sleep(500);
+      }
 
       const jobs = await e.kube.list<BatchJob>({ ...JOBS, namespace: ns });
       tt.same(
