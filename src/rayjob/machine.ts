@@ -567,7 +567,7 @@ function runningJobFound(ctx: Ctx, info: RayJobInfo, submitter: SubmitterView, b
   if (Object.keys(rayJobInfo).length > 0) seen['rayJobInfo'] = rayJobInfo;
   const ok = { changes: seen, statusCheck: 'ok' as const };
   if (isRayJobTerminal(info.status)) {
-    // K8sJobMode also waits for the submitter, so its logs are complete (kuberay #1919); the grace
+    // K8sJobMode and SidecarMode also wait for the submitter, so its logs are complete (kuberay #1919); the grace
     // period bounds that wait (#3553). A dead submitter does not hide a finished job (#2154).
     if (hasSubmitter(ctx) && submitter.finishedAt === undefined) {
       const end = typeof info.end_time === 'number' && info.end_time > 0 ? info.end_time : undefined;
