@@ -265,6 +265,8 @@ export class RayPodRunner {
       rayExit = code ?? 137;
       states.set(rayName, { state: terminated(code), ready: false });
       write();
+      // The pod is Failed and forgotten here (the operator deletes it): its submitter must not outlive it.
+      void submitter?.stop();
     });
     submitter?.proc.once('exit', (code) => {
       if (!current() || subName === undefined) return;
