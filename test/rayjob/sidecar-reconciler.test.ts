@@ -2,7 +2,8 @@
 // kubelet: it writes the head pod and its container statuses; the fake dashboard plays Ray): a Running
 // SidecarMode RayJob reads its head pod from the pod cache the operator shares (no API request per
 // poll; without that cache, one LIST per poll), and its submitter container terminating non-zero ends
-// it Failed(SubmissionFailed) with KubeRay's message. No submitter Job is ever created.
+// it Failed(SubmissionFailed) with KubeRay's message; suspend deletes its RayCluster and nothing else, and
+// resume builds a new one with the submitter container. No submitter Job is ever created.
 import t from 'tap';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
@@ -12,6 +13,7 @@ import { JOBS, PODS } from '../../src/kube-resources.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import { sleep } from '../../src/backoff.ts';
 import { manifest, rayJobHarness } from './helpers/harness.ts';
+import { until } from '../helpers/until.ts';
 import { DashboardClient } from '../../controller/rayjob/dashboard.ts';
 
 /** A KubeClient that records every request as "METHOD path". */
@@ -157,3 +159,66 @@ t.test('a Running SidecarMode RayJob: its head pod from the pod cache, its submi
   const jobs = await h.kube.list({ ...JOBS, namespace: h.namespace });
   t.same(jobs.items, [], 'no submitter Job was ever created');
 });
+
+t.test(
+  'suspend and resume a Running SidecarMode RayJob: its RayCluster goes (no submitter Job to delete), a new one on resume',
+  async (t) => {
+    const h = await rayJobHarness(t);
+    await h.create(manifest('pause', { submissionMode: 'SidecarMode', entrypoint: 'sleep 60', shutdownAfterJobFinishes: true }));
+    const init = await h.drive(
+      'pause',
+      (j) => (j?.status?.rayClusterName ?? '') !== '' && j?.status?.jobDeploymentStatus === 'Initializing',
+    );
+    const first = init.job?.status?.rayClusterName ?? '';
+    const created = async (name: string) => {
+      await h.reconciler.reconcile(`${h.namespace}/pause`);
+      return h.cluster(name);
+    };
+    t.ok(await until(() => created(first), 'the RayCluster created', 10_000), 'the RayCluster exists');
+    await h.kube.create<Pod>(
+      { ...PODS, namespace: h.namespace },
+      {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${first}-head`, labels: { 'ray.io/cluster': first, 'ray.io/node-type': 'head' } },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [
+            { name: 'ray-head', image: 'ray' },
+            { name: 'ray-job-submitter', image: 'ray' },
+          ],
+        },
+      },
+    );
+    await h.markReady(first);
+    await h.drive('pause', (j) => j?.status?.jobDeploymentStatus === 'Running');
+
+    await h.patchSpec('pause', { suspend: true });
+    const suspended = await h.drive('pause', (j) => j?.status?.jobDeploymentStatus === 'Suspended');
+    t.match(suspended.states, ['Running', 'Suspending', 'Suspended'], `states: ${suspended.states.join(' -> ')}`);
+    t.equal(await h.cluster(first), undefined, 'the RayCluster is gone');
+    t.equal(suspended.job?.status?.rayClusterName, undefined, 'names reset');
+    const reasons = (await h.events('pause')).map((e) => e.reason);
+    t.ok(reasons.includes('DeletedRayCluster'), `events: ${reasons.join(', ')}`);
+    t.notOk(
+      reasons.some((r) => r.includes('Submitter') || r.includes('Job')),
+      'nothing about a submitter Job',
+    );
+
+    await h.patchSpec('pause', { suspend: false });
+    const resumed = await h.drive(
+      'pause',
+      (j) => j?.status?.jobDeploymentStatus === 'Initializing' && (j.status.rayClusterName ?? '') !== '',
+    );
+    const second = resumed.job?.status?.rayClusterName ?? '';
+    t.not(second, first, 'a new RayCluster name on resume');
+    t.same(
+      (await until(() => created(second), 'the new RayCluster created', 10_000)).spec?.headGroupSpec?.template?.spec?.containers?.map(
+        (c) => c.name,
+      ),
+      ['ray-head', 'ray-job-submitter'],
+      'the new cluster carries the submitter container again',
+    );
+    t.same((await h.kube.list({ ...JOBS, namespace: h.namespace })).items, [], 'no submitter Job');
+  },
+);
