@@ -71,6 +71,22 @@ const podSummary = async (namespace: string): Promise<unknown> =>
     containers: p.status?.containerStatuses,
   }));
 
+/** Waits (10 min at most) until the RayJob is Complete or Failed; a timeout says where it and its pods were. */
+const finished = (rayjob: ResourceRef): Promise<RayJob> =>
+  until(
+    async () => {
+      const j = await kube.get<RayJob>(rayjob);
+      return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
+    },
+    `the RayJob ${rayjob.name} to finish`,
+    600_000,
+    1000,
+  ).catch(async (err: Error) => {
+    throw new Error(
+      `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
+    );
+  });
+
 t.test(
   "a GCS-FT RayCluster: our operator's Ray head pod writes its GCS tables into the in-cluster Redis; deletion removes exactly them",
   async (t) => {
@@ -132,19 +148,7 @@ t.test(
     const r = kubectl(env.kubeconfig, ['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')]);
     t.equal(r.status, 0, r.stderr);
     const rayjob = { ...RAYJOBS, namespace: 'default', name: 'rayjob-sample' };
-    const done = await until(
-      async () => {
-        const j = await kube.get<RayJob>(rayjob);
-        return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
-      },
-      'the RayJob to finish',
-      600_000,
-      1000,
-    ).catch(async (err: Error) => {
-      throw new Error(
-        `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
-      );
-    });
+    const done = await finished(rayjob);
     t.equal(done.status?.jobDeploymentStatus, 'Complete', 'jobDeploymentStatus', { status: done.status });
     t.equal(done.status?.jobStatus, 'SUCCEEDED', 'jobStatus');
     t.equal(
@@ -177,19 +181,7 @@ t.test(
     const r = kubectl(env.kubeconfig, ['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob-sidecar.yaml')]);
     t.equal(r.status, 0, r.stderr);
     const rayjob = { ...RAYJOBS, namespace: 'default', name: 'rayjob-sidecar' };
-    const done = await until(
-      async () => {
-        const j = await kube.get<RayJob>(rayjob);
-        return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
-      },
-      'the SidecarMode RayJob to finish',
-      600_000,
-      1000,
-    ).catch(async (err: Error) => {
-      throw new Error(
-        `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
-      );
-    });
+    const done = await finished(rayjob);
     t.equal(done.status?.jobDeploymentStatus, 'Complete', 'jobDeploymentStatus', { status: done.status });
     t.equal(done.status?.jobStatus, 'SUCCEEDED', 'jobStatus');
     const jobs = kubectl(env.kubeconfig, ['get', 'jobs', '-n', 'default', '-o', 'name']);

@@ -8,25 +8,14 @@ import t from 'tap';
 import { InformerFactory } from '../../controller/runtime/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
 import { rayPodInformer } from '../../controller/raycluster/informers.ts';
-import { KubeClient, MERGE_PATCH } from '../../src/kube.ts';
+import { MERGE_PATCH } from '../../src/kube.ts';
 import { JOBS, PODS } from '../../src/kube-resources.ts';
 import type { Pod } from '../../src/raycluster/pods.ts';
 import { sleep } from '../../src/backoff.ts';
 import { manifest, rayJobHarness } from './helpers/harness.ts';
+import { countingClient } from './helpers/counting-client.ts';
 import { until } from '../helpers/until.ts';
 import { DashboardClient } from '../../controller/rayjob/dashboard.ts';
-
-/** A KubeClient that records every request as "METHOD path". */
-function countingClient(kubeConfig: KubeClient['kubeConfig']): { kube: KubeClient; calls: string[] } {
-  const kube = new KubeClient(kubeConfig);
-  const calls: string[] = [];
-  const request = kube.request.bind(kube);
-  kube.request = ((method: string, path: string, options?: Parameters<KubeClient['request']>[2]) => {
-    calls.push(`${method} ${path}`);
-    return request(method, path, options);
-  }) as KubeClient['request'];
-  return { kube, calls };
-}
 
 t.test('a Running SidecarMode RayJob: its head pod from the pod cache, its submitter container decides', async (t) => {
   const h = await rayJobHarness(t);
