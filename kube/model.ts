@@ -147,7 +147,7 @@ export interface ContainerStatus {
   name: string;
   state?: {
     waiting?: { reason?: string; message?: string };
-    terminated?: { reason?: string; message?: string; exitCode?: number };
+    terminated?: { reason?: string; message?: string; exitCode?: number; finishedAt?: string };
     running?: unknown;
   };
   [key: string]: unknown;

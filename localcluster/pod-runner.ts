@@ -5,8 +5,12 @@
 //   other tests, so each head gets free ones, appended to its `ray start` line (the last value of a
 //   repeated flag wins) and put in RAY_ADDRESS / RAY_PORT; a worker's `--address=<head svc FQDN>:<port>`
 //   becomes `127.0.0.1:<that head's GCS port>` (a worker waits until its head runs here);
+// - a head's SidecarMode submitter container (`ray-job-submitter`) runs beside its Ray container, its
+//   `127.0.0.1:<dashboard port>` pointed at the head's loopback dashboard port;
 // - status, as a kubelet writes it through /status: Running + Ready (podIP 127.0.0.1) once `ray start`
-//   reports the runtime started, Failed with the container's exit code when the process ends;
+//   reports the runtime started, Failed with the Ray container's exit code when that process ends; every
+//   container's state (the submitter: running, then terminated with its exit code, the pod no longer
+//   Ready);
 // - a deleted (or terminating) pod's process group is killed.
 // Not modelled: probes, init containers, resources, volumes, restarts (restartPolicy: the operator
 // deletes and re-creates a failed pod, as KubeRay does).
@@ -28,6 +32,7 @@ import { freePort } from './net.ts';
 import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
 import { PODS } from '../kube/resources.ts';
+import { DASHBOARD_PORT, SUBMITTER_CONTAINER_NAME } from '../src/rayjob/constants.ts';
 
 export interface RayPodRunnerOptions {
   kubeConfig: KubeConfig;
@@ -46,8 +51,23 @@ export interface RayPodRunnerOptions {
 interface Running {
   uid: string;
   proc: RayPodProcess;
+  /** SidecarMode's submitter container of a head pod, run beside its Ray container. */
+  submitter: RayPodProcess | undefined;
   /** The cluster key (namespace/name) when this is its head. */
   headOf: string | undefined;
+}
+
+type ContainerState =
+  | { running: { startedAt: string } }
+  | { terminated: { exitCode: number; reason: string; startedAt: string; finishedAt: string } };
+
+/** Kubernetes metav1.Time. */
+function timestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+async function stopAll(r: Running): Promise<void> {
+  await Promise.all([r.proc.stop(), r.submitter?.stop()]);
 }
 
 export class RayPodRunner {
@@ -90,7 +110,7 @@ export class RayPodRunner {
     this.queue.shutdown();
     await this.workers;
     await this.factory.stop();
-    await Promise.all([...this.running.values()].map((r) => r.proc.stop()));
+    await Promise.all([...this.running.values()].map(stopAll));
     this.running.clear();
     this.kube.close();
     if (this.temp) await rm(this.temp, { recursive: true, force: true });
@@ -108,7 +128,7 @@ export class RayPodRunner {
     if (here && (!p || p.metadata.deletionTimestamp || here.uid !== p.metadata.uid)) {
       this.running.delete(key);
       if (here.headOf) this.heads.delete(here.headOf);
-      await here.proc.stop();
+      await stopAll(here);
       this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
     }
     if (
@@ -124,8 +144,12 @@ export class RayPodRunner {
     await this.launch(key, p);
   }
 
-  /** The pod with loopback ports; undefined when it must wait (a worker whose head does not run here yet). */
-  private async localize(p: Pod): Promise<{ pod: Pod; extraEnv: Record<string, string> } | undefined> {
+  /**
+   * The pod with loopback ports; undefined when it must wait (a worker whose head does not run here yet).
+   * A head's SidecarMode submitter (`submitter`: its container index) reaches the dashboard on the
+   * head's loopback port instead of the one in its command.
+   */
+  private async localize(p: Pod): Promise<{ pod: Pod; extraEnv: Record<string, string>; submitter?: number } | undefined> {
     const pod = structuredClone(p);
     const c = pod.spec!.containers[0]!;
     const line = c.args?.[0] ?? '';
@@ -138,7 +162,14 @@ export class RayPodRunner {
         `${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`,
       ];
       this.heads.set(cluster, { gcs, dashboard });
-      return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
+      const extraEnv = { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' };
+      const submitter = pod.spec!.containers.findIndex((x, i) => i > 0 && x.name === SUBMITTER_CONTAINER_NAME);
+      if (submitter < 0) return { pod, extraEnv };
+      const port = (c.ports ?? []).find((x) => x.name === 'dashboard')?.containerPort ?? DASHBOARD_PORT;
+      const inPod = new RegExp(`(127\\.0\\.0\\.1|localhost):${port}\\b`, 'g');
+      const s = pod.spec!.containers[submitter]!;
+      s.args = (s.args ?? []).map((a) => a.replace(inPod, `127.0.0.1:${dashboard}`));
+      return { pod, extraEnv, submitter };
     }
     const gcs = this.heads.get(cluster)?.gcs;
     if (gcs === undefined) return undefined;
@@ -167,70 +198,81 @@ export class RayPodRunner {
       this.queue.addAfter(key, 1000); // a worker whose head does not run here yet
       return;
     }
-    const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups: this.lookups(), extraEnv: local.extraEnv });
+    const lookups = this.lookups();
+    const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups, extraEnv: local.extraEnv });
+    const submitter =
+      local.submitter === undefined
+        ? undefined
+        : await startRayPod(local.pod, {
+            ray: this.o.ray,
+            lookups,
+            container: local.submitter,
+            extraEnv: { RAY_USAGE_STATS_ENABLED: '0' },
+          });
     const headOf =
       p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head' ? `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}` : undefined;
-    this.running.set(key, { uid: p.metadata.uid ?? '', proc, headOf });
-    this.log.info({ pod: key }, 'started a Ray pod as a local process');
+    const entry: Running = { uid: p.metadata.uid ?? '', proc, submitter, headOf };
+    this.running.set(key, entry);
+    this.log.info({ pod: key, submitter: submitter !== undefined }, 'started a Ray pod as a local process');
     const ref = { ...PODS, namespace: p.metadata.namespace, name: p.metadata.name ?? '', subresource: 'status' };
-    const name = p.spec!.containers[0]!.name;
-    let ready = false;
+    const containers = local.pod.spec!.containers;
+    const started = timestamp();
+    // What a kubelet reports: every container's state (the ones run here), Ready when all are ready.
+    const states = new Map<string, { state: ContainerState; ready: boolean }>();
+    const rayName = containers[0]!.name;
+    const subName = local.submitter === undefined ? undefined : containers[local.submitter]!.name;
+    let rayReady = false;
+    let rayExit: number | undefined;
+    let writes = Promise.resolve();
+    const write = () => {
+      const containerStatuses = containers
+        .filter((c) => states.has(c.name))
+        .map((c) => ({ name: c.name, restartCount: 0, image: '', imageID: '', ...states.get(c.name)! }));
+      const allReady = containerStatuses.every((c) => c.ready);
+      const phase = rayExit !== undefined ? 'Failed' : rayReady ? 'Running' : 'Pending';
+      const status = {
+        phase,
+        podIP: '127.0.0.1',
+        hostIP: '127.0.0.1',
+        conditions: [{ type: 'Ready', status: allReady && phase === 'Running' ? 'True' : 'False' }],
+        containerStatuses,
+      };
+      writes = writes
+        .then(() => this.kube.patch(ref, { status }, MERGE_PATCH))
+        .then(
+          () => undefined,
+          (err: unknown) => this.log.warn({ err: String(err), pod: key }, 'could not write the pod status'),
+        );
+    };
+    const terminated = (code: number | null): ContainerState => ({
+      terminated: { exitCode: code ?? 137, reason: code === 0 ? 'Completed' : 'Error', startedAt: started, finishedAt: timestamp() },
+    });
+    states.set(rayName, { state: { running: { startedAt: started } }, ready: false });
+    if (subName !== undefined) states.set(subName, { state: { running: { startedAt: started } }, ready: true });
     const onData = () => {
-      if (ready || !/Ray runtime started/.test(proc.log())) return;
-      ready = true;
-      void this.kube
-        .patch(
-          ref,
-          {
-            status: {
-              phase: 'Running',
-              podIP: '127.0.0.1',
-              hostIP: '127.0.0.1',
-              conditions: [{ type: 'Ready', status: 'True' }],
-              containerStatuses: [
-                {
-                  name,
-                  ready: true,
-                  restartCount: 0,
-                  image: '',
-                  imageID: '',
-                  state: { running: { startedAt: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') } },
-                },
-              ],
-            },
-          },
-          MERGE_PATCH,
-        )
-        .catch((err: unknown) => this.log.warn({ err: String(err), pod: key }, 'could not mark the pod ready'));
+      if (rayReady || rayExit !== undefined || !/Ray runtime started/.test(proc.log())) return;
+      rayReady = true;
+      states.set(rayName, { state: { running: { startedAt: started } }, ready: true });
+      write();
     };
     proc.proc.stdout!.on('data', onData);
     proc.proc.stderr!.on('data', onData);
+    const current = () => this.running.get(key) === entry && !this.stopped;
     proc.proc.once('exit', (code) => {
-      if (this.running.get(key)?.proc !== proc || this.stopped) return;
+      if (!current()) return;
       this.running.delete(key);
       this.log.warn({ pod: key, code, output: proc.log().slice(-1000) }, 'a Ray pod process ended');
-      void this.kube
-        .patch(
-          ref,
-          {
-            status: {
-              phase: 'Failed',
-              conditions: [{ type: 'Ready', status: 'False' }],
-              containerStatuses: [
-                {
-                  name,
-                  ready: false,
-                  restartCount: 0,
-                  image: '',
-                  imageID: '',
-                  state: { terminated: { exitCode: code ?? 137, reason: 'Error' } },
-                },
-              ],
-            },
-          },
-          MERGE_PATCH,
-        )
-        .catch(() => undefined);
+      rayExit = code ?? 137;
+      states.set(rayName, { state: terminated(code), ready: false });
+      write();
+      // The pod is Failed and forgotten here (the operator deletes it): its submitter must not outlive it.
+      void submitter?.stop();
+    });
+    submitter?.proc.once('exit', (code) => {
+      if (!current() || subName === undefined) return;
+      this.log.info({ pod: key, code, output: submitter.log().slice(-2000) }, 'the submitter container ended');
+      states.set(subName, { state: terminated(code), ready: false });
+      write();
     });
   }
 }

@@ -1,5 +1,5 @@
-// A Ray pod as a LOCAL PROCESS: the Ray container of a Pod built by src/raycluster/pods.ts, run the
-// way the kubelet would run it (its command + args, `/bin/bash -c -- "ulimit ...; ray start ..."`, with
+// A Ray pod as a LOCAL PROCESS: the Ray container of a Pod built by src/raycluster/pods.ts (or another
+// of its containers, such as SidecarMode's submitter), run the way the kubelet would run it (its command + args, `/bin/bash -c -- "ulimit ...; ray start ..."`, with
 // its env resolved like the kubelet: values, $(VAR), secretKeyRef, fieldRef), `ray` from the test venv
 // first on PATH. Cluster DNS names (the head Service's FQDN) are mapped to 127.0.0.1. Ports come from
 // the pod's own rayStartParams: give the RayCluster free ones (two Ray nodes on one machine cannot
@@ -25,6 +25,8 @@ export interface RayPodOptions {
   hosts?: string[];
   /** Extra env last (e.g. RAY_USAGE_STATS_ENABLED=0). */
   extraEnv?: Record<string, string>;
+  /** Which of the pod's containers (default 0, the Ray container; SidecarMode's submitter is another). */
+  container?: number;
 }
 
 function localPodOf(pod: Pod): LocalPod {
@@ -44,11 +46,11 @@ function mapHosts(s: string, hosts: string[]): string {
   return out;
 }
 
-/** Starts the pod's Ray container as a local process group. */
+/** Starts one of the pod's containers (the Ray container unless told) as a local process group. */
 export async function startRayPod(pod: Pod, options: RayPodOptions): Promise<RayPodProcess> {
-  const container = pod.spec?.containers[0];
+  const container = pod.spec?.containers[options.container ?? 0];
   if (!container?.command || container.command.length === 0)
-    throw new Error('the Ray container has no command (built by src/raycluster/pods.ts?)');
+    throw new Error(`the container ${container?.name ?? options.container} has no command (built by src/raycluster/pods.ts?)`);
   const hosts = options.hosts ?? [];
   const resolved = await resolveEnv(container, localPodOf(pod), options.lookups);
   const env: Record<string, string> = {};

@@ -2,11 +2,12 @@
 // the pod/Service operator in ./operator.ts): asking the factory with the same spec returns the same
 // cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
 // the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
-import { MODULE } from '../module-names.ts';
 import { runsModule, type ControllerContext } from '../../kube/reconciler.ts';
-import type { Informer } from '../../kube/informer.ts';
-import type { KubeObject } from '../../kube/model.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { slimMetadata, type Informer, type InformerFactory } from '../../kube/informer.ts';
+import type { KubeObject, Pod } from '../../kube/model.ts';
+import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
+import { MODULE } from '../module-names.ts';
 import type { RayCluster } from '../../src/types.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -53,4 +54,36 @@ export function rayClusterInformer(ctx: ControllerContext): Informer<RayCluster>
     operatorRayClusterInformer(ctx) ??
     ctx.informers.get<RayCluster>({ ...RAYCLUSTERS, transform: ftRayCluster, transformId: 'raycluster-ft' })
   );
+}
+
+/** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, every container's state). */
+export function slimPod(obj: KubeObject): KubeObject {
+  const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
+  const status = obj.status as Record<string, unknown> | undefined;
+  return {
+    metadata: slimMetadata(obj),
+    spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
+    status: status
+      ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
+      : undefined,
+  };
+}
+
+/** The operator's pod cache: every pod labelled with a cluster (the RayJob's SidecarMode reads its head pods there too). */
+export function rayPodInformer(informers: InformerFactory): Informer<Pod> {
+  return informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
+}
+
+/**
+ * The head pods the RayJob reconciler reads (SidecarMode's submitter container): the operator's pod
+ * cache when the operator runs in this process (or nobody said), else head pods only.
+ */
+export function headPodInformer(ctx: ControllerContext): Informer<Pod> {
+  if (operatorRayClusterInformer(ctx) !== undefined) return rayPodInformer(ctx.informers);
+  return ctx.informers.get<Pod>({
+    ...PODS,
+    labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`,
+    transform: slimPod,
+    transformId: 'raycluster-head-pod',
+  });
 }

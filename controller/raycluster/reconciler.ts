@@ -36,7 +36,7 @@ import {
   type ObjectKey,
   type ReconcileResult,
 } from '../../kube/reconciler.ts';
-import { rayClusterInformer } from './informers.ts';
+import { rayClusterInformer, rayPodInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
 import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
 import {
@@ -64,19 +64,6 @@ export interface RayClusterOperatorConfig {
   /** Expectation timeout (default 60 s). */
   expectationTimeoutMs?: number;
   workers?: number;
-}
-
-/** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, the Ray container's state). */
-export function slimPod(obj: KubeObject): KubeObject {
-  const spec = obj.spec as { restartPolicy?: string; containers?: Array<{ name: string }> } | undefined;
-  const status = obj.status as Record<string, unknown> | undefined;
-  return {
-    metadata: slimMetadata(obj),
-    spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
-    status: status
-      ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
-      : undefined,
-  };
 }
 
 function slimService(obj: KubeObject): KubeObject {
@@ -117,7 +104,7 @@ export class RayClusterOperator {
     this.kube = ctx.kube;
     this.config = config;
     this.clusters = rayClusterInformer(ctx);
-    this.pods = ctx.informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimPod, transformId: 'raycluster-pod' });
+    this.pods = rayPodInformer(ctx.informers);
     this.services = ctx.informers.get<Service>({
       ...SERVICES,
       labelSelector: RAY_CLUSTER_LABEL,

@@ -1,15 +1,17 @@
 // Registers the RayJob reconciler with the controller runtime (one line in controller/reconcilers.ts).
-// Triggers: RayJobs themselves, and the RayClusters and submitter Jobs they own (mapped to the owner).
-import { MODULE } from '../module-names.ts';
-import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB } from '../../src/rayjob/constants.ts';
+// Triggers: RayJobs themselves, the RayClusters and submitter Jobs they own (mapped to the owner), and
+// the head pods of SidecarMode clusters (mapped to the RayJob owning the cluster).
+import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB, SUBMISSION_MODE_LABEL } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
-import { ownerKeys, type ModuleFlag, type ReconcilerModule } from '../../kube/reconciler.ts';
+import { ownerKeys, type ModuleFlag, type ObjectKey, type ReconcilerModule } from '../../kube/reconciler.ts';
 import type { Informer, InformerFactory } from '../../kube/informer.ts';
-import { operatorRayClusterInformer } from '../raycluster/informers.ts';
+import { headPodInformer, operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
 import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
-import type { BatchJob } from '../../kube/model.ts';
+import type { BatchJob, Pod } from '../../kube/model.ts';
+import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
+import { MODULE } from '../module-names.ts';
 
 const flags: Record<string, ModuleFlag> = {};
 for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName, (typeof RAYJOB_FLAGS)[RayJobFlagName]]>) {
@@ -31,13 +33,25 @@ export function rayJobCaches(informers: InformerFactory, allClusters?: Informer<
   };
 }
 
+/** A SidecarMode cluster's head pod -> the RayJob owning the cluster (its submitter container's state changed). */
+function sidecarHeadPodKeys(clusters: Informer<RayCluster>): (pod: Pod) => ObjectKey[] {
+  const toOwner = ownerKeys('RayJob', 'ray.io');
+  return (pod) => {
+    if (pod.metadata.labels?.[RAY_NODE_TYPE_LABEL] !== NODE_TYPE_HEAD) return [];
+    const cluster = clusters.getByName(pod.metadata.namespace, pod.metadata.labels?.[RAY_CLUSTER_LABEL] ?? '');
+    if (cluster?.metadata.labels?.[SUBMISSION_MODE_LABEL] !== 'SidecarMode') return [];
+    return toOwner(cluster);
+  };
+}
+
 export const rayJobModule: ReconcilerModule = {
   name: MODULE.rayJob,
   summary: 'RayJob deployment state machine (New -> Initializing -> Running -> Complete/Failed, suspend, retry, ttl)',
   flags,
   create(ctx, parsed) {
     const settings = rayJobSettings(parsed, ctx.env);
-    const caches = rayJobCaches(ctx.informers, operatorRayClusterInformer(ctx));
+    const headPods = headPodInformer(ctx);
+    const caches: RayJobCaches = { ...rayJobCaches(ctx.informers, operatorRayClusterInformer(ctx)), headPods };
     const { rayJobs, clusters, submitters } = caches;
     const reconciler = new RayJobReconciler({
       kube: ctx.kube,
@@ -56,6 +70,7 @@ export const rayJobModule: ReconcilerModule = {
         { informer: rayJobs },
         { informer: clusters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
         { informer: submitters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
+        { informer: headPods, toKeys: sidecarHeadPodKeys(clusters), resync: false },
       ],
     };
   },

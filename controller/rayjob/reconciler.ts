@@ -11,7 +11,7 @@ import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
-import type { BatchJob, ObjectWithMeta } from '../../kube/model.ts';
+import type { BatchJob, ObjectWithMeta, Pod } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
@@ -25,6 +25,7 @@ import {
   type RayJobStep,
 } from '../../src/rayjob/machine.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
+import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import {
@@ -42,7 +43,7 @@ import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
   EVENT_CREATED_SUBMITTER,
@@ -72,6 +73,8 @@ export interface RayJobCaches {
    */
   clusters: Informer<RayCluster>;
   submitters: Informer<BatchJob>;
+  /** Head pods (SidecarMode reads its submitter container's state there); without it, a LIST. */
+  headPods?: Informer<Pod> | undefined;
 }
 
 export interface RayJobReconcilerDeps {
@@ -263,12 +266,27 @@ export class RayJobReconciler implements Reconciler {
       }
       observed.submitter = submitter;
     }
+    if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
     if (plan.dashboard && jobId !== '' && clusterName !== '') {
       observed.dashboard = await this.dashboard.getJob(this.dashboardUrl(job, clusterName), jobId, signal);
       this.dashboardCalls.inc({ operation: 'get', outcome: observed.dashboard.kind });
     }
     return observed;
+  }
+
+  /**
+   * The cluster's head pod from the pod cache; a miss is confirmed with a LIST by labels (as KubeRay's
+   * GetRayClusterHeadPod), so a cache behind the operator's create never fails a running job.
+   */
+  private async headPod(namespace: string, cluster: string, signal?: AbortSignal): Promise<Pod | null> {
+    const isHead = (p: Pod) =>
+      p.metadata.labels?.[RAY_CLUSTER_LABEL] === cluster && p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === NODE_TYPE_HEAD;
+    const cached = this.caches?.headPods?.list(namespace).find(isHead);
+    if (cached !== undefined) return cached;
+    const selector = `${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`;
+    const listed = await this.kube.list<Pod>({ ...PODS, namespace }, { labelSelector: selector, signal });
+    return listed.items[0] ?? null;
   }
 
   private async writeStatus(current: RayJob, decision: RayJobStep, signal?: AbortSignal): Promise<void> {

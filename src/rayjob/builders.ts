@@ -2,12 +2,14 @@
 // and the HTTPMode submission request.
 import { shellQuote } from '../shell.ts';
 import { parse as parseYaml } from 'yaml';
-import { RAY_API_VERSION } from '../names.ts';
+import { DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, RAY_API_VERSION } from '../names.ts';
 import type { RayCluster, RayJob } from '../types.ts';
 import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec } from '../../kube/model.ts';
 import {
   CREATED_BY_LABEL,
   CREATED_BY_VALUE,
+  DASHBOARD_GCS_HEALTH_PATH,
+  DASHBOARD_PORT,
   DEFAULT_SUBMITTER_BACKOFF_LIMIT,
   ENV_PYTHONUNBUFFERED,
   ENV_RAY_DASHBOARD_ADDRESS,
@@ -15,9 +17,11 @@ import {
   ORIGINATED_FROM_CRD_LABEL,
   ORIGINATED_FROM_CRD_RAYJOB,
   ORIGINATED_FROM_CR_NAME_LABEL,
+  SUBMISSION_MODE_LABEL,
   SUBMITTER_CONTAINER_NAME,
 } from './constants.ts';
 import { fromStatusDashboardUrl, submitterJobName } from './ids.ts';
+import { submissionMode } from './validation.ts';
 
 /** Annotations never copied from the RayJob to its RayCluster (kubectl's copy of the RayJob itself). */
 const NOT_COPIED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -44,26 +48,33 @@ function originLabels(job: RayJob): Record<string, string> {
  * The RayCluster for spec.rayClusterSpec (KubeRay's constructRayClusterForRayJob): the RayJob's labels
  * and annotations are carried over, so `ray.io/ft-enabled`, `ray.io/external-storage-namespace` and
  * `ray.io/gcs-ft-deletion-timeout` reach the cluster and our webhook and GCS-FT cleanup apply to it;
- * spec.gcsFaultToleranceOptions travels inside the spec. Owned (controller) by the RayJob.
+ * spec.gcsFaultToleranceOptions travels inside the spec. Owned (controller) by the RayJob, labelled
+ * with its submissionMode. SidecarMode: the submitter container is appended to the head template, the
+ * head's restartPolicy is Never, and `ray.io/disable-provisioned-head-restart` keeps the operator from
+ * re-creating a lost head once the cluster was provisioned (a new head could not run the same
+ * submission id again).
  */
 export function buildRayCluster(job: RayJob, clusterName: string): RayCluster {
   const annotations: Record<string, string> = {};
   for (const [key, value] of Object.entries(job.metadata.annotations ?? {})) {
     if (!NOT_COPIED_ANNOTATIONS.has(key)) annotations[key] = value;
   }
+  const mode = submissionMode(job);
+  if (mode === 'SidecarMode') annotations[DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] = 'true';
   const metadata: ObjectMeta = {
     name: clusterName,
     namespace: job.metadata.namespace ?? 'default',
-    labels: { ...(job.metadata.labels ?? {}), ...originLabels(job) },
+    labels: { ...(job.metadata.labels ?? {}), ...originLabels(job), [SUBMISSION_MODE_LABEL]: mode },
     ownerReferences: [ownerReferenceTo(job)],
   };
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
-  return {
-    apiVersion: RAY_API_VERSION,
-    kind: 'RayCluster',
-    metadata,
-    spec: structuredClone(job.spec?.rayClusterSpec ?? {}),
-  };
+  const spec = structuredClone(job.spec?.rayClusterSpec ?? {});
+  const headPod = spec.headGroupSpec?.template?.spec;
+  if (mode === 'SidecarMode' && headPod !== undefined) {
+    headPod.containers = [...(headPod.containers ?? []), buildSidecarSubmitter(job)];
+    headPod['restartPolicy'] = 'Never';
+  }
+  return { apiVersion: RAY_API_VERSION, kind: 'RayCluster', metadata, spec };
 }
 
 /** The image of the cluster's head container (KubeRay's default submitter runs the head image). */
@@ -192,6 +203,64 @@ export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | unde
     },
     spec: { backoffLimit, template },
   };
+}
+
+/** KubeRay's utils.FindContainerPort: the container's port of that name, else the default. */
+function containerPort(container: Container | undefined, name: string, fallback: number): number {
+  const ports = (container?.['ports'] ?? []) as Array<{ name?: string; containerPort?: number }>;
+  return ports.find((p) => p.name === name)?.containerPort ?? fallback;
+}
+
+/**
+ * The SidecarMode submitter's shell command (KubeRay's BuildJobSubmitCommand for SidecarMode): wait
+ * until the head's dashboard reports GCS healthy over loopback (same network namespace), then
+ * `ray job submit` WITHOUT --no-wait, so the container follows the job and exits 0 only if it
+ * SUCCEEDED. No status-then-submit dance: the container never restarts (restartPolicy Never).
+ * JSON arguments are single-quoted (KubeRay double-quotes them, which lets bash expand a `$` inside).
+ */
+export function sidecarSubmitterScript(job: RayJob): string {
+  const head = job.spec?.rayClusterSpec?.headGroupSpec?.template?.spec?.containers?.[0];
+  const port = containerPort(head, 'dashboard', DASHBOARD_PORT);
+  const address = `http://127.0.0.1:${port}`;
+  const health = `python -c "import urllib.request; r=urllib.request.urlopen('http://localhost:${port}/${DASHBOARD_GCS_HEALTH_PATH}', timeout=10); exit(0 if b'success' in r.read() else 1)"`;
+  const cmd = [
+    `until ${health} >/dev/null 2>&1 ; do echo ${JSON.stringify(`Waiting for Ray Dashboard GCS to become healthy at ${address} ...`)} ; sleep 2 ; done ;`,
+    `ray job submit --address ${address}`,
+  ];
+  const env = runtimeEnv(job);
+  if (env !== undefined) cmd.push(`--runtime-env-json ${shellQuote(JSON.stringify(env))}`);
+  const metadata = jobMetadata(job);
+  if (metadata !== undefined && Object.keys(metadata).length > 0) cmd.push(`--metadata-json ${shellQuote(JSON.stringify(metadata))}`);
+  const jobId = job.status?.jobId ?? '';
+  if (jobId !== '') cmd.push(`--submission-id ${shellQuote(jobId)}`);
+  // Go's %f, as KubeRay formats them.
+  const cpus = numberField(job, 'entrypointNumCpus');
+  if (cpus !== undefined) cmd.push(`--entrypoint-num-cpus ${cpus.toFixed(6)}`);
+  const gpus = numberField(job, 'entrypointNumGpus');
+  if (gpus !== undefined) cmd.push(`--entrypoint-num-gpus ${gpus.toFixed(6)}`);
+  const resources = entrypointResources(job);
+  if (resources !== undefined) cmd.push(`--entrypoint-resources ${shellQuote(JSON.stringify(resources))}`);
+  cmd.push(`-- ${(job.spec?.entrypoint ?? '').trim()} ;`);
+  return cmd.join(' ');
+}
+
+/**
+ * The SidecarMode submitter container appended to the head pod (KubeRay's getSubmitterContainer): the
+ * head image, KubeRay's default submitter resources, `/bin/bash -ce --` with the script above, and the
+ * env a K8sJobMode submitter gets (RAY_DASHBOARD_ADDRESS is status.dashboardURL when the cluster is
+ * built, still empty then, as in KubeRay).
+ */
+export function buildSidecarSubmitter(job: RayJob): Container {
+  const container = defaultSubmitterTemplate(job.spec?.rayClusterSpec?.headGroupSpec?.template?.spec?.containers?.[0]?.image).spec
+    ?.containers?.[0] as Container;
+  container['command'] = ['/bin/bash', '-ce', '--'];
+  container['args'] = [sidecarSubmitterScript(job)];
+  container.env = [
+    { name: ENV_PYTHONUNBUFFERED, value: '1' },
+    { name: ENV_RAY_DASHBOARD_ADDRESS, value: job.status?.dashboardURL ?? '' },
+    { name: ENV_RAY_JOB_SUBMISSION_ID, value: job.status?.jobId ?? '' },
+  ];
+  return container;
 }
 
 /** Ray's JobSubmitRequest body for POST /api/jobs/ (HTTPMode). */

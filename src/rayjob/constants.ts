@@ -23,6 +23,8 @@ export const REASON_VALIDATION_FAILED = 'ValidationFailed';
 export const ORIGINATED_FROM_CR_NAME_LABEL = 'ray.io/originated-from-cr-name';
 export const ORIGINATED_FROM_CRD_LABEL = 'ray.io/originated-from-crd';
 export const ORIGINATED_FROM_CRD_RAYJOB = 'RayJob';
+/** The RayJob's submissionMode, on the RayCluster it creates (KubeRay RayJobSubmissionModeLabelKey). */
+export const SUBMISSION_MODE_LABEL = 'ray.io/job-submission-mode';
 export const CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
 export const CREATED_BY_VALUE = 'raykeeper';
 
@@ -46,6 +48,8 @@ export const ENV_RAY_DASHBOARD_ADDRESS = 'RAY_DASHBOARD_ADDRESS';
 export const ENV_RAY_JOB_SUBMISSION_ID = 'RAY_JOB_SUBMISSION_ID';
 export const ENV_PYTHONUNBUFFERED = 'PYTHONUNBUFFERED';
 export const DEFAULT_SUBMITTER_BACKOFF_LIMIT = 2;
+/** SidecarMode: the submitter polls this dashboard path until it says "success" (KubeRay RayDashboardGCSHealthPath). */
+export const DASHBOARD_GCS_HEALTH_PATH = 'api/gcs_healthz';
 
 /** Operator env KubeRay reads (same names here). */
 export const ENV_GRACE_PERIOD_SECONDS = 'RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS';

@@ -16,7 +16,7 @@ import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft/rules.ts';
 import { isDeleting } from '../finalizer.ts';
 import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
-import type { BatchJob } from '../../kube/model.ts';
+import type { BatchJob, Pod } from '../../kube/model.ts';
 import {
   buildRayCluster,
   buildSubmitRequest,
@@ -38,6 +38,7 @@ import {
   REASON_SUBMISSION_FAILED,
   REASON_VALIDATION_FAILED,
   STATUS_CHECK_FAILING_SINCE_ANNOTATION,
+  SUBMITTER_CONTAINER_NAME,
   isRayJobTerminal,
 } from './constants.ts';
 import {
@@ -81,6 +82,8 @@ export type DashboardObservation =
 export interface Observed {
   cluster?: RayCluster | null;
   submitter?: BatchJob | null;
+  /** SidecarMode: the cluster's head pod, whose container statuses say how the submitter container is. */
+  headPod?: Pod | null;
   dashboard?: DashboardObservation;
 }
 
@@ -477,14 +480,20 @@ function runningClusterGone(ctx: Ctx): Outcome | undefined {
   );
 }
 
-/** What the submitter Job (K8sJobMode) tells: gone, failed, finished and when. */
+/** What the submitter (K8sJobMode: its Job; SidecarMode: its container in the head pod) tells: failed, finished and when. */
 interface SubmitterView {
   failed: boolean;
   finishedAt: number | undefined;
   failure: string;
 }
 
+/** The modes whose Ray job is submitted and followed by a submitter (KubeRay's HasSubmitter). */
+function hasSubmitter(ctx: Ctx): boolean {
+  return ctx.mode === 'K8sJobMode' || ctx.mode === 'SidecarMode';
+}
+
 function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | Outcome {
+  if (ctx.mode === 'SidecarMode') return readSidecarSubmitter(ctx, base);
   const view: SubmitterView = { failed: false, finishedAt: undefined, failure: '' };
   const submitter = ctx.observed.submitter;
   if (ctx.mode !== 'K8sJobMode' || submitter === undefined) return view;
@@ -502,6 +511,27 @@ function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | O
     view.failed = finished.type === 'Failed';
     view.finishedAt = parseTime(finished.lastTransitionTime) ?? ctx.now;
     view.failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}`;
+  }
+  return view;
+}
+
+/**
+ * SidecarMode (KubeRay's checkSidecarContainerStatus): the head pod gone fails the attempt (the
+ * cluster never re-creates it: ray.io/disable-provisioned-head-restart); the submitter container
+ * terminated non-zero is a failed submission; terminated at all is the submitter's finish time.
+ */
+function readSidecarSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | Outcome {
+  const view: SubmitterView = { failed: false, finishedAt: undefined, failure: '' };
+  const pod = ctx.observed.headPod;
+  if (pod === undefined) return view;
+  if (pod === null) return fail(ctx, REASON_APP_FAILED, 'Ray head pod not found.', 'head pod gone', { changes: base });
+  const container = (pod.status?.containerStatuses ?? []).find((c) => c.name === SUBMITTER_CONTAINER_NAME);
+  const terminated = container?.state?.terminated;
+  if (terminated) {
+    const code = terminated.exitCode ?? 0;
+    view.failed = code !== 0;
+    view.finishedAt = parseTime(terminated.finishedAt) ?? ctx.now;
+    view.failure = `Ray head pod container ${SUBMITTER_CONTAINER_NAME} terminated with exit code ${code}: ${terminated.reason ?? ''}`;
   }
   return view;
 }
@@ -530,9 +560,9 @@ function runningJobFound(ctx: Ctx, info: RayJobInfo, submitter: SubmitterView, b
   if (Object.keys(rayJobInfo).length > 0) seen['rayJobInfo'] = rayJobInfo;
   const ok = { changes: seen, statusCheck: 'ok' as const };
   if (isRayJobTerminal(info.status)) {
-    // K8sJobMode also waits for the submitter, so its logs are complete (kuberay #1919); the grace
+    // K8sJobMode and SidecarMode also wait for the submitter, so its logs are complete (kuberay #1919); the grace
     // period bounds that wait (#3553). A dead submitter does not hide a finished job (#2154).
-    if (ctx.mode === 'K8sJobMode' && submitter.finishedAt === undefined) {
+    if (hasSubmitter(ctx) && submitter.finishedAt === undefined) {
       const end = typeof info.end_time === 'number' && info.end_time > 0 ? info.end_time : undefined;
       return stay(ctx, 'Ray job terminal; waiting for the submitter to finish', {
         ...ok,
@@ -574,7 +604,7 @@ function runningJobNotFound(ctx: Ctx, submitter: SubmitterView, base: Partial<Ra
       requeueAfterMs: config.requeueMs,
     });
   }
-  if (ctx.mode !== 'K8sJobMode') return undefined; // InteractiveMode: an id the dashboard does not know.
+  if (!hasSubmitter(ctx)) return undefined; // InteractiveMode: an id the dashboard does not know.
   if (submitter.failed) return submissionFailed(ctx, submitter, base, 'submitter failed; Ray job unknown to the dashboard');
   if (submitter.finishedAt !== undefined) {
     // The head restarted and lost its jobs (kuberay #3903), or the submission never happened.
@@ -806,24 +836,34 @@ function leftAlone(job: RayJob): RayJobLeftAlone | undefined {
   return undefined;
 }
 
+export interface ObservationPlan {
+  cluster: boolean;
+  submitter: boolean;
+  headPod: boolean;
+  dashboard: boolean;
+}
+
 /** The observations a decision for this RayJob needs (the reconciler reads only these). */
-export function observationPlan(job: RayJob): { cluster: boolean; submitter: boolean; dashboard: boolean } {
+export function observationPlan(job: RayJob): ObservationPlan {
   const state = currentState(job);
   const k8sJob = submissionMode(job) === 'K8sJobMode';
-  if (leftAlone(job) !== undefined || isDeleting(job)) return { cluster: false, submitter: false, dashboard: false };
+  const none = { cluster: false, submitter: false, headPod: false, dashboard: false };
+  if (leftAlone(job) !== undefined || isDeleting(job)) return none;
   switch (state) {
     case 'Initializing':
-      return { cluster: true, submitter: k8sJob, dashboard: false };
-    case 'Running':
-      return { cluster: true, submitter: k8sJob, dashboard: job.spec?.suspend !== true };
+      return { ...none, cluster: true, submitter: k8sJob };
+    case 'Running': {
+      const observing = job.spec?.suspend !== true;
+      return { cluster: true, submitter: k8sJob, headPod: observing && submissionMode(job) === 'SidecarMode', dashboard: observing };
+    }
     case 'Suspending':
     case 'Retrying':
-      return { cluster: true, submitter: k8sJob, dashboard: false };
+      return { ...none, cluster: true, submitter: k8sJob };
     case 'Complete':
     case 'Failed':
-      return { cluster: finishedNeedsCluster(job), submitter: false, dashboard: false };
+      return { ...none, cluster: finishedNeedsCluster(job) };
     default:
-      return { cluster: false, submitter: false, dashboard: false };
+      return none;
   }
 }
 

@@ -99,15 +99,26 @@ export function hasCustomSubmitterCommand(job: RayJob): boolean {
   return Array.isArray(command) && command.length > 0;
 }
 
+/** KubeRay's SidecarMode rules (messages without the "spec is invalid" prefix, as KubeRay's). */
+function validateSidecarMode(job: RayJob): string | undefined {
+  const spec = job.spec ?? {};
+  if (spec['submitterPodTemplate'] !== undefined && spec['submitterPodTemplate'] !== null) {
+    return "Currently, SidecarMode doesn't support SubmitterPodTemplate";
+  }
+  if (spec.submitterConfig !== undefined && spec.submitterConfig !== null) return "Currently, SidecarMode doesn't support SubmitterConfig";
+  const restartPolicy = spec.rayClusterSpec?.headGroupSpec?.template?.spec?.['restartPolicy'];
+  if (restartPolicy !== undefined && restartPolicy !== null && restartPolicy !== '' && restartPolicy !== 'Never') {
+    return 'restartPolicy for head Pod should be Never or unset when using SidecarMode';
+  }
+  return undefined;
+}
+
 export function validateRayJobSpec(job: RayJob): string | undefined {
   const spec = job.spec ?? {};
   const invalid = (why: string) => `The RayJob spec is invalid: ${why}`;
   const mode = submissionMode(job);
   if (!(SUBMISSION_MODES as readonly string[]).includes(mode)) {
     return invalid(`unknown submissionMode ${JSON.stringify(mode)}`);
-  }
-  if (mode === 'SidecarMode') {
-    return invalid('SidecarMode is not supported by raykeeper; use K8sJobMode, HTTPMode or InteractiveMode');
   }
   if (spec.suspend === true && spec.shutdownAfterJobFinishes !== true) {
     return invalid('a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended');
@@ -128,6 +139,7 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
   if (selectorMode) {
     const name = spec.clusterSelector?.[CLUSTER_SELECTOR_KEY] ?? '';
     if (name === '') return `cluster name in ClusterSelector should not be empty (key ${CLUSTER_SELECTOR_KEY})`;
+    if (mode === 'SidecarMode') return 'ClusterSelector is not supported in SidecarMode';
     const limit = spec.backoffLimit;
     if (isInteger(limit) && limit > 0) {
       return invalid('BackoffLimit is incompatible with ClusterSelector mode (a retry needs a new RayCluster)');
@@ -136,7 +148,14 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
   if (mode === 'InteractiveMode' && isInteger(spec.backoffLimit) && spec.backoffLimit > 0) {
     return invalid('BackoffLimit is incompatible with InteractiveMode');
   }
-  if ((mode === 'HTTPMode' || (mode === 'K8sJobMode' && !hasCustomSubmitterCommand(job))) && (spec.entrypoint ?? '').trim() === '') {
+  if (mode === 'SidecarMode') {
+    const problem = validateSidecarMode(job);
+    if (problem !== undefined) return problem;
+  }
+  if (
+    (mode === 'HTTPMode' || mode === 'SidecarMode' || (mode === 'K8sJobMode' && !hasCustomSubmitterCommand(job))) &&
+    (spec.entrypoint ?? '').trim() === ''
+  ) {
     return invalid(`entrypoint is required in ${mode}`);
   }
   if (spec.rayClusterSpec !== undefined && spec.rayClusterSpec !== null) {

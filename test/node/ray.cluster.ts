@@ -2,7 +2,8 @@
 // for all of it: a GCS-FT RayCluster's head pod, made by our RayCluster operator running in-cluster from
 // manifests/, writes its GCS tables into the in-cluster Redis and deleting the cluster removes exactly
 // them; `kubectl apply -f manifests/samples/rayjob.yaml` ends Complete with Ray pods talking pod to pod
-// through Services and cluster DNS; then charts/raykeeper installed with Helm does the webhook's job
+// through Services and cluster DNS; manifests/samples/rayjob-sidecar.yaml ends Complete with the submitter
+// as a container of the head pod (no submitter Job); then charts/raykeeper installed with Helm does the webhook's job
 // through the chart's Service, and `helm uninstall` leaves nothing of ours. Then the host is restored.
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -21,8 +22,17 @@ import { assertCleanupJobRan, assertHostRestored, hostState, kubectl, until } fr
 
 interface Pod {
   metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: { nodeName?: string; containers: Array<{ image: string; env?: Array<{ name: string; value?: string }> }> };
-  status?: { phase?: string; conditions?: Array<{ type: string; status: string }>; podIP?: string; containerStatuses?: unknown };
+  spec: {
+    nodeName?: string;
+    restartPolicy?: string;
+    containers: Array<{ name: string; image: string; env?: Array<{ name: string; value?: string }> }>;
+  };
+  status?: {
+    phase?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    podIP?: string;
+    containerStatuses?: Array<{ name: string; state?: { terminated?: { exitCode?: number } } }>;
+  };
 }
 interface Cluster {
   metadata: { name: string; finalizers?: string[]; annotations?: Record<string, string> };
@@ -60,6 +70,22 @@ const podSummary = async (namespace: string): Promise<unknown> =>
     phase: p.status?.phase,
     containers: p.status?.containerStatuses,
   }));
+
+/** Waits (10 min at most) until the RayJob is Complete or Failed; a timeout says where it and its pods were. */
+const finished = (rayjob: ResourceRef): Promise<RayJob> =>
+  until(
+    async () => {
+      const j = await kube.get<RayJob>(rayjob);
+      return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
+    },
+    `the RayJob ${rayjob.name} to finish`,
+    600_000,
+    1000,
+  ).catch(async (err: Error) => {
+    throw new Error(
+      `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
+    );
+  });
 
 t.test(
   "a GCS-FT RayCluster: our operator's Ray head pod writes its GCS tables into the in-cluster Redis; deletion removes exactly them",
@@ -122,19 +148,7 @@ t.test(
     const r = kubectl(env.kubeconfig, ['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')]);
     t.equal(r.status, 0, r.stderr);
     const rayjob = { ...RAYJOBS, namespace: 'default', name: 'rayjob-sample' };
-    const done = await until(
-      async () => {
-        const j = await kube.get<RayJob>(rayjob);
-        return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
-      },
-      'the RayJob to finish',
-      600_000,
-      1000,
-    ).catch(async (err: Error) => {
-      throw new Error(
-        `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
-      );
-    });
+    const done = await finished(rayjob);
     t.equal(done.status?.jobDeploymentStatus, 'Complete', 'jobDeploymentStatus', { status: done.status });
     t.equal(done.status?.jobStatus, 'SUCCEEDED', 'jobStatus');
     t.equal(
@@ -155,6 +169,46 @@ t.test(
     t.match(logs.stdout, /'CPU': 2\.0/, 'the entrypoint saw the head and the worker');
 
     const d = kubectl(env.kubeconfig, ['delete', 'rayjob', 'rayjob-sample', '--wait=false']);
+    t.equal(d.status, 0, d.stderr);
+    await until(gone(rayjob), 'the RayJob to be gone', 180_000, 500);
+    await until(async () => (await podsOf('default', RAY_CLUSTER_LABEL)).length === 0, 'its Ray pods to be gone', 180_000, 500);
+  },
+);
+
+t.test(
+  'kubectl apply -f manifests/samples/rayjob-sidecar.yaml ends Complete (SUCCEEDED): the submitter is a container of the head pod, no Job',
+  async (t) => {
+    const r = kubectl(env.kubeconfig, ['apply', '-f', join(REPO_ROOT, 'manifests', 'samples', 'rayjob-sidecar.yaml')]);
+    t.equal(r.status, 0, r.stderr);
+    const rayjob = { ...RAYJOBS, namespace: 'default', name: 'rayjob-sidecar' };
+    const done = await finished(rayjob);
+    t.equal(done.status?.jobDeploymentStatus, 'Complete', 'jobDeploymentStatus', { status: done.status });
+    t.equal(done.status?.jobStatus, 'SUCCEEDED', 'jobStatus');
+    const jobs = kubectl(env.kubeconfig, ['get', 'jobs', '-n', 'default', '-o', 'name']);
+    t.equal(jobs.status, 0, jobs.stderr);
+    t.notMatch(jobs.stdout, /rayjob-sidecar/, 'no submitter Job');
+    const [head] = await podsOf('default', `${RAY_CLUSTER_LABEL}=${done.status?.rayClusterName},${RAY_NODE_TYPE_LABEL}=head`);
+    t.same(
+      head?.spec.containers.map((c) => [c.name, c.image]),
+      [
+        ['ray-head', RAY_IMAGE],
+        ['ray-job-submitter', RAY_IMAGE],
+      ],
+      'the submitter container beside ray-head, of the head image',
+    );
+    t.equal(head?.spec.restartPolicy, 'Never');
+    t.equal(
+      head?.status?.containerStatuses?.find((c) => c.name === 'ray-job-submitter')?.state?.terminated?.exitCode,
+      0,
+      "the kubelet's word: the submitter container exited 0",
+    );
+    // `ray job submit` in the head pod followed the entrypoint to its end, over 127.0.0.1.
+    const logs = kubectl(env.kubeconfig, ['logs', '-n', 'default', head?.metadata.name ?? '', '-c', 'ray-job-submitter']);
+    t.equal(logs.status, 0, logs.stderr);
+    t.match(logs.stdout, /'CPU': 2\.0/, 'the entrypoint saw the head and the worker');
+    t.match(logs.stdout, /succeeded/i, "ray job submit reported the job's success");
+
+    const d = kubectl(env.kubeconfig, ['delete', 'rayjob', 'rayjob-sidecar', '--wait=false']);
     t.equal(d.status, 0, d.stderr);
     await until(gone(rayjob), 'the RayJob to be gone', 180_000, 500);
     await until(async () => (await podsOf('default', RAY_CLUSTER_LABEL)).length === 0, 'its Ray pods to be gone', 180_000, 500);

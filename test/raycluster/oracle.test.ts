@@ -1,7 +1,9 @@
 // KubeRay as the oracle: its own operator (v1.6.2, built by tools/build-kuberay.sh into the cache) runs on
 // a control plane of its own with KubeRay's CRDs; for the same RayClusters our builders' pods and head
 // Service are compared with KubeRay's, per node type: `ray start` flags and values, env names and values,
-// container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector.
+// container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector; the
+// template's other containers and restartPolicy (the RayCluster our RayJob controller builds for a
+// SidecarMode RayJob is one of the samples).
 // The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
 // Fails, naming the set-up command, when the operator binary or KubeRay's CRDs are missing.
 import { spawn } from 'node:child_process';
@@ -18,7 +20,8 @@ import { KubeClient } from '../../kube/client.ts';
 import { buildHeadPod, buildWorkerPod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
-import type { RayCluster } from '../../src/types.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
+import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
 import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
@@ -78,6 +81,17 @@ function view(p: Pod) {
     mounts: (c.volumeMounts ?? []).map((m) => m.mountPath),
     probes: [probeView(c.livenessProbe), probeView(c.readinessProbe)],
     init: (p.spec!.initContainers ?? []).map((i) => ({ name: i.name, env: (i.env ?? []).map((e) => e.name) })),
+    restartPolicy: p.spec!.restartPolicy ?? 'Always', // the API server's default
+    // SidecarMode's submitter (and any other container of the template) as it reaches the pod.
+    others: p.spec!.containers.slice(1).map((x) => ({
+      name: x.name,
+      image: x.image,
+      command: x.command,
+      args: x.args,
+      env: x.env?.map((e) => (e.value === '' ? { name: e.name } : e)), // the API server drops an empty value
+      resources: x.resources,
+      ports: x.ports,
+    })),
   };
 }
 
@@ -130,7 +144,14 @@ if ('missing' in where) {
     const multi = kuberaySample();
     multi.metadata.name = 'multi-host';
     (multi.spec!.workerGroupSpecs![0] as WorkerGroupSpec).numOfHosts = 2;
-    const samples = [kuberaySample(), gcsFt, withCmd, multi];
+    // What our RayJob controller creates for manifests/samples/rayjob-sidecar.yaml: KubeRay's operator
+    // must make the same head pod of it (the submitter container, restartPolicy Never).
+    const sidecarJob = parse(readFileSync(join(REPO_ROOT, 'manifests/samples/rayjob-sidecar.yaml'), 'utf8')) as RayJob;
+    sidecarJob.metadata.namespace = ns;
+    sidecarJob.status = { jobId: 'rayjob-sidecar-x7k2p' };
+    const sidecar = buildRayCluster(sidecarJob, 'sidecar-mode');
+    delete sidecar.metadata.ownerReferences; // no such RayJob on this control plane
+    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar];
     for (const c of samples) await kube.create({ ...RAYCLUSTERS, namespace: ns }, c);
 
     for (const sample of samples) {

@@ -64,7 +64,12 @@ t.test('the RayCluster: owned by the RayJob, GCS FT settings carried over', asyn
   t.equal(c.kind, 'RayCluster');
   t.equal(c.metadata.name, 'demo-fghjk');
   t.equal(c.metadata.namespace, 'ns1');
-  t.same(c.metadata.labels, { team: 'a', 'ray.io/originated-from-cr-name': 'demo', 'ray.io/originated-from-crd': 'RayJob' });
+  t.same(c.metadata.labels, {
+    team: 'a',
+    'ray.io/originated-from-cr-name': 'demo',
+    'ray.io/originated-from-crd': 'RayJob',
+    'ray.io/job-submission-mode': 'K8sJobMode',
+  });
   t.same(c.metadata.annotations, {
     'ray.io/ft-enabled': 'true',
     'ray.io/external-storage-namespace': 'store-1',

@@ -4,25 +4,13 @@
 import t from 'tap';
 import { InformerFactory } from '../../kube/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
-import { KubeClient } from '../../kube/client.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { headSpec, inState, manifest, rayJobHarness } from './helpers/harness.ts';
+import { countingClient } from './helpers/counting-client.ts';
 import { operatorRayClusterInformer, rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS } from '../../kube/resources.ts';
 import { sleep } from '../../src/backoff.ts';
-
-/** A KubeClient that records every request as "METHOD path". */
-function countingClient(kubeConfig: KubeClient['kubeConfig']): { kube: KubeClient; calls: string[] } {
-  const kube = new KubeClient(kubeConfig);
-  const calls: string[] = [];
-  const request = kube.request.bind(kube);
-  kube.request = ((method: string, path: string, options?: Parameters<KubeClient['request']>[2]) => {
-    calls.push(`${method} ${path}`);
-    return request(method, path, options);
-  }) as KubeClient['request'];
-  return { kube, calls };
-}
 
 t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
   const h = await rayJobHarness(t);

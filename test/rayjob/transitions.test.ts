@@ -8,6 +8,7 @@ import {
   defaultMachineConfig,
   observationPlan,
   rayJobStatusChanged,
+  type ObservationPlan,
   type RayJobDecision,
   type RayJobStep,
   type Observed,
@@ -788,46 +789,65 @@ t.test('rayJobStatusChanged compares what would be stored', async (t) => {
 });
 
 t.test('observationPlan: each state reads only what its case needs', async (t) => {
-  const rows: Array<[string, RayJob, { cluster: boolean; submitter: boolean; dashboard: boolean }]> = [
-    ['New', rayJob(undefined), { cluster: false, submitter: false, dashboard: false }],
-    ['Initializing K8sJobMode', rayJob('Initializing'), { cluster: true, submitter: true, dashboard: false }],
+  const rows: Array<[string, RayJob, ObservationPlan]> = [
+    ['New', rayJob(undefined), { cluster: false, submitter: false, headPod: false, dashboard: false }],
+    ['Initializing K8sJobMode', rayJob('Initializing'), { cluster: true, submitter: true, headPod: false, dashboard: false }],
     [
       'Initializing HTTPMode',
       rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }),
-      { cluster: true, submitter: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: false, dashboard: false },
     ],
-    ['Running', rayJob('Running'), { cluster: true, submitter: true, dashboard: true }],
-    ['Running, suspend requested', rayJob('Running', { spec: { suspend: true } }), { cluster: true, submitter: true, dashboard: false }],
-    ['Suspending', rayJob('Suspending'), { cluster: true, submitter: true, dashboard: false }],
+    ['Running', rayJob('Running'), { cluster: true, submitter: true, headPod: false, dashboard: true }],
+    [
+      'Running, suspend requested',
+      rayJob('Running', { spec: { suspend: true } }),
+      { cluster: true, submitter: true, headPod: false, dashboard: false },
+    ],
+    ['Suspending', rayJob('Suspending'), { cluster: true, submitter: true, headPod: false, dashboard: false }],
     [
       'Retrying InteractiveMode',
       rayJob('Retrying', { spec: { submissionMode: 'InteractiveMode' } }),
-      { cluster: true, submitter: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: false, dashboard: false },
     ],
-    ['Complete with shutdown', rayJob('Complete'), { cluster: true, submitter: false, dashboard: false }],
+    ['Complete with shutdown', rayJob('Complete'), { cluster: true, submitter: false, headPod: false, dashboard: false }],
     [
       'Complete without shutdown',
       rayJob('Complete', { spec: { shutdownAfterJobFinishes: false } }),
-      { cluster: false, submitter: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false },
     ],
     [
       'Failed with a selector',
       rayJob('Failed', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }),
-      { cluster: false, submitter: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false },
     ],
-    ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, dashboard: false }],
-    ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, dashboard: false }],
+    ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
+    ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
     [
       'being deleted',
       rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }),
-      { cluster: false, submitter: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false },
     ],
     [
       'managed by MultiKueue: nothing read',
       rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }),
-      { cluster: false, submitter: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false },
     ],
-    ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, dashboard: false }],
+    [
+      'Running SidecarMode: the head pod, no submitter Job',
+      rayJob('Running', { spec: { submissionMode: 'SidecarMode' } }),
+      { cluster: true, submitter: false, headPod: true, dashboard: true },
+    ],
+    [
+      'Initializing SidecarMode',
+      rayJob('Initializing', { spec: { submissionMode: 'SidecarMode' } }),
+      { cluster: true, submitter: false, headPod: false, dashboard: false },
+    ],
+    [
+      'Suspending SidecarMode: no submitter Job to delete',
+      rayJob('Suspending', { spec: { submissionMode: 'SidecarMode' } }),
+      { cluster: true, submitter: false, headPod: false, dashboard: false },
+    ],
+    ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
 });

@@ -10,6 +10,13 @@ const withHeadEnv = (env: Array<{ name: string; value: string }>) => {
   return spec;
 };
 
+const withHeadRestartPolicy = (restartPolicy: string) => {
+  const spec = clusterSpec();
+  const template = spec.headGroupSpec?.template;
+  if (template?.spec) template.spec['restartPolicy'] = restartPolicy;
+  return spec;
+};
+
 const rows: Array<[string, JobOptions, string | undefined, RegExp?]> = [
   ['a plain K8sJobMode job is valid', {}, undefined],
   ['name of 47 characters is valid', { metadata: { name: 'a'.repeat(47) } }, undefined],
@@ -57,7 +64,44 @@ const rows: Array<[string, JobOptions, string | undefined, RegExp?]> = [
     /InteractiveMode/,
   ],
   ['InteractiveMode without entrypoint is valid', { spec: { submissionMode: 'InteractiveMode', entrypoint: undefined } }, undefined],
-  ['SidecarMode is refused (not implemented here)', { spec: { submissionMode: 'SidecarMode' } }, 'InvalidRayJobSpec', /SidecarMode/],
+  ['SidecarMode is valid', { spec: { submissionMode: 'SidecarMode' } }, undefined],
+  [
+    'SidecarMode with a clusterSelector',
+    { spec: { submissionMode: 'SidecarMode', clusterSelector: { 'ray.io/cluster': 'c' }, rayClusterSpec: undefined } },
+    'InvalidRayJobSpec',
+    /^ClusterSelector is not supported in SidecarMode$/,
+  ],
+  [
+    'SidecarMode with a submitterPodTemplate',
+    { spec: { submissionMode: 'SidecarMode', submitterPodTemplate: { spec: { containers: [{ name: 's', image: 'i' }] } } } },
+    'InvalidRayJobSpec',
+    /^Currently, SidecarMode doesn't support SubmitterPodTemplate$/,
+  ],
+  [
+    'SidecarMode with a submitterConfig',
+    { spec: { submissionMode: 'SidecarMode', submitterConfig: { backoffLimit: 1 } } },
+    'InvalidRayJobSpec',
+    /^Currently, SidecarMode doesn't support SubmitterConfig$/,
+  ],
+  [
+    'SidecarMode with head restartPolicy OnFailure',
+    { spec: { submissionMode: 'SidecarMode', rayClusterSpec: withHeadRestartPolicy('OnFailure') } },
+    'InvalidRayJobSpec',
+    /^restartPolicy for head Pod should be Never or unset when using SidecarMode$/,
+  ],
+  [
+    'SidecarMode with head restartPolicy Never',
+    { spec: { submissionMode: 'SidecarMode', rayClusterSpec: withHeadRestartPolicy('Never') } },
+    undefined,
+  ],
+  ['K8sJobMode with head restartPolicy Always', { spec: { rayClusterSpec: withHeadRestartPolicy('Always') } }, undefined],
+  ['SidecarMode with retries', { spec: { submissionMode: 'SidecarMode', backoffLimit: 2 } }, undefined],
+  [
+    'SidecarMode without entrypoint',
+    { spec: { submissionMode: 'SidecarMode', entrypoint: ' ' } },
+    'InvalidRayJobSpec',
+    /entrypoint is required in SidecarMode/,
+  ],
   ['unknown submission mode', { spec: { submissionMode: 'Carrier' } }, 'InvalidRayJobSpec', /unknown submissionMode/],
   ['K8sJobMode without entrypoint', { spec: { entrypoint: '' } }, 'InvalidRayJobSpec', /entrypoint is required/],
   ['HTTPMode without entrypoint', { spec: { submissionMode: 'HTTPMode', entrypoint: undefined } }, 'InvalidRayJobSpec', /entrypoint/],
