@@ -5,5 +5,6 @@ import type { ReconcilerModule } from './runtime/reconciler.ts';
 import { rayClusterModule } from './raycluster/module.ts';
 import { rayClusterOperatorModule } from './raycluster/operator-module.ts';
 import { rayJobModule } from './rayjob/module.ts';
+import { rayCronJobModule } from './raycronjob/module.ts';
 
-export const RECONCILER_MODULES: ReconcilerModule[] = [rayClusterModule, rayClusterOperatorModule, rayJobModule];
+export const RECONCILER_MODULES: ReconcilerModule[] = [rayClusterModule, rayClusterOperatorModule, rayJobModule, rayCronJobModule];
