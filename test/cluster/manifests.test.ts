@@ -433,4 +433,9 @@ t.test('samples are valid objects for our CRDs', async (t) => {
   });
   t.match(byName.get('RayCluster/raycluster-external-redis-annotated')?.metadata.annotations, { 'ray.io/ft-enabled': 'true' });
   t.ok(byName.get('RayJob/rayjob-sample'), 'a RayJob sample');
+  t.match(
+    byName.get('RayCronJob/raycronjob-sample')?.spec,
+    { schedule: '* * * * *', jobTemplate: { entrypoint: String } },
+    'a RayCronJob sample',
+  );
 });
