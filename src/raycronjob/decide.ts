@@ -180,10 +180,14 @@ interface Due {
 }
 
 /** Step 3: CronJob's mostRecentScheduleTime over (earliest, now], clipped by startingDeadlineSeconds. */
+/** Where the schedule's series starts: the last run, else the creation (KubeRay's and CronJob's earliest time). */
+function anchorOf(cronJob: RayCronJob, now: number): number {
+  return parseTime(cronJob.status?.lastScheduleTime) ?? parseTime(cronJob.metadata.creationTimestamp) ?? now;
+}
+
 export function dueTick(cronJob: RayCronJob, schedule: Schedule, now: number): Due {
-  const last = parseTime(cronJob.status?.lastScheduleTime) ?? parseTime(cronJob.metadata.creationTimestamp) ?? now;
-  const latest = schedule.latest(now);
-  if (latest === undefined || latest <= last) return {};
+  const latest = schedule.latest(anchorOf(cronJob, now), now);
+  if (latest === undefined) return {};
   const deadline = cronJob.spec?.startingDeadlineSeconds;
   if (typeof deadline === 'number' && latest < now - deadline * 1000) return { missed: latest };
   return { tick: latest };
@@ -231,7 +235,7 @@ export function decideRayCronJob(cronJob: RayCronJob, jobs: readonly RayJob[], n
       message: `Missed scheduled time to start a RayJob: ${formatTime(due.missed)}`,
     });
   }
-  const next = schedule.next(now);
+  const next = schedule.next(anchorOf(cronJob, now), now);
   const wait = (note: string, changes: Partial<RayCronJobStatus> = {}): RayCronJobDecision =>
     next === undefined
       ? { kind: 'nothing', status: { ...status, ...changes }, events, note }

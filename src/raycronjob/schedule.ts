@@ -13,16 +13,21 @@
 // - `@yearly` `@annually` `@monthly` `@weekly` `@daily` `@midnight` `@hourly`, or five fields: minute
 //   0-59, hour 0-23, day of month 1-31, month 1-12 or JAN-DEC, day of week 0-6 or SUN-SAT; each a
 //   comma list of `*`, `?`, `N` or `N-M`, with an optional `/step` (`N/step` runs from N to the maximum).
-// - `@every <duration>` (robfig's constant-delay schedule) is refused with a clear message: KubeRay
-//   accepts it, CronJob's docs do not document it, and its ticks depend on when it was first scheduled.
+// - `@every <Go duration>` (robfig's constant-delay schedule, e.g. `@every 1h30m`): every that long,
+//   whole seconds, at least 1 s, counted from the series' anchor (the last run, or the creation), which is
+//   how CronJob's and KubeRay's repeated Next() calls place its ticks. croner has no such form: ours.
 // Times are UTC unless a zone is given (KubeRay uses its process's local zone, UTC in its image).
 import { Cron } from 'croner';
 
+/**
+ * A schedule's ticks. `anchorMs` is where the series starts (the last run, or the creation): cron
+ * expressions ignore it, `@every` counts from it.
+ */
 export interface Schedule {
   /** The first tick strictly after `afterMs`, or undefined if there is none. */
-  next(afterMs: number): number | undefined;
-  /** The latest tick at or before `atMs`, or undefined if there is none. */
-  latest(atMs: number): number | undefined;
+  next(anchorMs: number, afterMs: number): number | undefined;
+  /** The latest tick in (anchorMs, atMs], or undefined if there is none. */
+  latest(anchorMs: number, atMs: number): number | undefined;
 }
 
 export type ParsedSchedule = { ok: true; schedule: Schedule; timeZone: string } | { ok: false; message: string };
@@ -125,8 +130,11 @@ export function parseSchedule(schedule: string, timeZone?: string | null): Parse
   }
   zone = zone ?? 'UTC';
   if (!isValidTimeZone(zone)) return { ok: false, message: `unknown time zone ${JSON.stringify(zone)}` };
-  if (text.startsWith('@every'))
-    return { ok: false, message: '@every schedules are not supported; use five cron fields or a macro such as @hourly' };
+  if (text.startsWith('@every ')) {
+    const ms = parseGoDuration(text.slice('@every '.length).trim());
+    if (ms === undefined) return { ok: false, message: `invalid duration in ${JSON.stringify(text)} (a Go duration such as 90s or 1h30m)` };
+    return { ok: true, timeZone: zone, schedule: everySchedule(ms) };
+  }
   if (text.startsWith('@')) {
     const macro = MACROS[text.toLowerCase()];
     if (macro === undefined) return { ok: false, message: `unrecognized descriptor ${JSON.stringify(text)}` };
@@ -151,9 +159,47 @@ export function parseSchedule(schedule: string, timeZone?: string | null): Parse
     ok: true,
     timeZone: zone,
     schedule: {
-      next: (afterMs) => cron.nextRun(new Date(afterMs))?.getTime(),
-      // croner's previousRuns is strictly before the reference second; ticks fall on whole minutes.
-      latest: (atMs) => cron.previousRuns(1, new Date(Math.floor(atMs / 1000) * 1000 + 1000))[0]?.getTime(),
+      next: (_anchorMs, afterMs) => cron.nextRun(new Date(afterMs))?.getTime(),
+      latest: (anchorMs, atMs) => {
+        // croner's previousRuns is strictly before the reference second; ticks fall on whole minutes.
+        const tick = cron.previousRuns(1, new Date(Math.floor(atMs / 1000) * 1000 + 1000))[0]?.getTime();
+        return tick !== undefined && tick > anchorMs ? tick : undefined;
+      },
+    },
+  };
+}
+
+const GO_DURATION_UNITS: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** Go's time.ParseDuration, unsigned (e.g. "1h30m", "1.5h", "90s"), in ms; undefined when it is not one. */
+export function parseGoDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  if (!/^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.test(text)) return undefined;
+  let total = 0;
+  for (const [, number = '', unit = ''] of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
+    total += Number(number) * (GO_DURATION_UNITS[unit] ?? 0);
+  }
+  return total;
+}
+
+/** robfig's ConstantDelaySchedule: whole seconds, at least one; ticks at anchor + k * delay (anchor to the second). */
+function everySchedule(durationMs: number): Schedule {
+  const delay = Math.max(1000, Math.floor(durationMs / 1000) * 1000);
+  const base = (anchorMs: number) => Math.floor(anchorMs / 1000) * 1000;
+  return {
+    next: (anchorMs, afterMs) => base(anchorMs) + Math.max(1, Math.floor((afterMs - base(anchorMs)) / delay) + 1) * delay,
+    latest: (anchorMs, atMs) => {
+      const k = Math.floor((atMs - base(anchorMs)) / delay);
+      return k >= 1 ? base(anchorMs) + k * delay : undefined;
     },
   };
 }

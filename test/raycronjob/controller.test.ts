@@ -68,7 +68,7 @@ async function cronHarness(t: Test) {
       const ticks: number[] = [];
       if (!parsed.ok) return { cronJob, ticks };
       let cursor = Date.parse(cronJob.metadata.creationTimestamp ?? '');
-      for (let i = 0; i < 8; i++) ticks.push((cursor = parsed.schedule.next(cursor) ?? 0));
+      for (let i = 0; i < 8; i++) ticks.push((cursor = parsed.schedule.next(cursor, cursor) ?? 0));
       return { cronJob, ticks };
     },
     get: (name: string) => kube.get<RayCronJob>(ref(name)),

@@ -140,6 +140,19 @@ t.test('downtime across three ticks: ONE catch-up run, for the latest tick', asy
   t.equal(decideRayCronJob(after, [], at('2026-12-04T10:47:01Z')).kind, 'wait', 'the missed 10:20 and 10:30 never run');
 });
 
+t.test('@every: ticks counted from the creation, then from the last run', async (t) => {
+  const owner = cronJob({ schedule: '@every 25m' });
+  t.same(kinds(decideRayCronJob(owner, [], at('2026-12-04T10:20:00Z'))), {
+    kind: 'wait',
+    until: '2026-12-04T10:25:30.000Z',
+    lastScheduleTime: undefined,
+    events: [],
+  });
+  t.equal(kinds(decideRayCronJob(owner, [], at('2026-12-04T10:25:30Z'))).scheduledAt, '2026-12-04T10:25:30.000Z');
+  const ran = cronJob({ schedule: '@every 25m' }, { lastScheduleTime: '2026-12-04T10:25:30Z' });
+  t.equal(kinds(decideRayCronJob(ran, [], at('2026-12-04T11:44:00Z'))).scheduledAt, '2026-12-04T11:40:30.000Z', 'one catch-up run');
+});
+
 t.test('startingDeadlineSeconds: a tick older than that is skipped with MissSchedule', async (t) => {
   const owner = cronJob({ startingDeadlineSeconds: 60 }, { lastScheduleTime: '2026-12-04T10:10:00Z' });
   t.equal(decideRayCronJob(owner, [], at('2026-12-04T10:20:59Z')).kind, 'create', 'within the deadline');

@@ -1,7 +1,7 @@
 // RayCronJob schedules: robfig/cron's ParseStandard syntax (what KubeRay and CronJob accept) over croner,
 // ticks in UTC or a time zone, and refusals in words.
 import t from 'tap';
-import { isValidTimeZone, parseSchedule } from '../../src/raycronjob/schedule.ts';
+import { isValidTimeZone, parseGoDuration, parseSchedule } from '../../src/raycronjob/schedule.ts';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -12,7 +12,7 @@ function ticks(schedule: string, from: string, n: number, timeZone?: string): st
   const out: string[] = [];
   let cursor = at(from);
   for (let i = 0; i < n; i++) {
-    const next = parsed.schedule.next(cursor);
+    const next = parsed.schedule.next(at(from), cursor);
     if (next === undefined) break;
     out.push(new Date(next).toISOString());
     cursor = next;
@@ -47,11 +47,15 @@ t.test('next is strictly after; latest is at or before', async (t) => {
   const parsed = parseSchedule('*/10 * * * *');
   if (!parsed.ok) throw new Error(parsed.message);
   t.equal(parsed.timeZone, 'UTC', 'UTC unless a zone is given');
-  t.equal(iso(parsed.schedule.next(at('2026-12-04T13:30:00Z'))), '2026-12-04T13:40:00.000Z');
-  t.equal(iso(parsed.schedule.latest(at('2026-12-04T13:30:00Z'))), '2026-12-04T13:30:00.000Z');
-  t.equal(iso(parsed.schedule.latest(at('2026-12-04T13:30:00.500Z'))), '2026-12-04T13:30:00.000Z');
-  t.equal(iso(parsed.schedule.latest(at('2026-12-04T13:29:59.999Z'))), '2026-12-04T13:20:00.000Z');
-  t.equal(iso(parsed.schedule.latest(at('2026-12-04T13:49:59Z'))), '2026-12-04T13:40:00.000Z');
+  const { next, latest } = parsed.schedule;
+  const anchor = at('2026-12-04T13:00:00Z');
+  t.equal(iso(next(anchor, at('2026-12-04T13:30:00Z'))), '2026-12-04T13:40:00.000Z');
+  t.equal(iso(latest(anchor, at('2026-12-04T13:30:00Z'))), '2026-12-04T13:30:00.000Z');
+  t.equal(iso(latest(anchor, at('2026-12-04T13:30:00.500Z'))), '2026-12-04T13:30:00.000Z');
+  t.equal(iso(latest(anchor, at('2026-12-04T13:29:59.999Z'))), '2026-12-04T13:20:00.000Z');
+  t.equal(iso(latest(anchor, at('2026-12-04T13:49:59Z'))), '2026-12-04T13:40:00.000Z');
+  t.equal(latest(at('2026-12-04T13:40:00Z'), at('2026-12-04T13:49:59Z')), undefined, 'nothing after the anchor yet');
+  t.equal(iso(latest(at('2026-12-04T13:39:59Z'), at('2026-12-04T13:49:59Z'))), '2026-12-04T13:40:00.000Z');
 });
 
 t.test('time zones: spec.timeZone (KubeRay v1.7) or a TZ= / CRON_TZ= prefix', async (t) => {
@@ -86,7 +90,9 @@ t.test('refused, as robfig/cron refuses them (croner alone would accept several)
     ['5-1 * * * *', /minute: "5-1" starts after it ends/],
     ['1-2-3 * * * *', /minute: "1-2-3" is not a valid range/],
     ['@fortnightly', /unrecognized descriptor "@fortnightly"/],
-    ['@every 1h', /@every schedules are not supported/],
+    ['@every 1x', /invalid duration in "@every 1x" \(a Go duration such as 90s or 1h30m\)/],
+    ['@every -1h', /invalid duration/],
+    ['@every', /unrecognized descriptor "@every"/],
     ['TZ=Mars/Olympus * * * * *', /unknown time zone "Mars\/Olympus"/],
   ];
   for (const [schedule, want] of cases) {
@@ -96,4 +102,33 @@ t.test('refused, as robfig/cron refuses them (croner alone would accept several)
   }
   const zone = parseSchedule('* * * * *', 'Mars/Olympus');
   t.same(zone, { ok: false, message: 'unknown time zone "Mars/Olympus"' });
+});
+
+t.test("@every <Go duration>: robfig's constant delay, counted from the anchor (last run or creation)", async (t) => {
+  const durations: Array<[string, number | undefined]> = [
+    ['90s', 90_000],
+    ['1h30m', 5_400_000],
+    ['1.5h', 5_400_000],
+    ['.5m', 30_000],
+    ['1m30s500ms', 90_500],
+    ['2us', 0.002],
+    ['0', 0],
+    ['1', undefined],
+    ['1d', undefined],
+    ['h', undefined],
+    ['', undefined],
+  ];
+  for (const [text, ms] of durations) t.equal(parseGoDuration(text), ms, JSON.stringify(text));
+  const parsed = parseSchedule('@every 1h30m');
+  if (!parsed.ok) throw new Error(parsed.message);
+  const { next, latest } = parsed.schedule;
+  const created = at('2026-12-04T10:00:30.700Z');
+  t.equal(iso(next(created, created)), '2026-12-04T11:30:30.000Z', 'first tick: anchor (to the second) + 1h30m');
+  t.equal(latest(created, at('2026-12-04T11:30:29Z')), undefined);
+  t.equal(iso(latest(created, at('2026-12-04T11:30:30Z'))), '2026-12-04T11:30:30.000Z');
+  t.equal(iso(latest(created, at('2026-12-04T16:00:00Z'))), '2026-12-04T14:30:30.000Z', 'downtime: the latest of the series');
+  t.equal(iso(next(created, at('2026-12-04T16:00:00Z'))), '2026-12-04T16:00:30.000Z');
+  const subsecond = parseSchedule('@every 10ms');
+  t.equal(subsecond.ok && iso(subsecond.schedule.next(created, created)), '2026-12-04T10:00:31.000Z', 'at least one second');
+  t.match(parseSchedule('TZ=Europe/Berlin @every 5m'), { ok: true, timeZone: 'Europe/Berlin' }, 'a zone changes nothing for it');
 });
