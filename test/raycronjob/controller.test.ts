@@ -57,6 +57,8 @@ async function cronHarness(t: Test) {
     restart() {
       reconciler = start();
     },
+    /** Another replica (its own client state and recorder), on the same clock. */
+    replica: start,
     reconcile: (name: string) => reconciler.reconcile(`${namespace}/${name}`),
     async create(name: string, spec: Partial<RayCronJobSpec> = {}): Promise<{ cronJob: RayCronJob; ticks: number[] }> {
       const cronJob = await kube.create<RayCronJob>(
@@ -147,6 +149,23 @@ t.test('one RayJob a tick, owned by the RayCronJob; none twice across a restart 
     'one Normal CreatedRayJob a RayJob',
   );
   t.match(await h.metrics.getSingleMetricAsString('raykeeper_raycronjob_rayjobs_created_total'), /outcome="created"\} 2/);
+});
+
+t.test('two replicas deciding the same tick at once (a split brain, a stale cache): one RayJob, both succeed', async (t) => {
+  const h = await cronHarness(t);
+  const { ticks } = await h.create('race');
+  const [t1 = 0] = ticks;
+  h.clock.at = t1 + 1_000;
+  const replicas = [h.replica(), h.replica(), h.replica()];
+  const results = await Promise.allSettled(replicas.map((r) => r.reconcile(`${h.namespace}/race`)));
+  t.same(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'fulfilled'],
+    'AlreadyExists of our own RayJob is success; a conflicting status write is decided again',
+  );
+  t.same(await h.childNames('race'), [child('race', t1)], 'exactly one RayJob for the tick');
+  t.equal((await h.get('race')).status?.lastScheduleTime, rfc3339(t1));
+  t.match(await h.metrics.getSingleMetricAsString('raykeeper_raycronjob_rayjobs_created_total'), /outcome="created"\} 1/);
 });
 
 t.test('a controller down for three ticks starts ONE catch-up run, for the latest tick', async (t) => {
