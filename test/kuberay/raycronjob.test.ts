@@ -1,8 +1,10 @@
 // The same RayCronJob under KubeRay v1.6.2's real operator (its `RayCronJob` feature gate on) and under
 // ours, side by side on one kube-apiserver with KubeRay's CRDs, each operator watching a namespace of its
-// own: which RayJobs exist when, and what they look like, compared in one test. The same: one RayJob at
-// the first tick, owned (controller) by the RayCronJob, labelled ray.io/cronjob-name, annotated with the
-// same scheduled time, the template as its spec; none while suspended. Different, by design (KubeRay
+// own: which RayJobs exist when, and what they look like, compared in one test. The schedule is
+// `@every 30s` (robfig/cron's constant delay, which our schedule module implements itself): the first tick
+// is the creation + 30 s under both. The same: one RayJob at that tick, owned (controller) by the
+// RayCronJob, labelled ray.io/cronjob-name, annotated with that scheduled time, the template as its spec;
+// none while suspended. Different, by design (KubeRay
 // v1.7's fixes, docs/design.md): our name is `<cronjob>-<unix minutes>` where v1.6.2's has 5 random
 // characters, and our status.lastScheduleTime is the tick where v1.6.2 writes the wall-clock time. The
 // spec is compared without empty objects: KubeRay's Go types write `metadata: {}` and `resources: {}`
@@ -22,13 +24,13 @@ import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay } fr
 const missing = missingKubeRay();
 if (missing) t.fail(missingPart(missing));
 
-const NAME = 'minutely';
+const NAME = 'every-30s';
 const cronJob: RayCronJob = {
   apiVersion: 'ray.io/v1',
   kind: 'RayCronJob',
   metadata: { name: NAME },
   spec: {
-    schedule: '* * * * *',
+    schedule: '@every 30s',
     jobTemplate: {
       entrypoint: 'python -c "print(1)"',
       shutdownAfterJobFinishes: true,
@@ -80,20 +82,18 @@ if (!missing)
     t.teardown(() => ours.stop().catch(() => undefined));
     await until(() => kuberay.log().includes('RayCronJob feature gate is enabled'), "KubeRay's RayCronJob controller", 60_000, 200);
 
-    // Created in both namespaces in the same second, early in a minute, so both see the same first tick.
-    if (new Date().getSeconds() > 45) await sleep((61 - new Date().getSeconds()) * 1000);
     const [kr, rk] = await Promise.all(
       ['kuberay', 'raykeeper'].map((namespace) => kube.create<RayCronJob>({ ...RAYCRONJOBS, namespace }, cronJob)),
     );
-    const tick = Math.ceil(Date.parse(kr?.metadata.creationTimestamp ?? '') / 60_000 + 1e-9) * 60_000;
-    t.equal(Math.ceil(Date.parse(rk?.metadata.creationTimestamp ?? '') / 60_000 + 1e-9) * 60_000, tick, 'the same first tick');
+    const tickOf = (owner: RayCronJob | undefined) => Date.parse(owner?.metadata.creationTimestamp ?? '') + 30_000;
+    const tick = tickOf(rk);
     t.same(await children(kube, 'kuberay'), [], 'KubeRay: nothing before the tick');
     t.same(await children(kube, 'raykeeper'), [], 'raykeeper: nothing before the tick');
 
     await until(
       async () => (await children(kube, 'kuberay')).length > 0 && (await children(kube, 'raykeeper')).length > 0,
       'a RayJob in both namespaces',
-      tick - Date.now() + 30_000,
+      Math.max(tickOf(kr), tick) - Date.now() + 15_000,
       250,
     );
     await sleep(3_000);
@@ -106,21 +106,26 @@ if (!missing)
       owners: (job?.metadata.ownerReferences ?? []).map((o) => ({ ...o, uid: o.uid === owner?.metadata.uid ? '<owner>' : o.uid })),
       spec: withoutEmptyObjects(job?.spec),
     });
-    t.same(shape(b, rk), shape(a, kr), 'same labels, annotation (tick), controller ownerReference and spec');
-    t.same(shape(b, rk).annotations, { 'ray.io/cronjob-scheduled-timestamp': new Date(tick).toISOString().replace('.000Z', 'Z') });
-    t.match(a?.metadata.name, /^minutely-[a-z0-9]{5}$/, 'KubeRay v1.6.2: 5 random characters');
-    t.equal(b?.metadata.name, `minutely-${tick / 60_000}`, 'raykeeper: KubeRay v1.7 <cronjob>-<unix minutes>');
+    const stamp = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+    const withTick = (job: RayJob | undefined, owner: RayCronJob | undefined) => {
+      const s = shape(job, owner);
+      t.same(s.annotations, { 'ray.io/cronjob-scheduled-timestamp': stamp(tickOf(owner)) }, 'scheduled at its creation + 30 s');
+      return { ...s, annotations: '<creation + 30 s>' };
+    };
+    t.same(withTick(b, rk), withTick(a, kr), 'same labels, annotation (the tick), controller ownerReference and spec');
+    t.match(a?.metadata.name, new RegExp(`^${NAME}-[a-z0-9]{5}$`), 'KubeRay v1.6.2: 5 random characters');
+    t.equal(b?.metadata.name, `${NAME}-${Math.floor(tick / 60_000)}`, 'raykeeper: KubeRay v1.7 <cronjob>-<unix minutes>');
     const last = async (namespace: string) =>
       Date.parse((await kube.get<RayCronJob>({ ...RAYCRONJOBS, namespace, name: NAME })).status?.lastScheduleTime ?? '');
     t.equal(await last('raykeeper'), tick, 'raykeeper: lastScheduleTime is the tick');
     const theirs = await last('kuberay');
-    t.ok(theirs >= tick && theirs < tick + 30_000, 'KubeRay v1.6.2: lastScheduleTime is when it created the RayJob');
+    t.ok(theirs >= tickOf(kr) && theirs < tickOf(kr) + 15_000, 'KubeRay v1.6.2: lastScheduleTime is when it created the RayJob');
 
     // Suspended in both: no RayJob for the next tick in either.
     for (const namespace of ['kuberay', 'raykeeper'])
       await kube.patch({ ...RAYCRONJOBS, namespace, name: NAME }, { spec: { suspend: true } }, MERGE_PATCH);
-    const next = tick + 60_000;
-    await sleep(Math.max(0, next - Date.now()) + 15_000);
+    // The next tick: 30 s after the first (ours), after KubeRay's creation time (KubeRay's).
+    await sleep(Math.max(0, Math.max(theirs, tick) + 30_000 - Date.now()) + 10_000);
     t.equal((await children(kube, 'kuberay')).length, 1, 'KubeRay: none while suspended');
     t.equal((await children(kube, 'raykeeper')).length, 1, 'raykeeper: none while suspended');
     t.same(kuberay.reconcilerErrors(), [], 'no "Reconciler error" in KubeRay\'s log');
