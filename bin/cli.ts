@@ -28,7 +28,7 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     load: () => import('../controller/redis-cleanup/cli.ts'),
   },
   webhook: {
-    summary: 'serve the mutating admission webhook for RayCluster and RayJob over HTTPS',
+    summary: 'serve the mutating admission webhook for RayCluster, RayJob and RayCronJob over HTTPS',
     load: () => import('../webhook/cli.ts'),
   },
 };

@@ -1,12 +1,12 @@
 // A kustomize overlay that installs raykeeper with a generated certificate: the TLS Secret filled and
-// the caBundle of both webhooks set. Pure: returns file names and contents; certs/cli.ts writes them.
+// the caBundle of every webhook set. Pure: returns file names and contents; certs/cli.ts writes them.
 import { relative } from 'node:path';
 import { stringify } from 'yaml';
 import { caBundle, type CertificateBundle } from './generate.ts';
 
 export const WEBHOOK_CONFIGURATION_NAME = 'raykeeper';
 export const WEBHOOK_TLS_SECRET = 'raykeeper-webhook-tls';
-export const WEBHOOK_COUNT = 2; // raycluster.mutate.raykeeper.io, rayjob.mutate.raykeeper.io
+export const WEBHOOK_COUNT = 3; // raycluster, rayjob and raycronjob .mutate.raykeeper.io
 
 export interface OverlayFile {
   name: string;

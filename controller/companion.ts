@@ -12,7 +12,9 @@
 // - on / off: the flag decides, nothing is looked up.
 // In companion mode the reconcilers that would fight KubeRay do not start (COMPANION_SKIPPED): the
 // RayJob state machine (KubeRay's RayJob controller has no off switch; two would both write status and
-// race to create the RayCluster) and the RayCluster pod reconciler. A start-up log line and the gauge
+// race to create the RayCluster), the RayCluster pod reconciler, and the RayCronJob reconciler (KubeRay
+// runs RayCronJobs behind its `RayCronJob` feature gate; two schedulers would each create a RayJob a tick,
+// under different names, so KubeRay's, if its gate is on, is the only one). A start-up log line and the gauge
 // `raykeeper_companion_mode{reason}` say which mode and why. A watcher of KubeRay's own cleanup Jobs
 // warns (event + counter) when KubeRay's cleanup was left on, naming the setting to change.
 import { MODULE } from './module-names.ts';
@@ -42,7 +44,7 @@ export const KUBERAY_LEASE_NAME = 'ray-operator-leader';
 /** The label KubeRay puts on every Job it creates (and the only Jobs its cache holds). */
 export const KUBERAY_CREATED_BY_SELECTOR = 'app.kubernetes.io/created-by=kuberay-operator';
 /** Reconcilers that fight KubeRay's operator: not started in companion mode (by module name). */
-export const COMPANION_SKIPPED: readonly string[] = [MODULE.rayJob, MODULE.rayClusterPods];
+export const COMPANION_SKIPPED: readonly string[] = [MODULE.rayJob, MODULE.rayClusterPods, MODULE.rayCronJob];
 /** The module that warns when KubeRay's own Redis cleanup is left on. */
 export const KUBERAY_CLEANUP_WATCH = 'kuberay-cleanup-watch';
 /** What to change, in the words an admin needs (the Warning and README say the same). */

@@ -8,4 +8,6 @@ export const MODULE = {
   rayClusterPods: 'raycluster-pods',
   /** The RayJob state machine (controller/rayjob/). */
   rayJob: 'rayjob',
+  /** RayCronJob: a RayJob a tick (controller/raycronjob/). */
+  rayCronJob: 'raycronjob',
 } as const;

@@ -5,5 +5,6 @@ import type { ReconcilerModule } from '../kube/reconciler.ts';
 import { gcsFtCleanupModule } from './gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from './raycluster/module.ts';
 import { rayJobModule } from './rayjob/module.ts';
+import { rayCronJobModule } from './raycronjob/module.ts';
 
-export const RECONCILER_MODULES: ReconcilerModule[] = [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule];
+export const RECONCILER_MODULES: ReconcilerModule[] = [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule, rayCronJobModule];

@@ -188,6 +188,7 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `  ${k} get jobs,events`,
     `  npx raykeeper redis-cleanup --list --address ${env.redis.host}:${env.redis.port}`,
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # ${env.ray ? 'New -> Initializing -> Running -> Complete' : 'stays Initializing without Ray (bash tools/setup.sh installs it)'}`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'raycronjob.yaml')}   # a RayJob a minute: ${k} get rayjobs -l ray.io/cronjob-name=raycronjob-sample`,
     '',
     'Ctrl-C stops everything.',
   ].join('\n');

@@ -4,6 +4,7 @@ import type { ResourceRef } from './client.ts';
 
 export const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const satisfies ResourceRef;
 export const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const satisfies ResourceRef;
+export const RAYCRONJOBS = { group: 'ray.io', version: 'v1', plural: 'raycronjobs' } as const satisfies ResourceRef;
 export const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const satisfies ResourceRef;
 export const PODS = { version: 'v1', plural: 'pods' } as const satisfies ResourceRef;
 export const NODES = { version: 'v1', plural: 'nodes' } as const satisfies ResourceRef;

@@ -1,7 +1,8 @@
 // THE OWNER GARBAGE COLLECTOR of the local control plane, which has no kube-controller-manager: an object
 // whose owners (ownerReferences) are all gone is deleted, as Kubernetes' garbage collector does with
-// background propagation. Only the kinds `raykeeper dev` makes: RayClusters owned by RayJobs, submitter
-// Jobs owned by RayJobs, cleanup Jobs, Pods and Services owned by RayClusters. So a deleted RayJob (or the
+// background propagation. Only the kinds `raykeeper dev` makes: RayJobs owned by RayCronJobs, RayClusters
+// owned by RayJobs, submitter Jobs owned by RayJobs, cleanup Jobs, Pods and Services owned by RayClusters.
+// So a deleted RayCronJob takes its RayJobs along, and a deleted RayJob (or the
 // RayCluster its ttlSecondsAfterFinished deletes) takes its pods along, and the ray pod runner stops their
 // Ray processes. An owner of a kind not listed here keeps its dependents (nothing is known about it).
 // Owners are confirmed gone with a GET (uid compared) before a delete, which carries a uid precondition.
@@ -13,19 +14,20 @@ import { InformerFactory, type Informer } from '../kube/informer.ts';
 import type { KubeObject, OwnerReference } from '../kube/model.ts';
 import { isNotFound, KubeClient, type ResourceRef } from '../kube/client.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SERVICES } from '../kube/resources.ts';
+import { JOBS, PODS, RAYCLUSTERS, RAYCRONJOBS, RAYJOBS, SERVICES } from '../kube/resources.ts';
 
 type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;
 
 /** Owner kinds (apiVersion + kind) this collector can look up. */
 export const OWNER_KINDS: Record<string, Kind> = {
+  'ray.io/v1/RayCronJob': RAYCRONJOBS,
   'ray.io/v1/RayJob': RAYJOBS,
   'ray.io/v1/RayCluster': RAYCLUSTERS,
   'batch/v1/Job': JOBS,
 };
 
 /** The kinds whose objects may be collected. */
-export const DEPENDENT_KINDS: Kind[] = [RAYCLUSTERS, JOBS, PODS, SERVICES];
+export const DEPENDENT_KINDS: Kind[] = [RAYJOBS, RAYCLUSTERS, JOBS, PODS, SERVICES];
 
 const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;
 

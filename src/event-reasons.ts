@@ -70,3 +70,14 @@ export const EVENT_SUBMITTED_RAY_JOB = 'SubmittedRayJob';
 export const EVENT_UPDATED_RAYCLUSTER = 'UpdatedRayCluster';
 export const EVENT_FAILED_TO_UPDATE_RAYCLUSTER = 'FailedToUpdateRayCluster';
 export const EVENT_DELETION_RULES_UNMATCHED = 'DeletionRulesUnmatched';
+// RayCronJob: KubeRay's two (InvalidRayCronJobSpec, SuspendedRayCronJob); KubeRay has no event for the
+// RayJobs it creates, so those follow its RayJob naming (CreatedRayCluster -> CreatedRayJob); batch/v1
+// CronJob's names for what only CronJob's rules do (JobAlreadyActive, MissSchedule).
+export const EVENT_INVALID_RAYCRONJOB_SPEC = 'InvalidRayCronJobSpec';
+export const EVENT_SUSPENDED_RAYCRONJOB = 'SuspendedRayCronJob';
+export const EVENT_CREATED_RAYJOB = 'CreatedRayJob';
+export const EVENT_FAILED_TO_CREATE_RAYJOB = 'FailedToCreateRayJob';
+export const EVENT_DELETED_RAYJOB = 'DeletedRayJob';
+export const EVENT_FAILED_TO_DELETE_RAYJOB = 'FailedToDeleteRayJob';
+export const EVENT_JOB_ALREADY_ACTIVE = 'JobAlreadyActive';
+export const EVENT_MISS_SCHEDULE = 'MissSchedule';

@@ -59,3 +59,8 @@ export const OVERWRITE_CONTAINER_CMD_ANNOTATION = 'ray.io/overwrite-container-cm
 export const DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION = 'ray.io/disable-provisioned-head-restart';
 export const APP_NAME_LABEL = 'app.kubernetes.io/name';
 export const APP_CREATED_BY_LABEL = 'app.kubernetes.io/created-by';
+
+// RayCronJob (KubeRay utils/constant.go): on every RayJob a RayCronJob creates.
+export const RAYCRONJOB_NAME_LABEL = 'ray.io/cronjob-name';
+export const RAYCRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION = 'ray.io/cronjob-scheduled-timestamp';
+export const MUTATE_RAYCRONJOB_PATH = '/mutate-ray-io-v1-raycronjob';

@@ -132,3 +132,38 @@ export interface RayJob {
   status?: RayJobStatus;
   [key: string]: unknown;
 }
+
+/** batch/v1 CronJob's concurrencyPolicy, which raykeeper adds to RayCronJob (KubeRay has no such field). */
+export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
+export const CONCURRENCY_POLICIES: readonly ConcurrencyPolicy[] = ['Allow', 'Forbid', 'Replace'];
+
+/**
+ * ray.io/v1 RayCronJob (KubeRay v1.6 alpha, v1.7 `timeZone`). `concurrencyPolicy`, `startingDeadlineSeconds`
+ * and the two history limits are batch/v1 CronJob's, raykeeper's additions.
+ */
+export interface RayCronJobSpec {
+  schedule?: string;
+  timeZone?: string | null;
+  jobTemplate?: RayJobSpec;
+  suspend?: boolean;
+  concurrencyPolicy?: ConcurrencyPolicy | string;
+  startingDeadlineSeconds?: number | null;
+  successfulJobsHistoryLimit?: number | null;
+  failedJobsHistoryLimit?: number | null;
+  [key: string]: unknown;
+}
+
+export interface RayCronJobStatus {
+  /** The scheduled time of the last RayJob created (RFC 3339). */
+  lastScheduleTime?: string;
+  [key: string]: unknown;
+}
+
+export interface RayCronJob {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: RayCronJobSpec;
+  status?: RayCronJobStatus;
+  [key: string]: unknown;
+}

@@ -9,7 +9,7 @@ import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
-import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
+import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYCRONJOB_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { BodyGate } from './body-gate.ts';
@@ -81,6 +81,7 @@ export type WebhookApp = FastifyInstance<HttpsServer> & {
 const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resource }> = [
   { path: MUTATE_RAYCLUSTER_PATH, target: 'RayCluster', resource: 'raycluster' },
   { path: MUTATE_RAYJOB_PATH, target: 'RayJob', resource: 'rayjob' },
+  { path: MUTATE_RAYCRONJOB_PATH, target: 'RayCronJob', resource: 'raycronjob' },
 ];
 const RESOURCE_BY_PATH: ReadonlyMap<string, Resource> = new Map(ROUTES.map((r) => [r.path, r.resource]));
 

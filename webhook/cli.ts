@@ -1,6 +1,6 @@
 // `raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]`: the admission webhook over HTTPS.
 import { parseArgs } from 'node:util';
-import { DEFAULT_WEBHOOK_PORT, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
+import { DEFAULT_WEBHOOK_PORT, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYCRONJOB_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
 import { DEFAULT_WEBHOOK_HOST, runWebhook } from './main.ts';
 import { errorMessage } from '../src/errors.ts';
 
@@ -9,6 +9,7 @@ const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--por
 Serves the mutating admission webhook over HTTPS (TLS 1.2+):
   POST ${MUTATE_RAYCLUSTER_PATH}   GCS fault-tolerance finalizer and storage namespace
   POST ${MUTATE_RAYJOB_PATH}       RayJob defaults (deployment status New, submissionMode)
+  POST ${MUTATE_RAYCRONJOB_PATH}   RayCronJob defaults (concurrencyPolicy Allow, history limits 3 / 1)
   GET  /healthz, /readyz, /metrics
 Rotated certificate files are picked up without a restart (file events, every 30 s, and SIGHUP).
 

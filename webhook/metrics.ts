@@ -5,7 +5,7 @@
 // (each metric's collect() / get()). The exposition is the same as with prom-client's own counters.
 import { Counter, Gauge, type Registry } from 'prom-client';
 
-export const RESOURCES = ['raycluster', 'rayjob'] as const;
+export const RESOURCES = ['raycluster', 'rayjob', 'raycronjob'] as const;
 export type Resource = (typeof RESOURCES)[number];
 /** Admission operations, and "invalid" when the request could not be read. */
 export const METRIC_OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', 'invalid'] as const;

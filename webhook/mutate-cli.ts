@@ -17,7 +17,7 @@ const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--
 
 Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting
 and JSON patch code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
-ray.io/v1 RayCluster or RayJob is admitted as a CREATE) or AdmissionReview documents (answered as is).
+ray.io/v1 RayCluster, RayJob or RayCronJob is admitted as a CREATE) or AdmissionReview documents (answered as is).
 Other objects pass through untouched.
 
 Input, as kubectl takes it:

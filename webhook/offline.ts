@@ -13,7 +13,7 @@ import type { PatchOperation } from '../src/admission/patch.ts';
 import type { JsonObject } from '../kube/model.ts';
 import { errorMessage } from '../src/errors.ts';
 
-const TARGETS: readonly string[] = ['RayCluster', 'RayJob'] satisfies TargetKind[];
+const TARGETS: readonly string[] = ['RayCluster', 'RayJob', 'RayCronJob'] satisfies TargetKind[];
 
 /** One document of one source: `document` counts from 1, in the order of the source. */
 export interface DocumentRef {

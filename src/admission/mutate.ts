@@ -7,10 +7,11 @@ import { copyForDefaulting } from './copy.ts';
 import type { PatchOperation } from './patch.ts';
 import { defaultRayCluster, rayClusterShapeProblem, type DefaultingResult } from './raycluster.ts';
 import { defaultRayJob, rayJobShapeProblem } from './rayjob.ts';
+import { defaultRayCronJob, rayCronJobShapeProblem } from './raycronjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
 
-export type TargetKind = 'RayCluster' | 'RayJob';
+export type TargetKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
 
 export interface MutateOptions {
   /** A fresh storage namespace for a new RayCluster. */
@@ -53,7 +54,19 @@ function defaultObject(target: TargetKind, copy: JsonObject, request: AdmissionR
       finalizerEnabled: options.finalizerEnabled,
     });
   }
+  if (target === 'RayCronJob') return defaultRayCronJob(copy, { operation });
   return defaultRayJob(copy, { operation });
+}
+
+function shapeProblem(target: TargetKind, obj: JsonObject): string | undefined {
+  switch (target) {
+    case 'RayCluster':
+      return rayClusterShapeProblem(obj);
+    case 'RayJob':
+      return rayJobShapeProblem(obj);
+    case 'RayCronJob':
+      return rayCronJobShapeProblem(obj);
+  }
 }
 
 export function mutate(body: unknown, target: TargetKind, options: MutateOptions): MutateOutcome {
@@ -75,7 +88,7 @@ export function mutate(body: unknown, target: TargetKind, options: MutateOptions
       return { httpStatus: 200, answer: allowed(apiVersion, uid), request, patch: [], changes: [], warnings: [] };
     }
     const original = request.object as JsonObject;
-    const problem = target === 'RayCluster' ? rayClusterShapeProblem(original) : rayJobShapeProblem(original);
+    const problem = shapeProblem(target, original);
     if (problem !== undefined) return refusal(400, denied(apiVersion, uid, 400, problem), problem, request);
 
     const copy = copyForDefaulting(original);

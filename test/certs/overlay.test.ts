@@ -48,7 +48,7 @@ t.test('the overlay installs raykeeper with the generated certificate', async (t
   t.equal(Buffer.from(secret?.data?.['tls.crt'] ?? '', 'base64').toString(), readFileSync(join(dir, 'certs', 'tls.crt'), 'utf8'));
   t.equal(Buffer.from(secret?.data?.['tls.key'] ?? '', 'base64').toString(), readFileSync(join(dir, 'certs', 'tls.key'), 'utf8'));
   const config = objects.find((o) => o.kind === 'MutatingWebhookConfiguration');
-  t.equal(config?.webhooks?.length, 2);
+  t.equal(config?.webhooks?.length, 3);
   for (const hook of config?.webhooks ?? [])
     t.equal(Buffer.from(hook.clientConfig.caBundle, 'base64').toString(), ca, 'caBundle is our CA');
   t.ok(

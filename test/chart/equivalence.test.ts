@@ -83,7 +83,7 @@ t.test("certs.mode provided with `raykeeper certs generate` output = its --kusto
     find(objs, 'MutatingWebhookConfiguration', 'raykeeper').webhooks.map(
       (w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle,
     );
-  t.same(bundles(chart), [caBundle, caBundle], 'the chart trusts the given CA');
+  t.same(bundles(chart), [caBundle, caBundle, caBundle], 'the chart trusts the given CA');
   t.same(bundles(kz), bundles(chart), 'as the overlay does');
   t.same(normalise(chart), normalise(kz.filter((o) => o.kind !== 'Secret')), 'the rest is the same');
 });

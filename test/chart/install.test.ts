@@ -88,7 +88,7 @@ for (const major of HELM_MAJORS) {
     }
     const installed = await certsOf(kube, ns.name, fullname);
     t.ok(installed.ca.length > 100, 'a generated CA in the Secret');
-    t.same(installed.caBundles, [installed.ca, installed.ca], 'both webhooks trust it');
+    t.same(installed.caBundles, [installed.ca, installed.ca, installed.ca], 'every webhook trusts it');
 
     helm('upgrade', release, CHART_DIR, '-f', values, '--set', 'logLevel=debug');
     t.equal(await envOf(kube, ns.name, `${fullname}-controller`, 'LOG_LEVEL'), 'debug', 'the upgrade applied');
@@ -100,7 +100,7 @@ for (const major of HELM_MAJORS) {
     helm('upgrade', release, CHART_DIR, '-f', values, '--set', 'logLevel=debug');
     const rotated = await certsOf(kube, ns.name, fullname);
     t.not(rotated.ca, installed.ca, 'a new CA after deleting the Secret');
-    t.same(rotated.caBundles, [rotated.ca, rotated.ca], 'and the webhooks trust the new one');
+    t.same(rotated.caBundles, [rotated.ca, rotated.ca, rotated.ca], 'and the webhooks trust the new one');
 
     helm('uninstall', release);
     for (const o of manifest) t.equal(await statusOf(kube.get(await discovery.refOf(o, ns.name))), 404, `${key(o)} removed`);

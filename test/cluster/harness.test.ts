@@ -49,7 +49,7 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   const kube = new KubeClient(cp.kubeConfig());
   t.teardown(() => kube.close());
   t.match((await kube.request<{ gitVersion: string }>('GET', '/version')).gitVersion, /^v1\.35\./, 'a 1.35 kube-apiserver');
-  for (const name of ['rayclusters.ray.io', 'rayjobs.ray.io']) {
+  for (const name of ['rayclusters.ray.io', 'rayjobs.ray.io', 'raycronjobs.ray.io']) {
     const crd = await kube.get<any>({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name });
     t.ok(
       crd.status.conditions.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True'),

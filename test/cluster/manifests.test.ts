@@ -32,7 +32,11 @@ t.test('the kustomizations render: default = crds + base; base has no CRDs', asy
   const base = kustomize('manifests/base');
   t.same(
     crds.map((o) => `${o.kind}/${o.metadata.name}`),
-    ['CustomResourceDefinition/rayclusters.ray.io', 'CustomResourceDefinition/rayjobs.ray.io'],
+    [
+      'CustomResourceDefinition/rayclusters.ray.io',
+      'CustomResourceDefinition/raycronjobs.ray.io',
+      'CustomResourceDefinition/rayjobs.ray.io',
+    ],
   );
   t.notOk(
     base.some((o) => o.kind === 'CustomResourceDefinition'),
@@ -106,7 +110,7 @@ t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namesp
   const mwc = find(rendered, 'MutatingWebhookConfiguration', 'raykeeper');
   const svc = find(rendered, 'Service', 'raykeeper-webhook');
   const byPath = Object.fromEntries(mwc.webhooks.map((w: any) => [w.clientConfig.service.path, w]));
-  t.same(Object.keys(byPath).sort(), ['/mutate-ray-io-v1-raycluster', '/mutate-ray-io-v1-rayjob']);
+  t.same(Object.keys(byPath).sort(), ['/mutate-ray-io-v1-raycluster', '/mutate-ray-io-v1-raycronjob', '/mutate-ray-io-v1-rayjob']);
   for (const w of mwc.webhooks) {
     t.same(w.admissionReviewVersions, ['v1']);
     t.equal(w.sideEffects, 'None');
@@ -122,6 +126,9 @@ t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namesp
   ]);
   t.same(byPath['/mutate-ray-io-v1-rayjob'].rules, [
     { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['rayjobs'], operations: ['CREATE'], scope: 'Namespaced' },
+  ]);
+  t.same(byPath['/mutate-ray-io-v1-raycronjob'].rules, [
+    { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: ['raycronjobs'], operations: ['CREATE'], scope: 'Namespaced' },
   ]);
   const doc = readFileSync(join(REPO_ROOT, 'manifests/base/mutatingwebhookconfiguration.yaml'), 'utf8');
   t.match(doc, /failurePolicy: Ignore, on purpose/, 'the failurePolicy choice is justified where it is set');
@@ -228,11 +235,15 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ...ray('rayclusters', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
     ...ray('rayclusters', ['get', 'update', 'patch'], 'status'),
     ...ray('rayclusters', ['update'], 'finalizers'),
-    ...ray('rayjobs', ['get', 'list', 'watch', 'update', 'patch', 'delete']),
+    ...ray('rayjobs', ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']),
     ...ray('rayjobs', ['get', 'update', 'patch'], 'status'),
     ...ray('rayjobs', ['update'], 'finalizers'),
+    ...ray('raycronjobs', ['get', 'list', 'watch']),
+    ...ray('raycronjobs', ['update', 'patch'], 'status'),
+    ...ray('raycronjobs', ['update'], 'finalizers'),
     { verb: 'list', group: 'ray.io', resource: 'rayclusters' }, // informers watch all namespaces
     { verb: 'watch', group: 'ray.io', resource: 'rayjobs' },
+    { verb: 'watch', group: 'ray.io', resource: 'raycronjobs' },
     ...['list', 'watch', 'create', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
     ...['list', 'watch', 'create'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
@@ -253,7 +264,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
       group: 'apiextensions.k8s.io',
       resource: 'customresourcedefinitions',
     })),
-    { verb: 'create', group: 'ray.io', resource: 'rayjobs', namespace: userNs },
+    ...['create', 'update', 'patch', 'delete'].map((verb) => ({ verb, group: 'ray.io', resource: 'raycronjobs', namespace: userNs })),
+    { verb: 'deletecollection', group: 'ray.io', resource: 'rayjobs', namespace: userNs },
     { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
     { verb: 'deletecollection', resource: 'pods', namespace: userNs },
     { verb: 'update', resource: 'pods', namespace: userNs },
@@ -421,4 +433,9 @@ t.test('samples are valid objects for our CRDs', async (t) => {
   });
   t.match(byName.get('RayCluster/raycluster-external-redis-annotated')?.metadata.annotations, { 'ray.io/ft-enabled': 'true' });
   t.ok(byName.get('RayJob/rayjob-sample'), 'a RayJob sample');
+  t.match(
+    byName.get('RayCronJob/raycronjob-sample')?.spec,
+    { schedule: '* * * * *', jobTemplate: { entrypoint: String } },
+    'a RayCronJob sample',
+  );
 });

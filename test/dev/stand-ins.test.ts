@@ -25,6 +25,13 @@ t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<
 t.test('orphaned: every owner of a known kind gone', async (tt) => {
   const job = (name: string, uid: string): OwnerReference => ({ apiVersion: 'ray.io/v1', kind: 'RayJob', name, uid });
   const cluster = (name: string, uid: string): OwnerReference => ({ apiVersion: 'ray.io/v1', kind: 'RayCluster', name, uid });
+  const cron = (name: string, uid: string): OwnerReference => ({
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCronJob',
+    name,
+    uid,
+    controller: true,
+  });
   const existing = new Set(['ns/live-uid']);
   const exists = (ns: string, o: OwnerReference) => existing.has(`${ns}/${o.uid}`);
   const obj = (ownerReferences: OwnerReference[] | undefined, deletionTimestamp?: string) => ({
@@ -36,6 +43,8 @@ t.test('orphaned: every owner of a known kind gone', async (tt) => {
     ['its RayCluster exists', obj([cluster('c', 'live-uid')]), false],
     ['its RayCluster is gone', obj([cluster('c', 'dead-uid')]), true],
     ['its RayJob is gone', obj([job('j', 'dead-uid')]), true],
+    ['its RayCronJob is gone (a RayJob of a tick)', obj([cron('c', 'dead-uid')]), true],
+    ['its RayCronJob exists', obj([cron('c', 'live-uid')]), false],
     ['a same-named owner with another uid counts as gone', obj([cluster('c', 'other-uid')]), true],
     ['one of two owners exists', obj([cluster('c', 'dead-uid'), job('j', 'live-uid')]), false],
     [

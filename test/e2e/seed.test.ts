@@ -2,68 +2,18 @@
 // MutatingWebhookConfiguration (url https://127.0.0.1:PORT, caBundle from our certs), `raykeeper
 // controller` as a child process, a real password-protected redis-server, and the job runner that stands in
 // for the kubelet: create, defaults, delete, Redis cleaned, finalizer gone.
-import t, { type Test } from 'tap';
-import { caBundle, generateCertificates } from '../../certs/generate.ts';
-import { writeBundle } from '../../certs/files.ts';
-import { freePort } from '../../localcluster/net.ts';
-import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../../localcluster/webhook-config.ts';
-import { applyObject, parseManifests } from '../../localcluster/apply.ts';
+import t from 'tap';
+import { parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
-import { runWebhook } from '../../webhook/main.ts';
-import {
-  controllerChild,
-  createCluster,
-  env,
-  getCluster,
-  jobRunner,
-  quiet,
-  rayKeys,
-  redis,
-  seedRay,
-  until,
-  type Env,
-} from '../raycluster/harness.ts';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { registerWebhook } from '../helpers/webhook.ts';
+import { controllerChild, createCluster, env, getCluster, jobRunner, rayKeys, redis, seedRay, until } from '../raycluster/harness.ts';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { JOBS, MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { JOBS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
 
 const PASSWORD = 'e2e-s3cret-pw';
-
-/** Our webhook over HTTPS on loopback, registered for this test's namespace only (the API server is shared). */
-async function registerWebhook(tt: Test, e: Env): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-e2e-certs-'));
-  const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
-  const paths = await writeBundle(dir, bundle);
-  const port = await freePort();
-  let stop: () => void = () => {};
-  const stopSignal = new Promise<void>((r) => (stop = r));
-  await new Promise<void>((resolve, reject) => {
-    runWebhook({
-      certFile: paths.cert,
-      keyFile: paths.key,
-      host: '127.0.0.1',
-      port,
-      logger: quiet,
-      stopSignal,
-      onListening: () => resolve(),
-    }).catch(reject);
-  });
-  const name = `raykeeper-e2e-${e.ns.name}`;
-  const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
-    baseUrl: `https://127.0.0.1:${port}`,
-    caBundle: caBundle(bundle.caCert),
-    name,
-    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
-  });
-  await applyObject(e.ns.kube, config);
-  tt.teardown(async () => {
-    await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
-    stop();
-  });
-}
 
 /** manifests/samples/raycluster-gcs-ft.yaml (KubeRay's ray-cluster.external-redis.yaml, options form,
  * metadata.annotations absent), pointed at the test Redis. */

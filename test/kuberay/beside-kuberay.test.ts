@@ -140,7 +140,8 @@ if (!missing)
       controllers.push(us.controller);
       const startup = us.lines.find((l) => l.includes('companion mode:')) ?? '';
       t.match(startup, /KubeRay operator running \(Lease kuberay-system\/ray-operator-leader held by /, 'start-up log line says why');
-      t.match(startup, /not starting (raycluster-pods, rayjob|rayjob, raycluster-pods) /, 'and what it does not start');
+      t.match(startup, /not starting [a-z-]+, [a-z-]+, [a-z-]+ \(KubeRay runs them\)/, 'and what it does not start');
+      for (const name of ['rayjob', 'raycluster-pods', 'raycronjob']) t.match(startup.split('not starting')[1], name);
       t.match(
         await us.metrics.getSingleMetricAsString('raykeeper_companion_mode'),
         /raykeeper_companion_mode\{reason="kuberay-detected"\} 1/,

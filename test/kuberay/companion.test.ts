@@ -68,7 +68,7 @@ t.test('companion mode leaves out the reconcilers that fight KubeRay, says so in
   };
   const on = await run('on');
   t.same(on.names, ['raycluster', KUBERAY_CLEANUP_WATCH], 'rayjob and raycluster-pods not started; the cleanup watch added');
-  t.same([...COMPANION_SKIPPED].sort(), ['raycluster-pods', 'rayjob']);
+  t.same([...COMPANION_SKIPPED].sort(), ['raycluster-pods', 'raycronjob', 'rayjob']);
   t.match(on.metrics, /raykeeper_companion_mode\{reason="flag-on"\} 1/);
   t.match(lines.at(-1), /companion mode: --companion=on; not starting rayjob, raycluster-pods \(KubeRay runs them\)/);
   const gateOff = await run('on', { ENABLE_GCS_FT_REDIS_CLEANUP: 'false' });

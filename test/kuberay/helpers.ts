@@ -45,7 +45,10 @@ export interface KubeRayOperator {
 }
 
 /** ray-operator out of cluster (platform.md), with leader election on so its Lease exists. */
-export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean; leaseNamespace: string }): Promise<KubeRayOperator> {
+export async function startKubeRay(
+  cp: ControlPlane,
+  options: { cleanup: boolean; leaseNamespace: string /** More flags, e.g. --feature-gates=RayCronJob=true. */; args?: string[] },
+): Promise<KubeRayOperator> {
   const env: Record<string, string> = {
     KUBECONFIG: cp.info.kubeconfigPath,
     HOME: process.env.HOME ?? '/tmp',
@@ -61,6 +64,7 @@ export async function startKubeRay(cp: ControlPlane, options: { cleanup: boolean
       `--health-probe-bind-address=127.0.0.1:${await freePort()}`,
       '--enable-leader-election=true',
       `--leader-election-namespace=${options.leaseNamespace}`,
+      ...(options.args ?? []),
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );

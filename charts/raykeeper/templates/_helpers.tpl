@@ -130,6 +130,12 @@ are kept, so the CA never rotates under a running webhook; on install (or in `he
 {{- if and (not .Values.companion.enabled) (or (not $r) (has "rayjob" (splitList "," $r))) }}true{{ end -}}
 {{- end -}}
 
+{{/* "true" when the RayCronJob reconciler runs (its RBAC, its webhook): never in companion mode, like rayjob. */}}
+{{- define "raykeeper.raycronjobEnabled" -}}
+{{- $r := include "raykeeper.reconcilers" . -}}
+{{- if and (not .Values.companion.enabled) (or (not $r) (has "raycronjob" (splitList "," $r))) }}true{{ end -}}
+{{- end -}}
+
 {{/* "true" when the RayCluster operator (reconciler raycluster-pods: Ray pods and Services) runs: never in companion mode. */}}
 {{- define "raykeeper.operatorEnabled" -}}
 {{- $r := include "raykeeper.reconcilers" . -}}
@@ -137,7 +143,7 @@ are kept, so the CA never rotates under a running webhook; on install (or in `he
 {{- end -}}
 
 {{/*
-The controller's RBAC rules (include with (dict "rayjob" <bool> "operator" <bool>)): the ClusterRole's, or each watched
+The controller's RBAC rules (include with (dict "rayjob" <bool> "raycronjob" <bool> "operator" <bool>)): the ClusterRole's, or each watched
 namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 */}}
 {{- define "raykeeper.controllerRules" -}}
@@ -147,12 +153,20 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
 - apiGroups: ["ray.io"]
   resources: ["rayjobs"]
-  verbs: ["get", "list", "watch", "update", "patch", "delete"]
+  verbs: ["get", "list", "watch", {{ if .raycronjob }}"create", {{ end }}"update", "patch", "delete"]
 - apiGroups: ["ray.io"]
   resources: ["rayclusters/status", "rayjobs/status"]
   verbs: ["get", "update", "patch"]
+{{- if .raycronjob }}
 - apiGroups: ["ray.io"]
-  resources: ["rayclusters/finalizers", "rayjobs/finalizers"]
+  resources: ["raycronjobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["ray.io"]
+  resources: ["raycronjobs/status"]
+  verbs: ["update", "patch"]
+{{- end }}
+- apiGroups: ["ray.io"]
+  resources: ["rayclusters/finalizers", "rayjobs/finalizers"{{ if .raycronjob }}, "raycronjobs/finalizers"{{ end }}]
   verbs: ["update"]
 {{- else }}
 {{- /* The RayCluster reconciler alone: finalizer patches and the cleanup Job's owner; no create, delete or status. */}}
@@ -162,6 +176,21 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 - apiGroups: ["ray.io"]
   resources: ["rayclusters/finalizers"]
   verbs: ["update"]
+{{- if .raycronjob }}
+{{- /* RayCronJobs without the RayJob state machine: their RayJobs created and deleted, their status written. */}}
+- apiGroups: ["ray.io"]
+  resources: ["rayjobs"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: ["ray.io"]
+  resources: ["raycronjobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["ray.io"]
+  resources: ["raycronjobs/status"]
+  verbs: ["update", "patch"]
+- apiGroups: ["ray.io"]
+  resources: ["raycronjobs/finalizers"]
+  verbs: ["update"]
+{{- end }}
 {{- end }}
 {{- if .operator }}
 - apiGroups: [""]

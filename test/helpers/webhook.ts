@@ -1,0 +1,46 @@
+// Our webhook over HTTPS on loopback, registered through our MutatingWebhookConfiguration (url
+// https://127.0.0.1:PORT, caBundle from our certs) for one test's namespace only (the API server is shared).
+import type { Test } from 'tap';
+import { caBundle, generateCertificates } from '../../certs/generate.ts';
+import { writeBundle } from '../../certs/files.ts';
+import { freePort } from '../../localcluster/net.ts';
+import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../../localcluster/webhook-config.ts';
+import { applyObject } from '../../localcluster/apply.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { runWebhook } from '../../webhook/main.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { quiet, type Env } from '../raycluster/harness.ts';
+
+export async function registerWebhook(tt: Test, e: Env): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-e2e-certs-'));
+  const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
+  const paths = await writeBundle(dir, bundle);
+  const port = await freePort();
+  let stop: () => void = () => {};
+  const stopSignal = new Promise<void>((r) => (stop = r));
+  await new Promise<void>((resolve, reject) => {
+    runWebhook({
+      certFile: paths.cert,
+      keyFile: paths.key,
+      host: '127.0.0.1',
+      port,
+      logger: quiet,
+      stopSignal,
+      onListening: () => resolve(),
+    }).catch(reject);
+  });
+  const name = `raykeeper-e2e-${e.ns.name}`;
+  const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
+    baseUrl: `https://127.0.0.1:${port}`,
+    caBundle: caBundle(bundle.caCert),
+    name,
+    namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
+  });
+  await applyObject(e.ns.kube, config);
+  tt.teardown(async () => {
+    await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
+    stop();
+  });
+}
