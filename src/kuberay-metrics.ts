@@ -14,6 +14,7 @@ import { COND_PROVISIONED } from './raycluster/status.ts';
 import { ORIGINATED_FROM_CRD_LABEL } from './rayjob/constants.ts';
 import type { RayCluster, RayJob } from './types.ts';
 import type { Sample } from './metrics.ts';
+import { parseTime } from './time.ts';
 
 export type ClusterLabel = 'name' | 'namespace' | 'uid';
 
@@ -34,9 +35,9 @@ function ids(obj: { metadata: { name?: string; namespace?: string; uid?: string 
 }
 
 function seconds(from: string | undefined, to: string | undefined): number | undefined {
-  const a = from ? Date.parse(from) : Number.NaN;
-  const b = to ? Date.parse(to) : Number.NaN;
-  return Number.isFinite(a) && Number.isFinite(b) && b >= a ? (b - a) / 1000 : undefined;
+  const a = parseTime(from);
+  const b = parseTime(to);
+  return a !== undefined && b !== undefined && b >= a ? (b - a) / 1000 : undefined;
 }
 
 interface Condition {

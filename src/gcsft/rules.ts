@@ -1,4 +1,5 @@
 // GCS fault-tolerance rules, as KubeRay applies them (utils/util.go, common/pod.go). Pure functions.
+import { parseTime } from '../time.ts';
 import {
   DEFAULT_GCS_FT_DELETION_TIMEOUT_SECONDS,
   EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
@@ -133,8 +134,8 @@ export function deletionTimeoutSeconds(obj: FtSubject): number {
 export function heldFinalizer(obj: FtSubject, nowMs: number): { heldSeconds: number; timeoutSeconds: number } | undefined {
   const since = obj.metadata?.deletionTimestamp;
   if (!since || !(obj.metadata?.finalizers ?? []).includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) return undefined;
-  const at = Date.parse(since);
-  if (!Number.isFinite(at)) return undefined;
+  const at = parseTime(since);
+  if (at === undefined) return undefined;
   return { heldSeconds: Math.max(0, (nowMs - at) / 1000), timeoutSeconds: deletionTimeoutSeconds(obj) };
 }
 

@@ -21,6 +21,7 @@
 //   6. wait until the next tick (suspended: nothing, Normal SuspendedRayCronJob, as KubeRay).
 // Children are the RayJobs whose controller ownerReference is this RayCronJob's uid; those being deleted
 // are already gone for every rule.
+import { formatTime, parseTime } from '../time.ts';
 import { RAY_API_VERSION, RAYCRONJOB_NAME_LABEL, RAYCRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../names.ts';
 import { isDeleting } from '../finalizer.ts';
 import type { ConcurrencyPolicy, RayCronJob, RayCronJobStatus, RayJob } from '../types.ts';
@@ -79,17 +80,6 @@ export function childPhase(job: RayJob): ChildPhase {
   if (state === 'Complete') return 'succeeded';
   if (state === 'Failed' || state === 'ValidationFailed') return 'failed';
   return 'active';
-}
-
-/** Kubernetes metav1.Time: RFC 3339, second precision. */
-export function formatTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-}
-
-function parseTime(value: unknown): number | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /**

@@ -12,6 +12,7 @@
 // Every other transition is decided inside the case of the state it leaves, including
 // Failed -> Retrying (fail() decides it from backoffLimit) and the counters and endTime that go with
 // Complete and Failed. finish() only merges the case's status changes and stamps the next state.
+import { formatTime, parseTime } from '../time.ts';
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft/rules.ts';
 import { isDeleting } from '../finalizer.ts';
@@ -190,17 +191,6 @@ function isDeploymentStatus(value: string): value is JobDeploymentStatus {
 export function currentState(job: RayJob): JobDeploymentStatus | undefined {
   const state = storedState(job);
   return isDeploymentStatus(state) ? state : undefined;
-}
-
-/** Kubernetes metav1.Time: RFC 3339, second precision. */
-export function formatTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-}
-
-function parseTime(value: unknown): number | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
 }
 
 /** Drops keys whose value is undefined, so two statuses compare by what would be stored. */
