@@ -202,10 +202,12 @@ t.test(
       0,
       "the kubelet's word: the submitter container exited 0",
     );
-    // `ray job submit` in the head pod followed the entrypoint to its end, over 127.0.0.1.
+    // `ray job submit` in the head pod followed the entrypoint to its end, over 127.0.0.1. SidecarMode submits
+    // as soon as the head's dashboard answers (KubeRay's rule), not when the cluster is ready, so the worker
+    // may not have joined yet: the entrypoint sees the head's CPU, or the head's and the worker's.
     const logs = kubectl(env.kubeconfig, ['logs', '-n', 'default', head?.metadata.name ?? '', '-c', 'ray-job-submitter']);
     t.equal(logs.status, 0, logs.stderr);
-    t.match(logs.stdout, /'CPU': 2\.0/, 'the entrypoint saw the head and the worker');
+    t.match(logs.stdout, /'CPU': [12]\.0/, "the entrypoint ran in the cluster and printed its resources");
     t.match(logs.stdout, /succeeded/i, "ray job submit reported the job's success");
 
     const d = kubectl(env.kubeconfig, ['delete', 'rayjob', 'rayjob-sidecar', '--wait=false']);
