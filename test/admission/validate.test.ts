@@ -2,6 +2,7 @@
 // rules that protect data, and the route through app.inject: uid on every answer, 403 refusals, warnings,
 // metrics.
 import t from 'tap';
+import fc from 'fast-check';
 import { validate } from '../../src/admission/validate.ts';
 import { MAX_WARNING_LENGTH, MAX_WARNINGS, boundWarnings } from '../../src/admission/warnings.ts';
 import { buildApp } from '../../webhook/app.ts';
@@ -311,4 +312,83 @@ t.test('the route: 403 with the message and the uid, warnings, metrics', async (
     metrics,
     /raykeeper_webhook_validations_total\{resource="rayjob",operation="invalid",result="denied",reason="invalid_review"\} 1/,
   );
+});
+
+t.test('fuzz: arbitrary JSON at every field the rules read never makes an internal error, and the uid is kept', async (t) => {
+  const anything = fc.jsonValue({ maxDepth: 3 });
+  const maybe = (arb: fc.Arbitrary<unknown>) => fc.option(arb, { nil: undefined });
+  const group = fc.record(
+    {
+      groupName: maybe(anything),
+      minReplicas: maybe(anything),
+      maxReplicas: maybe(anything),
+      idleTimeoutSeconds: maybe(anything),
+      suspend: maybe(anything),
+      rayStartParams: maybe(anything),
+      resources: maybe(anything),
+      labels: maybe(anything),
+      template: maybe(
+        fc.oneof(anything, fc.constant({ spec: { containers: [{ name: 'c', env: [{ name: 'RAY_REDIS_ADDRESS', value: 'x' }] }] } })),
+      ),
+    },
+    { requiredKeys: [] },
+  );
+  const clusterSpec = fc.record(
+    {
+      headGroupSpec: maybe(fc.oneof(anything, group)),
+      workerGroupSpecs: maybe(fc.oneof(anything, fc.array(fc.oneof(group, anything), { maxLength: 3 }))),
+      gcsFaultToleranceOptions: maybe(anything),
+      enableInTreeAutoscaling: maybe(anything),
+      autoscalerOptions: maybe(anything),
+      authOptions: maybe(anything),
+      rayVersion: maybe(anything),
+      upgradeStrategy: maybe(anything),
+      managedBy: maybe(anything),
+    },
+    { requiredKeys: [] },
+  );
+  const metadata = fc.record(
+    {
+      name: maybe(fc.oneof(fc.constant('demo'), anything)),
+      annotations: maybe(anything),
+      labels: maybe(anything),
+      deletionTimestamp: maybe(anything),
+    },
+    { requiredKeys: [] },
+  );
+  const jobSpec = fc.record(
+    {
+      entrypoint: maybe(anything),
+      rayClusterSpec: maybe(fc.oneof(clusterSpec, anything)),
+      clusterSelector: maybe(anything),
+      submissionMode: maybe(anything),
+      deletionStrategy: maybe(anything),
+      activeDeadlineSeconds: maybe(anything),
+      backoffLimit: maybe(anything),
+      suspend: maybe(anything),
+      shutdownAfterJobFinishes: maybe(anything),
+      runtimeEnvYAML: maybe(anything),
+      submitterPodTemplate: maybe(anything),
+      submitterConfig: maybe(anything),
+      managedBy: maybe(anything),
+    },
+    { requiredKeys: [] },
+  );
+  const strip = (v: unknown): JsonObject => JSON.parse(JSON.stringify(v)) as JsonObject;
+  const object = (kind: 'RayCluster' | 'RayJob') =>
+    fc
+      .tuple(metadata, kind === 'RayCluster' ? clusterSpec : jobSpec)
+      .map(([m, spec]) => strip({ apiVersion: 'ray.io/v1', kind, metadata: m, spec }));
+  let checked = 0;
+  for (const kind of ['RayCluster', 'RayJob'] as const) {
+    fc.assert(
+      fc.property(object(kind), fc.option(object(kind), { nil: undefined }), (obj, old) => {
+        const outcome = validate(review(kind, old === undefined ? 'CREATE' : 'UPDATE', obj, old), kind);
+        checked++;
+        return outcome.httpStatus !== 500 && outcome.answer.response.uid === UID;
+      }),
+      { seed: 20261204, numRuns: 400 },
+    );
+  }
+  t.equal(checked, 800, 'every generated review answered without an internal error');
 });
