@@ -1,6 +1,6 @@
 // `raykeeper dev`: the embedded default. With no cluster configured it runs everything on loopback:
 // etcd + kube-apiserver (built from source), a redis-server, the webhook (registered through our
-// MutatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
+// Mutating- and ValidatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
 // for the kubelet, so a deleted RayCluster's cleanup Job really runs against the local Redis.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
