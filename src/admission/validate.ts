@@ -82,6 +82,23 @@ function job(obj: JsonObject): RayJob {
   return obj as RayJob;
 }
 
+/**
+ * KubeRay's own validating webhook (pkg/webhooks/v1/raycluster_webhook.go) also refuses two worker groups
+ * of one name; its controller does not check it, so neither does ours (admission only).
+ */
+function duplicateWorkerGroupName(c: RayCluster): string | undefined {
+  const groups = c.spec?.workerGroupSpecs;
+  if (!Array.isArray(groups)) return undefined;
+  const seen = new Set<unknown>();
+  for (const [i, group] of groups.entries()) {
+    const name = group !== null && typeof group === 'object' ? group.groupName : undefined;
+    if (seen.has(name))
+      return `spec.workerGroupSpecs[${i}]: Invalid value: ${JSON.stringify(name ?? null)}: worker group names must be unique`;
+    seen.add(name);
+  }
+  return undefined;
+}
+
 function firstOf(...problems: Array<{ reason: DenialReason; message: string } | undefined>) {
   return problems.find((p) => p !== undefined);
 }
@@ -93,8 +110,11 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       const managed = managedByValueProblem(cluster(obj));
       if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const problem = validateRayCluster(cluster(obj), { status: false });
-      if (problem === undefined) return undefined;
-      return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
+      if (problem !== undefined) {
+        return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
+      }
+      const duplicate = duplicateWorkerGroupName(cluster(obj));
+      return duplicate === undefined ? undefined : { reason: 'invalid_spec', message: duplicate };
     },
     updateProblem: (oldObj, obj) =>
       firstOf(managedByChange(cluster(oldObj), cluster(obj)), gcsFtStorageChange(cluster(oldObj), cluster(obj))),
@@ -134,7 +154,7 @@ function rulesInputChanged(validator: Validator, oldObj: JsonObject, obj: JsonOb
 }
 
 function refusal(
-  httpStatus: 400 | 500,
+  httpStatus: 200 | 400 | 500,
   reason: DenialReason,
   message: string,
   answer: AdmissionReviewAnswer,
@@ -190,8 +210,7 @@ export function validate(body: unknown, kind: ValidateKind): ValidateOutcome {
       if (decision.reason === 'invalid_review') {
         return refusal(400, 'invalid_review', message, denied(apiVersion, uid, 400, message), request);
       }
-      const outcome = refusal(400, decision.reason ?? 'invalid_spec', message, denied(apiVersion, uid, 403, message), request);
-      return { ...outcome, httpStatus: 200 };
+      return refusal(200, decision.reason ?? 'invalid_spec', message, denied(apiVersion, uid, 403, message), request);
     }
     return { httpStatus: 200, answer: allowed(apiVersion, uid, [], decision.warnings), request, ...decision };
   } catch (err) {

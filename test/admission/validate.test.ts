@@ -80,6 +80,15 @@ const rows: Row[] = [
     /spec.managedBy: .*must be either 'ray.io\/kuberay-operator' or 'kueue.x-k8s.io\/multikueue'/,
   ],
   [
+    'two worker groups of one name (the rule of KubeRay webhook)',
+    'RayCluster',
+    'CREATE',
+    withSpec(rayCluster(), (s) => (s.workerGroupSpecs as JsonObject[]).push(structuredClone(worker(s)))),
+    undefined,
+    'denied',
+    /^spec.workerGroupSpecs\[1\]: Invalid value: "small": worker group names must be unique$/,
+  ],
+  [
     'autoscalerOptions without enableInTreeAutoscaling',
     'RayCluster',
     'CREATE',
