@@ -486,6 +486,7 @@ t.test('the ValidatingWebhookConfiguration follows the mutating one in all three
     [
       ['raycluster.validate.raykeeper.io', '/validate-ray-io-v1-raycluster', ['CREATE', 'UPDATE']],
       ['rayjob.validate.raykeeper.io', '/validate-ray-io-v1-rayjob', ['CREATE', 'UPDATE']],
+      ['raycronjob.validate.raykeeper.io', '/validate-ray-io-v1-raycronjob', ['CREATE', 'UPDATE']],
     ],
   );
   for (const w of vwc.webhooks) {

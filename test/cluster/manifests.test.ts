@@ -149,7 +149,7 @@ t.test(
     const vwc = find(rendered, 'ValidatingWebhookConfiguration', 'raykeeper');
     const mwc = find(rendered, 'MutatingWebhookConfiguration', 'raykeeper');
     const byPath = Object.fromEntries(vwc.webhooks.map((w: any) => [w.clientConfig.service.path, w]));
-    t.same(Object.keys(byPath).sort(), ['/validate-ray-io-v1-raycluster', '/validate-ray-io-v1-rayjob']);
+    t.same(Object.keys(byPath).sort(), ['/validate-ray-io-v1-raycluster', '/validate-ray-io-v1-raycronjob', '/validate-ray-io-v1-rayjob']);
     for (const w of vwc.webhooks) {
       t.same(w.admissionReviewVersions, ['v1']);
       t.equal(w.sideEffects, 'None');
@@ -162,6 +162,7 @@ t.test(
     for (const [path, resource] of [
       ['/validate-ray-io-v1-raycluster', 'rayclusters'],
       ['/validate-ray-io-v1-rayjob', 'rayjobs'],
+      ['/validate-ray-io-v1-raycronjob', 'raycronjobs'],
     ]) {
       t.same(byPath[path!].rules, [
         { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: [resource], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },

@@ -13,8 +13,14 @@ import { freePort } from '../../localcluster/net.ts';
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
-import { MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, RAYJOBS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import {
+  MUTATING_WEBHOOK_CONFIGURATIONS,
+  RAYCLUSTERS,
+  RAYCRONJOBS,
+  RAYJOBS,
+  VALIDATING_WEBHOOK_CONFIGURATIONS,
+} from '../../kube/resources.ts';
+import type { RayCluster, RayCronJob, RayJob } from '../../src/types.ts';
 import { runWebhook } from '../../webhook/main.ts';
 import { env, quiet, until, type Env } from '../raycluster/harness.ts';
 
@@ -121,6 +127,25 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   const jobDenied = await refusal(e.kube.create(jobs, job));
   tt.equal(jobDenied.statusCode, 403, 'invalid RayJob: 403');
   tt.match(jobDenied.status?.message ?? '', /"rayjob.validate.raykeeper.io" denied the request: The RayJob spec is invalid: backoffLimit/);
+
+  // A RayCronJob whose schedule KubeRay's cron library refuses (a seconds field): refused at admission with
+  // the controller's own reason, where the CRD's schema alone would have stored it.
+  const cronJob: RayCronJob = {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCronJob',
+    metadata: { name: 'bad-cron' },
+    spec: { schedule: '0 */5 * * * *', jobTemplate: { entrypoint: 'python -c "print(1)"', rayClusterSpec: cluster('x').spec } },
+  };
+  const cronJobs = { ...RAYCRONJOBS, namespace: e.ns.name };
+  const cronDenied = await refusal(e.kube.create(cronJobs, cronJob));
+  tt.equal(cronDenied.statusCode, 403, 'invalid RayCronJob: 403');
+  tt.match(cronDenied.status?.message ?? '', /"raycronjob.validate.raykeeper.io" denied the request: .*exactly 5 fields, found 6/);
+  const goodCron = await e.kube.create<RayCronJob>(cronJobs, {
+    ...cronJob,
+    metadata: { name: 'good-cron' },
+    spec: { ...cronJob.spec, schedule: '*/5 * * * *' },
+  });
+  tt.ok(goodCron.metadata.uid, 'a valid RayCronJob is created');
 
   const valid = await e.kube.create<RayCluster>(clusters, cluster('valid'));
   tt.ok(valid.metadata.uid, 'a valid RayCluster is created');
