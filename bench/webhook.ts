@@ -1,5 +1,5 @@
-// Webhook benchmark: HTTPS throughput and latency of the RayCluster mutate route under 32 keep-alive
-// connections, beside baselines answering a fixed AdmissionReview on the same machine in the same run:
+// Webhook benchmark: HTTPS throughput and latency of the RayCluster mutate route, and of the validating
+// route (the same app in a process of its own), under 32 keep-alive connections, beside baselines answering a fixed AdmissionReview on the same machine in the same run:
 // a bare Fastify HTTPS route (the framework line, goal: webhook >= 0.95x its req/s, p99 within 1.1x), a
 // bare Fastify route sending the webhook's own patched answer as fixed text (same bytes out, sent the same
 // way), a second bare Fastify route identical to the first (the control: how far apart two identical
@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { generateCertificates } from '../certs/generate.ts';
 import { writeBundle } from '../certs/files.ts';
-import { MUTATE_RAYCLUSTER_PATH } from '../src/names.ts';
+import { MUTATE_RAYCLUSTER_PATH, VALIDATE_RAYCLUSTER_PATH } from '../src/names.ts';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { sleep } from '../src/backoff.ts';
 import { RECORDED_REVIEWS, recordedReview, type RecordedShape } from './reviews.ts';
@@ -49,11 +49,13 @@ export interface RouteFigures {
  * answer to each review: same bytes out the same way, so the gap from it to the webhook is our code (less
  * what our plain JSON.parse saves over Fastify's default body parser, which both bare routes use).
  */
-export type ServerKind = 'webhook' | 'fastify' | 'fastifyControl' | 'fastifyPatched' | 'node';
-const KINDS: readonly ServerKind[] = ['webhook', 'fastify', 'fastifyControl', 'fastifyPatched', 'node'];
+export type ServerKind = 'webhook' | 'validate' | 'fastify' | 'fastifyControl' | 'fastifyPatched' | 'node';
+const KINDS: readonly ServerKind[] = ['webhook', 'validate', 'fastify', 'fastifyControl', 'fastifyPatched', 'node'];
 
 export interface RunFigures {
   webhook: RouteFigures;
+  /** The same webhook app (its own process), the validating route: the review validated, allowed. */
+  validate: RouteFigures;
   fastify: RouteFigures;
   /** The same bare Fastify server again: the control. */
   fastifyControl: RouteFigures;
@@ -67,6 +69,9 @@ export interface RunFigures {
   vsNode: number;
   /** webhook p99 / bare Fastify p99, the median of the rounds' ratios. Goal <= 1.1. */
   p99VsFastify: number;
+  /** The validating route / bare Fastify, req/s and p99, the same way. Goals >= 0.95 and <= 1.1. */
+  validateVsFastify: number;
+  validateP99VsFastify: number;
   /** The control / bare Fastify req/s and p99, the same way: 1.00 for a bench without noise. */
   controlVsFastify: number;
   controlP99VsFastify: number;
@@ -172,7 +177,7 @@ async function serve(kind: string, certDir: string): Promise<void> {
   const keyFile = join(certDir, 'tls.key');
   let close: () => Promise<unknown>;
   let port: number;
-  if (kind === 'webhook') {
+  if (kind === 'webhook' || kind === 'validate') {
     const { buildApp } = await import('../webhook/app.ts');
     // Production settings: default logger at LOG_LEVEL (info; patches are logged at debug).
     const app = await buildApp({ certFile, keyFile, finalizerEnabled: true });
@@ -278,7 +283,13 @@ async function startServer(kind: ServerKind, certDir: string, reviews: Review[])
     child.once('exit', (code) => fail(new Error(`${kind} server exited with ${code}`)));
   });
   const path = (shape: ReviewShape) =>
-    kind === 'webhook' ? MUTATE_RAYCLUSTER_PATH : kind === 'fastifyPatched' ? patchedPath(shape) : BARE_PATH;
+    kind === 'webhook'
+      ? MUTATE_RAYCLUSTER_PATH
+      : kind === 'validate'
+        ? VALIDATE_RAYCLUSTER_PATH
+        : kind === 'fastifyPatched'
+          ? patchedPath(shape)
+          : BARE_PATH;
   const server: Server = { kind, child, url: (shape) => `https://127.0.0.1:${port}${path(shape)}`, answerBytes: [] };
   for (const review of reviews) server.answerBytes.push(await sanityCheck(server, review));
   return server;
@@ -314,6 +325,8 @@ async function sanityCheck(server: Server, { shape, body }: Review): Promise<num
   if (answer.status !== 200) throw new Error(`${server.kind}: sanity request got HTTP ${answer.status}: ${answer.text}`);
   if (server.kind === 'webhook' && !answer.text.includes('"patchType":"JSONPatch"'))
     throw new Error(`webhook did not patch the ${shape} review: ${answer.text}`);
+  if (server.kind === 'validate' && !answer.text.includes('"allowed":true'))
+    throw new Error(`the validating route did not allow the ${shape} review: ${answer.text}`);
   return Buffer.byteLength(answer.text);
 }
 
@@ -419,6 +432,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
     fastifyControl: 'the same bare Fastify again (control)',
     fastifyPatched: "bare Fastify HTTPS, the webhook's answer as fixed text",
     webhook: `raykeeper ${MUTATE_RAYCLUSTER_PATH}`,
+    validate: `raykeeper ${VALIDATE_RAYCLUSTER_PATH}`,
   };
   const w = Math.max(...Object.values(names).map((n) => n.length));
   const cols = ['req/s', 'p50 µs', 'p99 µs', 'CPU µs/req', 'failed'];
@@ -429,7 +443,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       `every server runs with NODE_OPTIONS ${JSON.stringify(nodeOptions())} (the webhook Deployment's)`,
   ];
   for (const review of f.reviews) {
-    const rows = (['node', 'fastify', 'fastifyControl', 'fastifyPatched', 'webhook'] as const).map((k) => {
+    const rows = (['node', 'fastify', 'fastifyControl', 'fastifyPatched', 'webhook', 'validate'] as const).map((k) => {
       const r = review.runs.map((run) => run[k]);
       return `${names[k].padEnd(w)}  ${[
         spread(r.map((x) => x.requestsPerSecond)),
@@ -448,6 +462,7 @@ export function formatFigures(f: WebhookBenchFigures): string {
       ...rows,
       `  req/s ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.vsFastify.toFixed(2)).join(', ')} (goal >= 0.95)`,
       `  p99 ratio raykeeper/bare Fastify per run (median of its rounds): ${runs.map((r) => r.p99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
+      `  validating route: req/s ratio raykeeper/bare Fastify per run: ${runs.map((r) => r.validateVsFastify.toFixed(2)).join(', ')} (goal >= 0.95), p99 ratio ${runs.map((r) => r.validateP99VsFastify.toFixed(2)).join(', ')} (goal <= 1.10)`,
       `  control: the same bare Fastify again / bare Fastify per run, req/s ${runs.map((r) => r.controlVsFastify.toFixed(2)).join(', ')}, p99 ${runs.map((r) => r.controlP99VsFastify.toFixed(2)).join(', ')} (identical servers: the bench's own spread)`,
       `  req/s ratio raykeeper/bare Fastify with the same answer per run: ${runs.map((r) => r.vsFastifyPatched.toFixed(2)).join(', ')} (sent as text the same way: our code, less our cheaper body parsing)`,
       `  req/s ratio raykeeper/bare node:https per run (median of its rounds): ${runs.map((r) => r.vsNode.toFixed(2)).join(', ')}`,
@@ -478,7 +493,14 @@ async function measureReview(servers: Server[], review: Review, o: Required<Webh
   const window = o.durationSeconds / o.rounds;
   const runs: RunFigures[] = [];
   for (let run = 0; run < o.runs; run++) {
-    const samples: Record<ServerKind, Sample[]> = { webhook: [], fastify: [], fastifyControl: [], fastifyPatched: [], node: [] };
+    const samples: Record<ServerKind, Sample[]> = {
+      webhook: [],
+      validate: [],
+      fastify: [],
+      fastifyControl: [],
+      fastifyPatched: [],
+      node: [],
+    };
     for (let round = 0; round < o.rounds; round++) {
       const shift = (round + run) % servers.length;
       const order = [...servers.slice(shift), ...servers.slice(0, shift)];
@@ -489,6 +511,7 @@ async function measureReview(servers: Server[], review: Review, o: Required<Webh
     }
     runs.push({
       webhook: summarize(samples.webhook),
+      validate: summarize(samples.validate),
       fastify: summarize(samples.fastify),
       fastifyControl: summarize(samples.fastifyControl),
       fastifyPatched: summarize(samples.fastifyPatched),
@@ -497,6 +520,8 @@ async function measureReview(servers: Server[], review: Review, o: Required<Webh
       vsFastifyPatched: pairedRatio(samples.webhook, samples.fastifyPatched, roundRate),
       vsNode: pairedRatio(samples.webhook, samples.node, roundRate),
       p99VsFastify: pairedRatio(samples.webhook, samples.fastify, roundP99),
+      validateVsFastify: pairedRatio(samples.validate, samples.fastify, roundRate),
+      validateP99VsFastify: pairedRatio(samples.validate, samples.fastify, roundP99),
       controlVsFastify: pairedRatio(samples.fastifyControl, samples.fastify, roundRate),
       controlP99VsFastify: pairedRatio(samples.fastifyControl, samples.fastify, roundP99),
     });

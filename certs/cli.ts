@@ -12,7 +12,7 @@ import { errorMessage } from '../src/errors.ts';
 const USAGE = `Usage: raykeeper certs generate --out DIR --service NAME --namespace NS [options]
 
 Writes ca.crt, ca.key (0600), tls.crt and tls.key (0600) in DIR and prints the base64 caBundle
-for the MutatingWebhookConfiguration.
+for the MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
 
 Options:
   --out DIR             where to write the PEM files (created if missing)

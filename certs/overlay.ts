@@ -1,12 +1,14 @@
 // A kustomize overlay that installs raykeeper with a generated certificate: the TLS Secret filled and
-// the caBundle of every webhook set. Pure: returns file names and contents; certs/cli.ts writes them.
+// the caBundle of every webhook (mutating and validating) set. Pure: returns file names and contents; certs/cli.ts writes them.
 import { relative } from 'node:path';
 import { stringify } from 'yaml';
 import { caBundle, type CertificateBundle } from './generate.ts';
 
 export const WEBHOOK_CONFIGURATION_NAME = 'raykeeper';
 export const WEBHOOK_TLS_SECRET = 'raykeeper-webhook-tls';
-export const WEBHOOK_COUNT = 3; // raycluster, rayjob and raycronjob .mutate.raykeeper.io
+/** Webhooks per configuration: raycluster, rayjob and raycronjob, in the MutatingWebhookConfiguration and the ValidatingWebhookConfiguration. */
+export const WEBHOOK_COUNT = 3;
+export const WEBHOOK_CONFIGURATION_KINDS = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const;
 
 export interface OverlayFile {
   name: string;
@@ -36,15 +38,10 @@ export function kustomizeOverlay(overlayDir: string, base: string, bundle: Certi
     resources: [relative(overlayDir, base) || '.'],
     patches: [
       { path: 'webhook-tls-secret.yaml' },
-      {
-        target: {
-          group: 'admissionregistration.k8s.io',
-          version: 'v1',
-          kind: 'MutatingWebhookConfiguration',
-          name: WEBHOOK_CONFIGURATION_NAME,
-        },
+      ...WEBHOOK_CONFIGURATION_KINDS.map((kind) => ({
+        target: { group: 'admissionregistration.k8s.io', version: 'v1', kind, name: WEBHOOK_CONFIGURATION_NAME },
         path: 'webhook-ca-bundle.yaml',
-      },
+      })),
     ],
   };
   const header = '# Written by `raykeeper certs generate --kustomize`. Apply: kubectl apply --server-side -k <this dir>\n';

@@ -1,6 +1,6 @@
 // `raykeeper dev`: the embedded default. With no cluster configured it runs everything on loopback:
 // etcd + kube-apiserver (built from source), a redis-server, the webhook (registered through our
-// MutatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
+// Mutating- and ValidatingWebhookConfiguration with a url and caBundle), the controller, and the job runner that stands in
 // for the kubelet, so a deleted RayCluster's cleanup Job really runs against the local Redis.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
@@ -15,7 +15,7 @@ import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
-import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../localcluster/webhook-config.ts';
+import { localWebhookConfigurations } from '../localcluster/webhook-config.ts';
 import { KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
@@ -125,11 +125,9 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     await listening;
     stops.push(async () => stopWebhook());
     const webhookUrl = `https://127.0.0.1:${port}`;
-    const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
-      baseUrl: webhookUrl,
-      caBundle: caBundle(bundle.caCert),
-    });
-    await applyObject(kube, config);
+    for (const config of await localWebhookConfigurations({ baseUrl: webhookUrl, caBundle: caBundle(bundle.caCert) })) {
+      await applyObject(kube, config);
+    }
 
     progress('[5/6] starting the controller');
     const ray = await startDevRay({ kubeConfig, logger, progress });

@@ -22,6 +22,11 @@ export const MUTATING_WEBHOOK_CONFIGURATIONS = {
   version: 'v1',
   plural: 'mutatingwebhookconfigurations',
 } as const satisfies ResourceRef;
+export const VALIDATING_WEBHOOK_CONFIGURATIONS = {
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  plural: 'validatingwebhookconfigurations',
+} as const satisfies ResourceRef;
 export const VALIDATING_ADMISSION_POLICIES = {
   group: 'admissionregistration.k8s.io',
   version: 'v1',

@@ -1,4 +1,4 @@
-// Our MutatingWebhookConfiguration (manifests/base), re-pointed at a webhook on loopback: the API server
+// Our MutatingWebhookConfiguration and ValidatingWebhookConfiguration (manifests/base), re-pointed at a webhook on loopback: the API server
 // calls `url: https://127.0.0.1:PORT/<path>` instead of the in-cluster Service. Pure.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { parseManifests, type KubeObject } from './apply.ts';
 import { REPO_ROOT } from './binaries.ts';
 
 export const WEBHOOK_CONFIGURATION_FILE = join(REPO_ROOT, 'manifests', 'base', 'mutatingwebhookconfiguration.yaml');
+export const VALIDATING_WEBHOOK_CONFIGURATION_FILE = join(REPO_ROOT, 'manifests', 'base', 'validatingwebhookconfiguration.yaml');
 
 interface Webhook {
   clientConfig?: { service?: { path?: string }; url?: string; caBundle?: string };
@@ -40,4 +41,10 @@ export async function readWebhookConfigurationManifest(file = WEBHOOK_CONFIGURAT
   const [manifest] = parseManifests(await readFile(file, 'utf8'));
   if (!manifest) throw new Error(`${file} holds no object`);
   return manifest;
+}
+
+/** Both configurations, mutating first, each re-pointed at the local webhook (dev and tests). */
+export async function localWebhookConfigurations(options: LocalWebhookOptions): Promise<KubeObject[]> {
+  const files = [WEBHOOK_CONFIGURATION_FILE, VALIDATING_WEBHOOK_CONFIGURATION_FILE];
+  return Promise.all(files.map(async (file) => localWebhookConfiguration(await readWebhookConfigurationManifest(file), options)));
 }

@@ -48,6 +48,11 @@ export const EVENT_FAILED_TO_DELETE_WORKER_POD = 'FailedToDeleteWorkerPod';
 /** Ours: fields our operator does not implement (RayCluster status condition of the same name). */
 export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
 
+// RayCluster validation (KubeRay's RayCluster controller).
+export const EVENT_INVALID_RAYCLUSTER_METADATA = 'InvalidRayClusterMetadata';
+export const EVENT_INVALID_RAYCLUSTER_SPEC = 'InvalidRayClusterSpec';
+export const EVENT_INVALID_RAYCLUSTER_STATUS = 'InvalidRayClusterStatus';
+
 // RayJob: KubeRay's K8sEventType values.
 export const EVENT_INVALID_RAYJOB_METADATA = 'InvalidRayJobMetadata';
 export const EVENT_INVALID_RAYJOB_SPEC = 'InvalidRayJobSpec';

@@ -40,6 +40,10 @@ export const REDIS_TLS_ENV = [
 // Our own names (not KubeRay's).
 export const MUTATE_RAYCLUSTER_PATH = '/mutate-ray-io-v1-raycluster';
 export const MUTATE_RAYJOB_PATH = '/mutate-ray-io-v1-rayjob';
+// KubeRay's validating webhook paths (its optional webhook serves the same names).
+export const VALIDATE_RAYCLUSTER_PATH = '/validate-ray-io-v1-raycluster';
+export const VALIDATE_RAYJOB_PATH = '/validate-ray-io-v1-rayjob';
+export const VALIDATE_RAYCRONJOB_PATH = '/validate-ray-io-v1-raycronjob';
 export const DEFAULT_WEBHOOK_PORT = 9443;
 /** The controller's plain-HTTP /healthz, /readyz and /metrics. */
 export const DEFAULT_CONTROLLER_HEALTH_PORT = 8080;

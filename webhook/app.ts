@@ -9,7 +9,16 @@ import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
-import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYCRONJOB_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
+import {
+  ENABLE_GCS_FT_REDIS_CLEANUP_ENV,
+  MUTATE_RAYCLUSTER_PATH,
+  MUTATE_RAYCRONJOB_PATH,
+  MUTATE_RAYJOB_PATH,
+  VALIDATE_RAYCLUSTER_PATH,
+  VALIDATE_RAYCRONJOB_PATH,
+  VALIDATE_RAYJOB_PATH,
+} from '../src/names.ts';
+import { validate, type ValidateKind, type ValidateOutcome } from '../src/admission/validate.ts';
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { BodyGate } from './body-gate.ts';
@@ -83,7 +92,17 @@ const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resour
   { path: MUTATE_RAYJOB_PATH, target: 'RayJob', resource: 'rayjob' },
   { path: MUTATE_RAYCRONJOB_PATH, target: 'RayCronJob', resource: 'raycronjob' },
 ];
-const RESOURCE_BY_PATH: ReadonlyMap<string, Resource> = new Map(ROUTES.map((r) => [r.path, r.resource]));
+/**
+ * The validating routes (KubeRay's paths), beside the mutating ones: their own handler, so the mutating
+ * path does no validation work. A kind comes with its rules in src/admission/validate.ts (RayCronJob next).
+ */
+const VALIDATE_ROUTES: ReadonlyArray<{ path: string; kind: ValidateKind; resource: Resource }> = [
+  { path: VALIDATE_RAYCLUSTER_PATH, kind: 'RayCluster', resource: 'raycluster' },
+  { path: VALIDATE_RAYJOB_PATH, kind: 'RayJob', resource: 'rayjob' },
+  { path: VALIDATE_RAYCRONJOB_PATH, kind: 'RayCronJob', resource: 'raycronjob' },
+];
+// Every admission path passes the body gate and budget.
+const RESOURCE_BY_PATH: ReadonlyMap<string, Resource> = new Map([...ROUTES, ...VALIDATE_ROUTES].map((r) => [r.path, r.resource]));
 
 interface RouteConfig {
   resource?: Resource;
@@ -255,6 +274,29 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     });
   }
 
+  for (const { path, kind, resource } of VALIDATE_ROUTES) {
+    app.post(path, {
+      config: { resource } satisfies RouteConfig,
+      handler: (request, reply) => {
+        const outcome = validate(request.body, kind);
+        const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
+        record.validated(resource, operation, outcome.result, outcome.reason ?? 'none');
+        if (outcome.httpStatus !== 200) {
+          const internal = outcome.httpStatus >= 500;
+          record.error(resource, internal ? 'internal' : 'invalid_review');
+          logger[internal ? 'error' : 'warn']({ ...validationContext(kind, outcome), error: outcome.message }, 'admission request refused');
+        } else if (outcome.result === 'denied') {
+          logger.info({ ...validationContext(kind, outcome), reason: outcome.reason, error: outcome.message }, 'admission denied');
+        } else if (outcome.result === 'warned' && logger.isLevelEnabled('debug')) {
+          logger.debug({ ...validationContext(kind, outcome), warnings: outcome.warnings }, 'admission allowed with warnings');
+        }
+        if (closing) void reply.header('connection', 'close');
+        record.request(resource, operation, (reply.elapsedTime + gate.waitedMs(request.raw)) / 1000);
+        sendAnswer(reply, outcome.httpStatus, outcome.answer);
+      },
+    });
+  }
+
   app.get('/healthz', async () => 'ok\n');
   app.get('/readyz', async (_request, reply) => {
     if (closing) return reply.code(503).send({ status: 'shutting down' });
@@ -278,6 +320,18 @@ function sendAnswer(reply: FastifyReply, status: number, answer: AdmissionReview
 }
 
 function admissionContext(kind: TargetKind, outcome: MutateOutcome) {
+  const request = outcome.request;
+  return {
+    uid: request?.uid,
+    kind,
+    namespace: request?.namespace,
+    name: request?.name ?? generatedName(request?.object),
+    operation: request?.operation ?? 'invalid',
+    dryRun: request?.dryRun,
+  };
+}
+
+function validationContext(kind: ValidateKind, outcome: ValidateOutcome) {
   const request = outcome.request;
   return {
     uid: request?.uid,

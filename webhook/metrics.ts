@@ -4,6 +4,7 @@
 // label hashing, no label validation, no objects) and handed to prom-client only when /metrics is scraped
 // (each metric's collect() / get()). The exposition is the same as with prom-client's own counters.
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { DENIAL_REASONS } from '../src/admission/validate.ts';
 
 export const RESOURCES = ['raycluster', 'rayjob', 'raycronjob'] as const;
 export type Resource = (typeof RESOURCES)[number];
@@ -21,6 +22,12 @@ export const ERROR_REASONS = [
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 
+/** Validating admission results, and the bounded reason of a refusal ("none" when allowed or warned). */
+export const VALIDATION_RESULTS = ['allowed', 'warned', 'denied'] as const;
+export type ValidationResultLabel = (typeof VALIDATION_RESULTS)[number];
+export const VALIDATION_REASONS = ['none', ...DENIAL_REASONS] as const;
+export type ValidationReasonLabel = (typeof VALIDATION_REASONS)[number];
+
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1] as const;
 
 const R = RESOURCES.length;
@@ -33,6 +40,8 @@ export interface AdmissionRecorder {
   request(resource: Resource, operation: MetricOperation, seconds: number): void;
   patched(resource: Resource, operation: MetricOperation): void;
   error(resource: Resource, reason: ErrorReason): void;
+  /** A validating admission answer, by result and (when denied) its reason. */
+  validated(resource: Resource, operation: MetricOperation, result: ValidationResultLabel, reason: ValidationReasonLabel): void;
 }
 
 export interface WebhookMetrics {
@@ -168,6 +177,30 @@ export function createWebhookMetrics(registry: Registry, inFlight: InFlight): We
     ERROR_REASONS,
     errors,
   );
+  const V = VALIDATION_RESULTS.length;
+  const N = VALIDATION_REASONS.length;
+  const validations = new Float64Array(R * O * V * N);
+  new Counter({
+    name: 'raykeeper_webhook_validations_total',
+    help: 'Validating admission answers, by resource, operation, result (allowed, warned, denied) and refusal reason.',
+    labelNames: ['resource', 'operation', 'result', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (let i = 0; i < validations.length; i++) {
+        const v = validations[i]!;
+        if (v === 0) continue;
+        const n = i % N;
+        const res = Math.floor(i / N) % V;
+        const o = Math.floor(i / (N * V)) % O;
+        const r = Math.floor(i / (N * V * O));
+        this.inc(
+          { resource: RESOURCES[r]!, operation: METRIC_OPERATIONS[o]!, result: VALIDATION_RESULTS[res]!, reason: VALIDATION_REASONS[n]! },
+          v,
+        );
+      }
+    },
+  });
   const duration = new DurationHistogram();
   registry.registerMetric(duration as never);
 
@@ -182,6 +215,12 @@ export function createWebhookMetrics(registry: Registry, inFlight: InFlight): We
     },
     error(resource, reason) {
       errors[(resource === 'raycluster' ? 0 : 1) * E + index(ERROR_REASONS, reason)]!++;
+    },
+    validated(resource, operation, result, reason) {
+      const r = resource === 'raycluster' ? 0 : 1;
+      validations[
+        ((r * O + index(METRIC_OPERATIONS, operation)) * V + index(VALIDATION_RESULTS, result)) * N + index(VALIDATION_REASONS, reason)
+      ]!++;
     },
   };
   return {

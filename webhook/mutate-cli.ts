@@ -15,8 +15,8 @@ type Output = (typeof OUTPUTS)[number];
 
 const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] [-f FILE|DIR|-]... [-R] [FILE|DIR|-]...
 
-Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting
-and JSON patch code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
+Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting,
+JSON patch and validation code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
 ray.io/v1 RayCluster, RayJob or RayCronJob is admitted as a CREATE) or AdmissionReview documents (answered as is).
 Other objects pass through untouched.
 
@@ -30,8 +30,10 @@ Options:
   -o, --output F          yaml (default) or json: the objects as they would be stored;
                           patch: one JSON line per object with its JSON patch;
                           review: one JSON line per object with the AdmissionReview answer
-  --check                 print nothing else; one line per object the webhook would change (or refuse),
-                          exit 1 if there is any (CI: "this manifest relies on the webhook")
+  --check                 print nothing else; one line per object the webhook would change or the
+                          validating webhook would deny (KubeRay's reason), exit 1 if there is any
+                          (CI: "this manifest relies on the webhook" / "the cluster would refuse it");
+                          warnings (kubectl would print them) go to stderr
   --storage-namespace NS  the storage namespace to pin instead of a fresh random UUID (reproducible output)
 
 Environment: ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer, as for the webhook.
@@ -149,6 +151,8 @@ export async function run(argv: string[]): Promise<number> {
           continue;
         }
         if (result.refused !== undefined) fail(`${where}: ${result.label}: the webhook would refuse it: ${result.refused}`);
+        if (result.denied !== undefined)
+          process.stderr.write(`raykeeper mutate: ${where}: ${result.label}: the validating webhook would deny it: ${result.denied}\n`);
         for (const warning of result.warnings) process.stderr.write(`raykeeper mutate: ${where}: ${result.label}: warning: ${warning}\n`);
         results.push(result);
       }
@@ -156,10 +160,17 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   if (values.check) {
-    const changed = results.filter((r) => r.refused === undefined && r.patch.length > 0);
-    for (const r of changed) process.stdout.write(changeLine(r) + '\n');
+    let found = 0;
+    for (const r of results) {
+      if (r.refused !== undefined) continue;
+      if (r.denied !== undefined)
+        process.stdout.write(`${r.source}#${r.document} ${r.label}: would be denied by the webhook: ${r.denied}\n`);
+      else if (r.patch.length > 0) process.stdout.write(changeLine(r) + '\n');
+      else continue;
+      found++;
+    }
     if (failed) return 2;
-    return changed.length > 0 ? 1 : 0;
+    return found > 0 ? 1 : 0;
   }
   // Refused documents appear only in the review output (their answer is the refusal).
   const printable = output === 'review' ? results : results.filter((r) => r.refused === undefined);

@@ -1,5 +1,6 @@
 // The webhook without a server, for `raykeeper mutate`: manifests (YAML or JSON, multi-document) or
-// AdmissionReview documents in, what the webhook would answer and store out. Every Ray object goes through
+// AdmissionReview documents in, what the webhook would answer and store out, and what the validating
+// webhook would deny or warn about (src/admission/validate.ts, on the mutated object). Every Ray object goes through
 // src/admission/mutate.ts, the function the HTTPS handler calls: a manifest becomes the CREATE review the
 // API server would send for it. Pure: text in, results out (the CLI does the files and the printing).
 import { randomUuid } from '../src/uuid.ts';
@@ -7,6 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
 import { isJsonObject } from '../src/admission/json.ts';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
+import { validateObject } from '../src/admission/validate.ts';
 import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import type { PatchOperation } from '../src/admission/patch.ts';
@@ -35,6 +37,8 @@ export type DocumentResult =
       label: string;
       /** Refused by the webhook (the answer carries the reason). */
       refused?: string;
+      /** Denied by the validating webhook (after mutation, as the API server calls them): its message. */
+      denied?: string;
     });
 
 /** Splits a source into documents; empty documents (a trailing `---`) are skipped but keep their number. */
@@ -66,8 +70,8 @@ function labelOf(kind: string, object: JsonObject | null | undefined): string {
   return `${kind} ${typeof meta.namespace === 'string' ? `${meta.namespace}/` : ''}${name}`;
 }
 
-function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome: MutateOutcome): DocumentResult {
-  return {
+function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome: MutateOutcome, target?: TargetKind): DocumentResult {
+  const result: DocumentResult = {
     ...ref,
     kind: 'object',
     stored: outcome.defaulted ?? input,
@@ -78,6 +82,12 @@ function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome
     label,
     ...(outcome.error === undefined ? {} : { refused: outcome.error }),
   };
+  // The validating webhook sees the mutated object (the API server calls it after the mutating one).
+  const request = outcome.request;
+  if (target === undefined || outcome.defaulted === undefined || request === undefined || request.subResource !== undefined) return result;
+  const decision = validateObject(target, outcome.defaulted, request.operation === 'UPDATE' ? request.oldObject : null);
+  if (decision.result === 'denied') return { ...result, denied: decision.message ?? 'denied' };
+  return { ...result, warnings: [...result.warnings, ...decision.warnings] };
 }
 
 /** The CREATE review the API server sends for a new object of a mutated kind. */
@@ -131,7 +141,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
         label,
       };
     }
-    return fromOutcome(ref, label, object ?? {}, outcome);
+    return fromOutcome(ref, label, object ?? {}, outcome, target);
   }
   const label = labelOf(value.kind, value);
   const target = targetOf(value.apiVersion, value.kind);
@@ -148,7 +158,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
       label,
     };
   }
-  return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options));
+  return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options), target);
 }
 
 /** `file.yaml#2 RayCluster ray/demo: added finalizer ...; pinned storage namespace ...` */

@@ -54,6 +54,9 @@ import {
   EVENT_UNSUPPORTED_FIELDS,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
+import { isManagedExternally } from '../../src/gcsft/rules.ts';
+import { isDeleting } from '../../src/finalizer.ts';
+import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 
@@ -96,6 +99,8 @@ export class RayClusterOperator {
   private readonly services: Informer<Service>;
   private readonly headless: Informer<Service>;
   readonly expectations: Expectations;
+  /** The last invalid-cluster problem reported per key (one event per distinct problem). */
+  private readonly invalid = new Map<ObjectKey, string>();
   private readonly gate: CreationGate;
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
@@ -170,12 +175,14 @@ export class RayClusterOperator {
     const cached = this.clusters.get(key);
     if (!cached) {
       this.expectations.forget(key);
+      this.invalid.delete(key);
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
     if (this.gate.isClosed(cached.metadata?.uid)) return;
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
+    if (this.refuseInvalid(cluster, key)) return;
     const { pods, services } = this.observed(cluster);
     const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
     const lookup: CacheLookup = (pod) => {
@@ -228,6 +235,29 @@ export class RayClusterOperator {
     if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
     if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
     return undefined;
+  }
+
+  /**
+   * KubeRay's RayCluster controller refuses an invalid cluster before anything else (after managedBy):
+   * a Warning event with its reason, no pods, no status write. The validating webhook refuses such an
+   * object at admission; this catches those admitted while it was down. One event per distinct problem.
+   */
+  private refuseInvalid(cluster: RayCluster, key: ObjectKey): boolean {
+    if (isManagedExternally(cluster) || isDeleting(cluster)) return false;
+    const problem = validateRayCluster(cluster, { status: true });
+    if (problem === undefined) {
+      this.invalid.delete(key);
+      return false;
+    }
+    if (this.invalid.get(key) !== problem.message) {
+      this.invalid.set(key, problem.message);
+      this.ctx.events.event(cluster, 'Warning', problem.eventReason, problem.message);
+      this.ctx.logger.info(
+        { cluster: key, reason: problem.eventReason, error: problem.message },
+        'raycluster operator: invalid cluster, not reconciled',
+      );
+    }
+    return true;
   }
 
   private async applyServices(cluster: RayCluster, p: Plan): Promise<void> {

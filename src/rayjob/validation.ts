@@ -2,16 +2,8 @@
 // ValidateRayJobStatus, and the parts of ValidateRayClusterSpec that concern a RayJob's cluster).
 // Pure: returns the first problem, as KubeRay does, with the event reason KubeRay uses for it.
 import { parse as parseYaml } from 'yaml';
-import { isGcsFtEnabled } from '../gcsft/rules.ts';
-import {
-  ENV_REDIS_ADDRESS,
-  ENV_REDIS_PASSWORD,
-  ENV_REDIS_USERNAME,
-  EXTERNAL_STORAGE_NAMESPACE_ANNOTATION,
-  FT_ENABLED_ANNOTATION,
-} from '../names.ts';
 import type { RayClusterSpec, RayJob } from '../types.ts';
-import type { Container } from '../../kube/model.ts';
+import { validateRayClusterSpec } from '../raycluster/validation.ts';
 import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
 import { validateDeletionConfiguration } from './deletion.ts';
@@ -50,46 +42,9 @@ function isInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value);
 }
 
-function hasEnv(container: Container | undefined, name: string): boolean {
-  return (container?.env ?? []).some((e) => e.name === name);
-}
-
-/** The RayCluster rules that can make a RayJob's rayClusterSpec unusable (the GCS FT ones matter to us). */
+/** KubeRay's ValidateRayClusterSpec on a RayJob's rayClusterSpec, with the RayJob's annotations (src/raycluster/validation.ts). */
 export function validateRayClusterSpecForJob(spec: RayClusterSpec, annotations: Record<string, string>): string | undefined {
-  const containers = spec.headGroupSpec?.template?.spec?.containers ?? [];
-  if (containers.length === 0) return 'headGroupSpec should have at least one container';
-  for (const group of spec.workerGroupSpecs ?? []) {
-    const template = group['template'] as { spec?: { containers?: unknown[] } } | undefined;
-    if ((template?.spec?.containers ?? []).length === 0) return 'workerGroupSpec should have at least one container';
-  }
-  const subject = { metadata: { annotations }, spec };
-  // KubeRay rejects any non-empty annotation value (even "false") next to the options.
-  if ((annotations[FT_ENABLED_ANNOTATION] ?? '') !== '' && spec.gcsFaultToleranceOptions != null) {
-    return 'ray.io/ft-enabled annotation and GcsFaultToleranceOptions are both set. Please use only GcsFaultToleranceOptions to configure GCS fault tolerance';
-  }
-  const head = containers[0];
-  if (!isGcsFtEnabled(subject) && hasEnv(head, ENV_REDIS_ADDRESS)) {
-    return `${ENV_REDIS_ADDRESS} is set which implicitly enables GCS fault tolerance, but GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions to enable GCS fault tolerance`;
-  }
-  const params = spec.headGroupSpec?.rayStartParams ?? {};
-  if (spec.gcsFaultToleranceOptions != null) {
-    if ((params['redis-password'] ?? '') !== '') {
-      return 'cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead';
-    }
-    if (hasEnv(head, ENV_REDIS_PASSWORD)) {
-      return 'cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead';
-    }
-    if (hasEnv(head, ENV_REDIS_ADDRESS)) {
-      return 'cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisAddress instead';
-    }
-    if ((annotations[EXTERNAL_STORAGE_NAMESPACE_ANNOTATION] ?? '') !== '') {
-      return 'cannot set `ray.io/external-storage-namespace` annotation when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead';
-    }
-  }
-  if ((params['redis-username'] ?? '') !== '' || hasEnv(head, ENV_REDIS_USERNAME)) {
-    return 'cannot set redis username in rayStartParams or environment variables - use GcsFaultToleranceOptions.RedisUsername instead';
-  }
-  return undefined;
+  return validateRayClusterSpec(spec, annotations);
 }
 
 /** Whether the submitter pod template brings its own command (then no entrypoint is needed). */
@@ -159,6 +114,9 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
     return invalid(`entrypoint is required in ${mode}`);
   }
   if (spec.rayClusterSpec !== undefined && spec.rayClusterSpec !== null) {
+    if ((spec.rayClusterSpec['authOptions'] as { enableK8sTokenAuth?: unknown } | undefined)?.enableK8sTokenAuth === true) {
+      return invalid('K8s token auth mode is currently not supported for RayJob');
+    }
     const problem = validateRayClusterSpecForJob(spec.rayClusterSpec, job.metadata.annotations ?? {});
     if (problem !== undefined) return invalid(problem);
   }

@@ -47,10 +47,12 @@ t.test('the overlay installs raykeeper with the generated certificate', async (t
   const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'raykeeper-webhook-tls');
   t.equal(Buffer.from(secret?.data?.['tls.crt'] ?? '', 'base64').toString(), readFileSync(join(dir, 'certs', 'tls.crt'), 'utf8'));
   t.equal(Buffer.from(secret?.data?.['tls.key'] ?? '', 'base64').toString(), readFileSync(join(dir, 'certs', 'tls.key'), 'utf8'));
-  const config = objects.find((o) => o.kind === 'MutatingWebhookConfiguration');
-  t.equal(config?.webhooks?.length, 3);
-  for (const hook of config?.webhooks ?? [])
-    t.equal(Buffer.from(hook.clientConfig.caBundle, 'base64').toString(), ca, 'caBundle is our CA');
+  for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+    const config = objects.find((o) => o.kind === kind);
+    t.equal(config?.webhooks?.length, 3, `${kind}: three webhooks`);
+    for (const hook of config?.webhooks ?? [])
+      t.equal(Buffer.from(hook.clientConfig.caBundle, 'base64').toString(), ca, `${kind}: caBundle is our CA`);
+  }
   t.ok(
     objects.some((o) => o.kind === 'CustomResourceDefinition'),
     'default base includes the CRDs',

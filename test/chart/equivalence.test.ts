@@ -43,8 +43,8 @@ t.test('default values = manifests/base', async (t) => {
     "selectors are the kustomize tree's (an upgrade from it keeps the Pods)",
   );
   t.same(Object.keys(find(chart, 'Secret', 'raykeeper-webhook-tls').data).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
-  for (const w of find(chart, 'MutatingWebhookConfiguration', 'raykeeper').webhooks)
-    t.ok(w.clientConfig.caBundle.length > 100, `${w.name}: a caBundle`);
+  for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'])
+    for (const w of find(chart, kind, 'raykeeper').webhooks) t.ok(w.clientConfig.caBundle.length > 100, `${w.name}: a caBundle`);
 });
 
 t.test('controller.secretReader.enabled = manifests/base + manifests/optional/controller-secret-reader', async (t) => {
@@ -80,10 +80,10 @@ t.test("certs.mode provided with `raykeeper certs generate` output = its --kusto
   const chart = template({ certs: { mode: 'provided', provided: { secretName: 'raykeeper-webhook-tls', caBundle } } });
   const kz = kustomize(overlay);
   const bundles = (objs: KubeObject[]) =>
-    find(objs, 'MutatingWebhookConfiguration', 'raykeeper').webhooks.map(
-      (w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle,
+    ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'].flatMap((kind) =>
+      find(objs, kind, 'raykeeper').webhooks.map((w: { clientConfig: { caBundle: string } }) => w.clientConfig.caBundle),
     );
-  t.same(bundles(chart), [caBundle, caBundle, caBundle], 'the chart trusts the given CA');
+  t.same(bundles(chart), Array(6).fill(caBundle), 'the chart trusts the given CA (both configurations)');
   t.same(bundles(kz), bundles(chart), 'as the overlay does');
   t.same(normalise(chart), normalise(kz.filter((o) => o.kind !== 'Secret')), 'the rest is the same');
 });

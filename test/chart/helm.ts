@@ -125,7 +125,7 @@ export function normalise(objects: KubeObject[]): KubeObject[] {
       if (o.kind === 'Secret' && o.type === 'kubernetes.io/tls') {
         o.data = { 'tls.crt': '', 'tls.key': '' };
       }
-      if (o.kind === 'MutatingWebhookConfiguration') {
+      if (o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration') {
         for (const w of o.webhooks as Array<{ clientConfig: { caBundle?: string } }>) w.clientConfig.caBundle = '';
       }
       return o;

@@ -476,3 +476,33 @@ async function installStandInCrds(kube: KubeClient): Promise<void> {
     crds.map(([g, , p]) => `${p}.${g}`),
   );
 }
+
+t.test('the ValidatingWebhookConfiguration follows the mutating one in all three certificate modes', async (t) => {
+  const generated = template({}, { namespace: 'ops' });
+  const secret = find(generated, 'Secret', 'raykeeper-webhook-tls');
+  const vwc = find(generated, 'ValidatingWebhookConfiguration');
+  t.same(
+    vwc.webhooks.map((w: any) => [w.name, w.clientConfig.service.path, w.rules[0].operations]),
+    [
+      ['raycluster.validate.raykeeper.io', '/validate-ray-io-v1-raycluster', ['CREATE', 'UPDATE']],
+      ['rayjob.validate.raykeeper.io', '/validate-ray-io-v1-rayjob', ['CREATE', 'UPDATE']],
+      ['raycronjob.validate.raykeeper.io', '/validate-ray-io-v1-raycronjob', ['CREATE', 'UPDATE']],
+    ],
+  );
+  for (const w of vwc.webhooks) {
+    t.equal(w.clientConfig.caBundle, secret.data['ca.crt'], `generate: ${w.name} trusts the Secret's CA`);
+    t.equal(w.failurePolicy, 'Ignore');
+    t.equal(w.sideEffects, 'None');
+    t.same(w.namespaceSelector, find(generated, 'MutatingWebhookConfiguration').webhooks[0].namespaceSelector);
+  }
+  for (const w of find(template(MODES.provided), 'ValidatingWebhookConfiguration').webhooks)
+    t.equal(w.clientConfig.caBundle, (MODES.provided as any).certs.provided.caBundle, `provided: ${w.name}`);
+  const injected = find(template(MODES.certManager), 'ValidatingWebhookConfiguration');
+  t.equal(injected.metadata.annotations['cert-manager.io/inject-ca-from'], 'raykeeper-system/raykeeper-webhook');
+  for (const w of injected.webhooks) t.notOk('caBundle' in w.clientConfig, `certManager: ${w.name} left to the injector`);
+  t.same(
+    find(template(MODES.companion), 'ValidatingWebhookConfiguration').webhooks.map((w: any) => w.name),
+    ['raycluster.validate.raykeeper.io'],
+    'companion: RayCluster only, as the mutating one',
+  );
+});

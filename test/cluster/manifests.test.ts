@@ -56,12 +56,21 @@ t.test('the kustomizations render: default = crds + base; base has no CRDs', asy
     'Service',
     'PodDisruptionBudget',
     'MutatingWebhookConfiguration',
+    'ValidatingWebhookConfiguration',
     'Secret',
   ]) {
     t.ok(kinds.has(k), `has a ${k}`);
   }
   for (const o of rendered.filter(
-    (x) => !['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration'].includes(x.kind),
+    (x) =>
+      ![
+        'Namespace',
+        'CustomResourceDefinition',
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'MutatingWebhookConfiguration',
+        'ValidatingWebhookConfiguration',
+      ].includes(x.kind),
   )) {
     t.equal(o.metadata.namespace, SYSTEM_NS, `${o.kind}/${o.metadata.name} lives in ${SYSTEM_NS}`);
   }
@@ -134,6 +143,36 @@ t.test('MutatingWebhookConfiguration: v1 reviews, no side effects, system namesp
   t.match(doc, /failurePolicy: Ignore, on purpose/, 'the failurePolicy choice is justified where it is set');
 });
 
+t.test(
+  'ValidatingWebhookConfiguration: KubeRay paths, CREATE and UPDATE, same service, selector and Ignore as the mutating one',
+  async (t) => {
+    const vwc = find(rendered, 'ValidatingWebhookConfiguration', 'raykeeper');
+    const mwc = find(rendered, 'MutatingWebhookConfiguration', 'raykeeper');
+    const byPath = Object.fromEntries(vwc.webhooks.map((w: any) => [w.clientConfig.service.path, w]));
+    t.same(Object.keys(byPath).sort(), ['/validate-ray-io-v1-raycluster', '/validate-ray-io-v1-raycronjob', '/validate-ray-io-v1-rayjob']);
+    for (const w of vwc.webhooks) {
+      t.same(w.admissionReviewVersions, ['v1']);
+      t.equal(w.sideEffects, 'None');
+      t.equal(w.failurePolicy, 'Ignore');
+      t.equal(w.matchPolicy, 'Equivalent');
+      t.equal(w.timeoutSeconds, mwc.webhooks[0].timeoutSeconds);
+      t.same(w.clientConfig.service, { ...mwc.webhooks[0].clientConfig.service, path: w.clientConfig.service.path });
+      t.same(w.namespaceSelector, mwc.webhooks[0].namespaceSelector);
+    }
+    for (const [path, resource] of [
+      ['/validate-ray-io-v1-raycluster', 'rayclusters'],
+      ['/validate-ray-io-v1-rayjob', 'rayjobs'],
+      ['/validate-ray-io-v1-raycronjob', 'raycronjobs'],
+    ]) {
+      t.same(byPath[path!].rules, [
+        { apiGroups: ['ray.io'], apiVersions: ['v1'], resources: [resource], operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' },
+      ]);
+    }
+    const doc = readFileSync(join(REPO_ROOT, 'manifests/base/validatingwebhookconfiguration.yaml'), 'utf8');
+    t.match(doc, /failurePolicy: Ignore, on purpose/, 'the failurePolicy choice is justified where it is set');
+  },
+);
+
 t.test('every object is accepted by the real API server; Pods meet the restricted profile', async (t) => {
   const cp = await getControlPlane();
   const kube = new KubeClient(cp.kubeConfig());
@@ -152,8 +191,8 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
       `${o.kind}/${o.metadata.name}: no PodSecurity or deprecation warning`,
     );
   }
-  // Then for real, except the webhook configuration (it would intercept other tests' RayClusters).
-  for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration')) {
+  // Then for real, except the webhook configurations (they would intercept other tests' RayClusters).
+  for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration' && x.kind !== 'ValidatingWebhookConfiguration')) {
     await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   }
   const stored = await kube.get<any>({

@@ -224,6 +224,7 @@ t.test(
     // The manifests/ install steps aside (its webhook configuration goes, its pods scale to 0); CRDs stay.
     for (const args of [
       ['delete', 'mutatingwebhookconfiguration', 'raykeeper'],
+      ['delete', 'validatingwebhookconfiguration', 'raykeeper'],
       ['-n', SYSTEM_NAMESPACE, 'scale', 'deployment', 'raykeeper-webhook', 'raykeeper-controller', '--replicas=0'],
     ]) {
       const r = kubectl(env.kubeconfig, args);
@@ -307,6 +308,7 @@ t.test(
     }
     for (const path of [
       '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
       '/apis/rbac.authorization.k8s.io/v1/clusterroles',
       '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
     ]) {

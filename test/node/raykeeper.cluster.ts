@@ -1,5 +1,6 @@
 // raykeeper installed on the real node as an admin installs it (`raykeeper dev --kubelet`): the webhook's
-// pods Ready behind their Service and called by the API server through the MutatingWebhookConfiguration;
+// pods Ready behind their Service and called by the API server through the MutatingWebhookConfiguration
+// and the ValidatingWebhookConfiguration;
 // a RayCluster's deletion runs our cleanup Job as a pod of our image against the in-cluster Redis; the
 // controller's leadership moves when the leader pod is deleted. Needs root (`npm run test:cluster`).
 import { readFileSync } from 'node:fs';
@@ -92,6 +93,45 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
   }>({ ...RAYCLUSTERS, namespace: NS }, { ...sample, metadata: { name: 'pinned' } });
   t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
   t.match(created.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
+
+  // The validating webhook, by the same Service: kubectl sees KubeRay's reason, a warning, a refused UPDATE.
+  const invalid = structuredClone(sample) as {
+    metadata: Record<string, unknown>;
+    spec: { workerGroupSpecs?: Array<Record<string, unknown>> };
+  };
+  invalid.metadata = { name: 'invalid', namespace: NS };
+  const worker = invalid.spec.workerGroupSpecs?.[0];
+  if (worker) Object.assign(worker, { minReplicas: 3, maxReplicas: 1 });
+  const refused = kubectl(env.kubeconfig, ['create', '-f', '-'], JSON.stringify(invalid));
+  t.not(refused.status, 0, 'kubectl create of an invalid RayCluster fails');
+  t.match(
+    refused.stderr,
+    /admission webhook "raycluster.validate.raykeeper.io" denied the request: The RayCluster spec is invalid: worker group/,
+  );
+  const warned = structuredClone(sample) as { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+  warned.metadata = { name: 'warned', namespace: NS };
+  warned.spec.autoscalerOptions = { version: 'v2' };
+  delete warned.spec.gcsFaultToleranceOptions; // no Redis data, no cleanup to wait for
+  const accepted = kubectl(env.kubeconfig, ['create', '-f', '-'], JSON.stringify(warned));
+  t.equal(accepted.status, 0, accepted.stderr);
+  t.match(
+    accepted.stderr,
+    /Warning: spec.autoscalerOptions is set but spec.enableInTreeAutoscaling is not true/,
+    'kubectl prints the warning',
+  );
+  const moved = kubectl(env.kubeconfig, [
+    '-n',
+    NS,
+    'patch',
+    'raycluster',
+    'pinned',
+    '--type=merge',
+    '-p',
+    '{"spec":{"gcsFaultToleranceOptions":{"externalStorageNamespace":"elsewhere"}}}',
+  ]);
+  t.not(moved.status, 0, 'a storage namespace change is refused');
+  t.match(moved.stderr, /cannot change the storage namespace/);
+  t.equal(kubectl(env.kubeconfig, ['-n', NS, 'delete', 'raycluster', 'warned', '--wait=false']).status, 0);
 });
 
 t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against the in-cluster Redis', async (t) => {

@@ -313,3 +313,32 @@ t.test('fields we do not implement: an event and a condition; token auth refused
   tt.equal((await pods(e, 'ray.io/cluster=foreign')).length, 0, 'managedBy MultiKueue: hands off');
   tt.same((await getCluster(e, 'foreign'))?.status ?? {}, {}, 'and no status written');
 });
+
+t.test(
+  'an invalid cluster (admitted while the validating webhook was down): KubeRay event, no pods, no status; fixed, it runs',
+  async (tt) => {
+    const e = await env(tt);
+    await operator(tt, e);
+    const bad = kuberaySample();
+    bad.metadata.name = 'invalid';
+    const group = bad.spec!.workerGroupSpecs![0]!;
+    group.minReplicas = 3;
+    group.maxReplicas = 1;
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, bad);
+    const [event] = await until(async () => {
+      const ev = await events(e, 'InvalidRayClusterSpec');
+      return ev.length > 0 ? ev : undefined;
+    }, 'the InvalidRayClusterSpec event');
+    tt.equal(event?.type, 'Warning');
+    tt.equal(event?.message, 'The RayCluster spec is invalid: worker group workergroup has minReplicas 3 greater than maxReplicas 1');
+    tt.equal((await pods(e, 'ray.io/cluster=invalid')).length, 0, 'no pods');
+    tt.same((await getCluster(e, 'invalid'))?.status ?? {}, {}, 'no status written');
+    await e.kube.patch(
+      { ...RAYCLUSTERS, namespace: e.ns.name, name: 'invalid' },
+      [{ op: 'replace', path: '/spec/workerGroupSpecs/0/minReplicas', value: 1 }],
+      'application/json-patch+json',
+    );
+    await until(async () => (await pods(e, 'ray.io/cluster=invalid')).length === 2, 'head and worker once the spec is valid');
+    tt.equal((await events(e, 'InvalidRayClusterSpec')).length, 1, 'one event for the problem');
+  },
+);

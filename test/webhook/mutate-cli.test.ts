@@ -42,7 +42,7 @@ const JOB_JSON = JSON.stringify({
   apiVersion: 'ray.io/v1',
   kind: 'RayJob',
   metadata: { name: 'job', namespace: 'ray' },
-  spec: { entrypoint: 'python x.py' },
+  spec: { entrypoint: 'python x.py', clusterSelector: { 'ray.io/cluster': 'demo' } },
 });
 
 const mixed = join(dir, 'mixed.yaml');
@@ -238,4 +238,48 @@ t.test('through the binary: stdin with -, usage errors exit 2', async (t) => {
   t.match(missing.stderr, /nope\.yaml: ENOENT/);
   const help = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8', timeout: 30_000 });
   t.match(help.stdout, /^\s+mutate\s+\S/m);
+});
+
+t.test('--check reports what the validating webhook would deny (exit 1) and its warnings (stderr)', async (t) => {
+  const invalid = join(dir, 'invalid.yaml');
+  writeFileSync(
+    invalid,
+    `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: bad, namespace: ray}
+spec:
+  headGroupSpec:
+    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
+  workerGroupSpecs:
+    - groupName: small
+      minReplicas: 3
+      maxReplicas: 1
+      template: {spec: {containers: [{name: ray-worker}]}}
+`,
+  );
+  const res = await mutateCmd(['--check', invalid]);
+  t.equal(res.code, 1);
+  t.match(
+    res.stdout,
+    /invalid.yaml#1 RayCluster ray\/bad: would be denied by the webhook: The RayCluster spec is invalid: worker group small has minReplicas 3 greater than maxReplicas 1/,
+  );
+  const warned = join(dir, 'warned.yaml');
+  writeFileSync(
+    warned,
+    `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: warned, namespace: ray}
+spec:
+  autoscalerOptions: {version: v2}
+  headGroupSpec:
+    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
+`,
+  );
+  const ok = await mutateCmd(['--check', warned]);
+  t.equal(ok.code, 0, 'a warning alone is not a finding');
+  t.equal(ok.stdout, '');
+  t.match(
+    ok.stderr,
+    /warned.yaml: document 1: RayCluster ray\/warned: warning: spec.autoscalerOptions is set but spec.enableInTreeAutoscaling is not true/,
+  );
 });

@@ -1,0 +1,106 @@
+// UPDATE rules that protect data, decided from the old and the new object alone. Pure.
+//
+// - spec.managedBy (RayCluster, RayJob) is immutable, as KubeRay's CRD declares (`self == oldSelf`); we
+//   also refuse setting or removing it on an existing object: either hands a running cluster (and its
+//   Redis data) from one controller to another mid-flight.
+// - While a RayCluster runs GCS fault tolerance with Redis (the OLD object), its storage namespace
+//   (options field, annotation, or the UID default), its Redis address (options.redisAddress, or the head's
+//   RAY_REDIS_ADDRESS in annotation mode) and its backend (including turning GCS FT off) stay as they are:
+//   the GCS data already in Redis is keyed by them, and a change would orphan it (the cleanup on deletion
+//   would look elsewhere). The answer says what to do instead: delete the cluster and create it again.
+// The validating webhook runs after the mutating one, which restores a pinned namespace an UPDATE drops
+// (./raycluster.ts), so such an update arrives here unchanged and passes.
+import { explicitStorageNamespace, isGcsFtEnabled, storageNamespace, usesRedisBackend, type FtSubject } from '../gcsft/rules.ts';
+import { ENV_REDIS_ADDRESS, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, KUBERAY_MANAGER } from '../names.ts';
+import type { RayCluster } from '../types.ts';
+
+export const MULTIKUEUE_MANAGER = 'kueue.x-k8s.io/multikueue';
+
+export interface UpdateProblem {
+  reason: 'immutable_field' | 'gcs_ft_storage';
+  message: string;
+}
+
+function managedBy(obj: { spec?: unknown } | null | undefined): string | undefined {
+  const spec = obj?.spec;
+  if (spec === null || typeof spec !== 'object') return undefined;
+  const value = (spec as { managedBy?: unknown }).managedBy;
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** KubeRay's CRD rule on the value (our CRD carries no enum, so the webhook checks it). */
+export function managedByValueProblem(obj: { spec?: unknown }): string | undefined {
+  const value = managedBy(obj);
+  if (value === undefined || value === KUBERAY_MANAGER || value === MULTIKUEUE_MANAGER) return undefined;
+  return `spec.managedBy: Invalid value: ${JSON.stringify(value)}: the managedBy field value must be either '${KUBERAY_MANAGER}' or '${MULTIKUEUE_MANAGER}'`;
+}
+
+export function managedByChange(oldObject: { spec?: unknown }, newObject: { spec?: unknown }): UpdateProblem | undefined {
+  const before = managedBy(oldObject);
+  const after = managedBy(newObject);
+  if (before === after) return undefined;
+  const show = (v: string | undefined) => (v === undefined ? 'unset' : JSON.stringify(v));
+  return {
+    reason: 'immutable_field',
+    message: `spec.managedBy: Invalid value: ${show(after)}: the managedBy field is immutable (it is ${show(before)}); delete the object and create it again to hand it to another controller`,
+  };
+}
+
+function headRedisAddress(cluster: RayCluster): string | undefined {
+  const env = cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.env;
+  const entry = Array.isArray(env) ? env.find((e) => e?.name === ENV_REDIS_ADDRESS) : undefined;
+  if (entry === undefined) return undefined;
+  return entry.valueFrom !== undefined ? JSON.stringify(entry.valueFrom) : (entry.value ?? '');
+}
+
+function redisAddress(cluster: RayCluster): string | undefined {
+  const fromOptions = cluster.spec?.gcsFaultToleranceOptions?.redisAddress;
+  if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
+  return headRedisAddress(cluster);
+}
+
+function backend(cluster: RayCluster): string {
+  if (!isGcsFtEnabled(cluster)) return 'none (GCS fault tolerance off)';
+  return usesRedisBackend(cluster) ? 'redis' : String(cluster.spec?.gcsFaultToleranceOptions?.backend);
+}
+
+/** Where the explicit namespace of this object lives, for the message. */
+function namespaceField(cluster: FtSubject): string {
+  const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
+  if (typeof options === 'string' && options !== '') return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
+  if (explicitStorageNamespace(cluster) !== undefined) return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
+  return 'the storage namespace (default: the RayCluster UID)';
+}
+
+const INSTEAD =
+  'GCS data already in Redis is keyed by it and would be orphaned. To change it, delete the RayCluster (raykeeper cleans its Redis data) and create it again with the new value';
+
+export function gcsFtStorageChange(oldCluster: RayCluster, newCluster: RayCluster): UpdateProblem | undefined {
+  if (!usesRedisBackend(oldCluster)) return undefined;
+  const show = (v: string | undefined) => (v === undefined ? 'unset' : JSON.stringify(v));
+  const beforeNs = storageNamespace(oldCluster);
+  const afterNs = storageNamespace(newCluster);
+  if (beforeNs !== afterNs) {
+    return {
+      reason: 'gcs_ft_storage',
+      message: `${namespaceField(oldCluster)}: cannot change the storage namespace of a GCS fault-tolerant RayCluster from ${show(beforeNs)} to ${show(afterNs)}: ${INSTEAD}`,
+    };
+  }
+  const beforeBackend = backend(oldCluster);
+  const afterBackend = backend(newCluster);
+  if (beforeBackend !== afterBackend) {
+    return {
+      reason: 'gcs_ft_storage',
+      message: `spec.gcsFaultToleranceOptions.backend: cannot change the GCS storage backend of a GCS fault-tolerant RayCluster from ${beforeBackend} to ${afterBackend}: ${INSTEAD}`,
+    };
+  }
+  const beforeAddress = redisAddress(oldCluster);
+  const afterAddress = redisAddress(newCluster);
+  if (beforeAddress !== afterAddress) {
+    return {
+      reason: 'gcs_ft_storage',
+      message: `spec.gcsFaultToleranceOptions.redisAddress: cannot change the Redis address of a GCS fault-tolerant RayCluster from ${show(beforeAddress)} to ${show(afterAddress)}: ${INSTEAD}`,
+    };
+  }
+  return undefined;
+}
