@@ -207,7 +207,7 @@ t.test(
     // may not have joined yet: the entrypoint sees the head's CPU, or the head's and the worker's.
     const logs = kubectl(env.kubeconfig, ['logs', '-n', 'default', head?.metadata.name ?? '', '-c', 'ray-job-submitter']);
     t.equal(logs.status, 0, logs.stderr);
-    t.match(logs.stdout, /'CPU': [12]\.0/, "the entrypoint ran in the cluster and printed its resources");
+    t.match(logs.stdout, /'CPU': [12]\.0/, 'the entrypoint ran in the cluster and printed its resources');
     t.match(logs.stdout, /succeeded/i, "ray job submit reported the job's success");
 
     const d = kubectl(env.kubeconfig, ['delete', 'rayjob', 'rayjob-sidecar', '--wait=false']);
