@@ -206,18 +206,18 @@ export function createWebhookMetrics(registry: Registry, inFlight: InFlight): We
 
   const record: AdmissionRecorder = {
     request(resource, operation, seconds) {
-      const r = resource === 'raycluster' ? 0 : 1;
+      const r = index(RESOURCES, resource);
       requests[r * O + index(METRIC_OPERATIONS, operation)]!++;
       duration.observe(r, seconds);
     },
     patched(resource, operation) {
-      patches[(resource === 'raycluster' ? 0 : 1) * O + index(METRIC_OPERATIONS, operation)]!++;
+      patches[index(RESOURCES, resource) * O + index(METRIC_OPERATIONS, operation)]!++;
     },
     error(resource, reason) {
-      errors[(resource === 'raycluster' ? 0 : 1) * E + index(ERROR_REASONS, reason)]!++;
+      errors[index(RESOURCES, resource) * E + index(ERROR_REASONS, reason)]!++;
     },
     validated(resource, operation, result, reason) {
-      const r = resource === 'raycluster' ? 0 : 1;
+      const r = index(RESOURCES, resource);
       validations[
         ((r * O + index(METRIC_OPERATIONS, operation)) * V + index(VALIDATION_RESULTS, result)) * N + index(VALIDATION_REASONS, reason)
       ]!++;

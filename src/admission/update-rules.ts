@@ -10,8 +10,10 @@
 //   would look elsewhere). The answer says what to do instead: delete the cluster and create it again.
 // The validating webhook runs after the mutating one, which restores a pinned namespace an UPDATE drops
 // (./raycluster.ts), so such an update arrives here unchanged and passes.
-import { explicitStorageNamespace, isGcsFtEnabled, storageNamespace, usesRedisBackend, type FtSubject } from '../gcsft/rules.ts';
-import { ENV_REDIS_ADDRESS, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, KUBERAY_MANAGER } from '../names.ts';
+import { explicitStorageNamespace, isGcsFtEnabled, usesRedisBackend, type FtSubject } from '../gcsft/rules.ts';
+import { cleanupEnv } from '../gcsft/redis-env.ts';
+import { redactAddress } from '../redis/address.ts';
+import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, KUBERAY_MANAGER } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 
 export const MULTIKUEUE_MANAGER = 'kueue.x-k8s.io/multikueue';
@@ -46,17 +48,15 @@ export function managedByChange(oldObject: { spec?: unknown }, newObject: { spec
   };
 }
 
-function headRedisAddress(cluster: RayCluster): string | undefined {
-  const env = cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.env;
-  const entry = Array.isArray(env) ? env.find((e) => e?.name === ENV_REDIS_ADDRESS) : undefined;
+/**
+ * One entry of the cluster's Redis env as the head pod and the cleanup see it (src/gcsft/redis-env.ts: the
+ * head container's own entry wins where KubeRay keeps it), as a comparable string: a value, or the JSON of
+ * its valueFrom (a secretKeyRef names a Secret, never its content).
+ */
+function redisEnv(cluster: RayCluster, name: string): string | undefined {
+  const entry = cleanupEnv(cluster).find((e) => e.name === name);
   if (entry === undefined) return undefined;
   return entry.valueFrom !== undefined ? JSON.stringify(entry.valueFrom) : (entry.value ?? '');
-}
-
-function redisAddress(cluster: RayCluster): string | undefined {
-  const fromOptions = cluster.spec?.gcsFaultToleranceOptions?.redisAddress;
-  if (typeof fromOptions === 'string' && fromOptions !== '') return fromOptions;
-  return headRedisAddress(cluster);
 }
 
 function backend(cluster: RayCluster): string {
@@ -66,6 +66,9 @@ function backend(cluster: RayCluster): string {
 
 /** Where the explicit namespace of this object lives, for the message. */
 function namespaceField(cluster: FtSubject): string {
+  const head = cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.env;
+  if (Array.isArray(head) && head.some((e) => e?.name === ENV_STORAGE_NAMESPACE))
+    return `spec.headGroupSpec.template.spec.containers[0].env[${ENV_STORAGE_NAMESPACE}]`;
   const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
   if (typeof options === 'string' && options !== '') return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
   if (explicitStorageNamespace(cluster) !== undefined) return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
@@ -78,8 +81,8 @@ const INSTEAD =
 export function gcsFtStorageChange(oldCluster: RayCluster, newCluster: RayCluster): UpdateProblem | undefined {
   if (!usesRedisBackend(oldCluster)) return undefined;
   const show = (v: string | undefined) => (v === undefined ? 'unset' : JSON.stringify(v));
-  const beforeNs = storageNamespace(oldCluster);
-  const afterNs = storageNamespace(newCluster);
+  const beforeNs = redisEnv(oldCluster, ENV_STORAGE_NAMESPACE);
+  const afterNs = redisEnv(newCluster, ENV_STORAGE_NAMESPACE);
   if (beforeNs !== afterNs) {
     return {
       reason: 'gcs_ft_storage',
@@ -94,12 +97,15 @@ export function gcsFtStorageChange(oldCluster: RayCluster, newCluster: RayCluste
       message: `spec.gcsFaultToleranceOptions.backend: cannot change the GCS storage backend of a GCS fault-tolerant RayCluster from ${beforeBackend} to ${afterBackend}: ${INSTEAD}`,
     };
   }
-  const beforeAddress = redisAddress(oldCluster);
-  const afterAddress = redisAddress(newCluster);
+  const beforeAddress = redisEnv(oldCluster, ENV_REDIS_ADDRESS);
+  const afterAddress = redisEnv(newCluster, ENV_REDIS_ADDRESS);
   if (beforeAddress !== afterAddress) {
+    // An address may carry a user and password (redis://user:pass@host): the message reaches kubectl, the
+    // audit log and our log, so it shows them redacted, as everywhere else.
+    const shown = (v: string | undefined) => show(v === undefined ? v : redactAddress(v));
     return {
       reason: 'gcs_ft_storage',
-      message: `spec.gcsFaultToleranceOptions.redisAddress: cannot change the Redis address of a GCS fault-tolerant RayCluster from ${show(beforeAddress)} to ${show(afterAddress)}: ${INSTEAD}`,
+      message: `spec.gcsFaultToleranceOptions.redisAddress: cannot change the Redis address of a GCS fault-tolerant RayCluster from ${shown(beforeAddress)} to ${shown(afterAddress)}: ${INSTEAD}`,
     };
   }
   return undefined;

@@ -216,6 +216,27 @@ const rows: Row[] = [
     /redisAddress: cannot change the Redis address/,
   ],
   [
+    'redisAddress with credentials changed: the message shows them redacted',
+    'RayCluster',
+    'UPDATE',
+    withSpec(ftCluster, (s) => ((s.gcsFaultToleranceOptions as JsonObject).redisAddress = 'redis://admin:s3cret-2@other:6379')),
+    withSpec(ftCluster, (s) => ((s.gcsFaultToleranceOptions as JsonObject).redisAddress = 'redis://admin:s3cret-1@redis:6379')),
+    'denied',
+    /from "redis:\/\/\*\*\*@redis:6379" to "redis:\/\/\*\*\*@other:6379"/,
+  ],
+  [
+    "the head container's own storage namespace env changed (it wins over the options: KubeRay keeps it)",
+    'RayCluster',
+    'UPDATE',
+    withSpec(ftCluster, (s) => {
+      const head = ((s.headGroupSpec as JsonObject).template as JsonObject).spec as JsonObject;
+      (head.containers as JsonObject[])[0]!.env = [{ name: 'RAY_external_storage_namespace', value: 'moved' }];
+    }),
+    ftCluster,
+    'denied',
+    /containers\[0\]\.env\[RAY_external_storage_namespace\]|from "pinned-1" to "moved"/,
+  ],
+  [
     'backend changed to rocksdb',
     'RayCluster',
     'UPDATE',
@@ -283,6 +304,7 @@ const rows: Row[] = [
 t.test('decisions', async (t) => {
   for (const [name, kind, op, object, old, result, match] of rows) {
     const outcome = validate(review(kind, op, object, old), kind);
+    t.notMatch(JSON.stringify(outcome.answer), /s3cret/, `${name}: no password in the answer`);
     t.equal(outcome.result, result, `${name}: result`);
     t.equal(outcome.answer.response.uid, UID, `${name}: uid`);
     t.equal(outcome.answer.response.allowed, result !== 'denied', `${name}: allowed`);

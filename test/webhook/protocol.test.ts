@@ -227,3 +227,33 @@ t.test('metrics count requests, patches, errors and latency', async (t) => {
   t.equal(value('raykeeper_webhook_request_duration_seconds_count{resource="raycluster"}'), clusterRequests, 'every request timed');
   t.ok((value('raykeeper_webhook_certificate_not_after_timestamp_seconds') ?? 0) > Date.now() / 1000, 'certificate expiry exported');
 });
+
+t.test('metrics: each resource its own row (a RayCronJob is counted as raycronjob, not rayjob)', async (t) => {
+  const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  const value = (text: string, series: string) =>
+    Number(
+      text
+        .split('\n')
+        .find((l) => l.startsWith(`${series} `))
+        ?.split(' ')[1] ?? 0,
+    );
+  const before = await scrape();
+  const cronJob = {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCronJob',
+    metadata: { name: 'nightly', namespace: 'ray' },
+    spec: { schedule: '@daily' },
+  };
+  const res = await post('/mutate-ray-io-v1-raycronjob', review('RayCronJob', 'CREATE', cronJob));
+  t.equal(res.statusCode, 200);
+  const after = await scrape();
+  const series = (resource: string) => `raykeeper_webhook_requests_total{resource="${resource}",operation="CREATE"}`;
+  t.equal(value(after, series('raycronjob')) - value(before, series('raycronjob')), 1, 'counted under raycronjob');
+  t.equal(value(after, series('rayjob')), value(before, series('rayjob')), 'not under rayjob');
+  t.equal(
+    value(after, 'raykeeper_webhook_request_duration_seconds_count{resource="raycronjob"}') -
+      value(before, 'raykeeper_webhook_request_duration_seconds_count{resource="raycronjob"}'),
+    1,
+    'timed under raycronjob',
+  );
+});
