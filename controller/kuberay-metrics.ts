@@ -20,7 +20,7 @@ export function registerKubeRayMetrics(ctx: ControllerContext, registry: Registr
   const clusters = runsModule(ctx, MODULE.rayClusterPods) ? operatorRayClusterInformer(ctx) : undefined;
   if (clusters) {
     const gauge = (name: string, help: string, labels: string[], pick: SampleOf<RayCluster>) => {
-      cachedGauge(registry, { name, help, labelNames: labels }, clusters, pick);
+      cachedGauge(registry, { name, help, labelNames: labels }, clusters, pick, ctx.isLeader);
       names.push(name);
     };
     gauge(
@@ -45,7 +45,7 @@ export function registerKubeRayMetrics(ctx: ControllerContext, registry: Registr
   if (runsModule(ctx, MODULE.rayJob)) {
     const jobs = ctx.informers.get<RayJob>({ ...RAYJOBS });
     const gauge = (name: string, help: string, labels: string[], pick: SampleOf<RayJob>) => {
-      cachedGauge(registry, { name, help, labelNames: labels }, jobs, pick);
+      cachedGauge(registry, { name, help, labelNames: labels }, jobs, pick, ctx.isLeader);
       names.push(name);
     };
     gauge('kuberay_job_info', 'Metadata information about RayJob custom resources', CLUSTER, (j) => rayJobSamples(j).info);

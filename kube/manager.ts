@@ -115,6 +115,7 @@ export class Manager {
       env: options.env ?? process.env,
       now: options.now ?? Date.now,
       creationGate: new CreationGate(options.now),
+      isLeader: () => this.isLeader(),
     };
     this.metrics = this.registerMetrics(options.metrics);
   }

@@ -141,6 +141,8 @@ export interface ControllerContext {
   now: () => number;
   /** The process's one gate on children creation by owner UID (kube/creation-gate.ts). */
   creationGate: CreationGate;
+  /** Whether this replica runs the reconcilers now (holds the Lease; without leader election: once running). */
+  isLeader: () => boolean;
   /**
    * Names of the reconciler modules this process runs, set before any is created (controller/main.ts);
    * a module may cache less when another is absent. Undefined: unknown (assume all).

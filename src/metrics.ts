@@ -90,14 +90,16 @@ export interface Sample<L extends string = string> {
 
 /**
  * A gauge recomputed at every scrape from the objects `source` holds now (an informer cache): one series
- * per object that `sample` gives one for, and none once the object is gone. Created on first use (see
- * sharedCounter).
+ * per object that `sample` gives one for, and none once the object is gone. Only while `active()`: every
+ * controller replica caches every object, and only the leader's series count (a standby exporting them
+ * too would double every sum and every alert). Created on first use (see sharedCounter).
  */
 export function cachedGauge<T>(
   registry: Registry,
   config: { name: string; help: string; labelNames: readonly string[] },
   source: { list(): readonly T[] },
   sample: (obj: T) => Sample | undefined,
+  active: () => boolean,
 ): Gauge {
   const existing = registry.getSingleMetric(config.name) as Gauge | undefined;
   if (existing) return existing;
@@ -106,6 +108,7 @@ export function cachedGauge<T>(
     registers: [registry],
     collect() {
       this.reset();
+      if (!active()) return;
       for (const obj of source.list()) {
         const s = sample(obj);
         if (s) this.set(s.labels, s.value);

@@ -191,6 +191,7 @@ export class RayClusterReconciler {
       },
       this.clusters,
       held((h) => h.heldSeconds),
+      ctx.isLeader,
     );
     cachedGauge(
       ctx.metrics,
@@ -201,6 +202,7 @@ export class RayClusterReconciler {
       },
       this.clusters,
       held((h) => h.timeoutSeconds),
+      ctx.isLeader,
     );
     this.metrics = {
       actions: sharedCounter(ctx.metrics, {

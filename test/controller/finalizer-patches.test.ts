@@ -292,6 +292,7 @@ t.test('a failed `test` op (stale cache) is re-read and retried in the same reco
     env: {},
     now: Date.now,
     creationGate: new CreationGate(),
+    isLeader: () => true,
   };
   const reconciler = new RayClusterReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
   tt.teardown(() => factory.stop());

@@ -12,10 +12,11 @@ import type { RayCluster, RayJob } from '../../src/types.ts';
 import { env, metricsOf, quiet, until, type Env } from '../raycluster/harness.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
 
-async function controller(tt: Test, e: Env, companion: 'on' | 'off') {
+async function controller(tt: Test, e: Env, companion: 'on' | 'off', lease?: { identity: string }) {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
+    ...(lease ? { leaderElect: true, leaseNamespace: e.ns.name, identity: lease.identity, retryPeriodMs: 500 } : {}),
     modules: [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule],
     companion,
     env: {},
@@ -119,4 +120,19 @@ t.test('beside KubeRay (companion mode): no kuberay_* metric of ours', async (tt
     [],
     'KubeRay exports these names itself',
   );
+});
+
+t.test('two replicas: only the leader exports the cache-derived series (a standby would double every sum)', async (tt) => {
+  const e = await env(tt);
+  const a = await controller(tt, e, 'off', { identity: 'replica-a' });
+  await until(() => a.manager.isLeader(), 'replica-a to lead');
+  const b = await controller(tt, e, 'off', { identity: 'replica-b' });
+  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
+  const uid = created.metadata.uid!;
+  await until(async () => series(await metricsOf(a.port!), 'kuberay_cluster_info', uid).length === 1, "the leader's series");
+  // The standby caches the same cluster (its informers run) but exports nothing for it.
+  await until(() => b.manager.informers.all().every((i) => i.hasSynced()), "the standby's caches to sync");
+  tt.equal(b.manager.isLeader(), false, 'replica-b stands by');
+  tt.same(series(await metricsOf(b.port!), 'kuberay_cluster_info', uid), [], 'no kuberay_cluster_info on the standby');
+  tt.same(series(await metricsOf(b.port!), 'kuberay_cluster_condition_provisioned', uid), [], 'nor any other cached series');
 });
