@@ -124,7 +124,7 @@ export async function resolveEnv(container: Container, pod: LocalPod, lookups: E
         if (ref.optional) continue;
         throw new EnvResolutionError(`secret "${ref.name}" not found`);
       }
-      if (!(ref.key in data)) {
+      if (!Object.hasOwn(data, ref.key)) {
         if (ref.optional) continue;
         throw new EnvResolutionError(`couldn't find key ${ref.key} in Secret ${ns}/${ref.name}`);
       }
@@ -136,7 +136,7 @@ export async function resolveEnv(container: Container, pod: LocalPod, lookups: E
         if (ref.optional) continue;
         throw new EnvResolutionError(`configmap "${ref.name}" not found`);
       }
-      if (!(ref.key in data)) {
+      if (!Object.hasOwn(data, ref.key)) {
         if (ref.optional) continue;
         throw new EnvResolutionError(`couldn't find key ${ref.key} in ConfigMap ${ns}/${ref.name}`);
       }

@@ -94,7 +94,7 @@ const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resour
 ];
 /**
  * The validating routes (KubeRay's paths), beside the mutating ones: their own handler, so the mutating
- * path does no validation work. A kind comes with its rules in src/admission/validate.ts (RayCronJob next).
+ * path does no validation work. A kind comes with its rules in src/admission/validate.ts.
  */
 const VALIDATE_ROUTES: ReadonlyArray<{ path: string; kind: ValidateKind; resource: Resource }> = [
   { path: VALIDATE_RAYCLUSTER_PATH, kind: 'RayCluster', resource: 'raycluster' },

@@ -7,7 +7,7 @@
 // - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
 //   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
 //   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
-//   creation gate (./pod-creation-gate.ts: the pod operator in this process starts no create after
+//   creation gate (ctx.creationGate, kube/creation-gate.ts: the pod operator in this process starts no create after
 //   that), before the Job exists and again once it finished; the cleanup Job from the watch cache
 //   (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
 //   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
@@ -420,8 +420,8 @@ export class RayClusterReconciler {
     if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
     if (r.result !== 'patched') return;
     this.metrics.releases.inc({ reason });
-    const deletedAt = Date.parse(cluster.metadata.deletionTimestamp ?? '');
-    if (Number.isFinite(deletedAt)) this.metrics.releaseSeconds.observe({ reason }, Math.max(0, (this.ctx.now() - deletedAt) / 1000));
+    const held = heldFinalizer(cluster, this.ctx.now());
+    if (held) this.metrics.releaseSeconds.observe({ reason }, held.heldSeconds);
     this.ctx.logger.info(
       { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
       'released the GCS FT Redis cleanup finalizer',

@@ -1,5 +1,5 @@
-// The one RayCluster informer both RayCluster reconcilers read (the GCS-FT cleanup in ./reconciler.ts,
-// the pod/Service operator in ./operator.ts): asking the factory with the same spec returns the same
+// The one RayCluster informer both RayCluster reconcilers read (the GCS-FT cleanup in ../gcsft-cleanup/reconciler.ts,
+// the pod/Service operator in ./reconciler.ts): asking the factory with the same spec returns the same
 // cache, so the clusters are listed and watched once. Without the operator, the cache keeps only what
 // the cleanup reads from it (a sixth of the memory at 10,000 clusters, bench/controller.ts).
 import { runsModule, type ControllerContext } from '../../kube/reconciler.ts';

@@ -9,7 +9,7 @@
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
-//   creation gate (./pod-creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
+//   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
 import { MODULE } from '../module-names.ts';
 import { Counter } from 'prom-client';

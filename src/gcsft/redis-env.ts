@@ -37,7 +37,7 @@ export function effectiveStorageNamespace(cluster: RayCluster): string | undefin
 /**
  * The RAY_external_storage_namespace entry of a GCS-FT head: the head template's own if it sets one
  * (KubeRay keeps it), else options > annotation > UID. ONE function for both sides: the head pod
- * (./pods.ts) is started with it and the cleanup Job deletes what it names.
+ * (../raycluster/pods.ts) is started with it and the cleanup Job deletes what it names.
  */
 export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
   const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);

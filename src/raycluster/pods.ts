@@ -11,7 +11,7 @@
 // workers' wait-gcs-ready init container; labels, names and the controller owner reference.
 //
 // The storage namespace the head gets (env RAY_external_storage_namespace) comes from
-// storageNamespaceEnv() in ./job.ts, the function the Redis cleanup Job's env is built with, so the
+// storageNamespaceEnv() in ../gcsft/redis-env.ts, the function the Redis cleanup Job's env is built with, so the
 // namespace the head writes is, by construction, the one the cleanup deletes.
 import {
   APP_CREATED_BY_LABEL,
