@@ -21,6 +21,7 @@ import {
 import type { JsonObject } from '../../kube/model.ts';
 import type { RayCluster, RayCronJob, RayJob } from '../types.ts';
 import { validateRayCronJob } from '../raycronjob/decide.ts';
+import { parseGoDuration } from '../raycronjob/schedule.ts';
 import { rayCronJobShapeProblem } from './raycronjob.ts';
 import { isDeleting } from '../finalizer.ts';
 import { validateRayCluster } from '../raycluster/validation.ts';
@@ -148,8 +149,15 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
     },
     updateProblem: () => undefined,
     warnings(obj) {
-      const template = cronJob(obj).spec?.jobTemplate;
-      return template ? rayJobWarnings({ metadata: { ...cronJob(obj).metadata }, spec: template }) : [];
+      const spec = cronJob(obj).spec;
+      const out = spec?.jobTemplate ? rayJobWarnings({ metadata: { ...cronJob(obj).metadata }, spec: spec.jobTemplate }) : [];
+      const every = typeof spec?.schedule === 'string' ? /(?:^|\s)@every\s+(\S+)\s*$/.exec(spec.schedule) : null;
+      const ms = every ? parseGoDuration(every[1] ?? '') : undefined;
+      if (ms !== undefined && ms < 60_000)
+        out.push(
+          `spec.schedule ${JSON.stringify(spec?.schedule)}: RayJobs are named by the minute of their tick (<cronjob>-<unix minutes>, KubeRay v1.7), so ticks in the same minute share a name and only the first runs`,
+        );
+      return out;
     },
     ruleMetadata: { annotations: [], labels: [] },
   },

@@ -82,6 +82,16 @@ const rows: Row[] = [
     /Mars\/Olympus/,
   ],
   [
+    'RayCronJob: @every under a minute runs once a minute (names are by the minute): warned',
+    'RayCronJob',
+    'CREATE',
+    cronJob('@every 30s'),
+    undefined,
+    'warned',
+    /ticks in the same minute share a name/,
+  ],
+  ['RayCronJob: @every a minute or more: no warning', 'RayCronJob', 'CREATE', cronJob('@every 90s'), undefined, 'allowed'],
+  [
     'RayCronJob: its template is checked as the RayJob it becomes (#5184 warning)',
     'RayCronJob',
     'CREATE',
