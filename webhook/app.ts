@@ -3,9 +3,9 @@
 import { randomUuid } from '../src/uuid.ts';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
+import { mutate, type MutateOptions, type TargetKind } from '../src/admission/mutate.ts';
 import { ANSWER_CONTENT_TYPE, answerJson, denied, type AdmissionReviewAnswer } from '../src/admission/response.ts';
-import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
+import { DEFAULT_ADMISSION_API_VERSION, type AdmissionRequest } from '../src/admission/review.ts';
 import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
 import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
@@ -18,7 +18,7 @@ import {
   VALIDATE_RAYCRONJOB_PATH,
   VALIDATE_RAYJOB_PATH,
 } from '../src/names.ts';
-import { validate, type ValidateKind, type ValidateOutcome } from '../src/admission/validate.ts';
+import { validate, type ValidateKind } from '../src/admission/validate.ts';
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { BodyGate } from './body-gate.ts';
@@ -284,11 +284,11 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
         if (outcome.httpStatus !== 200) {
           const internal = outcome.httpStatus >= 500;
           record.error(resource, internal ? 'internal' : 'invalid_review');
-          logger[internal ? 'error' : 'warn']({ ...validationContext(kind, outcome), error: outcome.message }, 'admission request refused');
+          logger[internal ? 'error' : 'warn']({ ...admissionContext(kind, outcome), error: outcome.message }, 'admission request refused');
         } else if (outcome.result === 'denied') {
-          logger.info({ ...validationContext(kind, outcome), reason: outcome.reason, error: outcome.message }, 'admission denied');
+          logger.info({ ...admissionContext(kind, outcome), reason: outcome.reason, error: outcome.message }, 'admission denied');
         } else if (outcome.result === 'warned' && logger.isLevelEnabled('debug')) {
-          logger.debug({ ...validationContext(kind, outcome), warnings: outcome.warnings }, 'admission allowed with warnings');
+          logger.debug({ ...admissionContext(kind, outcome), warnings: outcome.warnings }, 'admission allowed with warnings');
         }
         if (closing) void reply.header('connection', 'close');
         record.request(resource, operation, (reply.elapsedTime + gate.waitedMs(request.raw)) / 1000);
@@ -319,19 +319,8 @@ function sendAnswer(reply: FastifyReply, status: number, answer: AdmissionReview
   void reply.code(status).header('content-type', ANSWER_CONTENT_TYPE).send(answerJson(answer));
 }
 
-function admissionContext(kind: TargetKind, outcome: MutateOutcome) {
-  const request = outcome.request;
-  return {
-    uid: request?.uid,
-    kind,
-    namespace: request?.namespace,
-    name: request?.name ?? generatedName(request?.object),
-    operation: request?.operation ?? 'invalid',
-    dryRun: request?.dryRun,
-  };
-}
-
-function validationContext(kind: ValidateKind, outcome: ValidateOutcome) {
+/** The log fields of one admission request (mutating or validating). */
+function admissionContext(kind: string, outcome: { request?: AdmissionRequest | undefined }) {
   const request = outcome.request;
   return {
     uid: request?.uid,
