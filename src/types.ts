@@ -117,10 +117,6 @@ export interface RayJobStatus {
   failed?: number;
   reason?: string;
   message?: string;
-  /** raykeeper: the deletion rules already carried out (ruleKey), so a restarted controller never repeats one. */
-  deletionRulesDone?: string[];
-  /** raykeeper: set once the Warning that no deletion rule matches this finished RayJob was emitted. */
-  deletionRulesUnmatched?: boolean;
   [key: string]: unknown;
 }
 

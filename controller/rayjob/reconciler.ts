@@ -13,7 +13,7 @@ import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
 import type { BatchJob, ObjectWithMeta, Pod } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
-import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
+import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
 import {
   decideRayJob,
@@ -315,14 +315,13 @@ export class RayJobReconciler implements Reconciler {
   }
 
   /** The dashboard-failure clock as an annotation; the resourceVersion in the patch makes it conditional. */
-  private async setStatusCheckClock(current: RayJob, since: string | null, signal?: AbortSignal): Promise<RayJob> {
-    const patch = {
-      metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [STATUS_CHECK_FAILING_SINCE_ANNOTATION]: since } },
-    };
+  /** One of our annotations, written at the decided resourceVersion (a conflict: decide again). */
+  private async setAnnotation(current: RayJob, key: string, value: string | null, what: string, signal?: AbortSignal): Promise<RayJob> {
+    const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
     try {
       return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal });
     } catch (err) {
-      if (isConflict(err)) throw new Moved('the RayJob changed before the status-check clock was written');
+      if (isConflict(err)) throw new Moved(`the RayJob changed before ${what} was written`);
       throw err;
     }
   }
@@ -342,7 +341,9 @@ export class RayJobReconciler implements Reconciler {
       case 'removeFinalizer':
         return this.patchFinalizer(current, 'remove', signal);
       case 'setStatusCheckClock':
-        return this.setStatusCheckClock(current, action.since, signal);
+        return this.setAnnotation(current, STATUS_CHECK_FAILING_SINCE_ANNOTATION, action.since, 'the status-check clock', signal);
+      case 'recordDeletion':
+        return this.setAnnotation(current, DELETION_RECORD_ANNOTATION, action.record, 'the deletion record', signal);
       case 'createCluster': {
         const name = action.cluster.metadata.name ?? '';
         try {

@@ -36,6 +36,15 @@ export const CREATED_BY_VALUE = 'raykeeper';
  */
 export const STATUS_CHECK_FAILING_SINCE_ANNOTATION = 'raykeeper.io/status-check-failing-since';
 
+/**
+ * Ours: a finished RayJob's deletion record, JSON `{"done":["<ruleKey>",...],"unmatched":true}`: the
+ * deletion rules (or legacy policy) carried out, and whether the Warning that no rule matches went out.
+ * An annotation for the same reason as the clock above: on KubeRay's CRD a status field would be pruned,
+ * and a restarted controller would repeat a rule (DeleteWorkers after workers were resumed by hand) and
+ * the Warning on every resync.
+ */
+export const DELETION_RECORD_ANNOTATION = 'raykeeper.io/deletion-rules';
+
 /** spec.clusterSelector key naming an existing RayCluster. */
 export const CLUSTER_SELECTOR_KEY = 'ray.io/cluster';
 

@@ -13,16 +13,18 @@
 //      at endTime + ttlSecondsAfterFinished.
 //
 // A rule is done once: when it is carried out, or found already achieved in the world (the cluster is
-// gone or being deleted; every worker group suspended), its key goes into status.deletionRulesDone,
-// written with the status after the action succeeded. A restarted controller reads the record and
-// neither repeats a rule (workers resumed by hand are not suspended again) nor skips one (a TTL that
-// passed while it was down is due at once).
+// gone or being deleted; every worker group suspended), its key goes into the deletion record (the
+// annotation DELETION_RECORD_ANNOTATION, not a status field: KubeRay's CRD prunes those), written after
+// the action succeeded. A restarted controller reads the record and neither repeats a rule (workers
+// resumed by hand are not suspended again) nor skips one (a TTL that passed while it was down is due at
+// once).
 //
 // Never a silent leak (kuberay #5184): a finished RayJob whose cluster still exists and whose rules
 // (or legacy policies) match nothing in its terminal state gets one Warning that says what did not
 // match and what would; the resources stay as KubeRay leaves them.
 import type { DeletionPolicyType, DeletionRule, RayCluster, RayClusterSpec, RayJob, RayJobStatus } from '../types.ts';
 import { DELETION_POLICIES } from '../types.ts';
+import { DELETION_RECORD_ANNOTATION } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -163,9 +165,56 @@ export type FinishedPlan =
   /** Carry out `policy` now, then record `record` (it includes the rule carried out). */
   | { kind: 'act'; policy: Exclude<DeletionPolicyType, 'DeleteNone'>; record: string[]; note: string; more: boolean };
 
+// ---------------------------------------------------------------------------------------------
+// The record (DELETION_RECORD_ANNOTATION)
+
+export interface DeletionRecord {
+  /** ruleKey (or the legacy policy's key) of every rule carried out or found achieved. */
+  done: string[];
+  /** The Warning that no rule matches went out. */
+  unmatched: boolean;
+}
+
+/** The record as stored; an absent or unreadable annotation reads as empty (nothing done yet). */
+export function readDeletionRecord(job: RayJob): DeletionRecord {
+  const text = job.metadata.annotations?.[DELETION_RECORD_ANNOTATION];
+  if (typeof text !== 'string') return { done: [], unmatched: false };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { done: [], unmatched: false };
+  }
+  const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  const done = Array.isArray(record.done) ? record.done.filter((k): k is string => typeof k === 'string') : [];
+  return { done, unmatched: record.unmatched === true };
+}
+
+/** The record with `keys` added (in order, no repeats) and the Warning flag raised if `unmatched`. */
+export function extendDeletionRecord(record: DeletionRecord, keys: readonly string[], unmatched: boolean): DeletionRecord {
+  return {
+    done: [...record.done, ...keys.filter((k, i) => !record.done.includes(k) && keys.indexOf(k) === i)],
+    unmatched: record.unmatched || unmatched,
+  };
+}
+
+export function sameDeletionRecord(a: DeletionRecord, b: DeletionRecord): boolean {
+  return a.unmatched === b.unmatched && a.done.length === b.done.length && a.done.every((k, i) => b.done[i] === k);
+}
+
+/** The annotation's text: `unmatched` only when raised, so a plain record reads `{"done":[...]}`. */
+export function formatDeletionRecord(record: DeletionRecord): string {
+  return JSON.stringify(record.unmatched ? record : { done: record.done });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
 export interface FinishedInput {
   job: RayJob;
   status: RayJobStatus;
+  /** The deletion record's done keys (readDeletionRecord). */
+  done: readonly string[];
   /** The RayJob's RayCluster: null = not found; undefined = not observed. */
   cluster: RayCluster | null | undefined;
   /** endTime in ms (the caller records one first when it is missing). */
@@ -187,7 +236,7 @@ function ttlOf(rule: DeletionRule): number {
   return typeof ttl === 'number' ? ttl : 0;
 }
 
-/** A rule's identity in status.deletionRulesDone: its policy and condition (unique, by validation). */
+/** A rule's identity in the deletion record: its policy and condition (unique, by validation). */
 export function ruleKey(rule: DeletionRule): string {
   const [type, value] = conditionOf(rule);
   return `${rule.policy}:${type === 'JobStatus' ? 'jobStatus' : 'jobDeploymentStatus'}=${value}`;
@@ -245,7 +294,7 @@ function unmatchedWarning(input: FinishedInput, what: string): string | undefine
 
 function planRules(input: FinishedInput, rules: DeletionRule[]): FinishedPlan {
   const { status, cluster, endMs, now } = input;
-  const done = new Set(status.deletionRulesDone ?? []);
+  const done = new Set(input.done);
   const record: string[] = [];
   const due: DeletionRule[] = [];
   let wake: number | undefined;
@@ -306,7 +355,7 @@ function planLegacy(input: FinishedInput): FinishedPlan {
   }
   if (policy === 'DeleteNone') return { kind: 'idle', record: [], note: 'legacy policy DeleteNone' };
   const key = legacyKey(String(policy));
-  if ((status.deletionRulesDone ?? []).includes(key)) return { kind: 'idle', record: [], note: `legacy policy ${policy} done` };
+  if (input.done.includes(key)) return { kind: 'idle', record: [], note: `legacy policy ${policy} done` };
   const at = endMs + (job.spec?.ttlSecondsAfterFinished ?? 0) * 1000;
   if (now < at) return { kind: 'wait', at, record: [], note: 'waiting for ttlSecondsAfterFinished (legacy policy)' };
   if (usesClusterSelector(job) && policy !== 'DeleteSelf') return { kind: 'idle', record: [], note: 'the selected cluster is not ours' };

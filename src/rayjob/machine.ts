@@ -55,7 +55,15 @@ import {
   type RandomSource,
 } from './ids.ts';
 import { submissionMode, validateRayJob } from './validation.ts';
-import { deletionRules, finishedNeedsCluster, planFinished } from './deletion.ts';
+import {
+  deletionRules,
+  extendDeletionRecord,
+  finishedNeedsCluster,
+  formatDeletionRecord,
+  planFinished,
+  readDeletionRecord,
+  sameDeletionRecord,
+} from './deletion.ts';
 import { EVENT_DELETION_RULES_UNMATCHED, EVENT_RAYCLUSTER_NOT_FOUND, EVENT_RAYJOB_FAILED, type EventSpec } from '../event-reasons.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +135,8 @@ export type RayJobAction =
   | { type: 'removeFinalizer' }
   /** Start (since: RFC 3339) or clear (since: null) the dashboard-failure clock, kept in an annotation. */
   | { type: 'setStatusCheckClock'; since: string | null }
+  /** Write the deletion record (DELETION_RECORD_ANNOTATION, formatDeletionRecord's text) at the decided resourceVersion. */
+  | { type: 'recordDeletion'; record: string }
   | { type: 'createCluster'; cluster: RayCluster }
   | { type: 'deleteCluster'; name: string }
   /** DeleteWorkers: set suspend on every worker group of the RayCluster read at resourceVersion (the head stays). */
@@ -139,7 +149,12 @@ export type RayJobAction =
 
 /** Actions that carry their own optimistic-concurrency guard (a JSON-patch `test` or a resourceVersion). */
 export function isSelfGuarded(action: RayJobAction): boolean {
-  return action.type === 'addFinalizer' || action.type === 'removeFinalizer' || action.type === 'setStatusCheckClock';
+  return (
+    action.type === 'addFinalizer' ||
+    action.type === 'removeFinalizer' ||
+    action.type === 'setStatusCheckClock' ||
+    action.type === 'recordDeletion'
+  );
 }
 
 /** What one pass decided for a RayJob this controller drives. */
@@ -699,7 +714,7 @@ function decideSuspended(ctx: Ctx): Outcome {
 /**
  * Complete / Failed: what the RayJob's deletion mechanism does now (deletion.ts planFinished: deletion
  * rules, legacy onSuccess/onFailure, or shutdownAfterJobFinishes), one action a pass, the rules done
- * recorded in status.deletionRulesDone.
+ * recorded in the deletion record (an annotation) after the action.
  */
 function decideFinished(ctx: Ctx): Outcome {
   const { job, status, observed, config, now } = ctx;
@@ -708,28 +723,32 @@ function decideFinished(ctx: Ctx): Outcome {
     if (!finishedNeedsCluster(job) && deletionRules(job).length === 0) return stay(ctx, 'finished');
     return stay(ctx, 'finished without endTime; recording it', { changes: { endTime: formatTime(now) }, requeueAfterMs: config.requeueMs });
   }
+  const stored = readDeletionRecord(job);
   const plan = planFinished({
     job,
     status,
+    done: stored.done,
     cluster: observed.cluster,
     endMs,
     now,
     deleteRayJobAfterJobFinishes: config.deleteRayJobAfterJobFinishes,
   });
-  const done = [...(status.deletionRulesDone ?? []), ...plan.record.filter((k) => !(status.deletionRulesDone ?? []).includes(k))];
-  const changes: Partial<RayJobStatus> = plan.record.length > 0 ? { deletionRulesDone: done } : {};
+  const unmatched = plan.kind === 'idle' && plan.unmatched !== undefined;
+  const record = extendDeletionRecord(stored, plan.record, unmatched);
+  const recordActions: RayJobAction[] = sameDeletionRecord(stored, record)
+    ? []
+    : [{ type: 'recordDeletion', record: formatDeletionRecord(record) }];
   switch (plan.kind) {
     case 'idle': {
-      if (plan.unmatched === undefined) return stay(ctx, plan.note, { changes });
-      // The Warning once (the status remembers it); the metric for as long as the cluster is kept.
-      const events: EventSpec[] =
-        status.deletionRulesUnmatched === true
-          ? []
-          : [{ type: 'Warning', reason: EVENT_DELETION_RULES_UNMATCHED, message: plan.unmatched }];
-      return stay(ctx, plan.note, { changes: { ...changes, deletionRulesUnmatched: true }, events, unmatchedDeletionRules: true });
+      if (plan.unmatched === undefined) return stay(ctx, plan.note, { actions: recordActions });
+      // The Warning once (the record remembers it); the metric for as long as the cluster is kept.
+      const events: EventSpec[] = stored.unmatched
+        ? []
+        : [{ type: 'Warning', reason: EVENT_DELETION_RULES_UNMATCHED, message: plan.unmatched }];
+      return stay(ctx, plan.note, { actions: recordActions, events, unmatchedDeletionRules: true });
     }
     case 'wait':
-      return stay(ctx, plan.note, { changes, requeueAfterMs: Math.max(plan.at - now, 1) });
+      return stay(ctx, plan.note, { actions: recordActions, requeueAfterMs: Math.max(plan.at - now, 1) });
     case 'act': {
       const clusterName = status.rayClusterName ?? '';
       const cluster = observed.cluster;
@@ -744,7 +763,9 @@ function decideFinished(ctx: Ctx): Outcome {
                 resourceVersion: cluster?.metadata.resourceVersion ?? '',
                 groups: (cluster?.spec?.workerGroupSpecs ?? []).length,
               };
-      return stay(ctx, plan.note, { changes, actions: [action], ...(plan.more ? { requeueAfterMs: config.requeueMs } : {}) });
+      // DeleteSelf needs no record: the RayJob goes.
+      const actions = plan.policy === 'DeleteSelf' ? [action] : [action, ...recordActions];
+      return stay(ctx, plan.note, { actions, ...(plan.more ? { requeueAfterMs: config.requeueMs } : {}) });
     }
   }
 }

@@ -1,19 +1,22 @@
 // Deletion rules with real Ray in `raykeeper dev` (bin/raykeeper.js dev as a user runs it):
 // manifests/samples/rayjob-deletion-rules.yaml ends Complete/SUCCEEDED, then DeleteWorkers suspends its
 // worker group (the worker's Ray process stops, the head keeps running) and DeleteCluster takes the whole
-// RayCluster 30 s after the job finished, while the RayJob stays with both rules in status.deletionRulesDone.
+// RayCluster 30 s after the job finished, while the RayJob stays with both rules in its deletion record (annotation raykeeper.io/deletion-rules).
 // Beside it, a DeleteSelf RayJob is gone once it succeeded, its RayCluster and pods collected with it.
 // Needs Ray (tools/setup.sh installs it): fails without.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { parse, stringify } from 'yaml';
+import { DELETION_RECORD_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { until } from '../raycluster/harness.ts';
 import { run, startDevProcess, stopDev, watchRayJob } from './dev-process.ts';
+
+const RECORD_PATH = `jsonpath={.metadata.annotations.${DELETION_RECORD_ANNOTATION.replaceAll('.', '\\.')}}`;
 
 const found = findRay();
 const SAMPLE = join(REPO_ROOT, 'manifests', 'samples', 'rayjob-deletion-rules.yaml');
@@ -63,7 +66,7 @@ if ('missing' in found) {
       await until(() => pods('worker').length === 0, "the sample's worker pod to be deleted", 60_000, 500);
       tt.equal(get(['raycluster', cluster, '-o', 'jsonpath={.spec.workerGroupSpecs[0].suspend}']), 'true', 'the worker group is suspended');
       tt.equal(pods('head').length, 1, 'the head pod is kept (its dashboard and logs stay readable)');
-      tt.match(get(['rayjob', 'rayjob-deletion-rules', '-o', 'jsonpath={.status.deletionRulesDone}']), /DeleteWorkers:jobStatus=SUCCEEDED/);
+      tt.match(get(['rayjob', 'rayjob-deletion-rules', '-o', RECORD_PATH]), /DeleteWorkers:jobStatus=SUCCEEDED/);
 
       // DeleteSelf: the second RayJob goes, and with it its RayCluster.
       await until(
@@ -88,9 +91,9 @@ if ('missing' in found) {
           'rayjob',
           'rayjob-deletion-rules',
           '-o',
-          'jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus} {.status.deletionRulesDone}',
+          `jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus} ${RECORD_PATH.slice('jsonpath='.length)}`,
         ]),
-        'Complete/SUCCEEDED ["DeleteWorkers:jobStatus=SUCCEEDED","DeleteCluster:jobStatus=SUCCEEDED"]',
+        'Complete/SUCCEEDED {"done":["DeleteWorkers:jobStatus=SUCCEEDED","DeleteCluster:jobStatus=SUCCEEDED"]}',
         'the RayJob is kept, Complete, with both rules recorded',
       );
       await until(() => get(['pods', '-o', 'name']) === '', 'every Ray pod to be collected', 90_000, 1000);

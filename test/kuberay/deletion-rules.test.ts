@@ -22,13 +22,14 @@
 // past the deadline and deletes a TTL'd cluster at endTime + ttl + 2 s; ours at the deadline and at
 // endTime + ttl); events (KubeRay's "Deleted cluster" message is our "Deleted RayCluster"; our own
 // Warnings RayJobFailed, FailedToStopRayJob and DeletionRulesUnmatched); and on KubeRay's CRD the API
-// server prunes the status fields we record rules in (deletionRulesDone, deletionRulesUnmatched).
+// server would prune a status field of ours, so the deletion record is an annotation (asserted kept).
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import { startController } from '../../controller/main.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { createMetricsRegistry } from '../../src/metrics.ts';
-import type { KubeClient } from '../../kube/client.ts';
+import { MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
+import { readDeletionRecord } from '../../src/rayjob/deletion.ts';
 import { EVENTS, NAMESPACES, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
@@ -378,19 +379,29 @@ if (!missing)
       [{ namespace: 'raykeeper', value: 1 }],
       'raykeeper_rayjob_unmatched_deletion_rules{namespace="raykeeper"} 1',
     );
-    // On KubeRay's CRD the status fields raykeeper adds (deletionRulesDone, deletionRulesUnmatched) are not in
-    // the schema and the API server prunes them: the "once" of the Warning then holds only until the next
-    // reconcile (a resync every 10 min, any update of the RayJob: an annotation added by hand made the
-    // Event's count 2), and a done DeleteWorkers would be done again after someone resumes the workers.
-    // Asserted so that a change to either side shows here.
-    const kept = await kube.get<RayJob>({ ...RAYJOBS, namespace: 'raykeeper', name: 'jobstatus-only' });
+    // On KubeRay's CRD an unknown status field is pruned by the API server, so raykeeper keeps its deletion
+    // record in an annotation (raykeeper.io/deletion-rules): it survives, and a reconcile caused by any
+    // update of the RayJob (here an annotation added by hand, which made the Event's count 2 while the
+    // record was a status field) neither repeats the Warning nor a done rule.
+    const recordOf = async (name: string) => readDeletionRecord(await kube.get<RayJob>({ ...RAYJOBS, namespace: 'raykeeper', name }));
     t.same(
+      [await recordOf('jobstatus-only'), await recordOf('delete-cluster')],
       [
-        kept.status?.deletionRulesUnmatched,
-        (await kube.get<RayJob>({ ...RAYJOBS, namespace: 'raykeeper', name: 'delete-cluster' })).status?.deletionRulesDone,
+        { done: [], unmatched: true },
+        { done: ['DeleteCluster:jobDeploymentStatus=Failed'], unmatched: false },
       ],
-      [undefined, undefined],
-      "raykeeper on KubeRay's CRD: its status records are pruned by the API server",
+      "raykeeper on KubeRay's CRD: the deletion record is kept",
+    );
+    await kube.patch(
+      { ...RAYJOBS, namespace: 'raykeeper', name: 'jobstatus-only' },
+      { metadata: { annotations: { 'example.com/touched': 'by-hand' } } },
+      MERGE_PATCH,
+    );
+    await sleep(3_000); // the update's reconcile (a pass takes milliseconds here)
+    t.same(
+      (await unmatched('raykeeper')).map((e) => e.count ?? 1),
+      [1],
+      'an update of the RayJob does not repeat the Warning',
     );
 
     // KubeRay races itself (its RayJob and RayCluster controllers both write a RayJob's cluster; README's

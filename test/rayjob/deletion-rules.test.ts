@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import { inState, manifest, rayJobHarness, headSpec } from './helpers/harness.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { readDeletionRecord } from '../../src/rayjob/deletion.ts';
 
 const worker = {
   groupName: 'small',
@@ -32,8 +33,8 @@ t.test('DeleteWorkers at once, DeleteCluster after 30 s: workers suspended, head
   t.equal(done.job?.status?.jobStatus, 'SUCCEEDED');
   const clusterName = done.job?.status?.rayClusterName ?? '';
 
-  const after = await h.drive('staged', (j) => (j?.status?.deletionRulesDone ?? []).length > 0);
-  t.same(after.job?.status?.deletionRulesDone, ['DeleteWorkers:jobStatus=SUCCEEDED'], 'DeleteWorkers recorded in status');
+  const after = await h.drive('staged', (j) => j !== undefined && readDeletionRecord(j).done.length > 0);
+  t.same(after.job && readDeletionRecord(after.job).done, ['DeleteWorkers:jobStatus=SUCCEEDED'], 'DeleteWorkers recorded');
   const kept = await h.cluster(clusterName);
   t.ok(kept, 'the RayCluster (and its head) stays');
   t.same(suspendedGroups(kept), [true], 'every worker group suspended');
@@ -60,7 +61,7 @@ t.test('DeleteWorkers at once, DeleteCluster after 30 s: workers suspended, head
   t.ok(deleting === undefined || deleting.metadata.deletionTimestamp, 'DeleteCluster carried out once the TTL passed');
   const job = await h.get('staged');
   t.ok(job, 'DeleteCluster keeps the RayJob');
-  t.same(job?.status?.deletionRulesDone, ['DeleteWorkers:jobStatus=SUCCEEDED', 'DeleteCluster:jobStatus=SUCCEEDED']);
+  t.same(job && readDeletionRecord(job).done, ['DeleteWorkers:jobStatus=SUCCEEDED', 'DeleteCluster:jobStatus=SUCCEEDED']);
   t.equal(job?.status?.jobDeploymentStatus, 'Complete', 'still Complete');
 });
 
@@ -90,8 +91,15 @@ t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cl
   await watcher.reconcile(`${h.namespace}/leak`);
   await watcher.reconcile(`${h.namespace}/leak`);
   t.ok(await h.cluster(failed.job?.status?.rayClusterName ?? ''), 'the RayCluster is kept, as KubeRay keeps it');
+  await h.replica().reconcile(`${h.namespace}/leak`);
   const warnings = (await h.events('leak')).filter((e) => e.reason === 'DeletionRulesUnmatched');
-  t.equal(warnings.length, 1, 'one Warning, not one a pass');
+  t.same(
+    warnings.map((w) => w.count),
+    [1],
+    'one Warning, not one a pass, nor one a restarted controller',
+  );
+  const leaked = await h.get('leak');
+  t.equal(leaked && readDeletionRecord(leaked).unmatched, true, 'the record remembers it');
   t.match(warnings[0]?.message, /condition\.jobDeploymentStatus: Failed would match it/);
   const metric = await registry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get();
   t.same(

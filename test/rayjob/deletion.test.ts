@@ -1,7 +1,16 @@
 // RayJob deletion: KubeRay v1.6's deletionStrategy validation (same messages) and what a finished RayJob
 // does (deletion rules, legacy policies, shutdownAfterJobFinishes), as tables over the pure state machine.
-import t from 'tap';
-import { planFinished, ruleKey, validateDeletionConfiguration } from '../../src/rayjob/deletion.ts';
+import t, { type Test } from 'tap';
+import {
+  extendDeletionRecord,
+  formatDeletionRecord,
+  planFinished,
+  readDeletionRecord,
+  ruleKey,
+  validateDeletionConfiguration,
+  type DeletionRecord,
+} from '../../src/rayjob/deletion.ts';
+import { DELETION_RECORD_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { decideRayJob, defaultMachineConfig, type RayJobStep } from '../../src/rayjob/machine.ts';
 import { validateRayJob } from '../../src/rayjob/validation.ts';
 import type { DeletionRule, RayCluster, RayJob } from '../../src/types.ts';
@@ -132,16 +141,24 @@ interface Finished {
 }
 
 function finished(f: Finished): RayJob {
-  return rayJob(f.state, {
-    spec: f.spec,
-    status: {
-      jobStatus: f.jobStatus,
-      endTime: iso(100),
-      ...(f.done ? { deletionRulesDone: f.done } : {}),
-      ...(f.unmatched ? { deletionRulesUnmatched: true } : {}),
-    },
-  });
+  const job = rayJob(f.state, { spec: f.spec, status: { jobStatus: f.jobStatus, endTime: iso(100) } });
+  if (f.done || f.unmatched) {
+    const record = formatDeletionRecord({ done: f.done ?? [], unmatched: f.unmatched === true });
+    job.metadata.annotations = { ...job.metadata.annotations, [DELETION_RECORD_ANNOTATION]: record };
+  }
+  return job;
 }
+
+/** The deletion record after a step: the one its recordDeletion action writes (always last), else the stored one. */
+function recordAfter(job: RayJob, step: RayJobStep, t: Test): DeletionRecord {
+  const writes = step.actions.filter((a) => a.type === 'recordDeletion');
+  if (writes.length === 0) return readDeletionRecord(job);
+  t.equal(step.actions.at(-1)?.type, 'recordDeletion', 'the record is written after the action');
+  const write = writes[0] as { record: string };
+  return readDeletionRecord({ metadata: { annotations: { [DELETION_RECORD_ANNOTATION]: write.record } } });
+}
+
+const withoutRecord = (step: RayJobStep) => step.actions.filter((a) => a.type !== 'recordDeletion');
 
 const live = (): RayCluster => ({ ...cluster('ready'), metadata: { ...cluster('ready').metadata, resourceVersion: '42' } });
 const suspended = (): RayCluster => {
@@ -225,7 +242,7 @@ t.test('deletion rules: what a finished RayJob does, pass by pass', async (t) =>
       cluster: live(),
       now: 105,
       actions: [{ type: 'deleteRayJob' }],
-      done: ['DeleteSelf:jobStatus=FAILED'],
+      done: [], // the RayJob goes: nothing to record on it
     },
     {
       name: 'a rule on the other jobStatus does not match',
@@ -322,7 +339,7 @@ t.test('deletion rules: what a finished RayJob does, pass by pass', async (t) =>
       cluster: null,
       now: 100,
       actions: [{ type: 'deleteRayJob' }],
-      done: ['DeleteSelf:jobStatus=SUCCEEDED'],
+      done: [], // the RayJob goes
     },
     {
       name: 'shutdownAfterJobFinishes still deletes the cluster after the ttl (no strategy)',
@@ -335,8 +352,8 @@ t.test('deletion rules: what a finished RayJob does, pass by pass', async (t) =>
   for (const c of cases) {
     const step = decide(c.job, c.cluster, c.now);
     t.equal(step.next, step.from, `${c.name}: the state stays ${step.from}`);
-    t.same(step.actions, c.actions, `${c.name}: actions`);
-    t.same(step.status.deletionRulesDone, c.done, `${c.name}: status.deletionRulesDone`);
+    t.same(withoutRecord(step), c.actions, `${c.name}: actions`);
+    t.same(recordAfter(c.job, step, t).done, c.done ?? [], `${c.name}: the deletion record`);
     if (c.requeueMs !== undefined) t.equal(step.requeueAfterMs, c.requeueMs, `${c.name}: requeue`);
     if (c.events !== undefined)
       t.same(
@@ -352,7 +369,8 @@ t.test('the unmatched Warning says what did not match and what would', async (t)
   job.status = { ...job.status, reason: 'DeadlineExceeded' };
   const step = decide(job, live(), 100);
   t.equal(step.unmatchedDeletionRules, true, 'the step reports it (the metric)');
-  t.equal(step.status.deletionRulesUnmatched, true);
+  t.equal(recordAfter(job, step, t).unmatched, true, 'the record remembers the Warning');
+  t.equal(step.status.deletionRulesUnmatched, undefined, "nothing of it in status (KubeRay's CRD would prune it)");
   t.equal(
     step.events[0]?.message,
     'RayCluster ns1/demo-fghjk is kept: none of its 1 deletion rules (conditions JobStatus SUCCEEDED) matches this finished RayJob ' +
@@ -362,13 +380,37 @@ t.test('the unmatched Warning says what did not match and what would', async (t)
   t.equal(decide(job, null, 100).unmatchedDeletionRules, undefined, 'no cluster left: no leak, no Warning');
 });
 
+t.test('the deletion record: read leniently, extended in order, written compactly', async (t) => {
+  const withText = (text: string | undefined): RayJob =>
+    ({ metadata: { name: 'j', ...(text === undefined ? {} : { annotations: { [DELETION_RECORD_ANNOTATION]: text } }) } }) as RayJob;
+  const cases: Array<{ name: string; text: string | undefined; want: DeletionRecord }> = [
+    { name: 'absent', text: undefined, want: { done: [], unmatched: false } },
+    {
+      name: 'written by us',
+      text: '{"done":["DeleteWorkers:jobStatus=SUCCEEDED"]}',
+      want: { done: ['DeleteWorkers:jobStatus=SUCCEEDED'], unmatched: false },
+    },
+    { name: 'with the Warning flag', text: '{"done":[],"unmatched":true}', want: { done: [], unmatched: true } },
+    { name: 'not JSON (edited by hand)', text: 'DeleteWorkers', want: { done: [], unmatched: false } },
+    { name: 'JSON null', text: 'null', want: { done: [], unmatched: false } },
+    { name: 'non-string keys dropped', text: '{"done":["a",1,null,"b"],"unmatched":"yes"}', want: { done: ['a', 'b'], unmatched: false } },
+  ];
+  for (const c of cases) t.same(readDeletionRecord(withText(c.text)), c.want, c.name);
+  const extended = extendDeletionRecord({ done: ['a'], unmatched: false }, ['b', 'a', 'b', 'c'], true);
+  t.same(extended, { done: ['a', 'b', 'c'], unmatched: true }, 'new keys appended once, in order; the flag raised');
+  t.same(extendDeletionRecord(extended, [], false).unmatched, true, 'the flag is never lowered');
+  t.equal(formatDeletionRecord({ done: ['a'], unmatched: false }), '{"done":["a"]}');
+  t.same(readDeletionRecord(withText(formatDeletionRecord(extended))), extended, 'written and read back');
+});
+
 t.test('a rule is keyed by policy and condition, not by its place or TTL', async (t) => {
   t.equal(ruleKey(rule('DeleteWorkers', onJob('SUCCEEDED', 10))), 'DeleteWorkers:jobStatus=SUCCEEDED');
   t.equal(ruleKey(rule('DeleteWorkers', onJob('SUCCEEDED', 99))), 'DeleteWorkers:jobStatus=SUCCEEDED');
   t.equal(ruleKey(rule('DeleteSelf', onDeployment('Failed'))), 'DeleteSelf:jobDeploymentStatus=Failed');
   const plan = planFinished({
     job: finished({ state: 'Complete', jobStatus: 'SUCCEEDED', spec: withRules(rule('DeleteWorkers', onJob('SUCCEEDED', 10))) }),
-    status: { jobDeploymentStatus: 'Complete', jobStatus: 'SUCCEEDED', deletionRulesDone: ['DeleteWorkers:jobStatus=SUCCEEDED'] },
+    status: { jobDeploymentStatus: 'Complete', jobStatus: 'SUCCEEDED' },
+    done: ['DeleteWorkers:jobStatus=SUCCEEDED'],
     cluster: live(),
     endMs: at(0),
     now: at(5),

@@ -66,7 +66,8 @@ export interface Harness {
     until: (job: RayJob | undefined) => boolean,
     options?: { timeoutMs?: number; autoReady?: boolean; maxSleepMs?: number },
   ): Promise<{ job: RayJob | undefined; states: string[] }>;
-  events(name: string): Promise<Array<{ type: string; reason: string; message: string }>>;
+  /** The RayJob's Events; count is the Event's own (repeats within one recorder are folded into it). */
+  events(name: string): Promise<Array<{ type: string; reason: string; message: string; count: number }>>;
 }
 
 export function headSpec(image = 'rayproject/ray:2.40.0') {
@@ -220,13 +221,19 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     async events(name) {
       await Promise.all(recorders.map((r) => r.flush()));
-      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({
+      const list = await kube.list<{
+        type: string;
+        reason: string;
+        message: string;
+        count?: number;
+        involvedObject: { name: string; kind: string };
+      }>({
         ...EVENTS,
         namespace,
       });
       return list.items
         .filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayJob')
-        .map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
+        .map((e) => ({ type: e.type, reason: e.reason, message: e.message, count: e.count ?? 1 }));
     },
   };
   return h;
