@@ -94,6 +94,18 @@ export class RetryNoLaterError extends Error {
   }
 }
 
+/**
+ * Thrown inside a decide-and-act pass when the object changed under it (a conflict, or a stored
+ * resourceVersion other than the decided one): the pass ends and the object is decided again from a
+ * fresh read, never acted on from the stale decision.
+ */
+export class Moved extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'Moved';
+  }
+}
+
 /** An informer that triggers reconciles, and how its objects map to this reconciler's keys. */
 // Method signatures (not function-typed properties): a registration of a typed informer
 // (WatchRegistration<BatchJob>) is a WatchRegistration, so a module's list can mix kinds.

@@ -85,9 +85,21 @@ function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome
   // The validating webhook sees the mutated object (the API server calls it after the mutating one).
   const request = outcome.request;
   if (target === undefined || outcome.defaulted === undefined || request === undefined || request.subResource !== undefined) return result;
-  const decision = validateObject(target, outcome.defaulted, request.operation === 'UPDATE' ? request.oldObject : null);
+  const decision = validateObject(target, named(outcome.defaulted), request.operation === 'UPDATE' ? request.oldObject : null);
   if (decision.result === 'denied') return { ...result, denied: decision.message ?? 'denied' };
   return { ...result, warnings: [...result.warnings, ...decision.warnings] };
+}
+
+/**
+ * The object as the validating webhook receives it: the API server turns `generateName` into a name
+ * (apiserver's SimpleNameGenerator: the prefix cut to 58 characters, then 5 random characters) after
+ * the mutating webhooks and before the validating ones. The suffix is fixed here so that `--check`
+ * answers the same every run; only its length and alphabet matter to the rules.
+ */
+export function named(object: JsonObject): JsonObject {
+  const meta = isJsonObject(object.metadata) ? object.metadata : undefined;
+  if (meta === undefined || typeof meta.generateName !== 'string' || (typeof meta.name === 'string' && meta.name !== '')) return object;
+  return { ...object, metadata: { ...meta, name: `${meta.generateName.slice(0, 58)}bcdfg` } };
 }
 
 /** The CREATE review the API server sends for a new object of a mutated kind. */

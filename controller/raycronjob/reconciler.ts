@@ -14,7 +14,7 @@ import type { RayCronJob, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient, type ResourceRef } from '../../kube/client.ts';
-import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
+import { Moved, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_RAYJOB,
@@ -43,8 +43,6 @@ export interface RayCronJobReconcilerDeps {
   metrics?: Registry | undefined;
   now?: () => number;
 }
-
-class Moved extends Error {}
 
 function statusChanged(cronJob: RayCronJob, decision: RayCronJobDecision): boolean {
   return (cronJob.status?.lastScheduleTime ?? '') !== (decision.status.lastScheduleTime ?? '');

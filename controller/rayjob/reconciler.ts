@@ -41,7 +41,7 @@ import {
 import type { JsonPatchOp } from '../../src/json-patch.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
-import { splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
+import { Moved, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient } from './dashboard.ts';
 import { JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import {
@@ -91,13 +91,6 @@ export interface RayJobReconcilerDeps {
 
 /** One decide-and-act pass: done (with the runtime's result) or "the object moved: re-read". */
 export type Pass = { kind: 'done'; result: ReconcileResult; decision?: RayJobStep } | { kind: 'conflict'; why: string };
-
-class Moved extends Error {
-  constructor(why: string) {
-    super(why);
-    this.name = 'Moved';
-  }
-}
 
 export class RayJobReconciler implements Reconciler {
   private readonly kube: KubeClient;
@@ -368,7 +361,7 @@ export class RayJobReconciler implements Reconciler {
             { ...RAYCLUSTERS, namespace, name: action.name },
             uid ? { preconditions: { uid }, signal } : { signal },
           );
-          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted RayCluster ${namespace}/${action.name}`);
+          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted cluster ${namespace}/${action.name}`); // KubeRay's words
         } catch (err) {
           if (isConflict(err)) throw new Moved('the RayCluster was replaced since read');
           this.events.event(

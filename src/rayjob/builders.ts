@@ -110,6 +110,27 @@ function jobMetadata(job: RayJob): Record<string, string> | undefined {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, string>) : undefined;
 }
 
+/**
+ * The `ray job submit` options both submitters pass, in KubeRay's order (its BuildJobSubmitCommand, one
+ * for both modes): runtime env, metadata, submission id, entrypoint CPUs and GPUs (Go's %f), resources.
+ * JSON arguments are single-quoted (KubeRay double-quotes them, which lets bash expand a `$` inside).
+ */
+function submitOptions(job: RayJob, submissionId: string): string[] {
+  const out: string[] = [];
+  const env = runtimeEnv(job);
+  if (env !== undefined) out.push(`--runtime-env-json ${shellQuote(JSON.stringify(env))}`);
+  const metadata = jobMetadata(job);
+  if (metadata !== undefined && Object.keys(metadata).length > 0) out.push(`--metadata-json ${shellQuote(JSON.stringify(metadata))}`);
+  if (submissionId !== '') out.push(`--submission-id ${shellQuote(submissionId)}`);
+  const cpus = numberField(job, 'entrypointNumCpus');
+  if (cpus !== undefined) out.push(`--entrypoint-num-cpus ${cpus.toFixed(6)}`);
+  const gpus = numberField(job, 'entrypointNumGpus');
+  if (gpus !== undefined) out.push(`--entrypoint-num-gpus ${gpus.toFixed(6)}`);
+  const resources = entrypointResources(job);
+  if (resources !== undefined) out.push(`--entrypoint-resources ${shellQuote(JSON.stringify(resources))}`);
+  return out;
+}
+
 export interface SubmitterOptions {
   /** The `ray` executable as a shell word (or words); tests point it at a stand-in. Default `ray`. */
   rayCommand?: string;
@@ -126,21 +147,9 @@ export function submitterScript(job: RayJob, address: string, jobId: string, opt
   const ray = options.rayCommand ?? 'ray';
   const addr = shellQuote(address);
   const id = shellQuote(jobId);
-  const submit = [`${ray} job submit --address ${addr} --no-wait`];
-  const env = runtimeEnv(job);
-  if (env !== undefined) submit.push(`--runtime-env-json ${shellQuote(JSON.stringify(env))}`);
-  const metadata = jobMetadata(job);
-  if (metadata !== undefined && Object.keys(metadata).length > 0) submit.push(`--metadata-json ${shellQuote(JSON.stringify(metadata))}`);
-  const cpus = numberField(job, 'entrypointNumCpus');
-  if (cpus !== undefined) submit.push(`--entrypoint-num-cpus ${cpus}`);
-  const gpus = numberField(job, 'entrypointNumGpus');
-  if (gpus !== undefined) submit.push(`--entrypoint-num-gpus ${gpus}`);
-  const memory = numberField(job, 'entrypointMemory');
-  if (memory !== undefined) submit.push(`--entrypoint-memory ${memory}`);
-  const resources = entrypointResources(job);
-  if (resources !== undefined) submit.push(`--entrypoint-resources ${shellQuote(JSON.stringify(resources))}`);
+  const submit = [`${ray} job submit --address ${addr} --no-wait`, ...submitOptions(job, jobId)];
   // The entrypoint is a shell command line (as in KubeRay): bash splits it, so quotes in it work.
-  submit.push(`--submission-id ${id} -- ${job.spec?.entrypoint ?? ''}`);
+  submit.push(`-- ${job.spec?.entrypoint ?? ''}`);
   return [
     `if ! ${ray} job status --address ${addr} ${id} >/dev/null 2>&1 ; then ${submit.join(' ')} ; fi`,
     `${ray} job logs --address ${addr} --follow ${id}`,
@@ -216,7 +225,6 @@ function containerPort(container: Container | undefined, name: string, fallback:
  * until the head's dashboard reports GCS healthy over loopback (same network namespace), then
  * `ray job submit` WITHOUT --no-wait, so the container follows the job and exits 0 only if it
  * SUCCEEDED. No status-then-submit dance: the container never restarts (restartPolicy Never).
- * JSON arguments are single-quoted (KubeRay double-quotes them, which lets bash expand a `$` inside).
  */
 export function sidecarSubmitterScript(job: RayJob): string {
   const head = job.spec?.rayClusterSpec?.headGroupSpec?.template?.spec?.containers?.[0];
@@ -226,21 +234,9 @@ export function sidecarSubmitterScript(job: RayJob): string {
   const cmd = [
     `until ${health} >/dev/null 2>&1 ; do echo ${JSON.stringify(`Waiting for Ray Dashboard GCS to become healthy at ${address} ...`)} ; sleep 2 ; done ;`,
     `ray job submit --address ${address}`,
+    ...submitOptions(job, job.status?.jobId ?? ''),
+    `-- ${(job.spec?.entrypoint ?? '').trim()} ;`,
   ];
-  const env = runtimeEnv(job);
-  if (env !== undefined) cmd.push(`--runtime-env-json ${shellQuote(JSON.stringify(env))}`);
-  const metadata = jobMetadata(job);
-  if (metadata !== undefined && Object.keys(metadata).length > 0) cmd.push(`--metadata-json ${shellQuote(JSON.stringify(metadata))}`);
-  const jobId = job.status?.jobId ?? '';
-  if (jobId !== '') cmd.push(`--submission-id ${shellQuote(jobId)}`);
-  // Go's %f, as KubeRay formats them.
-  const cpus = numberField(job, 'entrypointNumCpus');
-  if (cpus !== undefined) cmd.push(`--entrypoint-num-cpus ${cpus.toFixed(6)}`);
-  const gpus = numberField(job, 'entrypointNumGpus');
-  if (gpus !== undefined) cmd.push(`--entrypoint-num-gpus ${gpus.toFixed(6)}`);
-  const resources = entrypointResources(job);
-  if (resources !== undefined) cmd.push(`--entrypoint-resources ${shellQuote(JSON.stringify(resources))}`);
-  cmd.push(`-- ${(job.spec?.entrypoint ?? '').trim()} ;`);
   return cmd.join(' ');
 }
 

@@ -22,10 +22,11 @@
 // Never a silent leak (kuberay #5184): a finished RayJob whose cluster still exists and whose rules
 // (or legacy policies) match nothing in its terminal state gets one Warning that says what did not
 // match and what would; the resources stay as KubeRay leaves them.
-import type { DeletionPolicyType, DeletionRule, RayCluster, RayClusterSpec, RayJob, RayJobStatus } from '../types.ts';
+import type { DeletionPolicyType, DeletionRule, RayCluster, RayJob, RayJobStatus } from '../types.ts';
 import { DELETION_POLICIES } from '../types.ts';
 import { DELETION_RECORD_ANNOTATION } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
+import { isAutoscalingEnabled } from '../raycluster/validation.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Validation (KubeRay utils/validation.go validateDeletionConfiguration, same messages)
@@ -38,10 +39,6 @@ const TTL_ORDER: DeletionPolicyType[] = ['DeleteWorkers', 'DeleteCluster', 'Dele
 
 function present(value: unknown): boolean {
   return value !== undefined && value !== null;
-}
-
-function isAutoscalingEnabled(spec: RayClusterSpec | undefined): boolean {
-  return spec?.enableInTreeAutoscaling === true;
 }
 
 /** The rules mode is on: a non-empty deletionRules (an empty list reads as unset, as in KubeRay). */

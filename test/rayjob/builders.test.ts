@@ -158,9 +158,9 @@ t.test('submission options reach both submission paths', async (t) => {
   const script = submitterScript(job, 'http://h:8265', 'id-1');
   t.match(script, `--runtime-env-json '{"env_vars":{"GREETING":"it'\\''s me"}}'`);
   t.match(script, `--metadata-json '{"owner":"a"}'`);
-  t.match(script, '--entrypoint-num-cpus 1.5 --entrypoint-num-gpus 1');
-  t.match(script, `--entrypoint-resources '{"tpu":2}'`);
-  t.match(script, `--submission-id id-1 -- python -c 'print(1)'`);
+  // KubeRay's order and Go's %f, the same options as the SidecarMode script's.
+  t.match(script, `--submission-id id-1 --entrypoint-num-cpus 1.500000 --entrypoint-num-gpus 1.000000`);
+  t.match(script, `--entrypoint-resources '{"tpu":2}' -- python -c 'print(1)'`);
   t.same(buildSubmitRequest(job), {
     entrypoint: "python -c 'print(1)'",
     submission_id: 'demo-abcde',
