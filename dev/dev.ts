@@ -186,6 +186,8 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `  ${k} get jobs,events`,
     `  npx raykeeper redis-cleanup --list --address ${env.redis.host}:${env.redis.port}`,
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob.yaml')}   # ${env.ray ? 'New -> Initializing -> Running -> Complete' : 'stays Initializing without Ray (bash tools/setup.sh installs it)'}`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob-sidecar.yaml')}   # SidecarMode: the submitter runs in the head pod, no Job`,
+    `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob-deletion-rules.yaml')}   # workers go when it succeeds, the cluster 30 s later`,
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'raycronjob.yaml')}   # a RayJob a minute: ${k} get rayjobs -l ray.io/cronjob-name=raycronjob-sample`,
     '',
     'Ctrl-C stops everything.',

@@ -1,9 +1,9 @@
 // What `raykeeper dev` prints when ready: the hints name a kubectl the user can run as printed.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import t from 'tap';
 import { hintKubectl, readyText } from '../../dev/dev.ts';
-import { kubeCommandPath } from '../../localcluster/binaries.ts';
+import { kubeCommandPath, REPO_ROOT } from '../../localcluster/binaries.ts';
 
 t.test('hintKubectl: kubectl on PATH by name, else the one tools/setup.sh built', async (t) => {
   const dir = t.testdir();
@@ -37,4 +37,11 @@ t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig'
   for (const line of hints) t.match(line, /^ {2}\/cache\/bin\/kubectl-v1\.35\.4 --kubeconfig \/state\/kubeconfig /, line);
   t.match(text, /^kubeconfig: \/state\/kubeconfig$/m);
   t.match(text, /^redis: 127\.0\.0\.1:6399$/m);
+  const samples = [...text.matchAll(/ apply -f (\S+)/g)].map((m) => m[1] ?? '').filter((f) => f.startsWith(REPO_ROOT));
+  t.same(
+    samples.map((f) => basename(f)),
+    ['rayjob.yaml', 'rayjob-sidecar.yaml', 'rayjob-deletion-rules.yaml', 'raycronjob.yaml'],
+    'a hint for each RayJob sample',
+  );
+  for (const f of samples) t.ok(existsSync(f), `${f} exists`);
 });
