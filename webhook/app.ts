@@ -19,6 +19,7 @@ import {
   VALIDATE_RAYJOB_PATH,
 } from '../src/names.ts';
 import { validate, type ValidateKind } from '../src/admission/validate.ts';
+import type { WarningOptions } from '../src/admission/warnings.ts';
 import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Resource, type WebhookMetrics } from './metrics.ts';
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { BodyGate } from './body-gate.ts';
@@ -75,6 +76,8 @@ export interface WebhookOptions {
    * already on the wire, which failurePolicy Ignore turns into silently skipped defaults.
    */
   drainMs?: number;
+  /** Beside KubeRay (`--companion=on`): no warnings about what raykeeper's own RayCluster operator does not do. */
+  companion?: boolean;
 }
 
 export type WebhookApp = FastifyInstance<HttpsServer> & {
@@ -135,6 +138,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     newStorageNamespace: options.newStorageNamespace ?? randomUuid,
     finalizerEnabled: options.finalizerEnabled ?? redisCleanupEnabled(process.env[ENABLE_GCS_FT_REDIS_CLEANUP_ENV]),
   };
+  const warningOptions: WarningOptions = { companion: options.companion === true };
 
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const budget = new ByteBudget({
@@ -278,7 +282,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     app.post(path, {
       config: { resource } satisfies RouteConfig,
       handler: (request, reply) => {
-        const outcome = validate(request.body, kind);
+        const outcome = validate(request.body, kind, warningOptions);
         const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
         record.validated(resource, operation, outcome.result, outcome.reason ?? 'none');
         if (outcome.httpStatus !== 200) {

@@ -1,15 +1,27 @@
-// `raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]`: the admission webhook over HTTPS.
+// `raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N] [--companion on|off]`: the admission webhook over HTTPS.
 import { parseArgs } from 'node:util';
-import { DEFAULT_WEBHOOK_PORT, MUTATE_RAYCLUSTER_PATH, MUTATE_RAYCRONJOB_PATH, MUTATE_RAYJOB_PATH } from '../src/names.ts';
+import {
+  DEFAULT_WEBHOOK_PORT,
+  MUTATE_RAYCLUSTER_PATH,
+  MUTATE_RAYCRONJOB_PATH,
+  MUTATE_RAYJOB_PATH,
+  VALIDATE_RAYCLUSTER_PATH,
+  VALIDATE_RAYCRONJOB_PATH,
+  VALIDATE_RAYJOB_PATH,
+} from '../src/names.ts';
 import { DEFAULT_WEBHOOK_HOST, runWebhook } from './main.ts';
 import { errorMessage } from '../src/errors.ts';
+import { companionWarningOptions } from '../src/admission/warnings.ts';
 
-const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N]
+const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N] [--companion on|off]
 
-Serves the mutating admission webhook over HTTPS (TLS 1.2+):
-  POST ${MUTATE_RAYCLUSTER_PATH}   GCS fault-tolerance finalizer and storage namespace
-  POST ${MUTATE_RAYJOB_PATH}       RayJob defaults (deployment status New, submissionMode)
-  POST ${MUTATE_RAYCRONJOB_PATH}   RayCronJob defaults (concurrencyPolicy Allow, history limits 3 / 1)
+Serves the admission webhooks over HTTPS (TLS 1.2+):
+  POST ${MUTATE_RAYCLUSTER_PATH}     GCS fault-tolerance finalizer and storage namespace
+  POST ${MUTATE_RAYJOB_PATH}         RayJob defaults (deployment status New, submissionMode)
+  POST ${MUTATE_RAYCRONJOB_PATH}     RayCronJob defaults (concurrencyPolicy Allow, history limits 3 / 1)
+  POST ${VALIDATE_RAYCLUSTER_PATH}   KubeRay's RayCluster rules, the GCS data UPDATE rules, warnings
+  POST ${VALIDATE_RAYJOB_PATH}       KubeRay's RayJob rules, warnings
+  POST ${VALIDATE_RAYCRONJOB_PATH}   the RayCronJob controller's rules, warnings
   GET  /healthz, /readyz, /metrics
 Rotated certificate files are picked up without a restart (file events, every 30 s, and SIGHUP).
 
@@ -21,6 +33,9 @@ Options:
   --drain-seconds N
                 on SIGTERM, keep answering N seconds (0-60, default 0), each answer closing its
                 connection, before stopping: behind a Service, lets the endpoint leave first
+  --companion on|off
+                on: raykeeper runs beside KubeRay's operator (the controller's --companion=on), so
+                no warnings about fields raykeeper's own RayCluster operator does not act on (default off)
 
 Environment: LOG_LEVEL (pino level, default info); ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer.
 `;
@@ -36,6 +51,7 @@ export async function run(argv: string[]): Promise<number> {
         host: { type: 'string' },
         port: { type: 'string' },
         'drain-seconds': { type: 'string' },
+        companion: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -66,8 +82,16 @@ export async function run(argv: string[]): Promise<number> {
     );
     return 2;
   }
+  let warningOptions;
+  try {
+    warningOptions = companionWarningOptions(values.companion);
+  } catch (err) {
+    process.stderr.write(`raykeeper webhook: ${errorMessage(err)}\n`);
+    return 2;
+  }
   try {
     await runWebhook({
+      companion: warningOptions.companion === true,
       certFile: values.cert!,
       keyFile: values.key!,
       host: values.host ?? DEFAULT_WEBHOOK_HOST,

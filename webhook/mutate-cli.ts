@@ -7,13 +7,14 @@ import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
 import { errorMessage } from '../src/errors.ts';
 import { ENABLE_GCS_FT_REDIS_CLEANUP_ENV } from '../src/names.ts';
 import type { MutateOptions } from '../src/admission/mutate.ts';
+import { companionWarningOptions } from '../src/admission/warnings.ts';
 import { changeLine, mutateDocument, readDocuments, type DocumentResult } from './offline.ts';
 import { manifestSources, splitFilenames, type ManifestSource } from './manifest-files.ts';
 
 const OUTPUTS = ['yaml', 'json', 'patch', 'review'] as const;
 type Output = (typeof OUTPUTS)[number];
 
-const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] [-f FILE|DIR|-]... [-R] [FILE|DIR|-]...
+const USAGE = `Usage: raykeeper mutate [-o yaml|json|patch|review] [--check] [--storage-namespace NS] [--companion on|off] [-f FILE|DIR|-]... [-R] [FILE|DIR|-]...
 
 Prints what the raykeeper admission webhook would do, with no cluster and no server: the same defaulting,
 JSON patch and validation code as \`raykeeper webhook\`. Input: manifests (YAML or JSON, multi-document; each
@@ -35,6 +36,8 @@ Options:
                           (CI: "this manifest relies on the webhook" / "the cluster would refuse it");
                           warnings (kubectl would print them) go to stderr
   --storage-namespace NS  the storage namespace to pin instead of a fresh random UUID (reproducible output)
+  --companion on|off      as the webhook's flag: on (beside KubeRay) leaves out the warnings about fields
+                          raykeeper's own RayCluster operator does not act on (default off)
 
 Environment: ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer, as for the webhook.
 Exit: 0 done (or nothing would change), 1 --check found changes, 2 bad usage or a document that could not be
@@ -79,6 +82,7 @@ export async function run(argv: string[]): Promise<number> {
         filename: { type: 'string', short: 'f', multiple: true, default: [] },
         recursive: { type: 'boolean', short: 'R', default: false },
         'storage-namespace': { type: 'string' },
+        companion: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -109,6 +113,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (inputs.filter((i) => i.path === '-').length > 1) {
     process.stderr.write('raykeeper mutate: - (stdin) can be given only once\n');
+    return 2;
+  }
+  let warningOptions;
+  try {
+    warningOptions = companionWarningOptions(values.companion);
+  } catch (err) {
+    process.stderr.write(`raykeeper mutate: ${errorMessage(err)}\n`);
     return 2;
   }
   const pinned = values['storage-namespace'];
@@ -145,7 +156,7 @@ export async function run(argv: string[]): Promise<number> {
           fail(`${where}: ${doc.error}`);
           continue;
         }
-        const result = mutateDocument(doc, doc.value, options);
+        const result = mutateDocument(doc, doc.value, options, warningOptions);
         if (result.kind === 'error') {
           fail(`${where}: ${result.message}`);
           continue;

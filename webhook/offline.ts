@@ -9,6 +9,7 @@ import { RAY_GROUP, RAY_VERSION } from '../src/names.ts';
 import { isJsonObject } from '../src/admission/json.ts';
 import { mutate, type MutateOptions, type MutateOutcome, type TargetKind } from '../src/admission/mutate.ts';
 import { validateObject } from '../src/admission/validate.ts';
+import type { WarningOptions } from '../src/admission/warnings.ts';
 import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
 import type { PatchOperation } from '../src/admission/patch.ts';
@@ -70,7 +71,14 @@ function labelOf(kind: string, object: JsonObject | null | undefined): string {
   return `${kind} ${typeof meta.namespace === 'string' ? `${meta.namespace}/` : ''}${name}`;
 }
 
-function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome: MutateOutcome, target?: TargetKind): DocumentResult {
+function fromOutcome(
+  ref: DocumentRef,
+  label: string,
+  input: JsonObject,
+  outcome: MutateOutcome,
+  warningOptions: WarningOptions,
+  target?: TargetKind,
+): DocumentResult {
   const result: DocumentResult = {
     ...ref,
     kind: 'object',
@@ -85,7 +93,12 @@ function fromOutcome(ref: DocumentRef, label: string, input: JsonObject, outcome
   // The validating webhook sees the mutated object (the API server calls it after the mutating one).
   const request = outcome.request;
   if (target === undefined || outcome.defaulted === undefined || request === undefined || request.subResource !== undefined) return result;
-  const decision = validateObject(target, named(outcome.defaulted), request.operation === 'UPDATE' ? request.oldObject : null);
+  const decision = validateObject(
+    target,
+    named(outcome.defaulted),
+    request.operation === 'UPDATE' ? request.oldObject : null,
+    warningOptions,
+  );
   if (decision.result === 'denied') return { ...result, denied: decision.message ?? 'denied' };
   return { ...result, warnings: [...result.warnings, ...decision.warnings] };
 }
@@ -126,7 +139,12 @@ function targetOf(apiVersion: unknown, kind: unknown): TargetKind | undefined {
 }
 
 /** What the webhook does with one document: a manifest (as a CREATE) or an AdmissionReview. */
-export function mutateDocument(ref: DocumentRef, value: unknown, options: MutateOptions): DocumentResult {
+export function mutateDocument(
+  ref: DocumentRef,
+  value: unknown,
+  options: MutateOptions,
+  warningOptions: WarningOptions = {},
+): DocumentResult {
   if (!isJsonObject(value) || typeof value.apiVersion !== 'string' || typeof value.kind !== 'string') {
     return { ...ref, kind: 'error', message: 'not a Kubernetes object or AdmissionReview (apiVersion and kind must be strings)' };
   }
@@ -153,7 +171,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
         label,
       };
     }
-    return fromOutcome(ref, label, object ?? {}, outcome, target);
+    return fromOutcome(ref, label, object ?? {}, outcome, warningOptions, target);
   }
   const label = labelOf(value.kind, value);
   const target = targetOf(value.apiVersion, value.kind);
@@ -170,7 +188,7 @@ export function mutateDocument(ref: DocumentRef, value: unknown, options: Mutate
       label,
     };
   }
-  return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options), target);
+  return fromOutcome(ref, label, value, mutate(createReview(value, target), target, options), warningOptions, target);
 }
 
 /** `file.yaml#2 RayCluster ray/demo: added finalizer ...; pinned storage namespace ...` */

@@ -31,7 +31,7 @@ import { rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
 import { gcsFtStorageChange, managedByChange, managedByValueProblem } from './update-rules.ts';
-import { boundWarnings, rayClusterWarnings, rayJobWarnings } from './warnings.ts';
+import { boundWarnings, rayClusterWarnings, rayJobWarnings, type WarningOptions } from './warnings.ts';
 
 /** The kinds with a validating route: a kind, an entry in VALIDATORS, a path in src/names.ts and a route in webhook/app.ts. */
 export type ValidateKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
@@ -67,7 +67,7 @@ interface Validator {
   shapeProblem(obj: JsonObject): string | undefined;
   objectProblem(obj: JsonObject): { reason: DenialReason; message: string } | undefined;
   updateProblem(oldObj: JsonObject, obj: JsonObject): { reason: DenialReason; message: string } | undefined;
-  warnings(obj: JsonObject): string[];
+  warnings(obj: JsonObject, options: WarningOptions): string[];
   /** Annotations and labels the object rules read (besides spec). */
   ruleMetadata: { annotations: readonly string[]; labels: readonly string[] };
 }
@@ -122,7 +122,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
     },
     updateProblem: (oldObj, obj) =>
       firstOf(managedByChange(cluster(oldObj), cluster(obj)), gcsFtStorageChange(cluster(oldObj), cluster(obj))),
-    warnings: (obj) => rayClusterWarnings(cluster(obj)),
+    warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [RAY_ORIGINATED_FROM_CRD_LABEL] },
   },
   RayJob: {
@@ -136,7 +136,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       return spec === undefined ? undefined : { reason: 'invalid_spec', message: spec };
     },
     updateProblem: (oldObj, obj) => managedByChange(job(oldObj), job(obj)),
-    warnings: (obj) => rayJobWarnings(job(obj)),
+    warnings: (obj, options) => rayJobWarnings(job(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [] },
   },
   // The controller's own check (src/raycronjob/decide.ts): the schedule in KubeRay's cron syntax, the time
@@ -148,9 +148,9 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       return checked.ok ? undefined : { reason: 'invalid_spec', message: checked.message };
     },
     updateProblem: () => undefined,
-    warnings(obj) {
+    warnings(obj, options) {
       const spec = cronJob(obj).spec;
-      const out = spec?.jobTemplate ? rayJobWarnings({ metadata: { ...cronJob(obj).metadata }, spec: spec.jobTemplate }) : [];
+      const out = spec?.jobTemplate ? rayJobWarnings({ metadata: { ...cronJob(obj).metadata }, spec: spec.jobTemplate }, options) : [];
       const every = typeof spec?.schedule === 'string' ? /(?:^|\s)@every\s+(\S+)\s*$/.exec(spec.schedule) : null;
       const ms = every ? parseGoDuration(every[1] ?? '') : undefined;
       if (ms !== undefined && ms < 60_000)
@@ -196,6 +196,7 @@ export function validateObject(
   kind: ValidateKind,
   obj: JsonObject,
   oldObj: JsonObject | null,
+  options: WarningOptions = {},
 ): { result: ValidationResult; reason?: DenialReason; message?: string; warnings: string[] } {
   const validator = VALIDATORS[kind];
   const shape = validator.shapeProblem(obj);
@@ -208,11 +209,11 @@ export function validateObject(
   }
   const problem = validator.objectProblem(obj);
   if (problem !== undefined) return { result: 'denied', reason: problem.reason, message: problem.message, warnings: [] };
-  const warnings = boundWarnings(validator.warnings(obj));
+  const warnings = boundWarnings(validator.warnings(obj, options));
   return warnings.length > 0 ? { result: 'warned', warnings } : { result: 'allowed', warnings };
 }
 
-export function validate(body: unknown, kind: ValidateKind): ValidateOutcome {
+export function validate(body: unknown, kind: ValidateKind, options: WarningOptions = {}): ValidateOutcome {
   let request: AdmissionRequest | undefined;
   try {
     const parsed = parseAdmissionReview(body);
@@ -230,7 +231,7 @@ export function validate(body: unknown, kind: ValidateKind): ValidateOutcome {
     if ((request.operation !== 'CREATE' && request.operation !== 'UPDATE') || request.subResource !== undefined) {
       return { httpStatus: 200, answer: allowed(apiVersion, uid), request, result: 'allowed', warnings: [] };
     }
-    const decision = validateObject(kind, request.object as JsonObject, request.operation === 'UPDATE' ? request.oldObject : null);
+    const decision = validateObject(kind, request.object as JsonObject, request.operation === 'UPDATE' ? request.oldObject : null, options);
     if (decision.result === 'denied') {
       const message = decision.message ?? 'denied';
       if (decision.reason === 'invalid_review') {

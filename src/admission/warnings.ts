@@ -5,7 +5,8 @@
 //   the cluster is kept (KubeRay #5184).
 // - Autoscaler settings without enableInTreeAutoscaling: no autoscaler runs, so they do nothing.
 // - Fields raykeeper's own RayCluster operator (standalone, without KubeRay) does not act on yet
-//   (src/raycluster/desired.ts unsupportedFields; for a RayJob, its rayClusterSpec).
+//   (src/raycluster/desired.ts unsupportedFields; for a RayJob, its rayClusterSpec). Not beside KubeRay
+//   (WarningOptions.companion): there KubeRay's operator runs the pods and acts on them.
 import { unsupportedFields } from '../raycluster/desired.ts';
 import type { RayCluster, RayClusterSpec, RayJob } from '../types.ts';
 import type { ObjectMeta } from '../../kube/model.ts';
@@ -25,7 +26,19 @@ export function boundWarnings(warnings: readonly string[]): string[] {
   return out;
 }
 
-function clusterSpecWarnings(spec: RayClusterSpec | undefined, metadata: ObjectMeta, where: string): string[] {
+export interface WarningOptions {
+  /** Beside KubeRay (companion mode): our own operator's limits are not the user's concern. */
+  companion?: boolean;
+}
+
+/** `--companion on|off` of `raykeeper webhook` and `raykeeper mutate` (absent: off). */
+export function companionWarningOptions(raw: string | undefined): WarningOptions {
+  const value = (raw ?? 'off').trim().toLowerCase();
+  if (value !== 'on' && value !== 'off') throw new Error(`--companion must be on or off, got ${JSON.stringify(raw)}`);
+  return { companion: value === 'on' };
+}
+
+function clusterSpecWarnings(spec: RayClusterSpec | undefined, metadata: ObjectMeta, where: string, options: WarningOptions): string[] {
   if (spec === undefined || spec === null || typeof spec !== 'object') return [];
   const out: string[] = [];
   const autoscalerOptions = spec['autoscalerOptions'];
@@ -34,6 +47,7 @@ function clusterSpecWarnings(spec: RayClusterSpec | undefined, metadata: ObjectM
       `${where}autoscalerOptions is set but ${where}enableInTreeAutoscaling is not true: no autoscaler runs, the options do nothing`,
     );
   }
+  if (options.companion === true) return out;
   const cluster: RayCluster = { metadata, spec };
   for (const u of unsupportedFields(cluster)) {
     const field = u.field.startsWith('spec.') ? `${where}${u.field.slice('spec.'.length)}` : u.field;
@@ -44,11 +58,11 @@ function clusterSpecWarnings(spec: RayClusterSpec | undefined, metadata: ObjectM
   return out;
 }
 
-export function rayClusterWarnings(cluster: RayCluster): string[] {
-  return clusterSpecWarnings(cluster.spec, cluster.metadata ?? {}, 'spec.');
+export function rayClusterWarnings(cluster: RayCluster, options: WarningOptions = {}): string[] {
+  return clusterSpecWarnings(cluster.spec, cluster.metadata ?? {}, 'spec.', options);
 }
 
-export function rayJobWarnings(job: RayJob): string[] {
+export function rayJobWarnings(job: RayJob, options: WarningOptions = {}): string[] {
   const out: string[] = [];
   const spec = job.spec;
   const rules = spec?.deletionStrategy?.deletionRules;
@@ -64,6 +78,6 @@ export function rayJobWarnings(job: RayJob): string[] {
       );
     }
   }
-  out.push(...clusterSpecWarnings(spec?.rayClusterSpec, { ...job.metadata, labels: {} }, 'spec.rayClusterSpec.'));
+  out.push(...clusterSpecWarnings(spec?.rayClusterSpec, { ...job.metadata, labels: {} }, 'spec.rayClusterSpec.', options));
   return out;
 }

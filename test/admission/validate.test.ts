@@ -4,7 +4,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { validate } from '../../src/admission/validate.ts';
-import { MAX_WARNING_LENGTH, MAX_WARNINGS, boundWarnings } from '../../src/admission/warnings.ts';
+import { MAX_WARNING_LENGTH, MAX_WARNINGS, boundWarnings, companionWarningOptions } from '../../src/admission/warnings.ts';
 import { buildApp } from '../../webhook/app.ts';
 import type { JsonObject } from '../../kube/model.ts';
 import { FINALIZER, FT, NS_ANNOTATION, rayCluster, rayJob, review } from './fixtures.ts';
@@ -392,6 +392,34 @@ t.test('the route: 403 with the message and the uid, warnings, metrics', async (
     metrics,
     /raykeeper_webhook_validations_total\{resource="rayjob",operation="invalid",result="denied",reason="invalid_review"\} 1/,
   );
+});
+
+t.test('beside KubeRay (--companion on): no warning about what our own operator does not do; the others stay', async (t) => {
+  const autoscaled = withSpec(rayCluster(), (s) => (s.enableInTreeAutoscaling = true));
+  const options = companionWarningOptions('on');
+  t.same(options, { companion: true });
+  t.same(companionWarningOptions(undefined), { companion: false }, 'absent: off');
+  t.throws(() => companionWarningOptions('auto'), /--companion must be on or off, got "auto"/);
+  t.equal(validate(review('RayCluster', 'CREATE', autoscaled), 'RayCluster').result, 'warned', 'standalone: warned');
+  t.equal(validate(review('RayCluster', 'CREATE', autoscaled), 'RayCluster', options).result, 'allowed', 'companion: allowed, no warning');
+  const job = withSpec(deadlineJob, (s) => ((s.rayClusterSpec as JsonObject).enableInTreeAutoscaling = true));
+  const warned = validate(review('RayJob', 'CREATE', job), 'RayJob', options);
+  t.same(
+    warned.answer.response.warnings?.map((w) => (/KubeRay #5184/.test(w) ? '#5184' : w)),
+    ['#5184'],
+    'companion: the #5184 warning stays (KubeRay leaks the cluster too); the operator note goes',
+  );
+
+  const certs = await certDir(t);
+  const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger, companion: true });
+  t.teardown(() => app.close());
+  const reply = await app.inject({
+    method: 'POST',
+    url: '/validate-ray-io-v1-raycluster',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(review('RayCluster', 'CREATE', autoscaled)),
+  });
+  t.same(reply.json().response, { uid: UID, allowed: true }, 'the app with companion: true answers without warnings');
 });
 
 t.test('fuzz: arbitrary JSON at every field the rules read never makes an internal error, and the uid is kept', async (t) => {

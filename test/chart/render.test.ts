@@ -186,6 +186,8 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) 
 t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', async (t) => {
   const objs = template(MODES.companion);
   t.ok(args(objs).includes('--companion=on'));
+  t.ok(args(objs, 'raykeeper-webhook').includes('--companion=on'), 'the webhook leaves out our operator-only warnings');
+  t.notOk(args(template({}), 'raykeeper-webhook').includes('--companion=on'), 'standalone: it does not');
   t.notOk(
     args(objs).some((a) => a.startsWith('--reconcilers')),
     'the controller leaves out what KubeRay runs by itself',

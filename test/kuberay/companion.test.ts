@@ -94,8 +94,8 @@ t.test('manifests/companion renders base with the controller in companion mode a
     'false',
     "our Redis cleanup stays on (KubeRay's is the one turned off)",
   );
-  t.ok(
-    docs.some((d) => d.kind === 'Deployment' && d.metadata.name !== 'raykeeper-controller'),
-    'the webhook is there too',
-  );
+  const webhook = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'raykeeper-webhook') as
+    | { spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }
+    | undefined;
+  t.ok(webhook?.spec.template.spec.containers[0]?.args.includes('--companion=on'), 'the webhook is there too, with --companion=on');
 });

@@ -282,4 +282,25 @@ spec:
     ok.stderr,
     /warned.yaml: document 1: RayCluster ray\/warned: warning: spec.autoscalerOptions is set but spec.enableInTreeAutoscaling is not true/,
   );
+
+  // Beside KubeRay (--companion on), as the webhook started with it: no note about our own operator.
+  const autoscaled = join(dir, 'autoscaled.yaml');
+  writeFileSync(
+    autoscaled,
+    `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: autoscaled, namespace: ray}
+spec:
+  enableInTreeAutoscaling: true
+  headGroupSpec:
+    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
+`,
+  );
+  t.match((await mutateCmd(['--check', autoscaled])).stderr, /does not act on spec.enableInTreeAutoscaling/, 'standalone: noted');
+  const companion = await mutateCmd(['--check', '--companion', 'on', autoscaled]);
+  t.equal(companion.code, 0);
+  t.equal(companion.stderr, '', 'companion: nothing to say');
+  const wrong = await mutateCmd(['--check', '--companion', 'auto', autoscaled]);
+  t.equal(wrong.code, 2);
+  t.match(wrong.stderr, /--companion must be on or off, got "auto"/);
 });
