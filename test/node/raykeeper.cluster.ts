@@ -134,6 +134,67 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
   t.equal(kubectl(env.kubeconfig, ['-n', NS, 'delete', 'raycluster', 'warned', '--wait=false']).status, 0);
 });
 
+// Before the load test below: its hundreds of RayClusters fill the node, and the webhook pods scaled
+// back up here would not schedule.
+t.test(
+  'with the webhook down the API server admits an invalid RayCluster (failurePolicy Ignore) and the controller refuses it',
+  async (t) => {
+    const scale = (replicas: number) =>
+      kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'scale', 'deployment', 'raykeeper-webhook', `--replicas=${replicas}`]);
+    const webhookPods = async () =>
+      (await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' })).items.length;
+    t.equal(scale(0).status, 0, 'webhook scaled to 0');
+    t.teardown(async () => {
+      scale(2);
+      await until(
+        async () =>
+          (
+            await kube.get<{ status?: { availableReplicas?: number } }>({
+              ...DEPLOYMENTS,
+              namespace: SYSTEM_NAMESPACE,
+              name: 'raykeeper-webhook',
+            })
+          ).status?.availableReplicas === 2,
+        'two available webhook pods again',
+        180_000,
+        500,
+      );
+    });
+    await until(async () => (await webhookPods()) === 0, 'no webhook pod left', 120_000, 500);
+
+    const invalid = structuredClone(devSampleCluster(env.redisInCluster)) as {
+      metadata: Record<string, unknown>;
+      spec: Record<string, unknown> & { workerGroupSpecs?: Array<Record<string, unknown>> };
+    };
+    invalid.metadata = { name: 'admitted-invalid', namespace: NS };
+    delete invalid.spec.gcsFaultToleranceOptions; // no Redis data: nothing to clean when it goes
+    const worker = invalid.spec.workerGroupSpecs?.[0];
+    if (worker) Object.assign(worker, { minReplicas: 3, maxReplicas: 1 });
+    const created = kubectl(env.kubeconfig, ['create', '-f', '-'], JSON.stringify(invalid));
+    t.equal(created.status, 0, `admitted while the webhook is down: ${created.stderr}`);
+
+    let refusal: { reason: string; message: string } | undefined;
+    await until(
+      async () =>
+        (refusal = (await namespaceEvents(kube, NS)).find(
+          (e) =>
+            e.involvedObject.kind === 'RayCluster' && e.involvedObject.name === 'admitted-invalid' && e.reason === 'InvalidRayClusterSpec',
+        )) !== undefined,
+      "the controller's InvalidRayClusterSpec event",
+      60_000,
+      500,
+    );
+    t.match(refusal?.message, /The RayCluster spec is invalid: worker group/, "KubeRay's message, as the webhook would have said it");
+    const pods = await kube.list<Pod>({ ...PODS, namespace: NS }, { labelSelector: 'ray.io/cluster=admitted-invalid' });
+    t.same(
+      pods.items.map((p) => p.metadata.name),
+      [],
+      'no pod started for it',
+    );
+    t.equal(kubectl(env.kubeconfig, ['-n', NS, 'delete', 'raycluster', 'admitted-invalid', '--wait=false']).status, 0);
+  },
+);
+
 t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against the in-cluster Redis', async (t) => {
   const name = 'pinned';
   const ref = { ...RAYCLUSTERS, namespace: NS, name };
@@ -250,62 +311,3 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
     { apiserver: failedOpen.slice(0, 5) },
   );
 });
-
-t.test(
-  'with the webhook down the API server admits an invalid RayCluster (failurePolicy Ignore) and the controller refuses it',
-  async (t) => {
-    const scale = (replicas: number) =>
-      kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'scale', 'deployment', 'raykeeper-webhook', `--replicas=${replicas}`]);
-    const webhookPods = async () =>
-      (await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' })).items.length;
-    t.equal(scale(0).status, 0, 'webhook scaled to 0');
-    t.teardown(async () => {
-      scale(2);
-      await until(
-        async () =>
-          (
-            await kube.get<{ status?: { availableReplicas?: number } }>({
-              ...DEPLOYMENTS,
-              namespace: SYSTEM_NAMESPACE,
-              name: 'raykeeper-webhook',
-            })
-          ).status?.availableReplicas === 2,
-        'two available webhook pods again',
-        180_000,
-        500,
-      );
-    });
-    await until(async () => (await webhookPods()) === 0, 'no webhook pod left', 120_000, 500);
-
-    const invalid = structuredClone(devSampleCluster(env.redisInCluster)) as {
-      metadata: Record<string, unknown>;
-      spec: Record<string, unknown> & { workerGroupSpecs?: Array<Record<string, unknown>> };
-    };
-    invalid.metadata = { name: 'admitted-invalid', namespace: NS };
-    delete invalid.spec.gcsFaultToleranceOptions; // no Redis data: nothing to clean when it goes
-    const worker = invalid.spec.workerGroupSpecs?.[0];
-    if (worker) Object.assign(worker, { minReplicas: 3, maxReplicas: 1 });
-    const created = kubectl(env.kubeconfig, ['create', '-f', '-'], JSON.stringify(invalid));
-    t.equal(created.status, 0, `admitted while the webhook is down: ${created.stderr}`);
-
-    let refusal: { reason: string; message: string } | undefined;
-    await until(
-      async () =>
-        (refusal = (await namespaceEvents(kube, NS)).find(
-          (e) =>
-            e.involvedObject.kind === 'RayCluster' && e.involvedObject.name === 'admitted-invalid' && e.reason === 'InvalidRayClusterSpec',
-        )) !== undefined,
-      "the controller's InvalidRayClusterSpec event",
-      60_000,
-      500,
-    );
-    t.match(refusal?.message, /The RayCluster spec is invalid: worker group/, "KubeRay's message, as the webhook would have said it");
-    const pods = await kube.list<Pod>({ ...PODS, namespace: NS }, { labelSelector: 'ray.io/cluster=admitted-invalid' });
-    t.same(
-      pods.items.map((p) => p.metadata.name),
-      [],
-      'no pod started for it',
-    );
-    t.equal(kubectl(env.kubeconfig, ['-n', NS, 'delete', 'raycluster', 'admitted-invalid', '--wait=false']).status, 0);
-  },
-);
