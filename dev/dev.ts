@@ -36,6 +36,8 @@ export interface DevEnvironment {
   kubeconfig: string;
   redis: { host: string; port: number };
   webhookUrl: string;
+  /** The controller's /healthz /readyz /metrics server (plain HTTP; the webhook's /metrics is on webhookUrl). */
+  controllerUrl?: string;
   samples: string[];
   /** With a real node (`--kubelet`): "<name> Ready". */
   node?: string;
@@ -155,6 +157,7 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
       kubeconfig: cp.info.kubeconfigPath,
       redis: { host: redis.host, port: redis.port },
       webhookUrl,
+      controllerUrl: `http://127.0.0.1:${controller.port}`,
       samples: [sample],
       ray: ray.ray,
       stop,
@@ -178,6 +181,8 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `redis: ${env.redis.host}:${env.redis.port}`,
     ...(env.node ? [`node: ${env.node}`] : []),
     `webhook: ${env.webhookUrl}`,
+    // For a Prometheus on this machine (the webhook's certificate is signed by the CA in the state dir's certs/).
+    ...(env.controllerUrl ? [`metrics: ${env.controllerUrl}/metrics (controller) ${env.webhookUrl}/metrics (webhook)`] : []),
     '',
     'Try:',
     `  ${k} apply -f ${env.samples[0]}`,

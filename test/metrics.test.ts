@@ -3,6 +3,7 @@
 import t from 'tap';
 import { buildApp } from '../webhook/app.ts';
 import { createMetricsRegistry } from '../src/metrics.ts';
+import { ERROR_REASONS, RESOURCES } from '../webhook/metrics.ts';
 import { capturingLogger, certDir } from './webhook/helpers.ts';
 
 const GC_DURATIONS = 'raykeeper_nodejs_gc_duration_seconds';
@@ -31,4 +32,15 @@ t.test("the webhook's /metrics: process and event-loop metrics, no GC histogram"
   t.match(text, /^raykeeper_nodejs_eventloop_lag_p99_seconds \d/m);
   t.match(text, /^raykeeper_nodejs_heap_size_used_bytes \d/m);
   t.notMatch(text, GC_DURATIONS);
+});
+
+t.test("the webhook's errors counter: every resource and reason at 0 before the first error", async (t) => {
+  const certs = await certDir(t);
+  const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: capturingLogger().logger });
+  t.teardown(() => app.close());
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  // RaykeeperWebhookErrors reads increase(...{reason="internal"}): a series first scraped at 1 has no increase.
+  for (const resource of RESOURCES)
+    for (const reason of ERROR_REASONS) t.match(text, `\nraykeeper_webhook_errors_total{resource="${resource}",reason="${reason}"} 0\n`);
+  t.notMatch(text, /^raykeeper_webhook_requests_total\{/m, 'the request counts only once counted');
 });

@@ -55,7 +55,11 @@ function index<T>(list: readonly T[], value: T): number {
   return i < 0 ? list.length - 1 : i; // unknown values fall into the last slot ("invalid" / "other")
 }
 
-/** A counter whose children are read from `values` (row-major over the two label lists) at scrape time. */
+/**
+ * A counter whose children are read from `values` (row-major over the two label lists) at scrape time:
+ * those counted so far, or with `zeros` every pair from the start (a series an alert reads with
+ * increase() must exist at 0 before its first count, or Prometheus sees no increase).
+ */
 function tableCounter<A extends string, B extends string>(
   registry: Registry,
   name: string,
@@ -64,6 +68,7 @@ function tableCounter<A extends string, B extends string>(
   first: readonly A[],
   second: readonly B[],
   values: Float64Array,
+  zeros = false,
 ): void {
   new Counter({
     name,
@@ -75,7 +80,7 @@ function tableCounter<A extends string, B extends string>(
       for (let i = 0; i < first.length; i++) {
         for (let j = 0; j < second.length; j++) {
           const v = values[i * second.length + j]!;
-          if (v > 0) this.inc({ [labels[0]]: first[i]!, [labels[1]]: second[j]! }, v);
+          if (v > 0 || zeros) this.inc({ [labels[0]]: first[i]!, [labels[1]]: second[j]! }, v);
         }
       }
     },
@@ -176,6 +181,7 @@ export function createWebhookMetrics(registry: Registry, inFlight: InFlight): We
     RESOURCES,
     ERROR_REASONS,
     errors,
+    true, // RaykeeperWebhookErrors: increase() of reason="internal"
   );
   const V = VALIDATION_RESULTS.length;
   const N = VALIDATION_REASONS.length;

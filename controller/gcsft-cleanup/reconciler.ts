@@ -39,7 +39,14 @@ import {
 import { deletionTimeoutProblem, heldFinalizer, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
 import type { RayCluster } from '../../src/types.ts';
 import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
-import { decideRayClusterCleanup, describeTarget, type PodLite, type RayClusterCleanupDecision } from '../../src/gcsft/decide.ts';
+import {
+  decideRayClusterCleanup,
+  describeTarget,
+  FINALIZER_RELEASE_REASONS,
+  type FinalizerReleaseReason,
+  type PodLite,
+  type RayClusterCleanupDecision,
+} from '../../src/gcsft/decide.ts';
 import { isDeleting } from '../../src/finalizer.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
 import {
@@ -227,6 +234,9 @@ export class RayClusterReconciler {
         labelNames: ['result'] as const,
       }),
     };
+    // Every reason at 0 from the start: a series that first appears at 1 has no increase() in Prometheus, so
+    // the first failed cleanup after a controller start would never fire RaykeeperRedisCleanupFailed.
+    for (const reason of FINALIZER_RELEASE_REASONS) this.metrics.releases.inc({ reason }, 0);
   }
 
   registration(workers?: number): ControllerRegistration {
@@ -409,7 +419,7 @@ export class RayClusterReconciler {
    * Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried within 200 ms
    * (re-read). A refusal by the API throws after a Warning: the queue backs off.
    */
-  private async release(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+  private async release(cluster: RayCluster, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
     const r = await this.finalizers.patch(
       this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
       cluster,
@@ -531,7 +541,7 @@ export class RayClusterReconciler {
   }
 
   /** Re-reads the cluster (the cleanup took time) and releases the finalizer from that copy. */
-  private async releaseFresh(cluster: RayCluster, reason: string, signal: AbortSignal | undefined): Promise<void> {
+  private async releaseFresh(cluster: RayCluster, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
     const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
     if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
     await this.release(fresh, reason, signal);

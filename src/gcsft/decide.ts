@@ -74,7 +74,23 @@ export interface RayClusterCleanupInput {
   gateEnabled: boolean;
 }
 
-export type ReleaseReason = 'gate-off' | 'no-redis' | 'unusable-config' | 'job-complete' | 'job-failed';
+/**
+ * Every reason a GCS-FT finalizer is released for (the `reason` of raykeeper_raycluster_finalizer_releases_total):
+ * the decisions below, the deletion timeout, and the controller's own cleanup in a terminating namespace.
+ */
+export const FINALIZER_RELEASE_REASONS = [
+  'gate-off',
+  'no-redis',
+  'unusable-config',
+  'job-complete',
+  'job-failed',
+  'timeout',
+  'inprocess-complete',
+  'inprocess-failed',
+] as const;
+export type FinalizerReleaseReason = (typeof FINALIZER_RELEASE_REASONS)[number];
+/** The release reasons decide() gives (the others are the reconciler's). */
+export type ReleaseReason = Exclude<FinalizerReleaseReason, 'timeout' | 'inprocess-complete' | 'inprocess-failed'>;
 
 export type RayClusterCleanupDecision =
   | { action: 'nothing'; reason: string }

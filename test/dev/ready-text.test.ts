@@ -45,3 +45,18 @@ t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig'
   );
   for (const f of samples) t.ok(existsSync(f), `${f} exists`);
 });
+
+t.test("readyText: the controller's and the webhook's /metrics URLs, when dev runs them on loopback", async (t) => {
+  const env = {
+    kubeconfig: '/state/kubeconfig',
+    redis: { host: '127.0.0.1', port: 6399 },
+    webhookUrl: 'https://127.0.0.1:9443',
+    samples: ['/state/samples/rc.yaml'],
+    stop: async () => {},
+  } as Parameters<typeof readyText>[0];
+  t.match(
+    readyText({ ...env, controllerUrl: 'http://127.0.0.1:8081' }, 'kubectl'),
+    /^metrics: http:\/\/127\.0\.0\.1:8081\/metrics \(controller\) https:\/\/127\.0\.0\.1:9443\/metrics \(webhook\)$/m,
+  );
+  t.notMatch(readyText(env, 'kubectl'), /^metrics:/m, 'none without a controller URL (--kubelet: both run as pods)');
+});

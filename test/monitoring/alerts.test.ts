@@ -8,26 +8,15 @@ import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { CHART_DIR, requireHelm, template } from '../chart/helm.ts';
+import { requireHelm, template } from '../chart/helm.ts';
 import { missingPart } from '../helpers/parts.ts';
+import { dashboard, RULES, rules } from './files.ts';
 
-const RULES = join(CHART_DIR, 'files', 'alerts.yaml');
-const DASHBOARD = join(CHART_DIR, 'files', 'grafana-dashboard.json');
 const UNIT_TESTS = join(REPO_ROOT, 'test', 'monitoring', 'alerts-test.yaml');
 
-interface Rule {
-  alert: string;
-  expr: string;
-}
 interface UnitTests {
   tests: Array<{ alert_rule_test?: Array<{ alertname: string; exp_alerts: unknown[] }> }>;
 }
-interface Dashboard {
-  panels: Array<{ id: number; title: string; datasource?: { uid?: string }; targets: Array<{ expr: string }> }>;
-}
-
-const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
-const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
 
 function promtool(args: string[], cwd = REPO_ROOT) {
   return spawnSync('promtool', args, { cwd, encoding: 'utf8', timeout: 60_000 });

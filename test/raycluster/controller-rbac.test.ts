@@ -137,6 +137,11 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
     logger: quiet,
   });
   tt.teardown(() => c.stop());
+  tt.match(
+    await c.manager.ctx.metrics.metrics(),
+    /raykeeper_raycluster_finalizer_releases_total\{reason="timeout"\} 0/,
+    'every release reason exported at 0 before the first release (an alert reads it with increase())',
+  );
   const created = await createCluster(
     e,
     rayCluster('forbidden', `127.0.0.1:${server.port}`, {

@@ -1,0 +1,44 @@
+// The chart's alerts and Grafana dashboard (charts/raykeeper/files/), as the monitoring tests read them,
+// and the Grafana variable substitution a panel's query goes through before it reaches Prometheus.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { CHART_DIR } from '../chart/helm.ts';
+
+export const RULES = join(CHART_DIR, 'files', 'alerts.yaml');
+export const DASHBOARD = join(CHART_DIR, 'files', 'grafana-dashboard.json');
+
+export interface Rule {
+  alert: string;
+  expr: string;
+}
+export interface Dashboard {
+  panels: Array<{ id: number; title: string; datasource?: { uid?: string }; targets: Array<{ expr: string }> }>;
+}
+
+export const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+export const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
+
+/** Grafana's built-in interval variables, as a dashboard over the last hour at a 1 s scrape would have them. */
+export const GRAFANA_BUILTINS: Readonly<Record<string, string>> = {
+  __interval: '15s',
+  __interval_ms: '15000',
+  __rate_interval: '1m',
+  __range: '1h',
+  __range_s: '3600',
+  __range_ms: '3600000',
+};
+
+/**
+ * A panel's query as Grafana sends it: `$name`, `${name}`, `${name:format}` and `[[name]]` replaced by
+ * `values[name]`. A `$` followed by a digit (label_replace's `$1`) is PromQL's own and stays. A variable
+ * without a value throws (Grafana would send it as it is, and Prometheus would refuse the query).
+ */
+export function grafanaQuery(expr: string, values: Readonly<Record<string, string>>): string {
+  return expr.replace(/\$\{([A-Za-z_]\w*)(?::[\w-]+)?\}|\[\[([A-Za-z_]\w*)(?::[\w-]+)?\]\]|\$([A-Za-z_]\w*)/g, (m, a, b, c) => {
+    const name = (a ?? b ?? c) as string;
+    const value = Object.hasOwn(values, name) ? values[name] : undefined;
+    if (value === undefined) throw new Error(`${m}: no value for the Grafana variable ${name}`);
+    return value;
+  });
+}
