@@ -14,26 +14,16 @@
 import type { Counter } from 'prom-client';
 import { errorMessage, oneLine } from '../../src/errors.ts';
 import { EVENT_DELETED_ORPHANED_GCS_NAMESPACE, EVENT_ORPHANED_GCS_NAMESPACE } from '../../src/event-reasons.ts';
-import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
-import {
-  decideGc,
-  findOrphans,
-  groupByRedis,
-  orphanId,
-  ownerNeedsEnv,
-  ownerOf,
-  trackOrphans,
-  type NamespaceOwner,
-  type Orphan,
-} from '../../src/gcsft/orphans.ts';
+import { decideGc, findOrphans, groupByRedis, orphanId, trackOrphans, type NamespaceOwner, type Orphan } from '../../src/gcsft/orphans.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
 import { cachedGauge, sharedCounter, type Registry } from '../../src/metrics.ts';
 import type { RayCluster } from '../../src/types.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ControllerContext, ControllerRegistration } from '../../kube/reconciler.ts';
-import { LEASES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { LEASES } from '../../kube/resources.ts';
 import type { ObjectWithMeta } from '../../kube/model.ts';
-import { resolveCleanupEnv, type ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
+import type { ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
+import { clusterOwners, headEnv, listAllClusters } from './owners.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
 import { MODULE } from '../module-names.ts';
 import type { RedisConnectionOptions } from '../redis-cleanup/connect.ts';
@@ -163,8 +153,10 @@ export class OrphanFinder {
     // The Redis servers to list are those the watched clusters point at; the owners are every cluster:
     // under --watch-namespace, clusters elsewhere may share that Redis (a fresh LIST of all namespaces).
     const watched = [...this.clusters.list()];
-    const watchedOwners = await this.owners(watched, cache, signal);
-    const owners = this.ctx.watchNamespace ? await this.owners(await this.listFresh(signal), cache, signal) : watchedOwners;
+    const watchedOwners = await clusterOwners(this.ctx.kube, watched, signal, cache);
+    const owners = this.ctx.watchNamespace
+      ? await clusterOwners(this.ctx.kube, await listAllClusters(this.ctx.kube, signal), signal, cache)
+      : watchedOwners;
     const groups = groupByRedis(watchedOwners);
     const report: ScanReport = { scanned: [], failed: [], orphans: [], newlyFound: [], deleted: [], kept: [] };
     const targets = new Map<string, Target>();
@@ -201,35 +193,6 @@ export class OrphanFinder {
     return report;
   }
 
-  /** Every RayCluster from the API (all namespaces): the GC's re-check, and the scan under --watch-namespace. */
-  private async listFresh(signal: AbortSignal | undefined): Promise<RayCluster[]> {
-    return (await this.ctx.kube.list<RayCluster>(RAYCLUSTERS, { signal })).items;
-  }
-
-  private async owners(
-    clusters: readonly RayCluster[],
-    cache: ObjectDataCache,
-    signal: AbortSignal | undefined,
-  ): Promise<NamespaceOwner[]> {
-    const out: NamespaceOwner[] = [];
-    for (const c of clusters) {
-      if (!ownerNeedsEnv(c)) {
-        out.push(ownerOf(c));
-        continue;
-      }
-      const env = await this.headEnv(c, cache, signal).catch(() => undefined);
-      out.push(ownerOf(c, env));
-    }
-    return out;
-  }
-
-  /** The environment the cluster's cleanup would have (undefined entries it cannot resolve make it throw). */
-  private async headEnv(cluster: RayCluster, cache: ObjectDataCache, signal: AbortSignal | undefined): Promise<Record<string, string>> {
-    const plan = planInProcessCleanup(cluster);
-    if (plan.unresolvable.length > 0) throw new Error(`cannot resolve ${plan.unresolvable.join(', ')}`);
-    return resolveCleanupEnv(this.ctx.kube, cluster, plan, signal, cache);
-  }
-
   /**
    * Lists one Redis with the credentials of its clusters' head pods: the first (clusters not being deleted
    * first) whose credentials resolve and are accepted; at most MAX_CREDENTIALS distinct ones are tried.
@@ -251,7 +214,7 @@ export class OrphanFinder {
       if (!cluster || !usesRedisBackend(cluster) || tried.size >= MAX_CREDENTIALS) continue;
       let target: Target | undefined;
       try {
-        const settings = await resolveSettings({}, await this.headEnv(cluster, cache, signal));
+        const settings = await resolveSettings({}, await headEnv(this.ctx.kube, cluster, signal, cache));
         target = { connection: settings.connection, password: settings.password };
         const id = JSON.stringify([settings.connection.username, settings.password]);
         if (tried.has(id)) continue;
@@ -305,7 +268,7 @@ export class OrphanFinder {
     const now = this.now();
     const due = report.orphans.filter((o) => now >= (this.firstSeen.get(orphanId(o)) ?? now) + this.config.gcAfterMs);
     if (due.length === 0) return;
-    const fresh = await this.owners(await this.listFresh(signal), new Map(), signal);
+    const fresh = await clusterOwners(this.ctx.kube, await listAllClusters(this.ctx.kube, signal), signal);
     const cleanup = this.config.cleanup ?? (await import('../redis-cleanup/cleanup.ts')).runCleanup;
     const { summarize } = await import('../redis-cleanup/cleanup.ts');
     for (const o of due) {

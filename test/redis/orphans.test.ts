@@ -13,7 +13,9 @@ import { MODULE } from '../../controller/module-names.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS, SECRETS } from '../../kube/resources.ts';
 import { JSON_PATCH } from '../../kube/client.ts';
-import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
+import { redisServerMissing } from '../helpers/redis-server.ts';
+import { kubeconfigFile } from '../helpers/control-plane.ts';
+import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 import {
   createCluster,
@@ -24,11 +26,11 @@ import {
   metricValue,
   rayCluster,
   rayKeys,
+  redis,
   seedRay,
   until,
   type Env,
 } from '../raycluster/harness.ts';
-import { client } from './fixtures.ts';
 
 const SECRET = 'Orph4n-S3cret#7';
 const HOUR = 3_600_000;
@@ -37,10 +39,7 @@ const FROM_SECRET = [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name
 /** The controller (leader of its own Lease) with the finder built on a fake clock; scans only when the test says. */
 async function stage(tt: Test) {
   const e = await env(tt);
-  const server = await startRedisServer({ password: SECRET });
-  tt.teardown(() => server.stop());
-  const r = client(server.port, { password: SECRET });
-  tt.teardown(() => r.disconnect());
+  const { server, client: r } = await redis(tt, { password: SECRET });
   await e.kube.create(
     { ...SECRETS, namespace: e.ns.name },
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
@@ -225,5 +224,48 @@ if (missing) {
     tt.same(await rayKeys(r, 'dying-ns'), keys.sort(), 'its keys stay');
     tt.equal(await gauge(), 0, 'gauge 0');
     tt.same(await events(e, 'OrphanedGcsNamespace'), [], 'no Event');
+  });
+
+  t.test('redis-cleanup --list --orphans marks what no RayCluster names, a deleting one included', async (tt) => {
+    const e = await env(tt);
+    const { server, client: r } = await redis(tt, { password: SECRET });
+    const address = `127.0.0.1:${server.port}`;
+    await createCluster(e, rayCluster('owner', address, { annotations: { 'ray.io/external-storage-namespace': 'cli-owned' } }));
+    await createCluster(
+      e,
+      rayCluster('leaving', address, {
+        finalizers: ['example.com/hold'],
+        annotations: { 'ray.io/external-storage-namespace': 'cli-leaving' },
+      }),
+    );
+    tt.teardown(() =>
+      e.kube.patch({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'leaving' }, [{ op: 'remove', path: '/metadata/finalizers' }], JSON_PATCH),
+    );
+    await deleteCluster(e, 'leaving');
+    for (const ns of ['cli-owned', 'cli-leaving', 'cli-owned1', 'cli-gone']) await seedRay(r, ns);
+    const kubeconfig = await kubeconfigFile(tt, e.ns.cp, e.ns.name);
+    const out = { stdout: '', stderr: '' };
+    const io = {
+      env: { RAY_REDIS_ADDRESS: address, REDIS_PASSWORD: SECRET },
+      stdout: { write: (s: string) => (out.stdout += s) },
+      stderr: { write: (s: string) => (out.stderr += s) },
+    };
+    tt.equal(await runWith(['--list', '--orphans', '--kubeconfig', kubeconfig], io), 0, out.stderr);
+    const orphan = (ns: string) => new RegExp(`\\n${ns}\\s+current\\s+5\\s+\\d+\\s+\\d+\\s+0\\s+yes\\n`).test(out.stdout);
+    tt.match(out.stdout, /NAMESPACE\s+LAYOUT\s+KEYS\s+FIELDS\s+BYTES\s+LOOK-ALIKES\s+ORPHAN/);
+    tt.same(
+      ['cli-gone', 'cli-leaving', 'cli-owned', 'cli-owned1'].filter(orphan),
+      ['cli-gone', 'cli-owned1'],
+      'exactly the namespaces no RayCluster names',
+    );
+    tt.match(out.stdout, /\n2 orphaned namespace\(s\): no RayCluster names them\n$/);
+    const json = { stdout: '', stderr: '' };
+    await runWith(['--list', '--orphans', '--json', '--kubeconfig', kubeconfig], {
+      ...io,
+      stdout: { write: (s: string) => (json.stdout += s) },
+    });
+    tt.same(JSON.parse(json.stdout).orphans, ['cli-gone', 'cli-owned1'], '--json: the orphans by name');
+    tt.notOk(out.stdout.includes(SECRET) || out.stderr.includes(SECRET) || json.stdout.includes(SECRET), 'no password');
+    tt.equal((await rayKeys(r, 'cli-gone')).length, 5, 'listing deletes nothing');
   });
 }
