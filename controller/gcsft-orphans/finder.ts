@@ -142,7 +142,15 @@ export class OrphanFinder {
     const now = this.ctx.now();
     if (this.lastScan !== undefined && now - this.lastScan < interval) return { requeueAfterMs: this.lastScan + interval - now };
     this.lastScan = now;
-    await this.scan(signal);
+    try {
+      await this.scan(signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      // E.g. no permission to list RayClusters in every namespace under --watch-namespace: say why once per
+      // interval rather than retrying with backoff.
+      this.metrics.scans.inc({ result: 'failed' });
+      this.ctx.logger.warn({ controller: MODULE.gcsOrphans, err: errorMessage(err) }, 'orphan scan failed; next scan at the interval');
+    }
     return { requeueAfterMs: interval };
   }
 

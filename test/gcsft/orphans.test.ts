@@ -17,6 +17,12 @@ import {
   type Orphan,
 } from '../../src/gcsft/orphans.ts';
 import { parseDuration } from '../../src/time.ts';
+import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
+import { InformerFactory } from '../../kube/informer.ts';
+import { KubeClient } from '../../kube/client.ts';
+import type { ControllerContext } from '../../kube/reconciler.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createMetricsRegistry } from '../../src/metrics.ts';
 import { cluster, T0 } from '../raycluster/fixtures.ts';
 
 const R = 'redis://redis:6379';
@@ -213,4 +219,33 @@ t.test('parseDuration', async (t) => {
     ['m', undefined],
   ];
   for (const [raw, ms] of rows) t.equal(parseDuration(raw), ms, JSON.stringify(raw));
+});
+
+t.test('the gcs-orphans module: on every 10m standalone, off beside KubeRay, GC only with scans', async (t) => {
+  const kube = new KubeClient({
+    getCurrentCluster: () => ({ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: false }),
+    getCurrentUser: () => null,
+    applyToHTTPSOptions: async () => {},
+  });
+  const ctx = (companion: boolean) =>
+    ({
+      informers: new InformerFactory(kube),
+      companion,
+      logger: createLogger('test', { level: 'silent' }),
+      metrics: createMetricsRegistry(),
+      isLeader: () => true,
+      now: Date.now,
+    }) as unknown as ControllerContext;
+  t.equal((await gcsOrphansModule.create(ctx(false), {})).watches.length, 1, 'standalone: scans by default');
+  t.same((await gcsOrphansModule.create(ctx(true), {})).watches, [], 'companion mode: off by default');
+  t.equal((await gcsOrphansModule.create(ctx(true), { 'orphan-scan-interval': '1h' })).watches.length, 1, 'companion mode: on when asked');
+  t.same((await gcsOrphansModule.create(ctx(false), { 'orphan-scan-interval': '0' })).watches, [], '0: off');
+  await t.rejects(
+    async () => gcsOrphansModule.create(ctx(true), { 'orphan-gc-after': '24h' }),
+    /--orphan-gc-after needs --orphan-scan-interval/,
+  );
+  await t.rejects(
+    async () => gcsOrphansModule.create(ctx(false), { 'orphan-scan-interval': '10' }),
+    /--orphan-scan-interval: "10" is not a duration/,
+  );
 });

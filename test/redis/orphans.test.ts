@@ -10,6 +10,7 @@ import { startController, type RunningController } from '../../controller/main.t
 import { createOrphanFinder, type OrphanFinder } from '../../controller/gcsft-orphans/finder.ts';
 import { rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import { MODULE } from '../../controller/module-names.ts';
+import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS, SECRETS } from '../../kube/resources.ts';
 import { JSON_PATCH } from '../../kube/client.ts';
@@ -28,6 +29,7 @@ import {
   rayKeys,
   redis,
   seedRay,
+  quiet,
   until,
   type Env,
 } from '../raycluster/harness.ts';
@@ -224,6 +226,41 @@ if (missing) {
     tt.same(await rayKeys(r, 'dying-ns'), keys.sort(), 'its keys stay');
     tt.equal(await gauge(), 0, 'gauge 0');
     tt.same(await events(e, 'OrphanedGcsNamespace'), [], 'no Event');
+  });
+
+  t.test('the module as `raykeeper controller` runs it: the leader scans at once, then every --orphan-scan-interval', async (tt) => {
+    const e = await env(tt);
+    const { server, client: r } = await redis(tt, { password: SECRET });
+    await e.kube.create(
+      { ...SECRETS, namespace: e.ns.name },
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
+    );
+    await createCluster(e, rayCluster('live', `127.0.0.1:${server.port}`, { headEnv: FROM_SECRET }));
+    await seedRay(r, 'left-behind');
+    const c = await startController({
+      kubeConfig: e.ns.kubeConfig,
+      watchNamespace: e.ns.name,
+      modules: [gcsOrphansModule],
+      moduleFlags: { 'orphan-scan-interval': '1h' },
+      env: {},
+      leaderElect: true,
+      leaseNamespace: e.ns.name,
+      healthPort: 0,
+      healthHost: '127.0.0.1',
+      logger: quiet,
+    });
+    tt.teardown(() => c.stop());
+    const [ev] = await until(async () => {
+      const found = await events(e, 'OrphanedGcsNamespace');
+      return found.length > 0 ? found : undefined;
+    }, 'the first scan reports the orphan');
+    tt.match(ev?.message, 'Storage namespace "left-behind"');
+    tt.equal(metricValue(await metricsOf(c.port!), 'raykeeper_gcs_orphaned_namespaces', `redis="redis://127.0.0.1:${server.port}"`), 1);
+    tt.equal(
+      metricValue(await metricsOf(c.port!), 'raykeeper_gcs_orphan_scans_total', 'result="ok"'),
+      1,
+      'one scan: the next is an hour away',
+    );
   });
 
   t.test('redis-cleanup --list --orphans marks what no RayCluster names, a deleting one included', async (tt) => {
