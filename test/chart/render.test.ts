@@ -358,6 +358,10 @@ t.test("controller.orphans: the orphan finder's flags only when set (the control
   const set = args(template({ controller: { orphans: { scanInterval: '30m', gcAfter: '24h' } } }));
   t.ok(set.includes('--orphan-scan-interval=30m') && set.includes('--orphan-gc-after=24h'), set.join(' '));
   t.ok(args(template({ controller: { orphans: { scanInterval: '0' } } })).includes('--orphan-scan-interval=0'), 'off');
+  t.ok(
+    args(template({ controller: { reconcilers: ['raycluster', 'gcs-orphans'] } })).includes('--reconcilers=raycluster,gcs-orphans'),
+    'a module --reconcilers may name',
+  );
 });
 
 t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', async (t) => {
