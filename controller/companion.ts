@@ -125,15 +125,16 @@ function gauge(metrics: Registry): Gauge<'reason'> {
 
 /**
  * Decides the mode and returns the modules to start: in companion mode without COMPANION_SKIPPED, and
- * with the KubeRay cleanup watcher when our RayCluster cleanup runs.
+ * with the KubeRay cleanup watcher when our RayCluster cleanup runs; records the mode in `ctx.companion`.
  */
 export async function companionModules(
-  ctx: Pick<ControllerContext, 'kube' | 'logger' | 'metrics' | 'env' | 'now'>,
+  ctx: Pick<ControllerContext, 'kube' | 'logger' | 'metrics' | 'env' | 'now' | 'companion'>,
   modules: ReconcilerModule[],
   setting: CompanionSetting,
 ): Promise<ReconcilerModule[]> {
   const detection = setting === 'auto' ? await detectKubeRay(ctx.kube, ctx.now()) : undefined;
   const decision = companionDecision(setting, detection);
+  ctx.companion = decision.active;
   const g = gauge(ctx.metrics);
   g.reset();
   g.set({ reason: decision.reason }, decision.active ? 1 : 0);

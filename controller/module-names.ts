@@ -10,4 +10,6 @@ export const MODULE = {
   rayJob: 'rayjob',
   /** RayCronJob: a RayJob a tick (controller/raycronjob/). */
   rayCronJob: 'raycronjob',
+  /** Reports (and with --orphan-gc-after deletes) Ray storage namespaces no RayCluster names (controller/gcsft-orphans/). */
+  gcsOrphans: 'gcs-orphans',
 } as const;

@@ -6,5 +6,12 @@ import { gcsFtCleanupModule } from './gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from './raycluster/module.ts';
 import { rayJobModule } from './rayjob/module.ts';
 import { rayCronJobModule } from './raycronjob/module.ts';
+import { gcsOrphansModule } from './gcsft-orphans/module.ts';
 
-export const RECONCILER_MODULES: ReconcilerModule[] = [gcsFtCleanupModule, rayClusterOperatorModule, rayJobModule, rayCronJobModule];
+export const RECONCILER_MODULES: ReconcilerModule[] = [
+  gcsFtCleanupModule,
+  rayClusterOperatorModule,
+  rayJobModule,
+  rayCronJobModule,
+  gcsOrphansModule,
+];

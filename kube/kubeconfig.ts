@@ -76,6 +76,8 @@ export class SlimKubeConfig implements KubeCredentials {
   users: User[] = [];
   contexts: Context[] = [];
   currentContext = '';
+  /** loadFromDefault found nothing and fell back to client-node's http://localhost:8080. */
+  unconfigured = false;
   private readonly eager: Authenticator[] = [new ExecAuth() as Authenticator, new FileAuth() as Authenticator];
   private readonly lazy = new Map<string, Promise<Authenticator>>();
 
@@ -129,6 +131,7 @@ export class SlimKubeConfig implements KubeCredentials {
     const home = env.HOME ?? homedir();
     if (home && exists(join(home, '.kube', 'config'))) return this.loadFromFile(join(home, '.kube', 'config'));
     if (exists(`${pathPrefix}${SERVICEACCOUNT_ROOT}/token`)) return this.loadFromCluster(pathPrefix);
+    this.unconfigured = true;
     this.clusters = [{ name: 'cluster', server: 'http://localhost:8080', skipTLSVerify: false }];
     this.users = [{ name: 'user' }];
     this.contexts = [{ name: 'loaded-context', cluster: 'cluster', user: 'user' }];
@@ -200,11 +203,15 @@ export class SlimKubeConfig implements KubeCredentials {
   }
 }
 
-/** Loads a kubeconfig: explicit file > KUBECONFIG / ~/.kube/config > in-cluster service account. */
-export function loadKubeConfig(file?: string): SlimKubeConfig {
+/**
+ * Loads a kubeconfig: explicit file > KUBECONFIG / ~/.kube/config > in-cluster service account (then
+ * client-node's localhost:8080, unless `configured`: a command a person runs says what is missing instead).
+ */
+export function loadKubeConfig(file?: string, options: { configured?: boolean } = {}): SlimKubeConfig {
   const kc = new SlimKubeConfig();
   if (file) kc.loadFromFile(file);
   else kc.loadFromDefault();
-  if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured (use --kubeconfig, KUBECONFIG, or run in a pod)');
+  if (!kc.getCurrentCluster() || (options.configured && kc.unconfigured))
+    throw new Error('no Kubernetes cluster configured (use --kubeconfig, KUBECONFIG, or run in a pod)');
   return kc;
 }

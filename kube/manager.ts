@@ -116,6 +116,7 @@ export class Manager {
       now: options.now ?? Date.now,
       creationGate: new CreationGate(options.now),
       isLeader: () => this.isLeader(),
+      lease: options.leaderElection ? { namespace: options.leaderElection.namespace, name: options.leaderElection.name } : undefined,
     };
     this.metrics = this.registerMetrics(options.metrics);
   }

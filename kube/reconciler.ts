@@ -160,6 +160,10 @@ export interface ControllerContext {
    * a module may cache less when another is absent. Undefined: unknown (assume all).
    */
   reconcilers?: readonly string[] | undefined;
+  /** Beside KubeRay's operator (controller/companion.ts), decided before any module is created. */
+  companion?: boolean | undefined;
+  /** The leader Lease, when leader election is on (a place for Events about no particular object). */
+  lease?: { namespace: string; name: string } | undefined;
 }
 
 /** A flag a module adds to `raykeeper controller` (node:util parseArgs option + help text). */

@@ -32,6 +32,10 @@ export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
 export const EVENT_INVALID_REDIS_CLEANUP_RESOURCES = 'InvalidRedisCleanupResources';
 /** Companion mode: KubeRay's own cleanup Job appeared for a cluster we clean. */
 export const EVENT_KUBERAY_CLEANUP_ENABLED = 'KubeRayRedisCleanupEnabled';
+/** Ours, on the controller's leader Lease: a Ray storage namespace no live RayCluster names (the orphan finder). */
+export const EVENT_ORPHANED_GCS_NAMESPACE = 'OrphanedGcsNamespace';
+/** Ours, on the leader Lease: --orphan-gc-after deleted such a namespace. */
+export const EVENT_DELETED_ORPHANED_GCS_NAMESPACE = 'DeletedOrphanedGcsNamespace';
 
 // RayCluster pods and Services (KubeRay's RayCluster controller).
 export const EVENT_CREATED_SERVICE = 'CreatedService';

@@ -60,10 +60,10 @@ import {
   type CleanupJobConfig,
 } from '../../src/gcsft/cleanup-job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
-import { planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
-import { resolveEnv } from '../../kube/env.ts';
+import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
-import { isAlreadyExists, isForbidden, isNamespaceTerminating, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
@@ -503,7 +503,7 @@ export class RayClusterReconciler {
     if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
     let env: Record<string, string>;
     try {
-      env = await this.resolveEnv(cluster, plan, signal);
+      env = await resolveCleanupEnv(this.kube, cluster, plan, signal);
     } catch (err) {
       signal?.throwIfAborted();
       return blocked(errorMessage(err));
@@ -545,40 +545,6 @@ export class RayClusterReconciler {
     const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
     if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
     await this.release(fresh, reason, signal);
-  }
-
-  /** Resolves the plan like the kubelet would (kube/env.ts), reading Secrets and ConfigMaps with the controller's permissions. */
-  private async resolveEnv(
-    cluster: RayCluster,
-    plan: ReturnType<typeof planInProcessCleanup>,
-    signal: AbortSignal | undefined,
-  ): Promise<Record<string, string>> {
-    const namespace = cluster.metadata.namespace ?? '';
-    const cache = new Map<string, Promise<Record<string, string> | undefined>>();
-    const read = async (kind: 'secret' | 'configMap', name: string): Promise<Record<string, string> | undefined> => {
-      try {
-        const obj = await this.kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
-          { version: 'v1', plural: kind === 'secret' ? 'secrets' : 'configmaps', namespace, name },
-          { signal },
-        );
-        const data: Record<string, string> = {};
-        for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
-        for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
-        return data;
-      } catch (err) {
-        if (isForbidden(err)) throw new Error(`the controller may not read ${kind} ${namespace}/${name} (403)`);
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
-    };
-    const load = (kind: 'secret' | 'configMap') => (_ns: string, name: string) => {
-      const id = `${kind}/${name}`;
-      let data = cache.get(id);
-      if (!data) cache.set(id, (data = read(kind, name)));
-      return data;
-    };
-    const pod = { name: cluster.metadata.name ?? '', namespace, uid: '', labels: {}, annotations: {}, serviceAccountName: '' };
-    return resolveEnv(planContainer(plan), pod, { secret: load('secret'), configMap: load('configMap') });
   }
 }
 

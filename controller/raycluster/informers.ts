@@ -9,6 +9,7 @@ import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { MODULE } from '../module-names.ts';
 import type { RayCluster } from '../../src/types.ts';
+import { headRedisSettings } from '../../src/gcsft/redis-env.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -30,12 +31,15 @@ export function slimRayCluster(obj: KubeObject): KubeObject {
 /**
  * What the GCS-FT cleanup reads from a cached RayCluster (src/gcsft/decide.ts for a cluster that is
  * not being deleted: its metadata, whether GCS FT is on and with which backend, spec.managedBy); a
- * deleting cluster is always read from the API (./reconciler.ts).
+ * deleting cluster is always read from the API (./reconciler.ts). And what the orphan finder reads: the
+ * head's Redis settings only (its storage namespace, address and credential sources), no pod template.
  */
 export function ftRayCluster(obj: KubeObject): KubeObject {
   const spec = (obj.spec ?? {}) as Record<string, unknown>;
   const kept: Record<string, unknown> = {};
   for (const field of ['gcsFaultToleranceOptions', 'managedBy']) if (spec[field] !== undefined) kept[field] = spec[field];
+  const head = headRedisSettings(obj as unknown as RayCluster);
+  if (head) kept.headGroupSpec = head;
   return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: slimRayCluster(obj).metadata, spec: kept };
 }
 

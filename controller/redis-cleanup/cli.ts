@@ -5,7 +5,10 @@
 // A password is never accepted as a flag value and never printed.
 import { parseArgs } from 'node:util';
 import { oneLine, errorMessage } from '../../src/errors.ts';
-import { formatNamespaceTable } from './keys.ts';
+import { formatNamespaceTable, type NamespaceSummary } from './keys.ts';
+import type { RedisConnectionOptions } from './connect.ts';
+import type { Orphan } from '../../src/gcsft/orphans.ts';
+import { formatHostPort } from '../../src/redis/address.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
@@ -64,6 +67,9 @@ Options:
   --dry-run               report what would be deleted; delete nothing
   --list                  list the Ray storage namespaces present, with key counts and sizes
   --legacy                with --list: also find old-layout namespaces (probes every hash: slower)
+  --orphans               with --list: mark the namespaces no RayCluster names (in any namespace of the
+                          Kubernetes cluster, read from the API with the kubeconfig)
+  --kubeconfig FILE       with --orphans (default: KUBECONFIG, ~/.kube/config, then in-cluster)
   --json                  machine-readable result on stdout
   --quiet                 no progress or retry lines on stderr
   -v, --verbose           also how the cleanup went about it on stderr (sweep decision, SCAN calls)
@@ -107,6 +113,8 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   list: { type: 'boolean' },
   legacy: { type: 'boolean' },
+  orphans: { type: 'boolean' },
+  kubeconfig: { type: 'string' },
   json: { type: 'boolean' },
   quiet: { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
@@ -167,6 +175,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       layout = values.layout as Layout;
     }
     if (values.legacy && !values.list) throw new ConfigError('--legacy goes with --list');
+    if (values.orphans && !values.list) throw new ConfigError('--orphans goes with --list');
+    if (typeof values.kubeconfig === 'string' && !values.orphans) throw new ConfigError('--kubeconfig goes with --orphans');
     if (typeof values.sweep === 'string') sweep = sweepFrom(values.sweep, values['ray-version']);
     else if (typeof values['ray-version'] === 'string') throw new ConfigError('--ray-version goes with --sweep auto');
   } catch (err) {
@@ -193,10 +203,32 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
         onRetry,
       });
       for (const w of result.warnings) say(`warning: ${w}`);
-      if (json) io.stdout.write(JSON.stringify({ ok: true, ...result }) + '\n');
-      else io.stdout.write(`${result.target}\n${formatNamespaceTable(result.namespaces)}\n`);
+      if (!values.orphans) {
+        if (json) io.stdout.write(JSON.stringify({ ok: true, ...result }) + '\n');
+        else io.stdout.write(`${result.target}\n${formatNamespaceTable(result.namespaces)}\n`);
+        return 0;
+      }
+      const { orphans, unknown } = await orphansOf(
+        result.namespaces,
+        connection,
+        typeof values.kubeconfig === 'string' ? values.kubeconfig : undefined,
+      );
+      if (unknown.length > 0)
+        say(
+          `warning: the storage namespace of ${unknown.length} RayCluster(s) cannot be read (${unknown.slice(0, 3).join(', ')}): one of the orphans may be theirs`,
+        );
+      const names = orphans.map((o) => o.namespace);
+      if (json) io.stdout.write(JSON.stringify({ ok: true, ...result, orphans: names, unknownOwners: unknown }) + '\n');
+      else
+        io.stdout.write(
+          `${result.target}\n${formatNamespaceTable(result.namespaces, new Set(names))}\n${names.length} orphaned namespace(s): no RayCluster names them\n`,
+        );
       return 0;
     } catch (err) {
+      if (err instanceof ConfigError) {
+        say(err.message);
+        return 2;
+      }
       return failed(err, io, json, secrets);
     }
   }
@@ -250,6 +282,35 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     return 0;
   } catch (err) {
     return failed(err, io, json, secrets);
+  }
+}
+
+/**
+ * Which listed namespaces no RayCluster names: every RayCluster of the cluster the kubeconfig reaches,
+ * its references resolved with the caller's permissions (src/gcsft/orphans.ts decides).
+ */
+async function orphansOf(
+  namespaces: NamespaceSummary[],
+  connection: RedisConnectionOptions,
+  kubeconfig: string | undefined,
+): Promise<{ orphans: Orphan[]; unknown: string[] }> {
+  const [{ loadKubeConfig }, { KubeClient }, { clusterOwners, listAllClusters }, { findOrphans, unknownOwners }] = await Promise.all([
+    import('../../kube/kubeconfig.ts'),
+    import('../../kube/client.ts'),
+    import('../gcsft-orphans/owners.ts'),
+    import('../../src/gcsft/orphans.ts'),
+  ]);
+  let kube;
+  try {
+    kube = new KubeClient(loadKubeConfig(kubeconfig, { configured: true }));
+  } catch (err) {
+    throw new ConfigError(`--orphans reads the RayClusters from Kubernetes: ${errorMessage(err)}`);
+  }
+  try {
+    const owners = await clusterOwners(kube, await listAllClusters(kube), undefined);
+    return { orphans: findOrphans(formatHostPort(connection.host, connection.port), namespaces, owners), unknown: unknownOwners(owners) };
+  } finally {
+    kube.close();
   }
 }
 

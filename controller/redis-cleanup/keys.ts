@@ -229,9 +229,10 @@ export class NamespaceTally {
 }
 
 /** Human table for --list. */
-export function formatNamespaceTable(rows: NamespaceSummary[]): string {
+/** With `orphans` (--list --orphans): a last column ORPHAN, `yes` for those namespaces. */
+export function formatNamespaceTable(rows: NamespaceSummary[], orphans?: ReadonlySet<string>): string {
   if (rows.length === 0) return 'no Ray storage namespaces found';
-  const header = ['NAMESPACE', 'LAYOUT', 'KEYS', 'FIELDS', 'BYTES', 'LOOK-ALIKES'];
+  const header = ['NAMESPACE', 'LAYOUT', 'KEYS', 'FIELDS', 'BYTES', 'LOOK-ALIKES', ...(orphans ? ['ORPHAN'] : [])];
   const lines = rows.map((r) => [
     r.namespace,
     r.layout,
@@ -239,7 +240,15 @@ export function formatNamespaceTable(rows: NamespaceSummary[]): string {
     r.fields === undefined ? '?' : String(r.fields),
     r.bytes === undefined ? '?' : String(r.bytes),
     String(r.lookalikes),
+    ...(orphans ? [orphans.has(r.namespace) ? 'yes' : ''] : []),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  return [header, ...lines].map((cols) => cols.map((c, i) => (i === cols.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
+  return [header, ...lines]
+    .map((cols) =>
+      cols
+        .map((c, i) => (i === cols.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }

@@ -20,6 +20,8 @@ export interface ListOptions {
   connectBudgetMs?: number | undefined;
   backoff?: BackoffOptions | undefined;
   onRetry?: ((info: { attempt: number; delayMs: number; reason: string }) => void) | undefined;
+  /** Stops between SCAN calls and during retry waits (the controller's orphan finder). */
+  signal?: AbortSignal | undefined;
 }
 
 export interface NamespaceListing {
@@ -80,6 +82,7 @@ export async function listNamespaces(options: ListOptions): Promise<NamespaceLis
       connectBudgetMs: options.connectBudgetMs,
       backoff: options.backoff,
       onRetry: options.onRetry,
+      signal: options.signal,
     },
     async (session) => {
       const warnings = [...session.warnings];
@@ -89,6 +92,7 @@ export async function listNamespaces(options: ListOptions): Promise<NamespaceLis
       for (const node of session.nodes) {
         let cursor = '0';
         do {
+          options.signal?.throwIfAborted();
           if (Date.now() >= deadline) throw new DeadlineExceeded(`deadline reached while listing ${node.label}`);
           const [next, keys] = await scan(node.client, cursor, 'MATCH', LIST_PATTERN, 'COUNT', String(scanCount));
           cursor = next.toString();

@@ -108,3 +108,27 @@ export function tlsVolumes(cluster: RayCluster): { volumeMounts: VolumeMount[]; 
     volumes: volumes.map((v) => structuredClone(v)),
   };
 }
+
+/**
+ * The head group as far as the functions above read it (the Redis env entries, envFrom, the TLS files'
+ * mounts and volumes, rayStartParams' redis-password): what a cache that needs a cluster's Redis, but
+ * not its pods, keeps (controller/raycluster/informers.ts ftRayCluster). Undefined when there is none.
+ */
+export function headRedisSettings(cluster: RayCluster): Record<string, unknown> | undefined {
+  const head = headContainer(cluster);
+  const password = cluster.spec?.headGroupSpec?.rayStartParams?.['redis-password'];
+  if (!head && password === undefined) return undefined;
+  const names = new Set<string>([ENV_STORAGE_NAMESPACE, ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ...REDIS_TLS_ENV]);
+  const { volumeMounts, volumes } = tlsVolumes(cluster);
+  const container: Record<string, unknown> = { name: head?.name ?? '' };
+  const env = (head?.env ?? []).filter((e) => names.has(e?.name));
+  if (env.length > 0) container.env = structuredClone(env);
+  if (Array.isArray(head?.envFrom) && head.envFrom.length > 0) container.envFrom = structuredClone(head.envFrom);
+  if (volumeMounts.length > 0) container.volumeMounts = volumeMounts;
+  const spec: Record<string, unknown> = { containers: head ? [container] : [] };
+  if (volumes.length > 0) spec.volumes = volumes;
+  return {
+    ...(password !== undefined ? { rayStartParams: { 'redis-password': password } } : {}),
+    template: { spec },
+  };
+}

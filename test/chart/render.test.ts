@@ -136,6 +136,8 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
     [{ controller: { reconcilers: ['rayservice'] } }, /reconcilers\/0/],
     [{ controller: { cleanupJob: { cpu: 'lots' } } }, /cleanupJob\/cpu/],
     [{ controller: { cleanupJob: { sweep: 'never' } } }, /cleanupJob\/sweep/],
+    [{ controller: { orphans: { scanInterval: '10 minutes' } } }, /orphans\/scanInterval/],
+    [{ controller: { orphans: { gcAfter: '-1h' } } }, /orphans\/gcAfter/],
     [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
   ];
   for (const major of HELM_MAJORS) {
@@ -348,6 +350,20 @@ t.test('controller.cleanupJob.sweep: always passes --cleanup-sweep=always; auto 
     'the controller decides per cluster by default',
   );
   t.notOk(args(template({ controller: { cleanupJob: { sweep: 'auto' } } })).some((a) => a.startsWith('--cleanup-sweep')));
+});
+
+t.test("controller.orphans: the orphan finder's flags only when set (the controller's defaults otherwise)", async (t) => {
+  t.notOk(
+    args(template()).some((a) => a.startsWith('--orphan-')),
+    'default: 10m standalone, off beside KubeRay, no deletion',
+  );
+  const set = args(template({ controller: { orphans: { scanInterval: '30m', gcAfter: '24h' } } }));
+  t.ok(set.includes('--orphan-scan-interval=30m') && set.includes('--orphan-gc-after=24h'), set.join(' '));
+  t.ok(args(template({ controller: { orphans: { scanInterval: '0' } } })).includes('--orphan-scan-interval=0'), 'off');
+  t.ok(
+    args(template({ controller: { reconcilers: ['raycluster', 'gcs-orphans'] } })).includes('--reconcilers=raycluster,gcs-orphans'),
+    'a module --reconcilers may name',
+  );
 });
 
 t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', async (t) => {

@@ -4,6 +4,8 @@
 // when the RayCluster operator does not run in the process.
 import t from 'tap';
 import { decideRayClusterCleanup } from '../../src/gcsft/decide.ts';
+import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
+import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/model.ts';
@@ -13,6 +15,31 @@ import type { RayCluster } from '../../src/types.ts';
 import { cluster, T0, withFinalizer } from './fixtures.ts';
 
 const withSpec = (c: RayCluster, spec: Record<string, unknown>): RayCluster => ({ ...c, spec: { ...c.spec, ...spec } }) as RayCluster;
+/** A head whose Redis settings come from a Secret, a TLS volume and envFrom, beside unrelated env, mounts and volumes. */
+function redisFromSecrets(): RayCluster {
+  const c = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'rediss://redis:6380' },
+      { name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis', key: 'password' } } },
+      { name: 'RAY_REDIS_CA_CERT', value: '/tls/ca.crt' },
+      { name: 'UNRELATED', value: 'x' },
+    ],
+  } as never);
+  const pod = c.spec!.headGroupSpec!.template!.spec as Record<string, unknown>;
+  Object.assign((pod.containers as Array<Record<string, unknown>>)[0]!, {
+    envFrom: [{ secretRef: { name: 'redis-env' } }],
+    volumeMounts: [
+      { name: 'tls', mountPath: '/tls' },
+      { name: 'logs', mountPath: '/logs' },
+    ],
+  });
+  pod.volumes = [
+    { name: 'tls', secret: { secretName: 'redis-tls' } },
+    { name: 'logs', emptyDir: {} },
+  ];
+  return c;
+}
+
 const CLUSTERS: Array<[string, RayCluster]> = [
   ['FT by annotation', cluster()],
   ['FT by options', cluster({ ft: 'options' })],
@@ -21,6 +48,7 @@ const CLUSTERS: Array<[string, RayCluster]> = [
   ['annotation "TRUE"', cluster({ ft: 'off', annotations: { 'ray.io/ft-enabled': 'TRUE' } })],
   ['finalizer present', cluster({ finalizers: withFinalizer })],
   ['other finalizers only', cluster({ finalizers: ['example.com/keep'] })],
+  ['Redis from a Secret, TLS files, envFrom', redisFromSecrets()],
   ['managed by MultiKueue', withSpec(cluster(), { managedBy: 'kueue.x-k8s.io/multikueue' })],
   ['managed by KubeRay', withSpec(cluster({ ft: 'options' }), { managedBy: 'ray.io/kuberay-operator' })],
   [
@@ -48,7 +76,10 @@ for (const [name, full] of CLUSTERS) {
     }
     t.same(projected.metadata, slimRayCluster(full as unknown as KubeObject).metadata, 'metadata as the operator cache keeps it');
     t.notOk((projected as { status?: unknown }).status, 'no status');
-    t.notOk((projected.spec as { headGroupSpec?: unknown }).headGroupSpec, 'no pod templates');
+    t.same(cleanupEnv(projected), cleanupEnv(full), 'the Redis settings the orphan finder reads');
+    t.same(planInProcessCleanup(projected), planInProcessCleanup(full), 'and their sources');
+    t.notOk(projected.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.image, 'no pod template beyond them');
+    t.notOk(projected.spec?.workerGroupSpecs, 'no worker groups');
   });
 }
 

@@ -338,6 +338,22 @@ if (missing) {
     t.equal((await snapshot(r)).size, 9, 'listing deletes nothing');
   });
 
+  t.test('--list --orphans without a kubeconfig: exit 2, one line saying what is missing', async (t) => {
+    const home = await mkdtemp(join(tmpdir(), 'raykeeper-home-'));
+    t.teardown(() => rm(home, { recursive: true, force: true }));
+    const run = await raykeeper(['--list', '--orphans'], { ...base, HOME: home });
+    t.equal(run.code, 2, run.stderr);
+    t.match(
+      run.stderr,
+      /^raykeeper redis-cleanup: --orphans reads the RayClusters from Kubernetes: no Kubernetes cluster configured \(use --kubeconfig, KUBECONFIG, or run in a pod\)\n$/,
+    );
+    t.equal(run.stdout, '', 'no table without the clusters');
+    const usage = await inProcess(['--orphans'], base);
+    t.equal(usage.code, 2);
+    t.match(usage.stderr, /--orphans goes with --list/);
+    t.match((await inProcess(['--list', '--kubeconfig', '/x'], base)).stderr, /--kubeconfig goes with --orphans/);
+  });
+
   t.test('--help and the top-level command table', async (t) => {
     const help = await raykeeper(['--help'], {});
     t.equal(help.code, 0);

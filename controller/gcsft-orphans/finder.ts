@@ -1,0 +1,341 @@
+// The orphan finder (issue 28): every --orphan-scan-interval the leader lists the Ray storage namespaces
+// of each Redis a live GCS-FT RayCluster points at and reports those no RayCluster names
+// (src/gcsft/orphans.ts decides; this file reads and acts). Reports: the gauges
+// raykeeper_gcs_orphaned_namespaces{redis} / raykeeper_gcs_orphaned_namespace_bytes{redis}, one log line
+// and one Normal Event (on the controller's leader Lease) per newly found orphan.
+// With --orphan-gc-after, an orphan seen orphaned continuously for that long is deleted: after a fresh
+// LIST of every RayCluster from the API (never the cache), a dry run (logged), then the cleanup Job's own
+// code (controller/redis-cleanup/cleanup.ts: exactly that namespace's keys, adaptive SCAN pacing).
+//
+// Credentials: a Redis is listed with the credentials one of its RayClusters' head pods gets, resolved
+// like the in-process cleanup (../gcsft-cleanup/cleanup-env.ts: Secrets read through the API, in memory
+// only). Addresses are printed as redisKey() (no user information); error messages are masked with the
+// password in use.
+import type { Counter } from 'prom-client';
+import { errorMessage, oneLine } from '../../src/errors.ts';
+import { EVENT_DELETED_ORPHANED_GCS_NAMESPACE, EVENT_ORPHANED_GCS_NAMESPACE } from '../../src/event-reasons.ts';
+import { decideGc, findOrphans, groupByRedis, orphanId, trackOrphans, type NamespaceOwner, type Orphan } from '../../src/gcsft/orphans.ts';
+import { usesRedisBackend } from '../../src/gcsft/rules.ts';
+import { cachedGauge, sharedCounter, type Registry } from '../../src/metrics.ts';
+import type { RayCluster } from '../../src/types.ts';
+import type { Informer } from '../../kube/informer.ts';
+import type { ControllerContext, ControllerRegistration } from '../../kube/reconciler.ts';
+import { LEASES } from '../../kube/resources.ts';
+import type { ObjectWithMeta } from '../../kube/model.ts';
+import type { ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
+import { clusterOwners, headEnv, listAllClusters } from './owners.ts';
+import { rayClusterInformer } from '../raycluster/informers.ts';
+import { MODULE } from '../module-names.ts';
+import type { RedisConnectionOptions } from '../redis-cleanup/connect.ts';
+import type { NamespaceListing, ListOptions } from '../redis-cleanup/list.ts';
+import type { CleanupOptions, CleanupResult } from '../redis-cleanup/cleanup.ts';
+
+/** The one work-queue key of the finder: scans are periodic, not per object. */
+export const SCAN_KEY = 'orphan-scan';
+/** How long one Redis may take to list (a shared Redis with millions of keys: ~0.6 s of its CPU per 1M). */
+const LIST_DEADLINE_MS = 120_000;
+const CONNECT_BUDGET_MS = 15_000;
+/** Distinct credentials tried on one Redis per scan (clusters may use different ACL users). */
+const MAX_CREDENTIALS = 3;
+
+export interface OrphanFinderConfig {
+  /** Between scans; 0: no periodic scan (scan() still works). */
+  intervalMs: number;
+  /** Delete an orphan seen orphaned continuously this long; 0: never. */
+  gcAfterMs: number;
+  /** The grace's clock (default ctx.now). */
+  now?: () => number;
+  /** Tests inject; default the CLI's --list and the cleanup Job's code. */
+  list?: (options: ListOptions) => Promise<NamespaceListing>;
+  cleanup?: (options: CleanupOptions) => Promise<CleanupResult>;
+}
+
+export interface ScanReport {
+  /** Redis servers listed, and those that could not be (with why). */
+  scanned: string[];
+  failed: Array<{ redis: string; reason: string }>;
+  orphans: Orphan[];
+  newlyFound: Orphan[];
+  deleted: Orphan[];
+  /** Due orphans kept, and why (a RayCluster names it again, ...). */
+  kept: Array<{ orphan: Orphan; reason: string }>;
+}
+
+interface Target {
+  connection: RedisConnectionOptions;
+  password: string | undefined;
+}
+
+const noSecrets = (t: Target | undefined) => [t?.password];
+
+export class OrphanFinder {
+  private readonly ctx: ControllerContext;
+  private readonly config: OrphanFinderConfig;
+  private readonly clusters: Informer<RayCluster>;
+  private readonly now: () => number;
+  /** Since when each orphan (orphanId) has been seen orphaned, continuously. */
+  private firstSeen = new Map<string, number>();
+  /** The last scan's numbers per Redis (a Redis that could not be listed keeps its last ones). */
+  private counts = new Map<string, { orphans: number; bytes: number | undefined }>();
+  private lastScan: number | undefined;
+  private readonly metrics: { scans: Counter<'result'>; deleted: Counter };
+
+  constructor(ctx: ControllerContext, config: OrphanFinderConfig) {
+    this.ctx = ctx;
+    this.config = config;
+    this.now = config.now ?? ctx.now;
+    this.clusters = rayClusterInformer(ctx);
+    this.registerGauges(ctx.metrics);
+    this.metrics = {
+      scans: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_gcs_orphan_scans_total',
+        help: 'Redis servers listed by the orphan finder, by result (ok, failed).',
+        labelNames: ['result'] as const,
+      }),
+      deleted: sharedCounter(ctx.metrics, {
+        name: 'raykeeper_gcs_orphaned_namespaces_deleted_total',
+        help: 'Orphaned Ray storage namespaces deleted by --orphan-gc-after.',
+      }),
+    };
+  }
+
+  /** Leader-only (cachedGauge): a standby scans nothing, and two replicas' series would double every sum. */
+  private registerGauges(registry: Registry): void {
+    const counts = { list: () => [...this.counts] };
+    const gauge = (name: string, help: string, value: (c: { orphans: number; bytes: number | undefined }) => number | undefined) =>
+      cachedGauge(
+        registry,
+        { name, help, labelNames: ['redis'] },
+        counts,
+        ([redis, c]) => {
+          const v = value(c);
+          return v === undefined ? undefined : { labels: { redis }, value: v };
+        },
+        this.ctx.isLeader,
+      );
+    gauge(
+      'raykeeper_gcs_orphaned_namespaces',
+      'Ray storage namespaces in a Redis that no live RayCluster names (orphans), by Redis (no user information), at the last scan.',
+      (c) => c.orphans,
+    );
+    gauge(
+      'raykeeper_gcs_orphaned_namespace_bytes',
+      'MEMORY USAGE of those orphans, by Redis (absent when the Redis user may not run MEMORY USAGE).',
+      (c) => c.bytes,
+    );
+  }
+
+  registration(): ControllerRegistration {
+    const periodic = this.config.intervalMs > 0;
+    return {
+      name: MODULE.gcsOrphans,
+      workers: 1,
+      reconciler: { reconcile: async (_key, signal) => this.reconcile(signal) },
+      // Every cached cluster maps to the one key: leadership start (and the manager's resync) starts the
+      // scans, the first cluster added starts them when there was none; reconcile() keeps the interval.
+      watches: periodic ? [{ informer: this.clusters, toKeys: () => [SCAN_KEY], filter: (type) => type === 'add' }] : [],
+    };
+  }
+
+  private async reconcile(signal: AbortSignal): Promise<{ requeueAfterMs: number }> {
+    const interval = this.config.intervalMs;
+    const now = this.ctx.now();
+    if (this.lastScan !== undefined && now - this.lastScan < interval) return { requeueAfterMs: this.lastScan + interval - now };
+    this.lastScan = now;
+    try {
+      await this.scan(signal);
+    } catch (err) {
+      signal.throwIfAborted();
+      // E.g. no permission to list RayClusters in every namespace under --watch-namespace: say why once per
+      // interval rather than retrying with backoff.
+      this.metrics.scans.inc({ result: 'failed' });
+      this.ctx.logger.warn({ controller: MODULE.gcsOrphans, err: errorMessage(err) }, 'orphan scan failed; next scan at the interval');
+    }
+    return { requeueAfterMs: interval };
+  }
+
+  /** One scan: list, report what is newly orphaned, and (with GC on) delete what is due. */
+  async scan(signal?: AbortSignal): Promise<ScanReport> {
+    const log = this.ctx.logger.child({ controller: MODULE.gcsOrphans });
+    const cache: ObjectDataCache = new Map();
+    // The Redis servers to list are those the watched clusters point at; the owners are every cluster:
+    // under --watch-namespace, clusters elsewhere may share that Redis (a fresh LIST of all namespaces).
+    const watched = [...this.clusters.list()];
+    const watchedOwners = await clusterOwners(this.ctx.kube, watched, signal, cache);
+    const owners = this.ctx.watchNamespace
+      ? await clusterOwners(this.ctx.kube, await listAllClusters(this.ctx.kube, signal), signal, cache)
+      : watchedOwners;
+    const groups = groupByRedis(watchedOwners);
+    const report: ScanReport = { scanned: [], failed: [], orphans: [], newlyFound: [], deleted: [], kept: [] };
+    const targets = new Map<string, Target>();
+    for (const [redis, users] of groups) {
+      signal?.throwIfAborted();
+      const listed = await this.listRedis(watched, users, cache, signal);
+      if ('reason' in listed) {
+        report.failed.push({ redis, reason: listed.reason });
+        continue;
+      }
+      const orphans = findOrphans(redis, listed.listing.namespaces, owners);
+      report.scanned.push(redis);
+      report.orphans.push(...orphans);
+      targets.set(redis, listed.target);
+      const bytes = orphans.reduce<number | undefined>(
+        (sum, o) => (sum === undefined || o.bytes === undefined ? undefined : sum + o.bytes),
+        0,
+      );
+      this.counts.set(redis, { orphans: orphans.length, bytes });
+      this.metrics.scans.inc({ result: 'ok' });
+    }
+    for (const f of report.failed) {
+      this.metrics.scans.inc({ result: 'failed' });
+      log.warn({ redis: f.redis, err: f.reason }, 'orphan finder: could not list the storage namespaces of this Redis');
+    }
+    // A Redis no live cluster points at any more is not scanned again: forget it.
+    for (const redis of this.counts.keys()) if (!groups.has(redis)) this.counts.delete(redis);
+    const known = new Map([...this.firstSeen].filter(([id]) => groups.has(id.slice(0, id.indexOf('\u0000')))));
+    const tracked = trackOrphans(known, report.orphans, new Set(report.scanned), this.now());
+    this.firstSeen = tracked.firstSeen;
+    report.newlyFound = tracked.newlyFound;
+    for (const o of tracked.newlyFound) await this.announce(o, log, signal);
+    if (this.config.gcAfterMs > 0) await this.collect(report, targets, log, signal);
+    return report;
+  }
+
+  /**
+   * Lists one Redis with the credentials of its clusters' head pods: the first (clusters not being deleted
+   * first) whose credentials resolve and are accepted; at most MAX_CREDENTIALS distinct ones are tried.
+   */
+  private async listRedis(
+    clusters: readonly RayCluster[],
+    users: readonly NamespaceOwner[],
+    cache: ObjectDataCache,
+    signal: AbortSignal | undefined,
+  ): Promise<{ target: Target; listing: NamespaceListing } | { reason: string }> {
+    const { resolveSettings } = await import('../redis-cleanup/config.ts');
+    const list = this.config.list ?? (await import('../redis-cleanup/list.ts')).listNamespaces;
+    const byKey = new Map(clusters.map((c) => [`${c.metadata.namespace ?? ''}/${c.metadata.name ?? ''}`, c]));
+    const order = [...users].sort((a, b) => Number(a.deleting) - Number(b.deleting) || a.cluster.localeCompare(b.cluster));
+    const reasons: string[] = [];
+    const tried = new Set<string>();
+    for (const u of order) {
+      const cluster = byKey.get(u.cluster);
+      if (!cluster || !usesRedisBackend(cluster) || tried.size >= MAX_CREDENTIALS) continue;
+      let target: Target | undefined;
+      try {
+        const settings = await resolveSettings({}, await headEnv(this.ctx.kube, cluster, signal, cache));
+        target = { connection: settings.connection, password: settings.password };
+        const id = JSON.stringify([settings.connection.username, settings.password]);
+        if (tried.has(id)) continue;
+        tried.add(id);
+        const listing = await list({
+          connection: target.connection,
+          deadlineMs: LIST_DEADLINE_MS,
+          connectBudgetMs: CONNECT_BUDGET_MS,
+          signal,
+        });
+        return { target, listing };
+      } catch (err) {
+        signal?.throwIfAborted();
+        reasons.push(`with the credentials of ${u.cluster}: ${oneLine(errorMessage(err), noSecrets(target))}`);
+      }
+    }
+    return {
+      reason: reasons.length > 0 ? reasons.slice(0, MAX_CREDENTIALS).join('; ') : 'no RayCluster of this Redis to take credentials from',
+    };
+  }
+
+  private async announce(o: Orphan, log: ControllerContext['logger'], signal: AbortSignal | undefined): Promise<void> {
+    const size = `${o.keys} key(s)${o.bytes === undefined ? '' : `, ${o.bytes} bytes`}`;
+    const gc =
+      this.config.gcAfterMs > 0
+        ? `deleted after ${this.config.gcAfterMs / 1000} s orphaned (--orphan-gc-after)`
+        : 'not deleted (--orphan-gc-after is off)';
+    const message = `Storage namespace ${JSON.stringify(o.namespace)} in Redis at ${o.redis} is orphaned: no live RayCluster names it (${size}); ${gc}. To delete it by hand: raykeeper redis-cleanup --address ${o.redis} --namespace ${o.namespace} (password in REDIS_PASSWORD).`;
+    log.info(
+      { redis: o.redis, namespace: o.namespace, keys: o.keys, bytes: o.bytes, why: 'no live RayCluster names it' },
+      'orphaned GCS storage namespace found',
+    );
+    await this.event(EVENT_ORPHANED_GCS_NAMESPACE, message, signal);
+  }
+
+  /** A Normal Event on the leader Lease (the controller's own object; without leader election: the log only). */
+  private async event(reason: string, message: string, signal: AbortSignal | undefined): Promise<void> {
+    const lease = this.ctx.lease;
+    if (!lease) return;
+    const obj = await this.ctx.kube.getOrUndefined<ObjectWithMeta>({ ...LEASES, ...lease }, { signal }).catch(() => undefined);
+    if (obj) this.ctx.events.event({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...obj }, 'Normal', reason, message);
+  }
+
+  /** --orphan-gc-after: the due orphans, re-checked against a fresh LIST of RayClusters, dry run, then deleted. */
+  private async collect(
+    report: ScanReport,
+    targets: ReadonlyMap<string, Target>,
+    log: ControllerContext['logger'],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const now = this.now();
+    const due = report.orphans.filter((o) => now >= (this.firstSeen.get(orphanId(o)) ?? now) + this.config.gcAfterMs);
+    if (due.length === 0) return;
+    const fresh = await clusterOwners(this.ctx.kube, await listAllClusters(this.ctx.kube, signal), signal);
+    const cleanup = this.config.cleanup ?? (await import('../redis-cleanup/cleanup.ts')).runCleanup;
+    const { summarize } = await import('../redis-cleanup/cleanup.ts');
+    for (const o of due) {
+      signal?.throwIfAborted();
+      const d = decideGc({ orphan: o, firstSeen: this.firstSeen.get(orphanId(o)) ?? now, now, graceMs: this.config.gcAfterMs, fresh });
+      if (d.action !== 'delete') {
+        if (d.action === 'keep') {
+          report.kept.push({ orphan: o, reason: d.reason });
+          log.info({ redis: o.redis, namespace: o.namespace, why: d.reason }, 'orphan not deleted');
+        }
+        continue;
+      }
+      const target = targets.get(o.redis);
+      if (!target) continue;
+      const base = {
+        connection: target.connection,
+        namespace: o.namespace,
+        sweep: { mode: 'always', reason: 'orphan: Ray version unknown' },
+      } as const;
+      try {
+        const dry = await cleanup({ ...base, dryRun: true, signal });
+        log.info(
+          { redis: o.redis, namespace: o.namespace, keys: dry.deleted.map((k) => k.key) },
+          oneLine(`orphan GC dry run: ${summarize(dry)}`, noSecrets(target)),
+        );
+        signal?.throwIfAborted();
+        const done = await cleanup({ ...base, signal });
+        const summary = oneLine(summarize(done), noSecrets(target));
+        log.info({ redis: o.redis, namespace: o.namespace }, `orphan GC: ${summary}`);
+        this.metrics.deleted.inc();
+        report.deleted.push(o);
+        this.firstSeen.delete(orphanId(o));
+        const c = this.counts.get(o.redis);
+        if (c)
+          this.counts.set(o.redis, {
+            orphans: c.orphans - 1,
+            bytes: c.bytes === undefined || o.bytes === undefined ? c.bytes : c.bytes - o.bytes,
+          });
+        await this.event(
+          EVENT_DELETED_ORPHANED_GCS_NAMESPACE,
+          `Deleted the orphaned storage namespace ${JSON.stringify(o.namespace)} in Redis at ${o.redis} after ${this.config.gcAfterMs / 1000} s with no RayCluster naming it: ${summary}`,
+          signal,
+        );
+      } catch (err) {
+        signal?.throwIfAborted();
+        log.warn(
+          { redis: o.redis, namespace: o.namespace, err: oneLine(errorMessage(err), noSecrets(target)) },
+          'orphan GC failed; retried at the next scan',
+        );
+      }
+    }
+  }
+}
+
+/** The finder and its registration for the runtime. */
+export function createOrphanFinder(
+  ctx: ControllerContext,
+  config: OrphanFinderConfig,
+): { finder: OrphanFinder; registration: ControllerRegistration } {
+  const finder = new OrphanFinder(ctx, config);
+  return { finder, registration: finder.registration() };
+}

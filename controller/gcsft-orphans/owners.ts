@@ -1,0 +1,41 @@
+// RayClusters as owners of storage namespaces (src/gcsft/orphans.ts ownerOf), with the references a head
+// pod resolves (a namespace or address in a Secret, ConfigMap or envFrom) read through the API like the
+// in-process cleanup: ONE way for the controller's orphan finder and `redis-cleanup --list --orphans`.
+import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { ownerNeedsEnv, ownerOf, type NamespaceOwner } from '../../src/gcsft/orphans.ts';
+import type { RayCluster } from '../../src/types.ts';
+import type { KubeClient } from '../../kube/client.ts';
+import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { resolveCleanupEnv, type ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
+
+/** The environment the cluster's cleanup would have; throws when part of it cannot be resolved. */
+export async function headEnv(
+  kube: KubeClient,
+  cluster: RayCluster,
+  signal: AbortSignal | undefined,
+  cache: ObjectDataCache,
+): Promise<Record<string, string>> {
+  const plan = planInProcessCleanup(cluster);
+  if (plan.unresolvable.length > 0) throw new Error(`cannot resolve ${plan.unresolvable.join(', ')}`);
+  return resolveCleanupEnv(kube, cluster, plan, signal, cache);
+}
+
+/** Each cluster as an owner; one whose references cannot be read has an unknown namespace (it holds GC back). */
+export async function clusterOwners(
+  kube: KubeClient,
+  clusters: readonly RayCluster[],
+  signal: AbortSignal | undefined,
+  cache: ObjectDataCache = new Map(),
+): Promise<NamespaceOwner[]> {
+  const out: NamespaceOwner[] = [];
+  for (const c of clusters) {
+    if (!ownerNeedsEnv(c)) out.push(ownerOf(c));
+    else out.push(ownerOf(c, await headEnv(kube, c, signal, cache).catch(() => undefined)));
+  }
+  return out;
+}
+
+/** Every RayCluster in every namespace, read from the API (never a cache). */
+export async function listAllClusters(kube: KubeClient, signal?: AbortSignal): Promise<RayCluster[]> {
+  return (await kube.list<RayCluster>(RAYCLUSTERS, signal ? { signal } : {})).items;
+}
