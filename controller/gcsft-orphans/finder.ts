@@ -77,6 +77,7 @@ export class OrphanFinder {
   private firstSeen = new Map<string, number>();
   /** The last scan's numbers per Redis (a Redis that could not be listed keeps its last ones). */
   private counts = new Map<string, { orphans: number; bytes: number | undefined }>();
+  /** When the last scan that had a Redis to list ran: a scan of nothing does not hold back the next one. */
   private lastScan: number | undefined;
   private readonly metrics: { scans: Counter<'result'>; deleted: Counter };
 
@@ -141,11 +142,14 @@ export class OrphanFinder {
     const interval = this.config.intervalMs;
     const now = this.ctx.now();
     if (this.lastScan !== undefined && now - this.lastScan < interval) return { requeueAfterMs: this.lastScan + interval - now };
-    this.lastScan = now;
     try {
-      await this.scan(signal);
+      const report = await this.scan(signal);
+      // A cluster without GCS FT (say a RayJob's) added first must not hold back the scan the first GCS-FT
+      // cluster added after it starts: a scan that had no Redis to list does not count.
+      this.lastScan = report.scanned.length + report.failed.length > 0 ? now : undefined;
     } catch (err) {
       signal.throwIfAborted();
+      this.lastScan = now;
       // E.g. no permission to list RayClusters in every namespace under --watch-namespace: say why once per
       // interval rather than retrying with backoff.
       this.metrics.scans.inc({ result: 'failed' });

@@ -18,6 +18,7 @@ import { redisServerMissing } from '../helpers/redis-server.ts';
 import { kubeconfigFile } from '../helpers/control-plane.ts';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
+import { sleep } from '../../src/backoff.ts';
 import {
   createCluster,
   env,
@@ -262,6 +263,46 @@ if (missing) {
       'one scan: the next is an hour away',
     );
   });
+
+  t.test(
+    'a scan with no Redis to list does not hold back the next: a GCS-FT cluster added after another kind is scanned at once',
+    async (tt) => {
+      const e = await env(tt);
+      const { server, client: r } = await redis(tt, { password: SECRET });
+      await e.kube.create(
+        { ...SECRETS, namespace: e.ns.name },
+        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
+      );
+      await seedRay(r, 'left-behind');
+      const c = await startController({
+        kubeConfig: e.ns.kubeConfig,
+        watchNamespace: e.ns.name,
+        modules: [gcsOrphansModule],
+        moduleFlags: { 'orphan-scan-interval': '1h' },
+        env: {},
+        leaderElect: true,
+        leaseNamespace: e.ns.name,
+        healthPort: 0,
+        healthHost: '127.0.0.1',
+        logger: quiet,
+      });
+      tt.teardown(() => c.stop());
+      await until(() => c.manager.isLeader(), 'the controller leads');
+      // First a cluster without GCS FT (a RayJob's, say): its add starts a scan with nothing to list.
+      const plain = rayCluster('plain', `127.0.0.1:${server.port}`);
+      plain.metadata.annotations = {};
+      await createCluster(e, plain);
+      await until(async () => (await metricsOf(c.port!)).includes('raykeeper_gcs_orphan_scans_total'), 'the controller serves its metrics');
+      await sleep(1_000); // the scan the plain cluster's add starts
+      await createCluster(e, rayCluster('late', `127.0.0.1:${server.port}`, { headEnv: FROM_SECRET }));
+      const [ev] = await until(async () => {
+        const found = await events(e, 'OrphanedGcsNamespace');
+        return found.length > 0 ? found : undefined;
+      }, 'the scan the GCS-FT cluster starts reports the orphan (not an hour later)');
+      tt.match(ev?.message, 'Storage namespace "left-behind"');
+      tt.equal(metricValue(await metricsOf(c.port!), 'raykeeper_gcs_orphaned_namespaces', `redis="redis://127.0.0.1:${server.port}"`), 1);
+    },
+  );
 
   t.test('redis-cleanup --list --orphans marks what no RayCluster names, a deleting one included', async (tt) => {
     const e = await env(tt);
