@@ -98,6 +98,8 @@ export class OrphanFinder {
         help: 'Orphaned Ray storage namespaces deleted by --orphan-gc-after.',
       }),
     };
+    // From 0: a series that first appears at 1 has no increase() (the dashboard and alerts read it so).
+    for (const result of ['ok', 'failed'] as const) this.metrics.scans.inc({ result }, 0);
   }
 
   /** Leader-only (cachedGauge): a standby scans nothing, and two replicas' series would double every sum. */
