@@ -11,6 +11,7 @@ import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, sum
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
 import { autoSweep, SWEEP_MODES, type SweepDecision, type SweepMode } from '../../src/redis/sweep.ts';
+import { DEFAULT_COMMAND_BUDGET_MS, parseCommandBudget } from '../../src/redis/budget.ts';
 
 const NAME = 'raykeeper redis-cleanup';
 
@@ -59,7 +60,12 @@ Options:
                           give up when Redis cannot be reached at all (refused, no route, no such
                           name, connect timeout) for this long (default ${DEFAULT_CONNECT_BUDGET_MS / 1000}, as Ray's cleanup); a Redis
                           that accepts connections but is slow keeps the whole --timeout
-  --scan-count N          fixed SCAN COUNT (default: adaptive, so each SCAN call stays short;
+  --command-budget-ms MS  the most server time one command of the sweep may take, a pipeline of
+                          them counted as one (default ${DEFAULT_COMMAND_BUDGET_MS}): SCAN COUNT and the keys per TYPE
+                          and UNLINK pipeline adapt to it, measured with INFO commandstats (without
+                          +info: the round trip). Smaller: a shared Redis answers its other clients
+                          sooner, the sweep takes longer
+  --scan-count N          fixed SCAN COUNT (default: adapted to --command-budget-ms;
                           --list: ${DEFAULT_SCAN_COUNT})
   --dry-run               report what would be deleted; delete nothing
   --list                  list the Ray storage namespaces present, with key counts and sizes
@@ -104,6 +110,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   'connect-budget': { type: 'string' },
   'scan-count': { type: 'string' },
+  'command-budget-ms': { type: 'string' },
   'dry-run': { type: 'boolean' },
   list: { type: 'boolean' },
   legacy: { type: 'boolean' },
@@ -155,6 +162,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let deadlineMs = DEFAULT_DEADLINE_MS;
   let connectBudgetMs = DEFAULT_CONNECT_BUDGET_MS;
   let scanCount: number | undefined;
+  let commandBudgetMs = DEFAULT_COMMAND_BUDGET_MS;
   let layout: Layout = 'both';
   let sweep: SweepDecision = { mode: 'always', reason: '--sweep always, the default' };
   try {
@@ -162,6 +170,11 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     if (typeof values['connect-budget'] === 'string')
       connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
     if (typeof values['scan-count'] === 'string') scanCount = Math.round(positiveNumber(values['scan-count'], '--scan-count'));
+    if (typeof values['command-budget-ms'] === 'string') {
+      const budget = parseCommandBudget(values['command-budget-ms']);
+      if ('problem' in budget) throw new ConfigError(`--command-budget-ms ${budget.problem}`);
+      commandBudgetMs = budget.ms;
+    }
     if (typeof values.layout === 'string') {
       if (!['both', 'current', 'legacy'].includes(values.layout)) throw new ConfigError('--layout must be both, current or legacy');
       layout = values.layout as Layout;
@@ -226,6 +239,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       layout,
       sweep,
       scanCount,
+      commandBudgetMs,
       deadlineMs,
       connectBudgetMs,
       onRetry,
@@ -234,7 +248,10 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     for (const w of result.warnings) say(`warning: ${w}`);
     if (values.verbose === true) {
       const d = cleanupDetail(result);
-      say(`detail: sweep ${d.sweep} (${d.sweepReason}), ${d.scanCalls} SCAN calls, old layout ${d.legacy}`);
+      const pace = d.pace
+        ? `, longest ${d.pace.longestMs.toFixed(2)} ms of server time per command (budget ${d.pace.budgetMs}, by ${d.pace.measure}), last COUNT ${d.pace.scanCount}`
+        : '';
+      say(`detail: sweep ${d.sweep} (${d.sweepReason}), ${d.scanCalls} SCAN calls${pace}, old layout ${d.legacy}`);
     }
     if (json) {
       io.stdout.write(oneLine(JSON.stringify({ ok: true, ...result }), secrets, Number.MAX_SAFE_INTEGER) + '\n');

@@ -177,6 +177,8 @@ if (missing) {
       [['--sweep', 'sometimes'], base, /--sweep must be one of auto, always, never/],
       [['--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
       [['--sweep', 'never', '--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
+      [['--command-budget-ms', '0'], base, /--command-budget-ms must be a number of milliseconds in \(0, 1000\], got "0"/],
+      [['--command-budget-ms', 'fast'], base, /--command-budget-ms must be a number of milliseconds/],
     ];
     for (const [i, [args, env, re]] of cases.entries()) {
       // The first through a real process (exit code as the Job sees it), the rest in-process.
