@@ -76,7 +76,8 @@ Options:
   -h, --help              this text
 
 Minimal ACL for the cleanup: +scan +type +unlink +hscan, plus +info for --mode auto (without it a
-standalone Redis is assumed); Redis Cluster also needs +cluster|slots +cluster|info. --list also uses
+standalone Redis is assumed) and for the sweep's exact server time (without it: the round trip);
+Redis Cluster also needs +cluster|slots +cluster|info. --list also uses
 +hlen and +memory|usage when allowed (sizes are reported as unknown otherwise).
 Keys: ~* (or ~RAY* with --layout current, which skips the old layout's hash <ns>). --sweep never
 needs no +scan.
