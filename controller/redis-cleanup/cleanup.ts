@@ -19,13 +19,25 @@
 // the (idempotent) pass after an exponential backoff, all within one total deadline and, while Redis
 // cannot be reached at all, a connection budget; auth, permission and TLS failures end it at once.
 import type { Redis } from 'ioredis';
-import { classifyCurrentKey, classifyLegacyType, currentPattern, displayKey, firstForeignField, knownKeys, legacyKey } from './keys.ts';
+import {
+  classifyCurrentKey,
+  classifyLegacyType,
+  CLUSTER_METADATA_FIELD,
+  currentPattern,
+  currentPrefix,
+  displayKey,
+  firstForeignField,
+  knownKeys,
+  legacyKey,
+  metadataRayVersion,
+} from './keys.ts';
+import { classifyRedisError } from './errors.ts';
 import { batchKeys } from './slots.ts';
 import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
 import { ServerClock, type Measure } from './meter.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
-import type { SweepDecision } from '../../src/redis/sweep.ts';
+import { autoSweep, type SweepDecision } from '../../src/redis/sweep.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
@@ -160,7 +172,8 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const layout = options.layout ?? 'both';
   const dryRun = options.dryRun ?? false;
-  const sweep: SweepDecision = layout === 'legacy' ? { mode: 'never', reason: '--layout legacy' } : (options.sweep ?? DEFAULT_SWEEP);
+  const given: SweepDecision = layout === 'legacy' ? { mode: 'never', reason: '--layout legacy' } : (options.sweep ?? DEFAULT_SWEEP);
+  let sweep = given;
   const cfg: PassConfig = {
     dryRun,
     scanCount: options.scanCount,
@@ -204,6 +217,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
       state.legacy = 'not-checked';
       state.legacyFields = undefined;
       // 1. Everything read-only first: a command or key out of the ACL's reach fails before any deletion.
+      if (given.mode === 'always' && given.fromData) sweep = await sweepFromData(s, ns, given);
       if (sweep.mode === 'always') await probeScan(s, ns);
       const known = layout !== 'legacy' ? await checkKnown(s, ns, state) : [];
       const legacy = layout !== 'current' ? await checkLegacy(s, ns, deadline, state) : undefined;
@@ -266,6 +280,29 @@ function check(cfg: PassConfig, where = ''): void {
 async function routed(session: Session, commands: (string | Buffer)[][]): Promise<unknown[]> {
   if (!session.clustered) return exec(session.router as Redis, commands);
   return Promise.all(commands.map(([name, ...args]) => session.router.callBuffer(String(name), ...args)));
+}
+
+/**
+ * The sweep decision from the namespace's own data when no version was given: the version its head
+ * recorded (CLUSTER_METADATA_FIELD, rewritten at every head start, read before the KV table goes).
+ * Unreadable (no +hget, not a hash) or absent: the sweep runs, and the reason says why.
+ */
+async function sweepFromData(session: Session, ns: string, given: SweepDecision): Promise<SweepDecision> {
+  const kv = Buffer.concat([currentPrefix(ns), Buffer.from('KV')]);
+  let value: Buffer | null;
+  try {
+    value = await session.router.hgetBuffer(kv, CLUSTER_METADATA_FIELD);
+  } catch (err) {
+    if (classifyRedisError(err) === 'retryable') throw err;
+    return {
+      mode: 'always',
+      reason: `${given.reason}; the recorded version could not be read (${String((err as Error).message).split(/\s/, 1)[0]})`,
+    };
+  }
+  const version = metadataRayVersion(value);
+  if (version === undefined) return { mode: 'always', reason: `${given.reason}; no version recorded in ${displayKey(kv)}` };
+  const fromData = autoSweep([{ from: `recorded in ${displayKey(kv)}`, version }]);
+  return { mode: fromData.mode, reason: fromData.reason };
 }
 
 /** SCAN needs its own ACL permission: one call with COUNT 1 per node proves it before anything goes. */

@@ -52,8 +52,11 @@ Options:
   --sweep MODE            always (default): after the known tables, walk the keyspace with SCAN for
                           tables not on the list; never: skip the walk (complete for Ray <= ${RAY_RELEASE},
                           whose tables are all on the list); auto: never when --ray-version is
-                          <= ${RAY_RELEASE}, else always. The cleanup Job gets never or always from the
-                          controller, which reads the RayCluster's rayVersion and head image tag
+                          <= ${RAY_RELEASE}, else always; without --ray-version, from the version the
+                          namespace's head recorded (ray_version of CLUSTER_METADATA in RAY<ns>@KV;
+                          always when it is newer, absent or unreadable). The cleanup Job gets never,
+                          always or auto from the controller, which reads the RayCluster's rayVersion
+                          and head image tag
   --ray-version V         the Ray version that wrote the namespace, for --sweep auto
   --timeout SECONDS       total time including retries (default ${DEFAULT_DEADLINE_MS / 1000}; the Job's deadline is 300)
   --connect-budget SECONDS

@@ -15,8 +15,9 @@
 // - nodeSelector and tolerations of the head pod (so the Job can land where the cluster ran), but not
 //   its affinity (anti-affinity raises GKE Autopilot's minimums: kuberay #4721 / #4763).
 // - Our own image running `raykeeper redis-cleanup` (not the Ray image and Ray's private Python API),
-//   with `--sweep never` when the cluster's Ray is one whose tables we know (src/redis/sweep.ts), else
-//   `--sweep always`: the Job's args say whether it walks the keyspace; and `--command-budget-ms` when
+//   with `--sweep never` when the cluster's Ray is one whose tables we know (src/redis/sweep.ts),
+//   `--sweep auto` when it names none (the cleanup then reads the version the head recorded in Redis),
+//   else `--sweep always`: the Job's args say whether it walks the keyspace; and `--command-budget-ms` when
 //   the cluster's annotation raykeeper.io/redis-cleanup-command-budget-ms sets one.
 // - restartPolicy Never, backoffLimit 0, activeDeadlineSeconds = what is left of the deletion
 //   timeout, owner reference to the RayCluster, labels ray.io/cluster + ray.io/node-type=redis-cleanup,
@@ -186,6 +187,11 @@ export function cleanupTimeoutSeconds(activeDeadlineSeconds: number): number {
   return Math.max(1, activeDeadlineSeconds - Math.min(30, Math.floor(activeDeadlineSeconds / 3)));
 }
 
+/** `auto` (the cleanup reads the version its head recorded) when only the lack of a version makes it sweep. */
+export function sweepArg(d: SweepDecision): 'always' | 'never' | 'auto' {
+  return d.fromData ? 'auto' : d.mode;
+}
+
 function cleanupArgs(cluster: RayCluster, config: CleanupJobConfig, activeDeadlineSeconds: number): string[] {
   const budget = cleanupCommandBudget(cluster).ms;
   return [
@@ -193,7 +199,7 @@ function cleanupArgs(cluster: RayCluster, config: CleanupJobConfig, activeDeadli
     String(cleanupTimeoutSeconds(activeDeadlineSeconds)),
     ...(budget === undefined ? [] : ['--command-budget-ms', String(budget)]),
     '--sweep',
-    cleanupSweep(cluster, config).mode,
+    sweepArg(cleanupSweep(cluster, config)),
   ];
 }
 

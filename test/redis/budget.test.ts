@@ -7,6 +7,7 @@ import t from 'tap';
 import { Cluster, type Redis } from 'ioredis';
 import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import { keySlot } from '../../controller/redis-cleanup/slots.ts';
+import { autoSweep } from '../../src/redis/sweep.ts';
 import { redisServerMissing, startRedisCluster, startRedisServer } from '../helpers/redis-server.ts';
 import { client } from './fixtures.ts';
 import { setPriority } from 'node:os';
@@ -167,6 +168,19 @@ if (missing) {
     t.equal(result.deletedCount, 5000);
     t.equal(result.pace?.measure, 'round trip');
     t.same((await overBudget(r, 5)).over, []);
+    // No version known and none readable (no +hget): the sweep runs, and says why.
+    await r.hset('RAYacl@NEWTABLE', 'k', 'v');
+    const blind = await runCleanup({
+      connection: { host: '127.0.0.1', port: server.port, tls: false, username: 'cleanup', password: 'pw', mode: 'standalone' },
+      namespace: 'acl',
+      sweep: autoSweep([{ from: 'spec.rayVersion', version: undefined }]),
+      deadlineMs: 120_000,
+    });
+    t.match(blind, {
+      sweep: 'ran',
+      deletedCount: 1,
+      sweepReason: /^Ray version unknown .*; the recorded version could not be read \(NOPERM\)$/,
+    });
   });
 
   t.test('Redis Cluster: every master keeps to the budget, each with its own pace', async (t) => {
