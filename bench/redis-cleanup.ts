@@ -9,7 +9,8 @@
 //   - ours as a process: `node bin/raykeeper.js redis-cleanup --sweep never` (what the Job runs for a
 //              Ray 2.60 cluster; Node start included) with the stripped-TypeScript cache the image carries
 //              (bin/strip-cache.js), and without it; and `--sweep always` (what the Job runs for a newer
-//              or unknown Ray, and the default by hand), with the cache;
+//              Ray, and for an unknown one whose head recorded no version in Redis, as the bench's
+//              namespaces: `auto` then sweeps), with the cache;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
@@ -470,7 +471,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     );
     row('  the same without the strip cache', 'oursProcessNoCache');
     row(
-      'ours as a process, --sweep always (newer Ray, by hand)',
+      'ours as a process, --sweep always (newer Ray)',
       'oursProcessAlways',
       notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')),
     );

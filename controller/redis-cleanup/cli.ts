@@ -21,7 +21,8 @@ Deletes one Ray GCS storage namespace from Redis: the hashes RAY<ns>@<TABLE> (an
 RAY<ns>@JobCounter) of current Ray, and the single hash <ns> of older Ray when every field is <ns>@...
 Keys that merely look alike (other types, foreign fields, other namespaces) are left alone and reported.
 Checks every command it needs before deleting anything, unlinks the tables Ray is known to write first,
-then (--sweep always, the default) sweeps the whole keyspace with SCAN (never KEYS) for the rest.
+then, unless the version the namespace's head recorded is one whose tables are all known (--sweep
+auto, the default), sweeps the whole keyspace with SCAN (never KEYS) for the rest.
 Retries connection failures with backoff until --timeout, but gives up after --connect-budget when
 Redis cannot be reached at all.
 
@@ -49,9 +50,9 @@ Options:
   --mode MODE             auto (default: ask the server, as Ray does), standalone, sentinel, cluster
   --sentinel-master NAME  master group when the Sentinel monitors several
   --layout L              both (default), current (RAY<ns>@*), legacy (hash <ns>)
-  --sweep MODE            always (default): after the known tables, walk the keyspace with SCAN for
+  --sweep MODE            always: after the known tables, walk the keyspace with SCAN for
                           tables not on the list; never: skip the walk (complete for Ray <= ${RAY_RELEASE},
-                          whose tables are all on the list); auto: never when --ray-version is
+                          whose tables are all on the list); auto (default): never when --ray-version is
                           <= ${RAY_RELEASE}, else always; without --ray-version, from the version the
                           namespace's head recorded (ray_version of CLUSTER_METADATA in RAY<ns>@KV;
                           always when it is newer, absent or unreadable). The cleanup Job gets never,
@@ -168,7 +169,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let scanCount: number | undefined;
   let commandBudgetMs = DEFAULT_COMMAND_BUDGET_MS;
   let layout: Layout = 'both';
-  let sweep: SweepDecision = { mode: 'always', reason: '--sweep always, the default' };
+  let sweep: SweepDecision = sweepFrom('auto', undefined);
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
     if (typeof values['connect-budget'] === 'string')

@@ -337,7 +337,14 @@ if (missing) {
 
       await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
       const byDefault = await inProcess(['--json'], base);
-      t.match(JSON.parse(byDefault.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: '--sweep always, the default' });
+      t.match(JSON.parse(byDefault.stdout), {
+        deletedCount: 1,
+        sweep: 'ran',
+        sweepReason: /^Ray version unknown \(nothing in --ray-version\): tables may be new; no version recorded in RAYcli1@KV$/,
+      });
+      await recorded('2.40.0');
+      const byDefaultRecorded = await inProcess(['--json'], base);
+      t.match(JSON.parse(byDefaultRecorded.stdout), { sweep: 'skipped' }, 'by default, the recorded version decides');
       t.same(
         [...(await snapshot(r)).keys()].sort(),
         ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE'],
