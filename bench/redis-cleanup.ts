@@ -9,13 +9,20 @@
 //   - ours as a process: `node bin/raykeeper.js redis-cleanup --sweep never` (what the Job runs for a
 //              Ray 2.60 cluster; Node start included) with the stripped-TypeScript cache the image carries
 //              (bin/strip-cache.js), and without it; and `--sweep always` (what the Job runs for a newer
-//              or unknown Ray, and the default by hand), with the cache;
+//              Ray, and for an unknown one whose head recorded no version in Redis, as the bench's
+//              namespaces: `auto` then sweeps), with the cache;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
 //              the end of the UNLINK that removed the last of them);
-//   - node -e 0: Node's own start-up, for context; and the longest single server command during ours
-//              (SLOWLOG), to show the adaptive COUNT does not block the server;
+//   - node -e 0: Node's own start-up, for context;
+//   - walk at the budget: the same raw walk with the COUNT our cleanup settles at under the command
+//              budget (read from a calibration run before the rounds): the floor at the same budget;
+//   - per method, what a shared Redis's other clients feel: the longest single server command
+//              (SLOWLOG, the bench's and the neighbour's own commands left out), and the latency of a
+//              neighbour, a separate process doing a GCS's HSET/HGET on its own namespace once a
+//              millisecond (bench/redis-neighbour.ts), p50/p99/max, against the same neighbour in an
+//              idle window of one second in the same round (ratio of p99s, goal <= 2x);
 //   - CPU: for walk, ours and the processes, the CPU milliseconds they cost, client + redis-server
 //              (/proc: the server's, and the bench's own or its waited-for children's), which a loaded
 //              machine's scheduling does not inflate as it does wall time.
@@ -31,10 +38,10 @@
 //
 //   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
-import { median } from './stats.ts';
-import { spawn, spawnSync } from 'node:child_process';
+import { median, percentile } from './stats.ts';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
@@ -84,6 +91,15 @@ export interface RedisCleanupBenchFigures {
   /** Longest single server command during ours (SLOWLOG), us, median. */
   oursServerMaxUs: number;
   walkServerMaxUs: number;
+  /** Per method (walk, walkBudget, ours, oursProcess, oursProcessAlways, rayProcess, ...): medians, us. */
+  serverMaxUs: Record<string, number>;
+  neighbour: Record<string, { p50Us: number; p99Us: number; maxUs: number; p99VsIdle: number }>;
+  /** The COUNT of the walk at the budget (where ours settled in the calibration run). */
+  walkBudgetCount: number;
+  /** ours / walk at the budget (goal <= 1.1). */
+  ratioWalkBudget: number;
+  /** Whether redis-server ran at a raised CPU priority (root), so preemption inflates SLOWLOG less. */
+  serverFavoured: boolean;
   loadBefore: number[];
   loadAfter: number[];
 }
@@ -124,14 +140,14 @@ function rayPython(): string | undefined {
   return spawnSync(found.python, ['-c', 'import ray._private.gcs_utils'], { timeout: 120_000 }).status === 0 ? found.python : undefined;
 }
 
-/** The floor: SCAN MATCH COUNT 10000 over everything, UNLINK what matches. */
-async function walk(r: Redis, ns: string, keys: number): Promise<{ ms: number; dataGoneMs: number }> {
+/** The floor: SCAN MATCH COUNT `count` over everything, UNLINK what matches. */
+async function walk(r: Redis, ns: string, keys: number, count = 10_000): Promise<{ ms: number; dataGoneMs: number }> {
   const started = performance.now();
   let unlinked = 0;
   let dataGoneMs = Number.NaN;
   let cursor = '0';
   do {
-    const [next, found] = await r.scan(cursor, 'MATCH', `RAY${ns}@*`, 'COUNT', 10_000);
+    const [next, found] = await r.scan(cursor, 'MATCH', `RAY${ns}@*`, 'COUNT', count);
     cursor = next;
     if (found.length > 0) {
       unlinked += await r.unlink(...found);
@@ -141,11 +157,41 @@ async function walk(r: Redis, ns: string, keys: number): Promise<{ ms: number; d
   return { ms: Math.round(performance.now() - started), dataGoneMs: Math.round(dataGoneMs) };
 }
 
-async function longestCommandUs(r: Redis): Promise<number> {
-  const entries = (await r.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
-  let max = 0;
-  for (const [, , us, argv] of entries) if (!['SLOWLOG', 'CONFIG'].includes(String(argv[0]).toUpperCase())) max = Math.max(max, Number(us));
-  return max;
+/**
+ * Of the commands in SLOWLOG not sent by the bench's own client or the neighbour (by client name): the
+ * longest and its name, how many there were and how many took over 5 ms.
+ */
+async function longestCommand(r: Redis): Promise<{ us: number; command: string; count: number; over: number }> {
+  const entries = (await r.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[], string, string][];
+  const out = { us: 0, command: '', count: 0, over: 0 };
+  for (const [, , us, argv, , name] of entries) {
+    if (name === 'bench' || name === 'neighbour') continue;
+    out.count += 1;
+    if (Number(us) > 5000) out.over += 1;
+    if (Number(us) > out.us) Object.assign(out, { us: Number(us), command: String(argv[0]).toUpperCase() });
+  }
+  return out;
+}
+
+/** The neighbour process (bench/redis-neighbour.ts): window() measures its latencies while `fn` runs. */
+async function startNeighbour(port: number): Promise<{ window(fn: () => Promise<void>): Promise<number[]>; stop(): void }> {
+  const child: ChildProcess = fork(fileURLToPath(new URL('./redis-neighbour.ts', import.meta.url)), [String(port), 'neighbour'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the neighbour exited (${code})`)));
+  });
+  return {
+    async window(fn) {
+      child.send('start');
+      await fn();
+      const answer = new Promise<number[]>((resolve) => child.once('message', (m) => resolve((m as { samples: number[] }).samples)));
+      child.send('stop');
+      return answer;
+    },
+    stop: () => child.send('exit'),
+  };
 }
 
 export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {}): Promise<RedisCleanupBenchFigures> {
@@ -156,9 +202,18 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const log = (s: string) => print && process.stdout.write(s + '\n');
   const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
 
-  const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 100000'] });
-  const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
+  const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
+  let serverFavoured = true;
+  try {
+    setPriority(server.pid, -10); // root only: fewer preemptions of redis-server inside a command on a loaded machine
+  } catch {
+    serverFavoured = false;
+  }
+  const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true, connectionName: 'bench' });
   r.on('error', () => undefined);
+  const w = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
+  w.on('error', () => undefined);
+  const neighbour = await startNeighbour(server.port);
   const python = rayPython();
   const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
   // As the image's build fills it (Dockerfile).
@@ -210,17 +265,46 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       oursProcessNoCacheCpu: [],
       oursProcessAlwaysCpu: [],
       rayProcessCpu: [],
+      walkBudget: [],
+      oursBudget1: [],
+    };
+    const longestNames: Record<string, string[]> = {};
+    const WINDOWED = [
+      'idle',
+      'walk',
+      'walkBudget',
+      'ours',
+      'oursBudget1',
+      'oursProcess',
+      'oursProcessNoCache',
+      'oursProcessAlways',
+      'rayProcess',
+    ];
+    for (const k of WINDOWED) for (const suffix of ['Max', 'NbP50', 'NbP99', 'NbMax']) results[`${k}${suffix}`] = [];
+    /** Runs `fn` with SLOWLOG reset and the neighbour measuring; records both under `key`. */
+    const windowed = async (key: string, fn: () => Promise<void>) => {
+      await r.slowlog('RESET');
+      const samples = (await neighbour.window(fn)).sort((a, b) => a - b);
+      const longest = await longestCommand(r);
+      results[`${key}Max`]!.push(longest.us);
+      (longestNames[key] ??= []).push(`${longest.command} (${longest.over} of ${longest.count} over 5 ms)`);
+      results[`${key}NbP50`]!.push(percentile(samples, 50));
+      results[`${key}NbP99`]!.push(percentile(samples, 99));
+      results[`${key}NbMax`]!.push(samples.at(-1) ?? 0);
     };
     const cpu = () => cpuMs(server.pid);
     const lastSummary: Record<string, string> = {};
     const oursProcess = async (key: string, sweep: 'never' | 'always', env: NodeJS.ProcessEnv) => {
       const ns = await seed();
       const c0 = cpu();
-      const res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], {
-        PATH: process.env.PATH,
-        RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`,
-        RAY_external_storage_namespace: ns,
-        ...env,
+      let res = { code: null as number | null, out: '', ms: 0 };
+      await windowed(key, async () => {
+        res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], {
+          PATH: process.env.PATH,
+          RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`,
+          RAY_external_storage_namespace: ns,
+          ...env,
+        });
       });
       results[`${key}Cpu`]!.push(Math.round(cpu() - c0));
       if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
@@ -228,18 +312,34 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       results[key]!.push(res.ms);
       await gone(ns);
     };
+    // Calibration: where our COUNT settles under the default budget on this server, for the walk at the budget.
+    const calibration = await runCleanup({ connection, namespace: await seed() });
+    const walkBudgetCount = calibration.pace?.scanCount ?? 1000;
     const contenders: Array<[string, () => Promise<void>]> = [
+      ['idle', () => windowed('idle', () => new Promise((resolve) => setTimeout(resolve, 1000)))],
       [
         'walk',
         async () => {
           const ns = await seed();
-          await r.slowlog('RESET');
           const c0 = cpu();
-          const w = await walk(r, ns, KEYS);
+          let res = { ms: 0, dataGoneMs: 0 };
+          await windowed('walk', async () => {
+            res = await walk(w, ns, KEYS);
+          });
           results.walkCpu!.push(Math.round(cpu() - c0));
-          results.walkServerMax!.push(await longestCommandUs(r));
-          results.walk!.push(w.ms);
-          results.walkGone!.push(w.dataGoneMs);
+          results.walkServerMax!.push(results.walkMax!.at(-1)!);
+          results.walk!.push(res.ms);
+          results.walkGone!.push(res.dataGoneMs);
+          await gone(ns);
+        },
+      ],
+      [
+        'walkBudget',
+        async () => {
+          const ns = await seed();
+          await windowed('walkBudget', async () => {
+            results.walkBudget!.push((await walk(w, ns, KEYS, walkBudgetCount)).ms);
+          });
           await gone(ns);
         },
       ],
@@ -247,14 +347,29 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
         'ours',
         async () => {
           const ns = await seed();
-          await r.slowlog('RESET');
-          const started = performance.now();
           const c0 = cpu();
-          const res = await runCleanup({ connection, namespace: ns });
+          let started = 0;
+          let res: Awaited<ReturnType<typeof runCleanup>> | undefined;
+          await windowed('ours', async () => {
+            started = performance.now();
+            res = await runCleanup({ connection, namespace: ns });
+            results.ours!.push(Math.round(performance.now() - started));
+          });
           results.oursCpu!.push(Math.round(cpu() - c0));
-          results.ours!.push(Math.round(performance.now() - started));
-          results.oursServerMax!.push(await longestCommandUs(r));
-          results.oursGone!.push(res.dataGoneMs ?? Number.NaN);
+          results.oursServerMax!.push(results.oursMax!.at(-1)!);
+          results.oursGone!.push(res?.dataGoneMs ?? Number.NaN);
+          await gone(ns);
+        },
+      ],
+      [
+        'oursBudget1',
+        async () => {
+          const ns = await seed();
+          await windowed('oursBudget1', async () => {
+            const started = performance.now();
+            await runCleanup({ connection, namespace: ns, commandBudgetMs: 1 });
+            results.oursBudget1!.push(Math.round(performance.now() - started));
+          });
           await gone(ns);
         },
       ],
@@ -275,7 +390,10 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
           const ns = await seed();
           const script = `from ray._private.gcs_utils import cleanup_redis_storage as c\nimport sys\nsys.exit(0 if c(host="127.0.0.1", port=${server.port}, password="", use_ssl=False, storage_namespace="${ns}") else 1)`;
           const c0 = cpu();
-          const res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
+          let res = { code: null as number | null, out: '', ms: 0 };
+          await windowed('rayProcess', async () => {
+            res = await exec(python, ['-c', script], { PATH: process.env.PATH, HOME: process.env.HOME });
+          });
           results.rayProcessCpu!.push(Math.round(cpu() - c0));
           if (res.code !== 0) throw new Error(`Ray's cleanup failed: ${res.out.slice(-500)}`);
           results.rayProcess!.push(res.ms);
@@ -316,6 +434,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       ratioRayAlwaysCpu: python ? m('rayProcessCpu') / Math.max(1, m('oursProcessAlwaysCpu')) : undefined,
       oursServerMaxUs: m('oursServerMax'),
       walkServerMaxUs: m('walkServerMax'),
+      serverMaxUs: Object.fromEntries(WINDOWED.filter((k) => results[`${k}Max`]!.length > 0).map((k) => [k, m(`${k}Max`)])),
+      neighbour: Object.fromEntries(
+        WINDOWED.filter((k) => results[`${k}NbP99`]!.length > 0).map((k) => [
+          k,
+          { p50Us: m(`${k}NbP50`), p99Us: m(`${k}NbP99`), maxUs: m(`${k}NbMax`), p99VsIdle: m(`${k}NbP99`) / Math.max(1, m('idleNbP99')) },
+        ]),
+      ),
+      walkBudgetCount,
+      ratioWalkBudget: m('ours') / Math.max(1, m('walkBudget')),
+      serverFavoured,
       loadBefore,
       loadAfter,
     };
@@ -324,7 +452,13 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     const x = (v: number) => `${v.toFixed(2)}x`;
     log('milliseconds (median, every run):');
     row('walk: SCAN MATCH COUNT 10000 + UNLINK (floor)', 'walk');
-    row('ours: runCleanup in process', 'ours', `${x(figures.ratioWalk)} the walk (goal <= 1.1x)`);
+    row(`walk at the budget: COUNT ${walkBudgetCount} (where ours settles)`, 'walkBudget');
+    row(
+      'ours: runCleanup in process',
+      'ours',
+      `${x(figures.ratioWalk)} the walk at COUNT 10000, ${x(figures.ratioWalkBudget)} the walk at the budget (goal <= 1.1x)`,
+    );
+    row('ours in process, --command-budget-ms 1', 'oursBudget1');
     row('time to data gone: walk', 'walkGone');
     row('time to data gone: ours (known tables first)', 'oursGone');
     const summary = (key: string) => (lastSummary[key] ?? '').replace(/^.*?: /, '');
@@ -337,7 +471,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     );
     row('  the same without the strip cache', 'oursProcessNoCache');
     row(
-      'ours as a process, --sweep always (newer Ray, by hand)',
+      'ours as a process, --sweep always (newer Ray)',
       'oursProcessAlways',
       notes(vsRay(figures.ratioRayAlways), summary('oursProcessAlways')),
     );
@@ -351,13 +485,37 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
     row('  the same without the strip cache', 'oursProcessNoCacheCpu');
     row('ours as a process, --sweep always', 'oursProcessAlwaysCpu', vsRay(figures.ratioRayAlwaysCpu));
     if (python) row("Ray's cleanup as a process", 'rayProcessCpu');
-    log('longest single command the server ran (SLOWLOG), us (median, every run):');
-    row('walk (COUNT 10000)', 'walkServerMax');
-    row('ours (adaptive COUNT)', 'oursServerMax');
+    const labels: Record<string, string> = {
+      idle: 'no cleanup (idle, 1 s)',
+      walk: 'walk (COUNT 10000)',
+      walkBudget: `walk at the budget (COUNT ${walkBudgetCount})`,
+      ours: 'ours in process (budget 5 ms)',
+      oursBudget1: 'ours in process, --command-budget-ms 1',
+      oursProcess: 'ours as a process, --sweep never',
+      oursProcessNoCache: '  the same without the strip cache',
+      oursProcessAlways: 'ours as a process, --sweep always',
+      rayProcess: "Ray's cleanup as a process",
+    };
+    log(
+      `longest single command the server ran (SLOWLOG; bench and neighbour left out), us (median, every run)${serverFavoured ? '; redis-server at nice -10' : ''}:`,
+    );
+    for (const k of WINDOWED.slice(1))
+      if (results[`${k}Max`]!.length > 0)
+        row(labels[k]!, `${k}Max`, `${(longestNames[k] ?? []).join(', ')}${k === 'ours' ? '; goal <= 5000' : ''}`);
+    log('a neighbour (HSET+HGET of its own namespace once a ms, another process): p50 / p99 / max us (medians; p99 of every run):');
+    for (const k of WINDOWED) {
+      const n = figures.neighbour[k];
+      if (!n) continue;
+      log(
+        `  ${labels[k]!.padEnd(56)} ${`${n.p50Us} / ${n.p99Us} / ${n.maxUs}`.padStart(20)}   p99 runs ${results[`${k}NbP99`]!.join(', ').padEnd(22)} ${k === 'idle' ? '' : `p99 ${x(n.p99VsIdle)} idle${k === 'ours' ? ' (goal <= 2x)' : ''}`}`,
+      );
+    }
     log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (2 cores, shared)`);
     return figures;
   } finally {
+    neighbour.stop();
     r.disconnect();
+    w.disconnect();
     await server.stop();
     rmSync(stripCache, { recursive: true, force: true });
   }

@@ -14,7 +14,7 @@
 //
 //   node bench/webhook.ts                            (standalone)
 //   import { runWebhookBench } from './webhook.ts'   (bench/run.ts)
-import { median } from './stats.ts';
+import { median, percentile } from './stats.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -376,11 +376,6 @@ async function load(server: Server, { shape, body }: Review, connections: number
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const cpuMicros = (await serverCpu(server.child)) - cpuBefore;
   return { latencies: latencies.subarray(0, count), count, failures: result.errors + result.timeouts + result.non2xx, seconds, cpuMicros };
-}
-
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
 function summarize(samples: Sample[]): RouteFigures {

@@ -39,7 +39,7 @@ export const gcsFtCleanupModule: ReconcilerModule = {
     },
     'cleanup-sweep': {
       type: 'string',
-      help: `auto (default): the cleanup walks the Redis keyspace (SCAN) only for a Ray newer than ${RAY_RELEASE} or of unknown version (spec.rayVersion, head image tag); always: for every cluster`,
+      help: `auto (default): the cleanup walks the Redis keyspace (SCAN) only for a Ray newer than ${RAY_RELEASE}, or of unknown version (spec.rayVersion, head image tag) when its head recorded none in Redis; always: for every cluster`,
     },
     'disable-in-process-cleanup': {
       type: 'boolean',

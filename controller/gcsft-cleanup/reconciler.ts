@@ -52,6 +52,7 @@ import { maskInlineSecrets } from '../../src/inline-secrets.ts';
 import {
   buildCleanupJob,
   cleanupJobName,
+  cleanupCommandBudget,
   cleanupResources,
   cleanupSweep,
   clusterLabelValue,
@@ -105,7 +106,7 @@ export interface RayClusterReconcilerConfig {
 /** `message` is for a person (an Event); `detail` goes to the structured log. */
 export type InProcessRunner = (
   env: Record<string, string>,
-  options: { deadlineMs: number; sweep: SweepDecision; signal?: AbortSignal | undefined },
+  options: { deadlineMs: number; sweep: SweepDecision; commandBudgetMs?: number | undefined; signal?: AbortSignal | undefined },
 ) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
 
 /** Jobs and pods: only what maps them to their cluster and tells their state. */
@@ -448,7 +449,7 @@ export class RayClusterReconciler {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const sweep = cleanupSweep(cluster, this.config.job);
-    const { problems } = cleanupResources(cluster, this.config.job);
+    const problems = [...cleanupResources(cluster, this.config.job).problems, ...cleanupCommandBudget(cluster).problems];
     for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
@@ -512,7 +513,12 @@ export class RayClusterReconciler {
     if (secondsLeft < 1) return { requeueAfterMs: untilDeadline };
     const sweep = cleanupSweep(cluster, this.config.job);
     log.warn({ sweep: sweep.mode, sweepReason: sweep.reason }, 'namespace is terminating: running the Redis cleanup in the controller');
-    const { ok, message, detail } = await this.config.runCleanup(env, { deadlineMs: Math.min(secondsLeft, 240) * 1000, sweep, signal });
+    const { ok, message, detail } = await this.config.runCleanup(env, {
+      deadlineMs: Math.min(secondsLeft, 240) * 1000,
+      sweep,
+      commandBudgetMs: cleanupCommandBudget(cluster).ms,
+      signal,
+    });
     log.info({ ok, ...detail }, 'in-process Redis cleanup ended');
     if (signal?.aborted) {
       // Not leading any more (or shutting down): the next leader runs the cleanup again from the start.

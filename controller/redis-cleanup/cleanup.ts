@@ -5,21 +5,39 @@
 //   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, controller/redis-cleanup/keys.ts RAY_TABLES),
 //      each TYPE-checked: the namespace's data is gone after one round trip;
 //   3. UNLINK of the old layout's hash `<ns>` when every field is `<ns>@...`;
-//   4. with `sweep: always` (the default), a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) with an adaptive
-//      COUNT (controller/redis-cleanup/pace.ts) for whatever else is there (tables newer than the list), TYPE-checked,
-//      pipelined UNLINK batches. It walks the whole keyspace (~0.6 s of Redis CPU per million keys)
-//      and is the cost of the cleanup; `never` skips it, which is complete for a Ray up to the release
-//      RAY_TABLES was read from (src/redis/sweep.ts: the controller decides from the RayCluster).
+//   4. with `sweep: always` (the default), a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) for whatever else
+//      is there (tables newer than the list), TYPE-checked, pipelined UNLINK batches. It walks the whole
+//      keyspace (~0.6 s of Redis CPU per million keys) and is the cost of the cleanup; `never` skips it,
+//      which is complete for a Ray up to the release RAY_TABLES was read from (src/redis/sweep.ts: the
+//      controller decides from the RayCluster).
+// The sweep shares the server with live clusters' GCS, so it is paced in server time: every SCAN, and
+// every pipeline of TYPEs or UNLINKs, carries as much work as fits the command budget (default 5 ms),
+// adapted per node from the server time each reply measured (controller/redis-cleanup/pace.ts, meter.ts).
+// Steps 1-3 send fixed, tiny work (18 known keys, HSCAN COUNT 200, single-key UNLINKs of lazily freed
+// values): microseconds, not paced.
 // Memory stays bounded by one SCAN batch whatever the size of the keyspace. Connection failures restart
 // the (idempotent) pass after an exponential backoff, all within one total deadline and, while Redis
 // cannot be reached at all, a connection budget; auth, permission and TLS failures end it at once.
 import type { Redis } from 'ioredis';
-import { classifyCurrentKey, classifyLegacyType, currentPattern, displayKey, firstForeignField, knownKeys, legacyKey } from './keys.ts';
+import {
+  classifyCurrentKey,
+  classifyLegacyType,
+  CLUSTER_METADATA_FIELD,
+  currentPattern,
+  currentPrefix,
+  displayKey,
+  firstForeignField,
+  knownKeys,
+  legacyKey,
+  metadataRayVersion,
+} from './keys.ts';
+import { classifyRedisError } from './errors.ts';
 import { batchKeys } from './slots.ts';
-import { nextScanCount, SCAN_COUNT_START } from './pace.ts';
+import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
+import { ServerClock, type Measure } from './meter.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
-import type { SweepDecision } from '../../src/redis/sweep.ts';
+import { autoSweep, type SweepDecision } from '../../src/redis/sweep.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';
 import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
@@ -42,9 +60,12 @@ export interface CleanupOptions {
   layout?: Layout | undefined;
   /** Step 4, and why; default: always. */
   sweep?: SweepDecision | undefined;
-  /** A fixed SCAN COUNT; default: adaptive, starting at SCAN_COUNT_START. */
+  /** A fixed SCAN COUNT; default: adapted to the command budget. */
   scanCount?: number | undefined;
+  /** Most keys in one UNLINK command (a pipeline's total is paced to the budget). */
   unlinkBatch?: number | undefined;
+  /** Bound on the server time of each SCAN and each pipeline of the sweep, ms; default 5. */
+  commandBudgetMs?: number | undefined;
   /** Total time for everything, retries included. */
   deadlineMs?: number | undefined;
   /** How long Redis may stay unreachable (no connection at all) before giving up; default 60 s. */
@@ -64,6 +85,16 @@ export interface Progress {
   matched: number;
   deleted: number;
   elapsedMs: number;
+}
+
+export interface PaceReport {
+  budgetMs: number;
+  /** How server time was measured (per node; 'mixed' when nodes differed). */
+  measure: Measure | 'mixed';
+  /** The longest server time measured for one SCAN or one pipeline, ms. */
+  longestMs: number;
+  /** The COUNT of the last SCAN call: where the pace settled. */
+  scanCount: number;
 }
 
 export interface KeyReport {
@@ -94,6 +125,8 @@ export interface CleanupResult {
   knownDeleted: number;
   /** ms from the start until the known tables were unlinked (the namespace's data gone). */
   dataGoneMs?: number | undefined;
+  /** How the sweep kept to the command budget (when it ran). */
+  pace?: PaceReport | undefined;
   attempts: number;
   durationMs: number;
   warnings: string[];
@@ -124,6 +157,7 @@ interface PassState {
   legacyFields?: number | undefined;
   /** Set once the old-layout hash was unlinked, so a later retried pass that finds it absent reports it. */
   legacyDeleted?: { fields: number } | undefined;
+  pace?: PaceReport | undefined;
 }
 
 function remember(map: Map<string, KeyReport>, report: KeyReport): void {
@@ -138,11 +172,13 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
   const deadline = started + (options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   const layout = options.layout ?? 'both';
   const dryRun = options.dryRun ?? false;
-  const sweep: SweepDecision = layout === 'legacy' ? { mode: 'never', reason: '--layout legacy' } : (options.sweep ?? DEFAULT_SWEEP);
+  const given: SweepDecision = layout === 'legacy' ? { mode: 'never', reason: '--layout legacy' } : (options.sweep ?? DEFAULT_SWEEP);
+  let sweep = given;
   const cfg: PassConfig = {
     dryRun,
     scanCount: options.scanCount,
     unlinkBatch: options.unlinkBatch ?? DEFAULT_UNLINK_BATCH,
+    budgetMs: options.commandBudgetMs ?? DEFAULT_COMMAND_BUDGET_MS,
     deadline,
     started,
     signal: options.signal,
@@ -181,6 +217,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
       state.legacy = 'not-checked';
       state.legacyFields = undefined;
       // 1. Everything read-only first: a command or key out of the ACL's reach fails before any deletion.
+      if (given.mode === 'always' && given.fromData) sweep = await sweepFromData(s, ns, given);
       if (sweep.mode === 'always') await probeScan(s, ns);
       const known = layout !== 'legacy' ? await checkKnown(s, ns, state) : [];
       const legacy = layout !== 'current' ? await checkLegacy(s, ns, deadline, state) : undefined;
@@ -213,6 +250,7 @@ export async function runCleanup(options: CleanupOptions): Promise<CleanupResult
     sweepReason: sweep.reason,
     knownDeleted: state.knownDeleted,
     dataGoneMs: state.dataGoneMs,
+    pace: state.pace,
     attempts,
     durationMs: Date.now() - started,
     warnings: session.warnings,
@@ -226,6 +264,7 @@ interface PassConfig {
   /** Fixed COUNT, or undefined: adaptive. */
   scanCount: number | undefined;
   unlinkBatch: number;
+  budgetMs: number;
   deadline: number;
   started: number;
   signal: AbortSignal | undefined;
@@ -241,6 +280,29 @@ function check(cfg: PassConfig, where = ''): void {
 async function routed(session: Session, commands: (string | Buffer)[][]): Promise<unknown[]> {
   if (!session.clustered) return exec(session.router as Redis, commands);
   return Promise.all(commands.map(([name, ...args]) => session.router.callBuffer(String(name), ...args)));
+}
+
+/**
+ * The sweep decision from the namespace's own data when no version was given: the version its head
+ * recorded (CLUSTER_METADATA_FIELD, rewritten at every head start, read before the KV table goes).
+ * Unreadable (no +hget, not a hash) or absent: the sweep runs, and the reason says why.
+ */
+async function sweepFromData(session: Session, ns: string, given: SweepDecision): Promise<SweepDecision> {
+  const kv = Buffer.concat([currentPrefix(ns), Buffer.from('KV')]);
+  let value: Buffer | null;
+  try {
+    value = await session.router.hgetBuffer(kv, CLUSTER_METADATA_FIELD);
+  } catch (err) {
+    if (classifyRedisError(err) === 'retryable') throw err;
+    return {
+      mode: 'always',
+      reason: `${given.reason}; the recorded version could not be read (${String((err as Error).message).split(/\s/, 1)[0]})`,
+    };
+  }
+  const version = metadataRayVersion(value);
+  if (version === undefined) return { mode: 'always', reason: `${given.reason}; no version recorded in ${displayKey(kv)}` };
+  const fromData = autoSweep([{ from: `recorded in ${displayKey(kv)}`, version }]);
+  return { mode: fromData.mode, reason: fromData.reason };
 }
 
 /** SCAN needs its own ACL permission: one call with COUNT 1 per node proves it before anything goes. */
@@ -300,22 +362,23 @@ async function currentPass(
 ): Promise<void> {
   const pattern = currentPattern(ns);
   for (const node of session.nodes) {
+    const clock = await ServerClock.start(node.client);
+    const scanPace = new Pace(cfg.budgetMs, SCAN_PACE, cfg.scanCount);
+    const typePace = new Pace(cfg.budgetMs, BATCH_PACE);
+    const unlinkPace = new Pace(cfg.budgetMs, BATCH_PACE);
     let cursor = '0';
-    let count = cfg.scanCount ?? SCAN_COUNT_START;
     do {
       check(cfg, ` while scanning ${node.label} after ${state.scanCalls} SCAN calls`);
-      const sent = performance.now();
-      const [next, found] = await scan(node.client, cursor, 'MATCH', pattern, 'COUNT', String(count));
-      if (cfg.scanCount === undefined) count = nextScanCount(count, performance.now() - sent);
+      const count = scanPace.size;
+      const { replies, serverMs } = await clock.run([['SCAN', cursor, 'MATCH', pattern, 'COUNT', String(count)]], ['scan'], true);
+      scanPace.observe(serverMs);
+      const [next, found = []] = replies[0] as [Buffer, Buffer[] | undefined];
       const keys = state.handled.size === 0 ? found : found.filter((k) => !state.handled.has(k.toString('latin1')));
       cursor = next.toString();
       state.scanCalls += 1;
       if (keys.length > 0) {
         state.matched += keys.length;
-        const types = (await exec(
-          node.client,
-          keys.map((k) => ['type', k]),
-        )) as string[];
+        const types = await pacedPipelines(clock, typePace, keys, (chunk) => chunk.map((k) => ['type', k]), 'type', cfg);
         const ray: Buffer[] = [];
         keys.forEach((key, i) => {
           const type = String(types[i]);
@@ -331,15 +394,23 @@ async function currentPass(
         if (ray.length > 0) {
           if (cfg.dryRun) state.deletedCount += ray.length;
           else {
-            const batches = batchKeys(ray, cfg.unlinkBatch, session.clustered);
-            const counts = await exec(
-              node.client,
-              batches.map((b) => ['unlink', ...b]),
+            const counts = await pacedPipelines(
+              clock,
+              unlinkPace,
+              ray,
+              (chunk) => batchKeys(chunk, cfg.unlinkBatch, session.clustered).map((b) => ['unlink', ...b]),
+              'unlink',
             );
             state.deletedCount += counts.reduce<number>((sum, n) => sum + Number(n), 0);
           }
         }
       }
+      state.pace = {
+        budgetMs: cfg.budgetMs,
+        measure: state.pace && state.pace.measure !== clock.measure ? 'mixed' : clock.measure,
+        longestMs: Math.max(state.pace?.longestMs ?? 0, scanPace.longestMs, typePace.longestMs, unlinkPace.longestMs),
+        scanCount: count,
+      };
       await onProgress?.({
         node: node.label,
         scanCalls: state.scanCalls,
@@ -349,6 +420,31 @@ async function currentPass(
       });
     } while (cursor !== '0');
   }
+}
+
+/**
+ * Commands for `keys` in pipelines of at most pace.size keys, one pipeline at a time (Redis runs a
+ * pipeline's commands back to back: their sum is what a neighbour waits), the size adapted after each.
+ * The replies, in order. With `cfg` (read-only steps), stops between pipelines at the deadline.
+ */
+async function pacedPipelines(
+  clock: ServerClock,
+  pace: Pace,
+  keys: Buffer[],
+  commands: (chunk: Buffer[]) => (string | Buffer)[][],
+  name: string,
+  cfg?: PassConfig,
+): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (let i = 0; i < keys.length; ) {
+    if (cfg && i > 0) check(cfg);
+    const chunk = keys.slice(i, i + pace.size);
+    i += chunk.length;
+    const { replies, serverMs } = await clock.run(commands(chunk), [name]);
+    pace.observe(serverMs);
+    out.push(...replies);
+  }
+  return out;
 }
 
 /** The old layout's hash `<ns>`: Ray's when every field is `<ns>@...` (read-only; see unlinkLegacy). */
@@ -422,6 +518,8 @@ export function cleanupDetail(r: CleanupResult): {
   sweepReason: string;
   scanCalls: number;
   legacy: CleanupResult['legacy'];
+  pace?: PaceReport | undefined;
 } {
-  return { sweep: r.sweep, sweepReason: r.sweepReason, scanCalls: r.scanCalls, legacy: r.legacy };
+  const detail = { sweep: r.sweep, sweepReason: r.sweepReason, scanCalls: r.scanCalls, legacy: r.legacy };
+  return r.pace ? { ...detail, pace: r.pace } : detail;
 }

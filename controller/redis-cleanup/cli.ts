@@ -14,6 +14,7 @@ import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, sum
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
 import { autoSweep, SWEEP_MODES, type SweepDecision, type SweepMode } from '../../src/redis/sweep.ts';
+import { DEFAULT_COMMAND_BUDGET_MS, parseCommandBudget } from '../../src/redis/budget.ts';
 
 const NAME = 'raykeeper redis-cleanup';
 
@@ -23,7 +24,8 @@ Deletes one Ray GCS storage namespace from Redis: the hashes RAY<ns>@<TABLE> (an
 RAY<ns>@JobCounter) of current Ray, and the single hash <ns> of older Ray when every field is <ns>@...
 Keys that merely look alike (other types, foreign fields, other namespaces) are left alone and reported.
 Checks every command it needs before deleting anything, unlinks the tables Ray is known to write first,
-then (--sweep always, the default) sweeps the whole keyspace with SCAN (never KEYS) for the rest.
+then, unless the version the namespace's head recorded is one whose tables are all known (--sweep
+auto, the default), sweeps the whole keyspace with SCAN (never KEYS) for the rest.
 Retries connection failures with backoff until --timeout, but gives up after --connect-budget when
 Redis cannot be reached at all.
 
@@ -51,18 +53,26 @@ Options:
   --mode MODE             auto (default: ask the server, as Ray does), standalone, sentinel, cluster
   --sentinel-master NAME  master group when the Sentinel monitors several
   --layout L              both (default), current (RAY<ns>@*), legacy (hash <ns>)
-  --sweep MODE            always (default): after the known tables, walk the keyspace with SCAN for
+  --sweep MODE            always: after the known tables, walk the keyspace with SCAN for
                           tables not on the list; never: skip the walk (complete for Ray <= ${RAY_RELEASE},
-                          whose tables are all on the list); auto: never when --ray-version is
-                          <= ${RAY_RELEASE}, else always. The cleanup Job gets never or always from the
-                          controller, which reads the RayCluster's rayVersion and head image tag
+                          whose tables are all on the list); auto (default): never when --ray-version is
+                          <= ${RAY_RELEASE}, else always; without --ray-version, from the version the
+                          namespace's head recorded (ray_version of CLUSTER_METADATA in RAY<ns>@KV;
+                          always when it is newer, absent or unreadable). The cleanup Job gets never,
+                          always or auto from the controller, which reads the RayCluster's rayVersion
+                          and head image tag
   --ray-version V         the Ray version that wrote the namespace, for --sweep auto
   --timeout SECONDS       total time including retries (default ${DEFAULT_DEADLINE_MS / 1000}; the Job's deadline is 300)
   --connect-budget SECONDS
                           give up when Redis cannot be reached at all (refused, no route, no such
                           name, connect timeout) for this long (default ${DEFAULT_CONNECT_BUDGET_MS / 1000}, as Ray's cleanup); a Redis
                           that accepts connections but is slow keeps the whole --timeout
-  --scan-count N          fixed SCAN COUNT (default: adaptive, so each SCAN call stays short;
+  --command-budget-ms MS  the most server time one command of the sweep may take, a pipeline of
+                          them counted as one (default ${DEFAULT_COMMAND_BUDGET_MS}): SCAN COUNT and the keys per TYPE
+                          and UNLINK pipeline adapt to it, measured with INFO commandstats (without
+                          +info: the round trip). Smaller: a shared Redis answers its other clients
+                          sooner, the sweep takes longer
+  --scan-count N          fixed SCAN COUNT (default: adapted to --command-budget-ms;
                           --list: ${DEFAULT_SCAN_COUNT})
   --dry-run               report what would be deleted; delete nothing
   --list                  list the Ray storage namespaces present, with key counts and sizes
@@ -76,7 +86,8 @@ Options:
   -h, --help              this text
 
 Minimal ACL for the cleanup: +scan +type +unlink +hscan, plus +info for --mode auto (without it a
-standalone Redis is assumed); Redis Cluster also needs +cluster|slots +cluster|info. --list also uses
+standalone Redis is assumed) and for the sweep's exact server time (without it: the round trip);
+Redis Cluster also needs +cluster|slots +cluster|info. --list also uses
 +hlen and +memory|usage when allowed (sizes are reported as unknown otherwise).
 Keys: ~* (or ~RAY* with --layout current, which skips the old layout's hash <ns>). --sweep never
 needs no +scan.
@@ -110,6 +121,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   'connect-budget': { type: 'string' },
   'scan-count': { type: 'string' },
+  'command-budget-ms': { type: 'string' },
   'dry-run': { type: 'boolean' },
   list: { type: 'boolean' },
   legacy: { type: 'boolean' },
@@ -163,13 +175,19 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let deadlineMs = DEFAULT_DEADLINE_MS;
   let connectBudgetMs = DEFAULT_CONNECT_BUDGET_MS;
   let scanCount: number | undefined;
+  let commandBudgetMs = DEFAULT_COMMAND_BUDGET_MS;
   let layout: Layout = 'both';
-  let sweep: SweepDecision = { mode: 'always', reason: '--sweep always, the default' };
+  let sweep: SweepDecision = sweepFrom('auto', undefined);
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
     if (typeof values['connect-budget'] === 'string')
       connectBudgetMs = Math.round(positiveNumber(values['connect-budget'], '--connect-budget') * 1000);
     if (typeof values['scan-count'] === 'string') scanCount = Math.round(positiveNumber(values['scan-count'], '--scan-count'));
+    if (typeof values['command-budget-ms'] === 'string') {
+      const budget = parseCommandBudget(values['command-budget-ms']);
+      if ('problem' in budget) throw new ConfigError(`--command-budget-ms ${budget.problem}`);
+      commandBudgetMs = budget.ms;
+    }
     if (typeof values.layout === 'string') {
       if (!['both', 'current', 'legacy'].includes(values.layout)) throw new ConfigError('--layout must be both, current or legacy');
       layout = values.layout as Layout;
@@ -258,6 +276,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       layout,
       sweep,
       scanCount,
+      commandBudgetMs,
       deadlineMs,
       connectBudgetMs,
       onRetry,
@@ -266,7 +285,10 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     for (const w of result.warnings) say(`warning: ${w}`);
     if (values.verbose === true) {
       const d = cleanupDetail(result);
-      say(`detail: sweep ${d.sweep} (${d.sweepReason}), ${d.scanCalls} SCAN calls, old layout ${d.legacy}`);
+      const pace = d.pace
+        ? `, longest ${d.pace.longestMs.toFixed(2)} ms of server time per command (budget ${d.pace.budgetMs}, by ${d.pace.measure}), last COUNT ${d.pace.scanCount}`
+        : '';
+      say(`detail: sweep ${d.sweep} (${d.sweepReason}), ${d.scanCalls} SCAN calls${pace}, old layout ${d.legacy}`);
     }
     if (json) {
       io.stdout.write(oneLine(JSON.stringify({ ok: true, ...result }), secrets, Number.MAX_SAFE_INTEGER) + '\n');

@@ -42,6 +42,24 @@ export const RAY_TABLES: readonly string[] = [
   JOB_COUNTER_TABLE,
 ];
 
+/**
+ * Where a Ray head records its own version, on every start (ray/_common/usage/usage_lib.py
+ * put_cluster_metadata: InternalKV namespace `cluster`, key `CLUSTER_METADATA`, JSON with `ray_version`;
+ * InternalKV fields are `@namespace_<ns>:<key>` in the hash `RAY<storage ns>@KV`).
+ */
+export const CLUSTER_METADATA_FIELD = '@namespace_cluster:CLUSTER_METADATA';
+
+/** The `ray_version` of a CLUSTER_METADATA value, or undefined. */
+export function metadataRayVersion(value: Buffer | string | null | undefined): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  try {
+    const v = (JSON.parse(value.toString()) as { ray_version?: unknown }).ray_version;
+    return typeof v === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `RAY<ns>@<TABLE>` for every table Ray is known to write: the keys unlinked before the sweep. */
 export function knownKeys(ns: string): Buffer[] {
   return RAY_TABLES.map((table) => Buffer.from(`${CURRENT_PREFIX}${ns}${SEPARATOR}${table}`, 'utf8'));

@@ -15,8 +15,10 @@
 // - nodeSelector and tolerations of the head pod (so the Job can land where the cluster ran), but not
 //   its affinity (anti-affinity raises GKE Autopilot's minimums: kuberay #4721 / #4763).
 // - Our own image running `raykeeper redis-cleanup` (not the Ray image and Ray's private Python API),
-//   with `--sweep never` when the cluster's Ray is one whose tables we know (src/redis/sweep.ts), else
-//   `--sweep always`: the Job's args say whether it walks the keyspace.
+//   with `--sweep never` when the cluster's Ray is one whose tables we know (src/redis/sweep.ts),
+//   `--sweep auto` when it names none (the cleanup then reads the version the head recorded in Redis),
+//   else `--sweep always`: the Job's args say whether it walks the keyspace; and `--command-budget-ms` when
+//   the cluster's annotation raykeeper.io/redis-cleanup-command-budget-ms sets one.
 // - restartPolicy Never, backoffLimit 0, activeDeadlineSeconds = what is left of the deletion
 //   timeout, owner reference to the RayCluster, labels ray.io/cluster + ray.io/node-type=redis-cleanup,
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
@@ -39,6 +41,7 @@ import type { BatchJob, EnvVar } from '../../kube/model.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
 import { autoSweep, imageVersionSource, type SweepDecision } from '../redis/sweep.ts';
+import { CLEANUP_COMMAND_BUDGET_ANNOTATION, parseCommandBudget } from '../redis/budget.ts';
 
 /** Per-cluster resource annotations (request = limit). Ours win over KubeRay's proposed names. */
 export const CLEANUP_CPU_ANNOTATION = 'raykeeper.io/redis-cleanup-cpu';
@@ -159,6 +162,18 @@ export function cleanupSweep(cluster: RayCluster, config: Pick<CleanupJobConfig,
   return autoSweep([{ from: 'spec.rayVersion', version: cluster.spec?.rayVersion }, imageVersionSource(headContainer(cluster)?.image)]);
 }
 
+/**
+ * The cleanup's command budget from the cluster's annotation (undefined: the cleanup's default). An
+ * invalid value is ignored and reported, as a resource annotation is: the deletion must not block on it.
+ */
+export function cleanupCommandBudget(cluster: RayCluster): { ms?: number | undefined; problems: string[] } {
+  const raw = cluster.metadata?.annotations?.[CLEANUP_COMMAND_BUDGET_ANNOTATION];
+  if (raw === undefined) return { problems: [] };
+  const parsed = parseCommandBudget(raw);
+  if ('problem' in parsed) return { problems: [`annotation ${CLEANUP_COMMAND_BUDGET_ANNOTATION} ${parsed.problem}; using the default`] };
+  return { ms: parsed.ms, problems: [] };
+}
+
 /** Seconds left before the deletion timeout (ceil, >= 1) — the Job's activeDeadlineSeconds. */
 export function remainingSeconds(deadlineMs: number, nowMs: number): number {
   return Math.max(1, Math.ceil((deadlineMs - nowMs) / 1000));
@@ -170,6 +185,22 @@ export function remainingSeconds(deadlineMs: number, nowMs: number): number {
  */
 export function cleanupTimeoutSeconds(activeDeadlineSeconds: number): number {
   return Math.max(1, activeDeadlineSeconds - Math.min(30, Math.floor(activeDeadlineSeconds / 3)));
+}
+
+/** `auto` (the cleanup reads the version its head recorded) when only the lack of a version makes it sweep. */
+export function sweepArg(d: SweepDecision): 'always' | 'never' | 'auto' {
+  return d.fromData ? 'auto' : d.mode;
+}
+
+function cleanupArgs(cluster: RayCluster, config: CleanupJobConfig, activeDeadlineSeconds: number): string[] {
+  const budget = cleanupCommandBudget(cluster).ms;
+  return [
+    '--timeout',
+    String(cleanupTimeoutSeconds(activeDeadlineSeconds)),
+    ...(budget === undefined ? [] : ['--command-budget-ms', String(budget)]),
+    '--sweep',
+    sweepArg(cleanupSweep(cluster, config)),
+  ];
 }
 
 /** The complete Job. `deadlineMs` is deletionTimestamp + timeout (ms epoch). */
@@ -191,7 +222,7 @@ export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, d
     command: [...CLEANUP_COMMAND],
     // The cleanup's own total deadline (retries included): shorter than the Job's, so it can report
     // its failure before activeDeadlineSeconds kills it.
-    args: ['--timeout', String(cleanupTimeoutSeconds(activeDeadlineSeconds)), '--sweep', cleanupSweep(cluster, config).mode],
+    args: cleanupArgs(cluster, config, activeDeadlineSeconds),
     env: cleanupEnv(cluster),
     resources: { requests: { cpu, memory }, limits: { cpu, memory } },
     securityContext: {

@@ -14,6 +14,11 @@ export type SweepMode = (typeof SWEEP_MODES)[number];
 export interface SweepDecision {
   mode: 'always' | 'never';
   reason: string;
+  /**
+   * `always` only for want of a version: the cleanup may read the one the namespace's own head recorded
+   * (controller/redis-cleanup/keys.ts CLUSTER_METADATA_FIELD) and skip the sweep when it is known.
+   */
+  fromData?: boolean | undefined;
 }
 
 /** One place a Ray version may come from, named for the reason (`spec.rayVersion`, `head image tag`). */
@@ -71,7 +76,7 @@ export function autoSweep(sources: VersionSource[], release: string = RAY_RELEAS
   const known = parseRayVersion(release);
   if (!known) throw new Error(`not a Ray release: ${JSON.stringify(release)}`);
   const blind = sources.find((s) => s.unversioned);
-  if (blind) return { mode: 'always', reason: `a Ray image without a version (${blind.from}): tables may be new` };
+  if (blind) return { mode: 'always', reason: `a Ray image without a version (${blind.from}): tables may be new`, fromData: true };
   const found = sources.flatMap((s) => {
     const v = parseRayVersion(s.version);
     return v ? [{ from: s.from, v }] : [];
@@ -80,6 +85,7 @@ export function autoSweep(sources: VersionSource[], release: string = RAY_RELEAS
     return {
       mode: 'always',
       reason: `Ray version unknown (nothing in ${sources.map((s) => s.from).join(', ') || 'no source'}): tables may be new`,
+      fromData: true,
     };
   const newer = found.find((f) => mayBeNewer(f.v, known));
   if (newer) {

@@ -4,6 +4,7 @@ import {
   buildCleanupJob,
   cleanupJobName,
   cleanupTimeoutSeconds,
+  cleanupCommandBudget,
   cleanupResources,
   cleanupSweep,
   clusterLabelValue,
@@ -310,7 +311,26 @@ t.test('the cleanup sweeps the keyspace unless the Ray version is known and not 
     tt.equal(d.mode, mode, `${name}: --sweep ${mode}`);
     tt.match(d.reason, reason, `${name}: ${d.reason}`);
     const args = (buildCleanupJob(c, config, T0 + 300_000, T0).spec as any).template.spec.containers[0].args as string[];
-    tt.same(args.slice(-2), ['--sweep', mode], `${name}: the Job's args say it`);
+    const arg = /^(Ray version unknown|a Ray image without a version)/.test(d.reason) ? 'auto' : mode;
+    tt.same(args.slice(-2), ['--sweep', arg], `${name}: the Job's args say it (auto: from the version the head recorded)`);
+  }
+});
+
+t.test('command budget: the annotation goes to the Job as --command-budget-ms; an invalid one is reported and left out', async (tt) => {
+  const ann = 'raykeeper.io/redis-cleanup-command-budget-ms';
+  const argsOf = (c: RayCluster) =>
+    (buildCleanupJob(c, DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0).spec as any).template.spec.containers[0].args;
+  tt.same(cleanupCommandBudget(cluster({ deletedAt: T0 })), { problems: [] });
+  tt.same(argsOf(cluster({ deletedAt: T0 })), ['--timeout', '270', '--sweep', 'never'], 'none set: the cleanup default');
+  const set = cluster({ deletedAt: T0, annotations: { [ann]: '2.5' } });
+  tt.same(cleanupCommandBudget(set), { ms: 2.5, problems: [] });
+  tt.same(argsOf(set), ['--timeout', '270', '--command-budget-ms', '2.5', '--sweep', 'never']);
+  for (const bad of ['0', 'fast', '5000', '']) {
+    const c = cluster({ deletedAt: T0, annotations: { [ann]: bad } });
+    const b = cleanupCommandBudget(c);
+    tt.equal(b.ms, undefined, JSON.stringify(bad));
+    tt.match(b.problems, [new RegExp(`annotation ${ann} must be a number of milliseconds.*using the default`)]);
+    tt.same(argsOf(c), ['--timeout', '270', '--sweep', 'never'], `${JSON.stringify(bad)}: not passed on`);
   }
 });
 

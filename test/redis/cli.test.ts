@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { redisServerMissing, startRedisServer, freePort } from '../helpers/redis-server.ts';
+import { CLUSTER_METADATA_FIELD } from '../../controller/redis-cleanup/keys.ts';
 import { client, seedCurrent, seedLegacy, snapshot } from './fixtures.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
@@ -177,6 +178,8 @@ if (missing) {
       [['--sweep', 'sometimes'], base, /--sweep must be one of auto, always, never/],
       [['--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
       [['--sweep', 'never', '--ray-version', '2.40.0'], base, /--ray-version goes with --sweep auto/],
+      [['--command-budget-ms', '0'], base, /--command-budget-ms must be a number of milliseconds in \(0, 1000\], got "0"/],
+      [['--command-budget-ms', 'fast'], base, /--command-budget-ms must be a number of milliseconds/],
     ];
     for (const [i, [args, env, re]] of cases.entries()) {
       // The first through a real process (exit code as the Job sees it), the rest in-process.
@@ -312,9 +315,36 @@ if (missing) {
       const unknown = await inProcess(['--sweep', 'auto', '--json'], base);
       t.match(JSON.parse(unknown.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: /^Ray version unknown/ });
 
+      // No version given: the one the head recorded (CLUSTER_METADATA in RAY<ns>@KV) decides.
+      const recorded = (version: string) => r.hset('RAYcli1@KV', CLUSTER_METADATA_FIELD, JSON.stringify({ ray_version: version }));
+      await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
+      await recorded('2.40.0');
+      const oldRecorded = await inProcess(['--sweep', 'auto', '--json'], base);
+      t.match(JSON.parse(oldRecorded.stdout), {
+        deletedCount: 1,
+        sweep: 'skipped',
+        sweepReason: /^Ray 2\.40\.0 \(recorded in RAYcli1@KV\) <= /,
+      });
+      t.equal(await r.exists('RAYcli1@NEWTABLE'), 1, 'a recorded old Ray: no walk');
+      await recorded('99.0.0');
+      const newRecorded = await inProcess(['--sweep', 'auto', '--json'], base);
+      t.match(JSON.parse(newRecorded.stdout), {
+        deletedCount: 2,
+        sweep: 'ran',
+        sweepReason: /^Ray 99\.0\.0 \(recorded in RAYcli1@KV\) > /,
+      });
+      t.equal(await r.exists('RAYcli1@NEWTABLE'), 0, 'a recorded newer Ray: the walk');
+
       await r.hset('RAYcli1@NEWTABLE', 'f', 'v');
       const byDefault = await inProcess(['--json'], base);
-      t.match(JSON.parse(byDefault.stdout), { deletedCount: 1, sweep: 'ran', sweepReason: '--sweep always, the default' });
+      t.match(JSON.parse(byDefault.stdout), {
+        deletedCount: 1,
+        sweep: 'ran',
+        sweepReason: /^Ray version unknown \(nothing in --ray-version\): tables may be new; no version recorded in RAYcli1@KV$/,
+      });
+      await recorded('2.40.0');
+      const byDefaultRecorded = await inProcess(['--json'], base);
+      t.match(JSON.parse(byDefaultRecorded.stdout), { sweep: 'skipped' }, 'by default, the recorded version decides');
       t.same(
         [...(await snapshot(r)).keys()].sort(),
         ['RAYcli2@ACTOR_TASK_SPEC', 'RAYcli2@JOB', 'RAYcli2@JobCounter', 'RAYcli2@NODE'],

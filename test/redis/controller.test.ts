@@ -48,6 +48,29 @@ async function released(e: Env, name: string): Promise<void> {
   }, `the finalizer of ${name} is released`);
 }
 
+/** The first line of the log holding `text`, once there is one. */
+function logLine(log: () => string, text: string): Promise<string> {
+  return until(
+    () =>
+      log()
+        .split('\n')
+        .find((l) => l.includes(text)),
+    `a log line with ${JSON.stringify(text)}`,
+  );
+}
+
+/**
+ * Deletes the cluster's namespace, then the cluster, and waits for the release. Without
+ * kube-controller-manager the namespace stays Terminating: no new object (Job) can be created.
+ */
+async function deleteInTerminatingNamespace(tt: Test, e: Env, name: string): Promise<void> {
+  const admin = new KubeClient(e.ns.kubeConfig);
+  tt.teardown(() => admin.close());
+  await admin.delete({ ...NAMESPACES, name: e.ns.name });
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name });
+  await released(e, name);
+}
+
 /** A test namespace, a redis-server with its client, the job runner and the controller (its log captured). */
 async function stage(tt: Test, moduleFlags: Record<string, string> = {}) {
   const e = await env(tt);
@@ -162,7 +185,7 @@ if (missing) {
       })
     ).spec.template.spec.containers[0]!.args;
 
-  t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables or of unknown version', async (tt) => {
+  t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables, or auto without one', async (tt) => {
     const { e, server, r, log } = await stage(tt);
     const address = `127.0.0.1:${server.port}`;
     const cases: Array<[string, string | undefined, string, 'never' | 'always', RegExp]> = [
@@ -193,7 +216,9 @@ if (missing) {
     }, 'one CreatedRedisCleanupJob event per cluster');
     for (const [name, , , mode, reason] of cases) {
       const uid = uids.get(name)!;
-      tt.same((await jobArgs(e, name)).slice(-2), ['--sweep', mode], `${name}: the Job's args say --sweep ${mode}`);
+      // Without a version, `auto`: the Job reads the one the head recorded (none here: it sweeps).
+      const arg = name === 'nover' ? 'auto' : mode;
+      tt.same((await jobArgs(e, name)).slice(-2), ['--sweep', arg], `${name}: the Job's args say --sweep ${arg}`);
       tt.same(
         await rayKeys(r, uid),
         mode === 'never' ? [`RAY${uid}@NEWTABLE`] : [],
@@ -247,23 +272,12 @@ if (missing) {
     const keys = await seedRay(r, cluster.metadata.uid!);
     await seedRay(r, 'another-cluster');
     tt.equal(keys.length, 5);
-    // Without kube-controller-manager the namespace stays Terminating: no new object (Job) can be created.
-    const admin = new KubeClient(e.ns.kubeConfig);
-    tt.teardown(() => admin.close());
-    await admin.delete({ ...NAMESPACES, name: e.ns.name });
-    await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'inproc' });
-    await released(e, 'inproc');
+    await deleteInTerminatingNamespace(tt, e, 'inproc');
     tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");
     tt.equal((await rayKeys(r, 'another-cluster')).length, 5, 'another cluster intact');
     tt.same((await e.kube.list({ ...JOBS, namespace: e.ns.name })).items, [], 'no Job could be created');
     // The API server refuses Events in a terminating namespace too: the controller's log keeps it.
-    const done = await until(
-      () =>
-        log()
-          .split('\n')
-          .find((l) => l.includes('event RedisCleanedByController')),
-      'the RedisCleanedByController log line',
-    );
+    const done = await logLine(log, 'event RedisCleanedByController');
     tt.match(
       (JSON.parse(done) as { msg: string }).msg,
       new RegExp(
@@ -280,5 +294,29 @@ if (missing) {
       'the in-process cleanup decides the sweep like the Job (in the log)',
     );
     tt.notOk(log().includes(SECRET), 'no password in any log line');
+  });
+
+  t.test('namespace terminating: the in-process sweep keeps to the command budget of the annotation', async (tt) => {
+    const e = await env(tt);
+    const server = await startRedisServer();
+    tt.teardown(() => server.stop());
+    const r = client(server.port);
+    tt.teardown(() => r.disconnect());
+    const log = await controllerWithLog(tt, e);
+    const spec = rayCluster('inproc-budget', `127.0.0.1:${server.port}`, {
+      finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER],
+      annotations: { 'raykeeper.io/redis-cleanup-command-budget-ms': '2' },
+    });
+    spec.spec!.headGroupSpec!.template!.spec!.containers![0]!.image = 'rayproject/ray:latest'; // no version: the sweep runs
+    const cluster = await createCluster(e, spec);
+    await seedRay(r, cluster.metadata.uid!);
+    await deleteInTerminatingNamespace(tt, e, 'inproc-budget');
+    tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");
+    const ended = await logLine(log, 'in-process Redis cleanup ended');
+    tt.match(
+      JSON.parse(ended),
+      { ok: true, sweep: 'ran', pace: { budgetMs: 2, measure: 'commandstats' } },
+      'the annotation reached the sweep',
+    );
   });
 }

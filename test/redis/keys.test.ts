@@ -1,5 +1,6 @@
 // Pure key logic: glob escaping (its matching is checked by the real server in glob.test.ts), classification of
-// both layouts, --list parsing and tallies, cluster slots, error classes and the backoff schedule.
+// both layouts, --list parsing and tallies, cluster slots, error classes and the backoff schedule
+// (the pace of the sweep: pace.test.ts).
 import t from 'tap';
 import {
   classifyCurrentKey,
@@ -15,7 +16,6 @@ import {
   parseCurrentKey,
 } from '../../controller/redis-cleanup/keys.ts';
 import { batchKeys, crc16, keySlot } from '../../controller/redis-cleanup/slots.ts';
-import { nextScanCount, SCAN_COUNT_MAX, SCAN_COUNT_MIN, SCAN_COUNT_START } from '../../controller/redis-cleanup/pace.ts';
 import { classifyRedisError, delayWithin } from '../../controller/redis-cleanup/errors.ts';
 import { errorMessage, oneLine } from '../../src/errors.ts';
 import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../controller/redis-cleanup/topology.ts';
@@ -218,19 +218,4 @@ t.test('topology: INFO mode and Sentinel masters', async (t) => {
   t.same(chooseSentinelMaster(masters, 'm2'), { name: 'm2' });
   t.match(chooseSentinelMaster(masters, 'zz'), { error: /no.*"zz".*m1, m2/ });
   t.match(chooseSentinelMaster([], undefined), { error: /no master/ });
-});
-
-t.test('nextScanCount: doubles on quick calls up to the cap, halves on slow ones down to the floor', async (t) => {
-  const rows: Array<[number, number, number]> = [
-    [4000, 5, 8000],
-    [8000, 5, 16_000],
-    [16_000, 1, SCAN_COUNT_MAX],
-    [8000, 40, 8000],
-    [8000, 81, 4000],
-    [1000, 500, SCAN_COUNT_MIN],
-  ];
-  for (const [count, ms, want] of rows) t.equal(nextScanCount(count, ms), want, `${count} after ${ms} ms`);
-  let c = SCAN_COUNT_START;
-  for (let i = 0; i < 10; i++) c = nextScanCount(c, 1);
-  t.equal(c, SCAN_COUNT_MAX, 'an idle server reaches the cap and stays there');
 });

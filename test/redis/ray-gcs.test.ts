@@ -1,7 +1,9 @@
 // A real Ray head (GCS fault tolerance against our test Redis) writes its tables as RAY<ns>@<TABLE>; a
-// driver adds JOB, ACTOR and the JobCounter string. After Ray is stopped our cleanup, run as the Job runs
-// it for this Ray (no keyspace sweep: RAY_RELEASE's tables are known), must leave nothing of that
-// namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...) must stay intact.
+// driver adds JOB, ACTOR and the JobCounter string, and the head its version (CLUSTER_METADATA in KV).
+// After Ray is stopped our cleanup, run as the Job runs it for a cluster that names no version
+// (`--sweep auto`: it reads the recorded one, RAY_RELEASE's tables are known, no keyspace sweep), must
+// leave nothing of that namespace, and a neighbouring namespace (a byte-exact copy under RAY<ns>0@...)
+// must stay intact.
 // Needs Ray (tools/install-ray.sh; found by localcluster/ray.ts); fails without it, naming the set-up command.
 import t from 'tap';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -10,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
-import { RAY_TABLES } from '../../controller/redis-cleanup/keys.ts';
+import { CLUSTER_METADATA_FIELD, metadataRayVersion, RAY_TABLES } from '../../controller/redis-cleanup/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { findRay, stopRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
@@ -108,6 +110,8 @@ if (missing) {
     for (const table of ['NODE', 'KV', 'JOB', 'JobCounter', 'ACTOR'])
       t.ok(written.includes(`RAY${ns}@${table}`), `Ray wrote RAY${ns}@${table}`);
     t.equal(await r.type(`RAY${ns}@JobCounter`), 'string', 'JobCounter is a string, the tables hashes');
+    const recorded = metadataRayVersion(await r.hgetBuffer(`RAY${ns}@KV`, CLUSTER_METADATA_FIELD));
+    t.equal(recorded, RAY_RELEASE, `the head recorded its version in RAY${ns}@KV ${CLUSTER_METADATA_FIELD}`);
     // Every table this Ray wrote is on the list the cleanup unlinks by name before its SCAN sweep.
     for (const key of written) t.ok(RAY_TABLES.includes(key.slice(`RAY${ns}@`.length)), `${key} is one of RAY_TABLES`);
 
@@ -119,7 +123,7 @@ if (missing) {
     const before = await snapshot(r);
 
     const out = { stdout: '', stderr: '' };
-    const code = await runWith(['--timeout', '60', '--sweep', 'auto', '--ray-version', RAY_RELEASE, '--verbose'], {
+    const code = await runWith(['--timeout', '60', '--sweep', 'auto', '--verbose'], {
       env: { RAY_REDIS_ADDRESS: `127.0.0.1:${redis.port}`, RAY_external_storage_namespace: ns },
       stdout: { write: (s: string) => (out.stdout += s) },
       stderr: { write: (s: string) => (out.stderr += s) },
@@ -128,8 +132,8 @@ if (missing) {
     t.match(out.stdout, new RegExp(`deleted ${written.length} key\\(s\\)`));
     t.match(
       out.stderr,
-      /detail: sweep skipped \(Ray [\d.]+ \(--ray-version\) <= [\d.]+: tables known\), 0 SCAN calls/,
-      'without walking the keyspace',
+      new RegExp(`detail: sweep skipped \\(Ray [\\d.]+ \\(recorded in RAY${ns}@KV\\) <= [\\d.]+: tables known\\), 0 SCAN calls`),
+      'without walking the keyspace: the version the head recorded',
     );
     t.same(await rayKeys(), [], 'nothing of the namespace remains');
     const after = await snapshot(r);
