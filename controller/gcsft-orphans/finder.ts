@@ -23,7 +23,7 @@ import type { ControllerContext, ControllerRegistration } from '../../kube/recon
 import { LEASES } from '../../kube/resources.ts';
 import type { ObjectWithMeta } from '../../kube/model.ts';
 import type { ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
-import { clusterOwners, headEnv, listAllClusters } from './owners.ts';
+import { clusterOwners, listAllClusters, resolvedHeadEnv } from './owners.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
 import { MODULE } from '../module-names.ts';
 import type { RedisConnectionOptions } from '../redis-cleanup/connect.ts';
@@ -228,7 +228,7 @@ export class OrphanFinder {
       if (!cluster || !usesRedisBackend(cluster) || tried.size >= MAX_CREDENTIALS) continue;
       let target: Target | undefined;
       try {
-        const settings = await resolveSettings({}, await headEnv(this.ctx.kube, cluster, signal, cache));
+        const settings = await resolveSettings({}, await resolvedHeadEnv(this.ctx.kube, cluster, signal, cache));
         target = { connection: settings.connection, password: settings.password };
         const id = JSON.stringify([settings.connection.username, settings.password]);
         if (tried.has(id)) continue;
@@ -309,6 +309,22 @@ export class OrphanFinder {
           oneLine(`orphan GC dry run: ${summarize(dry)}`, noSecrets(target)),
         );
         signal?.throwIfAborted();
+        // The dry run walked the keyspace: a RayCluster created meanwhile with this storage namespace
+        // must still stop the deletion, so the API is asked again right before it.
+        const now2 = this.now();
+        const recheck = decideGc({
+          orphan: o,
+          firstSeen: this.firstSeen.get(orphanId(o)) ?? now2,
+          now: now2,
+          graceMs: this.config.gcAfterMs,
+          fresh: await clusterOwners(this.ctx.kube, await listAllClusters(this.ctx.kube, signal), signal),
+        });
+        if (recheck.action !== 'delete') {
+          const why = recheck.action === 'keep' ? recheck.reason : 'not due';
+          report.kept.push({ orphan: o, reason: why });
+          log.info({ redis: o.redis, namespace: o.namespace, why }, 'orphan not deleted (re-checked after the dry run)');
+          continue;
+        }
         const done = await cleanup({ ...base, signal });
         const summary = oneLine(summarize(done), noSecrets(target));
         log.info({ redis: o.redis, namespace: o.namespace }, `orphan GC: ${summary}`);

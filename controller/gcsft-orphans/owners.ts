@@ -9,7 +9,7 @@ import { RAYCLUSTERS } from '../../kube/resources.ts';
 import { resolveCleanupEnv, type ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
 
 /** The environment the cluster's cleanup would have; throws when part of it cannot be resolved. */
-export async function headEnv(
+export async function resolvedHeadEnv(
   kube: KubeClient,
   cluster: RayCluster,
   signal: AbortSignal | undefined,
@@ -30,7 +30,7 @@ export async function clusterOwners(
   const out: NamespaceOwner[] = [];
   for (const c of clusters) {
     if (!ownerNeedsEnv(c)) out.push(ownerOf(c));
-    else out.push(ownerOf(c, await headEnv(kube, c, signal, cache).catch(() => undefined)));
+    else out.push(ownerOf(c, await resolvedHeadEnv(kube, c, signal, cache).catch(() => undefined)));
   }
   return out;
 }

@@ -177,7 +177,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
   let scanCount: number | undefined;
   let commandBudgetMs = DEFAULT_COMMAND_BUDGET_MS;
   let layout: Layout = 'both';
-  let sweep: SweepDecision = sweepFrom('auto', undefined);
+  let sweep: SweepDecision;
   try {
     if (typeof values.timeout === 'string') deadlineMs = Math.round(positiveNumber(values.timeout, '--timeout') * 1000);
     if (typeof values['connect-budget'] === 'string')
@@ -195,8 +195,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     if (values.legacy && !values.list) throw new ConfigError('--legacy goes with --list');
     if (values.orphans && !values.list) throw new ConfigError('--orphans goes with --list');
     if (typeof values.kubeconfig === 'string' && !values.orphans) throw new ConfigError('--kubeconfig goes with --orphans');
-    if (typeof values.sweep === 'string') sweep = sweepFrom(values.sweep, values['ray-version']);
-    else if (typeof values['ray-version'] === 'string') throw new ConfigError('--ray-version goes with --sweep auto');
+    sweep = sweepFrom(typeof values.sweep === 'string' ? values.sweep : 'auto', values['ray-version']);
   } catch (err) {
     if (err instanceof ConfigError) {
       say(err.message);

@@ -170,9 +170,18 @@ export function ownerNeedsEnv(cluster: RayCluster): boolean {
 export function ownerOf(cluster: RayCluster, resolved?: Readonly<Record<string, string>>): NamespaceOwner {
   const { namespace = '', name = '' } = cluster.metadata;
   const owner = { cluster: `${namespace}/${name}`, deleting: isDeleting(cluster) };
-  if (!usesRedisBackend(cluster)) return { ...owner, redis: undefined, namespace: effectiveStorageNamespace(cluster) };
+  if (!usesRedisBackend(cluster)) return { ...owner, redis: undefined, namespace: literal(effectiveStorageNamespace(cluster)) };
   const env = cleanupEnv(cluster);
   const ns = plain(env, ENV_STORAGE_NAMESPACE) ?? resolved?.[ENV_STORAGE_NAMESPACE];
-  const address = plain(env, ENV_REDIS_ADDRESS) ?? resolved?.[ENV_REDIS_ADDRESS];
-  return { ...owner, redis: address === undefined ? undefined : redisKey(address), namespace: ns === '' ? undefined : ns };
+  const address = literal(plain(env, ENV_REDIS_ADDRESS) ?? resolved?.[ENV_REDIS_ADDRESS]);
+  return { ...owner, redis: address === undefined ? undefined : redisKey(address), namespace: literal(ns) };
+}
+
+/**
+ * A value as the head got it, or undefined when it is not known here: empty, or with a `$(VAR)` reference
+ * the kubelet expands in the pod (`$(TEAM)-gcs`): the literal text is not the namespace the head writes, and
+ * an unknown owner keeps the GC from deleting anything.
+ */
+function literal(value: string | undefined): string | undefined {
+  return value === undefined || value === '' || value.includes('$(') ? undefined : value;
 }

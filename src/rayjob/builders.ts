@@ -267,7 +267,6 @@ export interface JobSubmitRequest {
   metadata?: Record<string, string>;
   entrypoint_num_cpus?: number;
   entrypoint_num_gpus?: number;
-  entrypoint_memory?: number;
   entrypoint_resources?: Record<string, number>;
 }
 
@@ -281,8 +280,6 @@ export function buildSubmitRequest(job: RayJob): JobSubmitRequest {
   if (cpus !== undefined) request.entrypoint_num_cpus = cpus;
   const gpus = numberField(job, 'entrypointNumGpus');
   if (gpus !== undefined) request.entrypoint_num_gpus = gpus;
-  const memory = numberField(job, 'entrypointMemory');
-  if (memory !== undefined) request.entrypoint_memory = memory;
   const resources = entrypointResources(job);
   if (resources !== undefined) request.entrypoint_resources = resources;
   return request;

@@ -43,6 +43,7 @@ export const STATUS_CHECK_FAILING_SINCE_ANNOTATION = 'raykeeper.io/status-check-
  * and a restarted controller would repeat a rule (DeleteWorkers after workers were resumed by hand) and
  * the Warning on every resync.
  */
+// `{"uid":"<the RayJob's uid>","done":[...]}`: the uid tells a copied annotation from the RayJob's own.
 export const DELETION_RECORD_ANNOTATION = 'raykeeper.io/deletion-rules';
 
 /** spec.clusterSelector key naming an existing RayCluster. */

@@ -172,10 +172,23 @@ export interface DeletionRecord {
   unmatched: boolean;
 }
 
-/** The record as stored; an absent or unreadable annotation reads as empty (nothing done yet). */
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((k): k is string => typeof k === 'string') : [];
+}
+
+/**
+ * The record as stored. It is this RayJob's only when it carries the RayJob's uid: annotations, unlike
+ * status, survive `kubectl get -o yaml` into a new RayJob, whose rules must not read as done. Without the
+ * annotation, the status fields an earlier raykeeper recorded in (status.deletionRulesDone /
+ * deletionRulesUnmatched, on our CRD) are read, so an upgrade neither repeats nor re-warns; the next write
+ * moves them to the annotation. Anything unreadable reads as empty (nothing done yet).
+ */
 export function readDeletionRecord(job: RayJob): DeletionRecord {
   const text = job.metadata.annotations?.[DELETION_RECORD_ANNOTATION];
-  if (typeof text !== 'string') return { done: [], unmatched: false };
+  if (typeof text !== 'string') {
+    const status = job.status ?? {};
+    return { done: strings(status['deletionRulesDone']), unmatched: status['deletionRulesUnmatched'] === true };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -183,8 +196,8 @@ export function readDeletionRecord(job: RayJob): DeletionRecord {
     return { done: [], unmatched: false };
   }
   const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-  const done = Array.isArray(record.done) ? record.done.filter((k): k is string => typeof k === 'string') : [];
-  return { done, unmatched: record.unmatched === true };
+  if (record.uid !== job.metadata.uid) return { done: [], unmatched: false };
+  return { done: strings(record.done), unmatched: record.unmatched === true };
 }
 
 /** The record with `keys` added (in order, no repeats) and the Warning flag raised if `unmatched`. */
@@ -199,9 +212,9 @@ export function sameDeletionRecord(a: DeletionRecord, b: DeletionRecord): boolea
   return a.unmatched === b.unmatched && a.done.length === b.done.length && a.done.every((k, i) => b.done[i] === k);
 }
 
-/** The annotation's text: `unmatched` only when raised, so a plain record reads `{"done":[...]}`. */
-export function formatDeletionRecord(record: DeletionRecord): string {
-  return JSON.stringify(record.unmatched ? record : { done: record.done });
+/** The annotation's text for the RayJob `uid`: `unmatched` only when raised. */
+export function formatDeletionRecord(record: DeletionRecord, uid: string | undefined): string {
+  return JSON.stringify({ uid, done: record.done, ...(record.unmatched ? { unmatched: true } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------

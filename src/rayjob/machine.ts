@@ -737,7 +737,7 @@ function decideFinished(ctx: Ctx): Outcome {
   const record = extendDeletionRecord(stored, plan.record, unmatched);
   const recordActions: RayJobAction[] = sameDeletionRecord(stored, record)
     ? []
-    : [{ type: 'recordDeletion', record: formatDeletionRecord(record) }];
+    : [{ type: 'recordDeletion', record: formatDeletionRecord(record, job.metadata.uid) }];
   switch (plan.kind) {
     case 'idle': {
       if (plan.unmatched === undefined) return stay(ctx, plan.note, { actions: recordActions });

@@ -26,6 +26,7 @@ import { createMetricsRegistry } from '../../src/metrics.ts';
 import { cluster, T0 } from '../raycluster/fixtures.ts';
 
 const R = 'redis://redis:6379';
+const HOUR_MS = 3_600_000;
 const owner = (ns: string | undefined, extra: Partial<NamespaceOwner> = {}): NamespaceOwner => ({
   cluster: `team/${ns ?? 'unknown'}`,
   redis: R,
@@ -112,6 +113,19 @@ t.test('ownerOf: namespace and Redis as the head pod got them', async (t) => {
     ],
   } as never);
   t.equal(ownerOf(own).namespace, 'mine', "the head template's own env entry wins");
+  const expanded = cluster({
+    env: [
+      { name: 'RAY_REDIS_ADDRESS', value: 'redis:6379' },
+      { name: 'RAY_external_storage_namespace', value: '$(TEAM)-gcs' },
+    ],
+  } as never);
+  t.equal(ownerOf(expanded).namespace, undefined, 'a $(VAR) the kubelet expands: unknown here, never its literal text');
+  t.same(
+    decideGc({ orphan: { redis: R, namespace: 'team-gcs' }, firstSeen: 0, now: 2 * HOUR_MS, graceMs: HOUR_MS, fresh: [ownerOf(expanded)] })
+      .action,
+    'keep',
+    'so the namespace it expands to is never collected',
+  );
 
   const fromSecret = cluster({
     env: [

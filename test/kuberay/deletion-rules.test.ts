@@ -380,12 +380,18 @@ if (!missing)
       ],
       "raykeeper on KubeRay's CRD: the deletion record is kept",
     );
+    const rayJobReconciles = async () =>
+      ((await metrics.getSingleMetric('raykeeper_controller_reconcile_total')?.get())?.values ?? [])
+        .filter((v) => v.labels.controller === 'rayjob')
+        .reduce((sum, v) => sum + v.value, 0);
+    const before = await rayJobReconciles();
     await kube.patch(
       { ...RAYJOBS, namespace: 'raykeeper', name: 'jobstatus-only' },
       { metadata: { annotations: { 'example.com/touched': 'by-hand' } } },
       MERGE_PATCH,
     );
-    await sleep(3_000); // the update's reconcile (a pass takes milliseconds here)
+    await until(async () => (await rayJobReconciles()) > before, "the update's reconcile", 10_000, 100);
+    await sleep(500); // its Event, if it sent one, is flushed by now
     t.same(
       (await unmatched('raykeeper')).map((e) => e.count ?? 1),
       [1],

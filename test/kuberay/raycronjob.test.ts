@@ -97,9 +97,16 @@ if (!missing)
       250,
     );
     await sleep(3_000);
-    const [a = undefined, ...moreA] = await children(kube, 'kuberay');
+    const theirChildren = await children(kube, 'kuberay');
+    const [a = undefined] = theirChildren;
     const [b = undefined, ...moreB] = await children(kube, 'raykeeper');
-    t.same([moreA, moreB], [[], []], 'one RayJob each');
+    t.same(moreB, [], 'raykeeper: one RayJob for the tick');
+    // KubeRay v1.6.2 can make a second RayJob for the same tick when its status write conflicts and its
+    // cache is stale (kuberay #4849, fixed in v1.7 by the deterministic names raykeeper uses): reported,
+    // and every one of them is for this one tick.
+    const scheduled = (j: RayJob) => j.metadata.annotations?.['ray.io/cronjob-scheduled-timestamp'];
+    t.same([...new Set(theirChildren.map(scheduled))].length, 1, 'KubeRay: its RayJobs are all for this one tick');
+    if (theirChildren.length > 1) t.comment(`KubeRay v1.6.2 made ${theirChildren.length} RayJobs for one tick (kuberay #4849)`);
     const shape = (job: RayJob | undefined, owner: RayCronJob | undefined) => ({
       labels: job?.metadata.labels,
       annotations: job?.metadata.annotations,
@@ -126,7 +133,16 @@ if (!missing)
       await kube.patch({ ...RAYCRONJOBS, namespace, name: NAME }, { spec: { suspend: true } }, MERGE_PATCH);
     // The next tick: 30 s after the first (ours), after KubeRay's creation time (KubeRay's).
     await sleep(Math.max(0, Math.max(theirs, tick) + 30_000 - Date.now()) + 10_000);
-    t.equal((await children(kube, 'kuberay')).length, 1, 'KubeRay: none while suspended');
+    t.equal((await children(kube, 'kuberay')).length, theirChildren.length, 'KubeRay: none while suspended');
     t.equal((await children(kube, 'raykeeper')).length, 1, 'raykeeper: none while suspended');
-    t.same(kuberay.reconcilerErrors(), [], 'no "Reconciler error" in KubeRay\'s log');
+    // A 409 KubeRay retries (its RayCronJob and RayCluster controllers race on a loaded machine) is
+    // reported, not asserted; any other "Reconciler error" fails.
+    const errors = kuberay.reconcilerErrors();
+    const conflict = (l: string) => l.includes('the object has been modified');
+    t.same(
+      errors.filter((l) => !conflict(l)),
+      [],
+      'no "Reconciler error" in KubeRay\'s log other than a retried 409 conflict',
+    );
+    if (errors.some(conflict)) t.comment(`KubeRay's own 409 conflicts: ${errors.filter(conflict).length}`);
   });

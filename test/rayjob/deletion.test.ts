@@ -143,7 +143,7 @@ interface Finished {
 function finished(f: Finished): RayJob {
   const job = rayJob(f.state, { spec: f.spec, status: { jobStatus: f.jobStatus, endTime: iso(100) } });
   if (f.done || f.unmatched) {
-    const record = formatDeletionRecord({ done: f.done ?? [], unmatched: f.unmatched === true });
+    const record = formatDeletionRecord({ done: f.done ?? [], unmatched: f.unmatched === true }, job.metadata.uid);
     job.metadata.annotations = { ...job.metadata.annotations, [DELETION_RECORD_ANNOTATION]: record };
   }
   return job;
@@ -155,7 +155,7 @@ function recordAfter(job: RayJob, step: RayJobStep, t: Test): DeletionRecord {
   if (writes.length === 0) return readDeletionRecord(job);
   t.equal(step.actions.at(-1)?.type, 'recordDeletion', 'the record is written after the action');
   const write = writes[0] as { record: string };
-  return readDeletionRecord({ metadata: { annotations: { [DELETION_RECORD_ANNOTATION]: write.record } } });
+  return readDeletionRecord({ metadata: { uid: job.metadata.uid, annotations: { [DELETION_RECORD_ANNOTATION]: write.record } } });
 }
 
 const withoutRecord = (step: RayJobStep) => step.actions.filter((a) => a.type !== 'recordDeletion');
@@ -380,27 +380,56 @@ t.test('the unmatched Warning says what did not match and what would', async (t)
   t.equal(decide(job, null, 100).unmatchedDeletionRules, undefined, 'no cluster left: no leak, no Warning');
 });
 
-t.test('the deletion record: read leniently, extended in order, written compactly', async (t) => {
-  const withText = (text: string | undefined): RayJob =>
-    ({ metadata: { name: 'j', ...(text === undefined ? {} : { annotations: { [DELETION_RECORD_ANNOTATION]: text } }) } }) as RayJob;
-  const cases: Array<{ name: string; text: string | undefined; want: DeletionRecord }> = [
+t.test("the deletion record: read leniently, extended in order, written compactly, only the RayJob's own", async (t) => {
+  const withText = (text: string | undefined, status: Record<string, unknown> = {}): RayJob =>
+    ({
+      metadata: { name: 'j', uid: 'u1', ...(text === undefined ? {} : { annotations: { [DELETION_RECORD_ANNOTATION]: text } }) },
+      status,
+    }) as RayJob;
+  const cases: Array<{ name: string; text: string | undefined; status?: Record<string, unknown>; want: DeletionRecord }> = [
     { name: 'absent', text: undefined, want: { done: [], unmatched: false } },
     {
       name: 'written by us',
-      text: '{"done":["DeleteWorkers:jobStatus=SUCCEEDED"]}',
+      text: '{"uid":"u1","done":["DeleteWorkers:jobStatus=SUCCEEDED"]}',
       want: { done: ['DeleteWorkers:jobStatus=SUCCEEDED'], unmatched: false },
     },
-    { name: 'with the Warning flag', text: '{"done":[],"unmatched":true}', want: { done: [], unmatched: true } },
+    { name: 'with the Warning flag', text: '{"uid":"u1","done":[],"unmatched":true}', want: { done: [], unmatched: true } },
+    {
+      name: "another RayJob's (copied with kubectl get -o yaml): not ours, nothing done",
+      text: '{"uid":"u0","done":["DeleteCluster:jobStatus=SUCCEEDED"],"unmatched":true}',
+      want: { done: [], unmatched: false },
+    },
+    {
+      name: 'no uid (written by hand): not ours',
+      text: '{"done":["DeleteCluster:jobStatus=SUCCEEDED"]}',
+      want: { done: [], unmatched: false },
+    },
     { name: 'not JSON (edited by hand)', text: 'DeleteWorkers', want: { done: [], unmatched: false } },
     { name: 'JSON null', text: 'null', want: { done: [], unmatched: false } },
-    { name: 'non-string keys dropped', text: '{"done":["a",1,null,"b"],"unmatched":"yes"}', want: { done: ['a', 'b'], unmatched: false } },
+    {
+      name: 'non-string keys dropped',
+      text: '{"uid":"u1","done":["a",1,null,"b"],"unmatched":"yes"}',
+      want: { done: ['a', 'b'], unmatched: false },
+    },
+    {
+      name: "no annotation: an earlier raykeeper's status fields (an upgrade repeats nothing)",
+      text: undefined,
+      status: { deletionRulesDone: ['DeleteWorkers:jobStatus=SUCCEEDED'], deletionRulesUnmatched: true },
+      want: { done: ['DeleteWorkers:jobStatus=SUCCEEDED'], unmatched: true },
+    },
+    {
+      name: 'the annotation wins over the status fields',
+      text: '{"uid":"u1","done":[]}',
+      status: { deletionRulesDone: ['DeleteWorkers:jobStatus=SUCCEEDED'] },
+      want: { done: [], unmatched: false },
+    },
   ];
-  for (const c of cases) t.same(readDeletionRecord(withText(c.text)), c.want, c.name);
+  for (const c of cases) t.same(readDeletionRecord(withText(c.text, c.status)), c.want, c.name);
   const extended = extendDeletionRecord({ done: ['a'], unmatched: false }, ['b', 'a', 'b', 'c'], true);
   t.same(extended, { done: ['a', 'b', 'c'], unmatched: true }, 'new keys appended once, in order; the flag raised');
   t.same(extendDeletionRecord(extended, [], false).unmatched, true, 'the flag is never lowered');
-  t.equal(formatDeletionRecord({ done: ['a'], unmatched: false }), '{"done":["a"]}');
-  t.same(readDeletionRecord(withText(formatDeletionRecord(extended))), extended, 'written and read back');
+  t.equal(formatDeletionRecord({ done: ['a'], unmatched: false }, 'u1'), '{"uid":"u1","done":["a"]}');
+  t.same(readDeletionRecord(withText(formatDeletionRecord(extended, 'u1'))), extended, 'written and read back');
 });
 
 t.test('a rule is keyed by policy and condition, not by its place or TTL', async (t) => {

@@ -7,7 +7,8 @@ import t, { type Test } from 'tap';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startController, type RunningController } from '../../controller/main.ts';
-import { createOrphanFinder, type OrphanFinder } from '../../controller/gcsft-orphans/finder.ts';
+import { createOrphanFinder, type OrphanFinder, type OrphanFinderConfig } from '../../controller/gcsft-orphans/finder.ts';
+import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import { rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import { MODULE } from '../../controller/module-names.ts';
 import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
@@ -40,7 +41,7 @@ const HOUR = 3_600_000;
 const FROM_SECRET = [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password' } } }];
 
 /** The controller (leader of its own Lease) with the finder built on a fake clock; scans only when the test says. */
-async function stage(tt: Test) {
+async function stage(tt: Test, options: { cleanup?: OrphanFinderConfig['cleanup'] } = {}) {
   const e = await env(tt);
   const { server, client: r } = await redis(tt, { password: SECRET });
   await e.kube.create(
@@ -53,7 +54,7 @@ async function stage(tt: Test) {
     name: MODULE.gcsOrphans,
     summary: 'the orphan finder under test',
     create(ctx) {
-      const made = createOrphanFinder(ctx, { intervalMs: 0, gcAfterMs: HOUR, now: clock.now });
+      const made = createOrphanFinder(ctx, { intervalMs: 0, gcAfterMs: HOUR, now: clock.now, ...options });
       finder = made.finder;
       return made.registration;
     },
@@ -200,6 +201,40 @@ if (missing) {
       tt.notOk((await metricsOf(c.port!)).includes(SECRET), 'no password in the metrics');
     },
   );
+
+  t.test("a RayCluster created during the dry run with the orphan's namespace stops the deletion (re-checked before it)", async (tt) => {
+    const calls: string[] = [];
+    let onDryRun: () => Promise<void> = async () => {};
+    const { e, server, r, clock, cached, scan } = await stage(tt, {
+      cleanup: async (o) => {
+        calls.push(o.dryRun ? 'dry' : 'delete');
+        if (o.dryRun) await onDryRun();
+        return runCleanup(o);
+      },
+    });
+    await createCluster(e, rayCluster('live', `127.0.0.1:${server.port}`, { headEnv: FROM_SECRET }));
+    await cached(['live']);
+    const keys = await seedRay(r, 'racing');
+    tt.same(
+      (await scan()).orphans.map((o) => o.namespace),
+      ['racing'],
+      'an orphan at first',
+    );
+    clock.advance(2 * HOUR);
+    onDryRun = async () => {
+      await createCluster(
+        e,
+        rayCluster('newcomer', `127.0.0.1:${server.port}`, {
+          headEnv: FROM_SECRET,
+          annotations: { 'ray.io/external-storage-namespace': 'racing' },
+        }),
+      );
+    };
+    const report = await scan();
+    tt.same(calls, ['dry'], 'the dry run only: no deletion');
+    tt.match(report.kept, [{ orphan: { namespace: 'racing' }, reason: /newcomer names it/ }], 'kept, and why');
+    tt.same(await rayKeys(r, 'racing'), keys.sort(), 'its keys stay');
+  });
 
   t.test('a namespace that a RayCluster being deleted names is neither reported nor collected', async (tt) => {
     const { e, server, r, clock, cached, scan, gauge } = await stage(tt);
