@@ -4,12 +4,6 @@
 // warned one is created and the warning reaches the client in the API server's Warning header; an UPDATE of
 // a GCS-FT cluster's storage namespace is refused; finalizer, label and status edits pass.
 import t, { type Test } from 'tap';
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { caBundle, generateCertificates } from '../../certs/generate.ts';
-import { writeBundle } from '../../certs/files.ts';
-import { freePort } from '../../localcluster/net.ts';
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
@@ -21,31 +15,14 @@ import {
   VALIDATING_WEBHOOK_CONFIGURATIONS,
 } from '../../kube/resources.ts';
 import type { RayCluster, RayCronJob, RayJob } from '../../src/types.ts';
-import { runWebhook } from '../../webhook/main.ts';
-import { env, quiet, until, type Env } from '../raycluster/harness.ts';
+import { env, until, type Env } from '../raycluster/harness.ts';
+import { startLoopbackWebhook } from '../helpers/webhook.ts';
 
 async function registerWebhooks(tt: Test, e: Env): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-validate-certs-'));
-  const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
-  const paths = await writeBundle(dir, bundle);
-  const port = await freePort();
-  let stop: () => void = () => {};
-  const stopSignal = new Promise<void>((r) => (stop = r));
-  await new Promise<void>((resolve, reject) => {
-    runWebhook({
-      certFile: paths.cert,
-      keyFile: paths.key,
-      host: '127.0.0.1',
-      port,
-      logger: quiet,
-      stopSignal,
-      onListening: () => resolve(),
-    }).catch(reject);
-  });
+  const webhook = await startLoopbackWebhook(tt);
   const name = `raykeeper-validate-${e.ns.name}`;
   const configs = await localWebhookConfigurations({
-    baseUrl: `https://127.0.0.1:${port}`,
-    caBundle: caBundle(bundle.caCert),
+    ...webhook,
     name,
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
   });
@@ -57,7 +34,6 @@ async function registerWebhooks(tt: Test, e: Env): Promise<void> {
   tt.teardown(async () => {
     await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
     await e.kube.delete({ ...VALIDATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
-    stop();
   });
 }
 

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quiet, type Env } from '../raycluster/harness.ts';
 
-export async function registerWebhook(tt: Test, e: Env): Promise<void> {
+/** Our webhook serving on a free loopback port until the test ends, and what a configuration needs to call it. */
+export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string; caBundle: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-e2e-certs-'));
   const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
   const paths = await writeBundle(dir, bundle);
@@ -31,16 +32,20 @@ export async function registerWebhook(tt: Test, e: Env): Promise<void> {
       onListening: () => resolve(),
     }).catch(reject);
   });
+  tt.teardown(() => stop());
+  return { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert) };
+}
+
+export async function registerWebhook(tt: Test, e: Env): Promise<void> {
+  const webhook = await startLoopbackWebhook(tt);
   const name = `raykeeper-e2e-${e.ns.name}`;
   const config = localWebhookConfiguration(await readWebhookConfigurationManifest(), {
-    baseUrl: `https://127.0.0.1:${port}`,
-    caBundle: caBundle(bundle.caCert),
+    ...webhook,
     name,
     namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': e.ns.name } },
   });
   await applyObject(e.ns.kube, config);
   tt.teardown(async () => {
     await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
-    stop();
   });
 }
