@@ -418,7 +418,7 @@ function decideInitializing(ctx: Ctx): Outcome {
   }
   let dashboardURL = status.dashboardURL ?? '';
   if (dashboardURL === '') {
-    if (cluster.status?.state !== 'ready') {
+    if (cluster.status?.state !== 'ready' && !sidecarSubmitterFinished(ctx)) {
       // Clear a "not found" message left by an earlier pass once the selected cluster exists.
       return stay(ctx, `waiting for the RayCluster to be ready (state ${JSON.stringify(cluster.status?.state ?? '')})`, {
         changes: { rayClusterStatus: clusterStatus, message: usesClusterSelector(job) ? '' : status.message },
@@ -518,6 +518,18 @@ function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | O
     view.failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}`;
   }
   return view;
+}
+
+/**
+ * SidecarMode: the submitter container in the head pod has already terminated. Its exit ends the head
+ * pod's readiness for good (restartPolicy Never), so a cluster whose last pod became ready after it would
+ * never read `ready` and the RayJob would wait in Initializing forever (KubeRay v1.6.2 does: a short job
+ * on a slow worker). Running then decides from the exit code and the Ray job.
+ */
+function sidecarSubmitterFinished(ctx: Ctx): boolean {
+  if (ctx.mode !== 'SidecarMode') return false;
+  const container = (ctx.observed.headPod?.status?.containerStatuses ?? []).find((c) => c.name === SUBMITTER_CONTAINER_NAME);
+  return container?.state?.terminated !== undefined;
 }
 
 /**
@@ -862,7 +874,7 @@ export function observationPlan(job: RayJob): ObservationPlan {
   if (leftAlone(job) !== undefined || isDeleting(job)) return none;
   switch (state) {
     case 'Initializing':
-      return { ...none, cluster: true, submitter: k8sJob };
+      return { ...none, cluster: true, submitter: k8sJob, headPod: submissionMode(job) === 'SidecarMode' };
     case 'Running': {
       const observing = job.spec?.suspend !== true;
       return { cluster: true, submitter: k8sJob, headPod: observing && submissionMode(job) === 'SidecarMode', dashboard: observing };

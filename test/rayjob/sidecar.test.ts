@@ -69,6 +69,22 @@ const rows: Row[] = [
     actions: [],
   },
   {
+    name: 'Initializing, cluster not ready, the submitter still running -> waits (KubeRay waits for ready)',
+    job: sidecarJob('Initializing'),
+    observed: { cluster: cluster('unhealthy'), headPod: headPod('running') },
+    now: 1,
+    next: 'Initializing',
+    actions: [],
+  },
+  {
+    name: 'Initializing, cluster never ready because the submitter already exited (a worker slower than the job) -> Running',
+    job: sidecarJob('Initializing'),
+    observed: { cluster: cluster('unhealthy'), headPod: headPod(exited(0)) },
+    now: 12,
+    next: 'Running',
+    actions: [],
+  },
+  {
     name: 'Running: head pod gone -> Failed AppFailed, as KubeRay',
     job: sidecarJob('Running', { status: { jobStatus: 'RUNNING' } }),
     observed: { cluster: ready, headPod: null, dashboard: info('RUNNING') },

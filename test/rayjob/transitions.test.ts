@@ -840,7 +840,7 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
     [
       'Initializing SidecarMode',
       rayJob('Initializing', { spec: { submissionMode: 'SidecarMode' } }),
-      { cluster: true, submitter: false, headPod: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: true, dashboard: false },
     ],
     [
       'Suspending SidecarMode: no submitter Job to delete',
