@@ -154,6 +154,16 @@ export async function setUpNetwork(net: NodeNetwork): Promise<void> {
       `the bridge ${net.bridge} exists: another local node is running on this machine (or one was killed: \`ip link del ${net.bridge}\`)`,
     );
   }
+  // No bridge but the guard chain: left by a node that was killed before its restore. Nothing uses it.
+  if ((await run('iptables', ['-w', '-S']).catch(() => '')).includes(`-N ${EGRESS_CHAIN}`)) {
+    while (
+      await run('iptables', ['-w', '-D', 'FORWARD', '-j', EGRESS_CHAIN])
+        .then(() => true)
+        .catch(() => false)
+    );
+    await run('iptables', ['-w', '-F', EGRESS_CHAIN]);
+    await run('iptables', ['-w', '-X', EGRESS_CHAIN]);
+  }
   await run('ip', ['link', 'add', net.bridge, 'type', 'bridge']);
   await run('ip', ['addr', 'add', `${net.gateway}/${net.prefixLength}`, 'dev', net.bridge]);
   await run('ip', ['link', 'set', net.bridge, 'up']);
