@@ -40,14 +40,38 @@ const SECRET = 'Orph4n-S3cret#7';
 const HOUR = 3_600_000;
 const FROM_SECRET = [{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: 'redis-auth', key: 'password' } } }];
 
-/** The controller (leader of its own Lease) with the finder built on a fake clock; scans only when the test says. */
-async function stage(tt: Test, options: { cleanup?: OrphanFinderConfig['cleanup'] } = {}) {
-  const e = await env(tt);
-  const { server, client: r } = await redis(tt, { password: SECRET });
+/** A password-protected redis-server and the Secret the clusters' heads read its password from. */
+async function passwordRedis(tt: Test, e: Env) {
+  const made = await redis(tt, { password: SECRET });
   await e.kube.create(
     { ...SECRETS, namespace: e.ns.name },
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
   );
+  return made;
+}
+
+/** The controller as `raykeeper controller` runs it, with only the orphan finder (scans every hour). */
+async function startOrphanController(tt: Test, e: Env): Promise<RunningController> {
+  const c = await startController({
+    kubeConfig: e.ns.kubeConfig,
+    watchNamespace: e.ns.name,
+    modules: [gcsOrphansModule],
+    moduleFlags: { 'orphan-scan-interval': '1h' },
+    env: {},
+    leaderElect: true,
+    leaseNamespace: e.ns.name,
+    healthPort: 0,
+    healthHost: '127.0.0.1',
+    logger: quiet,
+  });
+  tt.teardown(() => c.stop());
+  return c;
+}
+
+/** The controller (leader of its own Lease) with the finder built on a fake clock; scans only when the test says. */
+async function stage(tt: Test, options: { cleanup?: OrphanFinderConfig['cleanup'] } = {}) {
+  const e = await env(tt);
+  const { server, client: r } = await passwordRedis(tt, e);
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   let finder: OrphanFinder | undefined;
   const module: ReconcilerModule = {
@@ -266,26 +290,10 @@ if (missing) {
 
   t.test('the module as `raykeeper controller` runs it: the leader scans at once, then every --orphan-scan-interval', async (tt) => {
     const e = await env(tt);
-    const { server, client: r } = await redis(tt, { password: SECRET });
-    await e.kube.create(
-      { ...SECRETS, namespace: e.ns.name },
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
-    );
+    const { server, client: r } = await passwordRedis(tt, e);
     await createCluster(e, rayCluster('live', `127.0.0.1:${server.port}`, { headEnv: FROM_SECRET }));
     await seedRay(r, 'left-behind');
-    const c = await startController({
-      kubeConfig: e.ns.kubeConfig,
-      watchNamespace: e.ns.name,
-      modules: [gcsOrphansModule],
-      moduleFlags: { 'orphan-scan-interval': '1h' },
-      env: {},
-      leaderElect: true,
-      leaseNamespace: e.ns.name,
-      healthPort: 0,
-      healthHost: '127.0.0.1',
-      logger: quiet,
-    });
-    tt.teardown(() => c.stop());
+    const c = await startOrphanController(tt, e);
     const [ev] = await until(async () => {
       const found = await events(e, 'OrphanedGcsNamespace');
       return found.length > 0 ? found : undefined;
@@ -303,25 +311,9 @@ if (missing) {
     'a scan with no Redis to list does not hold back the next: a GCS-FT cluster added after another kind is scanned at once',
     async (tt) => {
       const e = await env(tt);
-      const { server, client: r } = await redis(tt, { password: SECRET });
-      await e.kube.create(
-        { ...SECRETS, namespace: e.ns.name },
-        { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'redis-auth' }, stringData: { password: SECRET } },
-      );
+      const { server, client: r } = await passwordRedis(tt, e);
       await seedRay(r, 'left-behind');
-      const c = await startController({
-        kubeConfig: e.ns.kubeConfig,
-        watchNamespace: e.ns.name,
-        modules: [gcsOrphansModule],
-        moduleFlags: { 'orphan-scan-interval': '1h' },
-        env: {},
-        leaderElect: true,
-        leaseNamespace: e.ns.name,
-        healthPort: 0,
-        healthHost: '127.0.0.1',
-        logger: quiet,
-      });
-      tt.teardown(() => c.stop());
+      const c = await startOrphanController(tt, e);
       await until(() => c.manager.isLeader(), 'the controller leads');
       // First a cluster without GCS FT (a RayJob's, say): its add starts a scan with nothing to list.
       const plain = rayCluster('plain', `127.0.0.1:${server.port}`);
