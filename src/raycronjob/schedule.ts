@@ -136,7 +136,8 @@ export function parseSchedule(schedule: string, timeZone?: string | null): Parse
     return { ok: true, timeZone: zone, schedule: everySchedule(ms) };
   }
   if (text.startsWith('@')) {
-    const macro = MACROS[text.toLowerCase()];
+    // Case-sensitive, as robfig's parseDescriptor: `@DAILY` is refused by KubeRay and CronJob alike.
+    const macro = MACROS[text];
     if (macro === undefined) return { ok: false, message: `unrecognized descriptor ${JSON.stringify(text)}` };
     text = macro;
   }

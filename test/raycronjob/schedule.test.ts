@@ -90,6 +90,7 @@ t.test('refused, as robfig/cron refuses them (croner alone would accept several)
     ['5-1 * * * *', /minute: "5-1" starts after it ends/],
     ['1-2-3 * * * *', /minute: "1-2-3" is not a valid range/],
     ['@fortnightly', /unrecognized descriptor "@fortnightly"/],
+    ['@DAILY', /unrecognized descriptor "@DAILY"/],
     ['@every 1x', /invalid duration in "@every 1x" \(a Go duration such as 90s or 1h30m\)/],
     ['@every -1h', /invalid duration/],
     ['@every', /unrecognized descriptor "@every"/],
