@@ -366,6 +366,38 @@ t.test("controller.orphans: the orphan finder's flags only when set (the control
   );
 });
 
+t.test('controller.orphans under watchNamespaces: off unless set; set, one read-only ClusterRole lists RayClusters', async (t) => {
+  const watched = (orphans: Record<string, string>, more: Record<string, unknown> = {}) =>
+    template({ controller: { watchNamespaces: ['team-a'], orphans, ...more } });
+  const unset = watched({});
+  t.ok(args(unset).includes('--orphan-scan-interval=0'), 'off: a scan would need list in every namespace');
+  t.notOk(
+    unset.some((o) => o.kind.startsWith('Cluster')),
+    'nothing cluster-wide',
+  );
+  const on = watched({ scanInterval: '30m' });
+  t.ok(args(on).includes('--orphan-scan-interval=30m'));
+  t.same(
+    on.filter((o) => o.kind.startsWith('Cluster')).map((o) => `${o.kind}/${o.metadata.name}`),
+    ['ClusterRole/raykeeper-controller-rayclusters-reader', 'ClusterRoleBinding/raykeeper-controller-rayclusters-reader'],
+  );
+  t.same(find(on, 'ClusterRole', 'raykeeper-controller-rayclusters-reader').rules, [
+    { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['list'] },
+  ]);
+  t.match(find(on, 'ClusterRoleBinding', 'raykeeper-controller-rayclusters-reader'), {
+    roleRef: { kind: 'ClusterRole', name: 'raykeeper-controller-rayclusters-reader' },
+    subjects: [{ kind: 'ServiceAccount', name: 'raykeeper-controller', namespace: 'raykeeper-system' }],
+  });
+  t.notOk(
+    watched({ scanInterval: '30m' }, { reconcilers: ['raycluster'] }).some((o) => o.kind.startsWith('Cluster')),
+    'no orphan finder among the reconcilers: no ClusterRole',
+  );
+  t.notOk(
+    watched({ scanInterval: '0' }).some((o) => o.kind.startsWith('Cluster')),
+    'scans off: no ClusterRole',
+  );
+});
+
 t.test('everything else: image, scheduling, resources, gate, cleanup Job, selectors', async (t) => {
   const objs = template(MODES.everything);
   const v = MODES.everything as any;

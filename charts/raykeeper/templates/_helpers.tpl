@@ -124,6 +124,21 @@ are kept, so the CA never rotates under a running webhook; on install (or in `he
 {{- end -}}
 {{- end -}}
 
+{{/*
+--orphan-scan-interval: the value given; under watchNamespaces unset means "0" (off), because each scan lists
+RayClusters in every namespace, which the watched namespaces' Roles do not allow.
+*/}}
+{{- define "raykeeper.orphanScanInterval" -}}
+{{- if .Values.controller.orphans.scanInterval }}{{ .Values.controller.orphans.scanInterval }}{{ else if not (include "raykeeper.watchAll" .) }}0{{ end -}}
+{{- end -}}
+
+{{/* "true" when the orphan finder scans under watchNamespaces: it then needs list on RayClusters cluster-wide (and nothing else there). */}}
+{{- define "raykeeper.orphanListAll" -}}
+{{- $scan := include "raykeeper.orphanScanInterval" . -}}
+{{- $r := include "raykeeper.reconcilers" . -}}
+{{- if and (not (include "raykeeper.watchAll" .)) $scan (ne $scan "0") (or (not $r) (has "gcs-orphans" (splitList "," $r))) }}true{{ end -}}
+{{- end -}}
+
 {{/* "true" when the RayJob reconciler runs (its RBAC, its webhook): never in companion mode. */}}
 {{- define "raykeeper.rayjobEnabled" -}}
 {{- $r := include "raykeeper.reconcilers" . -}}
