@@ -10,6 +10,7 @@ import {
   type CleanupSweepPolicy,
 } from '../../src/gcsft/cleanup-job.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
+import { CLEANUP_COMMAND_BUDGET_ANNOTATION, DEFAULT_COMMAND_BUDGET_MS, parseCommandBudget } from '../../src/redis/budget.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
 
 /** Env var holding the operator's own image (set it in the Deployment to the image it runs). */
@@ -17,6 +18,15 @@ export const IMAGE_ENV = 'RAYKEEPER_IMAGE';
 
 function str(v: string | boolean | undefined): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** --cleanup-command-budget-ms (undefined: the cleanup's default); the orphan finder's GC reads it too. */
+export function operatorCommandBudget(flags: Record<string, string | boolean | undefined>): number | undefined {
+  const raw = str(flags['cleanup-command-budget-ms']);
+  if (raw === undefined) return undefined;
+  const parsed = parseCommandBudget(raw);
+  if ('problem' in parsed) throw new Error(`--cleanup-command-budget-ms ${parsed.problem}`);
+  return parsed.ms;
 }
 
 export const gcsFtCleanupModule: ReconcilerModule = {
@@ -41,6 +51,10 @@ export const gcsFtCleanupModule: ReconcilerModule = {
       type: 'string',
       help: `auto (default): the cleanup walks the Redis keyspace (SCAN) only for a Ray newer than ${RAY_RELEASE}, or of unknown version (spec.rayVersion, head image tag) when its head recorded none in Redis; always: for every cluster`,
     },
+    'cleanup-command-budget-ms': {
+      type: 'string',
+      help: `the most Redis server time one command of a cleanup may take, for every cluster (default ${DEFAULT_COMMAND_BUDGET_MS}; annotation ${CLEANUP_COMMAND_BUDGET_ANNOTATION} overrides); the orphan GC uses it too`,
+    },
     'disable-in-process-cleanup': {
       type: 'boolean',
       help: 'never run the cleanup in the controller when the namespace is terminating (default: do, when the Secrets are readable)',
@@ -57,9 +71,10 @@ export const gcsFtCleanupModule: ReconcilerModule = {
     const sweep = (str(flags['cleanup-sweep']) ?? 'auto') as CleanupSweepPolicy;
     if (!CLEANUP_SWEEP_POLICIES.includes(sweep))
       throw new Error(`--cleanup-sweep: ${JSON.stringify(sweep)} is not one of ${CLEANUP_SWEEP_POLICIES.join(', ')}`);
+    const commandBudgetMs = operatorCommandBudget(flags);
     const image = str(flags['cleanup-image']) ?? str(ctx.env[IMAGE_ENV]) ?? DEFAULT_CLEANUP_IMAGE;
     const gateEnabled = redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP);
-    ctx.logger.info({ image, cpu, memory, sweep, gateEnabled }, 'raycluster reconciler configured');
+    ctx.logger.info({ image, cpu, memory, sweep, commandBudgetMs, gateEnabled }, 'raycluster reconciler configured');
     return createRayClusterController(ctx, {
       gateEnabled,
       inProcessCleanup: flags['disable-in-process-cleanup'] !== true,
@@ -68,6 +83,7 @@ export const gcsFtCleanupModule: ReconcilerModule = {
         cpu,
         memory,
         sweep,
+        commandBudgetMs,
         imagePullPolicy: str(flags['cleanup-image-pull-policy']),
         imagePullSecrets: str(flags['cleanup-image-pull-secrets'])
           ?.split(',')

@@ -449,7 +449,7 @@ export class RayClusterReconciler {
     const namespace = cluster.metadata.namespace;
     const job = buildCleanupJob(cluster, this.config.job, deadlineMs, now);
     const sweep = cleanupSweep(cluster, this.config.job);
-    const problems = [...cleanupResources(cluster, this.config.job).problems, ...cleanupCommandBudget(cluster).problems];
+    const problems = [...cleanupResources(cluster, this.config.job).problems, ...cleanupCommandBudget(cluster, this.config.job).problems];
     for (const p of problems) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_REDIS_CLEANUP_RESOURCES, message: p });
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
@@ -516,7 +516,7 @@ export class RayClusterReconciler {
     const { ok, message, detail } = await this.config.runCleanup(env, {
       deadlineMs: Math.min(secondsLeft, 240) * 1000,
       sweep,
-      commandBudgetMs: cleanupCommandBudget(cluster).ms,
+      commandBudgetMs: cleanupCommandBudget(cluster, this.config.job).ms,
       signal,
     });
     log.info({ ok, ...detail }, 'in-process Redis cleanup ended');

@@ -43,6 +43,8 @@ export interface OrphanFinderConfig {
   intervalMs: number;
   /** Delete an orphan seen orphaned continuously this long; 0: never. */
   gcAfterMs: number;
+  /** The GC's command budget (--cleanup-command-budget-ms; undefined: the cleanup's default). */
+  commandBudgetMs?: number | undefined;
   /** The grace's clock (default ctx.now). */
   now?: () => number;
   /** Tests inject; default the CLI's --list and the cleanup Job's code. */
@@ -301,6 +303,7 @@ export class OrphanFinder {
         connection: target.connection,
         namespace: o.namespace,
         sweep: { mode: 'always', reason: 'orphan: Ray version unknown' },
+        commandBudgetMs: this.config.commandBudgetMs,
       } as const;
       try {
         const dry = await cleanup({ ...base, dryRun: true, signal });

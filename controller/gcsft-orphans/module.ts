@@ -1,6 +1,7 @@
 // The orphan finder as a module of `raykeeper controller` (flags + factory); the work is in ./finder.ts.
 import { MODULE } from '../module-names.ts';
 import { parseDuration } from '../../src/time.ts';
+import { operatorCommandBudget } from '../gcsft-cleanup/module.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
 
 /** Standalone default; beside KubeRay (companion mode) the default is 0 (off). */
@@ -31,7 +32,8 @@ export const gcsOrphansModule: ReconcilerModule = {
     const intervalMs = duration(flags['orphan-scan-interval'], 'orphan-scan-interval', ctx.companion ? '0' : DEFAULT_ORPHAN_SCAN_INTERVAL);
     const gcAfterMs = duration(flags['orphan-gc-after'], 'orphan-gc-after', '0');
     if (gcAfterMs > 0 && intervalMs === 0) throw new Error('--orphan-gc-after needs --orphan-scan-interval (the scans are off)');
-    ctx.logger.info({ intervalMs, gcAfterMs, companion: ctx.companion === true }, 'orphan finder configured');
-    return createOrphanFinder(ctx, { intervalMs, gcAfterMs }).registration;
+    const commandBudgetMs = operatorCommandBudget(flags);
+    ctx.logger.info({ intervalMs, gcAfterMs, commandBudgetMs, companion: ctx.companion === true }, 'orphan finder configured');
+    return createOrphanFinder(ctx, { intervalMs, gcAfterMs, commandBudgetMs }).registration;
   },
 };

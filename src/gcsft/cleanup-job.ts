@@ -75,6 +75,8 @@ export interface CleanupJobConfig {
   serviceAccountName?: string | undefined;
   /** auto (default): skip the keyspace sweep for a Ray whose tables we know; always: sweep every time. */
   sweep?: CleanupSweepPolicy | undefined;
+  /** --cleanup-command-budget-ms: every cluster's budget unless its annotation says otherwise (undefined: the cleanup's default). */
+  commandBudgetMs?: number | undefined;
 }
 
 export const CLEANUP_SWEEP_POLICIES = ['auto', 'always'] as const;
@@ -163,14 +165,25 @@ export function cleanupSweep(cluster: RayCluster, config: Pick<CleanupJobConfig,
 }
 
 /**
- * The cleanup's command budget from the cluster's annotation (undefined: the cleanup's default). An
- * invalid value is ignored and reported, as a resource annotation is: the deletion must not block on it.
+ * The cleanup's command budget: the cluster's annotation, else the operator's --cleanup-command-budget-ms
+ * (undefined: the cleanup's default). An invalid annotation is ignored and reported, as a resource
+ * annotation is: the deletion must not block on it.
  */
-export function cleanupCommandBudget(cluster: RayCluster): { ms?: number | undefined; problems: string[] } {
+export function cleanupCommandBudget(
+  cluster: RayCluster,
+  config: Pick<CleanupJobConfig, 'commandBudgetMs'> = {},
+): { ms?: number | undefined; problems: string[] } {
+  const fallback = config.commandBudgetMs;
   const raw = cluster.metadata?.annotations?.[CLEANUP_COMMAND_BUDGET_ANNOTATION];
-  if (raw === undefined) return { problems: [] };
+  if (raw === undefined) return { ms: fallback, problems: [] };
   const parsed = parseCommandBudget(raw);
-  if ('problem' in parsed) return { problems: [`annotation ${CLEANUP_COMMAND_BUDGET_ANNOTATION} ${parsed.problem}; using the default`] };
+  if ('problem' in parsed)
+    return {
+      ms: fallback,
+      problems: [
+        `annotation ${CLEANUP_COMMAND_BUDGET_ANNOTATION} ${parsed.problem}; using ${fallback === undefined ? 'the default' : `the operator's ${fallback} ms`}`,
+      ],
+    };
   return { ms: parsed.ms, problems: [] };
 }
 
@@ -193,7 +206,7 @@ export function sweepArg(d: SweepDecision): 'always' | 'never' | 'auto' {
 }
 
 function cleanupArgs(cluster: RayCluster, config: CleanupJobConfig, activeDeadlineSeconds: number): string[] {
-  const budget = cleanupCommandBudget(cluster).ms;
+  const budget = cleanupCommandBudget(cluster, config).ms;
   return [
     '--timeout',
     String(cleanupTimeoutSeconds(activeDeadlineSeconds)),

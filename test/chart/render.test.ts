@@ -137,6 +137,8 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
     [{ controller: { cleanupJob: { cpu: 'lots' } } }, /cleanupJob\/cpu/],
     [{ controller: { cleanupJob: { sweep: 'never' } } }, /cleanupJob\/sweep/],
     [{ controller: { orphans: { scanInterval: '10 minutes' } } }, /orphans\/scanInterval/],
+    [{ controller: { cleanupJob: { commandBudgetMs: 0 } } }, /commandBudgetMs/],
+    [{ controller: { cleanupJob: { commandBudgetMs: '5' } } }, /commandBudgetMs/],
     [{ controller: { orphans: { gcAfter: '-1h' } } }, /orphans\/gcAfter/],
     [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
   ];
@@ -356,6 +358,12 @@ t.test("controller.orphans: the orphan finder's flags only when set (the control
   t.notOk(
     args(template()).some((a) => a.startsWith('--orphan-')),
     'default: 10m standalone, off beside KubeRay, no deletion',
+  );
+  const budget = args(template({ controller: { cleanupJob: { commandBudgetMs: 1.5 } } }));
+  t.ok(budget.includes('--cleanup-command-budget-ms=1.5'), budget.join(' '));
+  t.notOk(
+    args(template()).some((a) => a.startsWith('--cleanup-command-budget-ms')),
+    "unset: the controller's default",
   );
   const set = args(template({ controller: { orphans: { scanInterval: '30m', gcAfter: '24h' } } }));
   t.ok(set.includes('--orphan-scan-interval=30m') && set.includes('--orphan-gc-after=24h'), set.join(' '));

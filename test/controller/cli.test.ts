@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { argumentError, controllerUsage } from '../../controller/cli.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/names.ts';
-import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { gcsFtCleanupModule, operatorCommandBudget } from '../../controller/gcsft-cleanup/module.ts';
+import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { createLogger } from '../../src/logger.ts';
 
@@ -33,6 +34,7 @@ t.test('--help lists the runtime flags and every module flag', async (tt) => {
     '--cleanup-image',
     '--cleanup-cpu',
     '--cleanup-sweep',
+    '--cleanup-command-budget-ms',
   ])
     tt.match(r.stdout, flag);
   for (const m of RECONCILER_MODULES) tt.match(r.stdout, `${m.name}:`);
@@ -81,6 +83,18 @@ t.test('--cleanup-sweep takes auto or always (never is per cluster, decided from
       new RegExp(`--cleanup-sweep: "${bad}" is not one of auto, always`),
     );
   }
+});
+
+t.test('--cleanup-command-budget-ms: milliseconds in (0, 1000], for the Jobs and the orphan GC alike', async (tt) => {
+  tt.equal(operatorCommandBudget({}), undefined, "unset: the cleanup's default");
+  tt.equal(operatorCommandBudget({ 'cleanup-command-budget-ms': '0.5' }), 0.5);
+  for (const bad of ['0', 'fast', '5000'])
+    tt.throws(
+      () => operatorCommandBudget({ 'cleanup-command-budget-ms': bad }),
+      /--cleanup-command-budget-ms must be a number of milliseconds in \(0, 1000\]/,
+    );
+  const ctx = { env: {}, logger: createLogger('test', { level: 'silent' }) } as unknown as ControllerContext;
+  await tt.rejects(async () => gcsOrphansModule.create(ctx, { 'cleanup-command-budget-ms': '0' }), /--cleanup-command-budget-ms/);
 });
 
 t.test('the removed aliases are unknown options that name the flag to use', async (tt) => {

@@ -334,6 +334,20 @@ t.test('command budget: the annotation goes to the Job as --command-budget-ms; a
   }
 });
 
+t.test("command budget: the operator's --cleanup-command-budget-ms for every cluster, the annotation over it", async (tt) => {
+  const ann = 'raykeeper.io/redis-cleanup-command-budget-ms';
+  const operator = { ...DEFAULT_CLEANUP_CONFIG, commandBudgetMs: 1 };
+  const argsOf = (c: RayCluster) => (buildCleanupJob(c, operator, T0 + 300_000, T0).spec as any).template.spec.containers[0].args;
+  const plain = cluster({ deletedAt: T0 });
+  tt.same(cleanupCommandBudget(plain, operator), { ms: 1, problems: [] });
+  tt.same(argsOf(plain), ['--timeout', '270', '--command-budget-ms', '1', '--sweep', 'never']);
+  const own = cluster({ deletedAt: T0, annotations: { [ann]: '3' } });
+  tt.same(cleanupCommandBudget(own, operator), { ms: 3, problems: [] }, 'the annotation wins');
+  const bad = cleanupCommandBudget(cluster({ deletedAt: T0, annotations: { [ann]: 'fast' } }), operator);
+  tt.equal(bad.ms, 1, "an invalid annotation falls back to the operator's");
+  tt.match(bad.problems, [/using the operator's 1 ms/]);
+});
+
 t.test('remaining seconds is at least 1', async (tt) => {
   tt.equal(remainingSeconds(T0, T0 + 5000), 1);
   tt.equal(remainingSeconds(T0 + 1001, T0), 2);

@@ -296,27 +296,36 @@ if (missing) {
     tt.notOk(log().includes(SECRET), 'no password in any log line');
   });
 
-  t.test('namespace terminating: the in-process sweep keeps to the command budget of the annotation', async (tt) => {
-    const e = await env(tt);
-    const server = await startRedisServer();
-    tt.teardown(() => server.stop());
-    const r = client(server.port);
-    tt.teardown(() => r.disconnect());
-    const log = await controllerWithLog(tt, e);
-    const spec = rayCluster('inproc-budget', `127.0.0.1:${server.port}`, {
-      finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER],
-      annotations: { 'raykeeper.io/redis-cleanup-command-budget-ms': '2' },
-    });
-    spec.spec!.headGroupSpec!.template!.spec!.containers![0]!.image = 'rayproject/ray:latest'; // no version: the sweep runs
-    const cluster = await createCluster(e, spec);
-    await seedRay(r, cluster.metadata.uid!);
-    await deleteInTerminatingNamespace(tt, e, 'inproc-budget');
-    tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");
-    const ended = await logLine(log, 'in-process Redis cleanup ended');
-    tt.match(
-      JSON.parse(ended),
-      { ok: true, sweep: 'ran', pace: { budgetMs: 2, measure: 'commandstats' } },
-      'the annotation reached the sweep',
+  // The annotation over the operator's --cleanup-command-budget-ms; the operator's alone otherwise.
+  for (const [name, annotation, flag, budgetMs] of [
+    ['inproc-budget', '2', undefined, 2],
+    ['inproc-op-budget', undefined, '3', 3],
+  ] as const) {
+    t.test(
+      `namespace terminating: the in-process sweep keeps to the command budget (annotation ${annotation ?? 'none'}, --cleanup-command-budget-ms ${flag ?? 'unset'})`,
+      async (tt) => {
+        const e = await env(tt);
+        const server = await startRedisServer();
+        tt.teardown(() => server.stop());
+        const r = client(server.port);
+        tt.teardown(() => r.disconnect());
+        const log = await controllerWithLog(tt, e, flag === undefined ? {} : { 'cleanup-command-budget-ms': flag });
+        const spec = rayCluster(name, `127.0.0.1:${server.port}`, {
+          finalizers: [GCS_FT_REDIS_CLEANUP_FINALIZER],
+          annotations: annotation === undefined ? {} : { 'raykeeper.io/redis-cleanup-command-budget-ms': annotation },
+        });
+        spec.spec!.headGroupSpec!.template!.spec!.containers![0]!.image = 'rayproject/ray:latest'; // no version: the sweep runs
+        const cluster = await createCluster(e, spec);
+        await seedRay(r, cluster.metadata.uid!);
+        await deleteInTerminatingNamespace(tt, e, name);
+        tt.same(await rayKeys(r, cluster.metadata.uid!), [], "the cluster's data is gone");
+        const ended = await logLine(log, 'in-process Redis cleanup ended');
+        tt.match(
+          JSON.parse(ended),
+          { ok: true, sweep: 'ran', pace: { budgetMs, measure: 'commandstats' } },
+          'the budget reached the sweep',
+        );
+      },
     );
-  });
+  }
 }
