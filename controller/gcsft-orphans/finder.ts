@@ -239,6 +239,7 @@ export class OrphanFinder {
           connection: target.connection,
           deadlineMs: LIST_DEADLINE_MS,
           connectBudgetMs: CONNECT_BUDGET_MS,
+          commandBudgetMs: this.config.commandBudgetMs,
           signal,
         });
         return { target, listing };

@@ -34,7 +34,7 @@ import {
 import { classifyRedisError } from './errors.ts';
 import { batchKeys } from './slots.ts';
 import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
-import { ServerClock, type Measure } from './meter.ts';
+import { pacedPipelines, ServerClock, type Measure } from './meter.ts';
 import type { BackoffOptions } from '../../src/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
 import { autoSweep, type SweepDecision } from '../../src/redis/sweep.ts';
@@ -43,8 +43,6 @@ import { DeadlineExceeded, scan, withRetries } from './retry.ts';
 
 /** Fits under the cleanup Job's activeDeadlineSeconds (300) with room for pod start-up. */
 export const DEFAULT_DEADLINE_MS = 240_000;
-/** --list's fixed COUNT; the cleanup adapts its own (controller/redis-cleanup/pace.ts) unless given one. */
-export const DEFAULT_SCAN_COUNT = 1000;
 export const DEFAULT_UNLINK_BATCH = 500;
 const HSCAN_COUNT = 200;
 const DEFAULT_SWEEP: SweepDecision = { mode: 'always', reason: 'always, the default' };
@@ -378,7 +376,14 @@ async function currentPass(
       state.scanCalls += 1;
       if (keys.length > 0) {
         state.matched += keys.length;
-        const types = await pacedPipelines(clock, typePace, keys, (chunk) => chunk.map((k) => ['type', k]), 'type', cfg);
+        const types = await pacedPipelines(
+          clock,
+          typePace,
+          keys,
+          (chunk) => chunk.map((k) => ['type', k]),
+          'type',
+          () => check(cfg),
+        );
         const ray: Buffer[] = [];
         keys.forEach((key, i) => {
           const type = String(types[i]);
@@ -420,31 +425,6 @@ async function currentPass(
       });
     } while (cursor !== '0');
   }
-}
-
-/**
- * Commands for `keys` in pipelines of at most pace.size keys, one pipeline at a time (Redis runs a
- * pipeline's commands back to back: their sum is what a neighbour waits), the size adapted after each.
- * The replies, in order. With `cfg` (read-only steps), stops between pipelines at the deadline.
- */
-async function pacedPipelines(
-  clock: ServerClock,
-  pace: Pace,
-  keys: Buffer[],
-  commands: (chunk: Buffer[]) => (string | Buffer)[][],
-  name: string,
-  cfg?: PassConfig,
-): Promise<unknown[]> {
-  const out: unknown[] = [];
-  for (let i = 0; i < keys.length; ) {
-    if (cfg && i > 0) check(cfg);
-    const chunk = keys.slice(i, i + pace.size);
-    i += chunk.length;
-    const { replies, serverMs } = await clock.run(commands(chunk), [name]);
-    pace.observe(serverMs);
-    out.push(...replies);
-  }
-  return out;
 }
 
 /** The old layout's hash `<ns>`: Ray's when every field is `<ns>@...` (read-only; see unlinkLegacy). */

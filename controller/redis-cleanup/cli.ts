@@ -10,7 +10,7 @@ import type { RedisConnectionOptions } from './connect.ts';
 import type { Orphan } from '../../src/gcsft/orphans.ts';
 import { formatHostPort } from '../../src/redis/address.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
-import { cleanupDetail, DEFAULT_DEADLINE_MS, DEFAULT_SCAN_COUNT, runCleanup, summarize, type Layout } from './cleanup.ts';
+import { cleanupDetail, DEFAULT_DEADLINE_MS, runCleanup, summarize, type Layout } from './cleanup.ts';
 import { ConfigError, processEnvBytes, requireNamespace, resolveSettings, type FlagValues, type Settings } from './config.ts';
 import { DEFAULT_CONNECT_BUDGET_MS } from './retry.ts';
 import { autoSweep, SWEEP_MODES, type SweepDecision, type SweepMode } from '../../src/redis/sweep.ts';
@@ -67,13 +67,12 @@ Options:
                           give up when Redis cannot be reached at all (refused, no route, no such
                           name, connect timeout) for this long (default ${DEFAULT_CONNECT_BUDGET_MS / 1000}, as Ray's cleanup); a Redis
                           that accepts connections but is slow keeps the whole --timeout
-  --command-budget-ms MS  the most server time one command of the sweep may take, a pipeline of
-                          them counted as one (default ${DEFAULT_COMMAND_BUDGET_MS}): SCAN COUNT and the keys per TYPE
-                          and UNLINK pipeline adapt to it, measured with INFO commandstats (without
-                          +info: the round trip). Smaller: a shared Redis answers its other clients
-                          sooner, the sweep takes longer
-  --scan-count N          fixed SCAN COUNT (default: adapted to --command-budget-ms;
-                          --list: ${DEFAULT_SCAN_COUNT})
+  --command-budget-ms MS  the most server time one command of the sweep (and of --list) may take, a
+                          pipeline of them counted as one (default ${DEFAULT_COMMAND_BUDGET_MS}): SCAN COUNT and the keys
+                          per pipeline adapt to it, measured with INFO commandstats (without +info:
+                          the round trip). Smaller: a shared Redis answers its other clients sooner,
+                          the sweep takes longer
+  --scan-count N          fixed SCAN COUNT (default: adapted to --command-budget-ms)
   --dry-run               report what would be deleted; delete nothing
   --list                  list the Ray storage namespaces present, with key counts and sizes
   --legacy                with --list: also find old-layout namespaces (probes every hash: slower)
@@ -214,7 +213,8 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
       const result = await listNamespaces({
         connection,
         legacy: values.legacy === true,
-        scanCount: scanCount ?? DEFAULT_SCAN_COUNT,
+        scanCount,
+        commandBudgetMs,
         deadlineMs,
         connectBudgetMs,
         onRetry,

@@ -9,6 +9,7 @@
 // Fallback when the ACL denies INFO: the round trip on the cleanup's own connection (idle: one pipeline
 // at a time) minus the fastest PING seen at the start. Never less than the server time, often more.
 import type { Redis } from 'ioredis';
+import type { Pace } from './pace.ts';
 
 export type Measure = 'commandstats' | 'round trip';
 
@@ -119,4 +120,32 @@ async function pingBaselineMs(client: Redis): Promise<number> {
     best = Math.min(best, performance.now() - sent);
   }
   return best;
+}
+
+/**
+ * Commands for `keys` in pipelines of at most pace.size keys, one pipeline at a time (Redis runs a
+ * pipeline's commands back to back: their sum is what a neighbour waits), the size adapted after each.
+ * The replies, in order. `between` runs before every pipeline but the first (a read-only step's
+ * deadline check: it may stop there; a deleting step passes none and finishes what it started).
+ * `name`: the command's name in `INFO commandstats` (`memory|usage` for MEMORY USAGE); `buffers`: replies as Buffers.
+ */
+export async function pacedPipelines(
+  clock: ServerClock,
+  pace: Pace,
+  keys: Buffer[],
+  commands: (chunk: Buffer[]) => (string | Buffer)[][],
+  name: string,
+  between?: () => void,
+  buffers = false,
+): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (let i = 0; i < keys.length; ) {
+    if (i > 0) between?.();
+    const chunk = keys.slice(i, i + pace.size);
+    i += chunk.length;
+    const { replies, serverMs } = await clock.run(commands(chunk), [name], buffers);
+    pace.observe(serverMs);
+    out.push(...replies);
+  }
+  return out;
 }

@@ -6,10 +6,11 @@
 import t from 'tap';
 import { Cluster, type Redis } from 'ioredis';
 import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
+import { listNamespaces } from '../../controller/redis-cleanup/list.ts';
 import { keySlot } from '../../controller/redis-cleanup/slots.ts';
 import { autoSweep } from '../../src/redis/sweep.ts';
 import { redisServerMissing, startRedisCluster, startRedisServer } from '../helpers/redis-server.ts';
-import { client } from './fixtures.ts';
+import { client, seedLegacy } from './fixtures.ts';
 import { setPriority } from 'node:os';
 
 /**
@@ -45,7 +46,7 @@ async function overBudget(r: Redis, budgetMs: number): Promise<{ over: string[];
   for (const [, , us, argv] of entries) {
     const name = String(argv[0]).toUpperCase();
     let fastest = us;
-    if (['SCAN', 'INFO', 'TYPE', 'UNLINK'].includes(name)) {
+    if (['SCAN', 'INFO', 'TYPE', 'UNLINK', 'HLEN', 'HSCAN', 'MEMORY'].includes(name)) {
       // SLOWLOG keeps 32 arguments, the last saying how many more there were.
       const more = /^\.\.\. \((\d+) more arguments\)$/.exec(String(argv.at(-1)));
       const keys = more ? argv.length - 2 + Number(more[1]) : argv.length - 1;
@@ -137,6 +138,26 @@ if (missing) {
       t.equal(await r.dbsize(), 500_001);
       await r.del('RAYlive@ACTOR');
     }
+    // --list (the orphan finder's, a person's) walks the whole keyspace too, --legacy probing every hash:
+    // its SCANs and its TYPE, HLEN, MEMORY USAGE and HSCAN pipelines keep to the budget as well.
+    await seedTables(r, 'listed', 3000);
+    await seedLegacy(r, 'oldlayout', 5);
+    await r.hset('RAYlive@ACTOR', 'a0', 'x');
+    await slowlogAt(r, 1);
+    const live = neighbour(server.port, 'live');
+    const listing = await listNamespaces({ connection, commandBudgetMs: 1, legacy: true, deadlineMs: 120_000 });
+    const ops = await live.stop();
+    t.match(
+      listing.namespaces.map((n) => `${n.namespace}/${n.layout}/${n.keys}`).sort(),
+      ['listed/current/3000', 'live/current/1', 'oldlayout/legacy/1'],
+      'every namespace found, the old layout too',
+    );
+    const listed = await overBudget(r, 1);
+    t.same(listed.over, [], `--list: no command over 1 ms (${listed.preempted} preempted)`);
+    t.ok(listing.longestMs > 0, `the listing measured its commands (longest ${listing.longestMs.toFixed(2)} ms)`);
+    t.ok(ops > 0, `the neighbour kept writing during the listing (${ops} commands)`);
+    await r.del('RAYlive@ACTOR');
+
     // The check can fail: a fixed COUNT of 200,000 (--scan-count) takes far more than 1 ms by its work.
     await seedTables(r, 'fixed', 10);
     await slowlogAt(r, 1);
