@@ -18,6 +18,7 @@ const BASE_OPTIONS = {
   'lease-duration': { type: 'string' },
   'renew-deadline': { type: 'string' },
   'retry-period': { type: 'string' },
+  shards: { type: 'string' },
   identity: { type: 'string' },
   'health-port': { type: 'string' },
   'health-host': { type: 'string' },
@@ -51,6 +52,10 @@ Options:
   --renew-deadline SECONDS   the leader stops (and exits) this long after its last successful renew
                              unless it renews again (default 10; < --lease-duration)
   --retry-period SECONDS     renew / campaign period (default 2)
+  --shards N                 split namespaces among replicas in N shards, each held through its own
+                             Lease <lease-name>-shard-<i> (default 1: one leader; > 1 needs --leader-elect).
+                             A replica that loses a shard aborts that shard's reconciles and campaigns
+                             again instead of exiting
   --identity ID              this replica's identity in the Lease (default hostname_random)
   --health-port PORT         /healthz /readyz /metrics port (default ${DEFAULT_CONTROLLER_HEALTH_PORT}; 0 = any free port)
   --health-host HOST         listen address (default 0.0.0.0)
@@ -139,6 +144,8 @@ export async function run(argv: string[]): Promise<number> {
     const timingProblem =
       values['leader-elect'] === true ? leaderTimingProblem({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }) : undefined;
     if (timingProblem) throw new Error(`${timingProblem} (--lease-duration, --renew-deadline, --retry-period)`);
+    const shards = integer(s('shards'), 'shards', 1, 1);
+    if (shards > 1 && values['leader-elect'] !== true) throw new Error('--shards > 1 needs --leader-elect');
     config = {
       kubeconfig: s('kubeconfig'),
       watchNamespace: s('watch-namespace'),
@@ -149,6 +156,7 @@ export async function run(argv: string[]): Promise<number> {
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
+      shards,
       identity: s('identity'),
       healthPort: integer(s('health-port'), 'health-port', DEFAULT_CONTROLLER_HEALTH_PORT, 0),
       healthHost: s('health-host') ?? '0.0.0.0',

@@ -31,6 +31,8 @@ export interface ControllerOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /** Namespaces split among replicas in this many shards (kube/sharding.ts); > 1 needs leaderElect. */
+  shards?: number;
   identity?: string | undefined;
   /** Port of /healthz /readyz /metrics; 0 = any free port; undefined = no server. */
   healthPort?: number | undefined;
@@ -100,6 +102,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           retryPeriodMs: options.retryPeriodMs,
         }
       : undefined,
+    shards: options.shards,
     resyncPeriodMs: options.resyncPeriodMs,
     informerTimings: options.informerTimings,
     retry: options.retry,
@@ -120,7 +123,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
   const abort = new AbortController();
   logger.info(
-    { identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true },
+    { identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true, shards: options.shards ?? 1 },
     'controller starting',
   );
   const done = manager

@@ -24,8 +24,27 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 /** Verbs a write guard holds back (`KubeClient.fenced`): every write, deletes too. */
 const FENCED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** Whether a write may be sent now; asked synchronously at the moment the request would be written. */
-export type WriteGuard = () => boolean;
+/** Where a write goes: the namespace in its path (undefined: cluster-scoped) and the resource's plural. */
+export interface WriteTarget {
+  namespace: string | undefined;
+  resource: string | undefined;
+}
+
+/**
+ * Whether a write may be sent now; asked synchronously at the moment the request would be written, with
+ * where it goes (a sharded controller may write only in the namespaces of the shards it holds).
+ */
+export type WriteGuard = (target: WriteTarget) => boolean;
+
+const NAMESPACED_PATH = /^\/(?:api\/[^/]+|apis\/[^/]+\/[^/]+)\/namespaces\/([^/]+)\/([^/?]+)/;
+const CLUSTER_PATH = /^\/(?:api\/[^/]+|apis\/[^/]+\/[^/]+)\/([^/?]+)/;
+
+/** The target of a request path (`/apis/ray.io/v1/namespaces/ns/rayclusters/x` -> ns, rayclusters). */
+export function writeTarget(pathname: string): WriteTarget {
+  const namespaced = NAMESPACED_PATH.exec(pathname);
+  if (namespaced) return { namespace: decodeURIComponent(namespaced[1]!), resource: namespaced[2] };
+  return { namespace: undefined, resource: CLUSTER_PATH.exec(pathname)?.[1] };
+}
 
 /** A write not sent because the client's write guard said no (this replica no longer leads). */
 export class NotLeaderError extends Error {
@@ -250,9 +269,9 @@ export class KubeClient {
     return client;
   }
 
-  /** True unless this client has a write guard that says no now. */
-  mayWrite(): boolean {
-    return this.writeGuard === undefined || this.writeGuard();
+  /** True unless this client has a write guard that says no now (for a write to `target`: default cluster-scoped). */
+  mayWrite(target: WriteTarget = { namespace: undefined, resource: undefined }): boolean {
+    return this.writeGuard === undefined || this.writeGuard(target);
   }
 
   /** Auth headers and TLS material from the KubeConfig, refreshed at most every 5 s (rotating tokens). */
@@ -325,7 +344,9 @@ export class KubeClient {
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
-    const guard = FENCED.has(method) ? this.writeGuard : undefined;
+    const fence = FENCED.has(method) ? this.writeGuard : undefined;
+    const target = fence ? writeTarget(this.url(path).pathname) : undefined;
+    const guard = fence && (() => fence(target!));
     if (guard && !guard()) throw this.refuse(method, this.url(path).pathname);
     const m = await this.tls();
     const url = this.url(path);

@@ -60,7 +60,7 @@ export class KubeEventRecorder implements EventRecorder {
     const meta = obj.metadata ?? {};
     const ref = `${obj.kind ?? '?'} ${meta.namespace ?? ''}/${meta.name ?? ''}`;
     const log = { event: { type, reason }, object: ref };
-    if (!this.kube.mayWrite()) {
+    if (!this.kube.mayWrite({ namespace: meta.namespace, resource: 'events' })) {
       // Leadership ended (the client's write fence): what a stale leader saw is not for admins.
       this.logger?.debug(log, `event ${reason} dropped: no longer leading`);
       return;

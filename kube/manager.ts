@@ -16,6 +16,12 @@
 //      clock), even before the renew loop has noticed (a process resumed after a pause); and no write
 //      of a reconcile already running leaves the process: `ctx.kube` is fenced by `mayWrite()`, and a
 //      refused write (NotLeaderError) ends the reconcile without a retry.
+//   With `shards` > 1 (kube/sharding.ts) the reconcilers run from the start, but a key is queued and
+//   reconciled only while this replica holds its namespace's shard, a write for a namespace leaves only
+//   while that shard's Lease is ours within its renew deadline, and a lost shard aborts that shard's
+//   reconciles without stopping the process. Cluster-scoped keys and writes, the singleton work
+//   (`ctx.isLeader()`: the orphan finder, the per-object gauges) and Events on the controller's Lease
+//   belong to shard 0.
 import { CreationGate } from './creation-gate.ts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from './kubeconfig.ts';
@@ -23,7 +29,10 @@ import { KubeEventRecorder, type EventRecorder } from './events.ts';
 import { InformerFactory, type Informer, type InformerTimings } from './informer.ts';
 import type { KubeObject } from './model.ts';
 import { isConflict, isNotLeader, KubeClient } from './client.ts';
-import { LeaderElector, type LeaderElectionOptions } from './leader.ts';
+import { DEFAULT_LEADER_TIMING, LeaderElector, type LeaderElectionOptions } from './leader.ts';
+import { ShardCoordinator } from './sharding.ts';
+import { shardLeaseName, shardOf, shardOfKey } from './shards.ts';
+import type { WriteTarget } from './client.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
 import type { BackoffOptions } from '../src/backoff.ts';
@@ -39,6 +48,8 @@ export interface ManagerOptions {
   /** Workers per reconciler (default 4). */
   workers?: number;
   leaderElection?: Pick<LeaderElectionOptions, 'namespace' | 'name' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>;
+  /** Namespaces split among replicas in this many shards, each its own Lease (> 1 needs leaderElection). */
+  shards?: number;
   /** Re-enqueue every cached key this often (default 10 min, 0 = off). */
   resyncPeriodMs?: number;
   informerTimings?: Partial<InformerTimings>;
@@ -66,6 +77,9 @@ export class Manager {
   readonly kube: KubeClient;
   readonly informers: InformerFactory;
   readonly elector: LeaderElector | undefined;
+  readonly sharding: ShardCoordinator | undefined;
+  /** Reconciles running per shard (sharding only): a shard is handed back once its count is 0. */
+  private readonly inFlightByShard = new Map<number, number>();
   private readonly options: ManagerOptions;
   private readonly registrations: ControllerRegistration[] = [];
   private running: RunningController[] = [];
@@ -85,7 +99,23 @@ export class Manager {
     this.kube = new KubeClient(options.kubeConfig);
     this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
     const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
-    if (options.leaderElection) {
+    const shards = options.shards ?? 1;
+    if (shards > 1 && !options.leaderElection) throw new Error('sharding needs leader election');
+    if (shards > 1 && options.leaderElection) {
+      const { namespace, name, leaseDurationMs, renewDeadlineMs, retryPeriodMs } = options.leaderElection;
+      this.sharding = new ShardCoordinator({
+        kube: this.kube,
+        logger: options.logger.child({ component: 'shards' }),
+        now: options.now,
+        namespace,
+        name,
+        identity,
+        shards,
+        leaseDurationMs: leaseDurationMs ?? DEFAULT_LEADER_TIMING.leaseDurationMs,
+        renewDeadlineMs: renewDeadlineMs ?? DEFAULT_LEADER_TIMING.renewDeadlineMs,
+        retryPeriodMs: retryPeriodMs ?? DEFAULT_LEADER_TIMING.retryPeriodMs,
+      });
+    } else if (options.leaderElection) {
       this.elector = new LeaderElector({
         kube: this.kube,
         logger: options.logger.child({ component: 'leader' }),
@@ -96,7 +126,12 @@ export class Manager {
     // The reconcilers (and their Events) write through a fence: no write leaves once the lease may be
     // another's, even from a reconcile resumed after a pause. The Lease and the informers use `kube`.
     const elector = this.elector;
-    const writer = elector ? this.kube.fenced(() => elector.mayWrite()) : this.kube;
+    const sharding = this.sharding;
+    const writer = sharding
+      ? this.kube.fenced((target) => this.shardMayWrite(sharding, target))
+      : elector
+        ? this.kube.fenced(() => elector.mayWrite())
+        : this.kube;
     const events: EventRecorder = new KubeEventRecorder({
       kube: writer,
       component: options.eventComponent ?? 'raykeeper-controller',
@@ -116,7 +151,12 @@ export class Manager {
       now: options.now ?? Date.now,
       creationGate: new CreationGate(options.now),
       isLeader: () => this.isLeader(),
-      lease: options.leaderElection ? { namespace: options.leaderElection.namespace, name: options.leaderElection.name } : undefined,
+      lease: options.leaderElection
+        ? {
+            namespace: options.leaderElection.namespace,
+            name: sharding ? shardLeaseName(options.leaderElection.name, 0) : options.leaderElection.name,
+          }
+        : undefined,
     };
     this.metrics = this.registerMetrics(options.metrics);
   }
@@ -129,15 +169,31 @@ export class Manager {
       const toKeys = watch.toKeys ?? ((obj: KubeObject) => [objectKey(obj)]);
       watch.informer.on((type, obj) => {
         const rc = this.running.find((r) => r.registration === registration);
-        if (!rc || !this.isLeader()) return; // not leading: the resync at leadership start covers it
+        if (!rc || (!this.sharding && !this.isLeader())) return; // not leading: the resync at leadership start covers it
         if (watch.filter && !watch.filter(type, obj)) return;
-        for (const key of toKeys(obj)) if (key) rc.queue.add(key);
+        for (const key of toKeys(obj)) if (key && this.owns(key)) rc.queue.add(key);
       });
     }
   }
 
   isLeader(): boolean {
+    if (this.sharding) return this.sharding.holds(0);
     return this.elector ? this.elector.isLeader() : this.running.length > 0;
+  }
+
+  /** Whether this replica reconciles the key now: it leads, or holds the key's shard. */
+  owns(key: ObjectKey): boolean {
+    return this.sharding ? this.sharding.holds(shardOfKey(key, this.sharding.shards)) : this.isLeader();
+  }
+
+  /**
+   * The sharded write fence: a write for namespace X while X's shard is ours within its renew deadline;
+   * cluster-scoped writes with shard 0; Events in the Lease namespace with shard 0 too (those about the
+   * controller's own Lease come from the singleton work shard 0's holder runs).
+   */
+  private shardMayWrite(sharding: ShardCoordinator, target: WriteTarget): boolean {
+    if (sharding.mayWrite(shardOf(target.namespace, sharding.shards))) return true;
+    return target.resource === 'events' && target.namespace === this.options.leaderElection?.namespace && sharding.mayWrite(0);
   }
 
   /** Names of the reconcilers currently running workers. */
@@ -155,8 +211,8 @@ export class Manager {
         healthy || `failing since ${new Date(informer.stats.failingSince ?? 0).toISOString()}: ${informer.stats.lastError ?? ''}`;
       ok &&= healthy || this.stopping;
     }
-    if (this.elector) {
-      const healthy = this.elector.healthy();
+    if (this.elector ?? this.sharding) {
+      const healthy = (this.elector ?? this.sharding)!.healthy();
       checks.leaderElection = healthy;
       ok &&= healthy;
     }
@@ -190,7 +246,17 @@ export class Manager {
     if (syncedOk) log.info({ informers: this.informers.all().map(label) }, 'caches synced');
     let outcome: RunOutcome = 'stopped';
     if (!signal.aborted) {
-      if (this.elector) {
+      if (this.sharding) {
+        this.startControllers(signal, signal);
+        const shards = this.sharding.shards;
+        await this.sharding.run(signal, {
+          onAcquired: (shard) => {
+            for (const rc of this.running) this.resync(rc, (key) => shardOfKey(key, shards) === shard);
+          },
+          onStopped: () => undefined, // the coordinator aborted the shard's work and logged why
+          drain: (shard) => this.drainShard(shard),
+        });
+      } else if (this.elector) {
         const lost = new AbortController();
         const stopAll = (): void => lost.abort();
         signal.addEventListener('abort', stopAll, { once: true });
@@ -255,12 +321,18 @@ export class Manager {
     leaderSignal.addEventListener('abort', () => void this.stopControllers(), { once: true });
   }
 
-  private resync(rc: RunningController): void {
+  private resync(rc: RunningController, only: (key: ObjectKey) => boolean = (key) => this.owns(key)): void {
     for (const watch of rc.registration.watches) {
       if (watch.resync === false) continue;
       const toKeys = watch.toKeys ?? ((obj: KubeObject) => [objectKey(obj)]);
-      for (const obj of watch.informer.list()) for (const key of toKeys(obj)) if (key) rc.queue.add(key);
+      for (const obj of watch.informer.list()) for (const key of toKeys(obj)) if (key && only(key)) rc.queue.add(key);
     }
+  }
+
+  /** Resolves once no reconcile of the shard runs (or after the shutdown timeout). */
+  private async drainShard(shard: number): Promise<void> {
+    const until = this.ctx.now() + (this.options.shutdownTimeoutMs ?? 20_000);
+    while ((this.inFlightByShard.get(shard) ?? 0) > 0 && this.ctx.now() < until) await new Promise((r) => setTimeout(r, 50));
   }
 
   private async worker(rc: RunningController): Promise<void> {
@@ -269,13 +341,16 @@ export class Manager {
     for (;;) {
       const key: ObjectKey | undefined = await rc.queue.get();
       if (key === undefined) return;
-      if (rc.abort.signal.aborted || !this.isLeader()) {
+      if (rc.abort.signal.aborted || !this.owns(key)) {
         rc.queue.done(key);
         continue;
       }
       const end = this.metrics.duration.startTimer({ controller: name });
+      const shard = this.sharding ? shardOfKey(key, this.sharding.shards) : 0;
+      const signal = this.sharding ? AbortSignal.any([rc.abort.signal, this.sharding.workSignal(shard)]) : rc.abort.signal;
+      this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 0) + 1);
       try {
-        const result = await rc.registration.reconciler.reconcile(key, rc.abort.signal);
+        const result = await rc.registration.reconciler.reconcile(key, signal);
         rc.queue.forget(key);
         const after = result?.requeueAfterMs;
         if (after !== undefined && after > 0) {
@@ -314,6 +389,7 @@ export class Manager {
         }
       } finally {
         end();
+        this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 1) - 1);
         rc.queue.done(key);
       }
     }
@@ -355,6 +431,7 @@ export class Manager {
       await Promise.all(this.stopPromises);
       await this.ctx.events.flush();
       if (this.elector) await this.elector.release();
+      if (this.sharding) await this.sharding.release();
     }
     await this.informers.stop();
     this.kube.close();
@@ -408,6 +485,26 @@ export class Manager {
         for (const rc of self.running) this.set({ controller: rc.registration.name }, rc.queue.inFlight);
       },
     });
+    const sharding = this.sharding;
+    if (sharding) {
+      new Gauge({
+        name: 'raykeeper_shards_held',
+        help: 'Shards (--shards) this replica holds now.',
+        registers,
+        collect() {
+          this.set(sharding.held().length);
+        },
+      });
+      new Gauge({
+        name: 'raykeeper_shard_held',
+        help: '1 for each shard this replica holds, 0 for the others.',
+        labelNames: ['shard'] as const,
+        registers,
+        collect() {
+          for (let shard = 0; shard < sharding.shards; shard++) this.set({ shard: String(shard) }, sharding.holds(shard) ? 1 : 0);
+        },
+      });
+    }
     new Gauge({
       name: 'raykeeper_leader',
       help: '1 while this replica runs the reconcilers (holds the Lease), else 0.',
