@@ -1,0 +1,173 @@
+// `raykeeper controller --shards N` as real child processes on a control plane of this test's own (the
+// replicas watch every namespace, which the shared test control plane's other tests must not see):
+// every shard held by exactly one replica, each replica holding its share, a replica killed with -9
+// losing its shard to the others, and every GCS-FT RayCluster released once (one cleanup Job each).
+import t from 'tap';
+import { startControlPlane } from '../../localcluster/control-plane.ts';
+import { JobRunner } from '../../localcluster/job-runner.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { EVENTS, JOBS, LEASES, NAMESPACES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { shardLeaseName, shardOf } from '../../kube/shards.ts';
+import { EVENT_CREATED_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
+import type { RayCluster } from '../../src/types.ts';
+import {
+  controllerChild,
+  FINALIZER,
+  metricsOf,
+  metricValue,
+  quiet,
+  rayCluster,
+  rayKeys,
+  redis,
+  seedRay,
+  until,
+  type ChildController,
+  type Env,
+} from '../raycluster/harness.ts';
+
+const SHARDS = 3;
+const LEASE = 'rk';
+const SYSTEM = 'raykeeper-system';
+
+/** Two namespaces for each shard: every replica gets work whichever shard it holds. */
+function namespacesPerShard(): string[] {
+  const picked: string[] = [];
+  const count = new Array<number>(SHARDS).fill(0);
+  for (let i = 0; picked.length < 2 * SHARDS; i++) {
+    const ns = `team-${i}`;
+    const shard = shardOf(ns, SHARDS);
+    if (count[shard]! < 2) {
+      count[shard]! += 1;
+      picked.push(ns);
+    }
+  }
+  return picked;
+}
+
+interface Lease {
+  spec?: { holderIdentity?: string | null };
+}
+
+t.test(
+  'three replicas, three shards: one shard each; one killed with -9: its shard taken over, every cluster released once',
+  { timeout: 280_000 },
+  async (tt) => {
+    const cp = await startControlPlane();
+    tt.teardown(() => cp.stop());
+    const kube = new KubeClient(cp.kubeConfig());
+    tt.teardown(() => kube.close());
+    const namespaces = namespacesPerShard();
+    for (const name of [SYSTEM, ...namespaces]) await kube.create(NAMESPACES, { metadata: { name } });
+    const e: Env = { ns: { name: SYSTEM, cp, kubeConfig: cp.kubeConfig(SYSTEM), kube }, kube };
+    const { server, client } = await redis(tt);
+
+    const flags = (id: string) => [
+      '--watch-namespace=', // every namespace (the harness's default is the test namespace)
+      '--leader-elect',
+      '--lease-namespace',
+      SYSTEM,
+      '--lease-name',
+      LEASE,
+      '--identity',
+      id,
+      '--shards',
+      String(SHARDS),
+      '--lease-duration',
+      '3',
+      '--renew-deadline',
+      '2',
+      '--retry-period',
+      '0.4',
+    ];
+    const replicas: Record<string, ChildController> = {};
+    for (const id of ['one', 'two', 'three']) replicas[id] = await controllerChild(tt, e, flags(id));
+    const holders = async () =>
+      Promise.all(
+        Array.from(
+          { length: SHARDS },
+          async (_, shard) =>
+            (await kube.getOrUndefined<Lease>({ ...LEASES, namespace: SYSTEM, name: shardLeaseName(LEASE, shard) }))?.spec
+              ?.holderIdentity ?? '',
+        ),
+      );
+    const settled = async (live: string[]) => {
+      const h = await holders();
+      const perReplica = live.map((id) => h.filter((x) => x === id).length);
+      return h.every((x) => live.includes(x)) && perReplica.every((n) => n >= 1) ? h : undefined;
+    };
+    const first = await until(() => settled(['one', 'two', 'three']), 'every shard held, one per replica', 90_000);
+    tt.same([...first].sort(), ['one', 'three', 'two'], 'three shards, three replicas: one each');
+    for (const [id, c] of Object.entries(replicas)) {
+      await until(async () => metricValue(await metricsOf(await c.port), 'raykeeper_shards_held') === 1, `${id} reports one shard held`);
+    }
+
+    const clusters: Array<{ namespace: string; uid: string }> = [];
+    for (const namespace of namespaces) {
+      const body = rayCluster('c', `127.0.0.1:${server.port}`);
+      const c = await kube.create<RayCluster>({ ...RAYCLUSTERS, namespace }, body);
+      await seedRay(client, c.metadata.uid!);
+      clusters.push({ namespace, uid: c.metadata.uid! });
+    }
+    const get = (namespace: string) => kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: 'c' });
+    for (const { namespace } of clusters)
+      await until(async () => (await get(namespace))?.metadata.finalizers?.includes(FINALIZER), `the finalizer in ${namespace}`);
+    for (const [id, c] of Object.entries(replicas)) {
+      const text = await metricsOf(await c.port);
+      tt.ok(
+        (metricValue(text, 'raykeeper_controller_reconcile_total', 'controller="raycluster",result="success"') ?? 0) >= 1,
+        `${id} reconciled its shard's clusters`,
+      );
+    }
+
+    // Every cluster deleted, its cleanup Job created and still pending (no job runner yet): then the
+    // holder of shard 0 (the singleton work's too) is killed with -9 mid-deletion. The others take its
+    // shard over and must find the Job it made, not make a second one.
+    for (const { namespace } of clusters) await kube.delete({ ...RAYCLUSTERS, namespace, name: 'c' });
+    const jobs = async (namespace: string) => (await kube.list({ ...JOBS, namespace })).items.length;
+    for (const { namespace } of clusters) await until(async () => (await jobs(namespace)) === 1, `${namespace}: the cleanup Job`);
+    for (const { namespace } of clusters) {
+      const reporters = (await kube.list<{ reportingInstance?: string }>({ ...EVENTS, namespace })).items.map((x) => x.reportingInstance);
+      const holder = first[shardOf(namespace, SHARDS)];
+      tt.ok(
+        reporters.length > 0 && reporters.every((r) => r === holder),
+        `${namespace}: every Event from ${holder}, its shard's holder (${reporters.join(', ')})`,
+      );
+    }
+    const victim = first[0]!;
+    await replicas[victim]!.kill('SIGKILL');
+    const live = Object.keys(replicas).filter((id) => id !== victim);
+    const after = await until(() => settled(live), `shard 0 of the killed ${victim} taken over`, 60_000);
+    tt.ok(live.includes(after[0]!), `shard 0 now held by ${after[0]}`);
+    tt.same(live.map((id) => after.filter((x) => x === id).length).sort(), [1, 2], 'two replicas, three shards: two and one');
+    const victimNamespaces = clusters.filter(({ namespace }) => first[shardOf(namespace, SHARDS)] === victim);
+    tt.ok(victimNamespaces.length >= 2, 'the killed replica had clusters in deletion');
+
+    const runner = new JobRunner({ kubeConfig: cp.kubeConfig(), namespaces, logger: quiet, killGraceMs: 1000 });
+    await runner.start();
+    tt.teardown(() => runner.stop());
+    for (const { namespace } of clusters) await until(async () => (await get(namespace)) === undefined, `${namespace}'s cluster released`);
+    for (const { namespace, uid } of clusters) {
+      tt.same(await rayKeys(client, uid), [], `${namespace}: Redis cleaned`);
+      tt.equal(await jobs(namespace), 1, `${namespace}: exactly one cleanup Job`);
+      const created = (await kube.list<{ reason: string; count?: number }>({ ...EVENTS, namespace })).items.filter(
+        (x) => x.reason === EVENT_CREATED_REDIS_CLEANUP_JOB,
+      );
+      tt.same(
+        created.map((x) => x.count ?? 1),
+        [1],
+        `${namespace}: one ${EVENT_CREATED_REDIS_CLEANUP_JOB} Event`,
+      );
+    }
+
+    // SIGTERM one more: it hands its shards back, the last replica holds them all.
+    const leaving = live[0]!;
+    const stays = live[1]!;
+    replicas[leaving]!.proc.kill('SIGTERM');
+    tt.equal(await replicas[leaving]!.exited, 0, 'graceful exit on SIGTERM');
+    await until(async () => (await holders()).every((x) => x === stays), `${stays} holds every shard`, 60_000);
+    tt.notOk(
+      (await kube.getOrUndefined({ ...LEASES, namespace: SYSTEM, name: `${LEASE}-member-${leaving}` })) !== undefined,
+      'the replica that left deleted its member Lease',
+    );
+  },
+);
