@@ -41,6 +41,7 @@ const MODES: Record<string, unknown> = {
   serviceMonitor: { metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } },
   monitoring: { metrics: { prometheusRule: { enabled: true, labels: { release: 'prom' } }, grafanaDashboard: { enabled: true } } },
   singleController: { controller: { replicas: 1, leaderElection: { enabled: false } } },
+  sharded: { controller: { replicas: 3, shards: 3 } },
   sweepAlways: { controller: { cleanupJob: { sweep: 'always' } } },
   everything: {
     image: { repository: 'registry.example/raykeeper', tag: '0.2.0', pullPolicy: 'Always' },
@@ -141,6 +142,7 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
     [{ controller: { cleanupJob: { commandBudgetMs: '5' } } }, /commandBudgetMs/],
     [{ controller: { orphans: { gcAfter: '-1h' } } }, /orphans\/gcAfter/],
     [{ webhook: { timeoutSeconds: 31 } }, /timeoutSeconds/],
+    [{ controller: { shards: 0 } }, /shards/],
   ];
   for (const major of HELM_MAJORS) {
     for (const [values, message] of cases) {
@@ -152,6 +154,8 @@ t.test('values.schema.json: a typo or a wrong value fails at install, naming it'
   }
   const r = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(MODES.singleController), '--set', 'controller.replicas=2']);
   t.match(r.stderr, /controller.replicas > 1 needs controller.leaderElection.enabled/, 'two controllers without leader election refused');
+  const unsharded = helm(['template', 'raykeeper', CHART_DIR, '-f', valuesFile(MODES.singleController), '--set', 'controller.shards=2']);
+  t.match(unsharded.stderr, /controller.shards > 1 needs controller.leaderElection.enabled/, 'shards without leader election refused');
 });
 
 t.test('default: generated CA and serving certificate, consistent, for the Service names', async (t) => {
@@ -333,6 +337,17 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', asyn
     template().some((o) => o.kind === 'ServiceMonitor'),
     'off by default',
   );
+});
+
+t.test('controller.shards: --shards and list, delete on Leases only when > 1', async (t) => {
+  const leaseVerbs = (objs: any[]) => find(objs, 'Role', 'raykeeper-controller-leader-election').rules[0].verbs;
+  const sharded = template(MODES.sharded);
+  t.ok(args(sharded).includes('--shards=3'));
+  t.equal(find(sharded, 'Deployment', 'raykeeper-controller').spec.replicas, 3);
+  t.same(leaseVerbs(sharded), ['get', 'create', 'update', 'list', 'delete'], 'members are listed, a leaving member deletes its Lease');
+  const single = template();
+  t.notOk(args(single).some((a) => a.startsWith('--shards')), 'default: no flag (one leader)');
+  t.same(leaseVerbs(single), ['get', 'create', 'update'], 'default: no more than leader election needs');
 });
 
 t.test('leader election off: one controller, no Lease RBAC', async (t) => {
