@@ -346,7 +346,10 @@ t.test('controller.shards: --shards and list, delete on Leases only when > 1', a
   t.equal(find(sharded, 'Deployment', 'raykeeper-controller').spec.replicas, 3);
   t.same(leaseVerbs(sharded), ['get', 'create', 'update', 'list', 'delete'], 'members are listed, a leaving member deletes its Lease');
   const single = template();
-  t.notOk(args(single).some((a) => a.startsWith('--shards')), 'default: no flag (one leader)');
+  t.notOk(
+    args(single).some((a) => a.startsWith('--shards')),
+    'default: no flag (one leader)',
+  );
   t.same(leaseVerbs(single), ['get', 'create', 'update'], 'default: no more than leader election needs');
 });
 

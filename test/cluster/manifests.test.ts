@@ -345,6 +345,22 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   t.ok(granted, 'with the optional reader: get secrets');
   t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
   t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
+
+  // The optional sharding Role: list and delete Leases, in raykeeper-system only.
+  const sharding = kustomize('manifests/optional/controller-sharding');
+  for (const o of sharding) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
+  t.teardown(async () => {
+    for (const o of sharding) await kube.delete(await discovery.refOf(o)).catch(() => {});
+  });
+  const leases = (verb: string, namespace: string): Access => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace });
+  t.ok(
+    await until(() => allowed(kube, CONTROLLER, leases('list', SYSTEM_NS)), 'the sharding Role to take effect', 10_000, 50).catch(
+      () => false,
+    ),
+    'with the sharding Role: list leases',
+  );
+  t.ok(await allowed(kube, CONTROLLER, leases('delete', SYSTEM_NS)), 'and delete them');
+  t.notOk(await allowed(kube, CONTROLLER, leases('list', userNs)), 'only in raykeeper-system');
 });
 
 t.test("real calls with the controller ServiceAccount's own token", async (t) => {
