@@ -30,6 +30,7 @@ t.test('--help lists the runtime flags and every module flag', async (tt) => {
     '--workers',
     '--leader-elect',
     '--lease-namespace',
+    '--shards',
     '--health-port',
     '--cleanup-image',
     '--cleanup-cpu',
@@ -73,6 +74,12 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   );
   tt.equal(retry.status, 2);
   tt.match(retry.stderr, /must be longer than 1.2 x the retry period/);
+  const unelected = raykeeper('controller', '--shards', '2');
+  tt.equal(unelected.status, 2);
+  tt.match(unelected.stderr, /--shards > 1 needs --leader-elect/, 'shards are Leases: no sharding without leader election');
+  const zero = raykeeper('controller', '--leader-elect', '--shards', '0');
+  tt.equal(zero.status, 2);
+  tt.match(zero.stderr, /--shards must be an integer >= 1/);
 });
 
 t.test('--cleanup-sweep takes auto or always (never is per cluster, decided from its Ray version)', async (tt) => {
