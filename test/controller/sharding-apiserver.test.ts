@@ -58,7 +58,7 @@ t.test(
     tt.teardown(() => kube.close());
     const namespaces = namespacesPerShard();
     for (const name of [SYSTEM, ...namespaces]) await kube.create(NAMESPACES, { metadata: { name } });
-    const e: Env = { ns: { name: SYSTEM, cp, kubeConfig: cp.kubeConfig(SYSTEM), kube }, kube };
+    const e: Env = { ns: { name: SYSTEM, cp: { ...cp, shared: false }, kubeConfig: cp.kubeConfig(SYSTEM), kube }, kube };
     const { server, client } = await redis(tt);
 
     const flags = (id: string) => [
