@@ -159,9 +159,18 @@ t.test(
       );
     }
 
-    // SIGTERM one more: it hands its shards back, the last replica holds them all.
-    const leaving = live[0]!;
-    const stays = live[1]!;
+    // Paused (SIGSTOP) past the lease duration: its shards go to the other. Resumed, it finds them lost,
+    // aborts their work and campaigns again (no exit, unlike the single leader): two and one again.
+    const [leaving, stays] = live as [string, string];
+    const paused = replicas[leaving]!;
+    paused.proc.kill('SIGSTOP');
+    await until(async () => (await holders()).every((x) => x === stays), `${stays} holds every shard while ${leaving} is paused`, 60_000);
+    paused.proc.kill('SIGCONT');
+    await until(() => settled(live), `${leaving} back with a shard after its pause`, 60_000);
+    tt.match(paused.log(), /"msg":"sharding: shard lost"/, 'the paused replica noticed its loss');
+    tt.equal(paused.proc.exitCode, null, 'and still runs');
+
+    // SIGTERM: it hands its shards back, the last replica holds them all.
     replicas[leaving]!.proc.kill('SIGTERM');
     tt.equal(await replicas[leaving]!.exited, 0, 'graceful exit on SIGTERM');
     await until(async () => (await holders()).every((x) => x === stays), `${stays} holds every shard`, 60_000);
