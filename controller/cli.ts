@@ -39,7 +39,9 @@ export function controllerUsage(): string {
 Watches RayClusters (and RayJobs) and reconciles them. Only the leader reconciles when --leader-elect
 is on; a leader that cannot renew the Lease within --renew-deadline stops, aborts its reconciles and
 exits 1 (to be restarted as a fresh candidate). SIGTERM stops gracefully (in-flight reconciles finish,
-the Lease is released).
+the Lease is released). With --shards N > 1 the namespaces are split among the replicas, each shard
+held through its own Lease; a replica that loses a shard aborts that shard's reconciles and campaigns
+again instead of exiting.
 
 Options:
   --kubeconfig FILE          kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)

@@ -342,6 +342,7 @@ export class Manager {
       const key: ObjectKey | undefined = await rc.queue.get();
       if (key === undefined) return;
       if (rc.abort.signal.aborted || !this.owns(key)) {
+        if (this.sharding) rc.queue.forget(key); // its shard is another's: no backoff kept for when it comes back
         rc.queue.done(key);
         continue;
       }

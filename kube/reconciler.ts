@@ -58,8 +58,8 @@ export interface ReconcileResult {
  * - Never concurrent for the same key: at most one `reconcile(key)` is in flight per key, across all
  *   workers. Different keys run in parallel (`--workers`, default 4, per reconciler).
  * - Keys are deduplicated: ten events for one object while it waits in the queue cause ONE call.
- * - Called only while this replica is the leader (when `--leader-elect` is on). On leadership loss or
- *   SIGTERM, `signal` is aborted; finish or abandon quickly (the runtime waits a bounded time). Once the
+ * - Called only while this replica is the leader (when `--leader-elect` is on), or holds the shard of
+ *   the key's namespace (`--shards`). On leadership or shard loss or SIGTERM, `signal` is aborted; finish or abandon quickly (the runtime waits a bounded time). Once the
  *   lease may be another's, `ctx.kube` sends no write (NotLeaderError): let it propagate (or keep it
  *   as `cause`), the runtime ends the reconcile without a retry.
  * - LEVEL-TRIGGERED: the key is all you get. Read the current state (informer cache for cheap reads,
@@ -153,7 +153,10 @@ export interface ControllerContext {
   now: () => number;
   /** The process's one gate on children creation by owner UID (kube/creation-gate.ts). */
   creationGate: CreationGate;
-  /** Whether this replica runs the reconcilers now (holds the Lease; without leader election: once running). */
+  /**
+   * Whether this replica runs the reconcilers now (holds the Lease; without leader election: once running).
+   * With `--shards`: whether it holds shard 0, where the singleton work and the per-object gauges run.
+   */
   isLeader: () => boolean;
   /**
    * Names of the reconciler modules this process runs, set before any is created (controller/main.ts);
@@ -162,7 +165,7 @@ export interface ControllerContext {
   reconcilers?: readonly string[] | undefined;
   /** Beside KubeRay's operator (controller/companion.ts), decided before any module is created. */
   companion?: boolean | undefined;
-  /** The leader Lease, when leader election is on (a place for Events about no particular object). */
+  /** The leader Lease (with `--shards`: shard 0's), when leader election is on (a place for Events about no particular object). */
   lease?: { namespace: string; name: string } | undefined;
 }
 
