@@ -13,6 +13,7 @@ import type { RayCluster } from '../../src/types.ts';
 import {
   controllerChild,
   FINALIZER,
+  leaderFlags,
   metricsOf,
   metricValue,
   quiet,
@@ -63,21 +64,9 @@ t.test(
 
     const flags = (id: string) => [
       '--watch-namespace=', // every namespace (the harness's default is the test namespace)
-      '--leader-elect',
-      '--lease-namespace',
-      SYSTEM,
-      '--lease-name',
-      LEASE,
-      '--identity',
-      id,
       '--shards',
       String(SHARDS),
-      '--lease-duration',
-      '3',
-      '--renew-deadline',
-      '2',
-      '--retry-period',
-      '0.4',
+      ...leaderFlags(SYSTEM, LEASE, id),
     ];
     const replicas: Record<string, ChildController> = {};
     for (const id of ['one', 'two', 'three']) replicas[id] = await controllerChild(tt, e, flags(id));

@@ -20,6 +20,7 @@ import {
   FINALIZER,
   getCluster,
   jobRunner,
+  leaderFlags,
   listJobs,
   metricsOf,
   metricValue,
@@ -82,21 +83,7 @@ t.test(
   async (tt) => {
     const e = await env(tt);
     const { server, client } = await redis(tt);
-    const flags = (id: string) => [
-      '--leader-elect',
-      '--lease-namespace',
-      e.ns.name,
-      '--lease-name',
-      'rk',
-      '--identity',
-      id,
-      '--lease-duration',
-      '3',
-      '--renew-deadline',
-      '2',
-      '--retry-period',
-      '0.4',
-    ];
+    const flags = (id: string) => leaderFlags(e.ns.name, 'rk', id);
     const replicas = { one: await controllerChild(tt, e, flags('one')), two: await controllerChild(tt, e, flags('two')) };
     const leaseRef = { ...LEASES, namespace: e.ns.name, name: 'rk' };
     const holder = async () => (await e.kube.getOrUndefined<Lease>(leaseRef))?.spec.holderIdentity ?? undefined;
@@ -186,21 +173,7 @@ t.test(
   async (tt) => {
     const e = await env(tt);
     const history = await leaseHistory(tt, e, 'paused');
-    const flags = (id: string) => [
-      '--leader-elect',
-      '--lease-namespace',
-      e.ns.name,
-      '--lease-name',
-      'paused',
-      '--identity',
-      id,
-      '--lease-duration',
-      '3',
-      '--renew-deadline',
-      '2',
-      '--retry-period',
-      '0.4',
-    ];
+    const flags = (id: string) => leaderFlags(e.ns.name, 'paused', id);
     const one = await controllerChild(tt, e, flags('one'));
     await until(() => history.some((r) => r.holder === 'one'), 'one leads');
     const two = await controllerChild(tt, e, flags('two'));
@@ -416,21 +389,7 @@ t.test('a leader paused in a reconcile about to write: resumed after the takeove
   const e = await env(tt);
   const history = await leaseHistory(tt, e, 'fence');
   const proxy = await apiProxy(tt, e);
-  const flags = (id: string) => [
-    '--leader-elect',
-    '--lease-namespace',
-    e.ns.name,
-    '--lease-name',
-    'fence',
-    '--identity',
-    id,
-    '--lease-duration',
-    '3',
-    '--renew-deadline',
-    '2',
-    '--retry-period',
-    '0.4',
-  ];
+  const flags = (id: string) => leaderFlags(e.ns.name, 'fence', id);
   const one = await controllerChild(tt, e, ['--kubeconfig', await kubeconfigVia(tt, e, proxy.url), ...flags('one')]);
   await until(() => history.some((r) => r.holder === 'one'), 'one leads');
   await createCluster(e, rayCluster('fenced', '127.0.0.1:1'));
