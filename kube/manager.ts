@@ -368,6 +368,10 @@ export class Manager {
             { controller: name, key, err: err instanceof Error ? err.message : String(err) },
             'reconcile stopped: no longer leading, write not sent',
           );
+        } else if (signal.aborted && !rc.abort.signal.aborted) {
+          // Its shard was lost or handed back (sharding only): the new holder reconciles it, no retry here.
+          this.metrics.reconciles.inc({ controller: name, result: 'fenced' });
+          log.info({ controller: name, key, shard }, 'reconcile stopped: its shard is no longer held');
         } else {
           this.metrics.reconciles.inc({ controller: name, result: 'error' });
           if (!rc.abort.signal.aborted) {
