@@ -349,7 +349,7 @@ export class Manager {
       const end = this.metrics.duration.startTimer({ controller: name });
       const shard = this.sharding ? shardOfKey(key, this.sharding.shards) : 0;
       const signal = this.sharding ? AbortSignal.any([rc.abort.signal, this.sharding.workSignal(shard)]) : rc.abort.signal;
-      this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 0) + 1);
+      if (this.sharding) this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 0) + 1);
       try {
         const result = await rc.registration.reconciler.reconcile(key, signal);
         rc.queue.forget(key);
@@ -394,7 +394,7 @@ export class Manager {
         }
       } finally {
         end();
-        this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 1) - 1);
+        if (this.sharding) this.inFlightByShard.set(shard, (this.inFlightByShard.get(shard) ?? 1) - 1);
         rc.queue.done(key);
       }
     }
