@@ -92,6 +92,12 @@ export interface LeaderElectionOptions extends Partial<LeaderTiming> {
   now?: () => number;
   /** What the retry waits and the per-attempt deadlines are scheduled with. */
   timers?: Timers;
+  /**
+   * Asked before a candidate takes a free or expired Lease: false keeps it a candidate that only observes
+   * (kube/sharding.ts: a replica at its quota keeps watching every shard, so that when a holder dies it
+   * can take over a lease duration after the last renew it saw, not after it started looking). Default: yes.
+   */
+  mayAcquire?: () => boolean;
 }
 
 export interface LeaderCallbacks {
@@ -114,7 +120,10 @@ type Attempt = 'held' | 'lost' | 'failed';
 export class LeaderElector {
   readonly identity: string;
   private readonly options: LeaderTiming &
-    Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & { logger: Logger | undefined };
+    Required<Pick<LeaderElectionOptions, 'kube' | 'namespace' | 'name' | 'now' | 'timers'>> & {
+      logger: Logger | undefined;
+      mayAcquire: (() => boolean) | undefined;
+    };
   private observedRecord = '';
   private observedTime = 0;
   private observedHolder = '';
@@ -138,6 +147,7 @@ export class LeaderElector {
       now: options.now ?? Date.now,
       timers: options.timers ?? REAL_TIMERS,
       logger: options.logger,
+      mayAcquire: options.mayAcquire,
     };
     const problem = leaderTimingProblem(this.options);
     if (problem) throw new Error(problem);
@@ -329,7 +339,9 @@ export class LeaderElector {
     }
     options = bounded();
     if (!options) return 'failed';
+    const declined = (): boolean => !this.leading && this.options.mayAcquire !== undefined && !this.options.mayAcquire();
     if (!lease) {
+      if (declined()) return 'failed';
       const created: Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
@@ -358,6 +370,7 @@ export class LeaderElector {
     const observedDurationMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
     if (!mine && holder !== '' && this.observedTime + observedDurationMs > now) return 'lost';
     if (!mine && this.leading) return 'lost'; // released or expired under us: we were not renewing it
+    if (declined()) return 'failed';
     const next: Lease = {
       ...lease,
       spec: mine

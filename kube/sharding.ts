@@ -8,7 +8,9 @@
 // as alive those it saw renewed within a lease duration (on its own clock, as the elector does). Each
 // member's quota is floor(N / M), plus one for the first N mod M identities in sorted order, so the
 // quotas add up to N and no replica idles beside one holding two. A replica campaigns for every free
-// shard while below its quota and hands back (releases, as on SIGTERM) the shards above it. No
+// shard while below its quota and hands back (releases, as on SIGTERM) the shards above it: every
+// shard's elector runs all the time, observing the Lease, and takes it only while the quota allows
+// (LeaderElector's mayAcquire), so a dead holder's shard is taken a lease duration after its last renew. No
 // coordinator, no extra object beyond one Lease per replica, and every safety property is still the
 // shard Lease's: two replicas can at worst disagree on quotas for a round, never hold one shard.
 // A replica killed with -9 stops renewing both its member Lease and its shard Leases: after a lease
@@ -91,6 +93,7 @@ export class ShardCoordinator {
           retryPeriodMs: options.retryPeriodMs,
           logger: options.logger,
           now: this.options.now,
+          mayAcquire: () => planShards(this.shards, this.held(), this.want).campaign.includes(shard),
         }),
         term: undefined,
         work,
@@ -98,6 +101,9 @@ export class ShardCoordinator {
       };
     });
   }
+
+  /** How many shards this replica should hold, as last counted. */
+  private want = 0;
 
   /** Whether this replica holds the shard now (false from its renew deadline on, or once handed back). */
   holds(shard: number): boolean {
@@ -137,11 +143,13 @@ export class ShardCoordinator {
       await this.renewMembership(signal);
       const members = this.liveMembers();
       const want = quota(this.shards, members, this.identity);
-      const campaigning = this.state.flatMap((s, shard) => (s.term && !s.elector.isLeader() ? [shard] : []));
+      this.want = want;
+      // Every shard has a term (a candidate that takes it only within the quota, or its holder); two
+      // taken in the same instant can exceed the quota by one: handed back here next round.
+      this.state.forEach((s, shard) => {
+        if (!s.term) this.startTerm(shard, signal, callbacks);
+      });
       const plan = planShards(this.shards, this.held(), want);
-      for (const shard of plan.campaign) if (!this.state[shard]!.term) this.startTerm(shard, signal, callbacks);
-      // At the quota: stop campaigning for the rest (a term that wins meanwhile is handed back next round).
-      if (plan.campaign.length === 0) for (const shard of campaigning) this.state[shard]!.term?.abort();
       for (const shard of plan.release) {
         log.info({ shard, members: members.length, quota: want }, 'sharding: handing a shard back (above this replica’s quota)');
         this.state[shard]!.handingBack = true;

@@ -124,9 +124,11 @@ t.test(
     }
     const victim = first[0]!;
     await replicas[victim]!.kill('SIGKILL');
+    const killedAt = Date.now();
     const live = Object.keys(replicas).filter((id) => id !== victim);
     const after = await until(() => settled(live), `shard 0 of the killed ${victim} taken over`, 60_000);
     tt.ok(live.includes(after[0]!), `shard 0 now held by ${after[0]}`);
+    tt.comment(`taken over ${Date.now() - killedAt} ms after the kill (lease duration 3000 ms)`);
     tt.same(live.map((id) => after.filter((x) => x === id).length).sort(), [1, 2], 'two replicas, three shards: two and one');
     const victimNamespaces = clusters.filter(({ namespace }) => first[shardOf(namespace, SHARDS)] === victim);
     tt.ok(victimNamespaces.length >= 2, 'the killed replica had clusters in deletion');
