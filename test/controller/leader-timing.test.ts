@@ -335,3 +335,42 @@ t.test('a leader whose every request hangs stops at its renew deadline, before t
     );
   }
 });
+
+t.test('mayAcquire: a candidate told no only observes a free Lease; told yes, it takes it', async (tt) => {
+  const sent: string[] = [];
+  const kube: LeaseClient = {
+    get: async (ref) => {
+      sent.push('GET');
+      throw new KubeApiError('GET', resourcePath(ref), 404, { reason: 'NotFound' }, '');
+    },
+    create: async <T>(_ref: ResourceRef, body: unknown) => {
+      sent.push('POST');
+      return { ...(body as object), metadata: { ...(body as StoredLease).metadata, resourceVersion: '1' } } as T;
+    },
+    replace: async () => {
+      throw new Error('not expected');
+    },
+  };
+  let allowed = false;
+  const elector = new LeaderElector({
+    kube,
+    namespace: 'ns',
+    name: 'shard-0',
+    identity: 'me',
+    leaseDurationMs: 300,
+    renewDeadlineMs: 200,
+    retryPeriodMs: 50,
+    mayAcquire: () => allowed,
+  });
+  const stop = new AbortController();
+  let started = false;
+  const run = elector.run(stop.signal, { onStartedLeading: () => (started = true), onStoppedLeading: () => undefined });
+  while (sent.filter((v) => v === 'GET').length < 3) await new Promise((r) => setTimeout(r, 10));
+  tt.notOk(sent.includes('POST'), 'no create while told no');
+  tt.notOk(started || elector.isLeader(), 'not leading');
+  allowed = true;
+  while (!started) await new Promise((r) => setTimeout(r, 10));
+  tt.ok(sent.includes('POST'), 'created once told yes');
+  stop.abort();
+  await run;
+});
