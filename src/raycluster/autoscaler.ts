@@ -10,6 +10,7 @@
 import type { Container, EnvVar, KubeObject, OwnerReference, PodSpec, VolumeMount } from '../../kube/model.ts';
 import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
+import { APP_NAME, CREATED_BY } from './pods.ts';
 import { ENV_ENABLE_AUTOSCALER_V2, isAutoscalingEnabled, isAutoscalingV2Enabled } from './validation.ts';
 
 export const AUTOSCALER_CONTAINER_NAME = 'autoscaler';
@@ -133,12 +134,12 @@ export const AUTOSCALER_ROLE_RULES = [
   { apiGroups: ['ray.io'], resources: ['rayclusters'], verbs: ['get', 'patch'] },
 ];
 
-/** KubeRay's labels on the three objects (app.kubernetes.io/created-by is KubeRay's ComponentName). */
+/** KubeRay's labels on the three objects; app.kubernetes.io/created-by says raykeeper, as on our pods. */
 function rbacLabels(cluster: RayCluster): Record<string, string> {
   return {
     [RAY_CLUSTER_LABEL]: cluster.metadata.name ?? '',
-    [APP_NAME_LABEL]: 'kuberay',
-    [APP_CREATED_BY_LABEL]: 'kuberay-operator',
+    [APP_NAME_LABEL]: APP_NAME,
+    [APP_CREATED_BY_LABEL]: CREATED_BY,
   };
 }
 

@@ -9,11 +9,9 @@
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { run } from '../../localcluster/node/host.ts';
 import t from 'tap';
-import { startKubeletDev } from '../../dev/kubelet.ts';
-import { KubeClient } from '../../kube/client.ts';
 import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
-import { assertHostRestored, hostState, until } from './helpers.ts';
+import { nodeUnderTest, until } from './helpers.ts';
 
 interface Pod {
   metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
@@ -29,13 +27,7 @@ const NAME = 'autoscale';
 const GROUP = 'special-group';
 const IDLE_SECONDS = 20;
 
-const before = await hostState();
-const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
-let stopped = false;
-t.teardown(async () => {
-  if (!stopped) await env.stop();
-});
-const kube = new KubeClient(env.cluster.controlPlane.kubeConfig());
+const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const kubectl = (args: string[], timeoutMs = 120_000) =>
   run(requireKubeCommand('kubectl'), ['--kubeconfig', env.kubeconfig, '-n', NS, ...args], { timeoutMs });
 
@@ -187,9 +179,4 @@ t.test('a task needing a resource only a worker at 0 offers: the autoscaler adds
   t.match(log, `Terminating worker pods: ['${ranOn}']`, 'naming the pod our operator then deleted');
 });
 
-t.test('stopping the node restores the host', async (t) => {
-  kube.close();
-  await env.stop();
-  stopped = true;
-  await assertHostRestored(t, before);
-});
+t.test('stopping the node restores the host', stopAndAssertRestored);

@@ -64,7 +64,7 @@ t.test(
         blockOwnerDeletion: true,
       },
     ];
-    const labels = { 'ray.io/cluster': 'scaler', 'app.kubernetes.io/name': 'kuberay', 'app.kubernetes.io/created-by': 'kuberay-operator' };
+    const labels = { 'ray.io/cluster': 'scaler', 'app.kubernetes.io/name': 'kuberay', 'app.kubernetes.io/created-by': 'raykeeper' };
     const sa = await until(() => found(e, SERVICEACCOUNTS, 'scaler'), 'the ServiceAccount');
     tt.same(sa.metadata.ownerReferences, owner, 'ServiceAccount owned by the cluster (controller)');
     tt.match(sa.metadata.labels, labels);

@@ -12,40 +12,14 @@ import {
 import { buildHeadPod, buildWorkerPod, ownerReference, rayEnv, workerGroups } from '../../src/raycluster/pods.ts';
 import type { Container, Pod } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
+import { kuberayPodTestInstance } from './samples.ts';
 
+/** KubeRay's pod_test.go `instance` with `spec` merged in and the head's serviceAccountName. */
 function instance(spec: Record<string, unknown> = {}, headSa?: string): RayCluster {
-  return {
-    metadata: { name: 'raycluster-sample', namespace: 'default', uid: 'uid-1' },
-    spec: {
-      headGroupSpec: {
-        rayStartParams: {},
-        template: {
-          spec: {
-            ...(headSa !== undefined ? { serviceAccountName: headSa } : {}),
-            containers: [
-              {
-                name: 'ray-head',
-                image: 'repo/image:custom',
-                env: [{ name: 'TEST_ENV_NAME', value: 'TEST_ENV_VALUE' }],
-                resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
-              },
-            ],
-          },
-        },
-      },
-      workerGroupSpecs: [
-        {
-          groupName: 'small-group',
-          replicas: 1,
-          minReplicas: 0,
-          maxReplicas: 3,
-          rayStartParams: {},
-          template: { spec: { containers: [{ name: 'ray-worker', image: 'repo/image:custom' }] } },
-        },
-      ],
-      ...spec,
-    },
-  } as RayCluster;
+  const c = kuberayPodTestInstance();
+  Object.assign(c.spec!, spec);
+  if (headSa !== undefined) (c.spec!.headGroupSpec!.template!.spec as Record<string, unknown>).serviceAccountName = headSa;
+  return c;
 }
 
 const fieldRef = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath } } });
@@ -216,7 +190,7 @@ t.test('rbac.go: ServiceAccount, Role, RoleBinding; KubeRay names, labels and ru
   const labels = {
     'ray.io/cluster': 'raycluster-sample',
     'app.kubernetes.io/name': 'kuberay',
-    'app.kubernetes.io/created-by': 'kuberay-operator',
+    'app.kubernetes.io/created-by': 'raykeeper',
   };
   const meta = { name: 'raycluster-sample', namespace: 'default', labels, ownerReferences: [owner] };
   t.same(objs, [

@@ -112,7 +112,7 @@ function view(p: Pod) {
 function rbacView(o: Record<string, any>) {
   return {
     name: o.metadata.name,
-    labels: o.metadata.labels,
+    labels: Object.fromEntries(Object.entries(o.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k))),
     owners: (o.metadata.ownerReferences ?? []).map((r: Record<string, unknown>) => [r.kind, r.name, r.controller, r.blockOwnerDeletion]),
     rules: o.rules,
     subjects: o.subjects,
@@ -243,9 +243,7 @@ if ('missing' in where) {
       const name = sample.metadata.name!;
       const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
       for (const ours of autoscalerRbac(stored, ownerReference(stored))) {
-        const ref = { SERVICEACCOUNTS, ROLES, ROLEBINDINGS }[
-          ours.kind === 'ServiceAccount' ? 'SERVICEACCOUNTS' : ours.kind === 'Role' ? 'ROLES' : 'ROLEBINDINGS'
-        ];
+        const ref = { ServiceAccount: SERVICEACCOUNTS, Role: ROLES, RoleBinding: ROLEBINDINGS }[ours.kind];
         const theirs = await until(
           () => kube.getOrUndefined<Record<string, unknown>>({ ...ref, namespace: ns, name: ours.lookupName }),
           `KubeRay's ${ours.kind} of ${name}`,
