@@ -16,7 +16,8 @@
 //   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
 //   With in-tree autoscaling the autoscaler alone picks the pods to delete (workersToDelete): replicas
 //   going down deletes nothing else unless ENABLE_RANDOM_POD_DELETE=true. The list is never cleared by the
-//   operator (KubeRay clears only its in-memory copy); the autoscaler clears it once the pods are gone.
+//   operator (KubeRay clears only its in-memory copy); the autoscaler does (v1 once the pods are gone, v2
+//   with its next scale request).
 // - Autoscaling: the ServiceAccount / Role / RoleBinding (./autoscaler.ts) come before everything else.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
 import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft/rules.ts';
