@@ -14,6 +14,7 @@ import { startControlPlane, type ControlPlane } from '../localcluster/control-pl
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { startOwnerGarbageCollector } from '../localcluster/owner-gc.ts';
 import { freePort } from '../localcluster/net.ts';
+import { AUTOSCALING_NEEDS_KUBELET } from '../localcluster/pod-runner.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
 import { localWebhookConfigurations } from '../localcluster/webhook-config.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -194,6 +195,7 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob-sidecar.yaml')}   # SidecarMode: the submitter runs in the head pod, no Job`,
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'rayjob-deletion-rules.yaml')}   # workers go when it succeeds, the cluster 30 s later`,
     `  ${k} apply -f ${join(REPO_ROOT, 'manifests', 'samples', 'raycronjob.yaml')}   # a RayJob a minute: ${k} get rayjobs -l ray.io/cronjob-name=raycronjob-sample`,
+    ...(env.node ? [] : ['', AUTOSCALING_NEEDS_KUBELET]),
     '',
     'Ctrl-C stops everything.',
   ].join('\n');

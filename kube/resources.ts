@@ -16,6 +16,8 @@ export const SECRETS = { version: 'v1', plural: 'secrets' } as const satisfies R
 export const CONFIGMAPS = { version: 'v1', plural: 'configmaps' } as const satisfies ResourceRef;
 export const NAMESPACES = { version: 'v1', plural: 'namespaces' } as const satisfies ResourceRef;
 export const SERVICEACCOUNTS = { version: 'v1', plural: 'serviceaccounts' } as const satisfies ResourceRef;
+export const ROLES = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'roles' } as const satisfies ResourceRef;
+export const ROLEBINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' } as const satisfies ResourceRef;
 export const LEASES = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const satisfies ResourceRef;
 export const MUTATING_WEBHOOK_CONFIGURATIONS = {
   group: 'admissionregistration.k8s.io',

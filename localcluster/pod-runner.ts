@@ -12,7 +12,7 @@
 //   container's state (the submitter: running, then terminated with its exit code, the pod no longer
 //   Ready);
 // - a deleted (or terminating) pod's process group is killed.
-// Not modelled: probes, init containers, resources, volumes, restarts (restartPolicy: the operator
+// Not modelled: the autoscaler container (it needs the in-cluster API: `raykeeper dev --kubelet`), probes, init containers, resources, volumes, restarts (restartPolicy: the operator
 // deletes and re-creates a failed pod, as KubeRay does).
 // Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
 // time, from the cached pod (a worker waiting for its head is tried again a second later).
@@ -33,6 +33,11 @@ import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
 import { PODS } from '../kube/resources.ts';
 import { DASHBOARD_PORT, SUBMITTER_CONTAINER_NAME } from '../src/rayjob/constants.ts';
+import { AUTOSCALER_CONTAINER_NAME } from '../src/raycluster/autoscaler.ts';
+
+/** Local Ray processes have no in-cluster API (token, KUBERNETES_SERVICE_HOST) for the autoscaler container. */
+export const AUTOSCALING_NEEDS_KUBELET =
+  'Autoscaling (enableInTreeAutoscaling) needs `raykeeper dev --kubelet`: here its autoscaler container does not run, workers follow replicas.';
 
 export interface RayPodRunnerOptions {
   kubeConfig: KubeConfig;
@@ -162,6 +167,8 @@ export class RayPodRunner {
         `${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`,
       ];
       this.heads.set(cluster, { gcs, dashboard });
+      if (pod.spec!.containers.some((x) => x.name === AUTOSCALER_CONTAINER_NAME))
+        this.log.warn({ pod: `${p.metadata.namespace}/${p.metadata.name}` }, AUTOSCALING_NEEDS_KUBELET);
       const extraEnv = { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' };
       const submitter = pod.spec!.containers.findIndex((x, i) => i > 0 && x.name === SUBMITTER_CONTAINER_NAME);
       if (submitter < 0) return { pod, extraEnv };

@@ -49,6 +49,14 @@ export const EVENT_DELETED_WORKER_POD = 'DeletedWorkerPod';
 export const EVENT_DELETED_POD = 'DeletedPod';
 export const EVENT_FAILED_TO_DELETE_HEAD_POD = 'FailedToDeleteHeadPod';
 export const EVENT_FAILED_TO_DELETE_WORKER_POD = 'FailedToDeleteWorkerPod';
+// The autoscaler's ServiceAccount / Role / RoleBinding (KubeRay's RayCluster controller).
+export const EVENT_CREATED_SERVICE_ACCOUNT = 'CreatedServiceAccount';
+export const EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT = 'FailedToCreateServiceAccount';
+export const EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND = 'AutoscalerServiceAccountNotFound';
+export const EVENT_CREATED_ROLE = 'CreatedRole';
+export const EVENT_FAILED_TO_CREATE_ROLE = 'FailedToCreateRole';
+export const EVENT_CREATED_ROLE_BINDING = 'CreatedRoleBinding';
+export const EVENT_FAILED_TO_CREATE_ROLE_BINDING = 'FailedToCreateRoleBinding';
 /** Ours: fields our operator does not implement (RayCluster status condition of the same name). */
 export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
 

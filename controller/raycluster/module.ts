@@ -3,6 +3,7 @@
 // `--reconcilers raycluster,rayjob`.
 import { MODULE } from '../module-names.ts';
 import { redisCleanupEnabled } from '../../src/gcsft/rules.ts';
+import { ENABLE_RANDOM_POD_DELETE_ENV } from '../../src/raycluster/autoscaler.ts';
 import { runsModule, type ReconcilerModule } from '../../kube/reconciler.ts';
 
 function off(v: string | undefined): boolean {
@@ -27,6 +28,7 @@ export const rayClusterOperatorModule: ReconcilerModule = {
       (typeof flags['cluster-domain'] === 'string' && flags['cluster-domain']) || ctx.env.CLUSTER_DOMAIN || 'cluster.local';
     const config = {
       waitForCleanupFinalizer: cleanupRuns && redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP),
+      randomPodDelete: ctx.env[ENABLE_RANDOM_POD_DELETE_ENV]?.toLowerCase() === 'true',
       build: { clusterDomain, probes: !off(ctx.env.ENABLE_PROBES_INJECTION), initContainer: !off(ctx.env.ENABLE_INIT_CONTAINER_INJECTION) },
     };
     ctx.logger.info(config, 'raycluster operator configured');

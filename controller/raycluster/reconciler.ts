@@ -38,8 +38,16 @@ import {
 } from '../../kube/reconciler.ts';
 import { rayClusterInformer, rayPodInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
-import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
+import { PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
+import { userServiceAccount, type AutoscalerRbacObject } from '../../src/raycluster/autoscaler.ts';
 import {
+  EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
+  EVENT_CREATED_ROLE,
+  EVENT_CREATED_ROLE_BINDING,
+  EVENT_CREATED_SERVICE_ACCOUNT,
+  EVENT_FAILED_TO_CREATE_ROLE,
+  EVENT_FAILED_TO_CREATE_ROLE_BINDING,
+  EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT,
   EVENT_CREATED_HEAD_POD,
   EVENT_CREATED_SERVICE,
   EVENT_CREATED_WORKER_POD,
@@ -60,9 +68,19 @@ import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 
+const RBAC_KINDS = {
+  ServiceAccount: { ref: SERVICEACCOUNTS, created: EVENT_CREATED_SERVICE_ACCOUNT, failed: EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT },
+  Role: { ref: ROLES, created: EVENT_CREATED_ROLE, failed: EVENT_FAILED_TO_CREATE_ROLE },
+  RoleBinding: { ref: ROLEBINDINGS, created: EVENT_CREATED_ROLE_BINDING, failed: EVENT_FAILED_TO_CREATE_ROLE_BINDING },
+} as const;
+/** An autoscaler ServiceAccount / Role / RoleBinding seen is looked up again after this long (re-created if deleted). */
+const RBAC_RECHECK_MS = 5 * 60_000;
+
 export interface RayClusterOperatorConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP and the cleanup reconciler running: wait for its finalizer before any pod. */
   waitForCleanupFinalizer: boolean;
+  /** ENABLE_RANDOM_POD_DELETE=true (see PlanInput.randomPodDelete). */
+  randomPodDelete?: boolean;
   build?: BuildOptions;
   /** Expectation timeout (default 60 s). */
   expectationTimeoutMs?: number;
@@ -102,6 +120,8 @@ export class RayClusterOperator {
   /** The last invalid-cluster problem reported per key (one event per distinct problem). */
   private readonly invalid = new Map<ObjectKey, string>();
   private readonly gate: CreationGate;
+  /** `<cluster uid>/<kind>/<name>` -> when the autoscaler's RBAC object was last seen or created (no informer for them). */
+  private readonly rbacSeen = new Map<string, number>();
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
@@ -176,6 +196,7 @@ export class RayClusterOperator {
     if (!cached) {
       this.expectations.forget(key);
       this.invalid.delete(key);
+      for (const k of [...this.rbacSeen.keys()]) if (k.startsWith(`${key}/`)) this.rbacSeen.delete(k);
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
@@ -196,6 +217,7 @@ export class RayClusterOperator {
       services,
       gateEnabled: this.config.waitForCleanupFinalizer,
       options: this.config.build ?? {},
+      randomPodDelete: this.config.randomPodDelete === true,
       unsatisfied: (group) => {
         const ok = this.expectations.satisfied(key, group, lookup);
         if (!ok) unsatisfied.add(group);
@@ -210,6 +232,7 @@ export class RayClusterOperator {
     let failure: { reason: string; message: string } | undefined;
     let stop = p.stop;
     try {
+      await this.applyRbac(cluster, key, p.rbac);
       await this.applyServices(cluster, p);
       failure = await this.applyPods(cluster, key, p);
     } catch (err) {
@@ -258,6 +281,52 @@ export class RayClusterOperator {
       );
     }
     return true;
+  }
+
+  /**
+   * reconcileAutoscalerServiceAccount / Role / RoleBinding: each looked up by KubeRay's name and created
+   * when absent, never updated. A ServiceAccount the user named on the head template is never created:
+   * absent, it is an error (no pods), as in KubeRay.
+   */
+  private async applyRbac(cluster: RayCluster, key: ObjectKey, objects: AutoscalerRbacObject[]): Promise<void> {
+    const ns = cluster.metadata.namespace;
+    const now = this.ctx.now();
+    for (const o of objects) {
+      const seenKey = `${key}/${cluster.metadata.uid}/${o.kind}/${o.lookupName}`;
+      if (now - (this.rbacSeen.get(seenKey) ?? Number.NEGATIVE_INFINITY) < RBAC_RECHECK_MS) continue;
+      const kind = RBAC_KINDS[o.kind];
+      const found = await this.kube.get({ ...kind.ref, namespace: ns, name: o.lookupName }).then(
+        () => true,
+        (err: unknown) => {
+          if (isNotFound(err)) return false;
+          throw err;
+        },
+      );
+      if (!found && o.kind === 'ServiceAccount' && userServiceAccount(cluster)) {
+        const message = `If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount themselves. However, ServiceAccount ${o.lookupName} is not found. Please create one. See the PR description of https://github.com/ray-project/kuberay/pull/1128 for more details.`;
+        this.ctx.events.event(
+          cluster,
+          'Warning',
+          EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
+          `Failed to reconcile RayCluster ${ns}/${cluster.metadata.name}. ${message}`,
+        );
+        throw new Error(message);
+      }
+      if (!found) {
+        const what = `${o.kind === 'ServiceAccount' ? 'service account' : o.kind === 'Role' ? 'role' : 'role binding'} ${ns}/${o.body.metadata?.name}`;
+        try {
+          await this.kube.create({ ...kind.ref, namespace: ns }, o.body);
+          this.metrics.actions.inc({ action: `create${o.kind}` });
+          this.ctx.events.event(cluster, 'Normal', kind.created, `Created ${what}`);
+        } catch (err) {
+          if (!isAlreadyExists(err)) {
+            this.ctx.events.event(cluster, 'Warning', kind.failed, `Failed creating ${what}, ${errorMessage(err)}`);
+            throw err;
+          }
+        }
+      }
+      this.rbacSeen.set(seenKey, now);
+    }
   }
 
   private async applyServices(cluster: RayCluster, p: Plan): Promise<void> {

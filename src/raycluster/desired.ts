@@ -14,6 +14,11 @@
 // - Workers per group: desired = replicas clamped to [minReplicas, maxReplicas] x numOfHosts; failed
 //   pods deleted first (and nothing created in that pass), scaleStrategy.workersToDelete deleted, then
 //   the difference created or deleted. Multi-host groups (numOfHosts > 1) live and die as whole replicas.
+//   With in-tree autoscaling the autoscaler alone picks the pods to delete (workersToDelete): replicas
+//   going down deletes nothing else unless ENABLE_RANDOM_POD_DELETE=true. The list is never cleared by the
+//   operator (KubeRay clears only its in-memory copy); the autoscaler does (v1 once the pods are gone, v2
+//   with its next scale request).
+// - Autoscaling: the ServiceAccount / Role / RoleBinding (./autoscaler.ts) come before everything else.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
 import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft/rules.ts';
 import {
@@ -29,8 +34,10 @@ import {
   RAY_HEADLESS_WORKER_SVC_LABEL,
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { buildHeadPod, buildWorkerPod, headGroup, workerGroups, type BuildOptions, type WorkerGroupSpec } from './pods.ts';
+import { buildHeadPod, buildWorkerPod, headGroup, ownerReference, workerGroups, type BuildOptions, type WorkerGroupSpec } from './pods.ts';
 import type { Pod, Service } from '../../kube/model.ts';
+import { autoscalerRbac, type AutoscalerRbacObject } from './autoscaler.ts';
+import { isAutoscalingEnabled } from './validation.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServiceLabels, needsHeadlessWorkerService } from './service.ts';
 import { COND_PROVISIONED, conditionTrue, desiredReplicas, hosts, suspendStatus, type RayClusterStatus } from './status.ts';
 
@@ -56,6 +63,8 @@ export interface Unsupported {
 export interface Plan {
   /** Nothing to do and no status to write. */
   skip?: 'managedExternally' | 'deleting' | 'waitForFinalizer' | undefined;
+  /** The autoscaler's ServiceAccount / Role / RoleBinding: each created when its lookup finds nothing. */
+  rbac: AutoscalerRbacObject[];
   services: Service[];
   actions: PodAction[];
   /** The pass stopped early (KubeRay returns an error): the status must not say ready. */
@@ -76,6 +85,8 @@ export interface PlanInput {
   /** ENABLE_GCS_FT_REDIS_CLEANUP. */
   gateEnabled: boolean;
   options?: BuildOptions;
+  /** ENABLE_RANDOM_POD_DELETE=true: with autoscaling, replicas going down still deletes pods we pick. */
+  randomPodDelete?: boolean;
   /** Five random characters for a multi-host replica's name (injectable for tests). */
   randomSuffix?: () => string;
 }
@@ -84,14 +95,6 @@ export interface PlanInput {
 export function unsupportedFields(cluster: RayCluster): Unsupported[] {
   const spec = (cluster.spec ?? {}) as Record<string, unknown>;
   const out: Unsupported[] = [];
-  if (spec.enableInTreeAutoscaling === true)
-    out.push({
-      field: 'spec.enableInTreeAutoscaling',
-      refused: false,
-      why: 'no autoscaler sidecar runs; worker replicas follow spec.workerGroupSpecs[].replicas',
-    });
-  if (spec.autoscalerOptions !== undefined && spec.autoscalerOptions !== null)
-    out.push({ field: 'spec.autoscalerOptions', refused: false, why: 'no autoscaler sidecar runs' });
   const auth = spec.authOptions as { mode?: string } | undefined;
   if (auth && typeof auth === 'object' && auth.mode !== undefined && auth.mode !== 'disabled')
     out.push({
@@ -114,10 +117,6 @@ export function unsupportedFields(cluster: RayCluster): Unsupported[] {
         why: 'no batch scheduler integration: pods are created one by one for the default scheduler',
       });
   }
-  workerGroups(cluster).forEach((g, i) => {
-    if (g.idleTimeoutSeconds !== undefined)
-      out.push({ field: `spec.workerGroupSpecs[${i}].idleTimeoutSeconds`, refused: false, why: 'autoscaler setting, no autoscaler runs' });
-  });
   return out;
 }
 
@@ -172,7 +171,7 @@ function scaleDownOrder(pods: Pod[]): Pod[] {
 
 export function plan(input: PlanInput): Plan {
   const { cluster, pods, services } = input;
-  const out: Plan = { services: [], actions: [], unsupported: unsupportedFields(cluster) };
+  const out: Plan = { rbac: [], services: [], actions: [], unsupported: unsupportedFields(cluster) };
   if (isManagedExternally(cluster)) return { ...out, skip: 'managedExternally' };
   if (cluster.metadata.deletionTimestamp) return { ...out, skip: 'deleting' };
   // Wait only for a finalizer that will come (the rule the webhook and the cleanup controller follow).
@@ -184,6 +183,8 @@ export function plan(input: PlanInput): Plan {
     return { ...out, skip: 'waitForFinalizer' };
   if (out.unsupported.some((u) => u.refused)) return out;
   const options = input.options ?? {};
+  out.rbac = autoscalerRbac(cluster, ownerReference(cluster));
+  const scaleDown = !isAutoscalingEnabled(cluster.spec) || input.randomPodDelete === true;
 
   // Services.
   const want = headServiceLabels(cluster);
@@ -245,8 +246,8 @@ export function plan(input: PlanInput): Plan {
     }
     const stop =
       hosts(group) > 1
-        ? planMultiHost(cluster, group, groupPods, out, options, input.randomSuffix ?? randomFive)
-        : planSingleHost(cluster, group, groupPods, out, options);
+        ? planMultiHost(cluster, group, groupPods, out, options, scaleDown, input.randomSuffix ?? randomFive)
+        : planSingleHost(cluster, group, groupPods, out, options, scaleDown);
     if (stop) return { ...out, stop };
   }
   return out;
@@ -258,6 +259,7 @@ function planSingleHost(
   groupPods: Pod[],
   out: Plan,
   options: BuildOptions,
+  scaleDown: boolean,
 ): string | undefined {
   const name = group.groupName ?? '';
   const unhealthy = groupPods.filter((p) => !terminating(p) && shouldDeletePod(p));
@@ -281,7 +283,7 @@ function planSingleHost(
         nodeType: 'worker',
         pod: buildWorkerPod(cluster, group, { replicaIndex }, options),
       });
-  } else if (diff < 0) {
+  } else if (diff < 0 && scaleDown) {
     for (const p of scaleDownOrder(remaining).slice(0, -diff))
       out.actions.push(del(p, name, 'worker', `scaling group ${name} down to ${desiredReplicas(group)}`));
   }
@@ -294,6 +296,7 @@ function planMultiHost(
   groupPods: Pod[],
   out: Plan,
   options: BuildOptions,
+  scaleDown: boolean,
   suffix: () => string,
 ): string | undefined {
   const name = group.groupName ?? '';
@@ -335,7 +338,7 @@ function planMultiHost(
           pod: buildWorkerPod(cluster, group, { replicaIndex, replicaName, hostIndex }, options),
         });
     }
-  } else if (diff < 0) {
+  } else if (diff < 0 && scaleDown) {
     const order = [...replicas.keys()].sort(
       (a, b) =>
         Number(labelOf(replicas.get(b)![0]!, RAY_WORKER_REPLICA_INDEX_LABEL)) -

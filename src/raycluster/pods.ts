@@ -40,6 +40,7 @@ import type { Container, EnvVar, ObjectMeta, OwnerReference, Pod, PodSpec, Resou
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
+import { addAutoscalerToHead, addAutoscalerToWorker, addRayLogVolume } from './autoscaler.ts';
 
 export type NodeType = 'head' | 'worker';
 
@@ -507,6 +508,8 @@ function build(
   }
   setMissingParams(params, nodeType, port, fqdn);
   const env: EnvVar[] = structuredClone(ray.env ?? []);
+  if (nodeType === 'head') addAutoscalerToHead(cluster, spec, params, env);
+  else addAutoscalerToWorker(cluster, spec);
   configureGcsFt(cluster, nodeType, env, params, annotations);
   if (!(ray.ports ?? []).some((p) => p.name === 'metrics'))
     ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];
@@ -522,6 +525,7 @@ function build(
     }
     ray.volumeMounts = [...(ray.volumeMounts ?? []), { name: 'shared-mem', mountPath: '/dev/shm', readOnly: false }];
   }
+  if (nodeType === 'head') addRayLogVolume(spec);
 
   let cmd = '';
   if (ray.command && ray.command.length > 0) cmd = cmdToString(ray.command);

@@ -150,10 +150,10 @@ const rows: Row[] = [
     'a field standalone raykeeper does not act on',
     'RayCluster',
     'CREATE',
-    withSpec(rayCluster(), (s) => (s.enableInTreeAutoscaling = true)),
+    withSpec(rayCluster(), (s) => ((s.headGroupSpec as JsonObject).enableIngress = true)),
     undefined,
     'warned',
-    /does not act on spec.enableInTreeAutoscaling/,
+    /does not act on spec.headGroupSpec.enableIngress/,
   ],
   ['job without a cluster', 'RayJob', 'CREATE', rayJob(), undefined, 'denied', /one of RayClusterSpec or ClusterSelector must be set/],
   [
@@ -395,13 +395,13 @@ t.test('the route: 403 with the message and the uid, warnings, metrics', async (
 });
 
 t.test('beside KubeRay (--companion on): no warning about what our own operator does not do; the others stay', async (t) => {
-  const autoscaled = withSpec(rayCluster(), (s) => (s.enableInTreeAutoscaling = true));
+  const ingress = withSpec(rayCluster(), (s) => ((s.headGroupSpec as JsonObject).enableIngress = true));
   const options = companionWarningOptions('on');
   t.same(options, { companion: true });
   t.same(companionWarningOptions(undefined), { companion: false }, 'absent: off');
   t.throws(() => companionWarningOptions('auto'), /--companion must be on or off, got "auto"/);
-  t.equal(validate(review('RayCluster', 'CREATE', autoscaled), 'RayCluster').result, 'warned', 'standalone: warned');
-  t.equal(validate(review('RayCluster', 'CREATE', autoscaled), 'RayCluster', options).result, 'allowed', 'companion: allowed, no warning');
+  t.equal(validate(review('RayCluster', 'CREATE', ingress), 'RayCluster').result, 'warned', 'standalone: warned');
+  t.equal(validate(review('RayCluster', 'CREATE', ingress), 'RayCluster', options).result, 'allowed', 'companion: allowed, no warning');
   const job = withSpec(deadlineJob, (s) => ((s.rayClusterSpec as JsonObject).enableInTreeAutoscaling = true));
   const warned = validate(review('RayJob', 'CREATE', job), 'RayJob', options);
   t.same(
@@ -417,7 +417,7 @@ t.test('beside KubeRay (--companion on): no warning about what our own operator 
     method: 'POST',
     url: '/validate-ray-io-v1-raycluster',
     headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify(review('RayCluster', 'CREATE', autoscaled)),
+    payload: JSON.stringify(review('RayCluster', 'CREATE', ingress)),
   });
   t.same(reply.json().response, { uid: UID, allowed: true }, 'the app with companion: true answers without warnings');
 });

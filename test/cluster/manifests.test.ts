@@ -285,6 +285,14 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'watch', group: 'ray.io', resource: 'raycronjobs' },
     ...['list', 'watch', 'create', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
     ...['list', 'watch', 'create'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
+    // The autoscaler's ServiceAccount / Role / RoleBinding, and the Role's own rules (escalation prevention).
+    ...['get', 'create'].flatMap((verb) => [
+      { verb, resource: 'serviceaccounts', namespace: userNs },
+      { verb, group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
+      { verb, group: 'rbac.authorization.k8s.io', resource: 'rolebindings', namespace: userNs },
+    ]),
+    ...['get', 'patch'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
+    { verb: 'patch', resource: 'pods', subresource: 'resize', namespace: userNs },
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -308,7 +316,13 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
     { verb: 'deletecollection', resource: 'pods', namespace: userNs },
     { verb: 'update', resource: 'pods', namespace: userNs },
-    { verb: 'patch', resource: 'pods', namespace: userNs },
+    { verb: 'escalate', group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
+    { verb: 'bind', group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
+    ...['update', 'delete'].flatMap((verb) => [
+      { verb, resource: 'serviceaccounts', namespace: userNs },
+      { verb, group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
+      { verb, group: 'rbac.authorization.k8s.io', resource: 'rolebindings', namespace: userNs },
+    ]),
     { verb: 'update', resource: 'services', namespace: userNs },
     { verb: 'delete', resource: 'services', namespace: userNs },
     { verb: 'get', resource: 'pods', subresource: 'log', namespace: userNs },

@@ -22,16 +22,14 @@ t.test('hintKubectl: kubectl on PATH by name, else the one tools/setup.sh built'
 });
 
 t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig', async (t) => {
-  const text = readyText(
-    {
-      kubeconfig: '/state/kubeconfig',
-      redis: { host: '127.0.0.1', port: 6399 },
-      webhookUrl: 'https://127.0.0.1:9443',
-      samples: ['/state/samples/rc.yaml'],
-      stop: async () => {},
-    } as Parameters<typeof readyText>[0],
-    '/cache/bin/kubectl-v1.35.4',
-  );
+  const env0 = {
+    kubeconfig: '/state/kubeconfig',
+    redis: { host: '127.0.0.1', port: 6399 },
+    webhookUrl: 'https://127.0.0.1:9443',
+    samples: ['/state/samples/rc.yaml'],
+    stop: async () => {},
+  };
+  const text = readyText(env0 as Parameters<typeof readyText>[0], '/cache/bin/kubectl-v1.35.4');
   const hints = text.split('\n').filter((l) => /kubectl/.test(l));
   t.ok(hints.length >= 4, 'several kubectl hints');
   for (const line of hints) t.match(line, /^ {2}\/cache\/bin\/kubectl-v1\.35\.4 --kubeconfig \/state\/kubeconfig /, line);
@@ -44,6 +42,12 @@ t.test('readyText: every kubectl hint uses the given kubectl and the kubeconfig'
     'a hint for each RayJob sample',
   );
   for (const f of samples) t.ok(existsSync(f), `${f} exists`);
+  t.match(text, /^Autoscaling \(enableInTreeAutoscaling\) needs `raykeeper dev --kubelet`/m, 'one line: autoscaling needs --kubelet');
+  t.notMatch(
+    readyText({ ...env0, node: 'localhost Ready' } as Parameters<typeof readyText>[0], 'kubectl'),
+    /Autoscaling/,
+    'not with a node',
+  );
 });
 
 t.test("readyText: the controller's and the webhook's /metrics URLs, when dev runs them on loopback", async (t) => {

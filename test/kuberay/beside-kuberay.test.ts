@@ -28,7 +28,18 @@ import {
   type KubeRayOperator,
   type ManagedFieldsEntry,
 } from './helpers.ts';
-import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import {
+  EVENTS,
+  JOBS,
+  LEASES,
+  NAMESPACES,
+  PODS,
+  RAYCLUSTERS,
+  RAYJOBS,
+  ROLEBINDINGS,
+  ROLES,
+  SERVICEACCOUNTS,
+} from '../../kube/resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
 import { missingPart } from '../helpers/parts.ts';
 
@@ -229,6 +240,33 @@ if (!missing)
       t.comment(
         `companion: KubeRay Reconciler errors in all: ${errors.length} (${errors.map((e) => `${e.logger} ${e.RayCluster?.name ?? e.RayJob?.name ?? ''}: ${(e.error ?? '').slice(0, 80)}`).join('; ')})`,
       );
+      // Autoscaling: the ServiceAccount / Role / RoleBinding are KubeRay's (our operator does not run here).
+      await kube.create(
+        { ...RAYCLUSTERS, namespace: ns },
+        {
+          apiVersion: 'ray.io/v1',
+          kind: 'RayCluster',
+          metadata: { name: 'scaler' },
+          spec: {
+            enableInTreeAutoscaling: true,
+            headGroupSpec: {
+              rayStartParams: {},
+              template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.40.0' }] } },
+            },
+          },
+        },
+      );
+      for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS]) {
+        const o = await until(
+          () => kube.getOrUndefined<{ metadata: { labels?: Record<string, string> } }>({ ...ref, namespace: ns, name: 'scaler' }),
+          `KubeRay's ${ref.plural}/scaler`,
+        );
+        t.equal(
+          o.metadata.labels?.['app.kubernetes.io/created-by'],
+          'kuberay-operator',
+          `autoscaling: ${ref.plural}/scaler made by KubeRay, not us`,
+        );
+      }
       await us.controller.stop();
       await kuberay.stop();
     });

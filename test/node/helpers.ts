@@ -5,7 +5,8 @@ import { spawnSync } from 'node:child_process';
 import type { Test } from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
-import type { KubeClient } from '../../kube/client.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { startKubeletDev, type KubeletDevEnvironment } from '../../dev/kubelet.ts';
 import { EVENTS } from '../../kube/resources.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
@@ -118,4 +119,32 @@ export async function assertCleanupJobRan(t: Test, kube: KubeClient, namespace: 
     podEvents.some((e) => e.reason === 'Pulled' && /image "(docker\.io\/library\/)?raykeeper:0\.1\.0"/.test(e.message)),
     'from our image',
   );
+}
+
+export interface NodeUnderTest {
+  env: KubeletDevEnvironment;
+  kube: KubeClient;
+  /** Stops the node (once) and asserts the host is as it was before the start. */
+  stopAndAssertRestored(t: Test): Promise<void>;
+}
+
+/** `raykeeper dev --kubelet` for one test file; a file that ends early still stops its node. */
+export async function nodeUnderTest(t: Test): Promise<NodeUnderTest> {
+  const before = await hostState();
+  const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
+  let stopped = false;
+  t.teardown(async () => {
+    if (!stopped) await env.stop();
+  });
+  const kube = new KubeClient(env.cluster.controlPlane.kubeConfig());
+  return {
+    env,
+    kube,
+    async stopAndAssertRestored(tt) {
+      kube.close();
+      await env.stop();
+      stopped = true;
+      await assertHostRestored(tt, before);
+    },
+  };
 }

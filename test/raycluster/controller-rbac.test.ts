@@ -29,7 +29,9 @@ import {
   until,
   type Env,
 } from './harness.ts';
-import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
+import { kuberaySample } from './samples.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -159,3 +161,34 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   tt.match(metrics, /raykeeper_raycluster_inprocess_cleanups_total\{result="blocked"\} [1-9]/, 'the fallback was blocked');
   tt.match(metrics, /raykeeper_raycluster_finalizer_releases_total\{reason="timeout"\} 1/);
 });
+
+t.test(
+  "with only the shipped RBAC: the operator creates an autoscaling cluster's ServiceAccount, Role and RoleBinding (escalation prevention passes)",
+  async (tt) => {
+    const e = await env(tt);
+    const kc = await controllerIdentity(tt, e);
+    const c = await startController({
+      kubeConfig: kc,
+      watchNamespace: e.ns.name,
+      modules: [rayClusterOperatorModule],
+      env: {},
+      logger: quiet,
+      retry: { baseMs: 100, maxMs: 1000, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
+    const sample = kuberaySample();
+    sample.spec!.enableInTreeAutoscaling = true;
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
+    const name = sample.metadata.name!;
+    for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS])
+      await until(
+        () => e.kube.get({ ...ref, namespace: e.ns.name, name }).catch(() => undefined),
+        `${ref.plural}/${name} created under RBAC`,
+      );
+    await until(
+      async () => (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: `ray.io/cluster=${name}` })).items.length === 2,
+      'then the head and worker pods',
+    );
+    tt.same(await events(e, 'FailedToCreateRole'), [], 'no FailedToCreateRole');
+  },
+);

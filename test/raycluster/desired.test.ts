@@ -245,9 +245,59 @@ t.test('plan: decision table', async (t) => {
       { actions: [], services: [] },
     ],
     [
-      'autoscaler asked: ignored (loudly), pods as replicas says',
+      'autoscaling: pods as replicas says (the autoscaler writes replicas)',
       input(cluster({ enableInTreeAutoscaling: true }), []),
       { actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'autoscaling, replicas down without workersToDelete: nothing deleted (the autoscaler picks)',
+      input(cluster({ enableInTreeAutoscaling: true }), [
+        pod('rc-head', 'head'),
+        pod('w0', 'worker', { index: 0 }),
+        pod('w1', 'worker', { index: 1 }),
+        pod('w2', 'worker', { index: 2 }),
+      ]),
+      { actions: [] },
+    ],
+    [
+      'autoscaling with ENABLE_RANDOM_POD_DELETE: replicas down deletes',
+      input(
+        cluster({ enableInTreeAutoscaling: true }),
+        [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 }), pod('w2', 'worker', { index: 2 })],
+        { randomPodDelete: true },
+      ),
+      { actions: ['delete w2'] },
+    ],
+    [
+      'autoscaling, workersToDelete + replicas down: exactly the listed pod',
+      input(
+        cluster({
+          enableInTreeAutoscaling: true,
+          workerGroupSpecs: [
+            {
+              groupName: 'g',
+              replicas: 1,
+              minReplicas: 0,
+              maxReplicas: 3,
+              scaleStrategy: { workersToDelete: ['w0'] },
+              template: { spec: { containers: [{ name: 'w' }] } },
+            },
+          ],
+        }),
+        [pod('rc-head', 'head'), pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 }), pod('w2', 'worker', { index: 2 })],
+      ),
+      { actions: ['delete w0'] },
+    ],
+    [
+      'autoscaling multi-host, replicas down without workersToDelete: nothing deleted',
+      input(
+        cluster({
+          enableInTreeAutoscaling: true,
+          workerGroupSpecs: [{ groupName: 'g', replicas: 0, numOfHosts: 2, template: { spec: { containers: [{ name: 'w' }] } } }],
+        }),
+        [pod('rc-head', 'head'), pod('a0', 'worker', { index: 0, replica: 'g-a' }), pod('a1', 'worker', { index: 0, replica: 'g-a' })],
+      ),
+      { actions: [] },
     ],
   ];
   for (const [name, i, want] of rows) t.match(summary(i), want, name);
@@ -272,12 +322,19 @@ t.test('plan: decision table', async (t) => {
 
 t.test('unsupported fields: named, refused only where running without them would be weaker', async (t) => {
   const u = unsupportedFields(
-    cluster({ enableInTreeAutoscaling: true, authOptions: { mode: 'token' } }, { labels: { 'ray.io/scheduler-name': 'volcano' } }),
+    cluster(
+      {
+        enableInTreeAutoscaling: true,
+        autoscalerOptions: { version: 'v2', idleTimeoutSeconds: 30 },
+        authOptions: { mode: 'token' },
+        workerGroupSpecs: [{ groupName: 'g', idleTimeoutSeconds: 10, template: { spec: { containers: [{ name: 'w' }] } } }],
+      },
+      { labels: { 'ray.io/scheduler-name': 'volcano' } },
+    ),
   );
   t.same(
     u.map((x) => [x.field, x.refused]),
     [
-      ['spec.enableInTreeAutoscaling', false],
       ['spec.authOptions', true],
       ['label ray.io/scheduler-name', false],
     ],

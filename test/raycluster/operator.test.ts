@@ -287,7 +287,7 @@ t.test('fields we do not implement: an event and a condition; token auth refused
   (auth.spec as Record<string, unknown>).authOptions = { mode: 'token' };
   const scaler = kuberaySample();
   scaler.metadata.name = 'scaler';
-  scaler.spec!.enableInTreeAutoscaling = true;
+  (scaler.spec!.headGroupSpec as Record<string, unknown>).enableIngress = true;
   const foreign = kuberaySample();
   foreign.metadata.name = 'foreign';
   foreign.spec!.managedBy = 'kueue.x-k8s.io/multikueue';
@@ -301,8 +301,8 @@ t.test('fields we do not implement: an event and a condition; token auth refused
     async () => (await status(e, 'scaler')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
     'scaler: condition',
   );
-  tt.match(ignored, { status: 'True', reason: 'Ignored', message: /spec\.enableInTreeAutoscaling/ });
-  await until(async () => (await pods(e, 'ray.io/cluster=scaler')).length === 2, 'the autoscaler cluster runs at its replicas');
+  tt.match(ignored, { status: 'True', reason: 'Ignored', message: /spec\.headGroupSpec\.enableIngress/ });
+  await until(async () => (await pods(e, 'ray.io/cluster=scaler')).length === 2, 'the Ingress cluster runs without one');
   const warned = await until(async () => {
     const ev = await events(e, 'UnsupportedRayClusterFields');
     return ev.length >= 2 ? ev : undefined;

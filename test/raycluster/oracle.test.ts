@@ -3,7 +3,8 @@
 // Service are compared with KubeRay's, per node type: `ray start` flags and values, env names and values,
 // container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector; the
 // template's other containers and restartPolicy (the RayCluster our RayJob controller builds for a
-// SidecarMode RayJob is one of the samples).
+// SidecarMode RayJob is one of the samples); for autoscaling clusters (v1, v2) the autoscaler container
+// whole, the ServiceAccount and the autoscaler's ServiceAccount / Role / RoleBinding.
 // The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
 // Fails, naming the set-up command, when the operator binary or KubeRay's CRDs are missing.
 import { spawn } from 'node:child_process';
@@ -17,14 +18,15 @@ import { kubeRayCrds } from '../kuberay/helpers.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { buildHeadPod, buildWorkerPod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { buildHeadPod, buildWorkerPod, ownerReference, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { autoscalerRbac } from '../../src/raycluster/autoscaler.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
 
 const VERSION = 'v1.6.2';
 
@@ -63,6 +65,12 @@ function probeView(probe: Record<string, unknown> | undefined): unknown {
   return { ...probe, httpGet: rest };
 }
 
+/** The API server's default imagePullPolicy: Always for :latest or no tag, else IfNotPresent. */
+function defaultPullPolicy(image: string | undefined): string {
+  const tag = /:([^/:@]+)$/.exec(image ?? '')?.[1];
+  return tag === undefined || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
 function view(p: Pod) {
   const c = p.spec!.containers[0]!;
   const labels = Object.fromEntries(
@@ -82,6 +90,7 @@ function view(p: Pod) {
     probes: [probeView(c.livenessProbe), probeView(c.readinessProbe)],
     init: (p.spec!.initContainers ?? []).map((i) => ({ name: i.name, env: (i.env ?? []).map((e) => e.name) })),
     restartPolicy: p.spec!.restartPolicy ?? 'Always', // the API server's default
+    serviceAccountName: p.spec!.serviceAccountName ?? 'default', // the API server's default
     // SidecarMode's submitter (and any other container of the template) as it reaches the pod.
     others: p.spec!.containers.slice(1).map((x) => ({
       name: x.name,
@@ -91,7 +100,23 @@ function view(p: Pod) {
       env: x.env?.map((e) => (e.value === '' ? { name: e.name } : e)), // the API server drops an empty value
       resources: x.resources,
       ports: x.ports,
+      imagePullPolicy: x.imagePullPolicy ?? defaultPullPolicy(x.image),
+      securityContext: x.securityContext,
+      envFrom: x.envFrom,
+      mounts: (x.volumeMounts ?? []).map((m) => [m.name, m.mountPath, m.readOnly ?? false]),
     })),
+  };
+}
+
+/** The autoscaler's ServiceAccount / Role / RoleBinding: what KubeRay sets on them (its owner's uid aside). */
+function rbacView(o: Record<string, any>) {
+  return {
+    name: o.metadata.name,
+    labels: Object.fromEntries(Object.entries(o.metadata.labels ?? {}).filter(([k]) => !OWN_LABELS.has(k))),
+    owners: (o.metadata.ownerReferences ?? []).map((r: Record<string, unknown>) => [r.kind, r.name, r.controller, r.blockOwnerDeletion]),
+    rules: o.rules,
+    subjects: o.subjects,
+    roleRef: o.roleRef,
   };
 }
 
@@ -151,7 +176,28 @@ if ('missing' in where) {
     sidecarJob.status = { jobId: 'rayjob-sidecar-x7k2p' };
     const sidecar = buildRayCluster(sidecarJob, 'sidecar-mode');
     delete sidecar.metadata.ownerReferences; // no such RayJob on this control plane
-    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar];
+    // Autoscaling v1 with every autoscalerOptions override, and v2 with a group's idleTimeoutSeconds.
+    const scaleV1 = kuberaySample();
+    scaleV1.metadata.name = 'autoscaler-v1';
+    scaleV1.spec!.enableInTreeAutoscaling = true;
+    scaleV1.spec!.autoscalerOptions = {
+      upscalingMode: 'Default',
+      idleTimeoutSeconds: 60,
+      imagePullPolicy: 'Always',
+      resources: { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '250m', memory: '256Mi' } },
+      env: [{ name: 'AUTOSCALER_LOG_LEVEL', value: 'debug' }],
+      envFrom: [{ configMapRef: { name: 'autoscaler-env' } }],
+      volumeMounts: [{ name: 'ca', mountPath: '/etc/ca', readOnly: true }],
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, runAsNonRoot: true },
+    };
+    scaleV1.spec!.headGroupSpec!.template!.spec!.volumes = [{ name: 'ca', configMap: { name: 'ca' } }];
+    const scaleV2 = kuberaySample();
+    scaleV2.metadata.name = 'autoscaler-v2';
+    scaleV2.spec!.enableInTreeAutoscaling = true;
+    scaleV2.spec!.autoscalerOptions = { version: 'v2' };
+    (scaleV2.spec!.workerGroupSpecs![0] as WorkerGroupSpec).idleTimeoutSeconds = 30;
+    const autoscaling = [scaleV1, scaleV2];
+    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar, ...autoscaling];
     for (const c of samples) await kube.create({ ...RAYCLUSTERS, namespace: ns }, c);
 
     for (const sample of samples) {
@@ -168,7 +214,9 @@ if ('missing' in where) {
         `KubeRay's pods of ${name}`,
         90_000,
         500,
-      );
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; KubeRay's log: ${log.slice(-4000)}`);
+      });
       // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
       const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
       const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
@@ -190,6 +238,20 @@ if ('missing' in where) {
         500,
       );
       t.same(serviceView(buildHeadService(stored)), serviceView(svc), `${name}: head Service ports and selector`);
+    }
+    for (const sample of autoscaling) {
+      const name = sample.metadata.name!;
+      const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
+      for (const ours of autoscalerRbac(stored, ownerReference(stored))) {
+        const ref = { ServiceAccount: SERVICEACCOUNTS, Role: ROLES, RoleBinding: ROLEBINDINGS }[ours.kind];
+        const theirs = await until(
+          () => kube.getOrUndefined<Record<string, unknown>>({ ...ref, namespace: ns, name: ours.lookupName }),
+          `KubeRay's ${ours.kind} of ${name}`,
+          60_000,
+          500,
+        );
+        t.same(rbacView(ours.body), rbacView(theirs), `${name}: ${ours.kind} (name, labels, owner, rules, subjects, roleRef)`);
+      }
     }
     const headless = await until(
       () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),

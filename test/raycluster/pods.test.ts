@@ -16,52 +16,9 @@ import type { Pod } from '../../kube/model.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServicePorts } from '../../src/raycluster/service.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
 import { parseQuantity, quantityValue } from '../../src/raycluster/quantity.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { kuberayPodTestInstance } from './samples.ts';
 
-/** KubeRay's pod_test.go `instance` (testMemoryLimit = 1Gi). */
-function instance(): RayCluster {
-  return {
-    metadata: { name: 'raycluster-sample', namespace: 'default', uid: 'uid-1' },
-    spec: {
-      headGroupSpec: {
-        rayStartParams: {},
-        template: {
-          spec: {
-            containers: [
-              {
-                name: 'ray-head',
-                image: 'repo/image:custom',
-                env: [{ name: 'TEST_ENV_NAME', value: 'TEST_ENV_VALUE' }],
-                resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
-              },
-            ],
-          },
-        },
-      },
-      workerGroupSpecs: [
-        {
-          replicas: 3,
-          minReplicas: 0,
-          maxReplicas: 10000,
-          groupName: 'small-group',
-          rayStartParams: { port: '6379' },
-          template: {
-            spec: {
-              containers: [
-                {
-                  name: 'ray-worker',
-                  image: 'repo/image:custom',
-                  resources: { limits: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '3' } },
-                  env: [{ name: 'TEST_ENV_NAME', value: 'TEST_ENV_VALUE' }],
-                },
-              ],
-            },
-          },
-        },
-      ],
-    },
-  } as RayCluster;
-}
+const instance = kuberayPodTestInstance;
 
 const splitSort = (s: string) => s.split(/\s+/).filter(Boolean).sort();
 const args = (p: Pod) => p.spec!.containers[0]!.args![0]!;

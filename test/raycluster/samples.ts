@@ -51,3 +51,48 @@ export function kuberaySample(): RayCluster {
     },
   } as RayCluster;
 }
+
+/** KubeRay's pod_test.go `instance` (testMemoryLimit = 1Gi). */
+export function kuberayPodTestInstance(): RayCluster {
+  return {
+    metadata: { name: 'raycluster-sample', namespace: 'default', uid: 'uid-1' },
+    spec: {
+      headGroupSpec: {
+        rayStartParams: {},
+        template: {
+          spec: {
+            containers: [
+              {
+                name: 'ray-head',
+                image: 'repo/image:custom',
+                env: [{ name: 'TEST_ENV_NAME', value: 'TEST_ENV_VALUE' }],
+                resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+              },
+            ],
+          },
+        },
+      },
+      workerGroupSpecs: [
+        {
+          replicas: 3,
+          minReplicas: 0,
+          maxReplicas: 10000,
+          groupName: 'small-group',
+          rayStartParams: { port: '6379' },
+          template: {
+            spec: {
+              containers: [
+                {
+                  name: 'ray-worker',
+                  image: 'repo/image:custom',
+                  resources: { limits: { cpu: '1', memory: '1Gi', 'nvidia.com/gpu': '3' } },
+                  env: [{ name: 'TEST_ENV_NAME', value: 'TEST_ENV_VALUE' }],
+                },
+              ],
+            },
+          },
+        },
+      ],
+    },
+  } as RayCluster;
+}

@@ -284,23 +284,23 @@ spec:
   );
 
   // Beside KubeRay (--companion on), as the webhook started with it: no note about our own operator.
-  const autoscaled = join(dir, 'autoscaled.yaml');
+  const ingress = join(dir, 'ingress.yaml');
   writeFileSync(
-    autoscaled,
+    ingress,
     `apiVersion: ray.io/v1
 kind: RayCluster
-metadata: {name: autoscaled, namespace: ray}
+metadata: {name: ingress, namespace: ray}
 spec:
-  enableInTreeAutoscaling: true
   headGroupSpec:
+    enableIngress: true
     template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
 `,
   );
-  t.match((await mutateCmd(['--check', autoscaled])).stderr, /does not act on spec.enableInTreeAutoscaling/, 'standalone: noted');
-  const companion = await mutateCmd(['--check', '--companion', 'on', autoscaled]);
+  t.match((await mutateCmd(['--check', ingress])).stderr, /does not act on spec.headGroupSpec.enableIngress/, 'standalone: noted');
+  const companion = await mutateCmd(['--check', '--companion', 'on', ingress]);
   t.equal(companion.code, 0);
   t.equal(companion.stderr, '', 'companion: nothing to say');
-  const wrong = await mutateCmd(['--check', '--companion', 'auto', autoscaled]);
+  const wrong = await mutateCmd(['--check', '--companion', 'auto', ingress]);
   t.equal(wrong.code, 2);
   t.match(wrong.stderr, /--companion must be on or off, got "auto"/);
 });
