@@ -8,6 +8,8 @@
 //   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
+// - Token auth: the auth Secret is read with a GET each pass (Secrets are not watched: get and create
+//   only, no list) and generated when it is ours to make; its token never reaches a log, event or error.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
@@ -22,10 +24,10 @@ import {
   RAY_NODE_TYPE_LABEL,
 } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
+import { describeUnsupported, plan, type AuthSecretState, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
-import type { KubeObject, ObjectWithMeta, Pod, Service } from '../../kube/model.ts';
+import type { KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
@@ -38,7 +40,15 @@ import {
 } from '../../kube/reconciler.ts';
 import { rayClusterInformer, rayPodInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
-import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
+import { PODS, RAYCLUSTERS, SECRETS, SERVICES } from '../../kube/resources.ts';
+import {
+  AUTH_TOKEN_SECRET_KEY,
+  authSecretName,
+  buildAuthSecret,
+  generateAuthToken,
+  isTokenAuth,
+  tokenOf,
+} from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_HEAD_POD,
   EVENT_CREATED_SERVICE,
@@ -52,6 +62,9 @@ import {
   EVENT_FAILED_TO_DELETE_HEAD_POD,
   EVENT_FAILED_TO_DELETE_WORKER_POD,
   EVENT_UNSUPPORTED_FIELDS,
+  EVENT_CREATED_AUTH_SECRET,
+  EVENT_FAILED_TO_CREATE_AUTH_SECRET,
+  EVENT_FAILED_TO_GET_AUTH_SECRET,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
@@ -59,6 +72,8 @@ import { isDeleting } from '../../src/finalizer.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
+/** A token-auth cluster waiting for its Secret (not watched) looks again this often. */
+const BLOCKED_REQUEUE_MS = 10_000;
 
 export interface RayClusterOperatorConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP and the cleanup reconciler running: wait for its finalizer before any pod. */
@@ -101,6 +116,8 @@ export class RayClusterOperator {
   readonly expectations: Expectations;
   /** The last invalid-cluster problem reported per key (one event per distinct problem). */
   private readonly invalid = new Map<ObjectKey, string>();
+  /** The last auth Secret problem reported per key (one event per distinct problem). */
+  private readonly warned = new Map<ObjectKey, string>();
   private readonly gate: CreationGate;
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
@@ -176,6 +193,7 @@ export class RayClusterOperator {
     if (!cached) {
       this.expectations.forget(key);
       this.invalid.delete(key);
+      this.warned.delete(key);
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
@@ -184,6 +202,18 @@ export class RayClusterOperator {
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     if (this.refuseInvalid(cluster, key)) return;
     const { pods, services } = this.observed(cluster);
+    let authSecret: AuthSecretState | undefined;
+    try {
+      authSecret = await this.authSecretState(cluster);
+    } catch (err) {
+      this.warnOnce(
+        cluster,
+        key,
+        EVENT_FAILED_TO_GET_AUTH_SECRET,
+        `Failed to get Secret ${cluster.metadata.namespace}/${authSecretName(cluster)}: ${errorMessage(err)}`,
+      );
+      return { requeueAfterMs: BLOCKED_REQUEUE_MS };
+    }
     const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
     const lookup: CacheLookup = (pod) => {
       const p = byName.get(pod);
@@ -195,6 +225,7 @@ export class RayClusterOperator {
       pods,
       services,
       gateEnabled: this.config.waitForCleanupFinalizer,
+      authSecret,
       options: this.config.build ?? {},
       unsatisfied: (group) => {
         const ok = this.expectations.satisfied(key, group, lookup);
@@ -209,9 +240,14 @@ export class RayClusterOperator {
     const log = this.ctx.logger.child({ cluster: key });
     let failure: { reason: string; message: string } | undefined;
     let stop = p.stop;
+    if (p.blocked) {
+      failure = p.blocked;
+      this.warnOnce(cluster, key, p.blocked.reason, p.blocked.message);
+    } else this.warned.delete(key);
     try {
+      await this.applyAuthSecret(cluster, p);
       await this.applyServices(cluster, p);
-      failure = await this.applyPods(cluster, key, p);
+      failure = (await this.applyPods(cluster, key, p)) ?? failure;
     } catch (err) {
       stop = errorMessage(err);
       log.warn({ err: stop }, 'raycluster operator: apply failed');
@@ -233,6 +269,8 @@ export class RayClusterOperator {
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
     if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
+    // Secrets are not watched: a missing one is looked for again.
+    if (p.blocked) return { requeueAfterMs: BLOCKED_REQUEUE_MS };
     if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
     return undefined;
   }
@@ -258,6 +296,39 @@ export class RayClusterOperator {
       );
     }
     return true;
+  }
+
+  /** Token auth: whether the cluster's auth Secret is there with its key (a GET; Secrets are not cached). */
+  private async authSecretState(cluster: RayCluster): Promise<AuthSecretState | undefined> {
+    if (!isTokenAuth(cluster) || isManagedExternally(cluster) || isDeleting(cluster)) return undefined;
+    const ref = { ...SECRETS, namespace: cluster.metadata.namespace, name: authSecretName(cluster) };
+    const secret = await this.kube.getOrUndefined<Secret>(ref);
+    if (secret === undefined) return 'absent';
+    return tokenOf(secret) === undefined ? 'noKey' : 'present';
+  }
+
+  private warnOnce(cluster: RayCluster, key: ObjectKey, reason: string, message: string): void {
+    if (this.warned.get(key) === message) return;
+    this.warned.set(key, message);
+    this.ctx.events.event(cluster, 'Warning', reason, message);
+    this.ctx.logger.info({ cluster: key, reason, error: message }, 'raycluster operator: no pods until the auth Secret is usable');
+  }
+
+  /** createAuthSecret: a fresh token, only ever in the Secret (an API error quoting it is redacted). */
+  private async applyAuthSecret(cluster: RayCluster, p: Plan): Promise<void> {
+    if (p.createAuthSecret === undefined) return;
+    const where = `${cluster.metadata.namespace}/${p.createAuthSecret}`;
+    const token = generateAuthToken();
+    try {
+      await this.kube.create({ ...SECRETS, namespace: cluster.metadata.namespace }, buildAuthSecret(cluster, token));
+    } catch (err) {
+      if (isAlreadyExists(err)) return;
+      const message = errorMessage(err).replaceAll(token, '[redacted]');
+      this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_AUTH_SECRET, `Failed creating Secret ${where}, ${message}`);
+      throw new Error(`creating Secret ${where}: ${message}`);
+    }
+    this.metrics.actions.inc({ action: 'createAuthSecret' });
+    this.ctx.events.event(cluster, 'Normal', EVENT_CREATED_AUTH_SECRET, `Created Secret ${where} (key ${AUTH_TOKEN_SECRET_KEY})`);
   }
 
   private async applyServices(cluster: RayCluster, p: Plan): Promise<void> {
