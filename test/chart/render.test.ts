@@ -212,6 +212,18 @@ t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', a
   );
 });
 
+t.test("Secrets: get and create with our operator (token auth's Secret), get for the RayJob controller alone, never list", async (t) => {
+  const secrets = (values: Record<string, unknown>) =>
+    find(template(values), 'ClusterRole', 'raykeeper-controller').rules.filter((r: any) => r.resources.includes('secrets'));
+  t.same(secrets({}), [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create'] }], 'standalone');
+  t.same(
+    secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }),
+    [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
+    'RayJobs without our operator',
+  );
+  t.same(secrets({ companion: { enabled: true } }), [], 'beside KubeRay: none');
+});
+
 t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', async (t) => {
   const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
   const defaults = template();

@@ -199,10 +199,19 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["list", "watch", "create"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get", "create"]
 {{- else }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "delete"]
+{{- if .rayjob }}
+{{- /* The RayJob controller without the operator: a token-auth cluster's dashboard token. */}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
