@@ -3,7 +3,7 @@
 // Service are compared with KubeRay's, per node type: `ray start` flags and values, env names and values,
 // container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector; the
 // template's other containers and restartPolicy (the RayCluster our RayJob controller builds for a
-// SidecarMode RayJob is one of the samples).
+// SidecarMode RayJob is one of the samples); for token auth, the env and KubeRay's generated Secret.
 // The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
 // Fails, naming the set-up command, when the operator binary or KubeRay's CRDs are missing.
 import { spawn } from 'node:child_process';
@@ -18,13 +18,14 @@ import { missingPart } from '../helpers/parts.ts';
 import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { buildHeadPod, buildWorkerPod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
-import type { Pod, Service } from '../../kube/model.ts';
+import type { Pod, Secret, Service } from '../../kube/model.ts';
+import { buildAuthSecret } from '../../src/raycluster/auth.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, SECRETS, SERVICES } from '../../kube/resources.ts';
 
 const VERSION = 'v1.6.2';
 
@@ -151,7 +152,14 @@ if ('missing' in where) {
     sidecarJob.status = { jobId: 'rayjob-sidecar-x7k2p' };
     const sidecar = buildRayCluster(sidecarJob, 'sidecar-mode');
     delete sidecar.metadata.ownerReferences; // no such RayJob on this control plane
-    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar];
+    // Token auth: the Secret KubeRay generates, and one the user names.
+    const token = kuberaySample();
+    token.metadata.name = 'token-auth';
+    (token.spec as Record<string, unknown>).authOptions = { mode: 'token' };
+    const named = kuberaySample();
+    named.metadata.name = 'token-named';
+    (named.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'given-token' };
+    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar, token, named];
     for (const c of samples) await kube.create({ ...RAYCLUSTERS, namespace: ns }, c);
 
     for (const sample of samples) {
@@ -191,6 +199,24 @@ if ('missing' in where) {
       );
       t.same(serviceView(buildHeadService(stored)), serviceView(svc), `${name}: head Service ports and selector`);
     }
+    // The generated Secret (the token differs: its structure is compared).
+    const secretView = (s: Secret) => ({
+      name: s.metadata.name,
+      labels: s.metadata.labels,
+      owners: (s.metadata.ownerReferences ?? []).map((o) => [o.kind, o.name, o.controller, o.blockOwnerDeletion]),
+      keys: Object.keys({ ...s.data, ...s.stringData }),
+      type: s.type ?? 'Opaque', // the API server's default
+    });
+    const theirSecret = await until(
+      () => kube.getOrUndefined<Secret>({ ...SECRETS, namespace: ns, name: 'token-auth' }),
+      "KubeRay's auth Secret",
+      60_000,
+      500,
+    );
+    const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'token-auth' });
+    t.same(secretView(buildAuthSecret(stored, 'x')), secretView(theirSecret), 'token-auth: the generated Secret');
+    t.equal(Buffer.from(Buffer.from(theirSecret.data!.auth_token!, 'base64').toString(), 'base64').length, 32, 'both: 32 random bytes');
+    t.equal(await kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'token-named' }), undefined, 'token-named: none generated');
     const headless = await until(
       () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),
       'the headless worker Service',
