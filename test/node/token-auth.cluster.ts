@@ -3,7 +3,8 @@
 // generated Secret; its worker joins the authenticated GCS; the dashboard refuses a request without the
 // token (401) and takes one with it; an HTTPMode RayJob (our controller's dashboard client) and a
 // K8sJobMode RayJob (the submitter pod's `ray job submit`, token by secretKeyRef) against it both end
-// Complete. The token is in none of the namespace's events. Then the host is restored.
+// Complete; a SidecarMode RayJob's own token-auth cluster gets its Secret and its submitter container
+// authenticates. The token is in none of the namespace's events. Then the host is restored.
 import t from 'tap';
 import { startKubeletDev } from '../../dev/kubelet.ts';
 import { KubeClient } from '../../kube/client.ts';
@@ -19,7 +20,7 @@ interface Pod {
   status?: { phase?: string; conditions?: Array<{ type: string; status: string }>; containerStatuses?: unknown };
 }
 interface RayJob {
-  status?: { jobDeploymentStatus?: string; jobStatus?: string; message?: string };
+  status?: { jobDeploymentStatus?: string; jobStatus?: string; message?: string; rayClusterName?: string };
 }
 
 const before = await hostState();
@@ -148,6 +149,49 @@ t.test(
     t.match(logs.stdout, /'CPU': 2\.0/, 'the submitter followed the job: head and worker both joined the authenticated cluster');
     const events = JSON.stringify(await namespaceEvents(kube, NS));
     t.notOk(events.includes(token), 'the token is in no event');
+    // Room on the 2-CPU node for the next test's cluster.
+    await kube.delete({ ...RAYCLUSTERS, namespace: NS, name: NAME });
+    await until(async () => (await podsOf(`${RAY_CLUSTER_LABEL}=${NAME}`)).length === 0, 'its pods gone', 180_000, 1000);
+  },
+);
+
+t.test(
+  'a SidecarMode RayJob with token auth: its own cluster gets a generated Secret; the submitter container authenticates',
+  async (t) => {
+    const name = 'token-sidecar';
+    await kube.create(
+      { ...RAYJOBS, namespace: NS },
+      {
+        apiVersion: 'ray.io/v1',
+        kind: 'RayJob',
+        metadata: { name },
+        spec: {
+          submissionMode: 'SidecarMode',
+          entrypoint: `python -c "import ray; ray.init(); print('resources', ray.cluster_resources())"`,
+          rayClusterSpec: {
+            rayVersion: RAY_RELEASE,
+            authOptions: { mode: 'token' },
+            headGroupSpec: {
+              rayStartParams: {},
+              template: {
+                spec: { containers: [{ ...container('ray-head', '500m', '2G'), ports: [{ containerPort: 8265, name: 'dashboard' }] }] },
+              },
+            },
+            workerGroupSpecs: [],
+          },
+        },
+      },
+    );
+    const done = await finished(name);
+    t.equal(done.status?.jobDeploymentStatus, 'Complete', 'SidecarMode: Complete', { status: done.status });
+    t.equal(done.status?.jobStatus, 'SUCCEEDED', 'SidecarMode: Ray says SUCCEEDED');
+    const cluster = done.status?.rayClusterName ?? '';
+    const secret = await kube.getOrUndefined<Secret>({ ...SECRETS, namespace: NS, name: cluster });
+    t.ok(tokenOf(secret), `the generated Secret ${cluster}`);
+    const [head] = await podsOf(`${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=head`);
+    const logs = kubectl(env.kubeconfig, ['logs', '-n', NS, head?.metadata.name ?? '', '-c', 'ray-job-submitter']);
+    t.equal(logs.status, 0, logs.stderr);
+    t.match(logs.stdout, /succeeded/i, "ray job submit in the head pod, with the token, reported the job's success");
   },
 );
 
