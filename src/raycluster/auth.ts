@@ -43,15 +43,20 @@ export function checkName(s: string): string {
   return v;
 }
 
+/** authOptions.secretName when set and not empty. */
+function givenSecretName(cluster: RayCluster): string | undefined {
+  const given = authOptions(cluster)?.secretName;
+  return typeof given === 'string' && given !== '' ? given : undefined;
+}
+
 /** The Secret holding `auth_token`: authOptions.secretName, else the generated one's name. */
 export function authSecretName(cluster: RayCluster): string {
-  const given = authOptions(cluster)?.secretName;
-  return typeof given === 'string' && given !== '' ? given : checkName(cluster.metadata.name ?? '');
+  return givenSecretName(cluster) ?? checkName(cluster.metadata.name ?? '');
 }
 
 /** Whether the operator generates the Secret (no secretName given). */
 export function generatesAuthSecret(cluster: RayCluster): boolean {
-  return isTokenAuth(cluster) && !(typeof authOptions(cluster)?.secretName === 'string' && authOptions(cluster)?.secretName !== '');
+  return isTokenAuth(cluster) && givenSecretName(cluster) === undefined;
 }
 
 /** generateRandomToken(32): 32 random bytes, base64. */
