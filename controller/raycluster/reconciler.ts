@@ -8,8 +8,10 @@
 //   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
-// - Token auth: the auth Secret is read with a GET each pass (Secrets are not watched: get and create
-//   only, no list) and generated when it is ours to make; its token never reaches a log, event or error.
+// - Token auth: the auth Secret is generated when it is ours to make (create: manifests/base) and read
+//   with a GET each pass (Secrets are not watched) when the optional secret reader lets it: then a
+//   missing or keyless one holds the pods back; without the reader (403), as KubeRay: ours created once
+//   if missing, a given one not checked. Its token never reaches a log, event or error.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
@@ -29,7 +31,7 @@ import { Expectations, type CacheLookup } from '../../src/raycluster/expectation
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
 import type { KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
-import { isAlreadyExists, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isForbidden, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import {
   ownerKeys,
@@ -118,6 +120,8 @@ export class RayClusterOperator {
   private readonly invalid = new Map<ObjectKey, string>();
   /** The last auth Secret problem reported per key (one event per distinct problem). */
   private readonly warned = new Map<ObjectKey, string>();
+  /** Per key, the UID of the cluster whose generated auth Secret was created or found (AlreadyExists). */
+  private readonly ensured = new Map<ObjectKey, string>();
   private readonly gate: CreationGate;
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
 
@@ -194,6 +198,7 @@ export class RayClusterOperator {
       this.expectations.forget(key);
       this.invalid.delete(key);
       this.warned.delete(key);
+      this.ensured.delete(key);
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
@@ -245,7 +250,7 @@ export class RayClusterOperator {
       this.warnOnce(cluster, key, p.blocked.reason, p.blocked.message);
     } else this.warned.delete(key);
     try {
-      await this.applyAuthSecret(cluster, p);
+      await this.applyAuthSecret(cluster, p, authSecret);
       await this.applyServices(cluster, p);
       failure = (await this.applyPods(cluster, key, p)) ?? failure;
     } catch (err) {
@@ -302,7 +307,13 @@ export class RayClusterOperator {
   private async authSecretState(cluster: RayCluster): Promise<AuthSecretState | undefined> {
     if (!isTokenAuth(cluster) || isManagedExternally(cluster) || isDeleting(cluster)) return undefined;
     const ref = { ...SECRETS, namespace: cluster.metadata.namespace, name: authSecretName(cluster) };
-    const secret = await this.kube.getOrUndefined<Secret>(ref);
+    let secret: Secret | undefined;
+    try {
+      secret = await this.kube.getOrUndefined<Secret>(ref);
+    } catch (err) {
+      if (isForbidden(err)) return 'unreadable';
+      throw err;
+    }
     if (secret === undefined) return 'absent';
     return tokenOf(secret) === undefined ? 'noKey' : 'present';
   }
@@ -315,18 +326,26 @@ export class RayClusterOperator {
   }
 
   /** createAuthSecret: a fresh token, only ever in the Secret (an API error quoting it is redacted). */
-  private async applyAuthSecret(cluster: RayCluster, p: Plan): Promise<void> {
+  private async applyAuthSecret(cluster: RayCluster, p: Plan, state: AuthSecretState | undefined): Promise<void> {
     if (p.createAuthSecret === undefined) return;
+    // Unreadable: created (or found AlreadyExists) once per cluster is enough.
+    const key = `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+    const uid = cluster.metadata.uid ?? '';
+    if (state === 'unreadable' && this.ensured.get(key) === uid) return;
     const where = `${cluster.metadata.namespace}/${p.createAuthSecret}`;
     const token = generateAuthToken();
     try {
       await this.kube.create({ ...SECRETS, namespace: cluster.metadata.namespace }, buildAuthSecret(cluster, token));
     } catch (err) {
-      if (isAlreadyExists(err)) return;
+      if (isAlreadyExists(err)) {
+        this.ensured.set(key, uid);
+        return;
+      }
       const message = errorMessage(err).replaceAll(token, '[redacted]');
       this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_AUTH_SECRET, `Failed creating Secret ${where}, ${message}`);
       throw new Error(`creating Secret ${where}: ${message}`);
     }
+    this.ensured.set(key, uid);
     this.metrics.actions.inc({ action: 'createAuthSecret' });
     this.ctx.events.event(cluster, 'Normal', EVENT_CREATED_AUTH_SECRET, `Created Secret ${where} (key ${AUTH_TOKEN_SECRET_KEY})`);
   }

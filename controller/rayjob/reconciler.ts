@@ -31,6 +31,7 @@ import type { Informer } from '../../kube/informer.ts';
 import {
   isAlreadyExists,
   isConflict,
+  isForbidden,
   isNotFound,
   isPatchTestFailed,
   JSON_PATCH,
@@ -239,7 +240,8 @@ export class RayJobReconciler implements Reconciler {
 
   /**
    * The cluster's dashboard, with the token from its auth Secret when it has token auth (KubeRay's
-   * GetRayDashboardClientFunc: a GET of the Secret per client). `known`: the cluster already read.
+   * GetRayDashboardClientFunc: a GET of the Secret per client; needs the optional secret reader's get).
+   * `known`: the cluster already read.
    */
   private async dashboardAddress(
     job: RayJob,
@@ -255,7 +257,15 @@ export class RayJobReconciler implements Reconciler {
         : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
     if (cluster === null || !isTokenAuth(cluster)) return url;
     const name = authSecretName(cluster);
-    const secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
+    let secret: Secret | undefined;
+    try {
+      secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
+    } catch (err) {
+      if (!isForbidden(err)) throw err;
+      throw new Error(
+        `failed to get auth secret ${namespace}/${name}: forbidden; the controller reads Secrets only with the optional secret reader (manifests/optional/controller-secret-reader, chart controller.secretReader.enabled)`,
+      );
+    }
     const token = tokenOf(secret);
     if (token === undefined)
       throw new Error(

@@ -73,8 +73,12 @@ export interface Plan {
   blocked?: { reason: string; message: string };
 }
 
-/** What the reconciler found at authSecretName(cluster): the Secret with a non-empty `auth_token`, without it, or none. */
-export type AuthSecretState = 'present' | 'noKey' | 'absent';
+/**
+ * What the reconciler found at authSecretName(cluster): the Secret with a non-empty `auth_token`, without
+ * it, none, or nothing known (403: the controller may create Secrets but reads them only with the
+ * optional secret reader; then, as KubeRay, ours is created if missing and a given one is not checked).
+ */
+export type AuthSecretState = 'present' | 'noKey' | 'absent' | 'unreadable';
 
 export interface PlanInput {
   cluster: RayCluster;
@@ -135,7 +139,7 @@ export function unsupportedFields(cluster: RayCluster): Unsupported[] {
 
 /** Why the auth Secret cannot be used (undefined: it can, or it is ours to generate). */
 export function authSecretProblem(cluster: RayCluster, state: AuthSecretState): { reason: string; message: string } | undefined {
-  if (state === 'present') return undefined;
+  if (state === 'present' || state === 'unreadable') return undefined;
   const where = `${cluster.metadata.namespace}/${authSecretName(cluster)}`;
   if (generatesAuthSecret(cluster))
     return state === 'noKey'
@@ -234,7 +238,7 @@ function planAll(input: PlanInput): Plan {
   if (isTokenAuth(cluster)) {
     const blocked = authSecretProblem(cluster, input.authSecret ?? 'absent');
     if (blocked) out.blocked = blocked;
-    else if (input.authSecret !== 'present') out.createAuthSecret = authSecretName(cluster);
+    else if (input.authSecret !== 'present' && generatesAuthSecret(cluster)) out.createAuthSecret = authSecretName(cluster);
   }
 
   // Services.

@@ -285,8 +285,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     { verb: 'watch', group: 'ray.io', resource: 'raycronjobs' },
     ...['list', 'watch', 'create', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
     ...['list', 'watch', 'create'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
-    // Token auth's Secret: the operator creates and gets it, the RayJob controller gets the dashboard's token.
-    ...['get', 'create'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
+    // Token auth's Secret: the operator creates it (reading it needs the optional secret reader).
+    { verb: 'create', resource: 'secrets', namespace: userNs },
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -295,8 +295,9 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ...['get', 'create', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace: SYSTEM_NS })),
   ];
   const forbidden: Access[] = [
+    { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
     { verb: 'list', resource: 'secrets' },
-    ...['list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
+    ...['get', 'list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
     { verb: 'delete', resource: 'namespaces' },
     { verb: 'create', resource: 'namespaces' },
     ...['create', 'update', 'patch', 'delete'].map((verb) => ({
@@ -338,12 +339,13 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   });
   // The API server authorizes from its RBAC informer cache: the new binding counts once it has seen it.
   const granted = await until(
-    () => allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }),
+    () => allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }),
     'the optional reader to take effect',
     10_000,
     50,
   ).catch(() => false);
-  t.ok(granted, 'with the optional reader: get configmaps (Secrets: get already)');
+  t.ok(granted, 'with the optional reader: get secrets');
+  t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
   t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
 });
 

@@ -1,11 +1,14 @@
 // Ray token authentication on the real node (`raykeeper dev --kubelet`, root; `npm run test:cluster`):
 // a RayCluster with `authOptions.mode: token` (Ray 2.60 image) made by our in-cluster operator gets its
 // generated Secret; its worker joins the authenticated GCS; the dashboard refuses a request without the
-// token (401) and takes one with it; an HTTPMode RayJob (our controller's dashboard client) and a
+// token (401) and takes one with it; an HTTPMode RayJob (our controller's dashboard client, the optional
+// secret reader applied) and a
 // K8sJobMode RayJob (the submitter pod's `ray job submit`, token by secretKeyRef) against it both end
 // Complete; a SidecarMode RayJob's own token-auth cluster gets its Secret and its submitter container
 // authenticates. The token is in none of the namespace's events. Then the host is restored.
+import { join } from 'node:path';
 import t from 'tap';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startKubeletDev } from '../../dev/kubelet.ts';
 import { KubeClient } from '../../kube/client.ts';
 import type { Secret } from '../../kube/model.ts';
@@ -126,6 +129,9 @@ t.test(
     t.equal(dashboardStatus(head, '/api/jobs/', true), '200', 'with the token from the Secret: answered');
     t.equal(dashboardStatus(head, '/api/gcs_healthz', false), '200', "health stays open (the pods' probes)");
 
+    // HTTPMode's dashboard token: the controller reads the Secret only with the optional secret reader.
+    const reader = kubectl(env.kubeconfig, ['apply', '-k', join(REPO_ROOT, 'manifests', 'optional', 'controller-secret-reader')]);
+    t.equal(reader.status, 0, reader.stderr);
     const entrypoint = `python -c "import ray; ray.init(); print('resources', ray.cluster_resources())"`;
     for (const [name, mode] of [
       ['token-http', 'HTTPMode'],

@@ -29,7 +29,9 @@ import {
   until,
   type Env,
 } from './harness.ts';
-import { NAMESPACES, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
+import { kuberaySample } from './samples.ts';
 
 interface Rule {
   apiGroups: string[];
@@ -159,3 +161,44 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   tt.match(metrics, /raykeeper_raycluster_inprocess_cleanups_total\{result="blocked"\} [1-9]/, 'the fallback was blocked');
   tt.match(metrics, /raykeeper_raycluster_finalizer_releases_total\{reason="timeout"\} 1/);
 });
+
+t.test(
+  'token auth with only the shipped RBAC (Secrets: create, never read): ours created, a given one not checked, pods made',
+  async (tt) => {
+    const e = await env(tt);
+    const kc = await controllerIdentity(tt, e);
+    const c = await startController({
+      kubeConfig: kc,
+      watchNamespace: e.ns.name,
+      modules: [rayClusterOperatorModule],
+      env: {},
+      logger: quiet,
+      retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
+    const generated = kuberaySample();
+    generated.metadata.name = 'token-gen';
+    (generated.spec as Record<string, unknown>).authOptions = { mode: 'token' };
+    const given = kuberaySample();
+    given.metadata.name = 'token-given';
+    (given.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'not-there' };
+    for (const x of [generated, given]) await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, x);
+    const secret = await until(
+      () => e.kube.getOrUndefined<{ data?: Record<string, string> }>({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }),
+      'the generated Secret',
+    );
+    tt.same(Object.keys(secret.data ?? {}), ['auth_token']);
+    for (const name of ['token-gen', 'token-given'])
+      await until(
+        async () => (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: `ray.io/cluster=${name}` })).items.length === 2,
+        `${name}: head and worker (as KubeRay, unchecked without the secret reader)`,
+      );
+    tt.equal(
+      await e.kube.getOrUndefined({ ...SECRETS, namespace: e.ns.name, name: 'not-there' }),
+      undefined,
+      'a given Secret is never made',
+    );
+    tt.equal((await events(e, 'FailedToGetAuthSecret')).length, 0, 'a 403 on reading is expected, not an error');
+    tt.equal((await events(e, 'FailedToCreateAuthSecret')).length, 0);
+  },
+);

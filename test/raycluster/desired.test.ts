@@ -279,6 +279,16 @@ t.test('plan: decision table', async (t) => {
       { blocked: 'AuthSecretNotFound', actions: ['delete rc-head'] },
     ],
     [
+      'unreadable (no secret reader), ours: created if missing (AlreadyExists is fine), pods',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { authSecret: 'unreadable' }),
+      { createAuthSecret: 'rc', blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'unreadable, given: not checked (as KubeRay), pods',
+      input(cluster({ authOptions: { mode: 'token', secretName: 'mine' } }), [], { authSecret: 'unreadable' }),
+      { createAuthSecret: undefined, blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
       'mode disabled: no Secret at all',
       input(cluster({ authOptions: { mode: 'disabled' } }), [], { authSecret: undefined }),
       { createAuthSecret: undefined, blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },

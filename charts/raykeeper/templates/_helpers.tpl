@@ -201,17 +201,11 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
   verbs: ["list", "watch", "create"]
 - apiGroups: [""]
   resources: ["secrets"]
-  verbs: ["get", "create"]
+  verbs: ["create"]
 {{- else }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "delete"]
-{{- if .rayjob }}
-{{- /* The RayJob controller without the operator: a token-auth cluster's dashboard token. */}}
-- apiGroups: [""]
-  resources: ["secrets"]
-  verbs: ["get"]
-{{- end }}
 {{- end }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
