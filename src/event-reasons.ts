@@ -59,6 +59,13 @@ export const EVENT_CREATED_ROLE_BINDING = 'CreatedRoleBinding';
 export const EVENT_FAILED_TO_CREATE_ROLE_BINDING = 'FailedToCreateRoleBinding';
 /** Ours: fields our operator does not implement (RayCluster status condition of the same name). */
 export const EVENT_UNSUPPORTED_FIELDS = 'UnsupportedRayClusterFields';
+// RayCluster token auth (ours: KubeRay writes no event for its auth Secret).
+export const EVENT_CREATED_AUTH_SECRET = 'CreatedAuthSecret';
+export const EVENT_FAILED_TO_CREATE_AUTH_SECRET = 'FailedToCreateAuthSecret';
+export const EVENT_FAILED_TO_GET_AUTH_SECRET = 'FailedToGetAuthSecret';
+/** Also the ReplicaFailure condition's reason: no pod is created until the Secret is usable. */
+export const EVENT_AUTH_SECRET_NOT_FOUND = 'AuthSecretNotFound';
+export const EVENT_AUTH_SECRET_INVALID = 'AuthSecretInvalid';
 
 // RayCluster validation (KubeRay's RayCluster controller).
 export const EVENT_INVALID_RAYCLUSTER_METADATA = 'InvalidRayClusterMetadata';

@@ -10,6 +10,8 @@ export const REDACT_PATHS = [
   'env.REDIS_PASSWORD',
   'headers.authorization',
   'req.headers.authorization',
+  'headers["x-ray-authorization"]',
+  'req.headers["x-ray-authorization"]',
   'token',
   '*.token',
 ];

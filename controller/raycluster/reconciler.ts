@@ -8,6 +8,10 @@
 //   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
+// - Token auth: the auth Secret is generated when it is ours to make (create: manifests/base) and read
+//   with a GET each pass (Secrets are not watched) when the optional secret reader lets it: then a
+//   missing or keyless one holds the pods back; without the reader (403), as KubeRay: ours created once
+//   if missing, a given one not checked. Its token never reaches a log, event or error.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
@@ -22,12 +26,12 @@ import {
   RAY_NODE_TYPE_LABEL,
 } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { describeUnsupported, plan, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
+import { describeUnsupported, plan, type AuthSecretState, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
-import type { KubeObject, ObjectWithMeta, Pod, Service } from '../../kube/model.ts';
+import type { KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
-import { isAlreadyExists, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isForbidden, isNotFound, type KubeClient } from '../../kube/client.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import {
   ownerKeys,
@@ -38,8 +42,16 @@ import {
 } from '../../kube/reconciler.ts';
 import { rayClusterInformer, rayPodInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
-import { PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
+import { PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
 import { userServiceAccount, type AutoscalerRbacObject } from '../../src/raycluster/autoscaler.ts';
+import {
+  AUTH_TOKEN_SECRET_KEY,
+  authSecretName,
+  buildAuthSecret,
+  generateAuthToken,
+  isTokenAuth,
+  tokenOf,
+} from '../../src/raycluster/auth.ts';
 import {
   EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
   EVENT_CREATED_ROLE,
@@ -60,6 +72,9 @@ import {
   EVENT_FAILED_TO_DELETE_HEAD_POD,
   EVENT_FAILED_TO_DELETE_WORKER_POD,
   EVENT_UNSUPPORTED_FIELDS,
+  EVENT_CREATED_AUTH_SECRET,
+  EVENT_FAILED_TO_CREATE_AUTH_SECRET,
+  EVENT_FAILED_TO_GET_AUTH_SECRET,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
@@ -67,6 +82,8 @@ import { isDeleting } from '../../src/finalizer.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
+/** A token-auth cluster waiting for its Secret (not watched) looks again this often. */
+const BLOCKED_REQUEUE_MS = 10_000;
 
 const RBAC_KINDS = {
   ServiceAccount: { ref: SERVICEACCOUNTS, created: EVENT_CREATED_SERVICE_ACCOUNT, failed: EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT },
@@ -119,6 +136,10 @@ export class RayClusterOperator {
   readonly expectations: Expectations;
   /** The last invalid-cluster problem reported per key (one event per distinct problem). */
   private readonly invalid = new Map<ObjectKey, string>();
+  /** The last auth Secret problem reported per key (one event per distinct problem). */
+  private readonly warned = new Map<ObjectKey, string>();
+  /** Per key, the UID of the cluster whose generated auth Secret was created or found (AlreadyExists). */
+  private readonly ensured = new Map<ObjectKey, string>();
   private readonly gate: CreationGate;
   /** `<cluster uid>/<kind>/<name>` -> when the autoscaler's RBAC object was last seen or created (no informer for them). */
   private readonly rbacSeen = new Map<string, number>();
@@ -197,6 +218,8 @@ export class RayClusterOperator {
       this.expectations.forget(key);
       this.invalid.delete(key);
       for (const k of [...this.rbacSeen.keys()]) if (k.startsWith(`${key}/`)) this.rbacSeen.delete(k);
+      this.warned.delete(key);
+      this.ensured.delete(key);
       return;
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
@@ -205,6 +228,18 @@ export class RayClusterOperator {
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     if (this.refuseInvalid(cluster, key)) return;
     const { pods, services } = this.observed(cluster);
+    let authSecret: AuthSecretState | undefined;
+    try {
+      authSecret = await this.authSecretState(cluster);
+    } catch (err) {
+      this.warnOnce(
+        cluster,
+        key,
+        EVENT_FAILED_TO_GET_AUTH_SECRET,
+        `Failed to get Secret ${cluster.metadata.namespace}/${authSecretName(cluster)}: ${errorMessage(err)}`,
+      );
+      return { requeueAfterMs: BLOCKED_REQUEUE_MS };
+    }
     const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
     const lookup: CacheLookup = (pod) => {
       const p = byName.get(pod);
@@ -216,6 +251,7 @@ export class RayClusterOperator {
       pods,
       services,
       gateEnabled: this.config.waitForCleanupFinalizer,
+      authSecret,
       options: this.config.build ?? {},
       randomPodDelete: this.config.randomPodDelete === true,
       unsatisfied: (group) => {
@@ -231,10 +267,15 @@ export class RayClusterOperator {
     const log = this.ctx.logger.child({ cluster: key });
     let failure: { reason: string; message: string } | undefined;
     let stop = p.stop;
+    if (p.blocked) {
+      failure = p.blocked;
+      this.warnOnce(cluster, key, p.blocked.reason, p.blocked.message);
+    } else this.warned.delete(key);
     try {
       await this.applyRbac(cluster, key, p.rbac);
+      await this.applyAuthSecret(cluster, p, authSecret);
       await this.applyServices(cluster, p);
-      failure = await this.applyPods(cluster, key, p);
+      failure = (await this.applyPods(cluster, key, p)) ?? failure;
     } catch (err) {
       stop = errorMessage(err);
       log.warn({ err: stop }, 'raycluster operator: apply failed');
@@ -256,6 +297,8 @@ export class RayClusterOperator {
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
     if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
+    // Secrets are not watched: a missing one is looked for again.
+    if (p.blocked) return { requeueAfterMs: BLOCKED_REQUEUE_MS };
     if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
     return undefined;
   }
@@ -327,6 +370,53 @@ export class RayClusterOperator {
       }
       this.rbacSeen.set(seenKey, now);
     }
+  }
+
+  /** Token auth: whether the cluster's auth Secret is there with its key (a GET; Secrets are not cached). */
+  private async authSecretState(cluster: RayCluster): Promise<AuthSecretState | undefined> {
+    if (!isTokenAuth(cluster) || isManagedExternally(cluster) || isDeleting(cluster)) return undefined;
+    const ref = { ...SECRETS, namespace: cluster.metadata.namespace, name: authSecretName(cluster) };
+    let secret: Secret | undefined;
+    try {
+      secret = await this.kube.getOrUndefined<Secret>(ref);
+    } catch (err) {
+      if (isForbidden(err)) return 'unreadable';
+      throw err;
+    }
+    if (secret === undefined) return 'absent';
+    return tokenOf(secret) === undefined ? 'noKey' : 'present';
+  }
+
+  private warnOnce(cluster: RayCluster, key: ObjectKey, reason: string, message: string): void {
+    if (this.warned.get(key) === message) return;
+    this.warned.set(key, message);
+    this.ctx.events.event(cluster, 'Warning', reason, message);
+    this.ctx.logger.info({ cluster: key, reason, error: message }, 'raycluster operator: no pods until the auth Secret is usable');
+  }
+
+  /** createAuthSecret: a fresh token, only ever in the Secret (an API error quoting it is redacted). */
+  private async applyAuthSecret(cluster: RayCluster, p: Plan, state: AuthSecretState | undefined): Promise<void> {
+    if (p.createAuthSecret === undefined) return;
+    // Unreadable: created (or found AlreadyExists) once per cluster is enough.
+    const key = `${cluster.metadata.namespace}/${cluster.metadata.name}`;
+    const uid = cluster.metadata.uid ?? '';
+    if (state === 'unreadable' && this.ensured.get(key) === uid) return;
+    const where = `${cluster.metadata.namespace}/${p.createAuthSecret}`;
+    const token = generateAuthToken();
+    try {
+      await this.kube.create({ ...SECRETS, namespace: cluster.metadata.namespace }, buildAuthSecret(cluster, token));
+    } catch (err) {
+      if (isAlreadyExists(err)) {
+        this.ensured.set(key, uid);
+        return;
+      }
+      const message = errorMessage(err).replaceAll(token, '[redacted]');
+      this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_AUTH_SECRET, `Failed creating Secret ${where}, ${message}`);
+      throw new Error(`creating Secret ${where}: ${message}`);
+    }
+    this.ensured.set(key, uid);
+    this.metrics.actions.inc({ action: 'createAuthSecret' });
+    this.ctx.events.event(cluster, 'Normal', EVENT_CREATED_AUTH_SECRET, `Created Secret ${where} (key ${AUTH_TOKEN_SECRET_KEY})`);
   }
 
   private async applyServices(cluster: RayCluster, p: Plan): Promise<void> {

@@ -11,7 +11,7 @@ import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
-import type { BatchJob, ObjectWithMeta, Pod } from '../../kube/model.ts';
+import type { BatchJob, ObjectWithMeta, Pod, Secret } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
@@ -31,6 +31,7 @@ import type { Informer } from '../../kube/informer.ts';
 import {
   isAlreadyExists,
   isConflict,
+  isForbidden,
   isNotFound,
   isPatchTestFailed,
   JSON_PATCH,
@@ -42,8 +43,9 @@ import type { JsonPatchOp } from '../../src/json-patch.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { Moved, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
-import { DashboardClient } from './dashboard.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { DashboardClient, type DashboardAddress } from './dashboard.ts';
+import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
   EVENT_CREATED_SUBMITTER,
@@ -236,6 +238,42 @@ export class RayJobReconciler implements Reconciler {
     return this.settings.dashboardUrl({ namespace: job.metadata.namespace ?? 'default', cluster });
   }
 
+  /**
+   * The cluster's dashboard, with the token from its auth Secret when it has token auth (KubeRay's
+   * GetRayDashboardClientFunc: a GET of the Secret per client; needs the optional secret reader's get).
+   * `known`: the cluster already read.
+   */
+  private async dashboardAddress(
+    job: RayJob,
+    clusterName: string,
+    signal?: AbortSignal,
+    known?: RayCluster | null,
+  ): Promise<DashboardAddress> {
+    const url = this.dashboardUrl(job, clusterName);
+    const namespace = job.metadata.namespace;
+    const cluster =
+      known !== undefined
+        ? known
+        : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
+    if (cluster === null || !isTokenAuth(cluster)) return url;
+    const name = authSecretName(cluster);
+    let secret: Secret | undefined;
+    try {
+      secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
+    } catch (err) {
+      if (!isForbidden(err)) throw err;
+      throw new Error(
+        `failed to get auth secret ${namespace}/${name}: forbidden; the controller reads Secrets only with the optional secret reader (manifests/optional/controller-secret-reader, chart controller.secretReader.enabled)`,
+      );
+    }
+    const token = tokenOf(secret);
+    if (token === undefined)
+      throw new Error(
+        `failed to get auth secret ${namespace}/${name}: ${secret === undefined ? 'not found' : `no key ${AUTH_TOKEN_SECRET_KEY}`}`,
+      );
+    return { url, token };
+  }
+
   /** Reads what the state needs: the caches first, a GET for a miss (see the top of this file). */
   async observe(job: RayJob, signal?: AbortSignal): Promise<Observed> {
     const plan = observationPlan(job);
@@ -262,7 +300,12 @@ export class RayJobReconciler implements Reconciler {
     if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
     if (plan.dashboard && jobId !== '' && clusterName !== '') {
-      observed.dashboard = await this.dashboard.getJob(this.dashboardUrl(job, clusterName), jobId, signal);
+      try {
+        const address = await this.dashboardAddress(job, clusterName, signal, observed.cluster);
+        observed.dashboard = await this.dashboard.getJob(address, jobId, signal);
+      } catch (err) {
+        observed.dashboard = { kind: 'error', message: errorMessage(err) };
+      }
       this.dashboardCalls.inc({ operation: 'get', outcome: observed.dashboard.kind });
     }
     return observed;
@@ -412,7 +455,11 @@ export class RayJobReconciler implements Reconciler {
       case 'submitRayJob': {
         const url = this.dashboardUrl(current, action.cluster);
         try {
-          const { duplicate } = await this.dashboard.submitJob(url, action.request, signal);
+          const { duplicate } = await this.dashboard.submitJob(
+            await this.dashboardAddress(current, action.cluster, signal),
+            action.request,
+            signal,
+          );
           this.dashboardCalls.inc({ operation: 'submit', outcome: duplicate ? 'duplicate' : 'ok' });
           if (!duplicate)
             this.events.event(owner, 'Normal', EVENT_SUBMITTED_RAY_JOB, `Submitted Ray job ${action.request.submission_id} to ${url}`);
@@ -426,7 +473,7 @@ export class RayJobReconciler implements Reconciler {
         // Best effort, like KubeRay: the finalizer goes whether or not the dashboard answers.
         const url = this.dashboardUrl(current, action.cluster);
         try {
-          const stopped = await this.dashboard.stopJob(url, action.jobId, signal);
+          const stopped = await this.dashboard.stopJob(await this.dashboardAddress(current, action.cluster, signal), action.jobId, signal);
           this.dashboardCalls.inc({ operation: 'stop', outcome: stopped ? 'ok' : 'noop' });
           if (stopped) this.events.event(owner, 'Normal', EVENT_STOPPED_RAY_JOB, `Stopped Ray job ${action.jobId}`);
         } catch (err) {

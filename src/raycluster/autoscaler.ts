@@ -11,6 +11,7 @@ import type { Container, EnvVar, KubeObject, OwnerReference, PodSpec, VolumeMoun
 import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { APP_NAME, CREATED_BY } from './pods.ts';
+import { isTokenAuth, withTokenAuthEnv } from './auth.ts';
 import { ENV_ENABLE_AUTOSCALER_V2, isAutoscalingEnabled, isAutoscalingV2Enabled } from './validation.ts';
 
 export const AUTOSCALER_CONTAINER_NAME = 'autoscaler';
@@ -80,6 +81,8 @@ export function buildAutoscalerContainer(cluster: RayCluster, rayImage: string |
     args: [AUTOSCALER_COMMAND],
     resources: { limits: { cpu: '500m', memory: '512Mi' }, requests: { cpu: '500m', memory: '512Mi' } },
   };
+  // Token auth before the user's overrides, as KubeRay (the autoscaler talks to the authenticated GCS).
+  if (isTokenAuth(cluster)) c.env = withTokenAuthEnv(cluster, c.env);
   const o = autoscalerOptions(cluster);
   if (!o) return c;
   if (o.resources) c.resources = structuredClone(o.resources);

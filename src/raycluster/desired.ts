@@ -20,6 +20,8 @@
 //   with its next scale request).
 // - Autoscaling: the ServiceAccount / Role / RoleBinding (./autoscaler.ts) come before everything else.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
+// - Token auth (./auth.ts): the Secret is generated unless authOptions.secretName names one; while the
+//   Secret cannot be used, no pod is created.
 import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft/rules.ts';
 import {
   DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION,
@@ -34,6 +36,8 @@ import {
   RAY_HEADLESS_WORKER_SVC_LABEL,
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
+import { EVENT_AUTH_SECRET_INVALID, EVENT_AUTH_SECRET_NOT_FOUND } from '../event-reasons.ts';
+import { AUTH_TOKEN_SECRET_KEY, authOptions, authSecretName, generatesAuthSecret, isTokenAuth } from './auth.ts';
 import { buildHeadPod, buildWorkerPod, headGroup, ownerReference, workerGroups, type BuildOptions, type WorkerGroupSpec } from './pods.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import { autoscalerRbac, type AutoscalerRbacObject } from './autoscaler.ts';
@@ -72,7 +76,18 @@ export interface Plan {
   unsupported: Unsupported[];
   /** Suspending: every pod was asked to go (event DeletedPod once). */
   suspending?: boolean;
+  /** Token auth: the Secret to generate (its name; the reconciler makes the token). */
+  createAuthSecret?: string;
+  /** Token auth: the Secret cannot be used, so no pod is created (a Warning event and the ReplicaFailure condition say why). */
+  blocked?: { reason: string; message: string };
 }
+
+/**
+ * What the reconciler found at authSecretName(cluster): the Secret with a non-empty `auth_token`, without
+ * it, none, or nothing known (403: the controller may create Secrets but reads them only with the
+ * optional secret reader; then, as KubeRay, ours is created if missing and a given one is not checked).
+ */
+export type AuthSecretState = 'present' | 'noKey' | 'absent' | 'unreadable';
 
 export interface PlanInput {
   cluster: RayCluster;
@@ -89,18 +104,19 @@ export interface PlanInput {
   randomPodDelete?: boolean;
   /** Five random characters for a multi-host replica's name (injectable for tests). */
   randomSuffix?: () => string;
+  /** Token auth only: the state of the cluster's auth Secret. */
+  authSecret?: AuthSecretState | undefined;
 }
 
 /** Spec fields raykeeper does not implement: each gets an event and the raykeeper.io/UnsupportedFields condition. */
 export function unsupportedFields(cluster: RayCluster): Unsupported[] {
   const spec = (cluster.spec ?? {}) as Record<string, unknown>;
   const out: Unsupported[] = [];
-  const auth = spec.authOptions as { mode?: string } | undefined;
-  if (auth && typeof auth === 'object' && auth.mode !== undefined && auth.mode !== 'disabled')
+  if (authOptions(cluster)?.enableK8sTokenAuth === true)
     out.push({
-      field: 'spec.authOptions',
+      field: 'spec.authOptions.enableK8sTokenAuth',
       refused: true,
-      why: 'Ray token authentication is not implemented; an unauthenticated cluster is not started in its place',
+      why: 'Kubernetes-delegated token auth is not implemented; a cluster with another authentication is not started in its place',
     });
   const upgrade = spec.upgradeStrategy as { type?: string } | undefined;
   if (upgrade?.type === 'Recreate')
@@ -118,6 +134,28 @@ export function unsupportedFields(cluster: RayCluster): Unsupported[] {
       });
   }
   return out;
+}
+
+/** Why the auth Secret cannot be used (undefined: it can, or it is ours to generate). */
+export function authSecretProblem(cluster: RayCluster, state: AuthSecretState): { reason: string; message: string } | undefined {
+  if (state === 'present' || state === 'unreadable') return undefined;
+  const where = `${cluster.metadata.namespace}/${authSecretName(cluster)}`;
+  if (generatesAuthSecret(cluster))
+    return state === 'noKey'
+      ? {
+          reason: EVENT_AUTH_SECRET_INVALID,
+          message: `Secret ${where} exists without a key ${AUTH_TOKEN_SECRET_KEY}; delete it to have one generated`,
+        }
+      : undefined;
+  return state === 'absent'
+    ? {
+        reason: EVENT_AUTH_SECRET_NOT_FOUND,
+        message: `Secret ${where} named by spec.authOptions.secretName not found; no pod is created until it exists`,
+      }
+    : {
+        reason: EVENT_AUTH_SECRET_INVALID,
+        message: `Secret ${where} named by spec.authOptions.secretName has no key ${AUTH_TOKEN_SECRET_KEY}; no pod is created until it has`,
+      };
 }
 
 export function describeUnsupported(list: Unsupported[]): string {
@@ -170,6 +208,17 @@ function scaleDownOrder(pods: Pod[]): Pod[] {
 }
 
 export function plan(input: PlanInput): Plan {
+  const out = planAll(input);
+  // Unlike KubeRay, no pod is created while the auth Secret is unusable (it would only sit in
+  // CreateContainerConfigError); deletions (suspend, failed pods) still happen.
+  if (out.blocked) {
+    out.actions = out.actions.filter((a) => a.kind !== 'createPod');
+    out.stop ??= out.blocked.message;
+  }
+  return out;
+}
+
+function planAll(input: PlanInput): Plan {
   const { cluster, pods, services } = input;
   const out: Plan = { rbac: [], services: [], actions: [], unsupported: unsupportedFields(cluster) };
   if (isManagedExternally(cluster)) return { ...out, skip: 'managedExternally' };
@@ -185,6 +234,13 @@ export function plan(input: PlanInput): Plan {
   const options = input.options ?? {};
   out.rbac = autoscalerRbac(cluster, ownerReference(cluster));
   const scaleDown = !isAutoscalingEnabled(cluster.spec) || input.randomPodDelete === true;
+
+  // reconcileAuthSecret, before the Services as in KubeRay.
+  if (isTokenAuth(cluster)) {
+    const blocked = authSecretProblem(cluster, input.authSecret ?? 'absent');
+    if (blocked) out.blocked = blocked;
+    else if (input.authSecret !== 'present' && generatesAuthSecret(cluster)) out.createAuthSecret = authSecretName(cluster);
+  }
 
   // Services.
   const want = headServiceLabels(cluster);

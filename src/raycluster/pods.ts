@@ -38,6 +38,7 @@ import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import type { RayCluster } from '../types.ts';
 import type { Container, EnvVar, ObjectMeta, OwnerReference, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
+import { isTokenAuth, withTokenAuthEnv } from './auth.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
 import { addAutoscalerToHead, addAutoscalerToWorker, addRayLogVolume } from './autoscaler.ts';
@@ -439,6 +440,12 @@ export function waitGcsScript(fqdn: string, port: string): string {
 
 export const CONTAINER_COMMAND = ['/bin/bash', '-c', '--'];
 
+/** configureTokenAuth: the Ray container's env (`env`) and the wait-gcs-ready init container (KubeRay's two). */
+function tokenAuth(cluster: RayCluster, spec: PodSpec, env: EnvVar[]): void {
+  env.splice(0, env.length, ...withTokenAuthEnv(cluster, env));
+  for (const init of spec.initContainers ?? []) if (init.name === 'wait-gcs-ready') init.env = withTokenAuthEnv(cluster, init.env);
+}
+
 function cmdToString(parts: string[]): string {
   return parts.map((p) => ` ${p} `).join('');
 }
@@ -511,6 +518,7 @@ function build(
   if (nodeType === 'head') addAutoscalerToHead(cluster, spec, params, env);
   else addAutoscalerToWorker(cluster, spec);
   configureGcsFt(cluster, nodeType, env, params, annotations);
+  if (isTokenAuth(cluster)) tokenAuth(cluster, spec, env);
   if (!(ray.ports ?? []).some((p) => p.name === 'metrics'))
     ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];
 

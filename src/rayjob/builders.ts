@@ -22,6 +22,7 @@ import {
 } from './constants.ts';
 import { fromStatusDashboardUrl, submitterJobName } from './ids.ts';
 import { submissionMode } from './validation.ts';
+import { isTokenAuth, withTokenAuthEnv } from '../raycluster/auth.ts';
 
 /** Annotations never copied from the RayJob to its RayCluster (kubectl's copy of the RayJob itself). */
 const NOT_COPIED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
@@ -69,12 +70,15 @@ export function buildRayCluster(job: RayJob, clusterName: string): RayCluster {
   };
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   const spec = structuredClone(job.spec?.rayClusterSpec ?? {});
+  const cluster: RayCluster = { apiVersion: RAY_API_VERSION, kind: 'RayCluster', metadata, spec };
   const headPod = spec.headGroupSpec?.template?.spec;
   if (mode === 'SidecarMode' && headPod !== undefined) {
-    headPod.containers = [...(headPod.containers ?? []), buildSidecarSubmitter(job)];
+    const submitter = buildSidecarSubmitter(job);
+    if (isTokenAuth(cluster)) submitter.env = withTokenAuthEnv(cluster, submitter.env);
+    headPod.containers = [...(headPod.containers ?? []), submitter];
     headPod['restartPolicy'] = 'Never';
   }
-  return { apiVersion: RAY_API_VERSION, kind: 'RayCluster', metadata, spec };
+  return cluster;
 }
 
 /** The image of the cluster's head container (KubeRay's default submitter runs the head image). */
@@ -172,7 +176,8 @@ function defaultSubmitterTemplate(image: string | undefined): PodTemplateSpec {
  * The K8sJobMode submitter Job (KubeRay's createNewK8sJob): named after the RayJob, backoffLimit from
  * submitterConfig or 2, owned by the RayJob, the head image, env RAY_DASHBOARD_ADDRESS and
  * RAY_JOB_SUBMISSION_ID. A user's spec.submitterPodTemplate is used when given; its first container
- * is the submitter and keeps its own command if it has one.
+ * is the submitter and keeps its own command if it has one. A token-auth cluster's RAY_AUTH_MODE and
+ * RAY_AUTH_TOKEN (secretKeyRef) reach the submitter, so `ray job` authenticates.
  */
 export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | undefined, options: SubmitterOptions = {}): BatchJob {
   const status = job.status ?? {};
@@ -199,7 +204,7 @@ export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | unde
   env.push({ name: ENV_PYTHONUNBUFFERED, value: '1' });
   env.push({ name: ENV_RAY_DASHBOARD_ADDRESS, value: dashboard });
   env.push({ name: ENV_RAY_JOB_SUBMISSION_ID, value: jobId });
-  container.env = env;
+  container.env = cluster && isTokenAuth(cluster) ? withTokenAuthEnv(cluster, env) : env;
   const backoffLimit = job.spec?.submitterConfig?.backoffLimit ?? DEFAULT_SUBMITTER_BACKOFF_LIMIT;
   return {
     apiVersion: 'batch/v1',

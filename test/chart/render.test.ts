@@ -218,6 +218,14 @@ t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', a
   );
 });
 
+t.test("Secrets: create only, with our operator (token auth's Secret); read only with the secret reader", async (t) => {
+  const secrets = (values: Record<string, unknown>) =>
+    find(template(values), 'ClusterRole', 'raykeeper-controller').rules.filter((r: any) => r.resources.includes('secrets'));
+  t.same(secrets({}), [{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }], 'standalone');
+  t.same(secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }), [], 'RayJobs without our operator');
+  t.same(secrets({ companion: { enabled: true } }), [], 'beside KubeRay: none');
+});
+
 t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook scoped to it', async (t) => {
   const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
   const defaults = template();

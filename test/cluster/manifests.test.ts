@@ -293,6 +293,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ]),
     ...['get', 'patch'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
     { verb: 'patch', resource: 'pods', subresource: 'resize', namespace: userNs },
+    // Token auth's Secret: the operator creates it (reading it needs the optional secret reader).
+    { verb: 'create', resource: 'secrets', namespace: userNs },
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -301,9 +303,9 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ...['get', 'create', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace: SYSTEM_NS })),
   ];
   const forbidden: Access[] = [
-    { verb: 'get', resource: 'secrets', namespace: userNs },
     { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
     { verb: 'list', resource: 'secrets' },
+    ...['get', 'list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
     { verb: 'delete', resource: 'namespaces' },
     { verb: 'create', resource: 'namespaces' },
     ...['create', 'update', 'patch', 'delete'].map((verb) => ({

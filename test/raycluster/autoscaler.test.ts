@@ -132,6 +132,22 @@ t.test('TestBuildPodWithAutoscalerOptions: image, pull policy, resources, env, e
   });
 });
 
+t.test('token auth: the autoscaler container gets RAY_AUTH_MODE and RAY_AUTH_TOKEN before the user env, as KubeRay', async (t) => {
+  const head = buildHeadPod(
+    instance({
+      enableInTreeAutoscaling: true,
+      authOptions: { mode: 'token' },
+      autoscalerOptions: { env: [{ name: 'fooEnv', value: 'fooValue' }] },
+    }),
+  );
+  t.same(autoscaler(head)!.env, [
+    ...KUBERAY_AUTOSCALER.env!,
+    { name: 'RAY_AUTH_MODE', value: 'token' },
+    { name: 'RAY_AUTH_TOKEN', valueFrom: { secretKeyRef: { name: 'raycluster-sample', key: 'auth_token' } } },
+    { name: 'fooEnv', value: 'fooValue' },
+  ]);
+});
+
 t.test('shared log volume: a /tmp/ray the template already mounts is kept', async (t) => {
   const c = instance({ enableInTreeAutoscaling: true });
   const spec = (c.spec!.headGroupSpec as { template: { spec: { containers: Container[]; volumes?: unknown[] } } }).template.spec;

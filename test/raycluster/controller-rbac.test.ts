@@ -192,3 +192,44 @@ t.test(
     tt.same(await events(e, 'FailedToCreateRole'), [], 'no FailedToCreateRole');
   },
 );
+
+t.test(
+  'token auth with only the shipped RBAC (Secrets: create, never read): ours created, a given one not checked, pods made',
+  async (tt) => {
+    const e = await env(tt);
+    const kc = await controllerIdentity(tt, e);
+    const c = await startController({
+      kubeConfig: kc,
+      watchNamespace: e.ns.name,
+      modules: [rayClusterOperatorModule],
+      env: {},
+      logger: quiet,
+      retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
+    const generated = kuberaySample();
+    generated.metadata.name = 'token-gen';
+    (generated.spec as Record<string, unknown>).authOptions = { mode: 'token' };
+    const given = kuberaySample();
+    given.metadata.name = 'token-given';
+    (given.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'not-there' };
+    for (const x of [generated, given]) await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, x);
+    const secret = await until(
+      () => e.kube.getOrUndefined<{ data?: Record<string, string> }>({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }),
+      'the generated Secret',
+    );
+    tt.same(Object.keys(secret.data ?? {}), ['auth_token']);
+    for (const name of ['token-gen', 'token-given'])
+      await until(
+        async () => (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: `ray.io/cluster=${name}` })).items.length === 2,
+        `${name}: head and worker (as KubeRay, unchecked without the secret reader)`,
+      );
+    tt.equal(
+      await e.kube.getOrUndefined({ ...SECRETS, namespace: e.ns.name, name: 'not-there' }),
+      undefined,
+      'a given Secret is never made',
+    );
+    tt.equal((await events(e, 'FailedToGetAuthSecret')).length, 0, 'a 403 on reading is expected, not an error');
+    tt.equal((await events(e, 'FailedToCreateAuthSecret')).length, 0);
+  },
+);

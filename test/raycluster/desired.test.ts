@@ -66,6 +66,8 @@ const summary = (i: PlanInput) => {
     skip: p.skip,
     stop: p.stop !== undefined,
     services: p.services.map((s) => s.metadata.name),
+    createAuthSecret: p.createAuthSecret,
+    blocked: p.blocked?.reason,
     actions: p.actions.map((a) =>
       a.kind === 'createPod'
         ? `create ${a.nodeType}${a.pod.metadata.labels?.['ray.io/worker-group-replica-index'] !== undefined ? `#${a.pod.metadata.labels['ray.io/worker-group-replica-index']}` : ''}`
@@ -240,9 +242,61 @@ t.test('plan: decision table', async (t) => {
       { actions: ['delete h0'], stop: true },
     ],
     [
-      'token auth asked: refused, no pods',
-      input(cluster({ authOptions: { mode: 'token' } }), [], { services: [] }),
-      { actions: [], services: [] },
+      'token auth, no Secret yet: generated, then the Service and pods',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { services: [], authSecret: 'absent' }),
+      { createAuthSecret: 'rc', services: ['rc-head-svc'], actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'token auth, Secret there: nothing to generate',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { authSecret: 'present' }),
+      { createAuthSecret: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'token auth, our Secret without auth_token: blocked, no pods',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { authSecret: 'noKey' }),
+      { createAuthSecret: undefined, blocked: 'AuthSecretInvalid', stop: true, actions: [] },
+    ],
+    [
+      'secretName given and there: used, never generated',
+      input(cluster({ authOptions: { mode: 'token', secretName: 'mine' } }), [], { authSecret: 'present' }),
+      { createAuthSecret: undefined, blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'secretName given, missing: not generated, no pods',
+      input(cluster({ authOptions: { mode: 'token', secretName: 'mine' } }), [], { authSecret: 'absent' }),
+      { createAuthSecret: undefined, blocked: 'AuthSecretNotFound', stop: true, actions: [] },
+    ],
+    [
+      'secretName missing while suspending: the pods still go',
+      input(
+        {
+          ...cluster({ suspend: true, authOptions: { mode: 'token', secretName: 'mine' } }),
+          status: { conditions: [{ type: 'RayClusterSuspending', status: 'True' }] },
+        },
+        [pod('rc-head', 'head')],
+        { authSecret: 'absent' },
+      ),
+      { blocked: 'AuthSecretNotFound', actions: ['delete rc-head'] },
+    ],
+    [
+      'unreadable (no secret reader), ours: created if missing (AlreadyExists is fine), pods',
+      input(cluster({ authOptions: { mode: 'token' } }), [], { authSecret: 'unreadable' }),
+      { createAuthSecret: 'rc', blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'unreadable, given: not checked (as KubeRay), pods',
+      input(cluster({ authOptions: { mode: 'token', secretName: 'mine' } }), [], { authSecret: 'unreadable' }),
+      { createAuthSecret: undefined, blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'mode disabled: no Secret at all',
+      input(cluster({ authOptions: { mode: 'disabled' } }), [], { authSecret: undefined }),
+      { createAuthSecret: undefined, blocked: undefined, actions: ['create head', 'create worker#0', 'create worker#1'] },
+    ],
+    [
+      'enableK8sTokenAuth: refused, no pods',
+      input(cluster({ authOptions: { mode: 'token', enableK8sTokenAuth: true } }), [], { services: [], authSecret: 'absent' }),
+      { createAuthSecret: undefined, actions: [], services: [] },
     ],
     [
       'autoscaling: pods as replicas says (the autoscaler writes replicas)',
@@ -326,7 +380,7 @@ t.test('unsupported fields: named, refused only where running without them would
       {
         enableInTreeAutoscaling: true,
         autoscalerOptions: { version: 'v2', idleTimeoutSeconds: 30 },
-        authOptions: { mode: 'token' },
+        authOptions: { mode: 'token', enableK8sTokenAuth: true },
         workerGroupSpecs: [{ groupName: 'g', idleTimeoutSeconds: 10, template: { spec: { containers: [{ name: 'w' }] } } }],
       },
       { labels: { 'ray.io/scheduler-name': 'volcano' } },
@@ -335,11 +389,12 @@ t.test('unsupported fields: named, refused only where running without them would
   t.same(
     u.map((x) => [x.field, x.refused]),
     [
-      ['spec.authOptions', true],
+      ['spec.authOptions.enableK8sTokenAuth', true],
       ['label ray.io/scheduler-name', false],
     ],
   );
   t.same(unsupportedFields(cluster()), []);
+  t.same(unsupportedFields(cluster({ authOptions: { mode: 'token', secretName: 's' } })), [], 'token auth is done');
 });
 
 t.test('desired replicas: clamp x numOfHosts, suspended group 0', async (t) => {

@@ -279,40 +279,44 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   tt.equal((await pods(e, 'ray.io/node-type=worker')).length, 1, 'the worker is left alone');
 });
 
-t.test('fields we do not implement: an event and a condition; token auth refused, autoscaler ignored; managedBy respected', async (tt) => {
-  const e = await env(tt);
-  await operator(tt, e);
-  const auth = kuberaySample();
-  auth.metadata.name = 'auth';
-  (auth.spec as Record<string, unknown>).authOptions = { mode: 'token' };
-  const scaler = kuberaySample();
-  scaler.metadata.name = 'scaler';
-  (scaler.spec!.headGroupSpec as Record<string, unknown>).enableIngress = true;
-  const foreign = kuberaySample();
-  foreign.metadata.name = 'foreign';
-  foreign.spec!.managedBy = 'kueue.x-k8s.io/multikueue';
-  for (const c of [auth, scaler, foreign]) await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, c);
-  const refused = await until(
-    async () => (await status(e, 'auth')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
-    'auth: condition',
-  );
-  tt.match(refused, { status: 'True', reason: 'Refused', message: /spec\.authOptions/ });
-  const ignored = await until(
-    async () => (await status(e, 'scaler')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
-    'scaler: condition',
-  );
-  tt.match(ignored, { status: 'True', reason: 'Ignored', message: /spec\.headGroupSpec\.enableIngress/ });
-  await until(async () => (await pods(e, 'ray.io/cluster=scaler')).length === 2, 'the Ingress cluster runs without one');
-  const warned = await until(async () => {
-    const ev = await events(e, 'UnsupportedRayClusterFields');
-    return ev.length >= 2 ? ev : undefined;
-  }, 'warning events');
-  tt.ok(warned.every((x) => x.type === 'Warning'));
-  tt.match(warned.find((x) => x.involvedObject.name === 'auth')?.message, /^not started: spec\.authOptions/);
-  tt.equal((await pods(e, 'ray.io/cluster=auth')).length, 0, 'no unauthenticated cluster in place of a token-auth one');
-  tt.equal((await pods(e, 'ray.io/cluster=foreign')).length, 0, 'managedBy MultiKueue: hands off');
-  tt.same((await getCluster(e, 'foreign'))?.status ?? {}, {}, 'and no status written');
-});
+t.test(
+  'fields we do not implement: an event and a condition; K8s token auth refused, enableIngress ignored; managedBy respected',
+  async (tt) => {
+    const e = await env(tt);
+    await operator(tt, e);
+    const auth = kuberaySample();
+    auth.metadata.name = 'auth';
+    auth.spec!.rayVersion = '2.60.0';
+    (auth.spec as Record<string, unknown>).authOptions = { mode: 'token', enableK8sTokenAuth: true };
+    const scaler = kuberaySample();
+    scaler.metadata.name = 'scaler';
+    (scaler.spec!.headGroupSpec as Record<string, unknown>).enableIngress = true;
+    const foreign = kuberaySample();
+    foreign.metadata.name = 'foreign';
+    foreign.spec!.managedBy = 'kueue.x-k8s.io/multikueue';
+    for (const c of [auth, scaler, foreign]) await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, c);
+    const refused = await until(
+      async () => (await status(e, 'auth')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
+      'auth: condition',
+    );
+    tt.match(refused, { status: 'True', reason: 'Refused', message: /spec\.authOptions\.enableK8sTokenAuth/ });
+    const ignored = await until(
+      async () => (await status(e, 'scaler')).conditions?.find((c) => c.type === 'raykeeper.io/UnsupportedFields'),
+      'scaler: condition',
+    );
+    tt.match(ignored, { status: 'True', reason: 'Ignored', message: /spec\.headGroupSpec\.enableIngress/ });
+    await until(async () => (await pods(e, 'ray.io/cluster=scaler')).length === 2, 'the Ingress cluster runs without one');
+    const warned = await until(async () => {
+      const ev = await events(e, 'UnsupportedRayClusterFields');
+      return ev.length >= 2 ? ev : undefined;
+    }, 'warning events');
+    tt.ok(warned.every((x) => x.type === 'Warning'));
+    tt.match(warned.find((x) => x.involvedObject.name === 'auth')?.message, /^not started: spec\.authOptions\.enableK8sTokenAuth/);
+    tt.equal((await pods(e, 'ray.io/cluster=auth')).length, 0, 'no unauthenticated cluster in place of a token-auth one');
+    tt.equal((await pods(e, 'ray.io/cluster=foreign')).length, 0, 'managedBy MultiKueue: hands off');
+    tt.same((await getCluster(e, 'foreign'))?.status ?? {}, {}, 'and no status written');
+  },
+);
 
 t.test(
   'an invalid cluster (admitted while the validating webhook was down): KubeRay event, no pods, no status; fixed, it runs',

@@ -4,7 +4,8 @@
 // container ports, ray.io/* labels, GCS-FT annotations, the head Service's ports and selector; the
 // template's other containers and restartPolicy (the RayCluster our RayJob controller builds for a
 // SidecarMode RayJob is one of the samples); for autoscaling clusters (v1, v2) the autoscaler container
-// whole, the ServiceAccount and the autoscaler's ServiceAccount / Role / RoleBinding.
+// whole, the ServiceAccount and the autoscaler's ServiceAccount / Role / RoleBinding; for token auth, the
+// env and KubeRay's generated Secret.
 // The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
 // Fails, naming the set-up command, when the operator binary or KubeRay's CRDs are missing.
 import { spawn } from 'node:child_process';
@@ -20,13 +21,14 @@ import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane
 import { KubeClient } from '../../kube/client.ts';
 import { buildHeadPod, buildWorkerPod, ownerReference, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
 import { autoscalerRbac } from '../../src/raycluster/autoscaler.ts';
-import type { Pod, Service } from '../../kube/model.ts';
+import type { Pod, Secret, Service } from '../../kube/model.ts';
+import { buildAuthSecret } from '../../src/raycluster/auth.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
 
 const VERSION = 'v1.6.2';
 
@@ -197,7 +199,14 @@ if ('missing' in where) {
     scaleV2.spec!.autoscalerOptions = { version: 'v2' };
     (scaleV2.spec!.workerGroupSpecs![0] as WorkerGroupSpec).idleTimeoutSeconds = 30;
     const autoscaling = [scaleV1, scaleV2];
-    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar, ...autoscaling];
+    // Token auth: the Secret KubeRay generates, and one the user names.
+    const token = kuberaySample();
+    token.metadata.name = 'token-auth';
+    (token.spec as Record<string, unknown>).authOptions = { mode: 'token' };
+    const named = kuberaySample();
+    named.metadata.name = 'token-named';
+    (named.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'given-token' };
+    const samples = [kuberaySample(), gcsFt, withCmd, multi, sidecar, ...autoscaling, token, named];
     for (const c of samples) await kube.create({ ...RAYCLUSTERS, namespace: ns }, c);
 
     for (const sample of samples) {
@@ -253,6 +262,24 @@ if ('missing' in where) {
         t.same(rbacView(ours.body), rbacView(theirs), `${name}: ${ours.kind} (name, labels, owner, rules, subjects, roleRef)`);
       }
     }
+    // The generated Secret (the token differs: its structure is compared).
+    const secretView = (s: Secret) => ({
+      name: s.metadata.name,
+      labels: s.metadata.labels,
+      owners: (s.metadata.ownerReferences ?? []).map((o) => [o.kind, o.name, o.controller, o.blockOwnerDeletion]),
+      keys: Object.keys({ ...s.data, ...s.stringData }),
+      type: s.type ?? 'Opaque', // the API server's default
+    });
+    const theirSecret = await until(
+      () => kube.getOrUndefined<Secret>({ ...SECRETS, namespace: ns, name: 'token-auth' }),
+      "KubeRay's auth Secret",
+      60_000,
+      500,
+    );
+    const tokenCluster = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'token-auth' });
+    t.same(secretView(buildAuthSecret(tokenCluster, 'x')), secretView(theirSecret), 'token-auth: the generated Secret');
+    t.equal(Buffer.from(Buffer.from(theirSecret.data!.auth_token!, 'base64').toString(), 'base64').length, 32, 'both: 32 random bytes');
+    t.equal(await kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'token-named' }), undefined, 'token-named: none generated');
     const headless = await until(
       () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),
       'the headless worker Service',

@@ -178,3 +178,34 @@ t.test('shellQuote survives bash', async (t) => {
     t.equal(out, value, JSON.stringify(value));
   }
 });
+
+t.test('token auth: both submitters get RAY_AUTH_MODE and RAY_AUTH_TOKEN from the Secret, after their own env', async (t) => {
+  const ref = (name: string) => ({ name: 'RAY_AUTH_TOKEN', valueFrom: { secretKeyRef: { name, key: 'auth_token' } } });
+  const names = (env: Array<{ name: string }> | undefined) => (env ?? []).map((e) => e.name);
+  const rows: Array<[string, Record<string, unknown> | undefined, string | undefined]> = [
+    ['generated Secret', { mode: 'token' }, 'demo-fghjk'],
+    ['secretName', { mode: 'token', secretName: 'mine' }, 'mine'],
+    ['disabled', { mode: 'disabled' }, undefined],
+    ['none', undefined, undefined],
+  ];
+  for (const [name, auth, secret] of rows) {
+    const c = cluster('ready');
+    if (auth) (c.spec as Record<string, unknown>).authOptions = auth;
+    const k8sJob = buildSubmitterJob(rayJob('Initializing'), c).spec?.template?.spec?.containers?.[0];
+    const job = rayJob('New', { spec: { submissionMode: 'SidecarMode', rayClusterSpec: c.spec } });
+    const sidecar = buildRayCluster(job, 'demo-fghjk').spec?.headGroupSpec?.template?.spec?.containers?.[1];
+    for (const [mode, container] of [
+      ['K8sJobMode', k8sJob],
+      ['SidecarMode', sidecar],
+    ] as const) {
+      const base = ['PYTHONUNBUFFERED', 'RAY_DASHBOARD_ADDRESS', 'RAY_JOB_SUBMISSION_ID'];
+      if (secret === undefined) {
+        t.same(names(container?.env), base, `${name} ${mode}: no auth env`);
+        continue;
+      }
+      t.same(names(container?.env), [...base, 'RAY_AUTH_MODE', 'RAY_AUTH_TOKEN'], `${name} ${mode}: KubeRay's order`);
+      t.same(container?.env?.at(-2), { name: 'RAY_AUTH_MODE', value: 'token' });
+      t.same(container?.env?.at(-1), ref(secret), `${name} ${mode}: by secretKeyRef`);
+    }
+  }
+});

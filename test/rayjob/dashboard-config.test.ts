@@ -84,6 +84,31 @@ t.test('misbehaving dashboards become "error" observations, never exceptions', a
   t.match(await c.getJob(refused, 'x'), { kind: 'error', message: /ECONNREFUSED/ });
 });
 
+t.test("a token-auth cluster's token: KubeRay's header on every call, none without; not in any message", async (t) => {
+  const seen: Array<[string | undefined, string | undefined, string | undefined]> = [];
+  const url = await serve(t, (req, res) => {
+    seen.push([req.method, req.headers['x-ray-authorization'] as string | undefined, req.headers.authorization]);
+    res.writeHead(403);
+    res.end('Forbidden: Invalid authentication token');
+  });
+  const c = new DashboardClient({ timeoutMs: 2000 });
+  const secret = 'tok-123';
+  const got = await c.getJob({ url, token: secret }, 'j');
+  const submit = await c.submitJob({ url, token: secret }, { entrypoint: 'x', submission_id: 'j' }).catch((e: Error) => e.message);
+  const stop = await c.stopJob({ url, token: secret }, 'j').catch((e: Error) => e.message);
+  await c.getJob(url, 'j');
+  await c.getJob({ url }, 'j');
+  t.same(seen, [
+    ['GET', 'Bearer tok-123', undefined],
+    ['POST', 'Bearer tok-123', undefined],
+    ['POST', 'Bearer tok-123', undefined],
+    ['GET', undefined, undefined],
+    ['GET', undefined, undefined],
+  ]);
+  t.match(got, { kind: 'error', message: /HTTP 403 Forbidden/ });
+  t.notOk(JSON.stringify([got, submit, stop]).includes(secret), 'the token is in no error');
+});
+
 t.test('settings: flags over env over defaults', async (t) => {
   const d = rayJobSettings({}, {});
   t.equal(d.dashboardUrl({ namespace: 'ns', cluster: 'c' }), 'http://c-head-svc.ns.svc:8265', 'controller default');

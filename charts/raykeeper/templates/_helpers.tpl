@@ -227,6 +227,9 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]
   verbs: ["get", "create"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create"]
 {{- else }}
 - apiGroups: [""]
   resources: ["pods"]

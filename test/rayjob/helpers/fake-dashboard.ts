@@ -30,6 +30,8 @@ export class FakeDashboard {
   readonly requests: string[] = [];
   /** true: every request's connection is destroyed (head unreachable). */
   down = false;
+  /** Set: token auth as Ray's (401 without `x-ray-authorization`/`authorization`, 403 with another token). */
+  token: string | undefined;
   url = '';
   private readonly server: Server;
   private readonly procs = new Map<string, ChildProcess>();
@@ -101,6 +103,11 @@ export class FakeDashboard {
       Object.keys(req.headers).some((h) => h.startsWith('sec-fetch-')) || (req.headers['user-agent'] ?? '').startsWith('Mozilla');
     if (browser && (req.method === 'POST' || req.method === 'PUT'))
       return this.reply(res, 405, `'${req.method}' method not allowed for browser traffic.`);
+    if (this.token !== undefined) {
+      const auth = req.headers.authorization ?? req.headers['x-ray-authorization'];
+      if (auth === undefined) return this.reply(res, 401, 'Unauthorized: Missing authentication token');
+      if (auth !== `Bearer ${this.token}`) return this.reply(res, 403, 'Forbidden: Invalid authentication token');
+    }
     try {
       if (req.method === 'POST' && (path === '/api/jobs/' || path === '/api/jobs')) return this.submit(await this.body(req), res);
       const stop = /^\/api\/jobs\/([^/]+)\/stop$/.exec(path);
