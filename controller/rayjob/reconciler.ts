@@ -42,12 +42,13 @@ import {
 import type { JsonPatchOp } from '../../src/json-patch.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
-import { Moved, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
+import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
 import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
 import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
+  EVENT_FAILED_TO_GET_AUTH_SECRET,
   EVENT_CREATED_SUBMITTER,
   EVENT_DELETED_RAYCLUSTER,
   EVENT_DELETED_SUBMITTER,
@@ -106,6 +107,8 @@ export class RayJobReconciler implements Reconciler {
   private readonly dashboardCalls: Counter<'operation' | 'outcome'>;
   private readonly finalizers: FinalizerPatcher;
   private readonly unmatched: Gauge<'namespace'>;
+  /** Per RayJob key, the last auth-token problem told in an event (once per distinct problem, not every poll). */
+  private readonly tokenProblems = new Map<string, string>();
   /** Keys of the finished RayJobs whose kept cluster no deletion rule matches (kuberay #5184). */
   private readonly unmatchedKeys = new Set<string>();
 
@@ -161,6 +164,7 @@ export class RayJobReconciler implements Reconciler {
       const job = await this.read<RayJob>(pass === 0 ? this.caches?.rayJobs : undefined, { ...RAYJOBS, namespace, name }, signal);
       if (job === null) {
         this.trackUnmatched(namespace ?? '', key, false);
+        this.tokenProblems.delete(key);
         return;
       }
       const outcome = await this.reconcileObject(job, signal);
@@ -262,9 +266,19 @@ export class RayJobReconciler implements Reconciler {
       secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
     } catch (err) {
       if (!isForbidden(err)) throw err;
-      throw new Error(
-        `failed to get auth secret ${namespace}/${name}: forbidden; the controller reads Secrets only with the optional secret reader (manifests/optional/controller-secret-reader, chart controller.secretReader.enabled)`,
-      );
+      const message = `failed to get auth secret ${namespace}/${name}: forbidden; the controller reads Secrets only with the optional secret reader (manifests/optional/controller-secret-reader, chart controller.secretReader.enabled)`;
+      // Told at once: otherwise only the status-check timeout (minutes later) would say why the job stalls.
+      const key = objectKey(job);
+      if (this.tokenProblems.get(key) !== message) {
+        this.tokenProblems.set(key, message);
+        this.events.event(
+          job,
+          'Warning',
+          EVENT_FAILED_TO_GET_AUTH_SECRET,
+          `The Ray job's status cannot be read from the token-auth cluster's dashboard: ${message}`,
+        );
+      }
+      throw new Error(message);
     }
     const token = tokenOf(secret);
     if (token === undefined)
