@@ -345,7 +345,8 @@ export class KubeClient {
 
   async request<T = unknown>(method: string, path: string, options: RequestOptionsLite = {}): Promise<T> {
     const fence = FENCED.has(method) ? this.writeGuard : undefined;
-    const target = fence ? writeTarget(this.url(path).pathname) : undefined;
+    // The request's own path, not the URL's: a server URL with a path prefix (a proxy's /k8s/clusters/x) would hide it.
+    const target = fence ? writeTarget(new URL(path, 'http://path.invalid').pathname) : undefined;
     const guard = fence && (() => fence(target!));
     if (guard && !guard()) throw this.refuse(method, this.url(path).pathname);
     const m = await this.tls();

@@ -93,7 +93,7 @@ export class ShardCoordinator {
           retryPeriodMs: options.retryPeriodMs,
           logger: options.logger,
           now: this.options.now,
-          mayAcquire: () => planShards(this.shards, this.held(), this.want).campaign.includes(shard),
+          mayAcquire: () => this.reserve(shard),
         }),
         term: undefined,
         work,
@@ -104,6 +104,23 @@ export class ShardCoordinator {
 
   /** How many shards this replica should hold, as last counted. */
   private want = 0;
+  /** Shards whose acquisition was allowed and may be in flight (until when), counted against the quota. */
+  private readonly reserved = new Map<number, number>();
+
+  /**
+   * The elector's mayAcquire: yes only within the quota, counting the acquisitions already allowed and
+   * not yet held (every shard's elector asks on its own; without this, one replica at a cold start could
+   * take every free shard at once and hand most back, each hand-back draining its reconciles).
+   */
+  private reserve(shard: number): boolean {
+    const now = this.options.now();
+    for (const [s, until] of this.reserved) if (until <= now || this.holds(s)) this.reserved.delete(s);
+    if (this.reserved.has(shard)) return true;
+    const counted = [...new Set([...this.held(), ...this.reserved.keys()])];
+    if (!planShards(this.shards, counted, this.want).campaign.includes(shard)) return false;
+    this.reserved.set(shard, now + this.options.retryPeriodMs);
+    return true;
+  }
 
   /** Whether this replica holds the shard now (false from its renew deadline on, or once handed back). */
   holds(shard: number): boolean {
@@ -144,8 +161,8 @@ export class ShardCoordinator {
       const members = this.liveMembers();
       const want = quota(this.shards, members, this.identity);
       this.want = want;
-      // Every shard has a term (a candidate that takes it only within the quota, or its holder); two
-      // taken in the same instant can exceed the quota by one: handed back here next round.
+      // Every shard has a term (a candidate that takes it only within the quota, or its holder). A quota
+      // that shrank (a member joined) leaves shards above it: handed back here.
       this.state.forEach((s, shard) => {
         if (!s.term) this.startTerm(shard, signal, callbacks);
       });

@@ -26,7 +26,14 @@ import {
   RAY_NODE_TYPE_LABEL,
 } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { describeUnsupported, plan, type AuthSecretState, type Plan, type PodAction } from '../../src/raycluster/desired.ts';
+import {
+  describeUnsupported,
+  plan,
+  unsupportedFields,
+  type AuthSecretState,
+  type Plan,
+  type PodAction,
+} from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
 import type { KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
@@ -212,7 +219,7 @@ export class RayClusterOperator {
     return { pods, services };
   }
 
-  async reconcile(key: ObjectKey): Promise<ReconcileResult | void> {
+  async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const cached = this.clusters.get(key);
     if (!cached) {
       this.expectations.forget(key);
@@ -230,7 +237,7 @@ export class RayClusterOperator {
     const { pods, services } = this.observed(cluster);
     let authSecret: AuthSecretState | undefined;
     try {
-      authSecret = await this.authSecretState(cluster);
+      authSecret = await this.authSecretState(cluster, signal);
     } catch (err) {
       this.warnOnce(
         cluster,
@@ -373,12 +380,14 @@ export class RayClusterOperator {
   }
 
   /** Token auth: whether the cluster's auth Secret is there with its key (a GET; Secrets are not cached). */
-  private async authSecretState(cluster: RayCluster): Promise<AuthSecretState | undefined> {
+  private async authSecretState(cluster: RayCluster, signal?: AbortSignal): Promise<AuthSecretState | undefined> {
     if (!isTokenAuth(cluster) || isManagedExternally(cluster) || isDeleting(cluster)) return undefined;
+    // A refused cluster (enableK8sTokenAuth) creates nothing: its Secret is not read, so no read error hides the refusal.
+    if (unsupportedFields(cluster).some((u) => u.refused)) return undefined;
     const ref = { ...SECRETS, namespace: cluster.metadata.namespace, name: authSecretName(cluster) };
     let secret: Secret | undefined;
     try {
-      secret = await this.kube.getOrUndefined<Secret>(ref);
+      secret = await this.kube.getOrUndefined<Secret>(ref, { signal });
     } catch (err) {
       if (isForbidden(err)) return 'unreadable';
       throw err;

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { EnvVar, Secret } from '../../kube/model.ts';
 import { RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { ownerReference } from './pods.ts';
+import { checkName, ownerReference } from './pods.ts';
 
 export const AUTH_TOKEN_SECRET_KEY = 'auth_token';
 export const ENV_RAY_AUTH_MODE = 'RAY_AUTH_MODE';
@@ -34,13 +34,6 @@ export function authOptions(cluster: RayCluster | null | undefined): AuthOptions
 /** utils.IsAuthEnabled: authOptions.mode is `token` (the CRD's default for a set authOptions is applied by the API server). */
 export function isTokenAuth(cluster: RayCluster | null | undefined): boolean {
   return authOptions(cluster)?.mode === AUTH_MODE_TOKEN;
-}
-
-/** utils.CheckName: at most 50 characters (the END is kept); a leading digit or punctuation becomes 'r'. */
-export function checkName(s: string): string {
-  let v = s.length > 50 ? s.slice(s.length - 50) : s;
-  if (/^[0-9]/.test(v) || /^[!-/:-@[-`{-~]/.test(v)) v = `r${v.slice(1)}`;
-  return v;
 }
 
 /** authOptions.secretName when set and not empty. */

@@ -10,7 +10,7 @@
 import type { Container, EnvVar, KubeObject, OwnerReference, PodSpec, VolumeMount } from '../../kube/model.ts';
 import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { APP_NAME, CREATED_BY } from './pods.ts';
+import { APP_NAME, checkName, CREATED_BY } from './pods.ts';
 import { isTokenAuth, withTokenAuthEnv } from './auth.ts';
 import { ENV_ENABLE_AUTOSCALER_V2, isAutoscalingEnabled, isAutoscalingV2Enabled } from './validation.ts';
 
@@ -37,16 +37,6 @@ export interface AutoscalerOptions {
 function autoscalerOptions(cluster: RayCluster): AutoscalerOptions | undefined {
   const o = (cluster.spec as { autoscalerOptions?: unknown } | undefined)?.autoscalerOptions;
   return o && typeof o === 'object' ? (o as AutoscalerOptions) : undefined;
-}
-
-/**
- * utils.CheckName: at most 50 characters (the end is kept), a leading digit or punctuation becomes 'r'.
- * Names of the ServiceAccount, Role and RoleBinding, and the head pod's serviceAccountName.
- */
-export function checkName(s: string): string {
-  let v = s.length > 50 ? s.slice(s.length - 50) : s;
-  if (/^[0-9!"#%&'()*,\-./:;?@[\\\]_{}]/.test(v)) v = `r${v.slice(1)}`;
-  return v;
 }
 
 /** GetHeadGroupServiceAccountName: the head template's serviceAccountName, else the cluster's name. */

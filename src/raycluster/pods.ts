@@ -584,3 +584,14 @@ export function buildWorkerPod(
 export function rayEnv(pod: Pod): Map<string, EnvVar> {
   return new Map((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e]));
 }
+
+/**
+ * utils.CheckName: at most 50 characters (the end is kept), a leading digit or punctuation becomes 'r'.
+ * Names of the autoscaler's ServiceAccount, Role and RoleBinding, the head pod's serviceAccountName and
+ * the generated auth Secret.
+ */
+export function checkName(s: string): string {
+  let v = s.length > 50 ? s.slice(s.length - 50) : s;
+  if (/^[0-9!"#%&'()*,\-./:;?@[\\\]_{}]/.test(v)) v = `r${v.slice(1)}`;
+  return v;
+}

@@ -140,12 +140,12 @@ t.test("the controller container: every mode's args are accepted and it starts",
       t,
       args,
       env,
-      /"watchNamespace":"([^"]+)","leaderElect":(true|false),"msg":"controller starting"/,
+      /"watchNamespace":"([^"]+)","leaderElect":(true|false),"shards":(\d+),"msg":"controller starting"/,
     );
     stop();
     t.same(
-      [match[1], match[2]],
-      [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController')],
+      [match[1], match[2], match[3]],
+      [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController'), '1'],
       `${name}: started (${container.args.slice(1).join(' ')})`,
     );
   }

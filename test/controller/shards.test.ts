@@ -1,6 +1,8 @@
 // Sharding's pure rules (kube/shards.ts) as tables, and the per-shard write target of a request path.
 import t from 'tap';
-import { writeTarget } from '../../kube/client.ts';
+import { KubeClient, writeTarget } from '../../kube/client.ts';
+import type { KubeCredentials } from '../../kube/kubeconfig.ts';
+import { RAYCLUSTERS } from '../../kube/resources.ts';
 import {
   fnv1a32,
   liveMembers,
@@ -107,4 +109,19 @@ t.test('write target of a request path', async (tt) => {
     ['/apis/rbac.authorization.k8s.io/v1/clusterroles/r', { namespace: undefined, resource: 'clusterroles' }],
   ] as const)
     tt.same(writeTarget(path), target, path);
+});
+
+t.test("the fence sees the request's namespace behind a server URL with a path prefix (a proxy's)", async (tt) => {
+  const seen: unknown[] = [];
+  const credentials: KubeCredentials = {
+    getCurrentCluster: () => ({ name: 'c', server: 'https://proxy.invalid/k8s/clusters/c-x', skipTLSVerify: false }),
+    getCurrentUser: () => ({ name: 'u' }),
+    applyToHTTPSOptions: async () => undefined,
+  };
+  const kube = new KubeClient(credentials).fenced((target) => {
+    seen.push(target);
+    return false; // refused: nothing is sent
+  });
+  await tt.rejects(kube.create({ ...RAYCLUSTERS, namespace: 'team-a' }, { metadata: { name: 'c1' } }), { name: 'NotLeaderError' });
+  tt.same(seen, [{ namespace: 'team-a', resource: 'rayclusters' }]);
 });

@@ -1,15 +1,7 @@
 // Token auth's pure parts (src/raycluster/auth.ts) and where its env lands in our pods, as tables.
 import t from 'tap';
-import {
-  authHeaders,
-  authSecretName,
-  buildAuthSecret,
-  checkName,
-  generateAuthToken,
-  tokenOf,
-  withTokenAuthEnv,
-} from '../../src/raycluster/auth.ts';
-import { buildHeadPod, buildWorkerPod, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { authHeaders, authSecretName, buildAuthSecret, generateAuthToken, tokenOf, withTokenAuthEnv } from '../../src/raycluster/auth.ts';
+import { buildHeadPod, buildWorkerPod, checkName, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
 import type { EnvVar } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kuberaySample } from './samples.ts';

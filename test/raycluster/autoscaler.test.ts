@@ -2,14 +2,8 @@
 // against KubeRay v1.6.2's own cases (common/pod_test.go TestBuildPod_WithAutoscalerEnabled,
 // TestBuildPodWithAutoscalerOptions, TestDefaultHeadPodTemplate_Autoscaling, ..., common/rbac_test.go).
 import t from 'tap';
-import {
-  AUTOSCALER_ROLE_RULES,
-  autoscalerRbac,
-  checkName,
-  headServiceAccountName,
-  userServiceAccount,
-} from '../../src/raycluster/autoscaler.ts';
-import { buildHeadPod, buildWorkerPod, ownerReference, rayEnv, workerGroups } from '../../src/raycluster/pods.ts';
+import { AUTOSCALER_ROLE_RULES, autoscalerRbac, headServiceAccountName, userServiceAccount } from '../../src/raycluster/autoscaler.ts';
+import { buildHeadPod, buildWorkerPod, checkName, ownerReference, rayEnv, workerGroups } from '../../src/raycluster/pods.ts';
 import type { Container, Pod } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kuberayPodTestInstance } from './samples.ts';

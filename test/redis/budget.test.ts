@@ -147,7 +147,7 @@ if (missing) {
     const live = neighbour(server.port, 'live');
     const listing = await listNamespaces({ connection, commandBudgetMs: 1, legacy: true, deadlineMs: 120_000 });
     const ops = await live.stop();
-    t.match(
+    t.same(
       listing.namespaces.map((n) => `${n.namespace}/${n.layout}/${n.keys}`).sort(),
       ['listed/current/3000', 'live/current/1', 'oldlayout/legacy/1'],
       'every namespace found, the old layout too',
