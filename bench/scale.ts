@@ -139,6 +139,16 @@ async function waitFor(done: () => boolean, capMs: number, report: () => string,
 
 const key = (o: KubeObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
 
+/** After a cap: the first few objects that did not get there, with their status, to say where it broke. */
+function lateOnes(what: string, from: Map<string, number>, to: Map<string, number>, objects: KubeObject[], say: (s: string) => void): void {
+  const late = [...from.keys()].filter((k) => !to.has(k));
+  const byKey = new Map(objects.map((o) => [key(o), o]));
+  for (const k of late.slice(0, 5)) {
+    const status = (byKey.get(k) as { status?: unknown } | undefined)?.status ?? null;
+    say(`  ${what}: ${k}: status ${JSON.stringify(status).slice(0, 600)}`);
+  }
+}
+
 function scaleCluster(name: string): Record<string, unknown> {
   const spec = benchClusterSpec([{ name: 'RAY_REDIS_ADDRESS', value: 'redis.redis.svc:6379' }]) as {
     workerGroupSpecs: Array<{ replicas: number }>;
@@ -209,6 +219,7 @@ async function measureRound(
       () => `${ready.size}/${o.clusters} ready`,
       say,
     );
+    lateOnes('not ready', created, ready, clusters.list(), say);
     say(`${contender.name}: deleting them at ${o.qps}/s`);
     await paced(names, o.qps, async ({ namespace, name }) => {
       deleted.set(`${namespace}/${name}`, performance.now());
@@ -234,6 +245,7 @@ async function measureRound(
         () => `${complete.size}/${o.rayjobs} Complete`,
         say,
       );
+      lateOnes('not Complete', jobCreated, complete, jobs.list(), say);
     }
     const round: ScaleRound = {
       ready: durations(created, ready),
