@@ -133,6 +133,11 @@ export async function startKwokCluster(options: KwokClusterOptions = {}): Promis
     const kcm = await spawnComponent('kube-controller-manager', kubeCommandPath('kube-controller-manager'), [
       ...args.controllerManager,
       '--node-monitor-grace-period=1h',
+      // Its default 20 requests/s and 5 Job workers completed ~3 cleanup Jobs a second: at 1,000
+      // RayClusters the Jobs, not the operators, set the delete-to-gone time.
+      '--kube-api-qps=200',
+      '--kube-api-burst=400',
+      '--concurrent-job-syncs=20',
     ]);
     const scheduler = await spawnComponent('kube-scheduler', kubeCommandPath('kube-scheduler'), args.scheduler);
     const kwok = await spawnComponent('kwok', kwokPath(), kwokArgs(info.kubeconfigPath, await freePort()));
