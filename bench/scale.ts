@@ -207,45 +207,45 @@ async function measureRound(
   await watcher.waitForSync();
   const capMs = (n: number) => 120_000 + n * 600;
   try {
+    type Named = { namespace: string; name: string };
+    // Acts on each at --qps (stamping when), then waits until `reached` holds them all or the cap passed.
+    const phase = async (
+      items: Named[],
+      stamp: Map<string, number>,
+      act: (n: Named) => Promise<unknown>,
+      reached: Map<string, number>,
+      late: [string, () => KubeObject[]],
+    ) => {
+      await paced(items, o.qps, async (n) => {
+        stamp.set(`${n.namespace}/${n.name}`, performance.now());
+        await act(n);
+      });
+      await waitFor(
+        () => reached.size >= items.length,
+        capMs(items.length),
+        () => `${reached.size}/${items.length} ${late[0]}`,
+        say,
+      );
+      lateOnes(`not ${late[0]}`, stamp, reached, late[1](), say);
+    };
     const names = Array.from({ length: o.clusters }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `rc-${i}` }));
     say(`${contender.name}: creating ${o.clusters} GCS-FT RayClusters at ${o.qps}/s`);
-    await paced(names, o.qps, async ({ namespace, name }) => {
-      created.set(`${namespace}/${name}`, performance.now());
-      await kube.create({ ...RAYCLUSTERS, namespace }, scaleCluster(name));
-    });
-    await waitFor(
-      () => ready.size >= o.clusters,
-      capMs(o.clusters),
-      () => `${ready.size}/${o.clusters} ready`,
-      say,
-    );
-    lateOnes('not ready', created, ready, clusters.list(), say);
+    await phase(names, created, (n) => kube.create({ ...RAYCLUSTERS, namespace: n.namespace }, scaleCluster(n.name)), ready, [
+      'ready',
+      () => clusters.list(),
+    ]);
     say(`${contender.name}: deleting them at ${o.qps}/s`);
-    await paced(names, o.qps, async ({ namespace, name }) => {
-      deleted.set(`${namespace}/${name}`, performance.now());
-      await kube.delete({ ...RAYCLUSTERS, namespace, name });
-    });
-    await waitFor(
-      () => gone.size >= o.clusters,
-      capMs(o.clusters),
-      () => `${o.clusters - gone.size} not gone yet`,
-      say,
-    );
-
+    await phase(names, deleted, (n) => kube.delete({ ...RAYCLUSTERS, ...n }), gone, ['gone', () => clusters.list()]);
     const jobNames = Array.from({ length: o.rayjobs }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `job-${i}` }));
     if (o.rayjobs > 0) {
       say(`${contender.name}: creating ${o.rayjobs} HTTPMode RayJobs at ${o.qps}/s`);
-      await paced(jobNames, o.qps, async ({ namespace, name }) => {
-        jobCreated.set(`${namespace}/${name}`, performance.now());
-        await kube.create({ ...RAYJOBS, namespace }, scaleRayJob(name, o.jobSeconds));
-      });
-      await waitFor(
-        () => complete.size >= o.rayjobs,
-        capMs(o.rayjobs),
-        () => `${complete.size}/${o.rayjobs} Complete`,
-        say,
+      await phase(
+        jobNames,
+        jobCreated,
+        (n) => kube.create({ ...RAYJOBS, namespace: n.namespace }, scaleRayJob(n.name, o.jobSeconds)),
+        complete,
+        ['Complete', () => jobs.list()],
       );
-      lateOnes('not Complete', jobCreated, complete, jobs.list(), say);
     }
     const round: ScaleRound = {
       ready: durations(created, ready),
