@@ -100,8 +100,8 @@ export interface ControllerBenchFigures {
 }
 
 const THIS_FILE = fileURLToPath(import.meta.url);
-const KUBERAY = 'kuberay v1.6.2';
-const OURS = 'raykeeper';
+export const KUBERAY = 'kuberay v1.6.2';
+export const OURS = 'raykeeper';
 const SETTLE_MS = 5_000;
 /** What the image's stripped-TypeScript cache is filled from (Dockerfile). */
 const IMAGE_FOLDERS = ['bin', 'kube', 'src', 'certs', 'webhook', 'controller'];
@@ -234,9 +234,11 @@ export async function metricSum(port: number, name: string, labels: RegExp): Pro
 }
 
 /** A running contender: its pid and how to tell it has reconciled `n` RayClusters with nothing queued. */
-interface Contender {
+export interface Contender {
   name: string;
   pid: number;
+  /** Where its Prometheus metrics are served (127.0.0.1). */
+  metricsPort: number;
   /** performance.now() before the process was spawned. */
   startedAt: number;
   /** RayCluster reconciles so far and the RayCluster queue's depth. */
@@ -244,15 +246,21 @@ interface Contender {
   stop(): Promise<void>;
 }
 
-async function startOurs(kubeconfig: string, workers: number, stripCache: string | undefined): Promise<Contender> {
+export async function startOurs(
+  kubeconfig: string,
+  workers: number,
+  stripCache: string | undefined,
+  args = ['--reconcilers', 'raycluster,rayjob', '--companion', 'off'],
+): Promise<Contender> {
   const startedAt = performance.now();
-  const child = startControllerChild(kubeconfig, workers, ['--reconcilers', 'raycluster,rayjob', '--companion', 'off'], stripCache);
+  const child = startControllerChild(kubeconfig, workers, args, stripCache);
   const port = await child.port;
   while ((await fetch(`http://127.0.0.1:${port}/readyz`)).status !== 200) await sleep(100);
   const rc = /controller="raycluster"/;
   return {
     name: OURS,
     pid: child.proc.pid!,
+    metricsPort: port,
     startedAt,
     progress: async () => ({
       reconciled: await metricSum(port, 'raykeeper_controller_reconcile_total', rc),
@@ -263,12 +271,12 @@ async function startOurs(kubeconfig: string, workers: number, stripCache: string
 }
 
 let leaseNamespaces = 0;
-async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contender> {
+export async function startTheirs(cp: ControlPlane, kube: KubeClient, env: Record<string, string> = {}): Promise<Contender> {
   // A Lease namespace per start: the next start need not wait for the last one's Lease to expire.
   const leaseNamespace = `kuberay-lease-${++leaseNamespaces}`;
   await kube.create(NAMESPACES, { metadata: { name: leaseNamespace } });
   const startedAt = performance.now();
-  const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace });
+  const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace, env });
   for (;;) {
     const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({
       ...LEASES,
@@ -283,6 +291,7 @@ async function startTheirs(cp: ControlPlane, kube: KubeClient): Promise<Contende
   return {
     name: KUBERAY,
     pid: op.proc.pid!,
+    metricsPort: op.metricsPort,
     startedAt,
     progress: async () => ({
       reconciled: await metricSum(op.metricsPort, 'controller_runtime_reconcile_total', rc),
@@ -581,7 +590,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
 }
 
 /** "median (min-max)" of whole numbers. */
-function spread(values: number[]): string {
+export function spread(values: number[]): string {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted[Math.floor(sorted.length / 2)]!;
   const whole = (n: number) => String(Math.round(n));

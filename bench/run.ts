@@ -1,14 +1,16 @@
-// `npm run bench [-- webhook redis-cleanup import-cost controller rayjob]`: each part prints its figures, beside its baseline
+// `npm run bench [-- webhook redis-cleanup import-cost controller rayjob scale]` (flags after the parts go to
+// them: `npm run bench -- scale --clusters 1000`): each part prints its figures, beside its baseline
 // (measured in the same run on this machine) where it has one. Benchmarks, not tests: nothing here passes or fails on speed.
 import { runControllerBench } from './controller.ts';
 import { runImportCostBench } from './import-cost.ts';
 import { runRayJobBench } from './rayjob.ts';
 import { runRedisCleanupBench } from './redis-cleanup.ts';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';
+import { parseScaleArgs, runScaleBench } from './scale.ts';
 import { runWebhookBench } from './webhook.ts';
 import { runWebhookMemoryBench } from './webhook-memory.ts';
 
-const PARTS: Record<string, () => Promise<unknown>> = {
+const PARTS: Record<string, (flags: string[]) => Promise<unknown>> = {
   webhook: () => runWebhookBench(),
   'webhook-memory': () => runWebhookMemoryBench(),
   'redis-cleanup': () => runRedisCleanupBench(),
@@ -16,9 +18,13 @@ const PARTS: Record<string, () => Promise<unknown>> = {
   controller: () => runControllerBench(),
   'raycluster-pods': () => runRayClusterPodsBench(),
   rayjob: () => runRayJobBench(),
+  scale: (flags) => runScaleBench(parseScaleArgs(flags)),
 };
 
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((a) => a.startsWith('-'));
+const wanted = firstFlag < 0 ? args : args.slice(0, firstFlag);
+const flags = firstFlag < 0 ? [] : args.slice(firstFlag);
 const unknown = wanted.filter((w) => !(w in PARTS));
 if (unknown.length > 0) {
   process.stderr.write(`unknown bench part(s): ${unknown.join(', ')}; choose from ${Object.keys(PARTS).join(', ')}\n`);
@@ -26,5 +32,5 @@ if (unknown.length > 0) {
 }
 for (const name of wanted.length > 0 ? wanted : Object.keys(PARTS)) {
   process.stdout.write(`\n== bench: ${name} (${new Date().toISOString()})\n`);
-  await PARTS[name]!();
+  await PARTS[name]!(flags);
 }

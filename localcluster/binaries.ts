@@ -145,3 +145,8 @@ export async function ensureBinaries(
   if (code !== 0) throw new Error(`${BUILD_SCRIPT} failed (exit ${code})`);
   return requireBinaries(env);
 }
+
+/** kwok (tools/kwok, tools/build-kwok.sh): simulated nodes for the scale bench. RAYKEEPER_KWOK overrides it. */
+export function kwokPath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.RAYKEEPER_KWOK || join(cacheDir(env), 'bin', `kwok-${versionFrom('kwok', 'sigs.k8s.io/kwok')}`);
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs before `npm start` or `npm test`: Debian packages (Redis),
 # npm packages (incl. the pinned Node 22), the locally built etcd, kube-apiserver and kubectl,
-# helm 3/4 (chart tests), KubeRay's operator (test/kuberay) and Ray (a venv: RayJobs in `raykeeper dev`
+# helm 3/4 (chart tests), KubeRay's operator (test/kuberay), kwok (test/scale) and Ray (a venv: RayJobs in `raykeeper dev`
 # and the real-Ray tests), all cached by version. Idempotent: a second run only checks (seconds).
 #   --images  also the container images of the local real node (tools/build-images.sh: buildah,
 #             debootstrap; needs root); test/images runs them
@@ -48,6 +48,7 @@ step etcd "$(state bash tools/build-control-plane.sh "${build[@]}" --part tools 
   -- bash tools/build-control-plane.sh "${build[@]}" --part tools
 step helm "$(state bash tools/build-helm.sh --check)" "go build helm 3 and helm 4 (chart tests)" -- bash tools/build-helm.sh
 step kuberay "$(state bash tools/build-kuberay.sh --check)" "go build KubeRay's ray-operator v1.6.2 (tests beside KubeRay)" -- bash tools/build-kuberay.sh
+step kwok "$(state bash tools/build-kwok.sh --check)" "go build kwok (simulated nodes: test/scale, npm run bench -- scale)" -- bash tools/build-kwok.sh
 if $ray; then
   step ray "$(state bash tools/install-ray.sh --check)" "Ray from PyPI into a venv (tools/install-ray.sh)" --after system -- bash tools/install-ray.sh
 fi

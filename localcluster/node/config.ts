@@ -263,3 +263,40 @@ export function dnsmasqArgs(net: NodeNetwork, hostsFile: string, port = 53): str
     '--log-facility=-',
   ];
 }
+
+/** What kube-controller-manager and kube-scheduler are started with (admin kubeconfig; leader election off: one of each). */
+export interface ControllerComponentsOptions {
+  kubeconfig: string;
+  /** A directory each for their self-signed serving certificates. */
+  certDirs: { controllerManager: string; scheduler: string };
+  ports: { controllerManager: number; scheduler: number };
+  serviceAccountKey: string;
+  rootCa: string;
+  serviceCidr: string;
+  /** The CA that signs the kubelet's certificates (the real node; kwok's fake nodes need none). */
+  signing?: { cert: string; key: string };
+}
+
+export function controllerComponentsArgs(o: ControllerComponentsOptions): { controllerManager: string[]; scheduler: string[] } {
+  const common = (certDir: string, port: number): string[] => [
+    `--kubeconfig=${o.kubeconfig}`,
+    `--authentication-kubeconfig=${o.kubeconfig}`,
+    `--authorization-kubeconfig=${o.kubeconfig}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${port}`,
+    `--cert-dir=${certDir}`,
+    '--leader-elect=false',
+    '--profiling=false',
+  ];
+  return {
+    controllerManager: [
+      ...common(o.certDirs.controllerManager, o.ports.controllerManager),
+      '--use-service-account-credentials=true',
+      `--service-account-private-key-file=${o.serviceAccountKey}`,
+      `--root-ca-file=${o.rootCa}`,
+      ...(o.signing ? [`--cluster-signing-cert-file=${o.signing.cert}`, `--cluster-signing-key-file=${o.signing.key}`] : []),
+      `--service-cluster-ip-range=${o.serviceCidr}`,
+    ],
+    scheduler: common(o.certDirs.scheduler, o.ports.scheduler),
+  };
+}

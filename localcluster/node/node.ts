@@ -18,6 +18,7 @@ import {
   CNI_BIN_DIR,
   cniConfList,
   containerdConfig,
+  controllerComponentsArgs,
   dnsHosts,
   endpointAddresses,
   type EndpointSlice,
@@ -282,32 +283,17 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     progress('starting kube-controller-manager and kube-scheduler');
     await mkdir(join(root, 'kcm'), { mode: 0o700 });
     await mkdir(join(root, 'scheduler'), { mode: 0o700 });
-    const kcm = await spawnComponent('kube-controller-manager', requireKubeCommand('kube-controller-manager'), [
-      `--kubeconfig=${admin}`,
-      `--authentication-kubeconfig=${admin}`,
-      `--authorization-kubeconfig=${admin}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${await freePort()}`,
-      `--cert-dir=${join(root, 'kcm')}`,
-      '--leader-elect=false',
-      '--use-service-account-credentials=true',
-      `--service-account-private-key-file=${cpFiles.serviceAccountKey}`,
-      `--root-ca-file=${cpFiles.servingCa}`,
-      `--cluster-signing-cert-file=${pki.caCert}`,
-      `--cluster-signing-key-file=${pki.caKey}`,
-      `--service-cluster-ip-range=${net.serviceCidr}`,
-      '--profiling=false',
-    ]);
-    const scheduler = await spawnComponent('kube-scheduler', requireKubeCommand('kube-scheduler'), [
-      `--kubeconfig=${admin}`,
-      `--authentication-kubeconfig=${admin}`,
-      `--authorization-kubeconfig=${admin}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${await freePort()}`,
-      `--cert-dir=${join(root, 'scheduler')}`,
-      '--leader-elect=false',
-      '--profiling=false',
-    ]);
+    const args = controllerComponentsArgs({
+      kubeconfig: admin,
+      certDirs: { controllerManager: join(root, 'kcm'), scheduler: join(root, 'scheduler') },
+      ports: { controllerManager: await freePort(), scheduler: await freePort() },
+      serviceAccountKey: cpFiles.serviceAccountKey,
+      rootCa: cpFiles.servingCa,
+      serviceCidr: net.serviceCidr,
+      signing: { cert: pki.caCert, key: pki.caKey },
+    });
+    const kcm = await spawnComponent('kube-controller-manager', requireKubeCommand('kube-controller-manager'), args.controllerManager);
+    const scheduler = await spawnComponent('kube-scheduler', requireKubeCommand('kube-scheduler'), args.scheduler);
 
     // kubelet
     progress(`starting kubelet (node ${NODE_NAME})`);

@@ -268,7 +268,8 @@ export function computeStatus(input: StatusInput): RayClusterStatus {
     headInfo.serviceName = svc.metadata.name ?? '';
   }
   s.head = dropEmpty(headInfo);
-  s.conditions = conditions;
+  // metav1.Condition's message is required (KubeRay's CRD refuses a status without it); Go writes "".
+  s.conditions = conditions.map((c) => ({ ...c, message: c.message ?? '' }));
   if (old.state !== s.state && s.state !== undefined) s.stateTransitionTimes = { ...(s.stateTransitionTimes ?? {}), [s.state]: now };
   if (rayClusterStatusChanged(old, s)) s.lastUpdateTime = now;
   return s;

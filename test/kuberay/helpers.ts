@@ -47,7 +47,14 @@ export interface KubeRayOperator {
 /** ray-operator out of cluster (platform.md), with leader election on so its Lease exists. */
 export async function startKubeRay(
   cp: ControlPlane,
-  options: { cleanup: boolean; leaseNamespace: string /** More flags, e.g. --feature-gates=RayCronJob=true. */; args?: string[] },
+  options: {
+    cleanup: boolean;
+    leaseNamespace: string;
+    /** More flags, e.g. --feature-gates=RayCronJob=true. */
+    args?: string[];
+    /** More environment, e.g. HTTP_PROXY (the scale bench's stand-in of the Ray dashboards). */
+    env?: Record<string, string>;
+  },
 ): Promise<KubeRayOperator> {
   const env: Record<string, string> = {
     KUBECONFIG: cp.info.kubeconfigPath,
@@ -56,6 +63,7 @@ export async function startKubeRay(
     NO_PROXY: '127.0.0.1,localhost',
   };
   if (!options.cleanup) env.ENABLE_GCS_FT_REDIS_CLEANUP = 'false';
+  Object.assign(env, options.env);
   const metricsPort = await freePort();
   const proc = spawn(
     kubeRayBinary(),

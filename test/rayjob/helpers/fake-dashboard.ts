@@ -91,7 +91,8 @@ export class FakeDashboard {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    // A proxy's absolute form too (http://head-svc.ns.svc:8265/api/...): the scale bench sends KubeRay here as its HTTP_PROXY.
+    const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
     this.requests.push(`${req.method} ${path}`);
     if (this.down) {
       req.socket.destroy();

@@ -1,0 +1,417 @@
+// Scale benchmark: raykeeper's controller (all of it: the pod operator, the GCS-FT cleanup, the RayJob
+// state machine; as the image runs it) and KubeRay's operator v1.6.2, alternately on ONE control plane
+// with simulated nodes (localcluster/kwok.ts: etcd, kube-apiserver with KubeRay's CRDs,
+// kube-controller-manager, kube-scheduler, kwok with --nodes fake nodes, no kubelet, no container runs).
+// Per round and contender (fresh process, fresh namespaces):
+//   RayClusters  --clusters GCS-FT RayClusters (head + 1 worker, external Redis by annotation) created at
+//                --qps in --namespaces namespaces; each one's seconds from its create until its
+//                status.state is `ready` (kube-scheduler binds the pods, kwok makes them Running/Ready);
+//                then all deleted at --qps: seconds from each DELETE until it is gone. The GCS-FT cleanup
+//                Jobs are run by kwok for both contenders: kube-controller-manager's Job controller makes
+//                the pod, kwok Succeeds it at once, the Job completes, the operator releases its finalizer
+//                (no container runs, so Redis itself is not touched: this measures the operators' API work)
+//   RayJobs      --rayjobs HTTPMode RayJobs (each with its own small RayCluster) created at --qps; seconds
+//                from each create until `Complete`. Both operators submit to one stand-in of Ray's Jobs
+//                REST API served here (test/rayjob/helpers/fake-dashboard.ts: each job runs `sleep
+//                --job-seconds` and SUCCEEDS): ours through --rayjob-dashboard-url-template, KubeRay (which
+//                calls http://<head-svc>.<ns>.svc.cluster.local:8265) through HTTP_PROXY pointing at it
+// and over the round: the contender's CPU seconds, peak RSS (VmHWM), and its Kubernetes API requests by
+// HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH counted as GET as
+// client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
+// The 2 cores are shared by everything (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok, this process, the contender): the ratio in one run is the figure, the absolute seconds context.
+//
+//   npm run bench -- scale [--rounds K] [--clusters N] [--rayjobs N] [--namespaces M] [--qps Q] [--nodes N]
+//   (defaults: 3 rounds, 50 clusters, 20 RayJobs, 5 namespaces, 20/s, 10 nodes, jobs of 2 s)
+import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { median, percentile } from './stats.ts';
+import { benchClusterSpec } from './sample-cluster.ts';
+import {
+  type Contender,
+  cpuSeconds,
+  imageStripCache,
+  KUBERAY,
+  metricSum,
+  OURS,
+  pool,
+  rss,
+  spread,
+  startOurs,
+  startTheirs,
+} from './controller.ts';
+import { startKwokCluster, type KwokCluster } from '../localcluster/kwok.ts';
+import { KubeClient } from '../kube/client.ts';
+import { InformerFactory } from '../kube/informer.ts';
+import { NAMESPACES, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
+import type { KubeObject } from '../kube/model.ts';
+import { sleep } from '../src/backoff.ts';
+import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
+import { startFakeDashboard, type FakeDashboard } from '../test/rayjob/helpers/fake-dashboard.ts';
+
+export interface ScaleBenchOptions {
+  rounds: number;
+  clusters: number;
+  rayjobs: number;
+  namespaces: number;
+  qps: number;
+  nodes: number;
+  jobSeconds: number;
+  workers: number;
+}
+
+export const DEFAULT_SCALE_OPTIONS: ScaleBenchOptions = {
+  rounds: 3,
+  clusters: 50,
+  rayjobs: 20,
+  namespaces: 5,
+  qps: 20,
+  nodes: 10,
+  jobSeconds: 2,
+  workers: 4,
+};
+
+export const VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** One contender's figures in one round (seconds, MiB, request counts). */
+export interface ScaleRound {
+  ready: number[];
+  gone: number[];
+  jobs: number[];
+  /** Objects that did not get there before the phase's cap (ready, gone, Complete). */
+  unfinished: { ready: number; gone: number; jobs: number };
+  cpuSeconds: number;
+  peakRssMiB: number;
+  requests: Record<string, number>;
+  load1: number;
+}
+
+export interface ScaleFigures {
+  options: ScaleBenchOptions;
+  rounds: Record<string, ScaleRound[]>;
+}
+
+/** Seconds from `from` to `to` for each key of `from`; missing ends are left out (counted apart). */
+export function durations(from: Map<string, number>, to: Map<string, number>): number[] {
+  const out: number[] = [];
+  for (const [key, t0] of from) {
+    const t1 = to.get(key);
+    if (t1 !== undefined) out.push((t1 - t0) / 1000);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/** The API requests so far by HTTP method: ours (WATCH folded into GET, as client-go counts it) or KubeRay's. */
+export async function requestsByMethod(c: Contender): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const verb of VERBS) {
+    if (c.name === OURS) {
+      const methods = verb === 'GET' ? '(GET|WATCH)' : verb;
+      out[verb] = await metricSum(c.metricsPort, 'raykeeper_kube_requests', new RegExp(`verb="${methods}"`));
+    } else out[verb] = await metricSum(c.metricsPort, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
+  }
+  return out;
+}
+
+/** Runs `fn` for each item, starting the i-th no earlier than i/qps seconds after the first. */
+async function paced<T>(items: T[], qps: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  const t0 = performance.now();
+  await pool(items, 32, async (item, i) => {
+    const wait = t0 + (i * 1000) / qps - performance.now();
+    if (wait > 0) await sleep(wait);
+    await fn(item, i);
+  });
+}
+
+/** Until `done()` or `capMs` passed; a line every 10 s. */
+async function waitFor(done: () => boolean, capMs: number, report: () => string, say: (s: string) => void): Promise<void> {
+  const t0 = performance.now();
+  let last = t0;
+  while (!done() && performance.now() - t0 < capMs) {
+    await sleep(100);
+    if (performance.now() - last > 10_000) {
+      last = performance.now();
+      say(`  ${report()} (${Math.round((last - t0) / 1000)} s)`);
+    }
+  }
+}
+
+const key = (o: KubeObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
+
+/** After a cap: the first few objects that did not get there, with their status, to say where it broke. */
+function lateOnes(what: string, from: Map<string, number>, to: Map<string, number>, objects: KubeObject[], say: (s: string) => void): void {
+  const late = [...from.keys()].filter((k) => !to.has(k));
+  const byKey = new Map(objects.map((o) => [key(o), o]));
+  for (const k of late.slice(0, 5)) {
+    const status = (byKey.get(k) as { status?: unknown } | undefined)?.status ?? null;
+    say(`  ${what}: ${k}: status ${JSON.stringify(status).slice(0, 600)}`);
+  }
+}
+
+function scaleCluster(name: string): Record<string, unknown> {
+  const spec = benchClusterSpec([{ name: 'RAY_REDIS_ADDRESS', value: 'redis.redis.svc:6379' }]) as {
+    workerGroupSpecs: Array<{ replicas: number }>;
+  };
+  spec.workerGroupSpecs[0]!.replicas = 1;
+  return {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayCluster',
+    metadata: { name, annotations: { 'ray.io/ft-enabled': 'true' } },
+    spec,
+  };
+}
+
+function scaleRayJob(name: string, jobSeconds: number): Record<string, unknown> {
+  const rayClusterSpec = benchClusterSpec([]) as { workerGroupSpecs: Array<{ replicas: number }> };
+  rayClusterSpec.workerGroupSpecs[0]!.replicas = 1;
+  return {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayJob',
+    metadata: { name },
+    spec: { entrypoint: `sleep ${jobSeconds}`, submissionMode: 'HTTPMode', rayClusterSpec },
+  };
+}
+
+async function measureRound(
+  kube: KubeClient,
+  contender: Contender,
+  namespaces: string[],
+  o: ScaleBenchOptions,
+  say: (s: string) => void,
+): Promise<ScaleRound> {
+  const cpu0 = cpuSeconds(contender.pid);
+  const requests0 = await requestsByMethod(contender);
+  const watcher = new InformerFactory(kube, { namespace: undefined });
+  const clusters = watcher.get(RAYCLUSTERS);
+  const jobs = watcher.get(RAYJOBS);
+  const created = new Map<string, number>();
+  const ready = new Map<string, number>();
+  const deleted = new Map<string, number>();
+  const gone = new Map<string, number>();
+  const jobCreated = new Map<string, number>();
+  const complete = new Map<string, number>();
+  const ours = new Set(namespaces);
+  clusters.on((type, obj) => {
+    const k = key(obj);
+    if (!created.has(k)) return; // a RayJob's
+    if (type === 'delete') gone.set(k, performance.now());
+    else if ((obj as { status?: { state?: string } }).status?.state === 'ready' && !ready.has(k)) ready.set(k, performance.now());
+  });
+  jobs.on((type, obj) => {
+    const k = key(obj);
+    if (type !== 'delete' && (obj as { status?: { jobDeploymentStatus?: string } }).status?.jobDeploymentStatus === 'Complete')
+      if (!complete.has(k)) complete.set(k, performance.now());
+  });
+  watcher.start();
+  await watcher.waitForSync();
+  const capMs = (n: number) => 120_000 + n * 600;
+  try {
+    type Named = { namespace: string; name: string };
+    // Acts on each at --qps (stamping when), then waits until `reached` holds them all or the cap passed.
+    const phase = async (
+      items: Named[],
+      stamp: Map<string, number>,
+      act: (n: Named) => Promise<unknown>,
+      reached: Map<string, number>,
+      late: [string, () => KubeObject[]],
+    ) => {
+      await paced(items, o.qps, async (n) => {
+        stamp.set(`${n.namespace}/${n.name}`, performance.now());
+        await act(n);
+      });
+      await waitFor(
+        () => reached.size >= items.length,
+        capMs(items.length),
+        () => `${reached.size}/${items.length} ${late[0]}`,
+        say,
+      );
+      lateOnes(`not ${late[0]}`, stamp, reached, late[1](), say);
+    };
+    const names = Array.from({ length: o.clusters }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `rc-${i}` }));
+    say(`${contender.name}: creating ${o.clusters} GCS-FT RayClusters at ${o.qps}/s`);
+    await phase(names, created, (n) => kube.create({ ...RAYCLUSTERS, namespace: n.namespace }, scaleCluster(n.name)), ready, [
+      'ready',
+      () => clusters.list(),
+    ]);
+    say(`${contender.name}: deleting them at ${o.qps}/s`);
+    await phase(names, deleted, (n) => kube.delete({ ...RAYCLUSTERS, ...n }), gone, ['gone', () => clusters.list()]);
+    const jobNames = Array.from({ length: o.rayjobs }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `job-${i}` }));
+    if (o.rayjobs > 0) {
+      say(`${contender.name}: creating ${o.rayjobs} HTTPMode RayJobs at ${o.qps}/s`);
+      await phase(
+        jobNames,
+        jobCreated,
+        (n) => kube.create({ ...RAYJOBS, namespace: n.namespace }, scaleRayJob(n.name, o.jobSeconds)),
+        complete,
+        ['Complete', () => jobs.list()],
+      );
+    }
+    const round: ScaleRound = {
+      ready: durations(created, ready),
+      gone: durations(deleted, gone),
+      jobs: durations(jobCreated, complete),
+      unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
+      cpuSeconds: cpuSeconds(contender.pid) - cpu0,
+      peakRssMiB: rss(contender.pid).hwm,
+      requests: {},
+      load1: loadavg()[0]!,
+    };
+    const requests1 = await requestsByMethod(contender);
+    for (const verb of VERBS) round.requests[verb] = requests1[verb]! - requests0[verb]!;
+    // Not measured: the RayJobs go while their operator still runs (KubeRay's have its finalizer).
+    await pool(jobNames, 32, async ({ namespace, name }) => {
+      await kube.delete({ ...RAYJOBS, namespace, name }, { propagationPolicy: 'Background' });
+    });
+    await waitFor(
+      () => jobs.size === 0 || jobs.list().every((j) => !ours.has(j.metadata?.namespace ?? '')),
+      120_000,
+      () => 'RayJobs going',
+      say,
+    );
+    return round;
+  } finally {
+    await watcher.stop();
+  }
+}
+
+export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): Promise<ScaleFigures> {
+  const o = { ...DEFAULT_SCALE_OPTIONS, ...options };
+  const say = (s: string) => process.stderr.write(`[scale bench] ${s}\n`);
+  const missing = missingKubeRay();
+  if (missing) throw new Error(missing);
+  let cluster: KwokCluster | undefined;
+  let kube: KubeClient | undefined;
+  let dashboard: FakeDashboard | undefined;
+  let stripCache: string | undefined;
+  let running: Contender | undefined;
+  try {
+    say(`starting etcd, kube-apiserver (KubeRay's CRDs), kube-controller-manager, kube-scheduler, kwok with ${o.nodes} nodes`);
+    cluster = await startKwokCluster({ nodes: o.nodes, crdsDir: kubeRayCrds(), onProgress: say });
+    kube = new KubeClient(cluster.controlPlane.kubeConfig());
+    dashboard = await startFakeDashboard();
+    stripCache = imageStripCache();
+    const names = [OURS, KUBERAY];
+    const rounds: Record<string, ScaleRound[]> = { [OURS]: [], [KUBERAY]: [] };
+    for (let round = 0; round < o.rounds; round++) {
+      for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+        const namespaces = Array.from({ length: o.namespaces }, (_, i) => `r${round}-${name === OURS ? 'ours' : 'kuberay'}-${i}`);
+        for (const ns of namespaces) await kube.create(NAMESPACES, { metadata: { name: ns } });
+        say(`round ${round + 1}: ${name}: starting`);
+        running =
+          name === OURS
+            ? await startOurs(cluster.controlPlane.info.kubeconfigPath, o.workers, stripCache, [
+                '--reconcilers',
+                'raycluster,raycluster-pods,rayjob',
+                '--companion',
+                'off',
+                '--rayjob-dashboard-url-template',
+                dashboard.url,
+              ])
+            : await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url });
+        const figures = await measureRound(kube, running, namespaces, o, say);
+        await running.stop();
+        running = undefined;
+        rounds[name]!.push(figures);
+        say(
+          `round ${round + 1}: ${name}: ready p99 ${percentile(figures.ready, 99).toFixed(1)} s, gone p99 ${percentile(figures.gone, 99).toFixed(1)} s, RayJob p99 ${percentile(figures.jobs, 99).toFixed(1)} s, CPU ${figures.cpuSeconds.toFixed(1)} s, peak ${Math.round(figures.peakRssMiB)} MiB`,
+        );
+        // What is left in them (Services, Jobs, pods of the RayJobs' clusters) goes with the namespaces.
+        await pool(namespaces, 8, async (ns) => {
+          await kube!.delete({ ...NAMESPACES, name: ns });
+        });
+      }
+    }
+    const figures: ScaleFigures = { options: o, rounds };
+    process.stdout.write(formatScaleFigures(figures) + '\n');
+    return figures;
+  } finally {
+    await running?.stop().catch(() => {});
+    await dashboard?.close().catch(() => {});
+    kube?.close();
+    await cluster?.stop().catch(() => {});
+    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
+  }
+}
+
+export function formatScaleFigures(f: ScaleFigures): string {
+  const o = f.options;
+  const names = Object.keys(f.rounds);
+  const pct = (key: 'ready' | 'gone' | 'jobs', p: number) => (r: ScaleRound) => percentile(r[key], p);
+  const rows: Array<[string, (r: ScaleRound) => number, number]> = [
+    ['create-to-ready s p50', pct('ready', 50), 1],
+    ['create-to-ready s p99', pct('ready', 99), 1],
+    ['create-to-ready s max', pct('ready', 100), 1],
+    ['delete-to-gone s p50', pct('gone', 50), 1],
+    ['delete-to-gone s p99', pct('gone', 99), 1],
+    ['delete-to-gone s max', pct('gone', 100), 1],
+    ['RayJob create-to-Complete s p50', pct('jobs', 50), 1],
+    ['RayJob create-to-Complete s p99', pct('jobs', 99), 1],
+    ['controller CPU s', (r) => r.cpuSeconds, 1],
+    ['peak RSS MiB (VmHWM)', (r) => r.peakRssMiB, 1],
+    ...VERBS.map((v): [string, (r: ScaleRound) => number, number] => [
+      `API ${v} per object`,
+      (r) => r.requests[v] ?? 0,
+      o.clusters + o.rayjobs,
+    ]),
+  ];
+  const width = 36;
+  const col = 20;
+  const lines = [
+    `scale: ${o.clusters} GCS-FT RayClusters (head + 1 worker) and ${o.rayjobs} HTTPMode RayJobs in ${o.namespaces} namespaces at ${o.qps}/s, ${o.nodes} kwok nodes; ${o.rounds} round(s), alternating order; median (min-max) over rounds`,
+    `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${'ours/KubeRay'.padStart(14)}`,
+  ];
+  for (const [label, of, per] of rows) {
+    const values = names.map((x) => f.rounds[x]!.map((r) => of(r) / per));
+    const theirs = median(values[1] ?? []);
+    const ratio = theirs > 0 ? (median(values[0]!) / theirs).toFixed(2) : '-';
+    const tenths = per > 1 || Math.max(...values.flat()) < 100;
+    const show = (v: number[]) => (tenths ? spreadFixed(v) : spread(v));
+    lines.push(`${label.padEnd(width)}${values.map((v) => show(v).padStart(col)).join('')}${ratio.padStart(14)}`);
+  }
+  lines.push(
+    `not there before the cap (ready/gone/Complete): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => `${r.unfinished.ready}/${r.unfinished.gone}/${r.unfinished.jobs}`).join(', ')}`).join('; ')}`,
+  );
+  lines.push(
+    `load average (1 min) per round: ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`,
+  );
+  const p99 = names.map((x) => median(f.rounds[x]!.map(pct('ready', 99))));
+  lines.push(
+    `scale: ${o.clusters} RayClusters, ${o.rayjobs} RayJobs, ${o.rounds} rounds: create-to-ready p99 ours ${p99[0]!.toFixed(1)} s, KubeRay ${p99[1]!.toFixed(1)} s, ratio ${p99[1]! > 0 ? (p99[0]! / p99[1]!).toFixed(2) : '-'}`,
+  );
+  return lines.join('\n');
+}
+
+/** "median (min-max)" with one decimal, for rows whose figures are below 100 (and per-object rows). */
+function spreadFixed(values: number[]): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const f = (n: number) => n.toFixed(1);
+  const mid = sorted[Math.floor(sorted.length / 2)] ?? 0;
+  return sorted.length > 1 ? `${f(mid)} (${f(sorted[0]!)}-${f(sorted[sorted.length - 1]!)})` : f(mid);
+}
+
+export function parseScaleArgs(argv: string[]): Partial<ScaleBenchOptions> {
+  const { values } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(
+      ['rounds', 'clusters', 'rayjobs', 'namespaces', 'qps', 'nodes', 'job-seconds', 'workers'].map((n) => [n, { type: 'string' }]),
+    ) as Record<string, { type: 'string' }>,
+  });
+  const out: Partial<ScaleBenchOptions> = {};
+  const num = (flag: string, k: keyof ScaleBenchOptions) => {
+    const v = values[flag];
+    if (v === undefined) return;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${flag}: a number >= 0, not ${v}`);
+    out[k] = n;
+  };
+  num('rounds', 'rounds');
+  num('clusters', 'clusters');
+  num('rayjobs', 'rayjobs');
+  num('namespaces', 'namespaces');
+  num('qps', 'qps');
+  num('nodes', 'nodes');
+  num('job-seconds', 'jobSeconds');
+  num('workers', 'workers');
+  return out;
+}

@@ -1,0 +1,59 @@
+// The scale bench's pure parts: per-object durations, its flags, and its table's last line (the ratio).
+import t from 'tap';
+import { DEFAULT_SCALE_OPTIONS, durations, formatScaleFigures, parseScaleArgs, type ScaleRound } from '../../bench/scale.ts';
+
+t.test('durations: seconds per object that got there, sorted; the ones that did not are left out', async (t) => {
+  const from = new Map([
+    ['a/x', 1000],
+    ['a/y', 2000],
+    ['b/z', 3000],
+  ]);
+  const to = new Map([
+    ['a/x', 4000],
+    ['a/y', 2500],
+  ]);
+  t.same(durations(from, to), [0.5, 3]);
+});
+
+t.test('flags: numbers into options; a bad one names itself', async (t) => {
+  t.same(parseScaleArgs(['--clusters', '1000', '--rounds', '1', '--job-seconds', '5']), { clusters: 1000, rounds: 1, jobSeconds: 5 });
+  t.same(parseScaleArgs([]), {});
+  t.throws(() => parseScaleArgs(['--qps', 'fast']), /--qps: a number >= 0, not fast/);
+  t.throws(() => parseScaleArgs(['--clusterz', '3']));
+});
+
+const round = (ready: number[], cpu: number): ScaleRound => ({
+  ready,
+  gone: [1, 2],
+  jobs: [3],
+  unfinished: { ready: 0, gone: 0, jobs: 0 },
+  cpuSeconds: cpu,
+  peakRssMiB: 100,
+  requests: { GET: 10, POST: 20, PUT: 0, PATCH: 0, DELETE: 5 },
+  load1: 2,
+});
+
+t.test('the table: ours beside KubeRay, the ratio of medians, and the last line with the create-to-ready p99 ratio', async (t) => {
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 3, clusters: 4, rayjobs: 1 },
+    rounds: {
+      raykeeper: [round([1, 1, 1, 2], 3), round([1, 1, 1, 4], 5), round([1, 1, 1, 3], 4)],
+      'kuberay v1.6.2': [round([1, 1, 1, 6], 10), round([1, 1, 1, 8], 8), round([1, 1, 1, 12], 9)],
+    },
+  });
+  const lines = text.split('\n');
+  t.match(
+    lines.find((l) => l.startsWith('create-to-ready s p99')),
+    /3\.0 \(2\.0-4\.0\)\s+8\.0 \(6\.0-12\.0\)\s+0\.38$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('controller CPU s')),
+    /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
+  );
+  // per object: 20 POSTs over 4 clusters + 1 RayJob
+  t.match(
+    lines.find((l) => l.startsWith('API POST per object')),
+    /4\.0 \(4\.0-4\.0\)\s+4\.0 \(4\.0-4\.0\)\s+1\.00$/,
+  );
+  t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 3 rounds: create-to-ready p99 ours 3.0 s, KubeRay 8.0 s, ratio 0.38');
+});
