@@ -2,7 +2,15 @@
 // coordination.k8s.io/v1 Lease, the Events recorder, the health server.
 import t from 'tap';
 import { InformerFactory } from '../../kube/informer.ts';
-import { isAlreadyExists, isNamespaceTerminating, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
+import {
+  isAlreadyExists,
+  isConflict,
+  isNamespaceTerminating,
+  isNotFound,
+  isPatchTestFailed,
+  JSON_PATCH,
+  KubeClient,
+} from '../../kube/client.ts';
 import { LeaderElector, microTime } from '../../kube/leader.ts';
 import { KubeEventRecorder } from '../../kube/events.ts';
 import { Manager } from '../../kube/manager.ts';
@@ -344,11 +352,19 @@ t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
   await until(() => started, 'leading');
   // Someone else overwrites the lease (e.g. an admin, or a replica that saw it expire).
   const ref = { ...LEASES, namespace: ns.name, name: 'lock2' };
-  const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
-  await kube.replace(ref, {
-    ...lease,
-    spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') },
-  });
+  // The leader renews every 200 ms: a read-then-replace can lose that race (409); read again and retry.
+  for (;;) {
+    const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
+    try {
+      await kube.replace(ref, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') },
+      });
+      break;
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  }
   await done;
   tt.match(why, /taken by another replica|could not renew/);
   tt.equal(e.isLeader(), false);
