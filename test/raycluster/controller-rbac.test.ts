@@ -162,20 +162,26 @@ t.test('namespace terminating and a Secret the controller may not read (403): bl
   tt.match(metrics, /raykeeper_raycluster_finalizer_releases_total\{reason="timeout"\} 1/);
 });
 
+/** A namespace with the RayCluster operator running as the controller's ServiceAccount (the shipped RBAC only). */
+async function operatorUnderShippedRbac(tt: Test): Promise<Env> {
+  const e = await env(tt);
+  const kc = await controllerIdentity(tt, e);
+  const c = await startController({
+    kubeConfig: kc,
+    watchNamespace: e.ns.name,
+    modules: [rayClusterOperatorModule],
+    env: {},
+    logger: quiet,
+    retry: { baseMs: 100, maxMs: 1000, jitter: 0.2 },
+  });
+  tt.teardown(() => c.stop());
+  return e;
+}
+
 t.test(
   "with only the shipped RBAC: the operator creates an autoscaling cluster's ServiceAccount, Role and RoleBinding (escalation prevention passes)",
   async (tt) => {
-    const e = await env(tt);
-    const kc = await controllerIdentity(tt, e);
-    const c = await startController({
-      kubeConfig: kc,
-      watchNamespace: e.ns.name,
-      modules: [rayClusterOperatorModule],
-      env: {},
-      logger: quiet,
-      retry: { baseMs: 100, maxMs: 1000, jitter: 0.2 },
-    });
-    tt.teardown(() => c.stop());
+    const e = await operatorUnderShippedRbac(tt);
     const sample = kuberaySample();
     sample.spec!.enableInTreeAutoscaling = true;
     await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
@@ -196,17 +202,7 @@ t.test(
 t.test(
   'token auth with only the shipped RBAC (Secrets: create, never read): ours created, a given one not checked, pods made',
   async (tt) => {
-    const e = await env(tt);
-    const kc = await controllerIdentity(tt, e);
-    const c = await startController({
-      kubeConfig: kc,
-      watchNamespace: e.ns.name,
-      modules: [rayClusterOperatorModule],
-      env: {},
-      logger: quiet,
-      retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
-    });
-    tt.teardown(() => c.stop());
+    const e = await operatorUnderShippedRbac(tt);
     const generated = kuberaySample();
     generated.metadata.name = 'token-gen';
     (generated.spec as Record<string, unknown>).authOptions = { mode: 'token' };
