@@ -9,14 +9,12 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { startKubeletDev } from '../../dev/kubelet.ts';
-import { KubeClient } from '../../kube/client.ts';
 import type { Secret } from '../../kube/model.ts';
 import { RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { tokenOf } from '../../src/raycluster/auth.ts';
-import { assertHostRestored, hostState, kubectl, namespaceEvents, until } from './helpers.ts';
+import { kubectl, namespaceEvents, nodeUnderTest, until } from './helpers.ts';
 
 interface Pod {
   metadata: { name: string };
@@ -26,13 +24,7 @@ interface RayJob {
   status?: { jobDeploymentStatus?: string; jobStatus?: string; message?: string; rayClusterName?: string };
 }
 
-const before = await hostState();
-const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
-let stopped = false;
-t.teardown(async () => {
-  if (!stopped) await env.stop();
-});
-const kube = new KubeClient(env.cluster.controlPlane.kubeConfig());
+const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-token';
 const NAME = 'token-auth';
 
@@ -201,9 +193,4 @@ t.test(
   },
 );
 
-t.test('stopping the node restores the host', async (t) => {
-  kube.close();
-  await env.stop();
-  stopped = true;
-  await assertHostRestored(t, before);
-});
+t.test('stopping the node restores the host', stopAndAssertRestored);
