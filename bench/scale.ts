@@ -84,6 +84,8 @@ export interface ScaleRound {
   cpuSeconds: number;
   peakRssMiB: number;
   requests: Record<string, number>;
+  /** Reconciles that ended in an error (ours: raykeeper_controller_reconcile_total{result="error"}; KubeRay's: controller_runtime_reconcile_errors_total). */
+  reconcileErrors: number;
   load1: number;
 }
 
@@ -112,6 +114,13 @@ export async function requestsByMethod(c: Contender): Promise<Record<string, num
     } else out[verb] = await metricSum(c.metricsPort, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
   }
   return out;
+}
+
+/** Reconcile errors so far, every controller of the contender. */
+export async function reconcileErrors(c: Contender): Promise<number> {
+  return c.name === OURS
+    ? metricSum(c.metricsPort, 'raykeeper_controller_reconcile_total', /result="error"/)
+    : metricSum(c.metricsPort, 'controller_runtime_reconcile_errors_total', /.*/);
 }
 
 /** Runs `fn` for each item, starting the i-th no earlier than i/qps seconds after the first. */
@@ -182,6 +191,7 @@ async function measureRound(
 ): Promise<ScaleRound> {
   const cpu0 = cpuSeconds(contender.pid);
   const requests0 = await requestsByMethod(contender);
+  const errors0 = await reconcileErrors(contender);
   const watcher = new InformerFactory(kube, { namespace: undefined });
   const clusters = watcher.get(RAYCLUSTERS);
   const jobs = watcher.get(RAYJOBS);
@@ -255,6 +265,7 @@ async function measureRound(
       cpuSeconds: cpuSeconds(contender.pid) - cpu0,
       peakRssMiB: rss(contender.pid).hwm,
       requests: {},
+      reconcileErrors: (await reconcileErrors(contender)) - errors0,
       load1: loadavg()[0]!,
     };
     const requests1 = await requestsByMethod(contender);
@@ -349,6 +360,7 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['RayJob create-to-Complete s p99', pct('jobs', 99), 1],
     ['controller CPU s', (r) => r.cpuSeconds, 1],
     ['peak RSS MiB (VmHWM)', (r) => r.peakRssMiB, 1],
+    ['reconcile errors per object', (r) => r.reconcileErrors, o.clusters + o.rayjobs],
     ...VERBS.map((v): [string, (r: ScaleRound) => number, number] => [
       `API ${v} per object`,
       (r) => r.requests[v] ?? 0,

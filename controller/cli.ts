@@ -7,11 +7,15 @@ import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';
 import { DEFAULT_LEADER_TIMING, leaderTimingProblem } from '../kube/leader.ts';
 import { errorMessage } from '../src/errors.ts';
+import { clientRateLimit } from '../kube/rate-limit.ts';
 
 const BASE_OPTIONS = {
   kubeconfig: { type: 'string' },
   'watch-namespace': { type: 'string' },
   workers: { type: 'string' },
+  'reconcile-concurrency': { type: 'string' },
+  qps: { type: 'string' },
+  burst: { type: 'string' },
   'leader-elect': { type: 'boolean' },
   'lease-namespace': { type: 'string' },
   'lease-name': { type: 'string' },
@@ -46,7 +50,12 @@ again instead of exiting.
 Options:
   --kubeconfig FILE          kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster)
   --watch-namespace NS       watch only this namespace (default: all)
-  --workers N                concurrent reconciles per reconciler (default 4)
+  --workers N                concurrent reconciles per reconciler (default 4); KubeRay's name for it,
+                             --reconcile-concurrency N, is taken too
+  --qps Q                    cap on API requests a second, client side (KubeRay's flag; default 0: no
+                             cap, API Priority and Fairness queues a client that asks too much; KubeRay's
+                             default is 100). Lease renewals never wait behind it
+  --burst N                  requests sent at once before --qps paces them (default 2 x --qps)
   --leader-elect             elect a leader through a coordination.k8s.io/v1 Lease
   --lease-namespace NS       namespace of the Lease (default: POD_NAMESPACE, the pod's, else default)
   --lease-name NAME          name of the Lease (default raykeeper-controller)
@@ -102,6 +111,22 @@ function integer(raw: string | undefined, flag: string, fallback: number, min: n
   return n;
 }
 
+function number(raw: string | undefined, flag: string, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--${flag} must be a number >= 0, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** --workers, or KubeRay's name for it; both given must agree. */
+function reconcileConcurrency(workers: string | undefined, kuberay: string | undefined): number {
+  const a = integer(workers, 'workers', 4, 1);
+  const b = integer(kuberay, 'reconcile-concurrency', a, 1);
+  if (workers !== undefined && kuberay !== undefined && a !== b)
+    throw new Error(`--workers ${a} and --reconcile-concurrency ${b} name the same setting: give one`);
+  return b;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const options: ParseArgsOptionsConfig = { ...BASE_OPTIONS };
   for (const m of RECONCILER_MODULES) for (const [flag, f] of Object.entries(m.flags ?? {})) options[flag] = { type: f.type };
@@ -151,7 +176,8 @@ export async function run(argv: string[]): Promise<number> {
     config = {
       kubeconfig: s('kubeconfig'),
       watchNamespace: s('watch-namespace'),
-      workers: integer(s('workers'), 'workers', 4, 1),
+      workers: reconcileConcurrency(s('workers'), s('reconcile-concurrency')),
+      rateLimit: clientRateLimit(number(s('qps'), 'qps', 0), s('burst') === undefined ? undefined : integer(s('burst'), 'burst', 1, 1)),
       leaderElect: values['leader-elect'] === true,
       leaseNamespace: s('lease-namespace'),
       leaseName: s('lease-name') ?? 'raykeeper-controller',

@@ -25,6 +25,8 @@ export interface ControllerOptions {
   kubeConfig?: KubeCredentials;
   watchNamespace?: string | undefined;
   workers?: number;
+  /** `--qps` / `--burst` (kube/rate-limit.ts); undefined: no client side cap. */
+  rateLimit?: { qps: number; burst: number } | undefined;
   leaderElect?: boolean;
   leaseNamespace?: string | undefined;
   leaseName?: string;
@@ -92,6 +94,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     metrics,
     watchNamespace: options.watchNamespace || undefined,
     workers: options.workers,
+    rateLimit: options.rateLimit,
     leaderElection: options.leaderElect
       ? {
           namespace: options.leaseNamespace || defaultLeaseNamespace(env),
@@ -123,7 +126,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
   }
   const abort = new AbortController();
   logger.info(
-    { identity, watchNamespace: options.watchNamespace ?? 'all', leaderElect: options.leaderElect === true, shards: options.shards ?? 1 },
+    {
+      identity,
+      watchNamespace: options.watchNamespace ?? 'all',
+      leaderElect: options.leaderElect === true,
+      shards: options.shards ?? 1,
+      workers: options.workers ?? 4,
+      qps: options.rateLimit?.qps ?? 0,
+      burst: options.rateLimit?.burst ?? 0,
+    },
     'controller starting',
   );
   const done = manager

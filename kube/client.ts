@@ -11,6 +11,9 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { HttpsOptions, KubeCredentials } from './kubeconfig.ts';
+import { SupersededVersions } from './superseded.ts';
+import { TokenBucket } from './rate-limit.ts';
+import { sleep } from '../src/backoff.ts';
 
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -180,6 +183,13 @@ export function resourcePath(ref: ResourceRef): string {
   return `${base}${ns}/${ref.plural}${name}${sub}`;
 }
 
+const LEASES_PREFIX = '/apis/coordination.k8s.io/';
+
+/** The object's own path (a subresource write changes the object's resourceVersion too). */
+function objectPath(ref: ResourceRef): string {
+  return resourcePath({ ...ref, subresource: undefined });
+}
+
 export interface RequestOptionsLite {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
@@ -219,6 +229,9 @@ interface Pool {
   agentKey: string;
   requestCounts: Map<string, number>;
   fencedCounts: Map<string, number>;
+  superseded: SupersededVersions;
+  /** `--qps` / `--burst` (kube/rate-limit.ts); undefined: no cap. */
+  limiter: TokenBucket | undefined;
 }
 
 export class KubeClient {
@@ -234,11 +247,17 @@ export class KubeClient {
     agentKey: '',
     requestCounts: new Map(),
     fencedCounts: new Map(),
+    superseded: new SupersededVersions(),
+    limiter: undefined,
   };
   private writeGuard: WriteGuard | undefined;
 
-  constructor(kubeConfig: KubeCredentials, options: { timeoutMs?: number; fieldManager?: string } = {}) {
+  constructor(
+    kubeConfig: KubeCredentials,
+    options: { timeoutMs?: number; fieldManager?: string; rateLimit?: { qps: number; burst: number } | undefined } = {},
+  ) {
     this.kubeConfig = kubeConfig;
+    if (options.rateLimit) this.pool.limiter = new TokenBucket(options.rateLimit.qps, options.rateLimit.burst);
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster) throw new Error('no current cluster in kubeconfig');
     this.server = new URL(cluster.server);
@@ -249,6 +268,24 @@ export class KubeClient {
   /** Counts of requests by verb and status code, read by the metrics collector (shared with `fenced` clients). */
   get requestCounts(): Map<string, number> {
     return this.pool.requestCounts;
+  }
+
+  /**
+   * A cached copy of `ref` at `resourceVersion` predates a successful write of this process (the watch
+   * has not brought it yet; kube/superseded.ts). Shared with `fenced` clients.
+   */
+  isStale(ref: ResourceRef, resourceVersion: string | undefined): boolean {
+    return this.pool.superseded.isStale(objectPath(ref), resourceVersion);
+  }
+
+  /** `ref` is gone: its superseded versions are of no more use. */
+  forgetVersions(ref: ResourceRef): void {
+    this.pool.superseded.forget(objectPath(ref));
+  }
+
+  /** Seconds requests have waited for the `--qps` cap (0 without one). */
+  get throttledSeconds(): number {
+    return (this.pool.limiter?.waitedMs ?? 0) / 1000;
   }
 
   /** Writes a guard refused, by verb (shared with `fenced` clients). */
@@ -349,6 +386,13 @@ export class KubeClient {
     const target = fence ? writeTarget(new URL(path, 'http://path.invalid').pathname) : undefined;
     const guard = fence && (() => fence(target!));
     if (guard && !guard()) throw this.refuse(method, this.url(path).pathname);
+    // Lease renewals never wait behind the cap (a late renew loses leadership): client-go's leader
+    // election has a client of its own for the same reason.
+    const wait = this.pool.limiter && !path.startsWith(LEASES_PREFIX) ? this.pool.limiter.reserve() : 0;
+    if (wait > 0) {
+      await sleep(wait, options.signal);
+      options.signal?.throwIfAborted();
+    }
     const m = await this.tls();
     const url = this.url(path);
     if (WRITES.has(method) && this.fieldManager !== '') url.searchParams.set('fieldManager', this.fieldManager);
@@ -558,13 +602,27 @@ export class KubeClient {
     });
   }
 
-  /** PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). */
-  patch<T = unknown>(ref: ResourceRef, body: unknown, contentType: string = JSON_PATCH, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('PATCH', resourcePath(ref), { ...options, body, contentType });
+  /**
+   * PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). `basedOn`: the resourceVersion of
+   * the copy the patch was computed from; once it succeeds, a cached copy at that version is stale.
+   */
+  async patch<T = unknown>(
+    ref: ResourceRef,
+    body: unknown,
+    contentType: string = JSON_PATCH,
+    options: RequestOptionsLite & { basedOn?: string | undefined } = {},
+  ): Promise<T> {
+    const { basedOn, ...rest } = options;
+    const out = await this.request<T>('PATCH', resourcePath(ref), { ...rest, body, contentType });
+    this.pool.superseded.replaced(objectPath(ref), basedOn);
+    return out;
   }
 
-  replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('PUT', resourcePath(ref), { ...options, body });
+  /** PUT; once it succeeds, a cached copy at the body's resourceVersion (the one replaced) is stale. */
+  async replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
+    const out = await this.request<T>('PUT', resourcePath(ref), { ...options, body });
+    this.pool.superseded.replaced(objectPath(ref), (body as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion);
+    return out;
   }
 
   /** DELETE; 404 counts as success (returns false). Preconditions guard against deleting a newer object. */

@@ -75,7 +75,7 @@ export class FinalizerPatcher {
     if (!ops) return { result: 'unchanged' };
     const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });
     try {
-      const object = await this.kube.patch<T>(ref, ops, JSON_PATCH, signal ? { signal } : {});
+      const object = await this.kube.patch<T>(ref, ops, JSON_PATCH, { signal, basedOn: obj.metadata.resourceVersion });
       count('patched');
       return { result: 'patched', object };
     } catch (err) {

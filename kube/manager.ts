@@ -47,6 +47,8 @@ export interface ManagerOptions {
   watchNamespace?: string | undefined;
   /** Workers per reconciler (default 4). */
   workers?: number;
+  /** Client side cap on API requests (`--qps`, `--burst`; kube/rate-limit.ts); undefined: none. */
+  rateLimit?: { qps: number; burst: number } | undefined;
   leaderElection?: Pick<LeaderElectionOptions, 'namespace' | 'name' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>;
   /** Namespaces split among replicas in this many shards, each its own Lease (> 1 needs leaderElection). */
   shards?: number;
@@ -96,7 +98,7 @@ export class Manager {
 
   constructor(options: ManagerOptions) {
     this.options = options;
-    this.kube = new KubeClient(options.kubeConfig);
+    this.kube = new KubeClient(options.kubeConfig, { rateLimit: options.rateLimit });
     this.informers = new InformerFactory(this.kube, { timings: options.informerTimings, namespace: options.watchNamespace });
     const identity = options.leaderElection?.identity ?? `raykeeper-${process.pid}`;
     const shards = options.shards ?? 1;
@@ -559,6 +561,14 @@ export class Manager {
           const [verb, code] = k.split(' ');
           this.set({ verb: verb ?? '', code: code ?? '' }, v);
         }
+      },
+    });
+    new Gauge({
+      name: 'raykeeper_kube_client_throttled_seconds',
+      help: 'Seconds API requests have waited for the client side cap (--qps, --burst) since start; 0 without one.',
+      registers,
+      collect() {
+        this.set(self.kube.throttledSeconds);
       },
     });
     new Gauge({

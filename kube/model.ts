@@ -127,6 +127,7 @@ export interface PodSpec {
   volumes?: Volume[];
   restartPolicy?: string;
   serviceAccountName?: string;
+  nodeName?: string;
   [key: string]: unknown;
 }
 

@@ -3,7 +3,10 @@
 //
 // Reads:
 // - not deleting: the informer cache (cheap; the finalizer patch's `test` op catches a stale cache,
-//   and then the object is re-read from the API and the decision made again);
+//   and then the object is re-read from the API and the decision made again; a copy one of this
+//   process's writes replaced is skipped, kube/superseded.ts: its watch event queues it again);
+// - deleting, while the caches say wait (the cleanup Job running, the head pod going): nothing more (a
+//   wait acts on nothing; the Job and head pod watches wake the cluster). Otherwise:
 // - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
 //   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
 //   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
@@ -42,6 +45,7 @@ import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
 import {
   decideRayClusterCleanup,
   describeTarget,
+  headOnNode,
   FINALIZER_RELEASE_REASONS,
   type FinalizerReleaseReason,
   type PodLite,
@@ -266,10 +270,12 @@ export class RayClusterReconciler {
   }
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
-    const cached = this.clusters.get(key) as RayCluster | undefined;
-    if (!cached) return; // gone
     const { namespace, name } = splitKey(key);
+    const cached = this.clusters.get(key) as RayCluster | undefined;
+    if (!cached) return this.kube.forgetVersions(this.ref(namespace, name)); // gone
     if (!isDeleting(cached)) {
+      // A write of this process (the pod operator's status) replaced this copy: its watch event queues us again.
+      if (this.kube.isStale(this.ref(namespace, name), cached.metadata.resourceVersion)) return;
       const d = decideRayClusterCleanup({
         cluster: cached,
         pods: [],
@@ -284,8 +290,30 @@ export class RayClusterReconciler {
         return;
       }
       // The cache does not say deleting but the decision wants more: act on the API's copy.
+    } else {
+      const wait = this.cachedWait(cached, namespace, name);
+      if (wait) return wait;
     }
     return this.reconcileFresh(namespace, name, signal);
+  }
+
+  /**
+   * A deleting cluster whose caches say "wait" (its cleanup Job running, or its head pod going) waits
+   * without reading the API: a wait acts on nothing, and the Job and head pod watches wake it. Anything
+   * else (delete pods, create or judge the Job, release) is decided again on the API's copies.
+   */
+  private cachedWait(cached: RayCluster, namespace: string | undefined, name: string): ReconcileResult | undefined {
+    const label = clusterLabelValue(name);
+    const d = decideRayClusterCleanup({
+      cluster: cached,
+      pods: this.heads.list(namespace).filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === label),
+      job: this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined,
+      now: this.ctx.now(),
+      gateEnabled: this.config.gateEnabled,
+    });
+    if (d.action !== 'waitForJob' && d.action !== 'waitForHeadGone') return undefined;
+    this.metrics.actions.inc({ action: d.action });
+    return { requeueAfterMs: d.requeueAfterMs };
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
@@ -297,7 +325,8 @@ export class RayClusterReconciler {
     const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name), { signal });
     if (!cluster) return;
     // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
-    // the cleanup can start in the same reconcile instead of one requeue later.
+    // the cleanup can start in the same reconcile instead of one requeue later (not when a head pod
+    // runs on a node: it goes after its grace period, and its delete event wakes the cluster).
     for (let pass = 0; ; pass++) {
       const now = this.ctx.now();
       let pods: PodLite[] = [];
@@ -328,7 +357,7 @@ export class RayClusterReconciler {
       this.metrics.actions.inc({ action: d.action });
       this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
       const result = await this.act(cluster, d, now, signal);
-      if (d.action !== 'deletePods' || pass >= 1) return result;
+      if (d.action !== 'deletePods' || pass >= 1 || headOnNode(pods)) return result;
     }
   }
 

@@ -42,6 +42,7 @@ import { isAlreadyExists, isForbidden, isNotFound, type KubeClient } from '../..
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import {
   ownerKeys,
+  splitKey,
   type ControllerContext,
   type ControllerRegistration,
   type ObjectKey,
@@ -221,7 +222,9 @@ export class RayClusterOperator {
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const cached = this.clusters.get(key);
+    const ref = { ...RAYCLUSTERS, ...splitKey(key) };
     if (!cached) {
+      this.kube.forgetVersions(ref);
       this.expectations.forget(key);
       this.invalid.delete(key);
       for (const k of [...this.rbacSeen.keys()]) if (k.startsWith(`${key}/`)) this.rbacSeen.delete(k);
@@ -231,6 +234,8 @@ export class RayClusterOperator {
     }
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
     if (this.gate.isClosed(cached.metadata?.uid)) return;
+    // A write of this process (our status, the cleanup's finalizer) replaced this copy: its watch event queues us again.
+    if (this.kube.isStale(ref, cached.metadata?.resourceVersion)) return;
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     if (this.refuseInvalid(cluster, key)) return;

@@ -5,8 +5,11 @@
 // own guard, a GET must show the RayJob at the resourceVersion decided on. A 409, a failed finalizer
 // `test`, or a stored object that moved on while we decided means "re-read (from the API) and decide
 // again", so a stale copy (informer cache, squashed events, a second replica) can neither apply a
-// transition twice nor skip one. A cache MISS is confirmed by a GET (a RayCluster that is not in the
-// cache yet must not fail a running job), so a steady Running RayJob costs no API reads at all.
+// transition twice nor skip one; a cached RayJob that one of our own writes replaced is not decided on
+// at all (kube/superseded.ts: the watch event of our write queues it again). A cache MISS of a
+// dependent is confirmed by a GET (a RayCluster that is not in the cache yet must not fail a running
+// job); a miss of the RayJob itself is trusted (its add event queues it), so a steady Running RayJob
+// costs no API reads at all.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -19,6 +22,7 @@ import {
   decideRayJob,
   isSelfGuarded,
   observationPlan,
+  clusterMissIsAbsent,
   rayJobStatusChanged,
   type Observed,
   type RayJobAction,
@@ -160,9 +164,15 @@ export class RayJobReconciler implements Reconciler {
     let why = '';
     for (let pass = 0; pass < MAX_PASSES; pass++) {
       signal?.throwIfAborted();
-      // The first pass trusts the cache; after a conflict the cache is known to lag: ask the API.
-      const job = await this.read<RayJob>(pass === 0 ? this.caches?.rayJobs : undefined, { ...RAYJOBS, namespace, name }, signal);
+      // The first pass trusts the cache, a miss too (gone, or not seen yet: its add event queues it); after
+      // a conflict the cache is known to lag: ask the API.
+      const ref = { ...RAYJOBS, namespace, name };
+      const cache = pass === 0 ? this.caches?.rayJobs : undefined;
+      const job = cache ? (cache.getByName(namespace, name) ?? null) : await this.read<RayJob>(undefined, ref, signal);
+      // A write of ours replaced the cached copy: its watch event queues us again (deciding now earns a 409).
+      if (cache && job !== null && this.kube.isStale(ref, job.metadata.resourceVersion)) return;
       if (job === null) {
+        this.kube.forgetVersions(ref);
         this.trackUnmatched(namespace ?? '', key, false);
         this.tokenProblems.delete(key);
         return;
@@ -296,10 +306,14 @@ export class RayJobReconciler implements Reconciler {
     const clusterName = status.rayClusterName ?? '';
     const observed: Observed = {};
     if (plan.cluster) {
+      const ref = { ...RAYCLUSTERS, namespace, name: clusterName };
+      const clusters = this.caches?.clusters;
       observed.cluster =
         clusterName === ''
           ? null
-          : await this.read<RayCluster>(this.caches?.clusters, { ...RAYCLUSTERS, namespace, name: clusterName }, signal);
+          : clusters && clusterMissIsAbsent(job)
+            ? (clusters.getByName(namespace, clusterName) ?? null)
+            : await this.read<RayCluster>(clusters, ref, signal);
     }
     if (plan.submitter) {
       const name = submitterJobName(job);
@@ -369,7 +383,7 @@ export class RayJobReconciler implements Reconciler {
   private async setAnnotation(current: RayJob, key: string, value: string | null, what: string, signal?: AbortSignal): Promise<RayJob> {
     const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
     try {
-      return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal });
+      return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion });
     } catch (err) {
       if (isConflict(err)) throw new Moved(`the RayJob changed before ${what} was written`);
       throw err;
@@ -510,7 +524,7 @@ export class RayJobReconciler implements Reconciler {
         const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: action.resourceVersion }];
         for (let i = 0; i < action.groups; i++) ops.push({ op: 'add', path: `/spec/workerGroupSpecs/${i}/suspend`, value: true });
         try {
-          await this.kube.patch(ref, ops, JSON_PATCH, { signal });
+          await this.kube.patch(ref, ops, JSON_PATCH, { signal, basedOn: action.resourceVersion });
         } catch (err) {
           if (isPatchTestFailed(err) || isConflict(err)) throw new Moved('the RayCluster changed since read');
           if (isNotFound(err)) return current;

@@ -24,8 +24,8 @@
 //  10. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
 //  11. our Job running             -> wait (woken by the Job watch; 10 s safety net)
 //  12. no Job                      -> create it
-// While our Job runs the reconciler does not list pods (waiting costs one GET of the cluster and the
-// Job from the watch cache); it lists them again once the Job has finished, for checks 5 and 8.
+// While our Job runs the reconciler does not list pods (a wait decided on the watch caches costs no API
+// request); it lists them again once the Job has finished, for checks 5 and 8.
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
@@ -60,6 +60,13 @@ export const MIN_REQUEUE_MS = 100;
 /** The parts of a Pod the decision reads. */
 export interface PodLite {
   metadata?: { name?: string; labels?: Record<string, string> | null; deletionTimestamp?: string | null; uid?: string } | undefined;
+  /** nodeName: a pod never scheduled is gone as soon as it is deleted (no kubelet has to stop it). */
+  spec?: { nodeName?: string } | undefined;
+}
+
+/** Whether a head pod among `pods` runs on a node: deleting it takes the kubelet's grace period, so there is no use looking again at once. */
+export function headOnNode(pods: PodLite[]): boolean {
+  return pods.some((p) => nodeType(p) === NODE_TYPE_HEAD && (p.spec?.nodeName ?? '') !== '');
 }
 
 export interface RayClusterCleanupInput {

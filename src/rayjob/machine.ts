@@ -866,6 +866,16 @@ export interface ObservationPlan {
   dashboard: boolean;
 }
 
+/**
+ * Whether a RayCluster the caches do not hold may be taken as absent without a GET: only while
+ * Initializing a RayJob that makes its own cluster, where absent means "create it" and a cluster the
+ * cache has not seen yet answers that create with AlreadyExists (nothing done twice). Elsewhere a stale
+ * miss would read as a deleted cluster (a failed job, a selector's "not found"): confirmed by a GET.
+ */
+export function clusterMissIsAbsent(job: RayJob): boolean {
+  return currentState(job) === 'Initializing' && !usesClusterSelector(job) && !isDeleting(job);
+}
+
 /** The observations a decision for this RayJob needs (the reconciler reads only these). */
 export function observationPlan(job: RayJob): ObservationPlan {
   const state = currentState(job);

@@ -30,6 +30,7 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   cpuSeconds: cpu,
   peakRssMiB: 100,
   requests: { GET: 10, POST: 20, PUT: 0, PATCH: 0, DELETE: 5 },
+  reconcileErrors: cpu,
   load1: 2,
 });
 
@@ -54,6 +55,11 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
   t.match(
     lines.find((l) => l.startsWith('API POST per object')),
     /4\.0 \(4\.0-4\.0\)\s+4\.0 \(4\.0-4\.0\)\s+1\.00$/,
+  );
+  // errors (here = cpu: 3, 5, 4 and 10, 8, 9) over 5 objects
+  t.match(
+    lines.find((l) => l.startsWith('reconcile errors per object')),
+    /0\.8 \(0\.6-1\.0\)\s+1\.8 \(1\.6-2\.0\)\s+0\.44$/,
   );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 3 rounds: create-to-ready p99 ours 3.0 s, KubeRay 8.0 s, ratio 0.38');
 });

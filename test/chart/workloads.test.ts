@@ -118,6 +118,8 @@ t.test("the controller container: every mode's args are accepted and it starts",
     cleanupJob: {
       controller: {
         workers: 2,
+        qps: 50,
+        burst: 80,
         cleanupJob: { image: 'x:1', cpu: '500m', memory: '1Gi', imagePullPolicy: 'Always', imagePullSecrets: ['a'] },
         extraArgs: ['--resync-period=300'],
       },
@@ -140,12 +142,19 @@ t.test("the controller container: every mode's args are accepted and it starts",
       t,
       args,
       env,
-      /"watchNamespace":"([^"]+)","leaderElect":(true|false),"shards":(\d+),"msg":"controller starting"/,
+      /"watchNamespace":"([^"]+)","leaderElect":(true|false),"shards":(\d+),"workers":(\d+),"qps":([\d.]+),"burst":(\d+),"msg":"controller starting"/,
     );
     stop();
     t.same(
-      [match[1], match[2], match[3]],
-      [name === 'watchNamespace' ? watched.name : 'all', String(name !== 'singleController'), '1'],
+      match.slice(1, 7),
+      [
+        name === 'watchNamespace' ? watched.name : 'all',
+        String(name !== 'singleController'),
+        '1',
+        name === 'cleanupJob' ? '2' : '4',
+        name === 'cleanupJob' ? '50' : '0',
+        name === 'cleanupJob' ? '80' : '0',
+      ],
       `${name}: started (${container.args.slice(1).join(' ')})`,
     );
   }

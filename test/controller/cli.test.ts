@@ -28,6 +28,9 @@ t.test('--help lists the runtime flags and every module flag', async (tt) => {
   for (const flag of [
     '--watch-namespace',
     '--workers',
+    '--reconcile-concurrency',
+    '--qps',
+    '--burst',
     '--leader-elect',
     '--lease-namespace',
     '--shards',
@@ -49,6 +52,19 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const workers = raykeeper('controller', '--workers', '0');
   tt.equal(workers.status, 2);
   tt.match(workers.stderr, /--workers must be an integer >= 1/);
+  // KubeRay's names for the tuning flags (issue 29).
+  const both = raykeeper('controller', '--workers', '2', '--reconcile-concurrency', '3');
+  tt.equal(both.status, 2);
+  tt.match(both.stderr, /--workers 2 and --reconcile-concurrency 3 name the same setting/);
+  const concurrency = raykeeper('controller', '--reconcile-concurrency', '0');
+  tt.equal(concurrency.status, 2);
+  tt.match(concurrency.stderr, /--reconcile-concurrency must be an integer >= 1/);
+  const qps = raykeeper('controller', '--qps=-1');
+  tt.equal(qps.status, 2);
+  tt.match(qps.stderr, /--qps must be a number >= 0, got "-1"/);
+  const burst = raykeeper('controller', '--qps', '10', '--burst', '0');
+  tt.equal(burst.status, 2);
+  tt.match(burst.stderr, /--burst must be an integer >= 1/);
   // A renew deadline as long as the lease: two replicas could lead at once. Refused before starting.
   const timing = raykeeper(
     'controller',

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import {
   decideRayClusterCleanup,
   deletionDeadlineMs,
+  headOnNode,
   HEAD_POD_WAIT_MS,
   JOB_WAIT_MS,
   type RayClusterCleanupDecision,
@@ -348,4 +349,17 @@ t.test('the decision never depends on anything but its input (same input, same a
     const input = { pods: [], job: undefined, now: T0 + 1000, gateEnabled: true, ...row.input };
     tt.same(decideRayClusterCleanup(structuredClone(input)), decideRayClusterCleanup(structuredClone(input)), row.name);
   }
+});
+
+t.test('headOnNode: look again at once only when no head pod runs on a node', async (tt) => {
+  const onNode = (p: ReturnType<typeof pod>) => ({ ...p, spec: { nodeName: 'n1' } });
+  const rows: Array<[string, ReturnType<typeof pod>[], boolean]> = [
+    ['no pods', [], false],
+    ['an unscheduled head (gone as soon as deleted)', [pod('h', 'head', true)], false],
+    ['a scheduled head', [onNode(pod('h', 'head', true))], true],
+    ['scheduled workers, unscheduled head', [pod('h', 'head'), onNode(pod('w', 'worker'))], false],
+    ['an empty nodeName', [{ ...pod('h', 'head'), spec: { nodeName: '' } }], false],
+    ['a cleanup pod on a node is no head', [onNode(pod('c', 'redis-cleanup'))], false],
+  ];
+  for (const [name, pods, want] of rows) tt.equal(headOnNode(pods), want, name);
 });

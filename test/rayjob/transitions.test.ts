@@ -7,6 +7,7 @@ import {
   decideRayJob,
   defaultMachineConfig,
   observationPlan,
+  clusterMissIsAbsent,
   rayJobStatusChanged,
   type ObservationPlan,
   type RayJobDecision,
@@ -850,4 +851,19 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
     ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
+});
+
+t.test('clusterMissIsAbsent: a cache miss of the cluster is trusted only where absent means create', async (t) => {
+  const rows: Array<[string, RayJob, boolean]> = [
+    ['Initializing, own cluster: absent means create (AlreadyExists if the cache lags)', rayJob('Initializing'), true],
+    [
+      'Initializing with a selector: a miss would say "not found"',
+      rayJob('Initializing', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }),
+      false,
+    ],
+    ['Running: a miss would fail the job', rayJob('Running'), false],
+    ['Complete: a miss would skip the deletion rules', rayJob('Complete'), false],
+    ['Initializing, being deleted', rayJob('Initializing', { metadata: { deletionTimestamp: iso(1) } }), false],
+  ];
+  for (const [name, job, want] of rows) t.equal(clusterMissIsAbsent(job), want, name);
 });
