@@ -244,6 +244,8 @@ export interface Contender {
   /** RayCluster reconciles so far and the RayCluster queue's depth. */
   progress(): Promise<{ reconciled: number; depth: number }>;
   stop(): Promise<void>;
+  /** Several processes sharing the work (`--shards`): each one's pid and metrics port; pid and metricsPort above are the first's. */
+  replicas?: Array<{ pid: number; metricsPort: number }>;
 }
 
 export async function startOurs(

@@ -15,14 +15,16 @@
 //                REST API served here (test/rayjob/helpers/fake-dashboard.ts: each job runs `sleep
 //                --job-seconds` and SUCCEEDS): ours through --rayjob-dashboard-url-template, KubeRay (which
 //                calls http://<head-svc>.<ns>.svc.cluster.local:8265) through HTTP_PROXY pointing at it
-// and over the round: the contender's CPU seconds, peak RSS (VmHWM), and its Kubernetes API requests by
-// HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH counted as GET as
-// client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
+// and over the round: the contender's CPU seconds, peak RSS (VmHWM), its reconcile errors, and its
+// Kubernetes API requests by HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH
+// counted as GET as client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
+// --shards N (> 1) adds a third contender: N of our controllers with --leader-elect --shards N, measured
+// once every shard is held; CPU and requests summed over the replicas, RSS the largest replica's.
 // The 2 cores are shared by everything (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 // kwok, this process, the contender): the ratio in one run is the figure, the absolute seconds context.
 //
-//   npm run bench -- scale [--rounds K] [--clusters N] [--rayjobs N] [--namespaces M] [--qps Q] [--nodes N]
-//   (defaults: 3 rounds, 50 clusters, 20 RayJobs, 5 namespaces, 20/s, 10 nodes, jobs of 2 s)
+//   npm run bench -- scale [--rounds K] [--clusters N] [--rayjobs N] [--namespaces M] [--qps Q] [--nodes N] [--shards N]
+//   (defaults: 3 rounds, 50 clusters, 20 RayJobs, 5 namespaces, 20/s, 10 nodes, jobs of 2 s, no sharded run)
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -59,6 +61,8 @@ export interface ScaleBenchOptions {
   nodes: number;
   jobSeconds: number;
   workers: number;
+  /** > 1: a third contender, this many of our controllers with `--leader-elect --shards N` (0: not run). */
+  shards: number;
 }
 
 export const DEFAULT_SCALE_OPTIONS: ScaleBenchOptions = {
@@ -70,6 +74,7 @@ export const DEFAULT_SCALE_OPTIONS: ScaleBenchOptions = {
   nodes: 10,
   jobSeconds: 2,
   workers: 4,
+  shards: 0,
 };
 
 export const VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -104,24 +109,91 @@ export function durations(from: Map<string, number>, to: Map<string, number>): n
   return out.sort((a, b) => a - b);
 }
 
+/** The contender's processes: one, or each replica of a sharded one. */
+function processes(c: Contender): Array<{ pid: number; metricsPort: number }> {
+  return c.replicas ?? [{ pid: c.pid, metricsPort: c.metricsPort }];
+}
+
+/** A metric summed over the contender's processes. */
+async function summed(c: Contender, name: string, labels: RegExp): Promise<number> {
+  let sum = 0;
+  for (const p of processes(c)) sum += await metricSum(p.metricsPort, name, labels);
+  return sum;
+}
+
+const isOurs = (c: Contender) => c.name.startsWith(OURS);
+
 /** The API requests so far by HTTP method: ours (WATCH folded into GET, as client-go counts it) or KubeRay's. */
 export async function requestsByMethod(c: Contender): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const verb of VERBS) {
-    if (c.name === OURS) {
+    if (isOurs(c)) {
       const methods = verb === 'GET' ? '(GET|WATCH)' : verb;
-      out[verb] = await metricSum(c.metricsPort, 'raykeeper_kube_requests', new RegExp(`verb="${methods}"`));
-    } else out[verb] = await metricSum(c.metricsPort, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
+      out[verb] = await summed(c, 'raykeeper_kube_requests', new RegExp(`verb="${methods}"`));
+    } else out[verb] = await summed(c, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
   }
   return out;
 }
 
 /** Reconcile errors so far, every controller of the contender. */
 export async function reconcileErrors(c: Contender): Promise<number> {
-  return c.name === OURS
-    ? metricSum(c.metricsPort, 'raykeeper_controller_reconcile_total', /result="error"/)
-    : metricSum(c.metricsPort, 'controller_runtime_reconcile_errors_total', /.*/);
+  return isOurs(c)
+    ? summed(c, 'raykeeper_controller_reconcile_total', /result="error"/)
+    : summed(c, 'controller_runtime_reconcile_errors_total', /.*/);
 }
+
+const cpuOf = (c: Contender) => processes(c).reduce((sum, p) => sum + cpuSeconds(p.pid), 0);
+/** The largest replica's peak: what each replica's memory limit must hold. */
+const peakOf = (c: Contender) => Math.max(...processes(c).map((p) => rss(p.pid).hwm));
+
+/**
+ * `n` of our controllers with `--leader-elect --shards n` (their Leases in a namespace of their own), once
+ * every shard is held; what each one holds is said on stderr.
+ */
+async function startOursSharded(
+  kube: KubeClient,
+  kubeconfig: string,
+  n: number,
+  workers: number,
+  stripCache: string | undefined,
+  args: string[],
+  say: (s: string) => void,
+): Promise<Contender> {
+  const leaseNamespace = `raykeeper-lease-${++shardedStarts}`;
+  await kube.create(NAMESPACES, { metadata: { name: leaseNamespace } });
+  const replicas = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      startOurs(kubeconfig, workers, stripCache, [
+        ...args,
+        '--leader-elect',
+        '--shards',
+        String(n),
+        '--lease-namespace',
+        leaseNamespace,
+        '--identity',
+        `bench-replica-${i}`,
+      ]),
+    ),
+  );
+  const held = () => Promise.all(replicas.map((r) => metricSum(r.metricsPort, 'raykeeper_shards_held', /.*/)));
+  const until = performance.now() + 120_000;
+  let counts = await held();
+  while ((counts.reduce((a, b) => a + b, 0) < n || counts.some((c) => c === 0)) && performance.now() < until) {
+    await sleep(500);
+    counts = await held();
+  }
+  say(`${n} replicas hold ${counts.join(' + ')} shards`);
+  return {
+    ...replicas[0]!,
+    name: shardedName(n),
+    replicas: replicas.map((r) => ({ pid: r.pid, metricsPort: r.metricsPort })),
+    stop: async () => {
+      await Promise.all(replicas.map((r) => r.stop()));
+    },
+  };
+}
+let shardedStarts = 0;
+const shardedName = (n: number) => `${OURS} x${n} shards`;
 
 /** Runs `fn` for each item, starting the i-th no earlier than i/qps seconds after the first. */
 async function paced<T>(items: T[], qps: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
@@ -189,7 +261,7 @@ async function measureRound(
   o: ScaleBenchOptions,
   say: (s: string) => void,
 ): Promise<ScaleRound> {
-  const cpu0 = cpuSeconds(contender.pid);
+  const cpu0 = cpuOf(contender);
   const requests0 = await requestsByMethod(contender);
   const errors0 = await reconcileErrors(contender);
   const watcher = new InformerFactory(kube, { namespace: undefined });
@@ -262,8 +334,8 @@ async function measureRound(
       gone: durations(deleted, gone),
       jobs: durations(jobCreated, complete),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
-      cpuSeconds: cpuSeconds(contender.pid) - cpu0,
-      peakRssMiB: rss(contender.pid).hwm,
+      cpuSeconds: cpuOf(contender) - cpu0,
+      peakRssMiB: peakOf(contender),
       requests: {},
       reconcileErrors: (await reconcileErrors(contender)) - errors0,
       load1: loadavg()[0]!,
@@ -302,24 +374,31 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
     kube = new KubeClient(cluster.controlPlane.kubeConfig());
     dashboard = await startFakeDashboard();
     stripCache = imageStripCache();
-    const names = [OURS, KUBERAY];
-    const rounds: Record<string, ScaleRound[]> = { [OURS]: [], [KUBERAY]: [] };
+    // Ours first and KubeRay second: the table's ratio column divides those two.
+    const sharded = o.shards > 1 ? shardedName(o.shards) : undefined;
+    const names = [OURS, KUBERAY, ...(sharded ? [sharded] : [])];
+    const rounds: Record<string, ScaleRound[]> = Object.fromEntries(names.map((n) => [n, []]));
+    const ourArgs = [
+      '--reconcilers',
+      'raycluster,raycluster-pods,rayjob',
+      '--companion',
+      'off',
+      '--rayjob-dashboard-url-template',
+      dashboard.url,
+    ];
+    const kubeconfig = cluster.controlPlane.info.kubeconfigPath;
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-        const namespaces = Array.from({ length: o.namespaces }, (_, i) => `r${round}-${name === OURS ? 'ours' : 'kuberay'}-${i}`);
+        const tag = name === OURS ? 'ours' : name === KUBERAY ? 'kuberay' : 'sharded';
+        const namespaces = Array.from({ length: o.namespaces }, (_, i) => `r${round}-${tag}-${i}`);
         for (const ns of namespaces) await kube.create(NAMESPACES, { metadata: { name: ns } });
         say(`round ${round + 1}: ${name}: starting`);
         running =
           name === OURS
-            ? await startOurs(cluster.controlPlane.info.kubeconfigPath, o.workers, stripCache, [
-                '--reconcilers',
-                'raycluster,raycluster-pods,rayjob',
-                '--companion',
-                'off',
-                '--rayjob-dashboard-url-template',
-                dashboard.url,
-              ])
-            : await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url });
+            ? await startOurs(kubeconfig, o.workers, stripCache, ourArgs)
+            : name === KUBERAY
+              ? await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url })
+              : await startOursSharded(kube, kubeconfig, o.shards, o.workers, stripCache, ourArgs, say);
         const figures = await measureRound(kube, running, namespaces, o, say);
         await running.stop();
         running = undefined;
@@ -359,7 +438,7 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['RayJob create-to-Complete s p50', pct('jobs', 50), 1],
     ['RayJob create-to-Complete s p99', pct('jobs', 99), 1],
     ['controller CPU s', (r) => r.cpuSeconds, 1],
-    ['peak RSS MiB (VmHWM)', (r) => r.peakRssMiB, 1],
+    ['peak RSS MiB (VmHWM; largest replica)', (r) => r.peakRssMiB, 1],
     ['reconcile errors per object', (r) => r.reconcileErrors, o.clusters + o.rayjobs],
     ...VERBS.map((v): [string, (r: ScaleRound) => number, number] => [
       `API ${v} per object`,
@@ -406,7 +485,10 @@ export function parseScaleArgs(argv: string[]): Partial<ScaleBenchOptions> {
   const { values } = parseArgs({
     args: argv,
     options: Object.fromEntries(
-      ['rounds', 'clusters', 'rayjobs', 'namespaces', 'qps', 'nodes', 'job-seconds', 'workers'].map((n) => [n, { type: 'string' }]),
+      ['rounds', 'clusters', 'rayjobs', 'namespaces', 'qps', 'nodes', 'job-seconds', 'workers', 'shards'].map((n) => [
+        n,
+        { type: 'string' },
+      ]),
     ) as Record<string, { type: 'string' }>,
   });
   const out: Partial<ScaleBenchOptions> = {};
@@ -425,5 +507,6 @@ export function parseScaleArgs(argv: string[]): Partial<ScaleBenchOptions> {
   num('nodes', 'nodes');
   num('job-seconds', 'jobSeconds');
   num('workers', 'workers');
+  num('shards', 'shards');
   return out;
 }

@@ -18,6 +18,7 @@ t.test('durations: seconds per object that got there, sorted; the ones that did 
 t.test('flags: numbers into options; a bad one names itself', async (t) => {
   t.same(parseScaleArgs(['--clusters', '1000', '--rounds', '1', '--job-seconds', '5']), { clusters: 1000, rounds: 1, jobSeconds: 5 });
   t.same(parseScaleArgs([]), {});
+  t.same(parseScaleArgs(['--shards', '2']), { shards: 2 });
   t.throws(() => parseScaleArgs(['--qps', 'fast']), /--qps: a number >= 0, not fast/);
   t.throws(() => parseScaleArgs(['--clusterz', '3']));
 });
@@ -62,4 +63,22 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
     /0\.8 \(0\.6-1\.0\)\s+1\.8 \(1\.6-2\.0\)\s+0\.44$/,
   );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 3 rounds: create-to-ready p99 ours 3.0 s, KubeRay 8.0 s, ratio 0.38');
+});
+
+t.test('a sharded third column: shown beside the two, the ratio still ours/KubeRay', async (t) => {
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 4, rayjobs: 1, shards: 2 },
+    rounds: {
+      raykeeper: [round([1, 1, 1, 2], 3)],
+      'kuberay v1.6.2': [round([1, 1, 1, 4], 6)],
+      'raykeeper x2 shards': [round([1, 1, 1, 1], 8)],
+    },
+  });
+  const lines = text.split('\n');
+  t.match(lines[1], /raykeeper\s+kuberay v1\.6\.2\s+raykeeper x2 shards\s+ours\/KubeRay$/);
+  t.match(
+    lines.find((l) => l.startsWith('controller CPU s')),
+    /3\.0\s+6\.0\s+8\.0\s+0\.50$/,
+  );
+  t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay 4.0 s, ratio 0.50');
 });
