@@ -55,7 +55,7 @@ Options:
   --qps Q                    cap on API requests a second, client side (KubeRay's flag; default 0: no
                              cap, API Priority and Fairness queues a client that asks too much; KubeRay's
                              default is 100). Lease renewals never wait behind it
-  --burst N                  requests sent at once before --qps paces them (default 2 x --qps)
+  --burst N                  requests sent at once before --qps paces them (default 2 x --qps; needs --qps)
   --leader-elect             elect a leader through a coordination.k8s.io/v1 Lease
   --lease-namespace NS       namespace of the Lease (default: POD_NAMESPACE, the pod's, else default)
   --lease-name NAME          name of the Lease (default raykeeper-controller)
@@ -118,6 +118,14 @@ function number(raw: string | undefined, flag: string, fallback: number): number
   return n;
 }
 
+/** --qps and --burst; a burst without a cap would be silently ignored, so it is refused. */
+function rateLimitFlags(qps: string | undefined, burst: string | undefined): { qps: number; burst: number } | undefined {
+  const q = number(qps, 'qps', 0);
+  const b = burst === undefined ? undefined : integer(burst, 'burst', 1, 1);
+  if (b !== undefined && q === 0) throw new Error('--burst needs --qps (without a cap there is nothing to burst past)');
+  return clientRateLimit(q, b);
+}
+
 /** --workers, or KubeRay's name for it; both given must agree. */
 function reconcileConcurrency(workers: string | undefined, kuberay: string | undefined): number {
   const a = integer(workers, 'workers', 4, 1);
@@ -177,7 +185,7 @@ export async function run(argv: string[]): Promise<number> {
       kubeconfig: s('kubeconfig'),
       watchNamespace: s('watch-namespace'),
       workers: reconcileConcurrency(s('workers'), s('reconcile-concurrency')),
-      rateLimit: clientRateLimit(number(s('qps'), 'qps', 0), s('burst') === undefined ? undefined : integer(s('burst'), 'burst', 1, 1)),
+      rateLimit: rateLimitFlags(s('qps'), s('burst')),
       leaderElect: values['leader-elect'] === true,
       leaseNamespace: s('lease-namespace'),
       leaseName: s('lease-name') ?? 'raykeeper-controller',

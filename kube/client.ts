@@ -185,6 +185,10 @@ export function resourcePath(ref: ResourceRef): string {
 
 const LEASES_PREFIX = '/apis/coordination.k8s.io/';
 
+function versionOf(obj: unknown): string | undefined {
+  return (obj as { metadata?: { resourceVersion?: string } } | null | undefined)?.metadata?.resourceVersion;
+}
+
 /** The object's own path (a subresource write changes the object's resourceVersion too). */
 function objectPath(ref: ResourceRef): string {
   return resourcePath({ ...ref, subresource: undefined });
@@ -232,6 +236,8 @@ interface Pool {
   superseded: SupersededVersions;
   /** `--qps` / `--burst` (kube/rate-limit.ts); undefined: no cap. */
   limiter: TokenBucket | undefined;
+  /** Milliseconds requests have waited for the cap. */
+  throttledMs: number;
 }
 
 export class KubeClient {
@@ -249,6 +255,7 @@ export class KubeClient {
     fencedCounts: new Map(),
     superseded: new SupersededVersions(),
     limiter: undefined,
+    throttledMs: 0,
   };
   private writeGuard: WriteGuard | undefined;
 
@@ -285,7 +292,7 @@ export class KubeClient {
 
   /** Seconds requests have waited for the `--qps` cap (0 without one). */
   get throttledSeconds(): number {
-    return (this.pool.limiter?.waitedMs ?? 0) / 1000;
+    return this.pool.throttledMs / 1000;
   }
 
   /** Writes a guard refused, by verb (shared with `fenced` clients). */
@@ -388,10 +395,16 @@ export class KubeClient {
     if (guard && !guard()) throw this.refuse(method, this.url(path).pathname);
     // Lease renewals never wait behind the cap (a late renew loses leadership): client-go's leader
     // election has a client of its own for the same reason.
-    const wait = this.pool.limiter && !path.startsWith(LEASES_PREFIX) ? this.pool.limiter.reserve() : 0;
+    const limiter = path.startsWith(LEASES_PREFIX) ? undefined : this.pool.limiter;
+    const wait = limiter?.reserve() ?? 0;
     if (wait > 0) {
+      const started = performance.now();
       await sleep(wait, options.signal);
-      options.signal?.throwIfAborted();
+      this.pool.throttledMs += performance.now() - started;
+      if (options.signal?.aborted) {
+        limiter!.cancel();
+        options.signal.throwIfAborted();
+      }
     }
     const m = await this.tls();
     const url = this.url(path);
@@ -604,7 +617,7 @@ export class KubeClient {
 
   /**
    * PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). `basedOn`: the resourceVersion of
-   * the copy the patch was computed from; once it succeeds, a cached copy at that version is stale.
+   * the copy the patch was computed from; once it succeeds with a new version, a cached copy at that version is stale.
    */
   async patch<T = unknown>(
     ref: ResourceRef,
@@ -614,14 +627,14 @@ export class KubeClient {
   ): Promise<T> {
     const { basedOn, ...rest } = options;
     const out = await this.request<T>('PATCH', resourcePath(ref), { ...rest, body, contentType });
-    this.pool.superseded.replaced(objectPath(ref), basedOn);
+    this.pool.superseded.replaced(objectPath(ref), basedOn, versionOf(out));
     return out;
   }
 
-  /** PUT; once it succeeds, a cached copy at the body's resourceVersion (the one replaced) is stale. */
+  /** PUT; once it succeeds with a new version, a cached copy at the body's resourceVersion (the one replaced) is stale. */
   async replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
     const out = await this.request<T>('PUT', resourcePath(ref), { ...options, body });
-    this.pool.superseded.replaced(objectPath(ref), (body as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion);
+    this.pool.superseded.replaced(objectPath(ref), versionOf(body), versionOf(out));
     return out;
   }
 

@@ -563,12 +563,13 @@ export class Manager {
         }
       },
     });
-    new Gauge({
-      name: 'raykeeper_kube_client_throttled_seconds',
-      help: 'Seconds API requests have waited for the client side cap (--qps, --burst) since start; 0 without one.',
+    new Counter({
+      name: 'raykeeper_kube_client_throttled_seconds_total',
+      help: 'Seconds API requests have waited for the client side cap (--qps, --burst); 0 without one.',
       registers,
       collect() {
-        this.set(self.kube.throttledSeconds);
+        this.reset();
+        this.inc(self.kube.throttledSeconds);
       },
     });
     new Gauge({

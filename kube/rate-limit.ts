@@ -6,7 +6,7 @@
 //
 // Pure arithmetic, reservation style (golang.org/x/time/rate's Reserve): every request takes a token at
 // once, the balance may go negative, and the caller waits for the debt to be repaid; first come, first
-// served without a queue.
+// served without a queue; a request aborted while it waits gives its token back.
 
 export class TokenBucket {
   readonly qps: number;
@@ -14,8 +14,6 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
   private readonly now: () => number;
-  /** Milliseconds requests have waited in total (raykeeper_kube_client_throttled_seconds). */
-  waitedMs = 0;
 
   constructor(qps: number, burst: number, now: () => number = () => performance.now()) {
     if (!(qps > 0) || !Number.isFinite(qps)) throw new Error(`qps must be a number > 0, got ${qps}`);
@@ -32,9 +30,12 @@ export class TokenBucket {
     this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) * this.qps) / 1000);
     this.last = t;
     this.tokens -= 1;
-    const wait = this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
-    this.waitedMs += wait;
-    return wait;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+  }
+
+  /** Gives back a token reserved by a request that was not sent (aborted while it waited). */
+  cancel(): void {
+    this.tokens = Math.min(this.burst, this.tokens + 1);
   }
 }
 

@@ -5,35 +5,42 @@
 // counts the 409s as reconcile errors; at 1,000 RayClusters that was the bulk of ours (issue 29).
 //
 // resourceVersions are opaque, so nothing here orders them: a copy is stale only when its version is one
-// a write of ours started from. Versions only move forward in a cache, so the first copy seen at any
-// other version means the cache has caught up: the object's entries are dropped then. The map is bounded
-// (objects deleted before that are evicted oldest first).
+// a write of ours started from, and that write produced a new version (a write that changed nothing keeps
+// the version and sends no watch event: recording it would skip the object for good). The entries go
+// when the cache shows the version our last write produced (caught up), when the object is gone, or
+// oldest first past a bound. A copy at any other version is not known stale: it may be older than a copy
+// we wrote from (read fresh from the API) or newer (another writer after us).
 export const MAX_TRACKED_OBJECTS = 10_000;
 const MAX_VERSIONS_PER_OBJECT = 8;
 
-export class SupersededVersions {
-  private readonly byObject = new Map<string, string[]>();
+interface Written {
+  /** Versions our writes started from. */
+  replaced: string[];
+  /** The version our last write produced. */
+  produced: string;
+}
 
-  /** A write that started from `resourceVersion` of `object` (its API path) succeeded. */
-  replaced(object: string, resourceVersion: string | undefined): void {
-    if (!resourceVersion) return;
-    const versions = this.byObject.get(object) ?? [];
-    if (!versions.includes(resourceVersion)) versions.push(resourceVersion);
-    if (versions.length > MAX_VERSIONS_PER_OBJECT) versions.shift();
+export class SupersededVersions {
+  private readonly byObject = new Map<string, Written>();
+
+  /** A write to `object` (its API path) that started from version `from` succeeded and produced `to`. */
+  replaced(object: string, from: string | undefined, to: string | undefined): void {
+    if (!from || !to || from === to) return;
+    const w = this.byObject.get(object) ?? { replaced: [], produced: to };
+    if (!w.replaced.includes(from)) w.replaced.push(from);
+    if (w.replaced.length > MAX_VERSIONS_PER_OBJECT) w.replaced.shift();
+    w.produced = to;
     this.byObject.delete(object); // re-inserted last: eviction drops the least recently written
-    this.byObject.set(object, versions);
+    this.byObject.set(object, w);
     if (this.byObject.size > MAX_TRACKED_OBJECTS) this.byObject.delete(this.byObject.keys().next().value!);
   }
 
-  /**
-   * True when a copy of `object` at `resourceVersion` predates a write of ours. Otherwise the copy has
-   * caught up (or was never written by us), and the object's entries are forgotten.
-   */
+  /** True when a copy of `object` at `resourceVersion` predates a write of ours. */
   isStale(object: string, resourceVersion: string | undefined): boolean {
-    const versions = this.byObject.get(object);
-    if (versions === undefined) return false;
-    if (resourceVersion !== undefined && versions.includes(resourceVersion)) return true;
-    this.byObject.delete(object);
+    const w = this.byObject.get(object);
+    if (w === undefined || resourceVersion === undefined) return false;
+    if (w.replaced.includes(resourceVersion)) return true;
+    if (resourceVersion === w.produced) this.byObject.delete(object); // caught up
     return false;
   }
 

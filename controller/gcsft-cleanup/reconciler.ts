@@ -300,7 +300,9 @@ export class RayClusterReconciler {
   /**
    * A deleting cluster whose caches say "wait" (its cleanup Job running, or its head pod going) waits
    * without reading the API: a wait acts on nothing, and the Job and head pod watches wake it. Anything
-   * else (delete pods, create or judge the Job, release) is decided again on the API's copies.
+   * else (delete pods, create or judge the Job, release) is decided again on the API's copies. The head
+   * pod cache has no workers: workers still live beside a head already going are deleted once the head's
+   * delete event wakes the cluster (never before the cleanup: the Job waits for the head anyway).
    */
   private cachedWait(cached: RayCluster, namespace: string | undefined, name: string): ReconcileResult | undefined {
     const label = clusterLabelValue(name);

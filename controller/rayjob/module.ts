@@ -60,7 +60,8 @@ export const rayJobModule: ReconcilerModule = {
       metrics: ctx.metrics,
       now: ctx.now,
       settings,
-      // The reconciler reads from the informers it is triggered by (a miss is confirmed with a GET).
+      // The reconciler reads from the informers it is triggered by (a miss is confirmed with a GET, but for the
+      // RayJob itself and its own cluster while Initializing: see the header of reconciler.ts).
       caches,
     });
     return {

@@ -8,8 +8,9 @@
 // transition twice nor skip one; a cached RayJob that one of our own writes replaced is not decided on
 // at all (kube/superseded.ts: the watch event of our write queues it again). A cache MISS of a
 // dependent is confirmed by a GET (a RayCluster that is not in the cache yet must not fail a running
-// job); a miss of the RayJob itself is trusted (its add event queues it), so a steady Running RayJob
-// costs no API reads at all.
+// job), except the RayJob's own cluster while Initializing on a first pass: absent means create, and a
+// create answered AlreadyExists means "re-read from the API and decide again". A miss of the RayJob
+// itself is trusted (its add event queues it), so a steady Running RayJob costs no API reads at all.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -177,7 +178,7 @@ export class RayJobReconciler implements Reconciler {
         this.tokenProblems.delete(key);
         return;
       }
-      const outcome = await this.reconcileObject(job, signal);
+      const outcome = await this.reconcileObject(job, signal, pass === 0);
       if (outcome.kind === 'done') {
         if (outcome.decision) this.trackUnmatched(namespace ?? '', key, outcome.decision.unmatchedDeletionRules === true);
         return outcome.result;
@@ -201,9 +202,9 @@ export class RayJobReconciler implements Reconciler {
    * patch (finalizers carry a `test`, the status-check clock a resourceVersion), the stored object must
    * still be this one (same resourceVersion); the status write is guarded by that resourceVersion too.
    */
-  async reconcileObject(job: RayJob, signal?: AbortSignal): Promise<Pass> {
+  async reconcileObject(job: RayJob, signal?: AbortSignal, trustCache = true): Promise<Pass> {
     const key = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
-    const observed = await this.observe(job, signal);
+    const observed = await this.observe(job, signal, trustCache);
     const now = this.now();
     const decision = decideRayJob(job, observed, now, this.settings.machine);
     if (decision.kind === 'leftAlone') {
@@ -299,7 +300,8 @@ export class RayJobReconciler implements Reconciler {
   }
 
   /** Reads what the state needs: the caches first, a GET for a miss (see the top of this file). */
-  async observe(job: RayJob, signal?: AbortSignal): Promise<Observed> {
+  /** `trustCache`: a miss of the RayJob's own cluster while Initializing may be taken as absent (machine.ts clusterMissIsAbsent); after a conflict, never. */
+  async observe(job: RayJob, signal?: AbortSignal, trustCache = true): Promise<Observed> {
     const plan = observationPlan(job);
     const namespace = job.metadata.namespace;
     const status = job.status ?? {};
@@ -311,7 +313,7 @@ export class RayJobReconciler implements Reconciler {
       observed.cluster =
         clusterName === ''
           ? null
-          : clusters && clusterMissIsAbsent(job)
+          : clusters && trustCache && clusterMissIsAbsent(job)
             ? (clusters.getByName(namespace, clusterName) ?? null)
             : await this.read<RayCluster>(clusters, ref, signal);
     }
@@ -414,7 +416,8 @@ export class RayJobReconciler implements Reconciler {
           await this.kube.create({ ...RAYCLUSTERS, namespace }, action.cluster, { signal });
           this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
         } catch (err) {
-          if (isAlreadyExists(err)) return current;
+          // Decided on a cache that had not seen it (machine.ts clusterMissIsAbsent): look again at the API's copies.
+          if (isAlreadyExists(err)) throw new Moved(`RayCluster ${namespace}/${name} exists though the cache had not seen it`);
           this.events.event(
             owner,
             'Warning',

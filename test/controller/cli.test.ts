@@ -65,6 +65,9 @@ t.test('bad flags exit 2 with a message', async (tt) => {
   const burst = raykeeper('controller', '--qps', '10', '--burst', '0');
   tt.equal(burst.status, 2);
   tt.match(burst.stderr, /--burst must be an integer >= 1/);
+  const burstAlone = raykeeper('controller', '--burst', '10');
+  tt.equal(burstAlone.status, 2);
+  tt.match(burstAlone.stderr, /--burst needs --qps/);
   // A renew deadline as long as the lease: two replicas could lead at once. Refused before starting.
   const timing = raykeeper(
     'controller',

@@ -1,8 +1,8 @@
 // On the REAL kube-apiserver: the client marks the copy a successful write started from as stale
-// (kube/superseded.ts), so a reconciler holding it skips instead of earning a 409; a refused write marks
-// nothing, and a copy at the API's current version is never stale.
+// (kube/superseded.ts), so a reconciler holding it skips instead of earning a 409; a refused write, or
+// one that changed nothing, marks nothing, and a copy at the API's current version is never stale.
 import t from 'tap';
-import { JSON_PATCH, KubeClient, isConflict } from '../../kube/client.ts';
+import { JSON_PATCH, KubeClient, MERGE_PATCH, isConflict } from '../../kube/client.ts';
 import { RAYCLUSTERS } from '../../kube/resources.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
@@ -37,9 +37,21 @@ t.test('own writes make the copy they replaced stale; the API copy after them is
   const err = await kube.replace({ ...ref, subresource: 'status' }, { ...a, status: { state: 'suspended' } }).catch((e: unknown) => e);
   t.ok(isConflict(err), 'the old copy conflicts');
   t.equal(kube.isStale(ref, now.metadata.resourceVersion), false, 'a 409 made no copy stale');
+  t.equal(kube.isStale(ref, a.metadata.resourceVersion), false, 'not even the one it started from');
+
+  // Writes that change nothing: the API server keeps the version and sends no watch event, so marking
+  // the copy stale would skip the object for good.
+  const same = await kube.replace<RayCluster>({ ...ref, subresource: 'status' }, now);
+  t.equal(same.metadata.resourceVersion, now.metadata.resourceVersion, 'a no-op status PUT keeps the version');
+  t.equal(kube.isStale(ref, now.metadata.resourceVersion), false, 'a no-op PUT marks nothing');
+  const patched = await kube.patch<RayCluster>(ref, { metadata: { labels: { x: 'y' } } }, MERGE_PATCH, {
+    basedOn: now.metadata.resourceVersion,
+  });
+  t.equal(patched.metadata.resourceVersion, now.metadata.resourceVersion, 'a no-op merge patch keeps the version');
+  t.equal(kube.isStale(ref, now.metadata.resourceVersion), false, 'a no-op PATCH marks nothing');
 
   // Clients made with fenced() share what was written.
   const fenced = kube.fenced(() => true);
-  await fenced.replace({ ...ref, subresource: 'status' }, { ...now, status: { state: 'ready' } });
+  await fenced.replace({ ...ref, subresource: 'status' }, { ...now, status: { state: 'suspended' } });
   t.equal(kube.isStale(ref, now.metadata.resourceVersion), true, 'a fenced client write is seen by its parent');
 });
