@@ -95,7 +95,8 @@ export interface LeaderElectionOptions extends Partial<LeaderTiming> {
   /**
    * Asked before a candidate takes a free or expired Lease: false keeps it a candidate that only observes
    * (kube/sharding.ts: a replica at its quota keeps watching every shard, so that when a holder dies it
-   * can take over a lease duration after the last renew it saw, not after it started looking). Default: yes.
+   * can take over a lease duration after the last renew it saw, not after it started looking; the single
+   * leader's LayoutWatch: no sharded layout's member Lease is live). Default: yes.
    */
   mayAcquire?: () => boolean;
 }

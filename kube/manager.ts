@@ -22,6 +22,10 @@
 //   reconciles without stopping the process. Cluster-scoped keys and writes, the singleton work
 //   (`ctx.isLeader()`: the orphan finder, the per-object gauges) and Events on the controller's Lease
 //   belong to shard 0.
+//   Two layouts never hold work at once (README "Sharding", Changing N): a sharded replica takes no
+//   shard while another layout runs (kube/sharding.ts), and the single leader (`shards` 1) does not take
+//   its Lease while a sharded layout's member Leases are live (LayoutWatch, checked before its first
+//   campaign and then every retry period until it leads).
 import { CreationGate } from './creation-gate.ts';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { KubeCredentials } from './kubeconfig.ts';
@@ -30,7 +34,7 @@ import { InformerFactory, type Informer, type InformerTimings } from './informer
 import type { KubeObject } from './model.ts';
 import { isConflict, isNotLeader, KubeClient } from './client.ts';
 import { DEFAULT_LEADER_TIMING, LeaderElector, type LeaderElectionOptions } from './leader.ts';
-import { ShardCoordinator } from './sharding.ts';
+import { LayoutWatch, ShardCoordinator } from './sharding.ts';
 import { shardLeaseName, shardOf, shardOfKey } from './shards.ts';
 import type { WriteTarget } from './client.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
@@ -80,6 +84,8 @@ export class Manager {
   readonly informers: InformerFactory;
   readonly elector: LeaderElector | undefined;
   readonly sharding: ShardCoordinator | undefined;
+  /** The single leader's check for a sharded layout running (kube/sharding.ts LayoutWatch). */
+  readonly layoutWatch: LayoutWatch | undefined;
   /** Reconciles running per shard (sharding only): a shard is handed back once its count is 0. */
   private readonly inFlightByShard = new Map<number, number>();
   private readonly options: ManagerOptions;
@@ -118,11 +124,23 @@ export class Manager {
         retryPeriodMs: retryPeriodMs ?? DEFAULT_LEADER_TIMING.retryPeriodMs,
       });
     } else if (options.leaderElection) {
+      const logger = options.logger.child({ component: 'leader' });
+      const layoutWatch = new LayoutWatch({
+        kube: this.kube,
+        logger,
+        now: options.now,
+        namespace: options.leaderElection.namespace,
+        name: options.leaderElection.name,
+        leaseDurationMs: options.leaderElection.leaseDurationMs ?? DEFAULT_LEADER_TIMING.leaseDurationMs,
+        retryPeriodMs: options.leaderElection.retryPeriodMs ?? DEFAULT_LEADER_TIMING.retryPeriodMs,
+      });
+      this.layoutWatch = layoutWatch;
       this.elector = new LeaderElector({
         kube: this.kube,
-        logger: options.logger.child({ component: 'leader' }),
+        logger,
         now: options.now,
         ...options.leaderElection,
+        mayAcquire: () => layoutWatch.mayAcquire(),
       });
     }
     // The reconcilers (and their Events) write through a fence: no write leaves once the lease may be
@@ -262,8 +280,18 @@ export class Manager {
         const lost = new AbortController();
         const stopAll = (): void => lost.abort();
         signal.addEventListener('abort', stopAll, { once: true });
+        // While not leading: a sharded layout's live members keep the Lease from us (checked once before
+        // the first campaign, so an idle cluster's leader takes it at once, then every retry period).
+        const watching = new AbortController();
+        const stopWatching = (): void => watching.abort();
+        lost.signal.addEventListener('abort', stopWatching, { once: true });
+        await this.layoutWatch?.check(watching.signal);
+        const watch = this.layoutWatch?.run(watching.signal);
         const electorRun = this.elector.run(lost.signal, {
-          onStartedLeading: (leaderSignal) => this.startControllers(leaderSignal, signal),
+          onStartedLeading: (leaderSignal) => {
+            watching.abort();
+            this.startControllers(leaderSignal, signal);
+          },
           onStoppedLeading: (reason) => {
             if (!signal.aborted) {
               outcome = 'lost-leadership';
@@ -274,6 +302,9 @@ export class Manager {
           onNewLeader: (identity) => log.info({ leader: identity, self: identity === this.elector?.identity }, 'leader observed'),
         });
         await electorRun;
+        watching.abort();
+        await watch;
+        lost.signal.removeEventListener('abort', stopWatching);
         signal.removeEventListener('abort', stopAll);
       } else {
         this.startControllers(signal, signal);
@@ -503,12 +534,32 @@ export class Manager {
         },
       });
       new Gauge({
+        name: 'raykeeper_shard_layout_blocked',
+        help: '1 while this replica takes no shard because another layout of Leases runs (a live member of another --shards that joined first, or a live single leader; README: Sharding), else 0.',
+        registers,
+        collect() {
+          this.set(sharding.layoutBlocker() ? 1 : 0);
+        },
+      });
+      new Gauge({
         name: 'raykeeper_shard_held',
         help: '1 for each shard this replica holds, 0 for the others.',
         labelNames: ['shard'] as const,
         registers,
         collect() {
           for (let shard = 0; shard < sharding.shards; shard++) this.set({ shard: String(shard) }, sharding.holds(shard) ? 1 : 0);
+        },
+      });
+    }
+    const layoutWatch = this.layoutWatch;
+    const elector = this.elector;
+    if (layoutWatch && elector) {
+      new Gauge({
+        name: 'raykeeper_shard_layout_blocked',
+        help: '1 while this replica (--shards 1) does not take its Lease because live member Leases of a sharded layout exist (README: Sharding), else 0.',
+        registers,
+        collect() {
+          this.set(!elector.isLeader() && layoutWatch.blockedBy() ? 1 : 0);
         },
       });
     }

@@ -16,6 +16,21 @@
 // A replica killed with -9 stops renewing both its member Lease and its shard Leases: after a lease
 // duration the others see its shards free and its member gone, so their quotas grow and they take them.
 //
+// Layouts: a namespace's shard depends on N, and the shard Leases do not say which N they were taken
+// under, so two layouts (two --shards, or a single leader beside shards) must never hold work at once.
+// A member Lease records its N (annotation raykeeper.io/shards, on create and every renew) and the
+// incumbent layout wins (the rules are kube/shards.ts layoutBlocker/layoutPeers): a replica counts only
+// the live members of its N (not blocked themselves) for its quota, and its quota is 0, so it takes no
+// shard and hands back what it holds, while a live member of another N has an older member Lease, or
+// while the single leader's Lease `<lease>` is live (a holder, renewed within a lease duration on our
+// clock, read every round). Each change is logged at error level and exported
+// (raykeeper_shard_layout_blocked). The single leader's side is LayoutWatch below: it does not take its
+// Lease while any member Lease is live. A fresh replica takes its first shard only from a round started
+// joinWaitMs after its member Lease was created: two layouts starting in the same second (creation
+// times have 1 s resolution) or a sharded replica starting just as a single leader takes its Lease
+// (whose membership check may be two retry periods old) then always see each other before either
+// takes work.
+//
 // Losing a shard (its renew deadline passed, or the Lease taken) aborts that shard's in-flight
 // reconciles (`workSignal`) and the replica campaigns again; the process does not exit. Handing a
 // shard back aborts its reconciles, waits for them (`drain`) while the Lease is still ours, then
@@ -23,18 +38,60 @@
 // replicas that died (unchanged for twice the lease duration).
 import { sleep } from '../src/backoff.ts';
 import type { Logger } from '../src/logger.ts';
-import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from './client.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound, type KubeClient } from './client.ts';
 import { LeaderElector, microTime, type LeaderTiming, type LeaseSpec } from './leader.ts';
 import { LEASES } from './resources.ts';
-import { liveMembers, memberLeaseName, observeMembers, planShards, quota, shardLeaseName, type MemberObservation } from './shards.ts';
+import {
+  joinWaitMs,
+  layoutBlocker,
+  layoutPeers,
+  liveLeader,
+  liveMembers,
+  memberLeaseName,
+  observeLeader,
+  observeMembers,
+  parseShards,
+  planShards,
+  quota,
+  SHARDS_ANNOTATION,
+  shardLeaseName,
+  type LayoutBlocker,
+  type LayoutMember,
+  type MemberListing,
+  type MemberObservation,
+} from './shards.ts';
 
 export const MEMBER_LABEL = 'raykeeper.io/shard-members';
 
 interface MemberLease {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    creationTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
   spec?: LeaseSpec;
+}
+
+/** A listed member Lease as the layout rules read it (identity: its holder). */
+function memberListing(lease: MemberLease): MemberListing {
+  const created = lease.metadata.creationTimestamp ? Date.parse(lease.metadata.creationTimestamp) : Number.NaN;
+  return {
+    record: lease.metadata.resourceVersion ?? '',
+    shards: parseShards(lease.metadata.annotations?.[SHARDS_ANNOTATION]),
+    createdAt: Number.isFinite(created) ? created : undefined,
+  };
+}
+
+/** How a blocker reads in the logs. */
+function describeBlocker(b: LayoutBlocker, leaseName: string): string {
+  return b.kind === 'leader'
+    ? `the single leader ${b.identity} holds Lease ${leaseName} (--shards 1)`
+    : `member ${b.identity} runs --shards ${b.shards ?? '(not recorded)'} and joined first`;
 }
 
 export interface ShardingOptions extends LeaderTiming {
@@ -73,6 +130,16 @@ export class ShardCoordinator {
   private readonly state: ShardState[];
   private members = new Map<string, MemberObservation>();
   private memberLease: MemberLease | undefined;
+  /** The single leader's Lease (`<lease>`), observed as a member's: live while renewed. */
+  private leader = new Map<string, MemberObservation>();
+  /** When the last successful member listing and single leader's Lease read started (our clock). */
+  private listedAt: number | undefined;
+  private leaderReadAt: number | undefined;
+  /** When our member Lease was created (or first renewed by this process), on our clock. */
+  private joinedAt: number | undefined;
+  /** What keeps us from taking shards (another layout), as last counted. */
+  private blocker: LayoutBlocker | undefined;
+  private reportedBlocker = '';
   private readonly terms = new Set<Promise<void>>();
 
   constructor(options: ShardingOptions) {
@@ -147,9 +214,65 @@ export class ShardCoordinator {
     return this.state.every((s) => s.elector.healthy());
   }
 
-  /** Live members as last counted (this replica included). */
+  /** Live members as last counted (this replica included), of every layout. */
   liveMembers(): string[] {
     return liveMembers(this.members, this.options.now(), this.options.leaseDurationMs);
+  }
+
+  /** Another layout running, as last counted (this replica takes no shard meanwhile), or undefined. */
+  layoutBlocker(): LayoutBlocker | undefined {
+    return this.blocker;
+  }
+
+  /** A member as the layout rules see it; this replica with its own N and its member Lease's age. */
+  private layoutMember(identity: string): LayoutMember {
+    const o = this.members.get(identity);
+    if (identity !== this.identity) return { identity, shards: o?.shards, createdAt: o?.createdAt };
+    const created = Date.parse(this.memberLease?.metadata.creationTimestamp ?? '');
+    return { identity, shards: this.shards, createdAt: Number.isFinite(created) ? created : o?.createdAt };
+  }
+
+  /**
+   * This round's quota: 0 while another layout runs (kube/shards.ts layoutBlocker) or before the join
+   * wait is over (joinWaitMs: a member listing and a read of the single leader's Lease, both started
+   * that long after our member Lease was created); else our share among the unblocked members of our layout.
+   */
+  private countQuota(): { want: number; peers: string[] } {
+    const now = this.options.now();
+    const { leaseDurationMs, retryPeriodMs } = this.options;
+    const live = liveMembers(this.members, now, leaseDurationMs).map((identity) => this.layoutMember(identity));
+    const self = this.layoutMember(this.identity);
+    this.blocker = layoutBlocker(self, live, liveLeader(this.leader, now, leaseDurationMs));
+    this.reportBlocker();
+    const peers = layoutPeers(self, live);
+    const joined =
+      this.joinedAt !== undefined &&
+      this.listedAt !== undefined &&
+      this.leaderReadAt !== undefined &&
+      Math.min(this.listedAt, this.leaderReadAt) >= this.joinedAt + joinWaitMs(retryPeriodMs);
+    return { want: joined && !this.blocker ? quota(this.shards, peers, this.identity) : 0, peers };
+  }
+
+  /** Logs each change of what keeps us from taking shards (an error: two layouts are deployed). */
+  private reportBlocker(): void {
+    const b = this.blocker;
+    const key = b ? JSON.stringify(b) : '';
+    if (key === this.reportedBlocker) return;
+    this.reportedBlocker = key;
+    const log = this.options.logger;
+    if (b) {
+      log.error(
+        {
+          shards: this.shards,
+          other: b.identity,
+          otherShards: b.kind === 'leader' ? 1 : (b.shards ?? null),
+          otherLease: b.kind === 'leader' ? this.options.name : memberLeaseName(this.options.name, b.identity),
+        },
+        `sharding: another layout is running (${describeBlocker(b, this.options.name)}); this replica (--shards ${this.shards}) takes no shard while it lives`,
+      );
+    } else {
+      log.info({ shards: this.shards }, 'sharding: no other layout is running any more; taking shards');
+    }
   }
 
   /** Rounds of membership and balancing every retry period until `signal` aborts (then every term ends). */
@@ -158,8 +281,8 @@ export class ShardCoordinator {
     log.info({ shards: this.shards, identity: this.identity }, 'sharding: joining');
     while (!signal.aborted) {
       await this.renewMembership(signal);
-      const members = this.liveMembers();
-      const want = quota(this.shards, members, this.identity);
+      await this.readLeader(signal);
+      const { want, peers } = this.countQuota();
       this.want = want;
       // Every shard has a term (a candidate that takes it only within the quota, or its holder). A quota
       // that shrank (a member joined) leaves shards above it: handed back here.
@@ -168,7 +291,12 @@ export class ShardCoordinator {
       });
       const plan = planShards(this.shards, this.held(), want);
       for (const shard of plan.release) {
-        log.info({ shard, members: members.length, quota: want }, 'sharding: handing a shard back (above this replica’s quota)');
+        log.info(
+          { shard, members: peers.length, quota: want },
+          this.blocker
+            ? 'sharding: handing a shard back (another layout is running)'
+            : 'sharding: handing a shard back (above this replica’s quota)',
+        );
         this.state[shard]!.handingBack = true;
         this.state[shard]!.term?.abort();
       }
@@ -245,39 +373,80 @@ export class ShardCoordinator {
       renewTime: microTime(now),
     };
     const timeoutMs = this.options.renewDeadlineMs;
+    const layout = String(this.shards);
     try {
-      const current = this.memberLease ?? (await kube.getOrUndefined<MemberLease>(this.memberRef(), { signal, timeoutMs }));
+      let current = this.memberLease ?? (await kube.getOrUndefined<MemberLease>(this.memberRef(), { signal, timeoutMs }));
+      if (current && current.metadata.annotations?.[SHARDS_ANNOTATION] !== layout) {
+        // Our identity's Lease from another layout (a restart with another --shards): it must not lend
+        // this layout its age. Deleted (if unchanged) and created anew.
+        await kube
+          .delete(this.memberRef(), { preconditions: { resourceVersion: current.metadata.resourceVersion ?? '' }, signal })
+          .catch((err: unknown) => {
+            if (!isNotFound(err)) throw err;
+          });
+        current = undefined;
+      }
       if (current) {
         this.memberLease = await kube.replace<MemberLease>(
           this.memberRef(),
-          { ...current, spec: { ...current.spec, ...spec } },
+          {
+            ...current,
+            metadata: { ...current.metadata, annotations: { ...current.metadata.annotations, [SHARDS_ANNOTATION]: layout } },
+            spec: { ...current.spec, ...spec },
+          },
           { signal, timeoutMs },
         );
+        this.joinedAt ??= this.options.now();
       } else {
         const created: MemberLease = {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
-          metadata: { name: this.memberRef().name, namespace, labels: { [MEMBER_LABEL]: name } },
+          metadata: {
+            name: this.memberRef().name,
+            namespace,
+            labels: { [MEMBER_LABEL]: name },
+            annotations: { [SHARDS_ANNOTATION]: layout },
+          },
           spec: { ...spec, acquireTime: microTime(now) },
         };
         this.memberLease = await kube.create<MemberLease>(this.memberRef(), created, { signal, timeoutMs });
+        this.joinedAt = this.options.now();
       }
     } catch (err) {
       this.memberLease = undefined; // re-read next round
       if (!signal.aborted && !isConflict(err) && !isAlreadyExists(err))
         logger.warn({ err: String(err) }, 'sharding: cannot renew the member lease');
     }
+    const listStarted = this.options.now();
     try {
       const list = await kube.list<MemberLease>({ ...LEASES, namespace }, { labelSelector: `${MEMBER_LABEL}=${name}`, signal });
-      const listed = new Map<string, string>();
+      const listed = new Map<string, MemberListing>();
       for (const lease of list.items) {
         const holder = lease.spec?.holderIdentity;
-        if (holder) listed.set(holder, lease.metadata.resourceVersion ?? '');
+        if (holder) listed.set(holder, memberListing(lease));
       }
       this.members = observeMembers(this.members, listed, this.options.now());
       if (!this.members.has(this.identity)) this.members.set(this.identity, { record: '', observedAt: this.options.now() });
+      this.listedAt = listStarted;
     } catch (err) {
       if (!signal.aborted) logger.warn({ err: String(err) }, 'sharding: cannot list the member leases');
+    }
+  }
+
+  /** Reads the single leader's Lease (`<lease>`): while it is live, this layout takes no shard. */
+  private async readLeader(signal: AbortSignal): Promise<void> {
+    const { kube, namespace, name } = this.options;
+    const started = this.options.now();
+    try {
+      const lease = await kube.getOrUndefined<MemberLease>(
+        { ...LEASES, namespace, name },
+        { signal, timeoutMs: this.options.renewDeadlineMs },
+      );
+      const holder = lease?.spec?.holderIdentity ?? '';
+      this.leader = observeLeader(this.leader, { holder, record: lease?.metadata.resourceVersion ?? '' }, this.options.now());
+      this.leaderReadAt = started;
+    } catch (err) {
+      if (!signal.aborted) this.options.logger.warn({ err: String(err) }, 'sharding: cannot read the single leader’s lease');
     }
   }
 
@@ -295,5 +464,105 @@ export class ShardCoordinator {
           this.options.logger.warn({ member: identity, err: String(err) }, 'sharding: cannot remove a dead member lease');
       }
     }
+  }
+}
+
+export interface LayoutWatchOptions extends Pick<LeaderTiming, 'leaseDurationMs' | 'retryPeriodMs'> {
+  kube: KubeClient;
+  namespace: string;
+  /** The Lease name (`--lease-name`): its member Leases are labelled MEMBER_LABEL=<name>. */
+  name: string;
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * The single leader's side of the layout rule (`--shards 1`): while it does not lead, it lists the
+ * member Leases of its lease name every retry period and declines its Lease (LeaderElector's
+ * mayAcquire) while any is live (renewed within a lease duration on our clock), whatever its N: a
+ * sharded layout runs. Declined too until a listing succeeded within the last two retry periods (one
+ * failing or not made yet tells nothing). Once leading it keeps leading: the sharded replicas defer
+ * to a live single leader. RBAC refusing the list (a Role from before the list was granted) leaves the
+ * check off, logged once: the single leader then takes its Lease as before.
+ */
+export class LayoutWatch {
+  private readonly options: LayoutWatchOptions & { now: () => number };
+  private members = new Map<string, MemberObservation>();
+  /** When the last successful listing started (our clock). */
+  private checkedAt: number | undefined;
+  /** The list is forbidden: not checking. */
+  private unchecked = false;
+  private reported = '';
+
+  constructor(options: LayoutWatchOptions) {
+    this.options = { ...options, now: options.now ?? Date.now };
+  }
+
+  /** The elector's mayAcquire: no live member Lease seen by a recent listing (or the check is off). */
+  mayAcquire(): boolean {
+    if (this.unchecked) return true;
+    const now = this.options.now();
+    if (this.checkedAt === undefined || now - this.checkedAt > 2 * this.options.retryPeriodMs) return false;
+    return this.blocker(now) === undefined;
+  }
+
+  /** The live member (of a sharded layout) keeping us from the Lease, as last listed, or undefined. */
+  blockedBy(): { identity: string; shards: number | undefined } | undefined {
+    return this.unchecked ? undefined : this.blocker(this.options.now());
+  }
+
+  /** Lists the member Leases every retry period until `signal` aborts (the manager aborts it once leading). */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(this.options.retryPeriodMs, signal);
+      if (!signal.aborted) await this.check(signal);
+    }
+  }
+
+  /** One listing of the member Leases. */
+  async check(signal: AbortSignal): Promise<void> {
+    const { kube, namespace, name, logger } = this.options;
+    const started = this.options.now();
+    try {
+      // Bounded: a listing older than two retry periods counts for nothing anyway.
+      const bounded = AbortSignal.any([signal, AbortSignal.timeout(2 * this.options.retryPeriodMs)]);
+      const list = await kube.list<MemberLease>({ ...LEASES, namespace }, { labelSelector: `${MEMBER_LABEL}=${name}`, signal: bounded });
+      const listed = new Map<string, MemberListing>();
+      for (const lease of list.items) {
+        const holder = lease.spec?.holderIdentity;
+        if (holder) listed.set(holder, memberListing(lease));
+      }
+      this.members = observeMembers(this.members, listed, this.options.now());
+      this.checkedAt = started;
+      this.unchecked = false;
+    } catch (err) {
+      if (signal.aborted) return;
+      if (isForbidden(err)) {
+        if (!this.unchecked)
+          logger.error(
+            { namespace, err: String(err) },
+            'leader election: cannot list the member Leases (RBAC: list on leases in the lease namespace); not checking for a sharded layout',
+          );
+        this.unchecked = true;
+        return;
+      }
+      logger.warn({ err: String(err) }, 'leader election: cannot list the member leases');
+      return;
+    }
+    const b = this.blocker(this.options.now());
+    const key = b ? JSON.stringify(b) : '';
+    if (key === this.reported) return;
+    this.reported = key;
+    if (b)
+      logger.error(
+        { other: b.identity, otherShards: b.shards ?? null, otherLease: memberLeaseName(name, b.identity) },
+        `leader election: another layout is running (member ${b.identity} runs --shards ${b.shards ?? '(not recorded)'}); not taking Lease ${name} while its members live`,
+      );
+    else logger.info('leader election: no sharded layout is running any more');
+  }
+
+  private blocker(now: number): { identity: string; shards: number | undefined } | undefined {
+    const [identity] = liveMembers(this.members, now, this.options.leaseDurationMs).sort();
+    return identity === undefined ? undefined : { identity, shards: this.members.get(identity)?.shards };
   }
 }

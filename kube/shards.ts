@@ -9,6 +9,11 @@
 //   replica is left idle while another holds two (a plain ceil(N / M) fair share can settle at 2-2-0 for
 //   4 shards on 3 replicas). While members disagree (one just joined or died) a replica may briefly
 //   hold one shard too many or too few; the next round corrects it.
+// - Layouts: a member Lease records its replica's N (annotation raykeeper.io/shards). A namespace's
+//   shard depends on N, so two layouts must never hold shards at once: the incumbent wins. A replica
+//   takes no shard while the single leader's Lease (`--shards 1`) is live, or while a live member of
+//   another layout has an older member Lease (created earlier; the same second: the smaller identity);
+//   it shares its shards only with the live members of its own layout that nothing blocks.
 import { splitKey, type ObjectKey } from './reconciler.ts';
 
 /** FNV-1a, 32-bit, over the UTF-8 bytes of `s`. */
@@ -71,10 +76,21 @@ export function shardLeaseName(lease: string, shard: number): string {
   return `${lease}-shard-${shard}`;
 }
 
-export interface MemberObservation {
-  /** The member Lease's resourceVersion when last seen (changes at every renew). */
+/** The annotation on a member Lease: the number of shards (`--shards`) of the replica renewing it. */
+export const SHARDS_ANNOTATION = 'raykeeper.io/shards';
+
+/** A member Lease as listed. */
+export interface MemberListing {
+  /** The member Lease's resourceVersion (changes at every renew). */
   record: string;
-  /** When we saw that record first, on our clock. */
+  /** Its replica's N (SHARDS_ANNOTATION); undefined: not recorded (a raykeeper before the annotation). */
+  shards?: number | undefined;
+  /** Its metadata.creationTimestamp in ms (second resolution); undefined: unknown. */
+  createdAt?: number | undefined;
+}
+
+export interface MemberObservation extends MemberListing {
+  /** When we saw `record` first, on our clock. */
   observedAt: number;
 }
 
@@ -86,16 +102,96 @@ export function liveMembers(observed: ReadonlyMap<string, MemberObservation>, no
   return [...observed].filter(([, o]) => now - o.observedAt < leaseDurationMs).map(([identity]) => identity);
 }
 
-/** Updates the observations with a fresh listing (identity -> resourceVersion); drops members gone from it. */
+/**
+ * Updates the observations with a fresh listing (identity -> resourceVersion, or the whole listing);
+ * drops members gone from it.
+ */
 export function observeMembers(
   previous: ReadonlyMap<string, MemberObservation>,
-  listed: ReadonlyMap<string, string>,
+  listed: ReadonlyMap<string, string | MemberListing>,
   now: number,
 ): Map<string, MemberObservation> {
   const next = new Map<string, MemberObservation>();
-  for (const [identity, record] of listed) {
+  for (const [identity, entry] of listed) {
+    const listing = typeof entry === 'string' ? { record: entry } : entry;
     const before = previous.get(identity);
-    next.set(identity, before && before.record === record ? before : { record, observedAt: now });
+    next.set(identity, { ...listing, observedAt: before && before.record === listing.record ? before.observedAt : now });
   }
   return next;
+}
+
+/** The `N` of a SHARDS_ANNOTATION value; undefined unless a whole number >= 1. */
+export function parseShards(value: string | undefined): number | undefined {
+  if (value === undefined || !/^[1-9][0-9]*$/.test(value)) return undefined;
+  return Number(value);
+}
+
+/**
+ * The single leader's Lease (`<lease>`, `--shards 1`) observed as a member's: alive while it has a
+ * holder and its record (resourceVersion) changed within a lease duration on our clock (`liveLeader`).
+ * A released Lease (no holder) or none: nobody.
+ */
+export function observeLeader(
+  previous: ReadonlyMap<string, MemberObservation>,
+  lease: { holder: string; record: string } | undefined,
+  now: number,
+): Map<string, MemberObservation> {
+  return observeMembers(previous, lease?.holder ? new Map([[lease.holder, lease.record]]) : new Map(), now);
+}
+
+/** The single leader alive `now` (its identity), or undefined. */
+export function liveLeader(observed: ReadonlyMap<string, MemberObservation>, now: number, leaseDurationMs: number): string | undefined {
+  return liveMembers(observed, now, leaseDurationMs)[0];
+}
+
+/** A live member as the layout rules see it. */
+export interface LayoutMember {
+  identity: string;
+  /** Its N; undefined: not recorded, a layout of its own. */
+  shards: number | undefined;
+  /** When its member Lease was created (ms); undefined: not yet, the newest. */
+  createdAt: number | undefined;
+}
+
+/** Whether `a` is the incumbent against `b`: its member Lease was created earlier (the same time: the smaller identity). */
+export function isOlder(a: LayoutMember, b: LayoutMember): boolean {
+  const ta = a.createdAt ?? Number.POSITIVE_INFINITY;
+  const tb = b.createdAt ?? Number.POSITIVE_INFINITY;
+  return ta !== tb ? ta < tb : a.identity < b.identity;
+}
+
+/** What keeps a replica from taking shards: the live single leader, or an older live member of another layout. */
+export type LayoutBlocker = { kind: 'leader'; identity: string } | { kind: 'member'; identity: string; shards: number | undefined };
+
+/**
+ * Who keeps `self` from taking any shard, or undefined: the single leader while its Lease is live
+ * (`leader`, from liveLeader), else the oldest live member of another layout older than `self`.
+ */
+export function layoutBlocker(self: LayoutMember, live: readonly LayoutMember[], leader?: string): LayoutBlocker | undefined {
+  if (leader) return { kind: 'leader', identity: leader };
+  let oldest: LayoutMember | undefined;
+  for (const m of live) {
+    if (m.identity === self.identity || m.shards === self.shards || !isOlder(m, self)) continue;
+    if (!oldest || isOlder(m, oldest)) oldest = m;
+  }
+  return oldest && { kind: 'member', identity: oldest.identity, shards: oldest.shards };
+}
+
+/**
+ * The members `self` shares its N shards with (itself included): the live members of its layout that
+ * no other layout blocks (a blocked one takes nothing, so counting it would leave its share unheld).
+ */
+export function layoutPeers(self: LayoutMember, live: readonly LayoutMember[]): string[] {
+  const peers = live.filter((m) => m.identity !== self.identity && m.shards === self.shards && !layoutBlocker(m, live));
+  return [self.identity, ...peers.map((m) => m.identity)];
+}
+
+/**
+ * How long after its member Lease was created a replica waits before taking its first shard: longer
+ * than the creation time's resolution (1 s), so that two replicas that joined in the same second both
+ * see each other before either takes a shard, and than a starting single leader's membership check
+ * may be stale (two retry periods), so that one of them always sees the other first.
+ */
+export function joinWaitMs(retryPeriodMs: number): number {
+  return 2 * retryPeriodMs + 1_000;
 }

@@ -347,7 +347,7 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', asyn
   );
 });
 
-t.test('controller.shards: --shards and list, delete on Leases only when > 1', async (t) => {
+t.test('controller.shards: --shards and delete on Leases only when > 1', async (t) => {
   const leaseVerbs = (objs: any[]) => find(objs, 'Role', 'raykeeper-controller-leader-election').rules[0].verbs;
   const sharded = template(MODES.sharded);
   t.ok(args(sharded).includes('--shards=3'));
@@ -358,7 +358,7 @@ t.test('controller.shards: --shards and list, delete on Leases only when > 1', a
     args(single).some((a) => a.startsWith('--shards')),
     'default: no flag (one leader)',
   );
-  t.same(leaseVerbs(single), ['get', 'create', 'update'], 'default: no more than leader election needs');
+  t.same(leaseVerbs(single), ['get', 'create', 'update', 'list'], 'default: leader election, and list to see a sharded layout');
 });
 
 t.test('leader election off: one controller, no Lease RBAC', async (t) => {

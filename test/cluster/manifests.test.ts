@@ -300,7 +300,13 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
       { verb, resource: 'events', namespace: userNs },
       { verb, group: 'events.k8s.io', resource: 'events', namespace: userNs },
     ]),
-    ...['get', 'create', 'update'].map((verb) => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace: SYSTEM_NS })),
+    // list: the single leader takes its Lease only while no sharded layout's member Leases are live.
+    ...['get', 'create', 'update', 'list'].map((verb) => ({
+      verb,
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      namespace: SYSTEM_NS,
+    })),
   ];
   const forbidden: Access[] = [
     { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
@@ -362,7 +368,7 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
   t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
 
-  // The optional sharding Role: list and delete Leases, in raykeeper-system only.
+  // The optional sharding Role: delete Leases (list is the base Role's), in raykeeper-system only.
   const sharding = kustomize('manifests/optional/controller-sharding');
   for (const o of sharding) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   t.teardown(async () => {
@@ -370,12 +376,12 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   });
   const leases = (verb: string, namespace: string): Access => ({ verb, group: 'coordination.k8s.io', resource: 'leases', namespace });
   t.ok(
-    await until(() => allowed(kube, CONTROLLER, leases('list', SYSTEM_NS)), 'the sharding Role to take effect', 10_000, 50).catch(
+    await until(() => allowed(kube, CONTROLLER, leases('delete', SYSTEM_NS)), 'the sharding Role to take effect', 10_000, 50).catch(
       () => false,
     ),
-    'with the sharding Role: list leases',
+    'with the sharding Role: delete leases',
   );
-  t.ok(await allowed(kube, CONTROLLER, leases('delete', SYSTEM_NS)), 'and delete them');
+  t.ok(await allowed(kube, CONTROLLER, leases('list', SYSTEM_NS)), 'and list them');
   t.notOk(await allowed(kube, CONTROLLER, leases('list', userNs)), 'only in raykeeper-system');
 });
 

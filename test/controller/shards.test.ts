@@ -5,13 +5,21 @@ import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { RAYCLUSTERS } from '../../kube/resources.ts';
 import {
   fnv1a32,
+  isOlder,
+  joinWaitMs,
+  layoutBlocker,
+  layoutPeers,
+  liveLeader,
   liveMembers,
   memberLeaseName,
+  observeLeader,
   observeMembers,
+  parseShards,
   planShards,
   quota,
   shardOf,
   shardOfKey,
+  type LayoutMember,
   type MemberObservation,
 } from '../../kube/shards.ts';
 
@@ -93,6 +101,174 @@ t.test('members: alive while their Lease changed within a lease duration (our cl
   tt.same([...observed.keys()], ['a'], 'a member deleted from the listing is forgotten');
   const kept: MemberObservation | undefined = observed.get('a');
   tt.equal(kept?.observedAt, 10_000, 'an unchanged record keeps its first observation time');
+});
+
+t.test('members: their layout and age come with the listing, their liveness from the record', async (tt) => {
+  let observed = observeMembers(new Map(), new Map([['a', { record: '1', shards: 2, createdAt: 5_000 }]]), 1_000);
+  tt.same(observed.get('a'), { record: '1', shards: 2, createdAt: 5_000, observedAt: 1_000 });
+  observed = observeMembers(observed, new Map([['a', { record: '1', shards: 2, createdAt: 5_000 }]]), 4_000);
+  tt.equal(observed.get('a')?.observedAt, 1_000, 'unchanged: first observation kept');
+  observed = observeMembers(observed, new Map([['a', { record: '2', shards: 2, createdAt: 5_000 }]]), 6_000);
+  tt.equal(observed.get('a')?.observedAt, 6_000, 'renewed: observed anew');
+});
+
+t.test('the shards annotation', async (tt) => {
+  for (const [value, shards] of [
+    ['3', 3],
+    ['1', 1],
+    ['12', 12],
+    [undefined, undefined],
+    ['', undefined],
+    ['0', undefined],
+    ['-2', undefined],
+    ['2.5', undefined],
+    ['03', undefined],
+    ['x', undefined],
+  ] as const)
+    tt.equal(parseShards(value), shards, JSON.stringify(value));
+});
+
+t.test('the single leader: live while it has a holder and its record changed within a lease duration (our clock)', async (tt) => {
+  const d = 3_000;
+  const steps: Array<[string, { holder: string; record: string } | undefined, number, string | undefined]> = [
+    ['no Lease', undefined, 0, undefined],
+    ['released (no holder)', { holder: '', record: '5' }, 100, undefined],
+    ['taken: first seen, live', { holder: 'l1', record: '6' }, 200, 'l1'],
+    ['unchanged within a lease duration', { holder: 'l1', record: '6' }, 3_100, 'l1'],
+    ['unchanged for a lease duration: gone', { holder: 'l1', record: '6' }, 3_200, undefined],
+    ['renewed', { holder: 'l1', record: '7' }, 3_300, 'l1'],
+    ['another holder', { holder: 'l2', record: '8' }, 3_400, 'l2'],
+    ['released', { holder: '', record: '9' }, 3_500, undefined],
+    ['deleted', undefined, 3_600, undefined],
+  ];
+  let observed = new Map<string, MemberObservation>();
+  for (const [what, lease, now, live] of steps) {
+    observed = observeLeader(observed, lease, now);
+    tt.equal(liveLeader(observed, now, d), live, what);
+  }
+});
+
+t.test('the incumbent: the older member Lease, the same second: the smaller identity, unknown: the newest', async (tt) => {
+  const m = (identity: string, createdAt: number | undefined): LayoutMember => ({ identity, shards: 2, createdAt });
+  for (const [a, b, older] of [
+    [m('b', 1_000), m('a', 2_000), true],
+    [m('a', 2_000), m('b', 1_000), false],
+    [m('a', 1_000), m('b', 1_000), true],
+    [m('b', 1_000), m('a', 1_000), false],
+    [m('a', 1_000), m('b', undefined), true],
+    [m('a', undefined), m('b', 1_000), false],
+    [m('a', undefined), m('b', undefined), true],
+  ] as const)
+    tt.equal(isOlder(a, b), older, `${a.identity}@${a.createdAt} older than ${b.identity}@${b.createdAt}`);
+});
+
+t.test('layouts: who blocks a replica, and whom it shares its shards with', async (tt) => {
+  const m = (identity: string, shards: number | undefined, createdAt: number | undefined): LayoutMember => ({
+    identity,
+    shards,
+    createdAt,
+  });
+  const rows: Array<{
+    what: string;
+    self: LayoutMember;
+    live: LayoutMember[];
+    leader?: string;
+    blocker: ReturnType<typeof layoutBlocker>;
+    peers: string[];
+  }> = [
+    {
+      what: 'alone',
+      self: m('a', 2, 1_000),
+      live: [m('a', 2, 1_000)],
+      blocker: undefined,
+      peers: ['a'],
+    },
+    {
+      what: 'one layout: every live member is a peer',
+      self: m('b', 3, 2_000),
+      live: [m('a', 3, 1_000), m('b', 3, 2_000), m('c', 3, 3_000)],
+      blocker: undefined,
+      peers: ['b', 'a', 'c'],
+    },
+    {
+      what: 'a newcomer of another layout (N=3 beside N=2): blocked by the incumbent',
+      self: m('b', 3, 2_000),
+      live: [m('a', 2, 1_000), m('b', 3, 2_000)],
+      blocker: { kind: 'member', identity: 'a', shards: 2 },
+      peers: ['b'],
+    },
+    {
+      what: 'the incumbent is not blocked by a newcomer, and does not count it',
+      self: m('a', 2, 1_000),
+      live: [m('a', 2, 1_000), m('b', 3, 2_000)],
+      blocker: undefined,
+      peers: ['a'],
+    },
+    {
+      what: 'the same second: the smaller identity is the incumbent',
+      self: m('b', 3, 1_000),
+      live: [m('a', 2, 1_000), m('b', 3, 1_000)],
+      blocker: { kind: 'member', identity: 'a', shards: 2 },
+      peers: ['b'],
+    },
+    {
+      what: 'our member Lease not created yet: we are the newest',
+      self: m('b', 3, undefined),
+      live: [m('a', 2, 5_000), m('b', 3, undefined)],
+      blocker: { kind: 'member', identity: 'a', shards: 2 },
+      peers: ['b'],
+    },
+    {
+      what: 'an unrecorded N (an older raykeeper) is another layout',
+      self: m('b', 3, 2_000),
+      live: [m('a', undefined, 1_000), m('b', 3, 2_000)],
+      blocker: { kind: 'member', identity: 'a', shards: undefined },
+      peers: ['b'],
+    },
+    {
+      what: 'several older: the oldest is named',
+      self: m('c', 3, 3_000),
+      live: [m('b', 4, 2_000), m('a', 2, 1_000), m('c', 3, 3_000)],
+      blocker: { kind: 'member', identity: 'a', shards: 2 },
+      peers: ['c'],
+    },
+    {
+      what: 'a peer blocked by another layout is not counted (its share would stay unheld)',
+      self: m('a', 3, 1_000),
+      live: [m('a', 3, 1_000), m('x', 2, 2_000), m('b', 3, 3_000)],
+      blocker: undefined,
+      peers: ['a'],
+    },
+    {
+      what: 'an unblocked peer is counted beside a blocked newcomer of another layout',
+      self: m('a', 3, 1_000),
+      live: [m('a', 3, 1_000), m('b', 3, 2_000), m('x', 2, 3_000)],
+      blocker: undefined,
+      peers: ['a', 'b'],
+    },
+    {
+      what: 'a live single leader blocks every sharded replica, the oldest too',
+      self: m('a', 3, 1_000),
+      live: [m('a', 3, 1_000), m('b', 3, 2_000)],
+      leader: 'l1',
+      blocker: { kind: 'leader', identity: 'l1' },
+      peers: ['a', 'b'],
+    },
+  ];
+  for (const row of rows) {
+    tt.same(layoutBlocker(row.self, row.live, row.leader), row.blocker, `${row.what}: blocker`);
+    tt.same(layoutPeers(row.self, row.live), row.peers, `${row.what}: peers`);
+  }
+  tt.equal(
+    quota(3, layoutPeers(m('a', 3, 1_000), [m('a', 3, 1_000), m('x', 2, 2_000)]), 'a'),
+    3,
+    'a newcomer of N=2 takes no share of N=3',
+  );
+});
+
+t.test('the join wait: over the creation time resolution and a stale leader check', async (tt) => {
+  tt.equal(joinWaitMs(2_000), 5_000, 'default timing');
+  tt.equal(joinWaitMs(400), 1_800, 'test timing');
 });
 
 t.test('member Lease names are valid object names', async (tt) => {
