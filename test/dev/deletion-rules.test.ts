@@ -74,7 +74,16 @@ if ('missing' in found) {
         'the DeleteSelf RayJob to go',
         200_000,
         1000,
-      );
+      ).catch((err: Error) => {
+        // Say where it stopped (a Ray job that never SUCCEEDED under load, or a RayJob not deleted).
+        const where = get([
+          'rayjob',
+          'rayjob-delete-self',
+          '-o',
+          'jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus} deleting={.metadata.deletionTimestamp} {.status.message}',
+        ]);
+        throw new Error(`${err.message}; it is ${where}`);
+      });
       await until(
         () => !get(['rayclusters', '-o', 'name']).includes(selfCluster),
         "the DeleteSelf RayJob's RayCluster to be collected",
