@@ -534,14 +534,6 @@ export class Manager {
         },
       });
       new Gauge({
-        name: 'raykeeper_shard_layout_blocked',
-        help: '1 while this replica takes no shard because another layout of Leases runs (a live member of another --shards that joined first, or a live single leader; README: Sharding), else 0.',
-        registers,
-        collect() {
-          this.set(sharding.layoutBlocker() ? 1 : 0);
-        },
-      });
-      new Gauge({
         name: 'raykeeper_shard_held',
         help: '1 for each shard this replica holds, 0 for the others.',
         labelNames: ['shard'] as const,
@@ -552,14 +544,21 @@ export class Manager {
       });
     }
     const layoutWatch = this.layoutWatch;
+    // One gauge for both layouts: a sharded replica is blocked by an older layout's Leases; a single
+    // leader (--shards 1) by live member Leases of a sharded layout while it does not lead.
     const elector = this.elector;
-    if (layoutWatch && elector) {
+    const layoutBlocked = sharding
+      ? () => sharding.layoutBlocker() !== undefined
+      : layoutWatch && elector
+        ? () => !elector.isLeader() && layoutWatch.blockedBy() !== undefined
+        : undefined;
+    if (layoutBlocked) {
       new Gauge({
         name: 'raykeeper_shard_layout_blocked',
-        help: '1 while this replica (--shards 1) does not take its Lease because live member Leases of a sharded layout exist (README: Sharding), else 0.',
+        help: '1 while this replica takes no work because another layout of Leases runs (a sharded replica: a live single leader, or a live member of another --shards that joined first; a single leader: live member Leases of a sharded layout; README: Sharding), else 0.',
         registers,
         collect() {
-          this.set(!elector.isLeader() && layoutWatch.blockedBy() ? 1 : 0);
+          this.set(layoutBlocked() ? 1 : 0);
         },
       });
     }

@@ -26,6 +26,33 @@ export function processesUnder(dir: string): number[] {
   return out.filter((p) => p !== process.pid);
 }
 
+/**
+ * Every descendant of `root` now (children first found, then theirs). redis-server rewrites its command
+ * line ("redis-server 127.0.0.1:PORT"), so dev's TMPDIR does not find it: the process tree does. Taken
+ * before anything is killed, since a killed parent's children are reparented.
+ */
+export function descendantsOf(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  for (let i = 0, next = [root]; i < next.length; i++) {
+    for (const c of children.get(next[i]!) ?? []) {
+      out.push(c);
+      next.push(c);
+    }
+  }
+  return out;
+}
+
 /** A process's identity: pid, start time (clock ticks since boot) and command line; undefined when gone or a zombie. */
 export function identity(pid: number): string | undefined {
   try {
@@ -145,7 +172,10 @@ export async function startDevProcess(tt: Test, env: Record<string, string> = {}
   dev.stdout!.on('data', (b: Buffer) => (d.out.text += b.toString()));
   dev.stderr!.on('data', (b: Buffer) => (d.err.text += b.toString()));
   tt.teardown(() => {
-    for (const p of [dev.pid!, ...d.pids, ...processesUnder(tmp)]) {
+    // Only while dev runs (after a failure): a pid of an exited dev may belong to another process by now.
+    const running = dev.exitCode === null && dev.signalCode === null;
+    const tree = running ? [...descendantsOf(dev.pid!), dev.pid!] : [];
+    for (const p of new Set([...tree, ...d.pids, ...processesUnder(tmp)])) {
       try {
         process.kill(p, 'SIGKILL');
       } catch {
