@@ -36,13 +36,19 @@
 // 1.7x at 1M keys. Without it (--sweep never) what is left is start-up (Node, ioredis, our modules
 // through the image's stripped-TypeScript cache), connect, the checks and one UNLINK round trip.
 //
-//   node bench/redis-cleanup.ts [keys] [runs]          (defaults 1000000 3; 200000 for quick iterations)
+// --cores split: redis-server and the neighbour on core 0, the bench and every cleanup it starts on core 1
+// (taskset), as a Job on a node of its own and a GCS on another would be; default shared (as scheduled).
+// The in-process cleanup also runs at budgets of 1 and 0.2 ms: the neighbour's p99 follows the budget.
+//
+//   node bench/redis-cleanup.ts [keys] [runs] [--cores split]   (defaults 1000000 3; 200000 for quick iterations)
+//   npm run bench -- redis-cleanup [--cores split]
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
 import { median, percentile } from './stats.ts';
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, setPriority, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { runCleanup } from '../controller/redis-cleanup/cleanup.ts';
@@ -55,6 +61,12 @@ export interface RedisCleanupBenchOptions {
   /** Rounds; each measures every contender once (median reported). */
   runs?: number;
   print?: boolean;
+  /**
+   * 'shared' (default): every process on every core, as the machine schedules them. 'split': redis-server
+   * and the neighbour on core 0, the bench and every cleanup it runs (its processes inherit it) on core 1,
+   * as if the cleanup ran on a machine of its own: the neighbour then waits for Redis, not for a core.
+   */
+  cores?: 'shared' | 'split';
 }
 
 export interface RedisCleanupBenchFigures {
@@ -100,6 +112,7 @@ export interface RedisCleanupBenchFigures {
   ratioWalkBudget: number;
   /** Whether redis-server ran at a raised CPU priority (root), so preemption inflates SLOWLOG less. */
   serverFavoured: boolean;
+  cores: 'shared' | 'split';
   loadBefore: number[];
   loadAfter: number[];
 }
@@ -173,8 +186,14 @@ async function longestCommand(r: Redis): Promise<{ us: number; command: string; 
   return out;
 }
 
+/** Pins every thread of `pid` to `cpus` (taskset's list form, "0" or "0,1"). */
+function pinToCores(pid: number, cpus: string): void {
+  const r = spawnSync('taskset', ['--all-tasks', '--cpu-list', '--pid', cpus, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset -a -c -p ${cpus} ${pid} failed: ${r.error?.message ?? r.stderr.trim()}`);
+}
+
 /** The neighbour process (bench/redis-neighbour.ts): window() measures its latencies while `fn` runs. */
-async function startNeighbour(port: number): Promise<{ window(fn: () => Promise<void>): Promise<number[]>; stop(): void }> {
+async function startNeighbour(port: number): Promise<{ pid: number; window(fn: () => Promise<void>): Promise<number[]>; stop(): void }> {
   const child: ChildProcess = fork(fileURLToPath(new URL('./redis-neighbour.ts', import.meta.url)), [String(port), 'neighbour'], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -190,6 +209,7 @@ async function startNeighbour(port: number): Promise<{ window(fn: () => Promise<
     // unprivileged: measured as it comes
   }
   return {
+    pid: child.pid!,
     async window(fn) {
       child.send('start');
       await fn();
@@ -201,15 +221,27 @@ async function startNeighbour(port: number): Promise<{ window(fn: () => Promise<
   };
 }
 
+/** --cores: 'shared' (default) or 'split'. */
+export function parseCores(v: string | undefined): 'shared' | 'split' {
+  if (v === undefined || v === 'shared' || v === 'split') return v ?? 'shared';
+  throw new Error(`--cores: shared or split, not ${v}`);
+}
+
 export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {}): Promise<RedisCleanupBenchFigures> {
   const unrelatedKeys = options.unrelatedKeys ?? 1_000_000;
   const fields = options.fieldsPerTable ?? 1000;
   const runs = options.runs ?? 3;
   const print = options.print ?? true;
   const log = (s: string) => print && process.stdout.write(s + '\n');
+  const cores = options.cores ?? 'shared';
   const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
+  if (cores === 'split') {
+    if (availableParallelism() < 2) throw new Error('--cores split needs 2 cores');
+    pinToCores(process.pid, '1');
+  }
 
   const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
+  if (cores === 'split') pinToCores(server.pid, '0');
   let serverFavoured = true;
   try {
     setPriority(server.pid, -10); // root only: fewer preemptions of redis-server inside a command on a loaded machine
@@ -221,6 +253,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const w = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   w.on('error', () => undefined);
   const neighbour = await startNeighbour(server.port);
+  if (cores === 'split') pinToCores(neighbour.pid, '0');
   const python = rayPython();
   const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
   // As the image's build fills it (Dockerfile).
@@ -274,6 +307,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       rayProcessCpu: [],
       walkBudget: [],
       oursBudget1: [],
+      oursBudget02: [],
     };
     const longestNames: Record<string, string[]> = {};
     const WINDOWED = [
@@ -282,6 +316,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       'walkBudget',
       'ours',
       'oursBudget1',
+      'oursBudget02',
       'oursProcess',
       'oursProcessNoCache',
       'oursProcessAlways',
@@ -317,6 +352,16 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       if (res.code !== 0) throw new Error(`raykeeper redis-cleanup failed: ${res.out}`);
       lastSummary[key] = res.out.trim().split('\n')[0] ?? '';
       results[key]!.push(res.ms);
+      await gone(ns);
+    };
+    /** runCleanup in process at another command budget. */
+    const oursAtBudget = async (key: string, commandBudgetMs: number) => {
+      const ns = await seed();
+      await windowed(key, async () => {
+        const started = performance.now();
+        await runCleanup({ connection, namespace: ns, commandBudgetMs });
+        results[key]!.push(Math.round(performance.now() - started));
+      });
       await gone(ns);
     };
     // Calibration: where our COUNT settles under the default budget on this server, for the walk at the budget.
@@ -368,18 +413,8 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
           await gone(ns);
         },
       ],
-      [
-        'oursBudget1',
-        async () => {
-          const ns = await seed();
-          await windowed('oursBudget1', async () => {
-            const started = performance.now();
-            await runCleanup({ connection, namespace: ns, commandBudgetMs: 1 });
-            results.oursBudget1!.push(Math.round(performance.now() - started));
-          });
-          await gone(ns);
-        },
-      ],
+      ['oursBudget1', () => oursAtBudget('oursBudget1', 1)],
+      ['oursBudget02', () => oursAtBudget('oursBudget02', 0.2)],
       ['oursProcess', () => oursProcess('oursProcess', 'never', { RAYKEEPER_STRIP_CACHE: stripCache })],
       ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', 'never', {})],
       ['oursProcessAlways', () => oursProcess('oursProcessAlways', 'always', { RAYKEEPER_STRIP_CACHE: stripCache })],
@@ -451,6 +486,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       walkBudgetCount,
       ratioWalkBudget: m('ours') / Math.max(1, m('walkBudget')),
       serverFavoured,
+      cores,
       loadBefore,
       loadAfter,
     };
@@ -466,6 +502,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       `${x(figures.ratioWalk)} the walk at COUNT 10000, ${x(figures.ratioWalkBudget)} the walk at the budget (goal <= 1.1x)`,
     );
     row('ours in process, --command-budget-ms 1', 'oursBudget1');
+    row('ours in process, --command-budget-ms 0.2', 'oursBudget02');
     row('time to data gone: walk', 'walkGone');
     row('time to data gone: ours (known tables first)', 'oursGone');
     const summary = (key: string) => (lastSummary[key] ?? '').replace(/^.*?: /, '');
@@ -498,6 +535,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       walkBudget: `walk at the budget (COUNT ${walkBudgetCount})`,
       ours: 'ours in process (budget 5 ms)',
       oursBudget1: 'ours in process, --command-budget-ms 1',
+      oursBudget02: 'ours in process, --command-budget-ms 0.2',
       oursProcess: 'ours as a process, --sweep never',
       oursProcessNoCache: '  the same without the strip cache',
       oursProcessAlways: 'ours as a process, --sweep always',
@@ -517,10 +555,13 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
         `  ${labels[k]!.padEnd(56)} ${`${n.p50Us} / ${n.p99Us} / ${n.maxUs}`.padStart(20)}   p99 runs ${results[`${k}NbP99`]!.join(', ').padEnd(22)} ${k === 'idle' ? '' : `p99 ${x(n.p99VsIdle)} idle${k === 'ours' ? ' (goal <= 2x)' : ''}`}`,
       );
     }
-    log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (2 cores, shared)`);
+    log(
+      `load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (${cores === 'split' ? 'cores split: redis-server and the neighbour on core 0, the bench and the cleanups on core 1' : '2 cores, shared'})`,
+    );
     return figures;
   } finally {
     neighbour.stop();
+    if (cores === 'split') pinToCores(process.pid, `0-${availableParallelism() - 1}`);
     r.disconnect();
     w.disconnect();
     await server.stop();
@@ -529,8 +570,9 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [keys, runs] = process.argv.slice(2).map(Number);
-  runRedisCleanupBench({ unrelatedKeys: keys || undefined, runs: runs || undefined }).catch((err) => {
+  const { values, positionals } = parseArgs({ options: { cores: { type: 'string' } }, allowPositionals: true });
+  const [keys, runs] = positionals.map(Number);
+  runRedisCleanupBench({ unrelatedKeys: keys || undefined, runs: runs || undefined, cores: parseCores(values.cores) }).catch((err) => {
     process.stderr.write(`redis-cleanup bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exitCode = 1;
   });

@@ -4,7 +4,8 @@
 import { runControllerBench } from './controller.ts';
 import { runImportCostBench } from './import-cost.ts';
 import { runRayJobBench } from './rayjob.ts';
-import { runRedisCleanupBench } from './redis-cleanup.ts';
+import { parseCores, runRedisCleanupBench } from './redis-cleanup.ts';
+import { parseArgs } from 'node:util';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';
 import { parseScaleArgs, runScaleBench } from './scale.ts';
 import { runWebhookBench } from './webhook.ts';
@@ -13,7 +14,8 @@ import { runWebhookMemoryBench } from './webhook-memory.ts';
 const PARTS: Record<string, (flags: string[]) => Promise<unknown>> = {
   webhook: () => runWebhookBench(),
   'webhook-memory': () => runWebhookMemoryBench(),
-  'redis-cleanup': () => runRedisCleanupBench(),
+  'redis-cleanup': (flags) =>
+    runRedisCleanupBench({ cores: parseCores(parseArgs({ args: flags, options: { cores: { type: 'string' } } }).values.cores) }),
   'import-cost': () => runImportCostBench(),
   controller: () => runControllerBench(),
   'raycluster-pods': () => runRayClusterPodsBench(),

@@ -15,7 +15,9 @@
 //                REST API served here (test/rayjob/helpers/fake-dashboard.ts: each job runs `sleep
 //                --job-seconds` and SUCCEEDS): ours through --rayjob-dashboard-url-template, KubeRay (which
 //                calls http://<head-svc>.<ns>.svc.cluster.local:8265) through HTTP_PROXY pointing at it
-// and over the round: the contender's CPU seconds, peak RSS (VmHWM), its reconcile errors, and its
+//                (and, to split that time, until its own RayCluster is `ready` and until it is `Running`)
+// and over the round: the contender's CPU seconds, peak RSS (VmHWM), the peak depth of its work queues
+// (sampled every second; ours raykeeper_controller_queue_depth, KubeRay's workqueue_depth), its reconcile errors, and its
 // Kubernetes API requests by HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH
 // counted as GET as client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
 // --shards N (> 1) adds a third contender: N of our controllers with --leader-elect --shards N, measured
@@ -84,10 +86,15 @@ export interface ScaleRound {
   ready: number[];
   gone: number[];
   jobs: number[];
+  /** Each RayJob's seconds from its create until its own RayCluster was `ready`, and until it was `Running` (submitted). */
+  jobsClusterReady: number[];
+  jobsRunning: number[];
   /** Objects that did not get there before the phase's cap (ready, gone, Complete). */
   unfinished: { ready: number; gone: number; jobs: number };
   cpuSeconds: number;
   peakRssMiB: number;
+  /** The most keys waiting in its work queues at once (sampled every second): more than a few means reconciles, not events, set the pace. */
+  peakQueueDepth: number;
   requests: Record<string, number>;
   /** Reconciles that ended in an error (ours: raykeeper_controller_reconcile_total{result="error"}; KubeRay's: controller_runtime_reconcile_errors_total). */
   reconcileErrors: number;
@@ -133,6 +140,11 @@ export async function requestsByMethod(c: Contender): Promise<Record<string, num
     } else out[verb] = await summed(c, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
   }
   return out;
+}
+
+/** Keys waiting in the contender's work queues now, every controller (ours: raykeeper_controller_queue_depth; controller-runtime: workqueue_depth). */
+export async function queueDepth(c: Contender): Promise<number> {
+  return isOurs(c) ? summed(c, 'raykeeper_controller_queue_depth', /.*/) : summed(c, 'workqueue_depth', /.*/);
 }
 
 /** Reconcile errors so far, every controller of the contender. */
@@ -273,21 +285,40 @@ async function measureRound(
   const gone = new Map<string, number>();
   const jobCreated = new Map<string, number>();
   const complete = new Map<string, number>();
+  const jobClusterReady = new Map<string, number>();
+  const running = new Map<string, number>();
   const ours = new Set(namespaces);
+  const isReady = (obj: KubeObject) => (obj as { status?: { state?: string } }).status?.state === 'ready';
   clusters.on((type, obj) => {
     const k = key(obj);
-    if (!created.has(k)) return; // a RayJob's
+    if (!created.has(k)) {
+      // A RayJob's: stamped under its RayJob's key.
+      const owner = obj.metadata?.ownerReferences?.find((r) => r.kind === 'RayJob');
+      const j = owner && `${obj.metadata?.namespace}/${owner.name}`;
+      if (j && type !== 'delete' && isReady(obj) && !jobClusterReady.has(j)) jobClusterReady.set(j, performance.now());
+      return;
+    }
     if (type === 'delete') gone.set(k, performance.now());
-    else if ((obj as { status?: { state?: string } }).status?.state === 'ready' && !ready.has(k)) ready.set(k, performance.now());
+    else if (isReady(obj) && !ready.has(k)) ready.set(k, performance.now());
   });
   jobs.on((type, obj) => {
     const k = key(obj);
-    if (type !== 'delete' && (obj as { status?: { jobDeploymentStatus?: string } }).status?.jobDeploymentStatus === 'Complete')
-      if (!complete.has(k)) complete.set(k, performance.now());
+    if (type === 'delete') return;
+    const state = (obj as { status?: { jobDeploymentStatus?: string } }).status?.jobDeploymentStatus;
+    // Complete without Running seen (squashed events) stamps both.
+    if ((state === 'Running' || state === 'Complete') && !running.has(k)) running.set(k, performance.now());
+    if (state === 'Complete' && !complete.has(k)) complete.set(k, performance.now());
   });
   watcher.start();
   await watcher.waitForSync();
   const capMs = (n: number) => 120_000 + n * 600;
+  let peakQueueDepth = 0;
+  const sampler = setInterval(() => {
+    queueDepth(contender).then(
+      (d) => (peakQueueDepth = Math.max(peakQueueDepth, d)),
+      () => undefined,
+    );
+  }, 1000);
   try {
     type Named = { namespace: string; name: string };
     // Acts on each at --qps (stamping when), then waits until `reached` holds them all or the cap passed.
@@ -333,9 +364,12 @@ async function measureRound(
       ready: durations(created, ready),
       gone: durations(deleted, gone),
       jobs: durations(jobCreated, complete),
+      jobsClusterReady: durations(jobCreated, jobClusterReady),
+      jobsRunning: durations(jobCreated, running),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
       cpuSeconds: cpuOf(contender) - cpu0,
       peakRssMiB: peakOf(contender),
+      peakQueueDepth,
       requests: {},
       reconcileErrors: (await reconcileErrors(contender)) - errors0,
       load1: loadavg()[0]!,
@@ -354,6 +388,7 @@ async function measureRound(
     );
     return round;
   } finally {
+    clearInterval(sampler);
     await watcher.stop();
   }
 }
@@ -427,7 +462,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
 export function formatScaleFigures(f: ScaleFigures): string {
   const o = f.options;
   const names = Object.keys(f.rounds);
-  const pct = (key: 'ready' | 'gone' | 'jobs', p: number) => (r: ScaleRound) => percentile(r[key], p);
+  const pct = (key: 'ready' | 'gone' | 'jobs' | 'jobsClusterReady' | 'jobsRunning', p: number) => (r: ScaleRound) => percentile(r[key], p);
   const rows: Array<[string, (r: ScaleRound) => number, number]> = [
     ['create-to-ready s p50', pct('ready', 50), 1],
     ['create-to-ready s p99', pct('ready', 99), 1],
@@ -435,10 +470,15 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['delete-to-gone s p50', pct('gone', 50), 1],
     ['delete-to-gone s p99', pct('gone', 99), 1],
     ['delete-to-gone s max', pct('gone', 100), 1],
+    ['RayJob create-to-cluster-ready s p50', pct('jobsClusterReady', 50), 1],
+    ['RayJob create-to-cluster-ready s p99', pct('jobsClusterReady', 99), 1],
+    ['RayJob create-to-Running s p50', pct('jobsRunning', 50), 1],
+    ['RayJob create-to-Running s p99', pct('jobsRunning', 99), 1],
     ['RayJob create-to-Complete s p50', pct('jobs', 50), 1],
     ['RayJob create-to-Complete s p99', pct('jobs', 99), 1],
     ['controller CPU s', (r) => r.cpuSeconds, 1],
     ['peak RSS MiB (VmHWM; largest replica)', (r) => r.peakRssMiB, 1],
+    ['peak work queue depth (every controller)', (r) => r.peakQueueDepth, 1],
     ['reconcile errors per object', (r) => r.reconcileErrors, o.clusters + o.rayjobs],
     ...VERBS.map((v): [string, (r: ScaleRound) => number, number] => [
       `API ${v} per object`,

@@ -27,9 +27,12 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   ready,
   gone: [1, 2],
   jobs: [3],
+  jobsClusterReady: [1, cpu],
+  jobsRunning: [2],
   unfinished: { ready: 0, gone: 0, jobs: 0 },
   cpuSeconds: cpu,
   peakRssMiB: 100,
+  peakQueueDepth: 7,
   requests: { GET: 10, POST: 20, PUT: 0, PATCH: 0, DELETE: 5 },
   reconcileErrors: cpu,
   load1: 2,
@@ -51,6 +54,19 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
   t.match(
     lines.find((l) => l.startsWith('controller CPU s')),
     /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
+  );
+  // The RayJob's phases: its cluster ready (p99 of [1, cpu]: 3, 5, 4 and 10, 8, 9)
+  t.match(
+    lines.find((l) => l.startsWith('RayJob create-to-cluster-ready s p99')),
+    /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('RayJob create-to-Running s p50')),
+    /2\.0 \(2\.0-2\.0\)\s+2\.0 \(2\.0-2\.0\)\s+1\.00$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('peak work queue depth')),
+    /7\.0 \(7\.0-7\.0\)\s+7\.0 \(7\.0-7\.0\)\s+1\.00$/,
   );
   // per object: 20 POSTs over 4 clusters + 1 RayJob
   t.match(
