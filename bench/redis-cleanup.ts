@@ -46,7 +46,7 @@
 import { median, percentile } from './stats.ts';
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os';
+import { loadavg, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -227,21 +227,44 @@ export function parseCores(v: string | undefined): 'shared' | 'split' {
   throw new Error(`--cores: shared or split, not ${v}`);
 }
 
+/** The CPUs this process may run on (/proc/self/status Cpus_allowed_list, e.g. "0-1"), as a list and expanded. */
+function allowedCpus(): { list: string; cpus: number[] } {
+  const list = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0';
+  const cpus = list.split(',').flatMap((part) => {
+    const [a, b = a] = part.split('-').map(Number) as [number, number?];
+    return Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  });
+  return { list, cpus };
+}
+
 export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {}): Promise<RedisCleanupBenchFigures> {
+  if ((options.cores ?? 'shared') === 'shared') return measureRedisCleanup(options, undefined);
+  const before = allowedCpus();
+  if (before.cpus.length < 2) throw new Error(`--cores split needs 2 cores; this process may use ${before.list}`);
+  const [server, bench] = before.cpus as [number, number];
+  pinToCores(process.pid, String(bench));
+  try {
+    return await measureRedisCleanup(options, { server: String(server) });
+  } finally {
+    pinToCores(process.pid, before.list);
+  }
+}
+
+/** `split`: the core redis-server and the neighbour go to (the bench itself already runs on another). */
+async function measureRedisCleanup(
+  options: RedisCleanupBenchOptions,
+  split: { server: string } | undefined,
+): Promise<RedisCleanupBenchFigures> {
   const unrelatedKeys = options.unrelatedKeys ?? 1_000_000;
   const fields = options.fieldsPerTable ?? 1000;
   const runs = options.runs ?? 3;
   const print = options.print ?? true;
   const log = (s: string) => print && process.stdout.write(s + '\n');
-  const cores = options.cores ?? 'shared';
+  const cores = split ? 'split' : 'shared';
   const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
-  if (cores === 'split') {
-    if (availableParallelism() < 2) throw new Error('--cores split needs 2 cores');
-    pinToCores(process.pid, '1');
-  }
 
   const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
-  if (cores === 'split') pinToCores(server.pid, '0');
+  if (split) pinToCores(server.pid, split.server);
   let serverFavoured = true;
   try {
     setPriority(server.pid, -10); // root only: fewer preemptions of redis-server inside a command on a loaded machine
@@ -253,7 +276,7 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
   const w = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   w.on('error', () => undefined);
   const neighbour = await startNeighbour(server.port);
-  if (cores === 'split') pinToCores(neighbour.pid, '0');
+  if (split) pinToCores(neighbour.pid, split.server);
   const python = rayPython();
   const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
   // As the image's build fills it (Dockerfile).
@@ -556,12 +579,11 @@ export async function runRedisCleanupBench(options: RedisCleanupBenchOptions = {
       );
     }
     log(
-      `load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (${cores === 'split' ? 'cores split: redis-server and the neighbour on core 0, the bench and the cleanups on core 1' : '2 cores, shared'})`,
+      `load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} (${cores === 'split' ? `cores split: redis-server and the neighbour on core ${split?.server}, the bench and the cleanups on another` : '2 cores, shared'})`,
     );
     return figures;
   } finally {
     neighbour.stop();
-    if (cores === 'split') pinToCores(process.pid, `0-${availableParallelism() - 1}`);
     r.disconnect();
     w.disconnect();
     await server.stop();

@@ -313,11 +313,17 @@ async function measureRound(
   await watcher.waitForSync();
   const capMs = (n: number) => 120_000 + n * 600;
   let peakQueueDepth = 0;
+  let scraping = false;
+  // One scrape at a time: an overloaded contender answers late, and scrapes must not pile up on it.
   const sampler = setInterval(() => {
-    queueDepth(contender).then(
-      (d) => (peakQueueDepth = Math.max(peakQueueDepth, d)),
-      () => undefined,
-    );
+    if (scraping) return;
+    scraping = true;
+    queueDepth(contender)
+      .then(
+        (d) => (peakQueueDepth = Math.max(peakQueueDepth, d)),
+        () => undefined,
+      )
+      .finally(() => (scraping = false));
   }, 1000);
   try {
     type Named = { namespace: string; name: string };

@@ -5,6 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { REPO_ROOT, requireKubeCommand } from '../../localcluster/binaries.ts';
+import { descendants } from '../../localcluster/ray.ts';
 
 // The kubectl built beside kube-apiserver (tools/build-control-plane.sh), as the other tests use.
 export const kubectl = requireKubeCommand('kubectl');
@@ -24,33 +25,6 @@ export function processesUnder(dir: string): number[] {
     }
   }
   return out.filter((p) => p !== process.pid);
-}
-
-/**
- * Every descendant of `root` now (children first found, then theirs). redis-server rewrites its command
- * line ("redis-server 127.0.0.1:PORT"), so dev's TMPDIR does not find it: the process tree does. Taken
- * before anything is killed, since a killed parent's children are reparented.
- */
-export function descendantsOf(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  for (let i = 0, next = [root]; i < next.length; i++) {
-    for (const c of children.get(next[i]!) ?? []) {
-      out.push(c);
-      next.push(c);
-    }
-  }
-  return out;
 }
 
 /** A process's identity: pid, start time (clock ticks since boot) and command line; undefined when gone or a zombie. */
@@ -173,8 +147,11 @@ export async function startDevProcess(tt: Test, env: Record<string, string> = {}
   dev.stderr!.on('data', (b: Buffer) => (d.err.text += b.toString()));
   tt.teardown(() => {
     // Only while dev runs (after a failure): a pid of an exited dev may belong to another process by now.
+    // Stopped first, so it starts nothing between the snapshot and the kills; the tree, not dev's TMPDIR,
+    // finds redis-server (it rewrites its command line to "redis-server 127.0.0.1:PORT").
     const running = dev.exitCode === null && dev.signalCode === null;
-    const tree = running ? [...descendantsOf(dev.pid!), dev.pid!] : [];
+    if (running) dev.kill('SIGSTOP');
+    const tree = running ? [dev.pid!, ...descendants(dev.pid!)] : [];
     for (const p of new Set([...tree, ...d.pids, ...processesUnder(tmp)])) {
       try {
         process.kill(p, 'SIGKILL');
