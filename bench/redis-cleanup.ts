@@ -36,7 +36,7 @@
 // 1.7x at 1M keys. Without it (--sweep never) what is left is start-up (Node, ioredis, our modules
 // through the image's stripped-TypeScript cache), connect, the checks and one UNLINK round trip.
 //
-// --cores split: redis-server and the neighbour on core 0, the bench and every cleanup it starts on core 1
+// --cores split: redis-server and the neighbour on one core, the bench and every cleanup it starts on another
 // (taskset), as a Job on a node of its own and a GCS on another would be; default shared (as scheduled).
 // The in-process cleanup also runs at budgets of 1 and 0.2 ms: the neighbour's p99 follows the budget.
 //
@@ -63,7 +63,7 @@ export interface RedisCleanupBenchOptions {
   print?: boolean;
   /**
    * 'shared' (default): every process on every core, as the machine schedules them. 'split': redis-server
-   * and the neighbour on core 0, the bench and every cleanup it runs (its processes inherit it) on core 1,
+   * and the neighbour on one core, the bench and every cleanup it runs (its processes inherit it) on another,
    * as if the cleanup ran on a machine of its own: the neighbour then waits for Redis, not for a core.
    */
   cores?: 'shared' | 'split';
@@ -221,10 +221,16 @@ async function startNeighbour(port: number): Promise<{ pid: number; window(fn: (
   };
 }
 
-/** --cores: 'shared' (default) or 'split'. */
-export function parseCores(v: string | undefined): 'shared' | 'split' {
-  if (v === undefined || v === 'shared' || v === 'split') return v ?? 'shared';
-  throw new Error(`--cores: shared or split, not ${v}`);
+/**
+ * The bench's flags: `[keys] [runs] [--cores shared|split]`. Not strict when other parts' flags share the
+ * list (bench/run.ts): their flags and values are then ignored, and so are positionals.
+ */
+export function parseRedisCleanupArgs(argv: string[], strict = true): RedisCleanupBenchOptions {
+  const { values, positionals } = parseArgs({ args: argv, options: { cores: { type: 'string' } }, allowPositionals: true, strict });
+  const cores = values.cores;
+  if (cores !== undefined && cores !== 'shared' && cores !== 'split') throw new Error(`--cores: shared or split, not ${String(cores)}`);
+  const [keys, runs] = strict ? positionals.map(Number) : [];
+  return { unrelatedKeys: keys || undefined, runs: runs || undefined, cores };
 }
 
 /** The CPUs this process may run on (/proc/self/status Cpus_allowed_list, e.g. "0-1"), as a list and expanded. */
@@ -592,9 +598,7 @@ async function measureRedisCleanup(
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values, positionals } = parseArgs({ options: { cores: { type: 'string' } }, allowPositionals: true });
-  const [keys, runs] = positionals.map(Number);
-  runRedisCleanupBench({ unrelatedKeys: keys || undefined, runs: runs || undefined, cores: parseCores(values.cores) }).catch((err) => {
+  runRedisCleanupBench(parseRedisCleanupArgs(process.argv.slice(2))).catch((err) => {
     process.stderr.write(`redis-cleanup bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exitCode = 1;
   });

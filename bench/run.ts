@@ -4,8 +4,7 @@
 import { runControllerBench } from './controller.ts';
 import { runImportCostBench } from './import-cost.ts';
 import { runRayJobBench } from './rayjob.ts';
-import { parseCores, runRedisCleanupBench } from './redis-cleanup.ts';
-import { parseArgs } from 'node:util';
+import { parseRedisCleanupArgs, runRedisCleanupBench } from './redis-cleanup.ts';
 import { runRayClusterPodsBench } from './raycluster-pods.ts';
 import { parseScaleArgs, runScaleBench } from './scale.ts';
 import { runWebhookBench } from './webhook.ts';
@@ -14,13 +13,8 @@ import { runWebhookMemoryBench } from './webhook-memory.ts';
 const PARTS: Record<string, (flags: string[]) => Promise<unknown>> = {
   webhook: () => runWebhookBench(),
   'webhook-memory': () => runWebhookMemoryBench(),
-  'redis-cleanup': (flags) =>
-    runRedisCleanupBench({
-      // Not strict: the flags of the other parts named in the same run go to this one too.
-      cores: parseCores(
-        parseArgs({ args: flags, options: { cores: { type: 'string' } }, strict: false }).values.cores as string | undefined,
-      ),
-    }),
+  // Not strict: the flags of the other parts named in the same run go to this one too.
+  'redis-cleanup': (flags) => runRedisCleanupBench(parseRedisCleanupArgs(flags, false)),
   'import-cost': () => runImportCostBench(),
   controller: () => runControllerBench(),
   'raycluster-pods': () => runRayClusterPodsBench(),
