@@ -96,6 +96,8 @@ export interface ScaleRound {
   /** The most keys waiting in its work queues at once (sampled every second): more than a few means reconciles, not events, set the pace. */
   peakQueueDepth: number;
   requests: Record<string, number>;
+  /** Ours only: requests by `VERB resource` (raykeeper_kube_requests' labels; WATCH apart), to see where they go. */
+  requestsByResource?: Record<string, number>;
   /** Reconciles that ended in an error (ours: raykeeper_controller_reconcile_total{result="error"}; KubeRay's: controller_runtime_reconcile_errors_total). */
   reconcileErrors: number;
   load1: number;
@@ -138,6 +140,21 @@ export async function requestsByMethod(c: Contender): Promise<Record<string, num
       const methods = verb === 'GET' ? '(GET|WATCH)' : verb;
       out[verb] = await summed(c, 'raykeeper_kube_requests', new RegExp(`verb="${methods}"`));
     } else out[verb] = await summed(c, 'rest_client_requests_total', new RegExp(`method="${verb}"`));
+  }
+  return out;
+}
+
+/** Ours: the API requests so far by `VERB resource` (raykeeper_kube_requests, every replica). */
+export async function requestsByResource(c: Contender): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const p of processes(c)) {
+    const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
+    for (const m of text.matchAll(/^raykeeper_kube_requests\{([^}]*)\} (\S+)$/gm)) {
+      const verb = /verb="([^"]*)"/.exec(m[1]!)?.[1] ?? '';
+      const resource = /resource="([^"]*)"/.exec(m[1]!)?.[1] ?? '';
+      const key = `${verb} ${resource}`;
+      out[key] = (out[key] ?? 0) + Number(m[2]);
+    }
   }
   return out;
 }
@@ -275,6 +292,7 @@ async function measureRound(
 ): Promise<ScaleRound> {
   const cpu0 = cpuOf(contender);
   const requests0 = await requestsByMethod(contender);
+  const byResource0 = isOurs(contender) ? await requestsByResource(contender) : undefined;
   const errors0 = await reconcileErrors(contender);
   const watcher = new InformerFactory(kube, { namespace: undefined });
   const clusters = watcher.get(RAYCLUSTERS);
@@ -382,6 +400,10 @@ async function measureRound(
     };
     const requests1 = await requestsByMethod(contender);
     for (const verb of VERBS) round.requests[verb] = requests1[verb]! - requests0[verb]!;
+    if (byResource0) {
+      const byResource1 = await requestsByResource(contender);
+      round.requestsByResource = Object.fromEntries(Object.entries(byResource1).map(([k, v]) => [k, v - (byResource0[k] ?? 0)]));
+    }
     // Not measured: the RayJobs go while their operator still runs (KubeRay's have its finalizer).
     await pool(jobNames, 32, async ({ namespace, name }) => {
       await kube.delete({ ...RAYJOBS, namespace, name }, { propagationPolicy: 'Background' });
@@ -509,6 +531,15 @@ export function formatScaleFigures(f: ScaleFigures): string {
   lines.push(
     `not there before the cap (ready/gone/Complete): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => `${r.unfinished.ready}/${r.unfinished.gone}/${r.unfinished.jobs}`).join(', ')}`).join('; ')}`,
   );
+  for (const x of names) {
+    const last = f.rounds[x]!.at(-1)?.requestsByResource;
+    if (!last) continue;
+    const top = Object.entries(last)
+      .filter(([, v]) => v > 0)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${(v / (o.clusters + o.rayjobs)).toFixed(2)}`);
+    lines.push(`${x} API requests per object by verb and resource (last round): ${top.join(', ')}`);
+  }
   lines.push(
     `load average (1 min) per round: ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`,
   );

@@ -272,9 +272,25 @@ export class KubeClient {
     this.fieldManager = options.fieldManager ?? FIELD_MANAGER;
   }
 
-  /** Counts of requests by verb and status code, read by the metrics collector (shared with `fenced` clients). */
+  /**
+   * Counts of requests keyed `VERB code resource` (`GET 200 pods`; WATCH apart from GET), read by the
+   * metrics collector (shared with `fenced` clients).
+   */
   get requestCounts(): Map<string, number> {
     return this.pool.requestCounts;
+  }
+
+  /** Requests so far with this verb (and status code), over every resource. */
+  requestCount(verb: string, code?: number): number {
+    const prefix = code === undefined ? `${verb} ` : `${verb} ${code} `;
+    let n = 0;
+    for (const [k, v] of this.pool.requestCounts) if (k.startsWith(prefix)) n += v;
+    return n;
+  }
+
+  private countRequest(verb: string, statusCode: number, pathname: string): void {
+    const key = `${verb} ${statusCode} ${writeTarget(pathname).resource ?? ''}`;
+    this.pool.requestCounts.set(key, (this.pool.requestCounts.get(key) ?? 0) + 1);
   }
 
   /**
@@ -448,8 +464,7 @@ export class KubeClient {
         whenConnected(socket, write);
       });
     });
-    const countKey = `${method} ${statusCode}`;
-    this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
+    this.countRequest(method, statusCode, new URL(path, 'http://path.invalid').pathname);
     if (statusCode === 401) this.pool.materialAt = 0; // token may have rotated: reload on the next call
     if (statusCode < 200 || statusCode >= 300) {
       let status: KubeStatus | undefined;
@@ -512,8 +527,7 @@ export class KubeClient {
       { method: 'GET', headers: { Accept: 'application/json', ...m.headers }, agent: this.agentFor(m) },
       (res: IncomingMessage) => {
         const statusCode = res.statusCode ?? 0;
-        const countKey = `WATCH ${statusCode}`;
-        this.requestCounts.set(countKey, (this.requestCounts.get(countKey) ?? 0) + 1);
+        this.countRequest('WATCH', statusCode, path);
         res.setEncoding('utf8');
         let pending = '';
         if (statusCode !== 200) {

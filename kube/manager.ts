@@ -602,14 +602,14 @@ export class Manager {
     );
     new Gauge({
       name: 'raykeeper_kube_requests',
-      help: 'Kubernetes API requests since start by verb and status code.',
-      labelNames: ['verb', 'code'] as const,
+      help: 'Kubernetes API requests since start by verb (WATCH apart from GET), status code and resource (its plural).',
+      labelNames: ['verb', 'code', 'resource'] as const,
       registers,
       collect() {
         this.reset();
         for (const [k, v] of self.kube.requestCounts) {
-          const [verb, code] = k.split(' ');
-          this.set({ verb: verb ?? '', code: code ?? '' }, v);
+          const [verb = '', code = '', resource = ''] = k.split(' ');
+          this.set({ verb, code, resource }, v);
         }
       },
     });

@@ -12,6 +12,7 @@ export type PatchOp = JsonPatchOp;
 export interface FinalizerMeta {
   finalizers?: string[] | null;
   resourceVersion?: string;
+  uid?: string;
 }
 
 /**
@@ -35,11 +36,15 @@ export function addFinalizerPatch(meta: FinalizerMeta, finalizer: string): Patch
   return ops;
 }
 
-/** Removes every occurrence of `finalizer` (normally one): test the array as read, then remove by index. */
+/**
+ * Removes every occurrence of `finalizer` (normally one): test the UID (when read: a copy from a cache
+ * may name an object since replaced by another of the same name) and the array as read, then remove by index.
+ */
 export function removeFinalizerPatch(meta: FinalizerMeta, finalizer: string): PatchOp[] | undefined {
   const current = meta.finalizers;
   if (!Array.isArray(current) || !current.includes(finalizer)) return undefined;
-  const ops: PatchOp[] = [{ op: 'test', path: '/metadata/finalizers', value: [...current] }];
+  const ops: PatchOp[] = meta.uid ? [{ op: 'test', path: '/metadata/uid', value: meta.uid }] : [];
+  ops.push({ op: 'test', path: '/metadata/finalizers', value: [...current] });
   // Remove from the highest index down so earlier indexes stay valid.
   for (let i = current.length - 1; i >= 0; i--) if (current[i] === finalizer) ops.push({ op: 'remove', path: `/metadata/finalizers/${i}` });
   return ops;

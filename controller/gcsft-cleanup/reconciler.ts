@@ -1,21 +1,34 @@
 // The RayCluster GCS fault-tolerance reconciler: reads the world, asks src/gcsft/decide.ts what to
 // do, does that one thing, requeues. All decisions are in the pure module; this file is I/O only.
 //
-// Reads:
+// Reads (fresh reads only where a stale cache could do harm; every other step acts on the caches with
+// writes that guard themselves):
 // - not deleting: the informer cache (cheap; the finalizer patch's `test` op catches a stale cache,
 //   and then the object is re-read from the API and the decision made again; a copy one of this
 //   process's writes replaced is skipped, kube/superseded.ts: its watch event queues it again);
-// - deleting, while the caches say wait (the cleanup Job running, the head pod going): nothing more (a
-//   wait acts on nothing; the Job and head pod watches wake the cluster). Otherwise:
-// - deleting: the cluster ALWAYS from the API (its finalizers and deletionTimestamp decide a release,
-//   and the removal patch `test`s the finalizers it read), its head/worker pods from the API (a stale
-//   "head gone" must never start a cleanup while GCS still writes) after closing the cluster's pod
-//   creation gate (ctx.creationGate, kube/creation-gate.ts: the pod operator in this process starts no create after
-//   that), before the Job exists and again once it finished; the cleanup Job from the watch cache
-//   (its name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job; a stale
-//   "running" costs one more wait; a Job left by an earlier cluster of the same name is recognised by
-//   its owner UID and deleted first), re-read from the API once the cache shows it finished (a finished
-//   Job releases the finalizer, or is deleted to clean again: never on a stale copy).
+// - deleting: first the caches (the cluster; its pods; the cleanup Job), acting on them only where the
+//   write itself guards against a stale copy:
+//   - a wait (the cleanup Job running, the head pod going): acts on nothing; the Job and head pod
+//     watches wake the cluster;
+//   - deleting the cluster's pods: after closing the cluster's pod creation gate (ctx.creationGate,
+//     kube/creation-gate.ts: the pod operator in this process starts no create after that), only pods
+//     this cluster (its UID) owns or nobody does, each with a UID precondition; one the cache missed is
+//     found by the fresh list before the Job is created;
+//   - releasing the finalizer once the cached Job finished (a Job's finished condition never goes back)
+//     and no head pod is cached: the removal patch `test`s the cluster's UID and finalizers as cached
+//     (a failed test decides again on fresh reads), and a Job this process deleted (to clean again, or
+//     an earlier cluster's) is never trusted from the cache; the timeout release the same way;
+//   - creating the cleanup Job, when the cluster cache keeps whole specs (the operator runs in this
+//     process): its pods ALWAYS listed from the API first, after closing the gate (a stale "head gone"
+//     must never start a cleanup while GCS still writes); the cluster as cached (a copy our own release
+//     replaced is skipped, kube/superseded.ts; the Job's owner reference is the cluster's UID, so a Job
+//     made for a cluster already gone is collected);
+//   the Job's name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job;
+// - everything else on fresh reads: the cluster from the API, its pods from the API, the Job from the
+//   watch cache (one left by an earlier cluster of the same name is recognised by its owner UID and
+//   deleted first), re-read from the API when it finished.
+// A head pod appearing after the Job was created (an operator acting on a stale cache) is seen in the
+// pod cache at release, and the Job is deleted to clean again.
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
 // cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
@@ -44,6 +57,7 @@ import type { RayCluster } from '../../src/types.ts';
 import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
 import {
   decideRayClusterCleanup,
+  clusterPods,
   describeTarget,
   headOnNode,
   FINALIZER_RELEASE_REASONS,
@@ -70,7 +84,7 @@ import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
-import { rayClusterInformer } from '../raycluster/informers.ts';
+import { operatorRayClusterInformer, rayClusterInformer, rayPodInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
 export { slimRayCluster } from '../raycluster/informers.ts';
 import {
@@ -121,6 +135,9 @@ function slimDependent(obj: KubeObject): KubeObject {
   return slim;
 }
 
+/** decide again on fresh reads (RayClusterReconciler.reconcileCached). */
+const FRESH = Symbol('fresh');
+
 /** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
 function podKeys(obj: KubeObject): ObjectKey[] {
   const owners = ownerKeys('RayCluster', 'ray.io')(obj);
@@ -148,8 +165,16 @@ export class RayClusterReconciler {
   private readonly kube: KubeClient;
   private readonly config: Required<Omit<RayClusterReconcilerConfig, 'workers'>>;
   private readonly clusters: Informer<RayCluster>;
+  /** The cluster cache keeps whole specs (the operator's): a cleanup Job can be built from it. */
+  private readonly wholeClusters: boolean;
   private readonly jobs: Informer<BatchJob>;
-  private readonly heads: Informer<Pod>;
+  /** The clusters' pods (head and workers). */
+  private readonly pods: Informer<Pod>;
+  /**
+   * UIDs of cleanup Jobs this process deleted (to clean again, or left by an earlier cluster): their
+   * cached copy may still show them finished after the delete, so they are never judged from the cache.
+   */
+  private readonly deletedJobs = new Set<string>();
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: CreationGate;
   private readonly metrics: {
@@ -169,18 +194,18 @@ export class RayClusterReconciler {
       runCleanup: config.runCleanup ?? defaultInProcessRunner,
     };
     this.clusters = rayClusterInformer(ctx);
+    this.wholeClusters = operatorRayClusterInformer(ctx) !== undefined;
     this.jobs = ctx.informers.get<BatchJob>({
       ...JOBS,
       labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
       transform: slimDependent,
       transformId: 'slim',
     });
-    this.heads = ctx.informers.get<Pod>({
-      ...PODS,
-      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`,
-      transform: slimDependent,
-      transformId: 'slim',
-    });
+    // The operator's pod cache when it runs here (no second copy), else every pod labelled with a cluster, slim.
+    this.pods =
+      operatorRayClusterInformer(ctx) !== undefined
+        ? rayPodInformer(ctx.informers)
+        : ctx.informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimDependent, transformId: 'slim' });
     this.finalizers = new FinalizerPatcher({
       kube: ctx.kube,
       events: ctx.events,
@@ -258,7 +283,12 @@ export class RayClusterReconciler {
           resync: false,
         },
         // A head pod matters when it is gone (the cleanup may start).
-        { informer: this.heads, toKeys: podKeys, filter: (type) => type === 'delete', resync: false },
+        {
+          informer: this.pods,
+          toKeys: podKeys,
+          filter: (type, pod: Pod) => type === 'delete' && pod.metadata.labels?.[RAY_NODE_TYPE_LABEL] === NODE_TYPE_HEAD,
+          resync: false,
+        },
       ],
     };
     if (workers !== undefined) reg.workers = workers;
@@ -291,31 +321,63 @@ export class RayClusterReconciler {
       }
       // The cache does not say deleting but the decision wants more: act on the API's copy.
     } else {
-      const wait = this.cachedWait(cached, namespace, name);
-      if (wait) return wait;
+      const done = await this.reconcileCached(cached, namespace, name, signal);
+      if (done !== FRESH) return done;
     }
     return this.reconcileFresh(namespace, name, signal);
   }
 
   /**
-   * A deleting cluster whose caches say "wait" (its cleanup Job running, or its head pod going) waits
-   * without reading the API: a wait acts on nothing, and the Job and head pod watches wake it. Anything
-   * else (delete pods, create or judge the Job, release) is decided again on the API's copies. The head
-   * pod cache has no workers: workers still live beside a head already going are deleted once the head's
-   * delete event wakes the cluster (never before the cleanup: the Job waits for the head anyway).
+   * A deleting cluster decided on the caches, acted on where the write guards itself (the file's header):
+   * a wait, deleting the pods, releasing after a finished Job or at the timeout. FRESH: decide again on
+   * fresh reads.
    */
-  private cachedWait(cached: RayCluster, namespace: string | undefined, name: string): ReconcileResult | undefined {
-    const label = clusterLabelValue(name);
-    const d = decideRayClusterCleanup({
-      cluster: cached,
-      pods: this.heads.list(namespace).filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === label),
-      job: this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined,
-      now: this.ctx.now(),
-      gateEnabled: this.config.gateEnabled,
-    });
-    if (d.action !== 'waitForJob' && d.action !== 'waitForHeadGone') return undefined;
+  private async reconcileCached(
+    cached: RayCluster,
+    namespace: string | undefined,
+    name: string,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileResult | void | typeof FRESH> {
+    // A copy our own finalizer removal replaced: the watch brings the cluster's end (or its newer copy) next.
+    if (this.kube.isStale(this.ref(namespace, name), cached.metadata.resourceVersion)) return;
+    const uid = cached.metadata.uid;
+    const job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
+    if (job?.metadata.uid && this.deletedJobs.has(job.metadata.uid)) return FRESH;
+    const pods = clusterPods(this.pods.list(namespace), name, uid);
+    const now = this.ctx.now();
+    const d = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
+    switch (d.action) {
+      case 'waitForJob':
+      case 'waitForHeadGone':
+        this.metrics.actions.inc({ action: d.action });
+        return { requeueAfterMs: d.requeueAfterMs };
+      case 'deletePods': {
+        if (uid) await this.gate.close(uid);
+        this.metrics.actions.inc({ action: d.action });
+        return this.act(cached, d, now, signal, new Map(pods.map((p) => [p.metadata?.name ?? '', p.metadata?.uid])));
+      }
+      case 'createJob': {
+        // Built from the cached cluster when the cache keeps whole specs; its pods are listed fresh all the same.
+        if (!this.wholeClusters) return FRESH;
+        if (uid) await this.gate.close(uid);
+        const listed = await this.listPods(namespace, name, signal);
+        const again = decideRayClusterCleanup({ cluster: cached, pods: listed, job, now, gateEnabled: this.config.gateEnabled });
+        this.metrics.actions.inc({ action: again.action });
+        return this.act(cached, again, now, signal);
+      }
+      case 'releaseFinalizer':
+        if (d.reason !== 'job-complete' && d.reason !== 'job-failed') return FRESH;
+        break;
+      case 'forceRelease':
+        break;
+      default:
+        return FRESH;
+    }
+    const r = await this.removeFinalizer(cached, d.action === 'forceRelease' ? 'timeout' : d.reason, signal);
+    if (r === 'conflict') return FRESH;
     this.metrics.actions.inc({ action: d.action });
-    return { requeueAfterMs: d.requeueAfterMs };
+    if (r === 'patched' && d.event) this.event(cached, d.event);
+    return;
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
@@ -347,12 +409,7 @@ export class RayClusterReconciler {
           // The pod operator in this process starts no create for this cluster after this point, and
           // those under way have ended: the list below sees every pod it made.
           if (cluster.metadata.uid) await this.gate.close(cluster.metadata.uid);
-          pods = (
-            await this.kube.list<PodLite>(
-              { ...PODS, namespace },
-              { labelSelector: `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`, signal },
-            )
-          ).items;
+          pods = await this.listPods(namespace, name, signal);
         }
       }
       const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
@@ -363,11 +420,19 @@ export class RayClusterReconciler {
     }
   }
 
+  /** `podUids`: the deleted pods' UIDs as cached, sent as preconditions (the fresh path lists them just before). */
+  /** The pods labelled with cluster `name`, from the API. */
+  private async listPods(namespace: string | undefined, name: string, signal: AbortSignal | undefined): Promise<PodLite[]> {
+    const selector = `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`;
+    return (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: selector, signal })).items;
+  }
+
   private async act(
     cluster: RayCluster,
     d: RayClusterCleanupDecision,
     now: number,
     signal: AbortSignal | undefined,
+    podUids?: Map<string, string | undefined>,
   ): Promise<ReconcileResult | void> {
     const meta = cluster.metadata;
     const namespace = meta.namespace;
@@ -381,7 +446,10 @@ export class RayClusterReconciler {
         return;
       }
       case 'deletePods': {
-        for (const pod of d.pods) await this.kube.delete({ ...PODS, namespace, name: pod }, { signal });
+        for (const pod of d.pods) {
+          const uid = podUids?.get(pod);
+          await this.kube.delete({ ...PODS, namespace, name: pod }, { preconditions: uid ? { uid } : undefined, signal });
+        }
         log.info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
         return { requeueAfterMs: d.requeueAfterMs };
       }
@@ -419,6 +487,11 @@ export class RayClusterReconciler {
     uid: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<void> {
+    if (uid) {
+      // Insertion order: the oldest goes first once the set holds 10,000 (its Job long gone from the cache).
+      if (this.deletedJobs.size >= 10_000) this.deletedJobs.delete(this.deletedJobs.values().next().value!);
+      this.deletedJobs.add(uid);
+    }
     await this.kube.delete(
       { ...JOBS, namespace, name },
       { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal },
@@ -452,15 +525,24 @@ export class RayClusterReconciler {
    * (re-read). A refusal by the API throws after a Warning: the queue backs off.
    */
   private async release(cluster: RayCluster, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
-    const r = await this.finalizers.patch(
+    if ((await this.removeFinalizer(cluster, reason, signal)) === 'conflict')
+      throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
+  }
+
+  /** Removes our finalizer from `cluster` as read (the patch tests its UID and finalizers); a removal is counted and logged. */
+  private async removeFinalizer(
+    cluster: RayCluster,
+    reason: FinalizerReleaseReason,
+    signal: AbortSignal | undefined,
+  ): Promise<'patched' | 'unchanged' | 'gone' | 'conflict'> {
+    const { result } = await this.finalizers.patch(
       this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
       cluster,
       'remove',
       GCS_FT_REDIS_CLEANUP_FINALIZER,
       signal,
     );
-    if (r.result === 'conflict') throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
-    if (r.result !== 'patched') return;
+    if (result !== 'patched') return result;
     this.metrics.releases.inc({ reason });
     const held = heldFinalizer(cluster, this.ctx.now());
     if (held) this.metrics.releaseSeconds.observe({ reason }, held.heldSeconds);
@@ -468,6 +550,7 @@ export class RayClusterReconciler {
       { cluster: `${cluster.metadata.namespace}/${cluster.metadata.name}`, reason },
       'released the GCS FT Redis cleanup finalizer',
     );
+    return result;
   }
 
   private async createJob(

@@ -24,16 +24,23 @@
 //  10. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
 //  11. our Job running             -> wait (woken by the Job watch; 10 s safety net)
 //  12. no Job                      -> create it
-// While our Job runs the reconciler does not list pods (a wait decided on the watch caches costs no API
-// request); it lists them again once the Job has finished, for checks 5 and 8.
+// The reconciler passes the pods from its cache, and lists them from the API before the Job is created
+// (check 12 must never see a stale "no head pod").
 // Every wait is capped so the next reconcile happens no later than the timeout.
 import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from './rules.ts';
-import { ENV_REDIS_ADDRESS, GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
+import {
+  ENV_REDIS_ADDRESS,
+  GCS_FT_REDIS_CLEANUP_FINALIZER,
+  NODE_TYPE_HEAD,
+  NODE_TYPE_WORKER,
+  RAY_CLUSTER_LABEL,
+  RAY_NODE_TYPE_LABEL,
+} from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import type { BatchJob } from '../../kube/model.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
-import { cleanupJobName, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
+import { cleanupJobName, clusterLabelValue, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
 import { cleanupEnv, effectiveStorageNamespace, headContainer } from './redis-env.ts';
 import {
   EVENT_FORCE_DELETED_STUCK_CLUSTER,
@@ -59,7 +66,15 @@ export const MIN_REQUEUE_MS = 100;
 
 /** The parts of a Pod the decision reads. */
 export interface PodLite {
-  metadata?: { name?: string; labels?: Record<string, string> | null; deletionTimestamp?: string | null; uid?: string } | undefined;
+  metadata?:
+    | {
+        name?: string;
+        labels?: Record<string, string> | null;
+        deletionTimestamp?: string | null;
+        uid?: string;
+        ownerReferences?: Array<{ kind?: string; uid?: string }> | null;
+      }
+    | undefined;
   /** nodeName: a pod never scheduled is gone as soon as it is deleted (no kubelet has to stop it). */
   spec?: { nodeName?: string } | undefined;
 }
@@ -69,9 +84,22 @@ export function headOnNode(pods: PodLite[]): boolean {
   return pods.some((p) => nodeType(p) === NODE_TYPE_HEAD && (p.spec?.nodeName ?? '') !== '');
 }
 
+/**
+ * The pods of cluster `name` (its ray.io/cluster label) that cluster `uid` owns or no RayCluster owns: a
+ * cached copy of a cluster since replaced by another of the same name never reaches the new one's pods.
+ */
+export function clusterPods<P extends PodLite>(pods: P[], name: string, uid: string | undefined): P[] {
+  const label = clusterLabelValue(name);
+  return pods.filter((p) => {
+    if (p.metadata?.labels?.[RAY_CLUSTER_LABEL] !== label) return false;
+    const owners = (p.metadata?.ownerReferences ?? []).filter((o) => o.kind === 'RayCluster');
+    return owners.length === 0 || owners.some((o) => o.uid === uid);
+  });
+}
+
 export interface RayClusterCleanupInput {
   cluster: RayCluster;
-  /** The cluster's pods (head and workers), read fresh. Only read while deleting, before our Job exists and once it finished; pass [] otherwise. */
+  /** The cluster's pods (head and workers): cached, or read fresh before the Job is created. Read only while deleting; pass [] otherwise. */
   pods: PodLite[];
   /** The Job named cleanupJobName(cluster), if it exists. */
   job: BatchJob | undefined;

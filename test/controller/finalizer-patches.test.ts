@@ -330,9 +330,9 @@ t.test('RayJob: a refused finalizer patch is one attempt per reconcile, a Warnin
   const e: Env = { ns: h.ns, kube: h.kube };
   await freezeFinalizers(tt, e);
   await h.create(manifest('frozen-job', {}, { labels: { [FROZEN_LABEL]: 'yes' } }));
-  const before = h.kube.requestCounts.get('PATCH 422') ?? 0;
+  const before = h.kube.requestCount('PATCH', 422);
   await tt.rejects(h.reconciler.reconcile(`${h.namespace}/frozen-job`), FinalizerPatchRejectedError);
-  tt.equal((h.kube.requestCounts.get('PATCH 422') ?? 0) - before, 1, 'one refused patch, not a re-read loop');
+  tt.equal(h.kube.requestCount('PATCH', 422) - before, 1, 'one refused patch, not a re-read loop');
   const job = (await h.get('frozen-job')) as RayJob;
   tt.notOk(job.metadata.finalizers?.includes(RAYJOB_FINALIZER), 'no finalizer');
   tt.equal(job.status, undefined, 'no transition written past the refused action');

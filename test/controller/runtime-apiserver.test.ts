@@ -90,7 +90,7 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   await until(() => quiet, 'the inactivity timeout');
   tt.equal(quiet?.name, 'TimeoutError', 'nothing for inactivityMs: TimeoutError (the informer re-watches)');
   tt.ok(Date.now() - started >= 400, 'not before inactivityMs');
-  tt.same(kube.requestCounts.get('WATCH 200'), 2, 'watches are counted by verb WATCH');
+  tt.same(kube.requestCount('WATCH', 200), 2, 'watches are counted by verb WATCH');
 });
 
 t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace terminating', async (tt) => {

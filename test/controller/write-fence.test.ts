@@ -73,7 +73,7 @@ t.test(
     );
     tt.same(
       [...base.requestCounts.keys()].filter((k) => !k.startsWith('GET')),
-      ['POST 201'],
+      ['POST 201 configmaps'],
       'no refused write reached the API server: only the first create',
     );
 

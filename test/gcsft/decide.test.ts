@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import {
+  clusterPods,
   decideRayClusterCleanup,
   deletionDeadlineMs,
   headOnNode,
@@ -362,4 +363,22 @@ t.test('headOnNode: look again at once only when no head pod runs on a node', as
     ['a cleanup pod on a node is no head', [onNode(pod('c', 'redis-cleanup'))], false],
   ];
   for (const [name, pods, want] of rows) tt.equal(headOnNode(pods), want, name);
+});
+
+t.test('clusterPods: the cluster by label, owned by its UID or by no RayCluster', async (tt) => {
+  const UID = 'aaaaaaaa-0000-0000-0000-000000000000';
+  const owned = (p: ReturnType<typeof pod>, uid: string, kind = 'RayCluster') => ({
+    ...p,
+    metadata: { ...p.metadata, ownerReferences: [{ kind, uid }] },
+  });
+  const other = pod('o', 'head');
+  other.metadata!.labels = { 'ray.io/cluster': 'other', 'ray.io/node-type': 'head' };
+  const rows: Array<[string, ReturnType<typeof pod>, boolean]> = [
+    ['owned by this cluster', owned(pod('h', 'head'), UID), true],
+    ['no owner (made by hand with the label)', pod('w', 'worker'), true],
+    ['owned by something else than a RayCluster', owned(pod('w', 'worker'), OTHER, 'ReplicaSet'), true],
+    ['owned by a newer cluster of the same name', owned(pod('h2', 'head'), OTHER), false],
+    ['another cluster by label', other, false],
+  ];
+  for (const [name, p, want] of rows) tt.equal(clusterPods([p], 'demo', UID).length, want ? 1 : 0, name);
 });

@@ -49,6 +49,14 @@ t.test('a concurrent change makes the patch fail instead of clobbering', async (
 
   const rm = removeFinalizerPatch({ finalizers: [F, 'other/one'] }, F)!;
   tt.throws(() => apply({ metadata: { finalizers: ['other/one', F] } }, rm), 'reordered list: no removal at a wrong index');
+
+  const old = removeFinalizerPatch({ uid: 'u1', finalizers: [F] }, F)!;
+  tt.throws(() => apply({ metadata: { uid: 'u2', finalizers: [F] } }, old), 'a new object of the same name keeps its finalizer');
+  tt.same(
+    (apply({ metadata: { uid: 'u1', finalizers: [F] } }, old).metadata as { finalizers: string[] }).finalizers,
+    [],
+    'the same object loses it',
+  );
 });
 
 t.test('add is a no-op when present; remove is a no-op when absent', async (tt) => {
