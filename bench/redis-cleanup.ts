@@ -270,29 +270,40 @@ async function measureRedisCleanup(
   const loadBefore = loadavg().map((l) => Math.round(l * 10) / 10);
 
   const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
-  if (split) pinToCores(server.pid, split.server);
-  let serverFavoured = true;
-  try {
-    setPriority(server.pid, -10); // root only: fewer preemptions of redis-server inside a command on a loaded machine
-  } catch {
-    serverFavoured = false;
-  }
-  const r = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true, connectionName: 'bench' });
+  // Everything started from here on is stopped in the `finally` below, even when the set-up fails half-way.
+  let neighbour: Awaited<ReturnType<typeof startNeighbour>> | undefined;
+  let stripCache: string | undefined;
+  const r = new Redis({
+    host: '127.0.0.1',
+    port: server.port,
+    protocol: 2,
+    disableClientInfo: true,
+    connectionName: 'bench',
+    lazyConnect: true,
+  });
   r.on('error', () => undefined);
   const w = new Redis({ host: '127.0.0.1', port: server.port, protocol: 2, disableClientInfo: true });
   w.on('error', () => undefined);
-  const neighbour = await startNeighbour(server.port);
-  if (split) pinToCores(neighbour.pid, split.server);
-  const python = rayPython();
-  const stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
-  // As the image's build fills it (Dockerfile).
-  const filled = spawnSync(
-    process.execPath,
-    [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
-  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
   try {
+    if (split) pinToCores(server.pid, split.server);
+    let serverFavoured = true;
+    try {
+      setPriority(server.pid, -10); // root only: fewer preemptions of redis-server inside a command on a loaded machine
+    } catch {
+      serverFavoured = false;
+    }
+    const measuring = await startNeighbour(server.port);
+    neighbour = measuring;
+    if (split) pinToCores(measuring.pid, split.server);
+    const python = rayPython();
+    stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
+    // As the image's build fills it (Dockerfile).
+    const filled = spawnSync(
+      process.execPath,
+      [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
     await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
     let serial = 0;
     const value = 'v'.repeat(100);
@@ -355,7 +366,7 @@ async function measureRedisCleanup(
     /** Runs `fn` with SLOWLOG reset and the neighbour measuring; records both under `key`. */
     const windowed = async (key: string, fn: () => Promise<void>) => {
       await r.slowlog('RESET');
-      const samples = (await neighbour.window(fn)).sort((a, b) => a - b);
+      const samples = (await measuring.window(fn)).sort((a, b) => a - b);
       const longest = await longestCommand(r);
       results[`${key}Max`]!.push(longest.us);
       (longestNames[key] ??= []).push(`${longest.command} (${longest.over} of ${longest.count} over 5 ms)`);
@@ -589,11 +600,11 @@ async function measureRedisCleanup(
     );
     return figures;
   } finally {
-    neighbour.stop();
+    neighbour?.stop();
     r.disconnect();
     w.disconnect();
     await server.stop();
-    rmSync(stripCache, { recursive: true, force: true });
+    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
   }
 }
 

@@ -4,8 +4,8 @@
 //
 // raykeeper's use: it orders the pod operator's creates against the GCS-FT cleanup of the same cluster.
 //
-// The operator decides from its informer cache; the cleanup reads the deleting cluster and its pods
-// from the API. Without this, a create the operator started from a cache that did not yet show the
+// The operator decides from its informer cache; the cleanup lists the deleting cluster's pods from the
+// API before it creates the Job. Without this, a create the operator started from a cache that did not yet show the
 // deletion could land after the cleanup listed "no head pod" and created its Job: the new head's GCS
 // then writes into Redis after the cleanup (a real-node CI run left `RAY<ns>@KV` behind that way).
 //
@@ -13,7 +13,7 @@
 // waits for the creates already under way before it lists pods: from then on the operator starts no
 // create for it. The gate stays closed for KEEP_CLOSED_MS after the last close, longer than any
 // operator pass that read the cluster before it was deleted can still be running. What this cannot
-// cover, the cleanup's re-check of the head pod once its Job finished does (src/gcsft/decide.ts):
+// cover, the cleanup's re-check of the head pod (in its pod cache) once its Job finished does (src/gcsft/decide.ts):
 // operators in other processes (KubeRay beside us), and a create whose request timed out here but
 // that the API server still committed.
 export type GatedResult<T> = { created: true; value: T } | { created: false };

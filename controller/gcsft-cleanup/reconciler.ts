@@ -15,20 +15,24 @@
 //     this cluster (its UID) owns or nobody does, each with a UID precondition; one the cache missed is
 //     found by the fresh list before the Job is created;
 //   - releasing the finalizer once the cached Job finished (a Job's finished condition never goes back)
-//     and no head pod is cached: the removal patch `test`s the cluster's UID and finalizers as cached
-//     (a failed test decides again on fresh reads), and a Job this process deleted (to clean again, or
-//     an earlier cluster's) is never trusted from the cache; the timeout release the same way;
+//     and no head pod is cached, when this process created that Job and has not deleted it since (after
+//     a rerun, a restart or a failover the cached copy may be of a Job already deleted: fresh reads);
+//     without our operator in this process (KubeRay makes the pods) the pods are listed from the API
+//     first. The removal patch `test`s the cluster's UID and finalizers as cached (a failed test decides
+//     again on fresh reads);
 //   - creating the cleanup Job, when the cluster cache keeps whole specs (the operator runs in this
 //     process): its pods ALWAYS listed from the API first, after closing the gate (a stale "head gone"
-//     must never start a cleanup while GCS still writes); the cluster as cached (a copy our own release
-//     replaced is skipped, kube/superseded.ts; the Job's owner reference is the cluster's UID, so a Job
-//     made for a cluster already gone is collected);
+//     must never start a cleanup while GCS still writes), and any pod of another RayCluster UID there
+//     (this cached copy is of an older cluster of the same name) sends it to fresh reads; the cluster as
+//     cached (a copy our own release replaced is skipped, kube/superseded.ts);
 //   the Job's name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job;
 // - everything else on fresh reads: the cluster from the API, its pods from the API, the Job from the
 //   watch cache (one left by an earlier cluster of the same name is recognised by its owner UID and
 //   deleted first), re-read from the API when it finished.
-// A head pod appearing after the Job was created (an operator acting on a stale cache) is seen in the
-// pod cache at release, and the Job is deleted to clean again.
+// - the timeout release, too (the timeout annotation may have changed since the cache's copy).
+// A head pod appearing after the Job was created (an operator acting on a stale cache) is seen at
+// release (in the pod cache, or listed when another operator makes the pods), and the Job is deleted to
+// clean again.
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
 // cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
@@ -82,7 +86,7 @@ import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
-import { isAlreadyExists, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isConflict, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { operatorRayClusterInformer, rayClusterInformer, rayPodInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
@@ -135,8 +139,10 @@ function slimDependent(obj: KubeObject): KubeObject {
   return slim;
 }
 
-/** decide again on fresh reads (RayClusterReconciler.reconcileCached). */
+/** Decide again on fresh reads (RayClusterReconciler.reconcileCached). */
 const FRESH = Symbol('fresh');
+/** The cached decision stands on pods listed from the API. */
+const CONFIRMED = Symbol('confirmed');
 
 /** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
 function podKeys(obj: KubeObject): ObjectKey[] {
@@ -171,10 +177,10 @@ export class RayClusterReconciler {
   /** The clusters' pods (head and workers). */
   private readonly pods: Informer<Pod>;
   /**
-   * UIDs of cleanup Jobs this process deleted (to clean again, or left by an earlier cluster): their
-   * cached copy may still show them finished after the delete, so they are never judged from the cache.
+   * UIDs of the cleanup Jobs this process created and has not deleted since (oldest first): only their
+   * cached copies are judged finished without a fresh read.
    */
-  private readonly deletedJobs = new Set<string>();
+  private readonly createdJobs = new Set<string>();
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: CreationGate;
   private readonly metrics: {
@@ -342,10 +348,17 @@ export class RayClusterReconciler {
     if (this.kube.isStale(this.ref(namespace, name), cached.metadata.resourceVersion)) return;
     const uid = cached.metadata.uid;
     const job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
-    if (job?.metadata.uid && this.deletedJobs.has(job.metadata.uid)) return FRESH;
-    const pods = clusterPods(this.pods.list(namespace), name, uid);
+    // A finished Job is judged from the cache only if this process created it and has not deleted it since
+    // (after a rerun, a restart or another replica's work, its cached copy may be one already deleted).
+    if (job && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? '')) return FRESH;
     const now = this.ctx.now();
-    const d = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
+    const d = decideRayClusterCleanup({
+      cluster: cached,
+      pods: clusterPods(this.pods.list(namespace), name, uid),
+      job,
+      now,
+      gateEnabled: this.config.gateEnabled,
+    });
     switch (d.action) {
       case 'waitForJob':
       case 'waitForHeadGone':
@@ -354,30 +367,56 @@ export class RayClusterReconciler {
       case 'deletePods': {
         if (uid) await this.gate.close(uid);
         this.metrics.actions.inc({ action: d.action });
-        return this.act(cached, d, now, signal, new Map(pods.map((p) => [p.metadata?.name ?? '', p.metadata?.uid])));
+        const uids = new Map(this.pods.list(namespace).map((p) => [p.metadata.name ?? '', p.metadata.uid]));
+        try {
+          return await this.act(cached, d, now, signal, uids);
+        } catch (err) {
+          if (isConflict(err)) return FRESH; // a pod was replaced since cached (its UID precondition failed)
+          throw err;
+        }
       }
       case 'createJob': {
-        // Built from the cached cluster when the cache keeps whole specs; its pods are listed fresh all the same.
+        // Built from the cached cluster only when the cache keeps whole specs.
         if (!this.wholeClusters) return FRESH;
         if (uid) await this.gate.close(uid);
-        const listed = await this.listPods(namespace, name, signal);
-        const again = decideRayClusterCleanup({ cluster: cached, pods: listed, job, now, gateEnabled: this.config.gateEnabled });
-        this.metrics.actions.inc({ action: again.action });
-        return this.act(cached, again, now, signal);
+        const confirmed = await this.confirmOnListedPods(cached, d, job, now, signal);
+        if (confirmed === FRESH) return FRESH;
+        this.metrics.actions.inc({ action: d.action });
+        return this.act(cached, d, now, signal);
       }
-      case 'releaseFinalizer':
+      case 'releaseFinalizer': {
         if (d.reason !== 'job-complete' && d.reason !== 'job-failed') return FRESH;
-        break;
-      case 'forceRelease':
-        break;
+        // Without our operator in this process another one makes the pods (KubeRay beside us): a head it
+        // made while the Job ran must be seen before the release, not only once its watch event arrives.
+        if (!this.wholeClusters && (await this.confirmOnListedPods(cached, d, job, now, signal)) === FRESH) return FRESH;
+        const r = await this.removeFinalizer(cached, d.reason, signal);
+        if (r === 'conflict') return FRESH;
+        this.metrics.actions.inc({ action: d.action });
+        if (r === 'patched' && d.event) this.event(cached, d.event);
+        return;
+      }
       default:
+        // The timeout (its annotation may have changed since cached), a stale or rerun Job, a release for
+        // the configuration: on fresh reads.
         return FRESH;
     }
-    const r = await this.removeFinalizer(cached, d.action === 'forceRelease' ? 'timeout' : d.reason, signal);
-    if (r === 'conflict') return FRESH;
-    this.metrics.actions.inc({ action: d.action });
-    if (r === 'patched' && d.event) this.event(cached, d.event);
-    return;
+  }
+
+  /**
+   * `d` again on the cluster's pods listed from the API: CONFIRMED when it stands, FRESH when it does not,
+   * or when a listed pod belongs to another RayCluster (a newer one of the same name: this cached copy is old).
+   */
+  private async confirmOnListedPods(
+    cached: RayCluster,
+    d: RayClusterCleanupDecision,
+    job: BatchJob | undefined,
+    now: number,
+    signal: AbortSignal | undefined,
+  ): Promise<typeof CONFIRMED | typeof FRESH> {
+    const listed = await this.listPods(cached.metadata.namespace, cached.metadata.name ?? '', signal);
+    if (clusterPods(listed, cached.metadata.name ?? '', cached.metadata.uid).length !== listed.length) return FRESH;
+    const again = decideRayClusterCleanup({ cluster: cached, pods: listed, job, now, gateEnabled: this.config.gateEnabled });
+    return again.action === d.action ? CONFIRMED : FRESH;
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
@@ -420,13 +459,13 @@ export class RayClusterReconciler {
     }
   }
 
-  /** `podUids`: the deleted pods' UIDs as cached, sent as preconditions (the fresh path lists them just before). */
   /** The pods labelled with cluster `name`, from the API. */
   private async listPods(namespace: string | undefined, name: string, signal: AbortSignal | undefined): Promise<PodLite[]> {
     const selector = `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`;
     return (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: selector, signal })).items;
   }
 
+  /** `podUids`: the deleted pods' UIDs as cached, sent as preconditions (the fresh path lists them just before). */
   private async act(
     cluster: RayCluster,
     d: RayClusterCleanupDecision,
@@ -487,11 +526,7 @@ export class RayClusterReconciler {
     uid: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    if (uid) {
-      // Insertion order: the oldest goes first once the set holds 10,000 (its Job long gone from the cache).
-      if (this.deletedJobs.size >= 10_000) this.deletedJobs.delete(this.deletedJobs.values().next().value!);
-      this.deletedJobs.add(uid);
-    }
+    if (uid) this.createdJobs.delete(uid);
     await this.kube.delete(
       { ...JOBS, namespace, name },
       { propagationPolicy: 'Background', preconditions: uid ? { uid } : undefined, signal },
@@ -568,7 +603,13 @@ export class RayClusterReconciler {
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {
-      await this.kube.create({ ...JOBS, namespace }, job, { signal });
+      const created = await this.kube.create<BatchJob>({ ...JOBS, namespace }, job, { signal });
+      const uid = created?.metadata?.uid;
+      if (uid) {
+        // Oldest first: past 10,000 the oldest is judged on a fresh read again (one GET), never wrongly.
+        if (this.createdJobs.size >= 10_000) this.createdJobs.delete(this.createdJobs.values().next().value!);
+        this.createdJobs.add(uid);
+      }
     } catch (err) {
       signal?.throwIfAborted();
       if (isAlreadyExists(err)) return { requeueAfterMs: 200 }; // created by a previous attempt: look at it

@@ -12,7 +12,7 @@ import { FinalizerPatchRejectedError } from '../../kube/finalizers.ts';
 import { KubeEventRecorder } from '../../kube/events.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { addFinalizerPatch } from '../../src/finalizer.ts';
+import { addFinalizerPatch, removeFinalizerPatch } from '../../src/finalizer.ts';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
 import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
 import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
@@ -275,6 +275,31 @@ for (const row of refusedRows) {
     },
   );
 }
+
+t.test(
+  'a removal from a copy of a cluster since replaced by another of the same name: the UID test fails, the new one keeps ours',
+  async (tt) => {
+    const e = await env(tt);
+    const ns = e.ns.name;
+    const ref = { ...RAYCLUSTERS, namespace: ns, name: 'again' };
+    const body = { ...gcsFtCluster('again'), metadata: { ...gcsFtCluster('again').metadata, finalizers: [FINALIZER] } };
+    const old = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+    await e.kube.patch(ref, [{ op: 'replace', path: '/metadata/finalizers', value: [] }], JSON_PATCH);
+    await e.kube.delete(ref);
+    await until(async () => (await getCluster(e, 'again')) === undefined, 'the first cluster is gone');
+    const current = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+    tt.not(current.metadata.uid, old.metadata.uid);
+    tt.same(current.metadata.finalizers, old.metadata.finalizers, 'the same finalizers: only the UID tells them apart');
+    const err = await e.kube.patch(ref, removeFinalizerPatch(old.metadata, FINALIZER)!, JSON_PATCH).then(
+      () => undefined,
+      (x: unknown) => x as KubeApiError,
+    );
+    tt.ok(err && isPatchTestFailed(err), 'refused as a failed test op (the reconciler decides again on fresh reads)');
+    tt.same((await getCluster(e, 'again'))?.metadata.finalizers, [FINALIZER], 'the new cluster keeps our finalizer');
+    await e.kube.patch(ref, removeFinalizerPatch(current.metadata, FINALIZER)!, JSON_PATCH);
+    tt.same((await getCluster(e, 'again'))?.metadata.finalizers ?? [], [], 'a copy of this cluster removes it');
+  },
+);
 
 t.test('a failed `test` op (stale cache) is re-read and retried in the same reconcile: no event, no backoff', async (tt) => {
   const e = await env(tt);

@@ -27,13 +27,16 @@ export function processesUnder(dir: string): number[] {
   return out.filter((p) => p !== process.pid);
 }
 
-/** A process's identity: pid, start time (clock ticks since boot) and command line; undefined when gone or a zombie. */
+/**
+ * A process's identity: pid and start time (clock ticks since boot), not its command line (Ray's processes
+ * rename themselves); undefined when gone or a zombie.
+ */
 export function identity(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (fields[0] === 'Z') return undefined;
-    return `${pid} ${fields[19]} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
+    return `${pid} ${fields[19]}`;
   } catch {
     return undefined;
   }
@@ -120,8 +123,8 @@ export interface Dev {
   out: { text: string };
   err: { text: string };
   exited: Promise<number | null>;
-  /** Pids to kill in teardown (after a failure only is anything left). */
-  pids: number[];
+  /** Processes to kill in teardown (after a failure only is anything left), by identity(): pid and start time. */
+  pids: string[];
 }
 
 /** `bin/raykeeper.js dev` as a user starts it, with its own TMPDIR and state dir; ready when it says so. */
@@ -152,7 +155,9 @@ export async function startDevProcess(tt: Test, env: Record<string, string> = {}
     const running = dev.exitCode === null && dev.signalCode === null;
     if (running) dev.kill('SIGSTOP');
     const tree = running ? [dev.pid!, ...descendants(dev.pid!)] : [];
-    for (const p of new Set([...tree, ...d.pids, ...processesUnder(tmp)])) {
+    // A remembered pid only while it is still the same process (its pid may have been reused since).
+    const remembered = d.pids.filter((i) => identity(Number(i.split(' ')[0])) === i).map((i) => Number(i.split(' ')[0]));
+    for (const p of new Set([...tree, ...remembered, ...processesUnder(tmp)])) {
       try {
         process.kill(p, 'SIGKILL');
       } catch {

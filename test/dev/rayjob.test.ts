@@ -67,8 +67,8 @@ if ('missing' in found) {
       const rayDir = join(tmp, 'rk-raypods-');
       const running = processesUnder(rayDir);
       tt.ok(running.length >= 2, `Ray processes run under dev (${running.length})`);
-      d.pids = [...new Set([...descendants(dev.pid!), ...running])];
-      const before = d.pids.map(identity).filter((i) => i !== undefined);
+      const before = [...new Set([...descendants(dev.pid!), ...running])].map(identity).filter((i) => i !== undefined);
+      d.pids = before;
 
       run(['delete', 'rayjob', 'rayjob-sample', 'rayjob-second', '--wait=true', '--timeout=60s'], kubeconfig);
       tt.equal(run(['get', 'rayjobs', '-o', 'name'], kubeconfig).trim(), '', 'the RayJobs are gone (finalizer released)');

@@ -20,13 +20,14 @@ import {
 } from './harness.ts';
 import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import { sleep } from '../../src/backoff.ts';
+import type { RunningController } from '../../controller/main.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
   const e = await env(tt);
   const { server, client } = await redis(tt);
   await jobRunner(tt, e);
-  await controllerInProcess(tt, e);
-
+  const controller = await controllerInProcess(tt, e);
+  const reads = () => apiReads(controller);
   // Created without the finalizer (no webhook installed), and with another controller's finalizer.
   const created = await createCluster(e, rayCluster('happy', `127.0.0.1:${server.port}`, { finalizers: ['example.com/other'] }));
   const ours = await seedRay(client, created.metadata.uid!);
@@ -39,6 +40,7 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
   }, 'the controller adds the finalizer');
   tt.same(withFinalizer.metadata.finalizers, ['example.com/other', FINALIZER], "the other controller's finalizer is kept");
 
+  const readsBefore = reads();
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'happy' });
   // Our finalizer goes; the other one keeps the object, so we can look at it afterwards.
   const released = await until(async () => {
@@ -46,6 +48,13 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
     return c && !c.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
   }, 'the finalizer is released');
   tt.same(released.metadata.finalizers, ['example.com/other']);
+  const read = deltas(readsBefore, reads());
+  // Without the operator here (as beside KubeRay, which makes the pods): the cluster read once before the Job
+  // is built from it, the pods listed before the Job is created and before the release; a second round
+  // only when a timed requeue beat the Job's watch event.
+  tt.equal(read.jobs, 0, 'no Job read from the API (this process created it)');
+  tt.ok(read.rayclusters >= 1 && read.rayclusters <= 2, `the cluster read before the Job was built (${read.rayclusters})`);
+  tt.ok(read.pods >= 2 && read.pods <= 3, `the pods listed before the Job and before the release (${read.pods})`);
 
   tt.same(await rayKeys(client, created.metadata.uid!), [], "this cluster's GCS data is gone from Redis");
   tt.same(await rayKeys(client, 'some-other-cluster'), theirs.sort(), "another cluster's data is intact");
@@ -198,4 +207,36 @@ t.test('clusters without Redis FT (FT off, rocksdb) get no finalizer', async (tt
   await until(async () => (await getCluster(e, 'opts'))?.metadata.finalizers?.includes(FINALIZER), 'finalizer on the options cluster');
   tt.notOk((await getCluster(e, 'noft'))?.metadata.finalizers?.length);
   tt.notOk((await getCluster(e, 'rocks'))?.metadata.finalizers?.length);
+});
+
+/** GETs (and LISTs) the controller sent so far, by resource. */
+function apiReads(c: RunningController): Record<'rayclusters' | 'pods' | 'jobs', number> {
+  const count = (resource: string) =>
+    [...c.manager.kube.requestCounts].filter(([k]) => k.startsWith('GET ') && k.endsWith(` ${resource}`)).reduce((n, [, v]) => n + v, 0);
+  return { rayclusters: count('rayclusters'), pods: count('pods'), jobs: count('jobs') };
+}
+
+function deltas(before: ReturnType<typeof apiReads>, after: ReturnType<typeof apiReads>): ReturnType<typeof apiReads> {
+  return { rayclusters: after.rayclusters - before.rayclusters, pods: after.pods - before.pods, jobs: after.jobs - before.jobs };
+}
+
+t.test('with the pod operator in the process (standalone): a deletion reads the API once, the pod list before the Job', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  const controller = await controllerInProcess(tt, e, { withOperator: true });
+  const created = await createCluster(e, rayCluster('alone', `127.0.0.1:${server.port}`));
+  await seedRay(client, created.metadata.uid!);
+  // The operator makes the head and worker pods (no node here: they stay Pending, and go at once when deleted).
+  await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
+  await until(async () => (await getCluster(e, 'alone'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
+  const before = apiReads(controller);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'alone' });
+  await until(async () => (await getCluster(e, 'alone')) === undefined, 'the cluster to be gone', 60_000);
+  const read = deltas(before, apiReads(controller));
+  tt.same(await rayKeys(client, created.metadata.uid!), [], 'its GCS data is gone');
+  tt.equal((await listJobs(e)).length, 1, 'one cleanup Job');
+  tt.same({ rayclusters: read.rayclusters, jobs: read.jobs }, { rayclusters: 0, jobs: 0 }, 'no cluster or Job read from the API');
+  // A second list only when a timed requeue beat the Job's watch event.
+  tt.ok(read.pods >= 1 && read.pods <= 2, `the pods listed before the Job was created (${read.pods})`);
 });

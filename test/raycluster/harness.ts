@@ -7,6 +7,7 @@ import type { Test } from 'tap';
 import { KubeClient } from '../../kube/client.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
@@ -159,14 +160,20 @@ export async function jobRunner(tt: Test, e: Env): Promise<JobRunner> {
 export async function controllerInProcess(
   tt: Test,
   e: Env,
-  opts: { env?: Record<string, string>; moduleFlags?: Record<string, string | boolean>; logger?: Logger } = {},
+  opts: {
+    env?: Record<string, string>;
+    moduleFlags?: Record<string, string | boolean>;
+    logger?: Logger;
+    /** Also the pod operator (its whole-spec caches): standalone, as the image runs. */
+    withOperator?: boolean;
+  } = {},
 ): Promise<RunningController> {
   const c = await startController({
     kubeConfig: e.ns.kubeConfig,
     watchNamespace: e.ns.name,
     workers: 2,
     // Only the reconciler under test (the RayJob one has its own tests).
-    modules: [gcsFtCleanupModule],
+    modules: opts.withOperator ? [gcsFtCleanupModule, rayClusterOperatorModule] : [gcsFtCleanupModule],
     env: { ...opts.env },
     logger: opts.logger ?? quiet,
     moduleFlags: { 'cleanup-image': 'raykeeper:test', ...(opts.moduleFlags ?? {}) },
