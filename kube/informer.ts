@@ -124,6 +124,11 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
     lastError: undefined,
   };
   private readonly cache = new Map<string, KubeObject>();
+  /**
+   * The same objects by namespace: list(namespace) is what reconcilers call for each object they
+   * reconcile, and copying the whole cache there made every reconcile cost O(all objects) (issue 29).
+   */
+  private readonly byNamespace = new Map<string, Map<string, KubeObject>>();
   private readonly handlers: InformerHandler<KubeObject>[] = [];
   private readonly errorHandlers: Array<(err: unknown) => void> = [];
   private readonly syncWaiters: Array<() => void> = [];
@@ -172,8 +177,8 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
     return this.get(namespace ? `${namespace}/${name}` : name);
   }
   list(namespace?: string): T[] {
-    const all = [...this.cache.values()] as unknown as T[];
-    return namespace === undefined ? all : all.filter((o) => o.metadata?.namespace === namespace);
+    const objects = namespace === undefined ? this.cache : this.byNamespace.get(namespace);
+    return objects ? ([...objects.values()] as unknown as T[]) : [];
   }
   keys(): string[] {
     return [...this.cache.keys()];
@@ -261,6 +266,24 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
     if (event) this.stats.lastEventAt = now;
   }
 
+  private store(key: string, obj: KubeObject): void {
+    this.cache.set(key, obj);
+    const ns = obj.metadata?.namespace;
+    if (ns === undefined) return;
+    let objects = this.byNamespace.get(ns);
+    if (!objects) this.byNamespace.set(ns, (objects = new Map()));
+    objects.set(key, obj);
+  }
+
+  private remove(key: string, obj: KubeObject): void {
+    this.cache.delete(key);
+    const ns = obj.metadata?.namespace;
+    const objects = ns === undefined ? undefined : this.byNamespace.get(ns);
+    if (!objects) return;
+    objects.delete(key);
+    if (objects.size === 0) this.byNamespace.delete(ns!);
+  }
+
   private async doList(): Promise<void> {
     const result = await this.listFn(this.stopController.signal, this.transform);
     if (!this.running) return;
@@ -269,13 +292,13 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
       const key = keyOf(obj);
       seen.add(key);
       const old = this.cache.get(key);
-      this.cache.set(key, obj);
+      this.store(key, obj);
       if (!old) this.emit('add', obj);
       else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', obj, old);
     }
     for (const [key, old] of [...this.cache]) {
       if (!seen.has(key)) {
-        this.cache.delete(key);
+        this.remove(key, old);
         this.emit('delete', old);
       }
     }
@@ -337,12 +360,12 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
         const key = keyOf(obj);
         if (type === 'ADDED' || type === 'MODIFIED') {
           const old = this.cache.get(key);
-          this.cache.set(key, obj);
+          this.store(key, obj);
           if (!old) this.emit('add', obj);
           else if (old.metadata?.resourceVersion !== rv) this.emit('update', obj, old);
         } else if (type === 'DELETED') {
           const old = this.cache.get(key);
-          this.cache.delete(key);
+          this.remove(key, old ?? obj);
           this.emit('delete', old ?? obj);
         }
         if (rv) this.resourceVersion = rv;

@@ -257,3 +257,28 @@ t.test('stop: no error callbacks, no restarts', async (tt) => {
   tt.equal(api.watches.length, 1);
   tt.equal(inf.healthy(1000), false, 'a stopped informer is not healthy');
 });
+
+t.test('list(namespace) follows adds, deletes and relists, namespace by namespace', async (tt) => {
+  const api = new FakeApi();
+  const at = (namespace: string, name: string): KubeObject => ({ metadata: { name, namespace, resourceVersion: String(++api.rv) } });
+  api.objects.set('x/a', at('x', 'a'));
+  api.objects.set('y/b', at('y', 'b'));
+  const inf = new Informer('test', { version: 'v1', plural: 'things' }, { watchFn: api.watchFn, listFn: api.listFn, timings: fast });
+  inf.start();
+  tt.teardown(() => inf.stop());
+  await inf.waitForSync();
+  await until(() => api.current !== undefined, 'watch', 3000, 2);
+  const names = (ns?: string) => inf.list(ns).map((o) => o.metadata?.name);
+  tt.same([names('x'), names('y'), names('z'), names().length], [['a'], ['b'], [], 2], 'each namespace its own');
+  api.current!.onEvent('ADDED', at('x', 'c'));
+  api.current!.onEvent('MODIFIED', at('x', 'a'));
+  api.current!.onEvent('DELETED', at('y', 'b'));
+  tt.same([names('x'), names('y')], [['a', 'c'], []], 'an update keeps its place; a namespace emptied lists nothing');
+  // Missed while the watch was broken: the relist's diff updates the namespaces too.
+  api.objects.clear();
+  api.objects.set('x/c', at('x', 'c'));
+  api.objects.set('z/d', at('z', 'd'));
+  api.current!.onEvent('ERROR', { code: 410, message: 'too old resource version' } as unknown as KubeObject);
+  await until(() => api.lists === 2 && names('z').length === 1, 'relist', 3000, 2);
+  tt.same([names('x'), names('y'), names('z'), names().sort()], [['c'], [], ['d'], ['c', 'd']]);
+});

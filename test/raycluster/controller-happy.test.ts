@@ -49,12 +49,12 @@ t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job 
   }, 'the finalizer is released');
   tt.same(released.metadata.finalizers, ['example.com/other']);
   const read = deltas(readsBefore, reads());
-  // Without the operator here (as beside KubeRay, which makes the pods): the cluster read once before the Job
-  // is built from it, the pods listed before the Job is created and before the release; a second round
-  // only when a timed requeue beat the Job's watch event.
-  tt.equal(read.jobs, 0, 'no Job read from the API (this process created it)');
-  tt.ok(read.rayclusters >= 1 && read.rayclusters <= 2, `the cluster read before the Job was built (${read.rayclusters})`);
-  tt.ok(read.pods >= 2 && read.pods <= 3, `the pods listed before the Job and before the release (${read.pods})`);
+  // Without the operator here (as beside KubeRay, which makes the pods): the cluster read before the Job is
+  // built from it, the pods listed before the Job is created and before the release: 3 reads (7 before
+  // the caches were trusted); a timed requeue that beats a watch event may add one or two.
+  const total = read.rayclusters + read.pods + read.jobs;
+  tt.ok(read.pods >= 2, `the pods listed before the Job and before the release (${read.pods})`);
+  tt.ok(total <= 5, `few reads: ${JSON.stringify(read)}`);
 
   tt.same(await rayKeys(client, created.metadata.uid!), [], "this cluster's GCS data is gone from Redis");
   tt.same(await rayKeys(client, 'some-other-cluster'), theirs.sort(), "another cluster's data is intact");
