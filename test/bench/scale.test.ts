@@ -98,3 +98,16 @@ t.test('a sharded third column: shown beside the two, the ratio still ours/KubeR
   );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay 4.0 s, ratio 0.50');
 });
+
+t.test("ours' requests by verb and resource: per object, largest first, the last round's", async (t) => {
+  const ours = { ...round([1], 1), requestsByResource: { 'GET pods': 5, 'POST events': 25, 'WATCH pods': 0, 'PATCH rayclusters': 10 } };
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 4, rayjobs: 1 },
+    rounds: { raykeeper: [ours], 'kuberay v1.6.2': [round([1], 1)] },
+  });
+  t.equal(
+    text.split('\n').find((l) => l.includes('by verb and resource')),
+    'raykeeper API requests per object by verb and resource (last round): POST events 5.00, PATCH rayclusters 2.00, GET pods 1.00',
+    'nothing for KubeRay (its client metrics have no resource), zero counts left out',
+  );
+});
