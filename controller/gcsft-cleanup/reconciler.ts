@@ -352,13 +352,8 @@ export class RayClusterReconciler {
     // (after a rerun, a restart or another replica's work, its cached copy may be one already deleted).
     if (job && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? '')) return FRESH;
     const now = this.ctx.now();
-    const d = decideRayClusterCleanup({
-      cluster: cached,
-      pods: clusterPods(this.pods.list(namespace), name, uid),
-      job,
-      now,
-      gateEnabled: this.config.gateEnabled,
-    });
+    const pods = clusterPods(this.pods.list(namespace), name, uid);
+    const d = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
     switch (d.action) {
       case 'waitForJob':
       case 'waitForHeadGone':
@@ -367,7 +362,7 @@ export class RayClusterReconciler {
       case 'deletePods': {
         if (uid) await this.gate.close(uid);
         this.metrics.actions.inc({ action: d.action });
-        const uids = new Map(this.pods.list(namespace).map((p) => [p.metadata.name ?? '', p.metadata.uid]));
+        const uids = new Map(pods.map((p) => [p.metadata.name ?? '', p.metadata.uid]));
         try {
           return await this.act(cached, d, now, signal, uids);
         } catch (err) {
