@@ -16,14 +16,32 @@
 // cover, the cleanup's re-check of the head pod (in its pod cache) once its Job finished does (src/gcsft/decide.ts):
 // operators in other processes (KubeRay beside us), and a create whose request timed out here but
 // that the API server still committed.
+//
+// The gate also knows whether the pod cache shows this process's creates (`cacheShowsCreates`): each
+// child a create returned stays "unseen" until the cache's informer reports it (`observe`, also when the
+// watch event came first), and a create that failed may have been committed, so its owner stays unseen.
+// The cleanup trusts its pod cache for "no head pod left" only then (otherwise it lists the pods from
+// the API). Unseen records go with the closed gate of their owner, or after KEEP_CLOSED_MS.
 export type GatedResult<T> = { created: true; value: T } | { created: false };
 
 export const KEEP_CLOSED_MS = 10 * 60_000;
+
+/** A child whose create failed: it may exist all the same, so the cache never shows "all of them". */
+const UNKNOWN = '\u0000unknown';
+
+function childUid(value: unknown): string | undefined {
+  const uid = (value as { metadata?: { uid?: unknown } } | null)?.metadata?.uid;
+  return typeof uid === 'string' && uid !== '' ? uid : undefined;
+}
 
 export class CreationGate {
   /** UID of a deleting cluster -> when its gate was closed (ms), oldest first. */
   private readonly closed = new Map<string, number>();
   private readonly underway = new Map<string, Set<Promise<unknown>>>();
+  /** Owner UID -> UIDs of the children this process created that the cache has not shown yet (UNKNOWN: a create failed), and since when. */
+  private readonly unseen = new Map<string, { children: Set<string>; since: number }>();
+  /** Owner UID -> children the cache showed while a create of that owner was under way (their create had not returned). */
+  private readonly seenEarly = new Map<string, Set<string>>();
   private readonly now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -39,11 +57,49 @@ export class CreationGate {
     if (!set) this.underway.set(uid, (set = new Set()));
     set.add(p);
     try {
-      return { created: true, value: await p };
+      const value = await p;
+      const child = childUid(value);
+      if (child === undefined || !this.seenEarly.get(uid)?.delete(child)) this.markUnseen(uid, child ?? UNKNOWN);
+      return { created: true, value };
+    } catch (err) {
+      this.markUnseen(uid, UNKNOWN); // the API server may have committed it all the same
+      throw err;
     } finally {
       set.delete(p);
-      if (set.size === 0 && this.underway.get(uid) === set) this.underway.delete(uid);
+      if (set.size === 0 && this.underway.get(uid) === set) {
+        this.underway.delete(uid);
+        this.seenEarly.delete(uid);
+      }
     }
+  }
+
+  /** The cache (the children's informer) shows child `childUid` of owner `ownerUid`. */
+  observe(ownerUid: string, childUid: string): void {
+    const u = this.unseen.get(ownerUid);
+    if (u?.children.delete(childUid)) {
+      if (u.children.size === 0) this.unseen.delete(ownerUid);
+      return;
+    }
+    if (!this.underway.has(ownerUid)) return;
+    let early = this.seenEarly.get(ownerUid);
+    if (!early) this.seenEarly.set(ownerUid, (early = new Set()));
+    early.add(childUid);
+  }
+
+  /** True when the cache shows every child this process created for this owner (none failed half-way). */
+  cacheShowsCreates(ownerUid: string): boolean {
+    return !this.unseen.has(ownerUid) && !this.underway.has(ownerUid);
+  }
+
+  private markUnseen(ownerUid: string, child: string): void {
+    const now = this.now();
+    for (const [old, u] of this.unseen) {
+      if (now - u.since < KEEP_CLOSED_MS) break;
+      this.unseen.delete(old);
+    }
+    const u = this.unseen.get(ownerUid);
+    if (u) u.children.add(child);
+    else this.unseen.set(ownerUid, { children: new Set([child]), since: now });
   }
 
   /** Closes the gate of this cluster; resolves once the creates started before have ended (either way). */
@@ -52,6 +108,7 @@ export class CreationGate {
     for (const [old, at] of this.closed) {
       if (now - at < KEEP_CLOSED_MS) break;
       this.closed.delete(old);
+      this.unseen.delete(old);
     }
     this.closed.delete(uid); // re-inserted last: the map stays in closing order
     this.closed.set(uid, now);
@@ -66,5 +123,10 @@ export class CreationGate {
   /** How many clusters the gate keeps closed (for tests). */
   get size(): number {
     return this.closed.size;
+  }
+
+  /** How many owners have children the cache has not shown (for tests). */
+  get unseenOwners(): number {
+    return this.unseen.size;
   }
 }

@@ -21,10 +21,14 @@
 //     first. The removal patch `test`s the cluster's UID and finalizers as cached (a failed test decides
 //     again on fresh reads);
 //   - creating the cleanup Job, when the cluster cache keeps whole specs (the operator runs in this
-//     process): its pods ALWAYS listed from the API first, after closing the gate (a stale "head gone"
-//     must never start a cleanup while GCS still writes), and any pod of another RayCluster UID there
-//     (this cached copy is of an older cluster of the same name) sends it to fresh reads; the cluster as
-//     cached (a copy our own release replaced is skipped, kube/superseded.ts);
+//     process): after closing the gate, decided again on pods the cache shows complete, or else on pods
+//     listed from the API (a stale "head gone" must never start a cleanup while GCS still writes). The
+//     pod cache is complete when the gate says it shows every pod this process's operator created for
+//     the cluster's UID (each create's pod seen by the informer; none failed half-way: it may have been
+//     committed). Pods made by an earlier leader were committed before its lease lapsed and reached this
+//     cache's watch; the release's re-check of the head pod covers what still slips through. Any pod of
+//     another RayCluster UID there (this cached copy is of an older cluster of the same name) sends it to
+//     fresh reads; the cluster as cached (a copy our own release replaced is skipped, kube/superseded.ts);
 //   the Job's name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job;
 // - everything else on fresh reads: the cluster from the API, its pods from the API, the Job from the
 //   watch cache (one left by an earlier cluster of the same name is recognised by its owner UID and
@@ -220,6 +224,13 @@ export class RayClusterReconciler {
       apiVersion: RAY_API_VERSION,
     });
     this.gate = ctx.creationGate;
+    // The gate learns which of this process's pod creates the pod cache shows (Job creation may then trust it).
+    if (this.wholeClusters)
+      this.pods.on((type, pod) => {
+        const uid = pod.metadata.uid;
+        if (type === 'delete' || !uid) return;
+        for (const o of pod.metadata.ownerReferences ?? []) if (o.kind === 'RayCluster' && o.uid) this.gate.observe(o.uid, uid);
+      });
     const held = (pick: (h: { heldSeconds: number; timeoutSeconds: number }) => number) => (c: RayCluster) => {
       const h = heldFinalizer(c, ctx.now());
       const { namespace = '', name = '' } = c.metadata;
@@ -372,9 +383,11 @@ export class RayClusterReconciler {
       }
       case 'createJob': {
         // Built from the cached cluster only when the cache keeps whole specs.
-        if (!this.wholeClusters) return FRESH;
-        if (uid) await this.gate.close(uid);
-        const confirmed = await this.confirmOnListedPods(cached, d, job, now, signal);
+        if (!this.wholeClusters || !uid) return FRESH;
+        await this.gate.close(uid);
+        const confirmed = this.gate.cacheShowsCreates(uid)
+          ? this.confirmOnCachedPods(cached, d, job, now)
+          : await this.confirmOnListedPods(cached, d, job, now, signal);
         if (confirmed === FRESH) return FRESH;
         this.metrics.actions.inc({ action: d.action });
         return this.act(cached, d, now, signal);
@@ -409,8 +422,35 @@ export class RayClusterReconciler {
     signal: AbortSignal | undefined,
   ): Promise<typeof CONFIRMED | typeof FRESH> {
     const listed = await this.listPods(cached.metadata.namespace, cached.metadata.name ?? '', signal);
-    if (clusterPods(listed, cached.metadata.name ?? '', cached.metadata.uid).length !== listed.length) return FRESH;
-    const again = decideRayClusterCleanup({ cluster: cached, pods: listed, job, now, gateEnabled: this.config.gateEnabled });
+    return this.confirmOn(listed, cached, d, job, now);
+  }
+
+  /**
+   * The same on the pod cache, once the creation gate is closed and shows that cache has every pod this
+   * process created for the cluster (the operator here is the one that makes them).
+   */
+  private confirmOnCachedPods(
+    cached: RayCluster,
+    d: RayClusterCleanupDecision,
+    job: BatchJob | undefined,
+    now: number,
+  ): typeof CONFIRMED | typeof FRESH {
+    const name = cached.metadata.name ?? '';
+    const labelled = this.pods
+      .list(cached.metadata.namespace)
+      .filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === clusterLabelValue(name));
+    return this.confirmOn(labelled, cached, d, job, now);
+  }
+
+  private confirmOn(
+    pods: PodLite[],
+    cached: RayCluster,
+    d: RayClusterCleanupDecision,
+    job: BatchJob | undefined,
+    now: number,
+  ): typeof CONFIRMED | typeof FRESH {
+    if (clusterPods(pods, cached.metadata.name ?? '', cached.metadata.uid).length !== pods.length) return FRESH;
+    const again = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
     return again.action === d.action ? CONFIRMED : FRESH;
   }
 

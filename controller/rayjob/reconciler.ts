@@ -11,6 +11,11 @@
 // job), except the RayJob's own cluster while Initializing on a first pass: absent means create, and a
 // create answered AlreadyExists means "re-read from the API and decide again". A miss of the RayJob
 // itself is trusted (its add event queues it), so a steady Running RayJob costs no API reads at all.
+// The GET before a side effect is skipped when the cached copy is the very version this process's own
+// last write of the RayJob produced, and the RayJob watch is not failing: the watch has brought our
+// write back, and a later write by anyone else comes through the same watch, so the cache is then as
+// current as a GET (both race a write that lands after them). That is the common path, New ->
+// Initializing written by us, then the cluster created and the job submitted.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -116,6 +121,8 @@ export class RayJobReconciler implements Reconciler {
   private readonly tokenProblems = new Map<string, string>();
   /** Keys of the finished RayJobs whose kept cluster no deletion rule matches (kuberay #5184). */
   private readonly unmatchedKeys = new Set<string>();
+  /** Per RayJob key, the resourceVersion this process's last write of it produced. */
+  private readonly lastWritten = new Map<string, string>();
 
   constructor(deps: RayJobReconcilerDeps) {
     this.kube = deps.kube;
@@ -174,6 +181,7 @@ export class RayJobReconciler implements Reconciler {
       if (cache && job !== null && this.kube.isStale(ref, job.metadata.resourceVersion)) return;
       if (job === null) {
         this.kube.forgetVersions(ref);
+        this.lastWritten.delete(key);
         this.trackUnmatched(namespace ?? '', key, false);
         this.tokenProblems.delete(key);
         return;
@@ -215,7 +223,7 @@ export class RayJobReconciler implements Reconciler {
     const changed = rayJobStatusChanged(job.status, decision.status);
     try {
       let current: RayJob = job;
-      if (decision.actions.some((a) => !isSelfGuarded(a))) {
+      if (decision.actions.some((a) => !isSelfGuarded(a)) && !(trustCache && this.cacheIsOurLastWrite(key, job))) {
         const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
         if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {
@@ -241,6 +249,20 @@ export class RayJobReconciler implements Reconciler {
       if (err instanceof Moved) return { kind: 'conflict', why: err.message };
       throw err;
     }
+  }
+
+  /** `job` (cached) is the version our own last write produced, and the RayJob watch is not failing (the file's header). */
+  private cacheIsOurLastWrite(key: string, job: RayJob): boolean {
+    const rv = job.metadata.resourceVersion;
+    return rv !== undefined && this.lastWritten.get(key) === rv && this.caches?.rayJobs.healthy(0) === true;
+  }
+
+  /** Remembers the version a write of ours produced (`written` is the API's answer). */
+  private wrote<T extends RayJob | undefined>(written: T): T {
+    const { namespace, name } = written?.metadata ?? {};
+    const rv = written?.metadata.resourceVersion;
+    if (name && rv) this.lastWritten.set(`${namespace ?? ''}/${name}`, rv);
+    return written;
   }
 
   private ref(job: RayJob, subresource?: string): ResourceRef {
@@ -364,7 +386,7 @@ export class RayJobReconciler implements Reconciler {
       status: decision.status,
     };
     try {
-      await this.kube.replace(this.ref(current, 'status'), body, { signal });
+      this.wrote(await this.kube.replace<RayJob>(this.ref(current, 'status'), body, { signal }));
     } catch (err) {
       if (isConflict(err)) throw new Moved(`status write conflicted (${decision.from} -> ${decision.next})`);
       if (isNotFound(err)) return;
@@ -375,7 +397,7 @@ export class RayJobReconciler implements Reconciler {
   /** A failed `test` (or the RayJob gone) means re-read; a refusal by the API throws (Warning, backoff). */
   private async patchFinalizer(current: RayJob, change: FinalizerChange, signal?: AbortSignal): Promise<RayJob> {
     const r = await this.finalizers.patch<RayJob>(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
-    if (r.result === 'patched') return r.object;
+    if (r.result === 'patched') return this.wrote(r.object);
     if (r.result === 'unchanged') return current;
     throw new Moved(r.result === 'gone' ? 'the RayJob is gone' : 'finalizers changed since read');
   }
@@ -385,7 +407,9 @@ export class RayJobReconciler implements Reconciler {
   private async setAnnotation(current: RayJob, key: string, value: string | null, what: string, signal?: AbortSignal): Promise<RayJob> {
     const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
     try {
-      return await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion });
+      return this.wrote(
+        await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion }),
+      );
     } catch (err) {
       if (isConflict(err)) throw new Moved(`the RayJob changed before ${what} was written`);
       throw err;

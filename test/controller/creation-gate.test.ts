@@ -98,3 +98,61 @@ t.test('one gate per manager, on the context every reconciler it runs is given; 
   tt.ok(a.ctx.creationGate instanceof CreationGate);
   tt.not(a.ctx.creationGate, manager(logger).ctx.creationGate);
 });
+
+// The gate also says whether the pod cache shows this process's creates (the cleanup then trusts it).
+const pod = (uid: string) => ({ metadata: { uid } });
+
+t.test('cacheShowsCreates: a created child is unseen until the informer reports it', async (tt) => {
+  const gate = new CreationGate();
+  tt.ok(gate.cacheShowsCreates('owner'), 'nothing created: nothing unseen');
+  await gate.create('owner', async () => pod('p1'));
+  await gate.create('owner', async () => pod('p2'));
+  tt.notOk(gate.cacheShowsCreates('owner'), 'two creates the cache has not shown');
+  gate.observe('owner', 'p1');
+  tt.notOk(gate.cacheShowsCreates('owner'), 'one still unseen');
+  gate.observe('other', 'p2');
+  tt.notOk(gate.cacheShowsCreates('owner'), 'seen under another owner does not count');
+  gate.observe('owner', 'p2');
+  tt.ok(gate.cacheShowsCreates('owner'), 'both shown');
+  tt.equal(gate.unseenOwners, 0, 'nothing kept once shown');
+  tt.ok(gate.cacheShowsCreates('elsewhere'), 'another owner is unaffected');
+});
+
+t.test('cacheShowsCreates: the watch event may come before the create returns', async (tt) => {
+  const gate = new CreationGate();
+  const api = deferred<{ metadata: { uid: string } }>();
+  const creating = gate.create('owner', () => api.promise);
+  tt.notOk(gate.cacheShowsCreates('owner'), 'a create under way: not shown yet');
+  gate.observe('owner', 'p1'); // the informer saw the pod first
+  api.resolve(pod('p1'));
+  await creating;
+  tt.ok(gate.cacheShowsCreates('owner'), 'the early observation counts');
+  gate.observe('owner', 'p9'); // nothing under way: an observation of nothing expected is not kept
+  await gate.create('owner', async () => pod('p9'));
+  tt.notOk(gate.cacheShowsCreates('owner'), 'an observation before its create started does not count');
+});
+
+t.test('cacheShowsCreates: a failed create may have been committed, so its owner is never shown complete', async (tt) => {
+  const gate = new CreationGate();
+  await tt.rejects(
+    gate.create('owner', async () => {
+      throw new Error('timeout');
+    }),
+  );
+  tt.notOk(gate.cacheShowsCreates('owner'));
+  gate.observe('owner', 'anything');
+  tt.notOk(gate.cacheShowsCreates('owner'), 'no observation makes up for it');
+  await gate.create('other', async () => 'no uid');
+  tt.notOk(gate.cacheShowsCreates('other'), 'a created child without a UID cannot be matched: unseen');
+});
+
+t.test('cacheShowsCreates: unseen records go with the closed gate of their owner after KEEP_CLOSED_MS', async (tt) => {
+  let now = 1_000_000;
+  const gate = new CreationGate(() => now);
+  await gate.create('owner', async () => pod('p1'));
+  await gate.close('owner');
+  tt.notOk(gate.cacheShowsCreates('owner'));
+  now += KEEP_CLOSED_MS;
+  await gate.close('later');
+  tt.equal(gate.unseenOwners, 0, 'dropped with the expired gate');
+});

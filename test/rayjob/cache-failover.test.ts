@@ -9,7 +9,8 @@ import { headSpec, inState, manifest, rayJobHarness } from './helpers/harness.ts
 import { countingClient } from './helpers/counting-client.ts';
 import { operatorRayClusterInformer, rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { MERGE_PATCH } from '../../kube/client.ts';
 import { sleep } from '../../src/backoff.ts';
 
 t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
@@ -60,6 +61,65 @@ t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, it
   t.equal(h.dashboard.requests.length - dashboardBefore, 5, 'one dashboard GET each (the Ray job status is not in any cache)');
   t.equal((await h.get('steady'))?.metadata.resourceVersion, stored.metadata.resourceVersion, 'nothing written');
 });
+
+t.test(
+  'New to Running on the caches: the RayJob is not read again before creating its cluster or submitting, when the cache is our own last write',
+  async (t) => {
+    const h = await rayJobHarness(t);
+    const factory = new InformerFactory(h.kube, { namespace: h.namespace });
+    const caches = rayJobCaches(factory);
+    factory.start();
+    t.teardown(() => factory.stop());
+    t.ok(await factory.waitForSync(), 'caches synced');
+    const { kube, calls } = countingClient(h.ns.kubeConfig);
+    t.teardown(() => kube.close());
+    const cached = h.replica({ kube, caches });
+    const rayJobGets = (name: string) => calls.filter((c) => c.startsWith('GET ') && c.endsWith(`/rayjobs/${name}`)).length;
+    /** Reconciles `name` on caches that show its stored version, until it is RUNNING. */
+    const drive = async (name: string, beforeEach: (pass: number) => Promise<void> = async () => undefined) => {
+      const deadline = Date.now() + 30_000;
+      for (let pass = 0; ; pass++) {
+        const stored = await h.get(name);
+        if (stored?.status?.jobStatus === 'RUNNING') return;
+        while (caches.rayJobs.getByName(h.namespace, name)?.metadata.resourceVersion !== stored?.metadata.resourceVersion) {
+          if (Date.now() > deadline) throw new Error('the cache never caught up');
+          await sleep(20);
+        }
+        await beforeEach(pass);
+        await cached.reconcile(`${h.namespace}/${name}`).catch(() => undefined);
+        const job = await h.get(name);
+        if (job?.status?.rayClusterName) {
+          const c = await h.cluster(job.status.rayClusterName);
+          if (c && c.status?.state !== 'ready') await h.markReady(job.status.rayClusterName);
+        }
+        if (Date.now() > deadline) throw new Error(`not running: ${JSON.stringify(job?.status)}`);
+      }
+    };
+
+    await h.create(manifest('own', { entrypoint: 'sleep 60' }));
+    await drive('own');
+    t.equal(h.dashboard.submissions.length, 1, 'submitted once');
+    t.equal((await h.clusters()).length, 1, 'one cluster');
+    t.equal(rayJobGets('own'), 0, 'no GET of the RayJob on the way (the cluster create and the submission trusted our own write)');
+
+    // Control: another writer changes the RayJob after each of our writes, so the cached copy is not ours.
+    await h.create(manifest('touched', { entrypoint: 'sleep 60' }));
+    let touches = 0;
+    await drive('touched', async (pass) => {
+      if (pass === 0) return; // New: the first pass writes (finalizer, status), nothing to guard
+      await h.kube.patch(
+        { ...RAYJOBS, namespace: h.namespace, name: 'touched' },
+        { metadata: { annotations: { touched: String(++touches) } } },
+        MERGE_PATCH,
+      );
+      const stored = await h.get('touched');
+      while (caches.rayJobs.getByName(h.namespace, 'touched')?.metadata.resourceVersion !== stored?.metadata.resourceVersion)
+        await sleep(20);
+    });
+    t.ok(rayJobGets('touched') >= 2, `the RayJob read before the cluster create and before the submission (${rayJobGets('touched')} GETs)`);
+    t.equal(h.dashboard.submissions.length, 2, 'submitted once more (the second RayJob)');
+  },
+);
 
 t.test('the dashboard-failure clock survives a failover: a new leader continues it from the annotation', async (t) => {
   const h = await rayJobHarness(t, { machine: { statusCheckTimeoutSeconds: 30 } });
