@@ -246,6 +246,8 @@ export interface Contender {
   stop(): Promise<void>;
   /** Several processes sharing the work (`--shards`): each one's pid and metrics port; pid and metricsPort above are the first's. */
   replicas?: Array<{ pid: number; metricsPort: number }>;
+  /** Processes installed beside it whose CPU counts too (ours: the admission webhook). */
+  companions?: number[];
 }
 
 export async function startOurs(

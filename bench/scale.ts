@@ -2,6 +2,9 @@
 // state machine; as the image runs it) and KubeRay's operator v1.6.2, alternately on ONE control plane
 // with simulated nodes (localcluster/kwok.ts: etcd, kube-apiserver with KubeRay's CRDs,
 // kube-controller-manager, kube-scheduler, kwok with --nodes fake nodes, no kubelet, no container runs).
+// Ours runs as manifests/ installs it: the controller and, beside it, the admission webhook (bench/our-webhook.ts,
+// registered for ours' namespaces only: a GCS-FT RayCluster gets its finalizer at admission; the webhook's
+// CPU counts in ours'). KubeRay runs without its optional validating webhook.
 // Per round and contender (fresh process, fresh namespaces):
 //   RayClusters  --clusters GCS-FT RayClusters (head + 1 worker, external Redis by annotation) created at
 //                --qps in --namespaces namespaces; each one's seconds from its create until its
@@ -10,6 +13,10 @@
 //                Jobs are run by kwok for both contenders: kube-controller-manager's Job controller makes
 //                the pod, kwok Succeeds it at once, the Job completes, the operator releases its finalizer
 //                (no container runs, so Redis itself is not touched: this measures the operators' API work)
+//   aftermath    once every RayCluster is gone: the pods and cleanup Jobs not finished in its namespaces
+//                (Ray pods kwok has not removed yet, cleanup Jobs whose finalizer the timeout released), and
+//                the seconds until none is left (at most 10 min); the RayJobs start then, so their pods do
+//                not queue behind the deletion's at kube-scheduler
 //   RayJobs      --rayjobs HTTPMode RayJobs (each with its own small RayCluster) created at --qps; seconds
 //                from each create until `Complete`. Both operators submit to one stand-in of Ray's Jobs
 //                REST API served here (test/rayjob/helpers/fake-dashboard.ts: each job runs `sleep
@@ -46,9 +53,10 @@ import {
   startTheirs,
 } from './controller.ts';
 import { startKwokCluster, type KwokCluster } from '../localcluster/kwok.ts';
+import { BENCH_WEBHOOK_LABEL, startOurWebhook, type BenchWebhook } from './our-webhook.ts';
 import { KubeClient } from '../kube/client.ts';
 import { InformerFactory } from '../kube/informer.ts';
-import { NAMESPACES, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
+import { JOBS, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import type { KubeObject } from '../kube/model.ts';
 import { sleep } from '../src/backoff.ts';
 import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
@@ -91,6 +99,8 @@ export interface ScaleRound {
   jobsRunning: number[];
   /** Objects that did not get there before the phase's cap (ready, gone, Complete). */
   unfinished: { ready: number; gone: number; jobs: number };
+  /** What the deletion left in the simulated cluster once every RayCluster was gone (pods not finished, cleanup Jobs not finished), and the seconds until none was left (the RayJobs start then). */
+  residue: { pods: number; jobs: number; settleSeconds: number };
   cpuSeconds: number;
   peakRssMiB: number;
   /** The most keys waiting in its work queues at once (sampled every 10 s): more than a few means reconciles, not events, set the pace. */
@@ -146,6 +156,8 @@ export async function requestsByMethod(c: Contender): Promise<Record<string, num
 
 /** How often the work queues' depth is sampled (a whole /metrics scrape each time). */
 const QUEUE_SAMPLE_MS = 10_000;
+/** The longest the RayJobs wait for the deletion's aftermath to be gone. */
+const SETTLE_CAP_MS = 600_000;
 
 /** Ours: the API requests so far by `VERB resource` (raykeeper_kube_requests, every replica). */
 export async function requestsByResource(c: Contender): Promise<Record<string, number>> {
@@ -174,7 +186,8 @@ export async function reconcileErrors(c: Contender): Promise<number> {
     : summed(c, 'controller_runtime_reconcile_errors_total', /.*/);
 }
 
-const cpuOf = (c: Contender) => processes(c).reduce((sum, p) => sum + cpuSeconds(p.pid), 0);
+const cpuOf = (c: Contender) =>
+  processes(c).reduce((sum, p) => sum + cpuSeconds(p.pid), 0) + (c.companions ?? []).reduce((sum, pid) => sum + cpuSeconds(pid), 0);
 /** The largest replica's peak: what each replica's memory limit must hold. */
 const peakOf = (c: Contender) => Math.max(...processes(c).map((p) => rss(p.pid).hwm));
 
@@ -251,6 +264,25 @@ async function waitFor(done: () => boolean, capMs: number, report: () => string,
 }
 
 const key = (o: KubeObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
+
+async function residue(kube: KubeClient, namespaces: Set<string>): Promise<{ pods: number; jobs: number }> {
+  const [pods, jobs] = await Promise.all([kube.list<KubeObject>(PODS), kube.list<KubeObject>(JOBS)]);
+  return countResidue(pods.items, jobs.items, namespaces);
+}
+
+/** Pods not finished (pending, running or terminating) and Jobs not finished, in `namespaces`. */
+export function countResidue(pods: KubeObject[], jobs: KubeObject[], namespaces: Set<string>): { pods: number; jobs: number } {
+  const mine = (o: KubeObject) => namespaces.has(o.metadata?.namespace ?? '');
+  const podLeft = (p: KubeObject) => {
+    const phase = (p.status as { phase?: string } | undefined)?.phase;
+    return p.metadata?.deletionTimestamp !== undefined || (phase !== 'Succeeded' && phase !== 'Failed');
+  };
+  const jobLeft = (j: KubeObject) => {
+    const conditions = (j.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
+    return !conditions.some((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+  };
+  return { pods: pods.filter((p) => mine(p) && podLeft(p)).length, jobs: jobs.filter((j) => mine(j) && jobLeft(j)).length };
+}
 
 /** After a cap: the first few objects that did not get there, with their status, to say where it broke. */
 function lateOnes(what: string, from: Map<string, number>, to: Map<string, number>, objects: KubeObject[], say: (s: string) => void): void {
@@ -378,6 +410,19 @@ async function measureRound(
     ]);
     say(`${contender.name}: deleting them at ${o.qps}/s`);
     await phase(names, deleted, (n) => kube.delete({ ...RAYCLUSTERS, ...n }), gone, ['gone', () => clusters.list()]);
+    // The deletion's aftermath (Ray pods terminating, cleanup Jobs still queued at kube-scheduler, kube-controller-
+    // manager and kwok) would otherwise sit in front of the RayJobs' pods: the RayJobs start once it is gone.
+    const settled = performance.now();
+    const left = await residue(kube, ours);
+    let now = left;
+    while (now.pods + now.jobs > 0 && performance.now() - settled < SETTLE_CAP_MS) {
+      await sleep(5_000);
+      now = await residue(kube, ours);
+    }
+    const settle = { ...left, settleSeconds: (performance.now() - settled) / 1000 };
+    say(
+      `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs not finished; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s`,
+    );
     const jobNames = Array.from({ length: o.rayjobs }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `job-${i}` }));
     if (o.rayjobs > 0) {
       say(`${contender.name}: creating ${o.rayjobs} HTTPMode RayJobs at ${o.qps}/s`);
@@ -396,6 +441,7 @@ async function measureRound(
       jobsClusterReady: durations(jobCreated, jobClusterReady),
       jobsRunning: durations(jobCreated, running),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
+      residue: settle,
       cpuSeconds: cpuOf(contender) - cpu0,
       peakRssMiB: peakOf(contender),
       peakQueueDepth,
@@ -436,6 +482,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
   let dashboard: FakeDashboard | undefined;
   let stripCache: string | undefined;
   let running: Contender | undefined;
+  let webhook: BenchWebhook | undefined;
   try {
     say(`starting etcd, kube-apiserver (KubeRay's CRDs), kube-controller-manager, kube-scheduler, kwok with ${o.nodes} nodes`);
     cluster = await startKwokCluster({ nodes: o.nodes, crdsDir: kubeRayCrds(), onProgress: say });
@@ -459,17 +506,23 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
         const tag = name === OURS ? 'ours' : name === KUBERAY ? 'kuberay' : 'sharded';
         const namespaces = Array.from({ length: o.namespaces }, (_, i) => `r${round}-${tag}-${i}`);
-        for (const ns of namespaces) await kube.create(NAMESPACES, { metadata: { name: ns } });
+        // Ours as installed: the admission webhook beside the controller, called for ours' namespaces only.
+        const labels = name === KUBERAY ? {} : { [BENCH_WEBHOOK_LABEL]: 'true' };
+        for (const ns of namespaces) await kube.create(NAMESPACES, { metadata: { name: ns, labels } });
         say(`round ${round + 1}: ${name}: starting`);
+        if (name !== KUBERAY) webhook = await startOurWebhook(kube, namespaces[0]!, scaleCluster('webhook-probe'));
         running =
           name === OURS
             ? await startOurs(kubeconfig, o.workers, stripCache, ourArgs)
             : name === KUBERAY
               ? await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url })
               : await startOursSharded(kube, kubeconfig, o.shards, o.workers, stripCache, ourArgs, say);
+        if (webhook) running.companions = [webhook.pid];
         const figures = await measureRound(kube, running, namespaces, o, say);
         await running.stop();
         running = undefined;
+        await webhook?.stop();
+        webhook = undefined;
         rounds[name]!.push(figures);
         say(
           `round ${round + 1}: ${name}: ready p99 ${percentile(figures.ready, 99).toFixed(1)} s, gone p99 ${percentile(figures.gone, 99).toFixed(1)} s, RayJob p99 ${percentile(figures.jobs, 99).toFixed(1)} s, CPU ${figures.cpuSeconds.toFixed(1)} s, peak ${Math.round(figures.peakRssMiB)} MiB`,
@@ -485,6 +538,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
     return figures;
   } finally {
     await running?.stop().catch(() => {});
+    await webhook?.stop().catch(() => {});
     await dashboard?.close().catch(() => {});
     kube?.close();
     await cluster?.stop().catch(() => {});
@@ -503,6 +557,9 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['delete-to-gone s p50', pct('gone', 50), 1],
     ['delete-to-gone s p99', pct('gone', 99), 1],
     ['delete-to-gone s max', pct('gone', 100), 1],
+    ['pods left when all were gone', (r) => r.residue.pods, 1],
+    ['Jobs left when all were gone', (r) => r.residue.jobs, 1],
+    ['seconds until none was left', (r) => r.residue.settleSeconds, 1],
     ['RayJob create-to-cluster-ready s p50', pct('jobsClusterReady', 50), 1],
     ['RayJob create-to-cluster-ready s p99', pct('jobsClusterReady', 99), 1],
     ['RayJob create-to-Running s p50', pct('jobsRunning', 50), 1],

@@ -1,6 +1,7 @@
 // The scale bench's pure parts: per-object durations, its flags, and its table's last line (the ratio).
 import t from 'tap';
-import { DEFAULT_SCALE_OPTIONS, durations, formatScaleFigures, parseScaleArgs, type ScaleRound } from '../../bench/scale.ts';
+import { countResidue, DEFAULT_SCALE_OPTIONS, durations, formatScaleFigures, parseScaleArgs, type ScaleRound } from '../../bench/scale.ts';
+import type { KubeObject } from '../../kube/model.ts';
 
 t.test('durations: seconds per object that got there, sorted; the ones that did not are left out', async (t) => {
   const from = new Map([
@@ -30,6 +31,7 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   jobsClusterReady: [1, cpu],
   jobsRunning: [2],
   unfinished: { ready: 0, gone: 0, jobs: 0 },
+  residue: { pods: cpu, jobs: 1, settleSeconds: 30 },
   cpuSeconds: cpu,
   peakRssMiB: 100,
   peakQueueDepth: 7,
@@ -63,6 +65,14 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
   t.match(
     lines.find((l) => l.startsWith('RayJob create-to-Running s p50')),
     /2\.0 \(2\.0-2\.0\)\s+2\.0 \(2\.0-2\.0\)\s+1\.00$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('pods left when all were gone')),
+    /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('seconds until none was left')),
+    /30\.0 \(30\.0-30\.0\)\s+30\.0 \(30\.0-30\.0\)\s+1\.00$/,
   );
   t.match(
     lines.find((l) => l.startsWith('peak work queue depth')),
@@ -110,4 +120,30 @@ t.test("ours' requests by verb and resource: per object, largest first, the last
     'raykeeper API requests per object by verb and resource (last round): POST events 5.00, PATCH rayclusters 2.00, GET pods 1.00',
     'nothing for KubeRay (its client metrics have no resource), zero counts left out',
   );
+});
+
+t.test("the deletion's aftermath: pods and Jobs not finished, in the round's namespaces only", async (t) => {
+  const pod = (namespace: string, phase: string, deleting = false) => ({
+    metadata: { namespace, name: 'p', ...(deleting ? { deletionTimestamp: '2026-12-05T00:00:00Z' } : {}) },
+    status: { phase },
+  });
+  const job = (namespace: string, condition?: string, status = 'True') => ({
+    metadata: { namespace, name: 'j' },
+    status: condition ? { conditions: [{ type: condition, status }] } : {},
+  });
+  const ns = new Set(['a', 'b']);
+  const rows: Array<[string, KubeObject[], KubeObject[], { pods: number; jobs: number }]> = [
+    ['nothing', [], [], { pods: 0, jobs: 0 }],
+    [
+      'pending, running and terminating pods count',
+      [pod('a', 'Pending'), pod('a', 'Running'), pod('b', 'Succeeded', true)],
+      [],
+      { pods: 3, jobs: 0 },
+    ],
+    ['finished pods do not', [pod('a', 'Succeeded'), pod('b', 'Failed')], [], { pods: 0, jobs: 0 }],
+    ['other namespaces do not', [pod('c', 'Pending')], [job('c')], { pods: 0, jobs: 0 }],
+    ['Jobs without a finished condition count', [], [job('a'), job('b', 'Complete', 'False'), job('a', 'Suspended')], { pods: 0, jobs: 3 }],
+    ['Complete or Failed Jobs do not', [], [job('a', 'Complete'), job('b', 'Failed')], { pods: 0, jobs: 0 }],
+  ];
+  for (const [name, pods, jobs, want] of rows) t.same(countResidue(pods, jobs, ns), want, name);
 });
