@@ -22,6 +22,8 @@ export const BENCH_WEBHOOK_LABEL = 'raykeeper-bench/webhook';
 
 export interface BenchWebhook {
   pid: number;
+  /** It ended before stop() (its /proc entry, and so its CPU figure, is gone). */
+  exited(): boolean;
   stop(): Promise<void>;
 }
 
@@ -50,8 +52,11 @@ export async function startOurWebhook(kube: KubeClient, probeNamespace: string, 
     ],
     { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] },
   );
+  let spawnError: Error | undefined;
+  proc.once('error', (err) => (spawnError = err));
+  const ended = () => spawnError !== undefined || proc.exitCode !== null || proc.signalCode !== null;
   const stop = async (): Promise<void> => {
-    if (proc.exitCode === null && proc.signalCode === null) {
+    if (!ended()) {
       const exited = new Promise<void>((r) => proc.once('exit', () => r()));
       proc.kill('SIGTERM');
       await exited;
@@ -69,7 +74,7 @@ export async function startOurWebhook(kube: KubeClient, probeNamespace: string, 
     // dry runs until one comes back with the finalizer the webhook adds.
     const deadline = Date.now() + 60_000;
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`raykeeper webhook exited with ${proc.exitCode}`);
+      if (ended()) throw new Error(`raykeeper webhook ended: ${spawnError?.message ?? proc.exitCode ?? proc.signalCode}`);
       const answer = await kube
         .create<{ metadata: { finalizers?: string[] } }>({ ...RAYCLUSTERS, namespace: probeNamespace }, probe, { query: { dryRun: 'All' } })
         .catch(() => undefined);
@@ -77,7 +82,7 @@ export async function startOurWebhook(kube: KubeClient, probeNamespace: string, 
       if (Date.now() > deadline) throw new Error('the API server did not call the bench webhook within 60 s');
       await sleep(200);
     }
-    return { pid: proc.pid!, stop };
+    return { pid: proc.pid!, exited: ended, stop };
   } catch (err) {
     await stop();
     throw err;

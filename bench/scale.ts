@@ -101,8 +101,11 @@ export interface ScaleRound {
   unfinished: { ready: number; gone: number; jobs: number };
   /** What the deletion left in the simulated cluster once every RayCluster was gone (pods not finished, cleanup Jobs not finished), and the seconds until none was left (the RayJobs start then). */
   residue: { pods: number; jobs: number; settleSeconds: number };
+  /** The controller's (every replica's) and its companions' (ours: the webhook), but not while the aftermath settles. */
   cpuSeconds: number;
   peakRssMiB: number;
+  /** The largest peak RSS of the processes installed beside it (ours: the webhook; KubeRay: none, 0). */
+  companionPeakRssMiB: number;
   /** The most keys waiting in its work queues at once (sampled every 10 s): more than a few means reconciles, not events, set the pace. */
   peakQueueDepth: number;
   requests: Record<string, number>;
@@ -412,14 +415,20 @@ async function measureRound(
     await phase(names, deleted, (n) => kube.delete({ ...RAYCLUSTERS, ...n }), gone, ['gone', () => clusters.list()]);
     // The deletion's aftermath (Ray pods terminating, cleanup Jobs still queued at kube-scheduler, kube-controller-
     // manager and kwok) would otherwise sit in front of the RayJobs' pods: the RayJobs start once it is gone.
+    // The contender's CPU while it waits is left out of its figure (it would charge the slower aftermath twice).
     const settled = performance.now();
+    const cpuBeforeSettle = cpuOf(contender);
     const left = await residue(kube, ours);
     let now = left;
     while (now.pods + now.jobs > 0 && performance.now() - settled < SETTLE_CAP_MS) {
       await sleep(5_000);
-      now = await residue(kube, ours);
+      now = await residue(kube, ours).catch((err: unknown) => {
+        say(`  listing what is left failed (${err instanceof Error ? err.message : String(err)}); again in 5 s`);
+        return now;
+      });
     }
     const settle = { ...left, settleSeconds: (performance.now() - settled) / 1000 };
+    const cpuSettling = cpuOf(contender) - cpuBeforeSettle;
     say(
       `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs not finished; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s`,
     );
@@ -442,8 +451,9 @@ async function measureRound(
       jobsRunning: durations(jobCreated, running),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
       residue: settle,
-      cpuSeconds: cpuOf(contender) - cpu0,
+      cpuSeconds: cpuOf(contender) - cpu0 - cpuSettling,
       peakRssMiB: peakOf(contender),
+      companionPeakRssMiB: Math.max(0, ...(contender.companions ?? []).map((pid) => rss(pid).hwm)),
       peakQueueDepth,
       requests: {},
       reconcileErrors: (await reconcileErrors(contender)) - errors0,
@@ -519,6 +529,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
               : await startOursSharded(kube, kubeconfig, o.shards, o.workers, stripCache, ourArgs, say);
         if (webhook) running.companions = [webhook.pid];
         const figures = await measureRound(kube, running, namespaces, o, say);
+        if (webhook?.exited()) throw new Error('raykeeper webhook exited during the round (its figures would be missing)');
         await running.stop();
         running = undefined;
         await webhook?.stop();
@@ -568,6 +579,7 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['RayJob create-to-Complete s p99', pct('jobs', 99), 1],
     ['controller CPU s', (r) => r.cpuSeconds, 1],
     ['peak RSS MiB (VmHWM; largest replica)', (r) => r.peakRssMiB, 1],
+    ['peak RSS MiB beside it (ours: webhook)', (r) => r.companionPeakRssMiB, 1],
     ['peak work queue depth (every controller)', (r) => r.peakQueueDepth, 1],
     ['reconcile errors per object', (r) => r.reconcileErrors, o.clusters + o.rayjobs],
     ...VERBS.map((v): [string, (r: ScaleRound) => number, number] => [

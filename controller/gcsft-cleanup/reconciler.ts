@@ -13,7 +13,7 @@
 //   - deleting the cluster's pods: after closing the cluster's pod creation gate (ctx.creationGate,
 //     kube/creation-gate.ts: the pod operator in this process starts no create after that), only pods
 //     this cluster (its UID) owns or nobody does, each with a UID precondition; one the cache missed is
-//     found by the fresh list before the Job is created;
+//     found before the Job is created (below);
 //   - releasing the finalizer once the cached Job finished (a Job's finished condition never goes back)
 //     and no head pod is cached, when this process created that Job and has not deleted it since (after
 //     a rerun, a restart or a failover the cached copy may be of a Job already deleted: fresh reads);
@@ -23,10 +23,12 @@
 //   - creating the cleanup Job, when the cluster cache keeps whole specs (the operator runs in this
 //     process): after closing the gate, decided again on pods the cache shows complete, or else on pods
 //     listed from the API (a stale "head gone" must never start a cleanup while GCS still writes). The
-//     pod cache is complete when the gate says it shows every pod this process's operator created for
-//     the cluster's UID (each create's pod seen by the informer; none failed half-way: it may have been
-//     committed). Pods made by an earlier leader were committed before its lease lapsed and reached this
-//     cache's watch; the release's re-check of the head pod covers what still slips through. Any pod of
+//     pod cache counts as complete when the gate says this process's operator created pods for the
+//     cluster's UID and the informer has shown each one (none failed half-way: it may have been
+//     committed). A cluster whose pods another process made (an earlier leader, another replica before a
+//     shard moved, after a restart) has its pods listed. What the cache can still miss is a create
+//     another process committed in the last moment (a lost leader's request in flight), as a list can
+//     miss one committed just after it. Any pod of
 //     another RayCluster UID there (this cached copy is of an older cluster of the same name) sends it to
 //     fresh reads; the cluster as cached (a copy our own release replaced is skipped, kube/superseded.ts);
 //   the Job's name is fixed, so a stale "absent" costs one AlreadyExists, never a second Job;
@@ -225,12 +227,14 @@ export class RayClusterReconciler {
     });
     this.gate = ctx.creationGate;
     // The gate learns which of this process's pod creates the pod cache shows (Job creation may then trust it).
-    if (this.wholeClusters)
+    if (this.wholeClusters) {
+      this.gate.trackCreates();
       this.pods.on((type, pod) => {
         const uid = pod.metadata.uid;
         if (type === 'delete' || !uid) return;
         for (const o of pod.metadata.ownerReferences ?? []) if (o.kind === 'RayCluster' && o.uid) this.gate.observe(o.uid, uid);
       });
+    }
     const held = (pick: (h: { heldSeconds: number; timeoutSeconds: number }) => number) => (c: RayCluster) => {
       const h = heldFinalizer(c, ctx.now());
       const { namespace = '', name = '' } = c.metadata;

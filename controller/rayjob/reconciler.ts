@@ -11,11 +11,13 @@
 // job), except the RayJob's own cluster while Initializing on a first pass: absent means create, and a
 // create answered AlreadyExists means "re-read from the API and decide again". A miss of the RayJob
 // itself is trusted (its add event queues it), so a steady Running RayJob costs no API reads at all.
-// The GET before a side effect is skipped when the cached copy is the very version this process's own
-// last write of the RayJob produced, and the RayJob watch is not failing: the watch has brought our
-// write back, and a later write by anyone else comes through the same watch, so the cache is then as
-// current as a GET (both race a write that lands after them). That is the common path, New ->
-// Initializing written by us, then the cluster created and the job submitted.
+// That GET is skipped only before creations a repeat cannot duplicate (the cluster, the submitter Job,
+// the submission: machine.ts isRepeatableCreate), when the cached copy is the very version this
+// process's own last write of the RayJob produced and the RayJob watch is not failing. The cache may
+// then miss a write by someone else that its watch has not delivered yet (a GET would see it): the
+// creation goes ahead on a copy a moment old, and the next pass, on that write, undoes it (a suspend
+// deletes the cluster, stops the job). Deletions, stops and suspends always GET first. That is the
+// common path: New -> Initializing written by us, then the cluster created and the job submitted.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -27,6 +29,7 @@ import { submitterJobName } from '../../src/rayjob/ids.ts';
 import {
   decideRayJob,
   isSelfGuarded,
+  isRepeatableCreate,
   observationPlan,
   clusterMissIsAbsent,
   rayJobStatusChanged,
@@ -223,7 +226,9 @@ export class RayJobReconciler implements Reconciler {
     const changed = rayJobStatusChanged(job.status, decision.status);
     try {
       let current: RayJob = job;
-      if (decision.actions.some((a) => !isSelfGuarded(a)) && !(trustCache && this.cacheIsOurLastWrite(key, job))) {
+      const unguarded = decision.actions.filter((a) => !isSelfGuarded(a));
+      const trusted = trustCache && unguarded.every(isRepeatableCreate) && this.cacheIsOurLastWrite(key, job);
+      if (unguarded.length > 0 && !trusted) {
         const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
         if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {

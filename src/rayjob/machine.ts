@@ -157,6 +157,11 @@ export function isSelfGuarded(action: RayJobAction): boolean {
   );
 }
 
+/** Creations a repeat cannot duplicate (fixed names; the submission's fixed id): deciding one on a copy a moment old costs at most a pass that undoes it. */
+export function isRepeatableCreate(action: RayJobAction): boolean {
+  return action.type === 'createCluster' || action.type === 'createSubmitter' || action.type === 'submitRayJob';
+}
+
 /** What one pass decided for a RayJob this controller drives. */
 export interface RayJobStep {
   kind: 'step';

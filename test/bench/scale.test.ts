@@ -34,6 +34,7 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   residue: { pods: cpu, jobs: 1, settleSeconds: 30 },
   cpuSeconds: cpu,
   peakRssMiB: 100,
+  companionPeakRssMiB: 0,
   peakQueueDepth: 7,
   requests: { GET: 10, POST: 20, PUT: 0, PATCH: 0, DELETE: 5 },
   reconcileErrors: cpu,

@@ -104,7 +104,8 @@ const pod = (uid: string) => ({ metadata: { uid } });
 
 t.test('cacheShowsCreates: a created child is unseen until the informer reports it', async (tt) => {
   const gate = new CreationGate();
-  tt.ok(gate.cacheShowsCreates('owner'), 'nothing created: nothing unseen');
+  gate.trackCreates();
+  tt.notOk(gate.cacheShowsCreates('owner'), 'nothing created by this process: not known (another process may have made its pods)');
   await gate.create('owner', async () => pod('p1'));
   await gate.create('owner', async () => pod('p2'));
   tt.notOk(gate.cacheShowsCreates('owner'), 'two creates the cache has not shown');
@@ -115,11 +116,20 @@ t.test('cacheShowsCreates: a created child is unseen until the informer reports 
   gate.observe('owner', 'p2');
   tt.ok(gate.cacheShowsCreates('owner'), 'both shown');
   tt.equal(gate.unseenOwners, 0, 'nothing kept once shown');
-  tt.ok(gate.cacheShowsCreates('elsewhere'), 'another owner is unaffected');
+  tt.notOk(gate.cacheShowsCreates('elsewhere'), 'another owner is not known');
+});
+
+t.test('cacheShowsCreates: without trackCreates nothing is recorded, and nothing is trusted', async (tt) => {
+  const gate = new CreationGate();
+  await gate.create('owner', async () => pod('p1'));
+  gate.observe('owner', 'p1');
+  tt.notOk(gate.cacheShowsCreates('owner'));
+  tt.equal(gate.unseenOwners, 0, 'no record kept when nobody observes');
 });
 
 t.test('cacheShowsCreates: the watch event may come before the create returns', async (tt) => {
   const gate = new CreationGate();
+  gate.trackCreates();
   const api = deferred<{ metadata: { uid: string } }>();
   const creating = gate.create('owner', () => api.promise);
   tt.notOk(gate.cacheShowsCreates('owner'), 'a create under way: not shown yet');
@@ -134,6 +144,7 @@ t.test('cacheShowsCreates: the watch event may come before the create returns', 
 
 t.test('cacheShowsCreates: a failed create may have been committed, so its owner is never shown complete', async (tt) => {
   const gate = new CreationGate();
+  gate.trackCreates();
   await tt.rejects(
     gate.create('owner', async () => {
       throw new Error('timeout');
@@ -149,10 +160,36 @@ t.test('cacheShowsCreates: a failed create may have been committed, so its owner
 t.test('cacheShowsCreates: unseen records go with the closed gate of their owner after KEEP_CLOSED_MS', async (tt) => {
   let now = 1_000_000;
   const gate = new CreationGate(() => now);
+  gate.trackCreates();
   await gate.create('owner', async () => pod('p1'));
   await gate.close('owner');
   tt.notOk(gate.cacheShowsCreates('owner'));
   now += KEEP_CLOSED_MS;
   await gate.close('later');
   tt.equal(gate.unseenOwners, 0, 'dropped with the expired gate');
+  gate.observe('owner', 'p1');
+  tt.notOk(gate.cacheShowsCreates('owner'), 'and the owner is not known any more');
+});
+
+t.test('cacheShowsCreates: a record expires KEEP_CLOSED_MS after its LAST create, and then its owner is not trusted', async (tt) => {
+  let now = 1_000_000;
+  const gate = new CreationGate(() => now);
+  gate.trackCreates();
+  await tt.rejects(
+    gate.create('x', async () => {
+      throw new Error('quota');
+    }),
+  );
+  now += KEEP_CLOSED_MS - 1;
+  await gate.create('x', async () => pod('head')); // a later create renews the record
+  now += 2;
+  await gate.create('y', async () => pod('other')); // prunes what expired
+  tt.equal(gate.unseenOwners, 2, "x's record kept: its last create is recent");
+  gate.observe('x', 'head');
+  tt.notOk(gate.cacheShowsCreates('x'), 'the failed create still counts');
+  now += KEEP_CLOSED_MS;
+  await gate.create('z', async () => pod('z1'));
+  tt.notOk(gate.cacheShowsCreates('x'), 'expired: not known complete');
+  gate.observe('z', 'z1');
+  tt.ok(gate.cacheShowsCreates('z'), 'a fresh owner shown complete');
 });

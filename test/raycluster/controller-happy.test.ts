@@ -232,7 +232,10 @@ t.test(
     // The operator makes the head and worker pods (no node here: they stay Pending, and go at once when deleted).
     await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
     await until(async () => (await getCluster(e, 'alone'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
-    tt.ok(controller.manager.ctx.creationGate.cacheShowsCreates(created.metadata.uid!), 'the gate: the pod cache shows both creates');
+    await until(
+      async () => controller.manager.ctx.creationGate.cacheShowsCreates(created.metadata.uid!),
+      'the gate: the pod cache shows both creates',
+    );
     const before = apiReads(controller);
     await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'alone' });
     await until(async () => (await listJobs(e)).length === 1, 'the cleanup Job', 60_000);
@@ -247,3 +250,24 @@ t.test(
     tt.ok(read.pods <= 1, `at most one pod list (${read.pods})`);
   },
 );
+
+t.test('pods another process made (an earlier leader, a restart): the pods are listed from the API before the Job', async (tt) => {
+  const e = await env(tt);
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  const earlier = await controllerInProcess(tt, e, { withOperator: true });
+  const created = await createCluster(e, rayCluster('handed', `127.0.0.1:${server.port}`));
+  await seedRay(client, created.metadata.uid!);
+  await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
+  await until(async () => (await getCluster(e, 'handed'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
+  await earlier.stop();
+  const later = await controllerInProcess(tt, e, { withOperator: true });
+  tt.notOk(later.manager.ctx.creationGate.cacheShowsCreates(created.metadata.uid!), 'the new process made none of its pods');
+  const before = apiReads(later);
+  await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'handed' });
+  await until(async () => (await listJobs(e)).length === 1, 'the cleanup Job', 60_000);
+  const toJob = deltas(before, apiReads(later));
+  tt.ok(toJob.pods >= 1, `the pods listed from the API before the Job (${toJob.pods})`);
+  await until(async () => (await getCluster(e, 'handed')) === undefined, 'the cluster to be gone', 60_000);
+  tt.same(await rayKeys(client, created.metadata.uid!), [], 'its GCS data is gone');
+});

@@ -6,6 +6,9 @@ import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
 import {
   decideRayJob,
   defaultMachineConfig,
+  isRepeatableCreate,
+  isSelfGuarded,
+  type RayJobAction,
   observationPlan,
   clusterMissIsAbsent,
   rayJobStatusChanged,
@@ -867,3 +870,27 @@ t.test('clusterMissIsAbsent: a cache miss of the cluster is trusted only where a
   ];
   for (const [name, job, want] of rows) t.equal(clusterMissIsAbsent(job), want, name);
 });
+
+t.test(
+  'which actions guard themselves, and which are creations a repeat cannot duplicate (the stored-RayJob GET may be skipped)',
+  async (t) => {
+    const rows: Array<[RayJobAction, boolean, boolean]> = [
+      [{ type: 'addFinalizer' }, true, false],
+      [{ type: 'removeFinalizer' }, true, false],
+      [{ type: 'setStatusCheckClock', since: null }, true, false],
+      [{ type: 'recordDeletion', record: 'x' }, true, false],
+      [{ type: 'createCluster', cluster: { metadata: { name: 'c' } } }, false, true],
+      [{ type: 'createSubmitter', job: { metadata: { name: 'j' } } }, false, true],
+      [{ type: 'submitRayJob', cluster: 'c', request: { entrypoint: 'x', submission_id: 'id' } }, false, true],
+      [{ type: 'deleteCluster', name: 'c' }, false, false],
+      [{ type: 'suspendWorkerGroups', name: 'c', resourceVersion: '1', groups: 1 }, false, false],
+      [{ type: 'deleteSubmitter', name: 'j' }, false, false],
+      [{ type: 'stopRayJob', cluster: 'c', jobId: 'id' }, false, false],
+      [{ type: 'deleteRayJob' }, false, false],
+    ];
+    for (const [action, guarded, repeatable] of rows) {
+      t.equal(isSelfGuarded(action), guarded, `${action.type}: self-guarded ${guarded}`);
+      t.equal(isRepeatableCreate(action), repeatable, `${action.type}: repeatable create ${repeatable}`);
+    }
+  },
+);
