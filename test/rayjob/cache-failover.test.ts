@@ -1,7 +1,7 @@
 // Cached reads and the failover clock, on the real kube-apiserver: the RayJob reconciler reads its RayJob,
 // RayCluster and submitter Job from the informer caches (a steady Running RayJob costs no API reads),
 // and the dashboard-failure clock lives in an annotation, so a new leader continues it.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { InformerFactory } from '../../kube/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';
 import { STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
@@ -13,7 +13,8 @@ import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import { sleep } from '../../src/backoff.ts';
 
-t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
+/** A harness and a replica reading the RayJob caches, its API requests recorded in `calls`. */
+async function cachedReplica(t: Test) {
   const h = await rayJobHarness(t);
   const factory = new InformerFactory(h.kube, { namespace: h.namespace });
   const caches = rayJobCaches(factory);
@@ -22,7 +23,11 @@ t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, it
   t.ok(await factory.waitForSync(), 'caches synced');
   const { kube, calls } = countingClient(h.ns.kubeConfig);
   t.teardown(() => kube.close());
-  const cached = h.replica({ kube, caches });
+  return { h, caches, calls, cached: h.replica({ kube, caches }) };
+}
+
+t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
+  const { h, caches, calls, cached } = await cachedReplica(t);
 
   await h.create(manifest('steady', { entrypoint: 'sleep 60' }));
   const key = `${h.namespace}/steady`;
@@ -65,15 +70,7 @@ t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, it
 t.test(
   'New to Running on the caches: the RayJob is not read again before creating its cluster or submitting, when the cache is our own last write',
   async (t) => {
-    const h = await rayJobHarness(t);
-    const factory = new InformerFactory(h.kube, { namespace: h.namespace });
-    const caches = rayJobCaches(factory);
-    factory.start();
-    t.teardown(() => factory.stop());
-    t.ok(await factory.waitForSync(), 'caches synced');
-    const { kube, calls } = countingClient(h.ns.kubeConfig);
-    t.teardown(() => kube.close());
-    const cached = h.replica({ kube, caches });
+    const { h, caches, calls, cached } = await cachedReplica(t);
     const rayJobGets = (name: string) => calls.filter((c) => c.startsWith('GET ') && c.endsWith(`/rayjobs/${name}`)).length;
     /** Reconciles `name` on caches that show its stored version, until it is RUNNING. */
     const drive = async (name: string, beforeEach: (pass: number) => Promise<void> = async () => undefined) => {
