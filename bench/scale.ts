@@ -189,8 +189,7 @@ export async function reconcileErrors(c: Contender): Promise<number> {
     : summed(c, 'controller_runtime_reconcile_errors_total', /.*/);
 }
 
-const cpuOf = (c: Contender) =>
-  processes(c).reduce((sum, p) => sum + cpuSeconds(p.pid), 0) + (c.companions ?? []).reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+const cpuOf = (c: Contender) => [...processes(c).map((p) => p.pid), ...(c.companions ?? [])].reduce((sum, pid) => sum + cpuSeconds(pid), 0);
 /** The largest replica's peak: what each replica's memory limit must hold. */
 const peakOf = (c: Contender) => Math.max(...processes(c).map((p) => rss(p.pid).hwm));
 
