@@ -1,11 +1,12 @@
 // The RayCluster reconciler end to end on the real API server, with the test job runner running
 // `raykeeper redis-cleanup` against a real redis-server.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import {
   controllerInProcess,
   createCluster,
   createPods,
   env,
+  type Env,
   events,
   FINALIZER,
   getCluster,
@@ -220,18 +221,24 @@ function deltas(before: ReturnType<typeof apiReads>, after: ReturnType<typeof ap
   return { rayclusters: after.rayclusters - before.rayclusters, pods: after.pods - before.pods, jobs: after.jobs - before.jobs };
 }
 
+/** A GCS-FT cluster `name` (its GCS data seeded in a real Redis) whose pods the operator of an in-process controller made, and its finalizer. */
+async function clusterWithPods(tt: Test, e: Env, name: string) {
+  const { server, client } = await redis(tt);
+  await jobRunner(tt, e);
+  const controller = await controllerInProcess(tt, e, { withOperator: true });
+  const created = await createCluster(e, rayCluster(name, `127.0.0.1:${server.port}`));
+  await seedRay(client, created.metadata.uid!);
+  // The operator makes the head and worker pods (no node here: they stay Pending, and go at once when deleted).
+  await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
+  await until(async () => (await getCluster(e, name))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
+  return { controller, client, created };
+}
+
 t.test(
   'with the pod operator in the process (standalone): a deletion reads nothing from the API (the pod cache shows every pod it made)',
   async (tt) => {
     const e = await env(tt);
-    const { server, client } = await redis(tt);
-    await jobRunner(tt, e);
-    const controller = await controllerInProcess(tt, e, { withOperator: true });
-    const created = await createCluster(e, rayCluster('alone', `127.0.0.1:${server.port}`));
-    await seedRay(client, created.metadata.uid!);
-    // The operator makes the head and worker pods (no node here: they stay Pending, and go at once when deleted).
-    await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
-    await until(async () => (await getCluster(e, 'alone'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
+    const { controller, client, created } = await clusterWithPods(tt, e, 'alone');
     await until(
       async () => controller.manager.ctx.creationGate.cacheShowsCreates(created.metadata.uid!),
       'the gate: the pod cache shows both creates',
@@ -253,13 +260,7 @@ t.test(
 
 t.test('pods another process made (an earlier leader, a restart): the pods are listed from the API before the Job', async (tt) => {
   const e = await env(tt);
-  const { server, client } = await redis(tt);
-  await jobRunner(tt, e);
-  const earlier = await controllerInProcess(tt, e, { withOperator: true });
-  const created = await createCluster(e, rayCluster('handed', `127.0.0.1:${server.port}`));
-  await seedRay(client, created.metadata.uid!);
-  await until(async () => (await e.kube.list({ ...PODS, namespace: e.ns.name })).items.length === 2, 'the operator made 2 pods');
-  await until(async () => (await getCluster(e, 'handed'))?.metadata.finalizers?.includes(FINALIZER), 'the finalizer');
+  const { controller: earlier, client, created } = await clusterWithPods(tt, e, 'handed');
   await earlier.stop();
   const later = await controllerInProcess(tt, e, { withOperator: true });
   tt.notOk(later.manager.ctx.creationGate.cacheShowsCreates(created.metadata.uid!), 'the new process made none of its pods');
