@@ -18,6 +18,11 @@
 // creation goes ahead on a copy a moment old, and the next pass, on that write, undoes it (a suspend
 // deletes the cluster, stops the job). Deletions, stops and suspends always GET first. That is the
 // common path: New -> Initializing written by us, then the cluster created and the job submitted.
+// A decision that waits on nothing but its own status write (machine.ts decideAgain: New with its names,
+// New -> Initializing, HTTPMode's Initializing -> Running) is followed at once, in the same reconcile, by
+// the next one, made on the RayJob that write returned (the stored version, as a GET would show it): a
+// RayJob is not sent round the work queue three times more on its way to a submission. A cluster this
+// process created that its cache has not shown yet is not taken as absent: a GET looks.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -79,6 +84,8 @@ import { errorMessage } from '../../src/errors.ts';
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
+/** Decisions made at once on our own write's answer (machine.ts decideAgain) in one reconcile: New -> Initializing -> create is the longest chain. */
+const MAX_CHAINED = 3;
 
 /** The informers the reconciler reads from (the ones its module watches). */
 export interface RayJobCaches {
@@ -105,8 +112,13 @@ export interface RayJobReconcilerDeps {
   dashboard?: DashboardClient;
 }
 
-/** One decide-and-act pass: done (with the runtime's result) or "the object moved: re-read". */
-export type Pass = { kind: 'done'; result: ReconcileResult; decision?: RayJobStep } | { kind: 'conflict'; why: string };
+/**
+ * One decide-and-act pass: done (with the runtime's result, and the RayJob as its status write left it) or
+ * "the object moved: re-read".
+ */
+export type Pass =
+  | { kind: 'done'; result: ReconcileResult; decision?: RayJobStep; written?: RayJob | undefined }
+  | { kind: 'conflict'; why: string };
 
 export class RayJobReconciler implements Reconciler {
   private readonly kube: KubeClient;
@@ -126,6 +138,8 @@ export class RayJobReconciler implements Reconciler {
   private readonly unmatchedKeys = new Set<string>();
   /** Per RayJob key, the resourceVersion this process's last write of it produced. */
   private readonly lastWritten = new Map<string, string>();
+  /** Per RayJob key, the RayCluster this process created for it that the cluster cache has not shown yet. */
+  private readonly clustersNotCached = new Map<string, string>();
 
   constructor(deps: RayJobReconcilerDeps) {
     this.kube = deps.kube;
@@ -173,25 +187,36 @@ export class RayJobReconciler implements Reconciler {
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
     let why = '';
+    let written: RayJob | undefined;
+    let chained = 0;
     for (let pass = 0; pass < MAX_PASSES; pass++) {
       signal?.throwIfAborted();
       // The first pass trusts the cache, a miss too (gone, or not seen yet: its add event queues it); after
-      // a conflict the cache is known to lag: ask the API.
+      // a conflict the cache is known to lag: ask the API. A decision asked for at once (decideAgain) is made
+      // on the RayJob our status write returned: the stored version, as fresh as a GET's.
       const ref = { ...RAYJOBS, namespace, name };
       const cache = pass === 0 ? this.caches?.rayJobs : undefined;
-      const job = cache ? (cache.getByName(namespace, name) ?? null) : await this.read<RayJob>(undefined, ref, signal);
+      const job = written ?? (cache ? (cache.getByName(namespace, name) ?? null) : await this.read<RayJob>(undefined, ref, signal));
       // A write of ours replaced the cached copy: its watch event queues us again (deciding now earns a 409).
-      if (cache && job !== null && this.kube.isStale(ref, job.metadata.resourceVersion)) return;
+      if (!written && cache && job !== null && this.kube.isStale(ref, job.metadata.resourceVersion)) return;
       if (job === null) {
         this.kube.forgetVersions(ref);
         this.lastWritten.delete(key);
+        this.clustersNotCached.delete(key);
         this.trackUnmatched(namespace ?? '', key, false);
         this.tokenProblems.delete(key);
         return;
       }
-      const outcome = await this.reconcileObject(job, signal, pass === 0);
+      const outcome = await this.reconcileObject(job, signal, pass === 0 || written !== undefined);
+      written = undefined;
       if (outcome.kind === 'done') {
         if (outcome.decision) this.trackUnmatched(namespace ?? '', key, outcome.decision.unmatchedDeletionRules === true);
+        if (outcome.decision?.decideAgain && outcome.written && chained < MAX_CHAINED) {
+          written = outcome.written;
+          chained++;
+          pass--; // not a conflict: the passes count re-reads only
+          continue;
+        }
         return outcome.result;
       }
       why = outcome.why;
@@ -238,8 +263,9 @@ export class RayJobReconciler implements Reconciler {
       for (const action of decision.actions) {
         current = await this.execute(action, current, observed, signal, log);
       }
+      let written: RayJob | undefined;
       if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
-        await this.writeStatus(current, decision, signal);
+        written = await this.writeStatus(current, decision, signal);
         this.transitions.inc({ from: decision.from, to: decision.next });
         if (decision.from !== decision.next)
           log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
@@ -249,7 +275,7 @@ export class RayJobReconciler implements Reconciler {
       for (const ev of decision.events) this.events.event(current, ev.type, ev.reason, ev.message);
       const result: ReconcileResult = {};
       if (decision.requeueAfterMs !== undefined) result.requeueAfterMs = decision.requeueAfterMs;
-      return { kind: 'done', result, decision };
+      return { kind: 'done', result, decision, written };
     } catch (err) {
       if (err instanceof Moved) return { kind: 'conflict', why: err.message };
       throw err;
@@ -337,12 +363,18 @@ export class RayJobReconciler implements Reconciler {
     if (plan.cluster) {
       const ref = { ...RAYCLUSTERS, namespace, name: clusterName };
       const clusters = this.caches?.clusters;
+      const key = objectKey(job);
+      const cached = clusterName === '' ? undefined : clusters?.getByName(namespace, clusterName);
+      if (cached !== undefined) this.clustersNotCached.delete(key);
+      // A cluster this process created that its cache has not shown yet is not absent: a GET looks.
+      const createdHere = this.clustersNotCached.get(key) === clusterName;
       observed.cluster =
         clusterName === ''
           ? null
-          : clusters && trustCache && clusterMissIsAbsent(job)
-            ? (clusters.getByName(namespace, clusterName) ?? null)
-            : await this.read<RayCluster>(clusters, ref, signal);
+          : clusters && trustCache && clusterMissIsAbsent(job) && !createdHere
+            ? (cached ?? null)
+            : (cached ?? (await this.read<RayCluster>(undefined, ref, signal)));
+      if (observed.cluster === null) this.clustersNotCached.delete(key);
     }
     if (plan.submitter) {
       const name = submitterJobName(job);
@@ -382,7 +414,8 @@ export class RayJobReconciler implements Reconciler {
     return listed.items[0] ?? null;
   }
 
-  private async writeStatus(current: RayJob, decision: RayJobStep, signal?: AbortSignal): Promise<void> {
+  /** The status through /status at the decided resourceVersion; the RayJob as written (undefined: it is gone). */
+  private async writeStatus(current: RayJob, decision: RayJobStep, signal?: AbortSignal): Promise<RayJob | undefined> {
     const body = {
       apiVersion: current.apiVersion ?? RAY_API_VERSION,
       kind: current.kind ?? 'RayJob',
@@ -391,10 +424,10 @@ export class RayJobReconciler implements Reconciler {
       status: decision.status,
     };
     try {
-      this.wrote(await this.kube.replace<RayJob>(this.ref(current, 'status'), body, { signal }));
+      return this.wrote(await this.kube.replace<RayJob>(this.ref(current, 'status'), body, { signal }));
     } catch (err) {
       if (isConflict(err)) throw new Moved(`status write conflicted (${decision.from} -> ${decision.next})`);
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }
@@ -443,6 +476,7 @@ export class RayJobReconciler implements Reconciler {
         const name = action.cluster.metadata.name ?? '';
         try {
           await this.kube.create({ ...RAYCLUSTERS, namespace }, action.cluster, { signal });
+          if (this.caches?.clusters.getByName(namespace, name) === undefined) this.clustersNotCached.set(objectKey(owner), name);
           this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
         } catch (err) {
           // Decided on a cache that had not seen it (machine.ts clusterMissIsAbsent): look again at the API's copies.

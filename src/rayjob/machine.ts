@@ -180,6 +180,12 @@ export interface RayJobStep {
   statusCheck?: 'ok' | 'failing';
   /** Finished, its cluster kept, and no deletion rule matches its terminal state (the Warning went out). */
   unmatchedDeletionRules?: boolean;
+  /**
+   * The next decision waits on nothing but this one's status write: make it at once on the written RayJob
+   * (New with its names -> Initializing -> the cluster created; HTTPMode's Running -> the submission), not
+   * after a trip through the work queue, which is long when many RayJobs share it.
+   */
+  decideAgain?: boolean;
   /** For logs: why the case decided what it did. */
   note: string;
 }
@@ -270,6 +276,7 @@ interface Outcome {
   requeueAfterMs?: number;
   statusCheck?: 'ok' | 'failing';
   unmatchedDeletionRules?: boolean;
+  decideAgain?: boolean;
   note: string;
 }
 
@@ -385,12 +392,14 @@ function decideNew(ctx: Ctx): Outcome {
       changes: { ...names, jobStatus: status.jobStatus ?? '' },
       actions,
       requeueAfterMs: config.requeueMs,
+      decideAgain: true,
     });
   }
   return {
     next: 'Initializing',
     changes: { startTime: formatTime(ctx.now) },
     requeueAfterMs: config.requeueMs,
+    decideAgain: true,
     note: 'start time stamped',
   };
 }
@@ -439,7 +448,15 @@ function decideInitializing(ctx: Ctx): Outcome {
     const next: RayJob = { ...job, status: { ...status, ...changes } };
     actions.push({ type: 'createSubmitter', job: buildSubmitterJob(next, cluster, config.submitter) });
   }
-  return { next: 'Running', changes, actions, requeueAfterMs: config.requeueMs, note: `cluster ready; ${ctx.mode} submission` };
+  return {
+    next: 'Running',
+    changes,
+    actions,
+    requeueAfterMs: config.requeueMs,
+    // HTTPMode submits on its first Running pass (KubeRay's order): that pass needs only the write.
+    ...(ctx.mode === 'HTTPMode' ? { decideAgain: true } : {}),
+    note: `cluster ready; ${ctx.mode} submission`,
+  };
 }
 
 /** Waiting (InteractiveMode): the user submits by hand, then sets spec.jobId. */
@@ -940,5 +957,6 @@ function finish(ctx: Ctx, outcome: Outcome): RayJobStep {
   if (outcome.requeueAfterMs !== undefined) step.requeueAfterMs = outcome.requeueAfterMs;
   if (outcome.statusCheck !== undefined) step.statusCheck = outcome.statusCheck;
   if (outcome.unmatchedDeletionRules === true) step.unmatchedDeletionRules = true;
+  if (outcome.decideAgain === true) step.decideAgain = true;
   return step;
 }

@@ -123,7 +123,7 @@ t.test("ours' requests by verb and resource: per object, largest first, the last
   );
 });
 
-t.test("the deletion's aftermath: pods and Jobs not finished, in the round's namespaces only", async (t) => {
+t.test("the deletion's aftermath: pods and Jobs still there, finished or not, in the round's namespaces only", async (t) => {
   const pod = (namespace: string, phase: string, deleting = false) => ({
     metadata: { namespace, name: 'p', ...(deleting ? { deletionTimestamp: '2026-12-05T00:00:00Z' } : {}) },
     status: { phase },
@@ -141,10 +141,14 @@ t.test("the deletion's aftermath: pods and Jobs not finished, in the round's nam
       [],
       { pods: 3, jobs: 0 },
     ],
-    ['finished pods do not', [pod('a', 'Succeeded'), pod('b', 'Failed')], [], { pods: 0, jobs: 0 }],
+    [
+      'finished pods count too (the garbage collector still has to delete them)',
+      [pod('a', 'Succeeded'), pod('b', 'Failed')],
+      [],
+      { pods: 2, jobs: 0 },
+    ],
     ['other namespaces do not', [pod('c', 'Pending')], [job('c')], { pods: 0, jobs: 0 }],
-    ['Jobs without a finished condition count', [], [job('a'), job('b', 'Complete', 'False'), job('a', 'Suspended')], { pods: 0, jobs: 3 }],
-    ['Complete or Failed Jobs do not', [], [job('a', 'Complete'), job('b', 'Failed')], { pods: 0, jobs: 0 }],
+    ['Jobs count, finished or not', [], [job('a'), job('b', 'Complete'), job('a', 'Failed')], { pods: 0, jobs: 3 }],
   ];
   for (const [name, pods, jobs, want] of rows) t.same(countResidue(pods, jobs, ns), want, name);
 });

@@ -23,7 +23,7 @@ async function cachedReplica(t: Test) {
   t.ok(await factory.waitForSync(), 'caches synced');
   const { kube, calls } = countingClient(h.ns.kubeConfig);
   t.teardown(() => kube.close());
-  return { h, caches, calls, cached: h.replica({ kube, caches }) };
+  return { h, caches, calls, kube, cached: h.replica({ kube, caches }) };
 }
 
 t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
@@ -113,10 +113,91 @@ t.test(
       while (caches.rayJobs.getByName(h.namespace, 'touched')?.metadata.resourceVersion !== stored?.metadata.resourceVersion)
         await sleep(20);
     });
-    t.ok(rayJobGets('touched') >= 2, `the RayJob read before the cluster create and before the submission (${rayJobGets('touched')} GETs)`);
+    // Its cluster is created in the first reconcile, on our own write's answer (nothing to touch in between); the
+    // submitter Job is created on the pass the ready cluster queues, decided on the cache: the copy is not ours.
+    t.ok(rayJobGets('touched') >= 1, `the RayJob read before the submitter Job was created (${rayJobGets('touched')} GETs)`);
     t.equal(h.dashboard.submissions.length, 2, 'submitted once more (the second RayJob)');
   },
 );
+
+t.test(
+  'each decision that waits only on our own write is made at once on its answer: New to the cluster created, and Running to the submission, in one reconcile each',
+  async (t) => {
+    const { h, caches, calls, cached } = await cachedReplica(t);
+    const key = `${h.namespace}/quick`;
+    const clusterPosts = () => calls.filter((c) => c.startsWith('POST ') && c.endsWith('/rayclusters')).length;
+    /** Until the caches show the stored RayJob and `also()` holds. */
+    const cachesShow = async (also: () => boolean = () => true) => {
+      const stored = await h.get('quick');
+      const deadline = Date.now() + 30_000;
+      while (caches.rayJobs.getByName(h.namespace, 'quick')?.metadata.resourceVersion !== stored?.metadata.resourceVersion || !also()) {
+        if (Date.now() > deadline) throw new Error('the caches never caught up');
+        await sleep(20);
+      }
+    };
+    await h.create(manifest('quick', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
+    await cachesShow();
+    await cached.reconcile(key);
+    const initializing = (await h.get('quick'))!;
+    t.equal(initializing.status?.jobDeploymentStatus, 'Initializing', 'one reconcile: New with its names, then Initializing');
+    t.equal((await h.clusters()).length, 1, 'and its RayCluster created, in the same reconcile');
+    const clusterName = initializing.status?.rayClusterName ?? '';
+
+    await h.markReady(clusterName);
+    await cachesShow(() => caches.clusters.getByName(h.namespace, clusterName)?.status?.state === 'ready');
+    await cached.reconcile(key);
+    t.equal((await h.get('quick'))?.status?.jobDeploymentStatus, 'Running', 'the ready cluster: Running written');
+    t.equal(h.dashboard.submissions.length, 1, 'and the Ray job submitted in the same reconcile');
+
+    // The watch events of those writes queue it again: nothing is done twice.
+    await cachesShow();
+    for (let i = 0; i < 3; i++) await cached.reconcile(key);
+    t.equal(clusterPosts(), 1, 'one cluster create');
+    t.equal(h.dashboard.submissions.length, 1, 'one submission');
+    t.equal(
+      calls.filter((c) => c.startsWith('GET ') && c.endsWith('/rayjobs/quick')).length,
+      0,
+      'no GET of the RayJob: each decision was made on our own write',
+    );
+  },
+);
+
+t.test('a cluster this process created that the cluster cache has not shown yet is looked up, not created again', async (t) => {
+  const { h, caches, calls, kube } = await cachedReplica(t);
+  // The cluster cache lags behind our create: it shows no cluster at all.
+  const hidden = new Proxy(caches.clusters, {
+    get(target, p) {
+      if (p === 'getByName') return () => undefined;
+      if (p === 'list') return () => [];
+      const v = Reflect.get(target, p) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const lagging = h.replica({ kube, caches: { ...caches, clusters: hidden } });
+  const key = `${h.namespace}/lag`;
+  const cacheShowsStored = async () => {
+    const stored = await h.get('lag');
+    while (caches.rayJobs.getByName(h.namespace, 'lag')?.metadata.resourceVersion !== stored?.metadata.resourceVersion) await sleep(20);
+  };
+  await h.create(manifest('lag', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
+  await cacheShowsStored();
+  await lagging.reconcile(key);
+  const name = (await h.get('lag'))?.status?.rayClusterName ?? '';
+  t.equal((await h.clusters()).length, 1, 'the first reconcile created the cluster');
+  // The watch event of our Initializing write queues it again; the cluster cache still has not shown the cluster.
+  await cacheShowsStored();
+  await lagging.reconcile(key);
+  t.equal(
+    calls.filter((c) => c.startsWith('POST ') && c.endsWith('/rayclusters')).length,
+    1,
+    'no second create (it would be answered AlreadyExists)',
+  );
+  t.ok(
+    calls.some((c) => c.startsWith('GET ') && c.endsWith(`/rayclusters/${name}`)),
+    'the miss was looked up with a GET',
+  );
+  t.equal((await h.get('lag'))?.status?.jobDeploymentStatus, 'Initializing', 'waiting for the cluster to be ready');
+});
 
 t.test('the dashboard-failure clock survives a failover: a new leader continues it from the annotation', async (t) => {
   const h = await rayJobHarness(t, { machine: { statusCheckTimeoutSeconds: 30 } });

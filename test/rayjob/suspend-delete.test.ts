@@ -34,7 +34,10 @@ t.test('created suspended (as Kueue does): no cluster is ever created until resu
   const h = await rayJobHarness(t);
   await h.create(manifest('kueue', { suspend: true }));
   const done = await h.drive('kueue', inState('Suspended'));
-  t.same(done.states, ['New', 'Initializing', 'Suspending', 'Suspended']);
+  // Initializing is written in the first reconcile, and the suspend decided at once on that write (KubeRay's
+  // New -> Initializing -> Suspending): a poll between reconciles sees New, then Suspending.
+  t.same(done.states, ['New', 'Suspending', 'Suspended']);
+  t.ok(done.job?.status?.startTime, 'Initializing was written on the way (it stamps startTime)');
   t.same(await h.clusters(), [], 'no RayCluster');
 });
 

@@ -30,6 +30,8 @@ interface Expect {
   /** true: some requeue; false: none; a number: exactly that many ms. */
   requeue?: boolean | number;
   statusCheck?: 'ok' | 'failing';
+  /** The next decision is made at once on this one's write (default false: through the work queue). */
+  decideAgain?: true;
   /** Fields the written status must have (t.match). */
   status?: Record<string, unknown>;
   /** Keys the written status must NOT have. */
@@ -57,6 +59,7 @@ const rows: Row[] = [
     now: 0,
     expect: {
       next: 'New',
+      decideAgain: true,
       actions: ['addFinalizer'],
       requeue: true,
       status: { jobId: 'demo-bbbbb', rayClusterName: 'demo-bbbbb', jobStatus: '', jobDeploymentStatus: 'New' },
@@ -72,6 +75,7 @@ const rows: Row[] = [
     now: 2,
     expect: {
       next: 'Initializing',
+      decideAgain: true,
       actions: [],
       requeue: true,
       status: {
@@ -87,7 +91,7 @@ const rows: Row[] = [
   {
     name: 'New ("" as KubeRay writes it) reads as New and is stored as New',
     job: rayJob(''),
-    expect: { next: 'New', actions: ['addFinalizer'], status: { jobDeploymentStatus: 'New' } },
+    expect: { next: 'New', decideAgain: true, actions: ['addFinalizer'], status: { jobDeploymentStatus: 'New' } },
   },
   {
     name: 'New with names but stored as "": written once as New before moving on',
@@ -95,22 +99,22 @@ const rows: Row[] = [
       status: { jobId: 'demo-abcde', rayClusterName: 'demo-fghjk' },
       metadata: { finalizers: ['ray.io/rayjob-finalizer'] },
     }),
-    expect: { next: 'New', actions: [], status: { jobDeploymentStatus: 'New', jobId: 'demo-abcde' } },
+    expect: { next: 'New', decideAgain: true, actions: [], status: { jobDeploymentStatus: 'New', jobId: 'demo-abcde' } },
   },
   {
     name: 'New (named) with the finalizer already there and spec.jobId: no patch, the user id',
     job: rayJob('New', { spec: { jobId: 'my-id' }, metadata: { finalizers: ['ray.io/rayjob-finalizer'] } }),
-    expect: { next: 'New', actions: [], status: { jobId: 'my-id' } },
+    expect: { next: 'New', decideAgain: true, actions: [], status: { jobId: 'my-id' } },
   },
   {
     name: 'New with clusterSelector: the cluster name comes from ray.io/cluster',
     job: rayJob('New', { spec: { clusterSelector: { 'ray.io/cluster': 'shared' }, rayClusterSpec: undefined } }),
-    expect: { next: 'New', status: { rayClusterName: 'shared' } },
+    expect: { next: 'New', decideAgain: true, status: { rayClusterName: 'shared' } },
   },
   {
     name: 'New in InteractiveMode: no jobId yet',
     job: rayJob('New', { spec: { submissionMode: 'InteractiveMode' } }),
-    expect: { next: 'New', absent: ['jobId'] },
+    expect: { next: 'New', decideAgain: true, absent: ['jobId'] },
   },
   {
     name: 'New in InteractiveMode, cluster name recorded -> Initializing without a jobId',
@@ -119,12 +123,12 @@ const rows: Row[] = [
       status: { rayClusterName: 'demo-fghjk' },
       metadata: { finalizers: ['ray.io/rayjob-finalizer'] },
     }),
-    expect: { next: 'Initializing', absent: ['jobId'] },
+    expect: { next: 'Initializing', decideAgain: true, absent: ['jobId'] },
   },
   {
     name: 'New with a status-check clock left from an earlier run: cleared',
     job: rayJob('New', { metadata: { annotations: { 'raykeeper.io/status-check-failing-since': iso(0) } } }),
-    expect: { next: 'New', actions: ['addFinalizer', 'setStatusCheckClock'] },
+    expect: { next: 'New', decideAgain: true, actions: ['addFinalizer', 'setStatusCheckClock'] },
   },
   {
     name: 'New, invalid spec (suspend without shutdownAfterJobFinishes) -> ValidationFailed, Warning event, no requeue',
@@ -222,10 +226,10 @@ const rows: Row[] = [
     expect: { next: 'Running', actions: [] },
   },
   {
-    name: 'Initializing, cluster ready, HTTPMode -> Running (submission happens in Running)',
+    name: 'Initializing, cluster ready, HTTPMode -> Running (submission happens in Running, decided at once on that write)',
     job: rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }),
     observed: { cluster: ready },
-    expect: { next: 'Running', actions: [] },
+    expect: { next: 'Running', decideAgain: true, actions: [] },
   },
   {
     name: 'Initializing, cluster ready, InteractiveMode -> Waiting',
@@ -641,7 +645,7 @@ const rows: Row[] = [
   {
     name: "spec.managedBy KubeRay's own name: ours to drive",
     job: rayJob(undefined, { spec: { managedBy: 'ray.io/kuberay-operator' } }),
-    expect: { next: 'New', actions: ['addFinalizer'] },
+    expect: { next: 'New', decideAgain: true, actions: ['addFinalizer'] },
   },
 ];
 
@@ -697,6 +701,7 @@ t.test('transition table', async (t) => {
       if (e.requeue === false) t.equal(d.requeueAfterMs, undefined, 'not requeued');
       if (typeof e.requeue === 'number') t.equal(d.requeueAfterMs, e.requeue, 'requeue delay');
       if (e.statusCheck !== undefined) t.equal(d.statusCheck, e.statusCheck, 'status check');
+      if (!('leftAlone' in e)) t.equal(d.decideAgain === true, e.decideAgain === true, 'decided again at once, or not');
       if (e.status !== undefined) t.match(d.status, e.status, 'status fields');
       for (const key of e.absent ?? []) t.notOk(key in d.status, `status has no ${key}`);
       t.equal(JSON.stringify(row.job), before, 'the input RayJob is not mutated');
