@@ -60,6 +60,7 @@ import { InformerFactory } from '../kube/informer.ts';
 import { JOBS, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import type { KubeObject } from '../kube/model.ts';
 import { sleep } from '../src/backoff.ts';
+import { errorMessage } from '../src/errors.ts';
 import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
 import { startFakeDashboard, type FakeDashboard } from '../test/rayjob/helpers/fake-dashboard.ts';
 
@@ -275,7 +276,7 @@ const NAMESPACES_GONE_CAP_MS = 900_000;
  */
 async function deleteNamespaces(kube: KubeClient, namespaces: string[], say: (s: string) => void): Promise<void> {
   await pool(namespaces, 8, async (ns) => {
-    await kube.delete({ ...NAMESPACES, name: ns });
+    await kube.delete({ ...NAMESPACES, name: ns }).catch((err: unknown) => say(`  deleting namespace ${ns} failed: ${errorMessage(err)}`));
   });
   const mine = new Set(namespaces);
   const t0 = performance.now();
@@ -283,7 +284,7 @@ async function deleteNamespaces(kube: KubeClient, namespaces: string[], say: (s:
   let told = t0;
   while (left > 0 && performance.now() - t0 < NAMESPACES_GONE_CAP_MS) {
     await sleep(2_000);
-    const all = await kube.list<KubeObject>(NAMESPACES).catch(() => undefined);
+    const all = await kube.list<KubeObject>(NAMESPACES).catch((err: unknown) => say(`  listing namespaces failed: ${errorMessage(err)}`));
     if (all) left = all.items.filter((n) => mine.has(n.metadata?.name ?? '')).length;
     if (performance.now() - told > 10_000) {
       told = performance.now();
@@ -554,15 +555,17 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
         if (webhook) running.companions = [webhook.pid];
         const figures = await measureRound(kube, running, namespaces, o, say);
         if (webhook?.exited()) throw new Error('raykeeper webhook exited during the round (its figures would be missing)');
-        await running.stop();
-        running = undefined;
-        await webhook?.stop();
-        webhook = undefined;
         rounds[name]!.push(figures);
         say(
           `round ${round + 1}: ${name}: ready p99 ${percentile(figures.ready, 99).toFixed(1)} s, gone p99 ${percentile(figures.gone, 99).toFixed(1)} s, RayJob p99 ${percentile(figures.jobs, 99).toFixed(1)} s, CPU ${figures.cpuSeconds.toFixed(1)} s, peak ${Math.round(figures.peakRssMiB)} MiB`,
         );
+        // While the contender still runs (its figures are taken): what is left with its finalizers (a RayJob or
+        // RayCluster that missed its cap) is released by its own operator, not by the next contender's.
         await deleteNamespaces(kube, namespaces, say);
+        await running.stop();
+        running = undefined;
+        await webhook?.stop();
+        webhook = undefined;
       }
     }
     const figures: ScaleFigures = { options: o, rounds };

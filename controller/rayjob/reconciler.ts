@@ -8,7 +8,8 @@
 // transition twice nor skip one; a cached RayJob that one of our own writes replaced is not decided on
 // at all (kube/superseded.ts: the watch event of our write queues it again). A cache MISS of a
 // dependent is confirmed by a GET (a RayCluster that is not in the cache yet must not fail a running
-// job), except the RayJob's own cluster while Initializing on a first pass: absent means create, and a
+// job), except the RayJob's own cluster while Initializing on a first pass (and the decisions chained to it,
+// below), unless this process created it: absent means create, and a
 // create answered AlreadyExists means "re-read from the API and decide again". A miss of the RayJob
 // itself is trusted (its add event queues it), so a steady Running RayJob costs no API reads at all.
 // That GET is skipped only before creations a repeat cannot duplicate (the cluster, the submitter Job,
@@ -20,9 +21,11 @@
 // common path: New -> Initializing written by us, then the cluster created and the job submitted.
 // A decision that waits on nothing but its own status write (machine.ts decideAgain: New with its names,
 // New -> Initializing, HTTPMode's Initializing -> Running) is followed at once, in the same reconcile, by
-// the next one, made on the RayJob that write returned (the stored version, as a GET would show it): a
-// RayJob is not sent round the work queue three times more on its way to a submission. A cluster this
-// process created that its cache has not shown yet is not taken as absent: a GET looks.
+// the next one, made on the RayJob that write returned: a RayJob is not sent round the work queue three
+// times more on its way to a submission. That copy is our own last write, so the rule above holds for it
+// as for the cache: the creations a repeat cannot duplicate go ahead on it, and a write someone else made
+// after ours (a suspend, a deletion) is undone by the pass its watch event queues. A cluster this process
+// created that its cache has not shown yet is not taken as absent: a GET looks.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -84,7 +87,10 @@ import { errorMessage } from '../../src/errors.ts';
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
-/** Decisions made at once on our own write's answer (machine.ts decideAgain) in one reconcile: New -> Initializing -> create is the longest chain. */
+/**
+ * Decisions made at once on our own write's answer (machine.ts decideAgain) in one reconcile. The longest chain:
+ * New with its names -> Initializing -> (a selected cluster already ready) Running -> the submission.
+ */
 const MAX_CHAINED = 3;
 
 /** The informers the reconciler reads from (the ones its module watches). */
@@ -193,7 +199,8 @@ export class RayJobReconciler implements Reconciler {
       signal?.throwIfAborted();
       // The first pass trusts the cache, a miss too (gone, or not seen yet: its add event queues it); after
       // a conflict the cache is known to lag: ask the API. A decision asked for at once (decideAgain) is made
-      // on the RayJob our status write returned: the stored version, as fresh as a GET's.
+      // on the RayJob our status write returned (our own last write: the header's rule), with the trust of the
+      // pass it follows.
       const ref = { ...RAYJOBS, namespace, name };
       const cache = pass === 0 ? this.caches?.rayJobs : undefined;
       const job = written ?? (cache ? (cache.getByName(namespace, name) ?? null) : await this.read<RayJob>(undefined, ref, signal));
@@ -207,7 +214,8 @@ export class RayJobReconciler implements Reconciler {
         this.tokenProblems.delete(key);
         return;
       }
-      const outcome = await this.reconcileObject(job, signal, pass === 0 || written !== undefined);
+      if (written) this.log.debug({ rayjob: key, chained }, 'deciding again on our own write');
+      const outcome = await this.reconcileObject(job, signal, pass === 0);
       written = undefined;
       if (outcome.kind === 'done') {
         if (outcome.decision) this.trackUnmatched(namespace ?? '', key, outcome.decision.unmatchedDeletionRules === true);
@@ -266,9 +274,11 @@ export class RayJobReconciler implements Reconciler {
       let written: RayJob | undefined;
       if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
         written = await this.writeStatus(current, decision, signal);
-        this.transitions.inc({ from: decision.from, to: decision.next });
-        if (decision.from !== decision.next)
-          log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
+        if (written) {
+          this.transitions.inc({ from: decision.from, to: decision.next });
+          if (decision.from !== decision.next)
+            log.info({ reason: decision.status.reason, note: decision.note }, `RayJob ${decision.from} -> ${decision.next}`);
+        }
       } else {
         log.debug({ note: decision.note }, 'no status change');
       }
@@ -282,7 +292,7 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 
-  /** `job` (cached) is the version our own last write produced, and the RayJob watch is not failing (the file's header). */
+  /** `job` (cached, or our write's answer) is the version our own last write produced, and the RayJob watch is not failing (the file's header). */
   private cacheIsOurLastWrite(key: string, job: RayJob): boolean {
     const rv = job.metadata.resourceVersion;
     return rv !== undefined && this.lastWritten.get(key) === rv && this.caches?.rayJobs.healthy(0) === true;
@@ -476,7 +486,8 @@ export class RayJobReconciler implements Reconciler {
         const name = action.cluster.metadata.name ?? '';
         try {
           await this.kube.create({ ...RAYCLUSTERS, namespace }, action.cluster, { signal });
-          if (this.caches?.clusters.getByName(namespace, name) === undefined) this.clustersNotCached.set(objectKey(owner), name);
+          if (this.caches && this.caches.clusters.getByName(namespace, name) === undefined)
+            this.clustersNotCached.set(objectKey(owner), name);
           this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
         } catch (err) {
           // Decided on a cache that had not seen it (machine.ts clusterMissIsAbsent): look again at the API's copies.

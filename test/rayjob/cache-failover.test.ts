@@ -162,6 +162,64 @@ t.test(
   },
 );
 
+t.test('a selected cluster already ready: New to the submission in one reconcile (the longest chain)', async (t) => {
+  const { h, caches, cached } = await cachedReplica(t);
+  await h.kube.create(
+    { ...RAYCLUSTERS, namespace: h.namespace },
+    {
+      apiVersion: 'ray.io/v1',
+      kind: 'RayCluster',
+      metadata: { name: 'shared' },
+      spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] },
+    },
+  );
+  await h.markReady('shared');
+  await h.create(
+    manifest('picky', {
+      submissionMode: 'HTTPMode',
+      entrypoint: 'sleep 60',
+      clusterSelector: { 'ray.io/cluster': 'shared' },
+      rayClusterSpec: undefined,
+    }),
+  );
+  const stored = (await h.get('picky'))!;
+  const deadline = Date.now() + 30_000;
+  while (caches.rayJobs.getByName(h.namespace, 'picky')?.metadata.resourceVersion !== stored.metadata.resourceVersion) {
+    if (Date.now() > deadline) throw new Error('the cache never caught up');
+    await sleep(20);
+  }
+  await cached.reconcile(`${h.namespace}/picky`);
+  t.equal((await h.get('picky'))?.status?.jobDeploymentStatus, 'Running', 'New, Initializing and Running written in one reconcile');
+  t.equal(h.dashboard.submissions.length, 1, 'and the Ray job submitted in it');
+});
+
+t.test('Initializing written by someone else: the RayJob is read from the API before its cluster is created', async (t) => {
+  const { h, caches, calls, cached } = await cachedReplica(t);
+  await h.create(manifest('theirs', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
+  const created = (await h.get('theirs'))!;
+  // Another controller (an earlier leader) named it and moved it to Initializing: not our write.
+  const status = {
+    jobDeploymentStatus: 'Initializing',
+    jobId: 'theirs-aaaaa',
+    rayClusterName: 'theirs-aaaaa',
+    jobStatus: '',
+    startTime: new Date().toISOString(),
+  };
+  await h.kube.replace({ ...RAYJOBS, namespace: h.namespace, name: 'theirs', subresource: 'status' }, { ...created, status });
+  const stored = (await h.get('theirs'))!;
+  const deadline = Date.now() + 30_000;
+  while (caches.rayJobs.getByName(h.namespace, 'theirs')?.metadata.resourceVersion !== stored.metadata.resourceVersion) {
+    if (Date.now() > deadline) throw new Error('the cache never caught up');
+    await sleep(20);
+  }
+  calls.length = 0;
+  await cached.reconcile(`${h.namespace}/theirs`);
+  const get = calls.findIndex((c) => c.startsWith('GET ') && c.endsWith('/rayjobs/theirs'));
+  const post = calls.findIndex((c) => c.startsWith('POST ') && c.endsWith('/rayclusters'));
+  t.ok(post >= 0, 'the cluster was created');
+  t.ok(get >= 0 && get < post, `the RayJob was read before (${calls.join(', ')})`);
+});
+
 t.test('a cluster this process created that the cluster cache has not shown yet is looked up, not created again', async (t) => {
   const { h, caches, calls, kube } = await cachedReplica(t);
   // The cluster cache lags behind our create: it shows no cluster at all.
@@ -177,7 +235,11 @@ t.test('a cluster this process created that the cluster cache has not shown yet 
   const key = `${h.namespace}/lag`;
   const cacheShowsStored = async () => {
     const stored = await h.get('lag');
-    while (caches.rayJobs.getByName(h.namespace, 'lag')?.metadata.resourceVersion !== stored?.metadata.resourceVersion) await sleep(20);
+    const deadline = Date.now() + 30_000;
+    while (caches.rayJobs.getByName(h.namespace, 'lag')?.metadata.resourceVersion !== stored?.metadata.resourceVersion) {
+      if (Date.now() > deadline) throw new Error('the cache never caught up');
+      await sleep(20);
+    }
   };
   await h.create(manifest('lag', { submissionMode: 'HTTPMode', entrypoint: 'sleep 60' }));
   await cacheShowsStored();
