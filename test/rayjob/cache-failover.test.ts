@@ -26,6 +26,20 @@ async function cachedReplica(t: Test) {
   return { h, caches, calls, kube, cached: h.replica({ kube, caches }) };
 }
 
+/** The RayCluster `shared` (what a clusterSelector names), created by hand and `ready`. */
+async function readySelectedCluster(h: Awaited<ReturnType<typeof rayJobHarness>>): Promise<void> {
+  await h.kube.create(
+    { ...RAYCLUSTERS, namespace: h.namespace },
+    {
+      apiVersion: 'ray.io/v1',
+      kind: 'RayCluster',
+      metadata: { name: 'shared' },
+      spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] },
+    },
+  );
+  await h.markReady('shared');
+}
+
 t.test('a Running RayJob is reconciled from the caches: no GET of the RayJob, its RayCluster or its submitter', async (t) => {
   const { h, caches, calls, cached } = await cachedReplica(t);
 
@@ -164,16 +178,7 @@ t.test(
 
 t.test('a selected cluster already ready: New to the submission in one reconcile (the longest chain)', async (t) => {
   const { h, caches, cached } = await cachedReplica(t);
-  await h.kube.create(
-    { ...RAYCLUSTERS, namespace: h.namespace },
-    {
-      apiVersion: 'ray.io/v1',
-      kind: 'RayCluster',
-      metadata: { name: 'shared' },
-      spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] },
-    },
-  );
-  await h.markReady('shared');
+  await readySelectedCluster(h);
   await h.create(
     manifest('picky', {
       submissionMode: 'HTTPMode',
@@ -325,16 +330,7 @@ t.test(
     t.teardown(() => factory.stop());
     t.ok(await factory.waitForSync(), 'caches synced');
 
-    await h.kube.create(
-      { ...RAYCLUSTERS, namespace: h.namespace },
-      {
-        apiVersion: 'ray.io/v1',
-        kind: 'RayCluster',
-        metadata: { name: 'shared' },
-        spec: { headGroupSpec: headSpec(), workerGroupSpecs: [] },
-      },
-    );
-    await h.markReady('shared');
+    await readySelectedCluster(h);
     const { kube, calls } = countingClient(h.ns.kubeConfig);
     t.teardown(() => kube.close());
     const cached = h.replica({ kube, caches });
