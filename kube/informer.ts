@@ -203,6 +203,7 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
   /** Resolves once the first list has been cached (or the signal aborts: resolves false). */
   waitForSync(signal?: AbortSignal): Promise<boolean> {
     if (this.synced) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const onAbort = (): void => resolve(false);
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -282,6 +282,7 @@ export class ShardCoordinator {
     while (!signal.aborted) {
       await this.renewMembership(signal);
       await this.readLeader(signal);
+      if (signal.aborted) break; // a term started now would never hear of the abort
       const { want, peers } = this.countQuota();
       this.want = want;
       // Every shard has a term (a candidate that takes it only within the quota, or its holder). A quota
@@ -321,6 +322,7 @@ export class ShardCoordinator {
   private startTerm(shard: number, runSignal: AbortSignal, callbacks: ShardCallbacks): void {
     const log = this.options.logger;
     const s = this.state[shard]!;
+    if (runSignal.aborted) return; // its 'abort' has fired: the term would campaign for ever
     const term = new AbortController();
     const stopTerm = (): void => term.abort();
     runSignal.addEventListener('abort', stopTerm, { once: true });
