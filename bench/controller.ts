@@ -224,7 +224,11 @@ export function startControllerChild(
 
 /** Sum of a Prometheus metric's samples whose label set matches `labels` (a regexp source). */
 export async function metricSum(port: number, name: string, labels: RegExp): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return metricTextSum(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), name, labels);
+}
+
+/** The sum of a metric's samples in a Prometheus text exposition whose label set matches `labels`. */
+export function metricTextSum(text: string, name: string, labels: RegExp): number {
   let sum = 0;
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)/.exec(line);

@@ -17,8 +17,9 @@ import {
 import type { RayCluster, RayCronJob, RayJob } from '../../src/types.ts';
 import { env, until, type Env } from '../raycluster/harness.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
+import { metricTextSum } from '../../bench/controller.ts';
 
-async function registerWebhooks(tt: Test, e: Env): Promise<void> {
+async function registerWebhooks(tt: Test, e: Env): Promise<Awaited<ReturnType<typeof startLoopbackWebhook>>> {
   const webhook = await startLoopbackWebhook(tt);
   const name = `raykeeper-validate-${e.ns.name}`;
   const configs = await localWebhookConfigurations({
@@ -35,6 +36,21 @@ async function registerWebhooks(tt: Test, e: Env): Promise<void> {
     await e.kube.delete({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
     await e.kube.delete({ ...VALIDATING_WEBHOOK_CONFIGURATIONS, name }).catch(() => {});
   });
+  return webhook;
+}
+
+/** Waits until a dry-run create of `invalid` is refused: the API server calls our validating webhook. */
+async function untilValidating(e: Env, ref: typeof RAYCLUSTERS & { namespace: string }, invalid: object): Promise<void> {
+  await until(
+    async () =>
+      e.kube.create(ref, invalid, { query: { dryRun: 'All' } }).then(
+        () => false,
+        (err: unknown) => err instanceof KubeApiError && err.statusCode === 403,
+      ),
+    'the validating webhook to be called',
+    30_000,
+    200,
+  );
 }
 
 function cluster(name: string, edit: (c: RayCluster) => void = () => {}): RayCluster {
@@ -75,16 +91,7 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   });
 
   // The API server picks up new webhook configurations within a moment: probe with a dry run until ours answers.
-  await until(
-    async () =>
-      e.kube.create(clusters, negative, { query: { dryRun: 'All' } }).then(
-        () => false,
-        (err: unknown) => err instanceof KubeApiError && err.statusCode === 403,
-      ),
-    'the validating webhook to be called',
-    30_000,
-    200,
-  );
+  await untilValidating(e, clusters, negative);
 
   const denied = await refusal(e.kube.create(clusters, negative));
   tt.equal(denied.statusCode, 403, 'invalid RayCluster: 403');
@@ -177,4 +184,87 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   const released = await e.kube.patch<RayCluster>(ftRef, { metadata: { finalizers: null } }, MERGE_PATCH);
   tt.equal(released.metadata.finalizers, undefined, 'a finalizer removal passes');
   await e.kube.delete(ftRef);
+});
+
+t.test('matchConditions: UPDATEs the rules do not read, and finalizer removals, never reach the webhook', async (tt) => {
+  const e = await env(tt);
+  const webhook = await registerWebhooks(tt, e);
+  const clusters = { ...RAYCLUSTERS, namespace: e.ns.name };
+  const jobs = { ...RAYJOBS, namespace: e.ns.name };
+  await untilValidating(
+    e,
+    clusters,
+    cluster('negative', (c) => {
+      if (c.spec?.workerGroupSpecs?.[0]) c.spec.workerGroupSpecs[0].minReplicas = -1;
+    }),
+  );
+  // UPDATE calls our webhook answered since the last look: validating, and all (mutating + validating).
+  const text = async () => webhook.metrics();
+  const counted = async (resource: string) => {
+    const m = await text();
+    const labels = new RegExp(`resource="${resource}",operation="UPDATE"`);
+    return {
+      validating: metricTextSum(m, 'raykeeper_webhook_validations_total', labels),
+      all: metricTextSum(m, 'raykeeper_webhook_requests_total', labels),
+    };
+  };
+  let last = { rayjob: await counted('rayjob'), raycluster: await counted('raycluster') };
+  const calls = async (resource: 'rayjob' | 'raycluster') => {
+    const now = await counted(resource);
+    const delta = {
+      validating: now.validating - last[resource].validating,
+      mutating: now.all - now.validating - (last[resource].all - last[resource].validating),
+    };
+    last = { ...last, [resource]: now };
+    return delta;
+  };
+
+  // A RayJob without annotations or labels (the conditions read absent maps as empty).
+  const job: RayJob = {
+    apiVersion: 'ray.io/v1',
+    kind: 'RayJob',
+    metadata: { name: 'plain' },
+    spec: { entrypoint: 'python -c "print(1)"', rayClusterSpec: cluster('x').spec },
+  };
+  const jobRef = { ...jobs, name: 'plain' };
+  await e.kube.create(jobs, job);
+  await e.kube.patch(jobRef, { metadata: { finalizers: ['raykeeper.test/hold'] } }, MERGE_PATCH);
+  tt.same(await calls('rayjob'), { validating: 0, mutating: 0 }, 'a finalizer added to a RayJob: no webhook call');
+  await e.kube.patch(jobRef, { metadata: { labels: { team: 'a' } } }, MERGE_PATCH);
+  tt.same(await calls('rayjob'), { validating: 1, mutating: 0 }, 'a label added: validated');
+  const bad = await refusal(e.kube.patch(jobRef, { spec: { backoffLimit: -1 } }, MERGE_PATCH));
+  tt.match(
+    bad.status?.message ?? '',
+    /rayjob.validate.raykeeper.io" denied the request: The RayJob spec is invalid: backoffLimit/,
+    'a spec edit: validated and refused',
+  );
+  tt.same(await calls('rayjob'), { validating: 1, mutating: 0 }, 'one call');
+  await e.kube.delete(jobRef);
+  const released = await e.kube.patch<RayJob>(jobRef, { metadata: { finalizers: null } }, MERGE_PATCH).catch(() => undefined);
+  tt.notOk(released?.metadata.finalizers, 'the RayJob released');
+  tt.same(await calls('rayjob'), { validating: 0, mutating: 0 }, 'its finalizer removed while deleting: no webhook call');
+
+  // A GCS-FT RayCluster without annotations of its own (options form).
+  const ftRef = { ...clusters, name: 'ft' };
+  const ft = await e.kube.create<RayCluster>(
+    clusters,
+    cluster('ft', (c) => {
+      if (c.spec) c.spec.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', externalStorageNamespace: 'ns-a' };
+    }),
+  );
+  tt.same(ft.metadata.finalizers, ['ray.io/gcs-ft-redis-cleanup-finalizer'], 'the mutating webhook added its finalizer');
+  await calls('raycluster');
+  await e.kube.patch(ftRef, { metadata: { finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer', 'raykeeper.test/hold'] } }, MERGE_PATCH);
+  tt.same(
+    await calls('raycluster'),
+    { validating: 0, mutating: 1 },
+    'a finalizer added to a live cluster: mutating only (it may add its own)',
+  );
+  await e.kube.delete(ftRef);
+  await e.kube.patch(ftRef, { metadata: { annotations: { note: 'going' } } }, MERGE_PATCH);
+  tt.same(await calls('raycluster'), { validating: 0, mutating: 1 }, 'an annotation on a deleting cluster: mutating only');
+  await e.kube.patch(ftRef, { metadata: { finalizers: ['raykeeper.test/hold'] } }, MERGE_PATCH);
+  tt.same(await calls('raycluster'), { validating: 0, mutating: 0 }, 'the cleanup finalizer removed while deleting: no webhook call');
+  await e.kube.patch(ftRef, { metadata: { finalizers: null } }, MERGE_PATCH);
+  await until(async () => (await e.kube.getOrUndefined(ftRef)) === undefined, 'the cluster gone', 30_000);
 });

@@ -14,13 +14,14 @@ import { join } from 'node:path';
 import { quiet, type Env } from '../raycluster/harness.ts';
 
 /** Our webhook serving on a free loopback port until the test ends, and what a configuration needs to call it. */
-export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string; caBundle: string }> {
+export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string; caBundle: string; metrics: () => Promise<string> }> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-e2e-certs-'));
   const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
   const paths = await writeBundle(dir, bundle);
   const port = await freePort();
   let stop: () => void = () => {};
   const stopSignal = new Promise<void>((r) => (stop = r));
+  let metrics: () => Promise<string> = async () => '';
   await new Promise<void>((resolve, reject) => {
     runWebhook({
       certFile: paths.cert,
@@ -29,11 +30,14 @@ export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string;
       port,
       logger: quiet,
       stopSignal,
-      onListening: () => resolve(),
+      onListening: (_address, app) => {
+        metrics = () => app.metricsRegistry.metrics();
+        resolve();
+      },
     }).catch(reject);
   });
   tt.teardown(() => stop());
-  return { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert) };
+  return { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert), metrics: () => metrics() };
 }
 
 export async function registerWebhook(tt: Test, e: Env): Promise<void> {
