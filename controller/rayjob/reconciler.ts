@@ -177,6 +177,18 @@ export class RayJobReconciler implements Reconciler {
       help: 'Finished RayJobs whose RayCluster is kept because none of their deletion rules matches the terminal state',
       labelNames: ['namespace'],
     });
+    // Also when the RayJob is in a shard this replica no longer holds (its reconcile never sees it gone).
+    deps.caches?.rayJobs.on((type, job) => {
+      if (type === 'delete') this.forget(objectKey(job));
+    });
+  }
+
+  /** Drops what this process keeps per RayJob: it is gone. */
+  private forget(key: string): void {
+    this.lastWritten.delete(key);
+    this.clustersNotCached.delete(key);
+    this.trackUnmatched(splitKey(key).namespace ?? '', key, false);
+    this.tokenProblems.delete(key);
   }
 
   /** Keeps raykeeper_rayjob_unmatched_deletion_rules: one per finished RayJob in that case, gone with it. */
@@ -208,10 +220,7 @@ export class RayJobReconciler implements Reconciler {
       if (!written && cache && job !== null && this.kube.isStale(ref, job.metadata.resourceVersion)) return;
       if (job === null) {
         this.kube.forgetVersions(ref);
-        this.lastWritten.delete(key);
-        this.clustersNotCached.delete(key);
-        this.trackUnmatched(namespace ?? '', key, false);
-        this.tokenProblems.delete(key);
+        this.forget(key);
         return;
       }
       if (written) this.log.debug({ rayjob: key, chained }, 'deciding again on our own write');

@@ -7,6 +7,9 @@ import { inState, manifest, rayJobHarness, headSpec } from './helpers/harness.ts
 import type { RayCluster } from '../../src/types.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { readDeletionRecord } from '../../src/rayjob/deletion.ts';
+import { InformerFactory } from '../../kube/informer.ts';
+import { rayJobCaches } from '../../controller/rayjob/module.ts';
+import { until } from '../helpers/until.ts';
 
 const worker = {
   groupName: 'small',
@@ -90,6 +93,20 @@ t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cl
   const watcher = h.replica({ metrics: registry });
   await watcher.reconcile(`${h.namespace}/leak`);
   await watcher.reconcile(`${h.namespace}/leak`);
+  // A replica reading the caches that counts it too, and is never asked again (its shard went to another).
+  const factory = new InformerFactory(h.kube, { namespace: h.namespace });
+  const caches = rayJobCaches(factory);
+  factory.start();
+  t.teardown(() => factory.stop());
+  t.ok(await factory.waitForSync(), 'caches synced');
+  const cachedRegistry = new Registry();
+  await h.replica({ metrics: cachedRegistry, caches }).reconcile(`${h.namespace}/leak`);
+  const cachedCount = async () => (await cachedRegistry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get())?.values;
+  t.same(
+    (await cachedCount())?.map((v) => v.value),
+    [1],
+    'the cached replica counts it',
+  );
   t.ok(await h.cluster(failed.job?.status?.rayClusterName ?? ''), 'the RayCluster is kept, as KubeRay keeps it');
   await h.replica().reconcile(`${h.namespace}/leak`);
   const warnings = (await h.events('leak')).filter((e) => e.reason === 'DeletionRulesUnmatched');
@@ -112,6 +129,8 @@ t.test('kuberay #5184: activeDeadlineSeconds passed, rules only on jobStatus: cl
   await watcher.reconcile(`${h.namespace}/leak`);
   const after = await registry.getSingleMetric('raykeeper_rayjob_unmatched_deletion_rules')?.get();
   t.same(after?.values, [], 'gone with the RayJob');
+  await until(async () => (await cachedCount())?.length === 0, 'the cached replica to forget it', 10_000).catch(() => undefined);
+  t.same(await cachedCount(), [], 'the cached replica forgot it on its cache’s delete event, without a reconcile');
 });
 
 t.test("the CRD refuses what KubeRay's CRD refuses: legacy policies mixed with rules, a condition with both statuses", async (t) => {
