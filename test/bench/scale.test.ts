@@ -31,7 +31,7 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   jobsClusterReady: [1, cpu],
   jobsRunning: [2],
   unfinished: { ready: 0, gone: 0, jobs: 0 },
-  residue: { pods: cpu, jobs: 1, settleSeconds: 30 },
+  residue: { pods: cpu, jobs: 1, settleSeconds: 30, kwokSeconds: 2 },
   cpuSeconds: cpu,
   peakRssMiB: 100,
   companionPeakRssMiB: 0,
@@ -74,6 +74,10 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
   t.match(
     lines.find((l) => l.startsWith('seconds until none was left')),
     /30\.0 \(30\.0-30\.0\)\s+30\.0 \(30\.0-30\.0\)\s+1\.00$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('then seconds until a probe pod ran (kwok)')),
+    /2\.0 \(2\.0-2\.0\)\s+2\.0 \(2\.0-2\.0\)\s+1\.00$/,
   );
   t.match(
     lines.find((l) => l.startsWith('peak work queue depth')),
