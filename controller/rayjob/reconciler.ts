@@ -179,7 +179,9 @@ export class RayJobReconciler implements Reconciler {
     });
     // Also when the RayJob is in a shard this replica no longer holds (its reconcile never sees it gone).
     deps.caches?.rayJobs.on((type, job) => {
-      if (type === 'delete') this.forget(objectKey(job));
+      if (type !== 'delete') return;
+      this.kube.forgetVersions({ ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' });
+      this.forget(objectKey(job));
     });
   }
 

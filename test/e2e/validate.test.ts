@@ -240,18 +240,23 @@ t.test('matchConditions: UPDATEs the rules do not read, and finalizer removals, 
   );
   tt.same(await calls('rayjob'), { validating: 1, mutating: 0 }, 'one call');
   await e.kube.delete(jobRef);
-  const released = await e.kube.patch<RayJob>(jobRef, { metadata: { finalizers: null } }, MERGE_PATCH).catch(() => undefined);
-  tt.notOk(released?.metadata.finalizers, 'the RayJob released');
+  await e.kube.patch<RayJob>(jobRef, { metadata: { finalizers: null } }, MERGE_PATCH);
+  await until(async () => (await e.kube.getOrUndefined(jobRef)) === undefined, 'the RayJob gone', 30_000);
   tt.same(await calls('rayjob'), { validating: 0, mutating: 0 }, 'its finalizer removed while deleting: no webhook call');
 
-  // A GCS-FT RayCluster without annotations of its own (options form).
+  // A GCS-FT RayCluster without annotations of its own (options form), once the mutating configuration is
+  // active too (the API server picks up each configuration on its own).
   const ftRef = { ...clusters, name: 'ft' };
-  const ft = await e.kube.create<RayCluster>(
-    clusters,
-    cluster('ft', (c) => {
-      if (c.spec) c.spec.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', externalStorageNamespace: 'ns-a' };
-    }),
+  const ftCluster = cluster('ft', (c) => {
+    if (c.spec) c.spec.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', externalStorageNamespace: 'ns-a' };
+  });
+  await until(
+    async () => ((await e.kube.create<RayCluster>(clusters, ftCluster, { query: { dryRun: 'All' } })).metadata.finalizers ?? []).length > 0,
+    'the mutating webhook to be called',
+    30_000,
+    200,
   );
+  const ft = await e.kube.create<RayCluster>(clusters, ftCluster);
   tt.same(ft.metadata.finalizers, ['ray.io/gcs-ft-redis-cleanup-finalizer'], 'the mutating webhook added its finalizer');
   await calls('raycluster');
   await e.kube.patch(ftRef, { metadata: { finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer', 'raykeeper.test/hold'] } }, MERGE_PATCH);
@@ -260,6 +265,8 @@ t.test('matchConditions: UPDATEs the rules do not read, and finalizer removals, 
     { validating: 0, mutating: 1 },
     'a finalizer added to a live cluster: mutating only (it may add its own)',
   );
+  await e.kube.patch(ftRef, { metadata: { annotations: { note: 'live' } } }, MERGE_PATCH);
+  tt.same(await calls('raycluster'), { validating: 1, mutating: 1 }, 'an annotation on a live cluster: both');
   await e.kube.delete(ftRef);
   await e.kube.patch(ftRef, { metadata: { annotations: { note: 'going' } } }, MERGE_PATCH);
   tt.same(await calls('raycluster'), { validating: 0, mutating: 1 }, 'an annotation on a deleting cluster: mutating only');
