@@ -35,6 +35,7 @@
 // kwok, this process, the contender): the ratio in one run is the figure, the absolute seconds context.
 //
 //   npm run bench -- scale [--rounds K] [--clusters N] [--rayjobs N] [--namespaces M] [--qps Q] [--nodes N] [--shards N]
+//                          [--only ours|kuberay]   (one contender alone, to diagnose it: no ratio)
 //   (defaults: 3 rounds, 50 clusters, 20 RayJobs, 5 namespaces, 20/s, 10 nodes, jobs of 2 s, no sharded run)
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -76,6 +77,8 @@ export interface ScaleBenchOptions {
   workers: number;
   /** > 1: a third contender, this many of our controllers with `--leader-elect --shards N` (0: not run). */
   shards: number;
+  /** One contender alone (a diagnosis: no ratio), or both. */
+  only?: 'ours' | 'kuberay';
 }
 
 export const DEFAULT_SCALE_OPTIONS: ScaleBenchOptions = {
@@ -555,7 +558,9 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
     stripCache = imageStripCache();
     // Ours first and KubeRay second: the table's ratio column divides those two.
     const sharded = o.shards > 1 ? shardedName(o.shards) : undefined;
-    const names = [OURS, KUBERAY, ...(sharded ? [sharded] : [])];
+    const names = [OURS, KUBERAY, ...(sharded ? [sharded] : [])].filter(
+      (n) => o.only === undefined || n === (o.only === 'ours' ? OURS : KUBERAY),
+    );
     const rounds: Record<string, ScaleRound[]> = Object.fromEntries(names.map((n) => [n, []]));
     const ourArgs = [
       '--reconcilers',
@@ -613,7 +618,9 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
 export function formatScaleFigures(f: ScaleFigures): string {
   const o = f.options;
   const names = Object.keys(f.rounds);
-  const pct = (key: 'ready' | 'gone' | 'jobs' | 'jobsClusterReady' | 'jobsRunning', p: number) => (r: ScaleRound) => percentile(r[key], p);
+  // A phase with nothing in it (--rayjobs 0) has no percentile: '-', not 0.
+  const pct = (key: 'ready' | 'gone' | 'jobs' | 'jobsClusterReady' | 'jobsRunning', p: number) => (r: ScaleRound) =>
+    r[key].length === 0 ? Number.NaN : percentile(r[key], p);
   const rows: Array<[string, (r: ScaleRound) => number, number]> = [
     ['create-to-ready s p50', pct('ready', 50), 1],
     ['create-to-ready s p99', pct('ready', 99), 1],
@@ -650,10 +657,10 @@ export function formatScaleFigures(f: ScaleFigures): string {
   ];
   for (const [label, of, per] of rows) {
     const values = names.map((x) => f.rounds[x]!.map((r) => of(r) / per));
-    const theirs = median(values[1] ?? []);
-    const ratio = theirs > 0 ? (median(values[0]!) / theirs).toFixed(2) : '-';
+    const [ours, theirs] = [median(values[0] ?? []), median(values[1] ?? [])];
+    const ratio = theirs > 0 && ours >= 0 ? (ours / theirs).toFixed(2) : '-';
     const tenths = per > 1 || Math.max(...values.flat()) < 100;
-    const show = (v: number[]) => (tenths ? spreadFixed(v) : spread(v));
+    const show = (v: number[]) => (v.some(Number.isNaN) ? '-' : tenths ? spreadFixed(v) : spread(v));
     lines.push(`${label.padEnd(width)}${values.map((v) => show(v).padStart(col)).join('')}${ratio.padStart(14)}`);
   }
   lines.push(
@@ -671,9 +678,10 @@ export function formatScaleFigures(f: ScaleFigures): string {
   lines.push(
     `load average (1 min) per round: ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => r.load1.toFixed(1)).join('/')}`).join(', ')}`,
   );
-  const p99 = names.map((x) => median(f.rounds[x]!.map(pct('ready', 99))));
+  const p99 = [OURS, KUBERAY].map((x) => median((f.rounds[x] ?? []).map(pct('ready', 99))));
+  const seconds = (v: number) => (Number.isNaN(v) ? '-' : `${v.toFixed(1)} s`);
   lines.push(
-    `scale: ${o.clusters} RayClusters, ${o.rayjobs} RayJobs, ${o.rounds} rounds: create-to-ready p99 ours ${p99[0]!.toFixed(1)} s, KubeRay ${p99[1]!.toFixed(1)} s, ratio ${p99[1]! > 0 ? (p99[0]! / p99[1]!).toFixed(2) : '-'}`,
+    `scale: ${o.clusters} RayClusters, ${o.rayjobs} RayJobs, ${o.rounds} rounds: create-to-ready p99 ours ${seconds(p99[0]!)}, KubeRay ${seconds(p99[1]!)}, ratio ${p99[1]! > 0 && p99[0]! >= 0 ? (p99[0]! / p99[1]!).toFixed(2) : '-'}`,
   );
   return lines.join('\n');
 }
@@ -690,14 +698,14 @@ export function parseScaleArgs(argv: string[]): Partial<ScaleBenchOptions> {
   const { values } = parseArgs({
     args: argv,
     options: Object.fromEntries(
-      ['rounds', 'clusters', 'rayjobs', 'namespaces', 'qps', 'nodes', 'job-seconds', 'workers', 'shards'].map((n) => [
+      ['rounds', 'clusters', 'rayjobs', 'namespaces', 'qps', 'nodes', 'job-seconds', 'workers', 'shards', 'only'].map((n) => [
         n,
         { type: 'string' },
       ]),
     ) as Record<string, { type: 'string' }>,
   });
   const out: Partial<ScaleBenchOptions> = {};
-  const num = (flag: string, k: keyof ScaleBenchOptions) => {
+  const num = (flag: string, k: Exclude<keyof ScaleBenchOptions, 'only'>) => {
     const v = values[flag];
     if (v === undefined) return;
     const n = Number(v);
@@ -713,5 +721,10 @@ export function parseScaleArgs(argv: string[]): Partial<ScaleBenchOptions> {
   num('job-seconds', 'jobSeconds');
   num('workers', 'workers');
   num('shards', 'shards');
+  const only = values['only'];
+  if (only !== undefined) {
+    if (only !== 'ours' && only !== 'kuberay') throw new Error(`--only: ours or kuberay, not ${String(only)}`);
+    out.only = only;
+  }
   return out;
 }

@@ -20,6 +20,8 @@ t.test('flags: numbers into options; a bad one names itself', async (t) => {
   t.same(parseScaleArgs(['--clusters', '1000', '--rounds', '1', '--job-seconds', '5']), { clusters: 1000, rounds: 1, jobSeconds: 5 });
   t.same(parseScaleArgs([]), {});
   t.same(parseScaleArgs(['--shards', '2']), { shards: 2 });
+  t.same(parseScaleArgs(['--only', 'ours']), { only: 'ours' });
+  t.throws(() => parseScaleArgs(['--only', 'both']), /--only: ours or kuberay, not both/);
   t.throws(() => parseScaleArgs(['--qps', 'fast']), /--qps: a number >= 0, not fast/);
   t.throws(() => parseScaleArgs(['--clusterz', '3']));
 });
@@ -112,6 +114,25 @@ t.test('a sharded third column: shown beside the two, the ratio still ours/KubeR
     /3\.0\s+6\.0\s+8\.0\s+0\.50$/,
   );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay 4.0 s, ratio 0.50');
+});
+
+t.test('one contender alone (--only), no RayJobs: its column, no ratio, and "-" for the empty phase', async (t) => {
+  const alone = { ...round([1, 2], 3), jobs: [], jobsClusterReady: [], jobsRunning: [] };
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 2, rayjobs: 0, only: 'ours' },
+    rounds: { raykeeper: [alone] },
+  });
+  const lines = text.split('\n');
+  t.match(lines[1], /raykeeper\s+ours\/KubeRay$/);
+  t.match(
+    lines.find((l) => l.startsWith('create-to-ready s p99')),
+    /2\.0\s+-$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('RayJob create-to-Complete s p99')),
+    /\s-\s+-$/,
+  );
+  t.equal(lines.at(-1), 'scale: 2 RayClusters, 0 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay -, ratio -');
 });
 
 t.test("ours' requests by verb and resource: per object, largest first, the last round's", async (t) => {
