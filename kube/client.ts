@@ -238,6 +238,8 @@ interface Pool {
   limiter: TokenBucket | undefined;
   /** Milliseconds requests have waited for the cap. */
   throttledMs: number;
+  /** Told of each answered request (not watches): verb, resource (plural), seconds from send to the whole answer. */
+  onAnswered: ((verb: string, resource: string, seconds: number) => void) | undefined;
 }
 
 export class KubeClient {
@@ -256,6 +258,7 @@ export class KubeClient {
     superseded: new SupersededVersions(),
     limiter: undefined,
     throttledMs: 0,
+    onAnswered: undefined,
   };
   private writeGuard: WriteGuard | undefined;
 
@@ -288,9 +291,17 @@ export class KubeClient {
     return n;
   }
 
-  private countRequest(verb: string, statusCode: number, pathname: string): void {
-    const key = `${verb} ${statusCode} ${writeTarget(pathname).resource ?? ''}`;
+  /** Tells `observe` of each answered request from now on (shared with `fenced` clients): the latency metric. */
+  observeLatency(observe: (verb: string, resource: string, seconds: number) => void): void {
+    this.pool.onAnswered = observe;
+  }
+
+  /** Counts a request; `seconds` (send to the whole answer) also for the latency metric, watches have none. */
+  private countRequest(verb: string, statusCode: number, pathname: string, seconds?: number): void {
+    const resource = writeTarget(pathname).resource ?? '';
+    const key = `${verb} ${statusCode} ${resource}`;
     this.pool.requestCounts.set(key, (this.pool.requestCounts.get(key) ?? 0) + 1);
+    if (seconds !== undefined) this.pool.onAnswered?.(verb, resource, seconds);
   }
 
   /**
@@ -436,6 +447,7 @@ export class KubeClient {
     const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;
     const agent = this.agentFor(m);
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    const sent = performance.now();
     const { statusCode, text } = await new Promise<{ statusCode: number; text: string }>((resolve, reject) => {
       const req = send(url, { method, headers, agent, signal: options.signal }, (res: IncomingMessage) => {
         if (options.warnings) {
@@ -464,7 +476,7 @@ export class KubeClient {
         whenConnected(socket, write);
       });
     });
-    this.countRequest(method, statusCode, new URL(path, 'http://path.invalid').pathname);
+    this.countRequest(method, statusCode, new URL(path, 'http://path.invalid').pathname, (performance.now() - sent) / 1000);
     if (statusCode === 401) this.pool.materialAt = 0; // token may have rotated: reload on the next call
     if (statusCode < 200 || statusCode >= 300) {
       let status: KubeStatus | undefined;

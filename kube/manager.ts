@@ -613,6 +613,14 @@ export class Manager {
         }
       },
     });
+    const latency = new Histogram({
+      name: 'raykeeper_kube_request_duration_seconds',
+      help: 'Kubernetes API request latency (answered requests, not watches) by verb and resource: from send to the whole answer, without any wait for --qps.',
+      labelNames: ['verb', 'resource'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.kube.observeLatency((verb, resource, seconds) => latency.observe({ verb, resource }, seconds));
     new Counter({
       name: 'raykeeper_kube_client_throttled_seconds_total',
       help: 'Seconds API requests have waited for the client side cap (--qps, --burst); 0 without one.',

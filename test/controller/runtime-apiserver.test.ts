@@ -1,6 +1,7 @@
 // The runtime pieces against the REAL kube-apiserver: the REST client, informers, leader election on a
 // coordination.k8s.io/v1 Lease, the Events recorder, the health server.
 import t from 'tap';
+import { metricValue } from '../raycluster/harness.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import {
   isAlreadyExists,
@@ -407,7 +408,17 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   const manager = new Manager({ kubeConfig: ns.kubeConfig, logger: quiet, metrics, watchNamespace: ns.name });
   const inf = manager.informers.get(CONFIGMAPS);
   const keys: string[] = [];
-  manager.add({ name: 'probe', reconciler: { reconcile: async (key) => void keys.push(key) }, watches: [{ informer: inf }] });
+  manager.add({
+    name: 'probe',
+    reconciler: {
+      reconcile: async (key) => {
+        // One answered request through the controllers' client: timed in raykeeper_kube_request_duration_seconds.
+        await manager.ctx.kube.get({ ...CONFIGMAPS, namespace: ns.name, name: key.split('/')[1]! });
+        keys.push(key);
+      },
+    },
+    watches: [{ informer: inf }],
+  });
   const app = buildHealthServer({ live: () => manager.liveness(), ready: () => manager.readiness(), metrics });
   const port = await listen(app, 0, '127.0.0.1');
   tt.teardown(() => close(app));
@@ -432,6 +443,12 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   tt.match(text, /raykeeper_informer_last_event_age_seconds\{informer="configmaps.core@/);
   tt.match(text, /raykeeper_informer_reconnects\{/);
   tt.match(text, /raykeeper_leader 1/);
+  tt.ok(
+    (metricValue(text, 'raykeeper_kube_request_duration_seconds_count', 'verb="GET",resource="configmaps"') ?? 0) >= 1,
+    'the reconciler’s GET timed, by verb and resource',
+  );
+  tt.match(text, /raykeeper_kube_request_duration_seconds_bucket\{le="0.005",verb="GET",resource="configmaps"\} \d+/);
+  tt.notMatch(text, /raykeeper_kube_request_duration_seconds_count\{verb="WATCH"/, 'watches are not timed');
   ctl.abort();
   tt.equal(await done, 'stopped');
   tt.equal((await get('/readyz')).statusCode, 503, 'not ready while stopping');
