@@ -27,6 +27,22 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 /** Verbs a write guard holds back (`KubeClient.fenced`): every write, deletes too. */
 const FENCED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/** Sent again once when a reused keep-alive connection fails before any answer (see `request`). */
+const REPLAYABLE = new Set(['GET', 'HEAD', 'DELETE']);
+
+/** The request went out on a reused kept-alive connection that the server had closed: no answer came. */
+class StaleSocketError extends Error {
+  override readonly cause: Error;
+  constructor(cause: Error) {
+    super(cause.message);
+    this.cause = cause;
+  }
+}
+
+function staleSocket(req: ClientRequest, err: Error & { code?: string }): boolean {
+  return req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.message === 'socket hang up');
+}
+
 /** Where a write goes: the namespace in its path (undefined: cluster-scoped) and the resource's plural. */
 export interface WriteTarget {
   namespace: string | undefined;
@@ -448,33 +464,41 @@ export class KubeClient {
     const agent = this.agentFor(m);
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     const sent = performance.now();
-    const { statusCode, text } = await new Promise<{ statusCode: number; text: string }>((resolve, reject) => {
-      const req = send(url, { method, headers, agent, signal: options.signal }, (res: IncomingMessage) => {
-        if (options.warnings) {
-          const w = res.headers.warning;
-          for (const h of Array.isArray(w) ? w : w ? [w] : []) options.warnings.push(h.replace(/^\d{3} \S+ /, '').replace(/^"|"$/g, ''));
+    const attempt = () =>
+      new Promise<{ statusCode: number; text: string }>((resolve, reject) => {
+        const req = send(url, { method, headers, agent, signal: options.signal }, (res: IncomingMessage) => {
+          if (options.warnings) {
+            const w = res.headers.warning;
+            for (const h of Array.isArray(w) ? w : w ? [w] : []) options.warnings.push(h.replace(/^\d{3} \S+ /, '').replace(/^"|"$/g, ''));
+          }
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        });
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: no response within ${timeoutMs} ms`)));
+        req.on('error', (err) => reject(staleSocket(req, err) ? new StaleSocketError(err) : err));
+        if (!guard) {
+          req.end(payload);
+          return;
         }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ statusCode: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
+        // Nothing of a request is written before end(): hold it until its socket can take the bytes at
+        // once (a new connection only after its TCP/TLS handshake), then ask the guard in the same tick.
+        // A process paused before this point asks on resume, whatever its I/O did first.
+        req.once('socket', (socket) => {
+          const write = (): void => {
+            if (guard()) req.end(payload);
+            else req.destroy(this.refuse(method, url.pathname));
+          };
+          whenConnected(socket, write);
+        });
       });
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${url.pathname}: no response within ${timeoutMs} ms`)));
-      req.on('error', reject);
-      if (!guard) {
-        req.end(payload);
-        return;
-      }
-      // Nothing of a request is written before end(): hold it until its socket can take the bytes at
-      // once (a new connection only after its TCP/TLS handshake), then ask the guard in the same tick.
-      // A process paused before this point asks on resume, whatever its I/O did first.
-      req.once('socket', (socket) => {
-        const write = (): void => {
-          if (guard()) req.end(payload);
-          else req.destroy(this.refuse(method, url.pathname));
-        };
-        whenConnected(socket, write);
-      });
+    // A kept-alive connection the API server closed while idle fails the next request on it before any
+    // answer (Node does not replay one, Go's transport does for reads): a read or a DELETE is sent
+    // again once, on a new connection. A write is not (it may have been applied).
+    const { statusCode, text } = await attempt().catch((err: unknown) => {
+      if (err instanceof StaleSocketError && REPLAYABLE.has(method) && !options.signal?.aborted) return attempt();
+      throw err instanceof StaleSocketError ? err.cause : err;
     });
     this.countRequest(method, statusCode, new URL(path, 'http://path.invalid').pathname, (performance.now() - sent) / 1000);
     if (statusCode === 401) this.pool.materialAt = 0; // token may have rotated: reload on the next call
