@@ -259,11 +259,17 @@ async function paced<T>(items: T[], qps: number, fn: (item: T, i: number) => Pro
 }
 
 /** Until `done()` or `capMs` passed; a line every 10 s. */
-async function waitFor(done: () => boolean, capMs: number, report: () => string, say: (s: string) => void): Promise<void> {
+async function waitFor(
+  done: () => boolean | Promise<boolean>,
+  capMs: number,
+  report: () => string,
+  say: (s: string) => void,
+  everyMs = 100,
+): Promise<void> {
   const t0 = performance.now();
   let last = t0;
-  while (!done() && performance.now() - t0 < capMs) {
-    await sleep(100);
+  while (!(await done()) && performance.now() - t0 < capMs) {
+    await sleep(everyMs);
     if (performance.now() - last > 10_000) {
       last = performance.now();
       say(`  ${report()} (${Math.round((last - t0) / 1000)} s)`);
@@ -328,16 +334,13 @@ async function kwokCaughtUp(kube: KubeClient, namespace: string, say: (s: string
     { ...PODS, namespace },
     { metadata: { name: 'kwok-probe' }, spec: { containers: [{ name: 'probe', image: 'probe' }] } },
   );
-  let running = false;
-  let told = started;
-  while (!running && performance.now() - started < SETTLE_CAP_MS) {
-    await sleep(500);
-    running = (await kube.getOrUndefined<{ status?: { phase?: string } }>(ref))?.status?.phase === 'Running';
-    if (performance.now() - told > 10_000) {
-      told = performance.now();
-      say(`  waiting for a probe pod to run: kwok catching up (${Math.round((told - started) / 1000)} s)`);
-    }
-  }
+  await waitFor(
+    async () => (await kube.getOrUndefined<{ status?: { phase?: string } }>(ref))?.status?.phase === 'Running',
+    SETTLE_CAP_MS,
+    () => 'waiting for a probe pod to run: kwok catching up',
+    say,
+    500,
+  );
   await kube.delete(ref, { gracePeriodSeconds: 0 });
   return (performance.now() - started) / 1000;
 }
