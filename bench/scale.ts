@@ -16,8 +16,9 @@
 //   aftermath    once every RayCluster is gone: the pods and cleanup Jobs still in its namespaces, finished
 //                or not (Ray pods kwok has not removed yet, cleanup Jobs and their pods the garbage collector
 //                has not deleted yet), and the seconds until none is left (at most 10 min), then until a probe
-//                pod runs (kwok's own backlog outlasts the API's); the RayJobs start then, so neither their pods
-//                nor the deletes of the deletion's queue in front of them
+//                pod runs (kwok's own backlog outlasts the API's), then until the API server is quiet (under 5
+//                writes/s, Leases apart: the garbage collector and EndpointSlice controller still write after
+//                the last pod is gone); the RayJobs start then, so nothing of the deletion queues in front of them
 //   between      a contender's namespaces are deleted, and gone, before the next contender starts
 //   RayJobs      --rayjobs HTTPMode RayJobs (each with its own small RayCluster) created at --qps; seconds
 //                from each create until `Complete`. Both operators submit to one stand-in of Ray's Jobs
@@ -29,6 +30,10 @@
 // (sampled every 10 s; ours raykeeper_controller_queue_depth, KubeRay's workqueue_depth), its reconcile errors, and its
 // Kubernetes API requests by HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH
 // counted as GET as client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
+// Per phase (creating, deleting, RayJobs), where the machine's time went (bench/plane-load.ts): the share of
+// the 2 cores busy, the CPU seconds of kube-apiserver, etcd, the simulation (kube-controller-manager,
+// kube-scheduler, kwok), the contender and the bench, and the writes and reads the API server served from
+// every client, per object: the issue's "where it breaks: etcd, apiserver, the bench, or an operator".
 // --shards N (> 1) adds a third contender: N of our controllers with --leader-elect --shards N, measured
 // once every shard is held; CPU and requests summed over the replicas, RSS the largest replica's.
 // The 2 cores are shared by everything (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
@@ -56,6 +61,7 @@ import {
   startTheirs,
 } from './controller.ts';
 import { startKwokCluster, type KwokCluster } from '../localcluster/kwok.ts';
+import { apiServerQuiet, COMPONENTS, phaseLoad, snapshot, type Component, type PhaseLoad, type PlanePids } from './plane-load.ts';
 import { BENCH_WEBHOOK_LABEL, startOurWebhook, type BenchWebhook } from './our-webhook.ts';
 import { KubeClient } from '../kube/client.ts';
 import { InformerFactory } from '../kube/informer.ts';
@@ -106,7 +112,9 @@ export interface ScaleRound {
   /** Objects that did not get there before the phase's cap (ready, gone, Complete). */
   unfinished: { ready: number; gone: number; jobs: number };
   /** What the deletion left in the simulated cluster once every RayCluster was gone (pods and cleanup Jobs, finished or not), and the seconds until none was left (the RayJobs start then). */
-  residue: { pods: number; jobs: number; settleSeconds: number; kwokSeconds: number };
+  residue: { pods: number; jobs: number; settleSeconds: number; kwokSeconds: number; quietSeconds: number };
+  /** The whole machine and control plane per phase (bench/plane-load.ts); rayjobs undefined without RayJobs. */
+  load: { create: PhaseLoad; delete: PhaseLoad; rayjobs: PhaseLoad | undefined };
   /** The controller's (every replica's) and its companions' (ours: the webhook), but not while the aftermath settles. */
   cpuSeconds: number;
   peakRssMiB: number;
@@ -384,8 +392,15 @@ async function measureRound(
   contender: Contender,
   namespaces: string[],
   o: ScaleBenchOptions,
+  plane: Omit<PlanePids, 'contender' | 'bench'>,
   say: (s: string) => void,
 ): Promise<ScaleRound> {
+  const pids: PlanePids = {
+    ...plane,
+    contender: [...processes(contender).map((p) => p.pid), ...(contender.companions ?? [])],
+    bench: [process.pid],
+  };
+  const load0 = await snapshot(kube, pids);
   const cpu0 = cpuOf(contender);
   const requests0 = await requestsByMethod(contender);
   const byResource0 = isOurs(contender) ? await requestsByResource(contender) : undefined;
@@ -469,8 +484,10 @@ async function measureRound(
       'ready',
       () => clusters.list(),
     ]);
+    const load1 = await snapshot(kube, pids);
     say(`${contender.name}: deleting them at ${o.qps}/s`);
     await phase(names, deleted, (n) => kube.delete({ ...RAYCLUSTERS, ...n }), gone, ['gone', () => clusters.list()]);
+    const load2 = await snapshot(kube, pids);
     // The deletion's aftermath (Ray pods terminating, cleanup Jobs still queued at kube-scheduler, kube-controller-
     // manager and kwok) would otherwise sit in front of the RayJobs' pods: the RayJobs start once it is gone.
     // The contender's CPU while it waits is left out of its figure (it would charge the slower aftermath twice).
@@ -487,13 +504,16 @@ async function measureRound(
     }
     const settleSeconds = (performance.now() - settled) / 1000;
     const kwokSeconds = await kwokCaughtUp(kube, namespaces[0]!, say);
-    const settle = { ...left, settleSeconds, kwokSeconds };
+    const quietSeconds = await apiServerQuiet(kube, SETTLE_CAP_MS, say);
+    const settle = { ...left, settleSeconds, kwokSeconds, quietSeconds };
     const cpuSettling = cpuOf(contender) - cpuBeforeSettle;
     say(
-      `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s; a probe pod ran ${kwokSeconds.toFixed(0)} s after that`,
+      `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s; a probe pod ran ${kwokSeconds.toFixed(0)} s after that; the API server was quiet ${quietSeconds.toFixed(0)} s later`,
     );
     const jobNames = Array.from({ length: o.rayjobs }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `job-${i}` }));
+    let rayjobsLoad: PhaseLoad | undefined;
     if (o.rayjobs > 0) {
+      const load3 = await snapshot(kube, pids);
       say(`${contender.name}: creating ${o.rayjobs} HTTPMode RayJobs at ${o.qps}/s`);
       await phase(
         jobNames,
@@ -502,6 +522,7 @@ async function measureRound(
         complete,
         ['Complete', () => jobs.list()],
       );
+      rayjobsLoad = phaseLoad(load3, await snapshot(kube, pids));
     }
     const round: ScaleRound = {
       ready: durations(created, ready),
@@ -511,6 +532,7 @@ async function measureRound(
       jobsRunning: durations(jobCreated, running),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
       residue: settle,
+      load: { create: phaseLoad(load0, load1), delete: phaseLoad(load1, load2), rayjobs: rayjobsLoad },
       cpuSeconds: cpuOf(contender) - cpu0 - cpuSettling,
       peakRssMiB: peakOf(contender),
       companionPeakRssMiB: Math.max(0, ...(contender.companions ?? []).map((pid) => rss(pid).hwm)),
@@ -590,7 +612,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
               ? await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url })
               : await startOursSharded(kube, kubeconfig, o.shards, o.workers, stripCache, ourArgs, say);
         if (webhook) running.companions = [webhook.pid];
-        const figures = await measureRound(kube, running, namespaces, o, say);
+        const figures = await measureRound(kube, running, namespaces, o, planePids(cluster), say);
         if (webhook?.exited()) throw new Error('raykeeper webhook exited during the round (its figures would be missing)');
         rounds[name]!.push(figures);
         say(
@@ -618,6 +640,41 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
   }
 }
 
+/** The simulated cluster's processes by component (the contender's and the bench's are added per round). */
+function planePids(cluster: KwokCluster): Omit<PlanePids, 'contender' | 'bench'> {
+  const { pids } = cluster.controlPlane.info;
+  return {
+    'kube-apiserver': [pids.kubeApiserver],
+    etcd: [pids.etcd],
+    simulation: [cluster.pids['kube-controller-manager'], cluster.pids['kube-scheduler'], cluster.pids.kwok],
+  };
+}
+
+/** Per phase: the machine's busy share, each component's CPU, and the writes every client sent (per object of the phase). */
+function loadRows(
+  phase: 'create' | 'delete' | 'rayjobs',
+  label: string,
+  objects: number,
+): Array<[string, (r: ScaleRound) => number, number]> {
+  const of = (f: (l: PhaseLoad) => number) => (r: ScaleRound) => {
+    const l = r.load[phase];
+    return l === undefined ? Number.NaN : f(l);
+  };
+  const names: Record<Component, string> = {
+    'kube-apiserver': 'kube-apiserver',
+    etcd: 'etcd',
+    simulation: 'KCM+scheduler+kwok',
+    contender: 'contender',
+    bench: 'bench',
+  };
+  return [
+    [`${label}: machine busy %`, of((l) => l.busyPercent), 1],
+    ...COMPONENTS.map((c): [string, (r: ScaleRound) => number, number] => [`${label}: CPU s ${names[c]}`, of((l) => l.cpu[c]), 1]),
+    [`${label}: API writes per object, every client`, of((l) => l.writes), Math.max(1, objects)],
+    [`${label}: API reads per object, every client`, of((l) => l.reads), Math.max(1, objects)],
+  ];
+}
+
 export function formatScaleFigures(f: ScaleFigures): string {
   const o = f.options;
   const names = Object.keys(f.rounds);
@@ -635,6 +692,7 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ['Jobs left when all were gone', (r) => r.residue.jobs, 1],
     ['seconds until none was left', (r) => r.residue.settleSeconds, 1],
     ['then seconds until a probe pod ran (kwok)', (r) => r.residue.kwokSeconds, 1],
+    ['then seconds until the API server was quiet', (r) => r.residue.quietSeconds, 1],
     ['RayJob create-to-cluster-ready s p50', pct('jobsClusterReady', 50), 1],
     ['RayJob create-to-cluster-ready s p99', pct('jobsClusterReady', 99), 1],
     ['RayJob create-to-Running s p50', pct('jobsRunning', 50), 1],
@@ -651,8 +709,11 @@ export function formatScaleFigures(f: ScaleFigures): string {
       (r) => r.requests[v] ?? 0,
       o.clusters + o.rayjobs,
     ]),
+    ...loadRows('create', 'creating clusters', o.clusters),
+    ...loadRows('delete', 'deleting clusters', o.clusters),
+    ...loadRows('rayjobs', 'RayJobs', o.rayjobs),
   ];
-  const width = 36;
+  const width = Math.max(36, ...rows.map(([label]) => label.length + 2));
   const col = 20;
   const lines = [
     `scale: ${o.clusters} GCS-FT RayClusters (head + 1 worker) and ${o.rayjobs} HTTPMode RayJobs in ${o.namespaces} namespaces at ${o.qps}/s, ${o.nodes} kwok nodes; ${o.rounds} round(s), alternating order; median (min-max) over rounds`,

@@ -2,6 +2,7 @@
 import t from 'tap';
 import { countResidue, DEFAULT_SCALE_OPTIONS, durations, formatScaleFigures, parseScaleArgs, type ScaleRound } from '../../bench/scale.ts';
 import type { KubeObject } from '../../kube/model.ts';
+import { apiserverRequests, machineJiffies, type PhaseLoad } from '../../bench/plane-load.ts';
 
 t.test('durations: seconds per object that got there, sorted; the ones that did not are left out', async (t) => {
   const from = new Map([
@@ -26,6 +27,13 @@ t.test('flags: numbers into options; a bad one names itself', async (t) => {
   t.throws(() => parseScaleArgs(['--clusterz', '3']));
 });
 
+const load = (cpu: number): PhaseLoad => ({
+  busyPercent: 90 + cpu,
+  cpu: { 'kube-apiserver': cpu * 10, etcd: cpu, simulation: 2 * cpu, contender: cpu, bench: 1 },
+  writes: 4 * cpu,
+  reads: 2,
+});
+
 const round = (ready: number[], cpu: number): ScaleRound => ({
   ready,
   gone: [1, 2],
@@ -33,7 +41,8 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   jobsClusterReady: [1, cpu],
   jobsRunning: [2],
   unfinished: { ready: 0, gone: 0, jobs: 0 },
-  residue: { pods: cpu, jobs: 1, settleSeconds: 30, kwokSeconds: 2 },
+  residue: { pods: cpu, jobs: 1, settleSeconds: 30, kwokSeconds: 2, quietSeconds: 4 },
+  load: { create: load(cpu), delete: load(cpu), rayjobs: load(cpu) },
   cpuSeconds: cpu,
   peakRssMiB: 100,
   companionPeakRssMiB: 0,
@@ -95,7 +104,47 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
     lines.find((l) => l.startsWith('reconcile errors per object')),
     /0\.8 \(0\.6-1\.0\)\s+1\.8 \(1\.6-2\.0\)\s+0\.44$/,
   );
+  t.match(
+    lines.find((l) => l.startsWith('then seconds until the API server was quiet')),
+    /4\.0 \(4\.0-4\.0\)\s+4\.0 \(4\.0-4\.0\)\s+1\.00$/,
+  );
+  // Where the machine's time went, per phase: kube-apiserver CPU = 10 x cpu (medians 40 and 90)
+  t.match(
+    lines.find((l) => l.startsWith('RayJobs: CPU s kube-apiserver')),
+    /40 \(30-50\)\s+90 \(80-100\)\s+0\.44$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('deleting clusters: machine busy %')),
+    /94 \(93-95\)\s+99 \(98-100\)\s+0\.95$/,
+  );
+  // every client's writes (4 x cpu) per object of the phase: 4 clusters
+  t.match(
+    lines.find((l) => l.startsWith('creating clusters: API writes per object, every client')),
+    /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('RayJobs: CPU s KCM+scheduler+kwok')),
+    /8\.0 \(6\.0-10\.0\)\s+18\.0 \(16\.0-20\.0\)\s+0\.44$/,
+  );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 3 rounds: create-to-ready p99 ours 3.0 s, KubeRay 8.0 s, ratio 0.38');
+});
+
+t.test("the machine's busy jiffies from /proc/stat, and every client's writes and reads from the API server's metrics", async (t) => {
+  // user nice system idle iowait irq softirq steal (guest columns are inside user and nice: not added)
+  t.same(machineJiffies('cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n'), { busy: 160, all: 1000 });
+  const text = [
+    '# TYPE apiserver_request_total counter',
+    'apiserver_request_total{code="201",component="apiserver",resource="pods",verb="POST",version="v1"} 30',
+    'apiserver_request_total{code="200",component="apiserver",resource="rayjobs",subresource="status",verb="PUT",version="v1"} 7',
+    'apiserver_request_total{code="200",component="apiserver",group="coordination.k8s.io",resource="leases",verb="PUT",version="v1"} 500',
+    'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="PATCH",version="v1"} 2',
+    'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="DELETE",version="v1"} 1',
+    'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="LIST",version="v1"} 4',
+    'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="GET",version="v1"} 6',
+    'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="WATCH",version="v1"} 9',
+    'apiserver_request_duration_seconds_count{resource="pods",verb="POST"} 30',
+  ].join('\n');
+  t.same(apiserverRequests(text), { writes: 40, reads: 10 }, 'Lease heartbeats, watches and other metrics not counted');
 });
 
 t.test('a sharded third column: shown beside the two, the ratio still ours/KubeRay', async (t) => {
@@ -118,6 +167,7 @@ t.test('a sharded third column: shown beside the two, the ratio still ours/KubeR
 
 t.test('one contender alone (--only), no RayJobs: its column, no ratio, and "-" for the empty phase', async (t) => {
   const alone = { ...round([1, 2], 3), jobs: [], jobsClusterReady: [], jobsRunning: [] };
+  alone.load = { ...alone.load, rayjobs: undefined };
   const text = formatScaleFigures({
     options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 2, rayjobs: 0, only: 'ours' },
     rounds: { raykeeper: [alone] },
@@ -130,6 +180,10 @@ t.test('one contender alone (--only), no RayJobs: its column, no ratio, and "-" 
   );
   t.match(
     lines.find((l) => l.startsWith('RayJob create-to-Complete s p99')),
+    /\s-\s+-$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('RayJobs: machine busy %')),
     /\s-\s+-$/,
   );
   t.equal(lines.at(-1), 'scale: 2 RayClusters, 0 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay -, ratio -');
