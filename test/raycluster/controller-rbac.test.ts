@@ -1,9 +1,11 @@
 // The controller under the RBAC the project ships (manifests/base/rbac-controller.yaml), by impersonating
 // a ServiceAccount bound to exactly those rules: the whole deletion path works, and a Secret the
 // controller may not read (the optional secret-reader role is not granted) means a 403, so the
-// in-process fallback is blocked and the timeout releases the finalizer.
+// in-process fallback is blocked and the timeout releases the finalizer; and a RayJob on a token-auth cluster
+// is told at once, in one Warning, that its dashboard token is out of reach.
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -29,8 +31,11 @@ import {
   until,
   type Env,
 } from './harness.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
+import { rayJobModule } from '../../controller/rayjob/module.ts';
+import { sleep } from '../../src/backoff.ts';
+import type { RayJob } from '../../src/types.ts';
 import { kuberaySample } from './samples.ts';
 
 interface Rule {
@@ -227,5 +232,76 @@ t.test(
     );
     tt.equal((await events(e, 'FailedToGetAuthSecret')).length, 0, 'a 403 on reading is expected, not an error');
     tt.equal((await events(e, 'FailedToCreateAuthSecret')).length, 0);
+  },
+);
+
+t.test(
+  'a RayJob on a token-auth cluster with only the shipped RBAC: one Warning FailedToGetAuthSecret naming the secret reader, nothing submitted',
+  async (tt) => {
+    const e = await env(tt);
+    const kc = await controllerIdentity(tt, e);
+    let asked = 0;
+    const dashboard = createServer((_req, res) => {
+      asked++;
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => dashboard.listen(0, '127.0.0.1', resolve));
+    tt.teardown(() => new Promise<void>((resolve) => dashboard.close(() => resolve())));
+    const port = (dashboard.address() as { port: number }).port;
+    const token = 'the-token-itself';
+    // The cluster the RayJob selects: token auth, ready (no operator runs here to say otherwise).
+    const cluster = kuberaySample();
+    cluster.metadata.name = 'token-shared';
+    (cluster.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'token-shared' };
+    const created = await e.kube.create<typeof cluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, cluster);
+    await e.kube.replace(
+      { ...RAYCLUSTERS, namespace: e.ns.name, name: 'token-shared', subresource: 'status' },
+      {
+        ...created,
+        status: { state: 'ready' },
+      },
+    );
+    await e.kube.create({ ...SECRETS, namespace: e.ns.name }, { metadata: { name: 'token-shared' }, stringData: { auth_token: token } });
+    const c = await startController({
+      kubeConfig: kc,
+      watchNamespace: e.ns.name,
+      modules: [rayJobModule],
+      moduleFlags: { 'rayjob-dashboard-url-template': `http://127.0.0.1:${port}` },
+      env: {},
+      logger: quiet,
+      retry: { baseMs: 100, maxMs: 500, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
+    await e.kube.create(
+      { ...RAYJOBS, namespace: e.ns.name },
+      {
+        apiVersion: 'ray.io/v1',
+        kind: 'RayJob',
+        metadata: { name: 'uses-token' },
+        spec: { entrypoint: 'true', submissionMode: 'HTTPMode', clusterSelector: { 'ray.io/cluster': 'token-shared' } },
+      },
+    );
+    const [warning] = await until(async () => {
+      const found = await events(e, 'FailedToGetAuthSecret');
+      return found.length > 0 ? found : undefined;
+    }, 'FailedToGetAuthSecret on the RayJob');
+    tt.equal(warning!.type, 'Warning');
+    tt.equal(warning!.involvedObject.kind, 'RayJob', 'on the RayJob');
+    tt.match(
+      warning!.message,
+      /forbidden.*optional secret reader \(manifests\/optional\/controller-secret-reader/,
+      'says why and what to install',
+    );
+    tt.notMatch(warning!.message, new RegExp(token), 'no token in it');
+    // The controller keeps retrying (with backoff), but says it once: the Event is neither repeated nor counted up.
+    await sleep(3000);
+    const after = await events(e, 'FailedToGetAuthSecret');
+    tt.equal(after.length, 1, 'one Event');
+    tt.equal(after[0]!.count ?? 1, 1, 'told once, not every retry');
+    const job = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'uses-token' });
+    // HTTPMode goes Running first and submits from there (KubeRay's order); the status check's timeout, not this, would fail it.
+    tt.equal(job.status?.jobDeploymentStatus, 'Running', 'Running, not Failed: waiting for the token');
+    tt.equal(job.status?.jobStatus ?? '', '', 'and nothing submitted');
+    tt.equal(asked, 0, 'the dashboard was never asked without its token');
   },
 );
