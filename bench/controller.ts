@@ -208,11 +208,14 @@ export function startControllerChild(
   // on a machine whose 2 cores the contender needed.
   let tail = '';
   let found = false;
+  proc.stdout!.setEncoding('utf8');
   const port = new Promise<number>((resolvePort, reject) => {
-    proc.stdout!.on('data', (c: Buffer) => {
-      tail = (tail + c.toString()).slice(-LOG_TAIL_CHARS);
+    proc.stdout!.on('data', (chunk: string) => {
+      const text = tail + chunk;
+      tail = text.slice(-LOG_TAIL_CHARS);
       if (found) return;
-      const m = /"port":(\d+)/.exec(tail);
+      // Searched before trimming (the line may open a long chunk), and whole: a chunk may end inside the number.
+      const m = /"port":(\d+)[,}]/.exec(text);
       if (m) {
         found = true;
         resolvePort(Number(m[1]));
@@ -295,7 +298,8 @@ export async function startTheirs(cp: ControlPlane, kube: KubeClient, env: Recor
   const leaseNamespace = `kuberay-lease-${++leaseNamespaces}`;
   await kube.create(NAMESPACES, { metadata: { name: leaseNamespace } });
   const startedAt = performance.now();
-  const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace, env });
+  // Its log's tail only, as ours' (startControllerChild): both cost the bench the same to drain.
+  const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace, env, logTailChars: LOG_TAIL_CHARS });
   for (;;) {
     const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({
       ...LEASES,

@@ -30,10 +30,11 @@
 // (sampled every 10 s; ours raykeeper_controller_queue_depth, KubeRay's workqueue_depth), its reconcile errors, and its
 // Kubernetes API requests by HTTP method from its own client metrics (ours raykeeper_kube_requests, WATCH
 // counted as GET as client-go counts it; KubeRay controller-runtime's rest_client_requests_total).
-// Per phase (creating, deleting, RayJobs), where the machine's time went (bench/plane-load.ts): the share of
-// the 2 cores busy, the CPU seconds of kube-apiserver, etcd, the simulation (kube-controller-manager,
-// kube-scheduler, kwok), the contender and the bench, and the writes and reads the API server served from
-// every client, per object: the issue's "where it breaks: etcd, apiserver, the bench, or an operator".
+// Per phase (creating, deleting, settling after the deletion, RayJobs), where the machine's time went
+// (bench/plane-load.ts): the share of the 2 cores busy, the CPU seconds of kube-apiserver, etcd, the
+// simulation (kube-controller-manager, kube-scheduler, kwok), the contender and the bench, and the object
+// writes and reads the API server served from every client, per object: the issue's "where it breaks:
+// etcd, apiserver, the bench, or an operator". Each contender starts on a quiet API server too.
 // --shards N (> 1) adds a third contender: N of our controllers with --leader-elect --shards N, measured
 // once every shard is held; CPU and requests summed over the replicas, RSS the largest replica's.
 // The 2 cores are shared by everything (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
@@ -61,6 +62,8 @@ import {
   startTheirs,
 } from './controller.ts';
 import { startKwokCluster, type KwokCluster } from '../localcluster/kwok.ts';
+import { FINALIZER_RELEASE_REASONS } from '../src/gcsft/decide.ts';
+import { waitFor } from './wait.ts';
 import { apiServerQuiet, COMPONENTS, phaseLoad, snapshot, type Component, type PhaseLoad, type PlanePids } from './plane-load.ts';
 import { BENCH_WEBHOOK_LABEL, startOurWebhook, type BenchWebhook } from './our-webhook.ts';
 import { KubeClient } from '../kube/client.ts';
@@ -114,7 +117,7 @@ export interface ScaleRound {
   /** What the deletion left in the simulated cluster once every RayCluster was gone (pods and cleanup Jobs, finished or not), and the seconds until none was left (the RayJobs start then). */
   residue: { pods: number; jobs: number; settleSeconds: number; kwokSeconds: number; quietSeconds: number };
   /** The whole machine and control plane per phase (bench/plane-load.ts); rayjobs undefined without RayJobs. */
-  load: { create: PhaseLoad; delete: PhaseLoad; rayjobs: PhaseLoad | undefined };
+  load: { create: PhaseLoad; delete: PhaseLoad; settle: PhaseLoad; rayjobs: PhaseLoad | undefined };
   /** The controller's (every replica's) and its companions' (ours: the webhook), but not while the aftermath settles. */
   cpuSeconds: number;
   peakRssMiB: number;
@@ -123,6 +126,8 @@ export interface ScaleRound {
   /** The most keys waiting in its work queues at once (sampled every 10 s): more than a few means reconciles, not events, set the pace. */
   peakQueueDepth: number;
   requests: Record<string, number>;
+  /** Ours only: its GCS-FT finalizer releases by reason (a Job that completed, or the deletion timeout). */
+  releases?: Record<string, number>;
   /** Ours only: requests by `VERB resource` (raykeeper_kube_requests' labels; WATCH apart), to see where they go. */
   requestsByResource?: Record<string, number>;
   /** Reconciles that ended in an error (ours: raykeeper_controller_reconcile_total{result="error"}; KubeRay's: controller_runtime_reconcile_errors_total). */
@@ -158,6 +163,14 @@ async function summed(c: Contender, name: string, labels: RegExp): Promise<numbe
 }
 
 const isOurs = (c: Contender) => c.name.startsWith(OURS);
+
+/** Ours: GCS-FT finalizers released so far, by reason (raykeeper_raycluster_finalizer_releases_total). */
+async function releasesByReason(c: Contender): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const reason of FINALIZER_RELEASE_REASONS)
+    out[reason] = await summed(c, 'raykeeper_raycluster_finalizer_releases_total', new RegExp(`reason="${reason}"`));
+  return out;
+}
 
 /** The API requests so far by HTTP method: ours (WATCH folded into GET, as client-go counts it) or KubeRay's. */
 export async function requestsByMethod(c: Contender): Promise<Record<string, number>> {
@@ -203,7 +216,9 @@ export async function reconcileErrors(c: Contender): Promise<number> {
     : summed(c, 'controller_runtime_reconcile_errors_total', /.*/);
 }
 
-const cpuOf = (c: Contender) => [...processes(c).map((p) => p.pid), ...(c.companions ?? [])].reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+/** The contender's processes: every replica and what is installed beside it (ours: the webhook). */
+const contenderPids = (c: Contender) => [...processes(c).map((p) => p.pid), ...(c.companions ?? [])];
+const cpuOf = (c: Contender) => contenderPids(c).reduce((sum, pid) => sum + cpuSeconds(pid), 0);
 /** The largest replica's peak: what each replica's memory limit must hold. */
 const peakOf = (c: Contender) => Math.max(...processes(c).map((p) => rss(p.pid).hwm));
 
@@ -264,25 +279,6 @@ async function paced<T>(items: T[], qps: number, fn: (item: T, i: number) => Pro
     if (wait > 0) await sleep(wait);
     await fn(item, i);
   });
-}
-
-/** Until `done()` or `capMs` passed; a line every 10 s. */
-async function waitFor(
-  done: () => boolean | Promise<boolean>,
-  capMs: number,
-  report: () => string,
-  say: (s: string) => void,
-  everyMs = 100,
-): Promise<void> {
-  const t0 = performance.now();
-  let last = t0;
-  while (!(await done()) && performance.now() - t0 < capMs) {
-    await sleep(everyMs);
-    if (performance.now() - last > 10_000) {
-      last = performance.now();
-      say(`  ${report()} (${Math.round((last - t0) / 1000)} s)`);
-    }
-  }
 }
 
 /** The longest the next contender waits for the last one's namespaces to be gone. */
@@ -397,13 +393,17 @@ async function measureRound(
 ): Promise<ScaleRound> {
   const pids: PlanePids = {
     ...plane,
-    contender: [...processes(contender).map((p) => p.pid), ...(contender.companions ?? [])],
+    contender: contenderPids(contender),
     bench: [process.pid],
   };
+  // Not on the last contender's namespace deletion either (the namespaces are gone; their Events may not be).
+  const before = await apiServerQuiet(kube, SETTLE_CAP_MS, say);
+  if (!before.quiet) say(`${contender.name}: the API server was not quiet after ${before.seconds.toFixed(0)} s; going on`);
   const load0 = await snapshot(kube, pids);
   const cpu0 = cpuOf(contender);
   const requests0 = await requestsByMethod(contender);
   const byResource0 = isOurs(contender) ? await requestsByResource(contender) : undefined;
+  const releases0 = isOurs(contender) ? await releasesByReason(contender) : undefined;
   const errors0 = await reconcileErrors(contender);
   const watcher = new InformerFactory(kube, { namespace: undefined });
   const clusters = watcher.get(RAYCLUSTERS);
@@ -504,16 +504,16 @@ async function measureRound(
     }
     const settleSeconds = (performance.now() - settled) / 1000;
     const kwokSeconds = await kwokCaughtUp(kube, namespaces[0]!, say);
-    const quietSeconds = await apiServerQuiet(kube, SETTLE_CAP_MS, say);
-    const settle = { ...left, settleSeconds, kwokSeconds, quietSeconds };
+    const quiet = await apiServerQuiet(kube, SETTLE_CAP_MS, say);
+    const settle = { ...left, settleSeconds, kwokSeconds, quietSeconds: quiet.seconds };
+    const load3 = await snapshot(kube, pids);
     const cpuSettling = cpuOf(contender) - cpuBeforeSettle;
     say(
-      `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s; a probe pod ran ${kwokSeconds.toFixed(0)} s after that; the API server was quiet ${quietSeconds.toFixed(0)} s later`,
+      `${contender.name}: left by the deletion: ${left.pods} pods, ${left.jobs} Jobs; ${now.pods + now.jobs === 0 ? 'none' : `${now.pods} pods, ${now.jobs} Jobs`} left after ${settle.settleSeconds.toFixed(0)} s; a probe pod ran ${kwokSeconds.toFixed(0)} s after that; the API server was ${quiet.quiet ? 'quiet' : 'still not quiet'} ${quiet.seconds.toFixed(0)} s later`,
     );
     const jobNames = Array.from({ length: o.rayjobs }, (_, i) => ({ namespace: namespaces[i % namespaces.length]!, name: `job-${i}` }));
     let rayjobsLoad: PhaseLoad | undefined;
     if (o.rayjobs > 0) {
-      const load3 = await snapshot(kube, pids);
       say(`${contender.name}: creating ${o.rayjobs} HTTPMode RayJobs at ${o.qps}/s`);
       await phase(
         jobNames,
@@ -532,7 +532,7 @@ async function measureRound(
       jobsRunning: durations(jobCreated, running),
       unfinished: { ready: o.clusters - ready.size, gone: o.clusters - gone.size, jobs: o.rayjobs - complete.size },
       residue: settle,
-      load: { create: phaseLoad(load0, load1), delete: phaseLoad(load1, load2), rayjobs: rayjobsLoad },
+      load: { create: phaseLoad(load0, load1), delete: phaseLoad(load1, load2), settle: phaseLoad(load2, load3), rayjobs: rayjobsLoad },
       cpuSeconds: cpuOf(contender) - cpu0 - cpuSettling,
       peakRssMiB: peakOf(contender),
       companionPeakRssMiB: Math.max(0, ...(contender.companions ?? []).map((pid) => rss(pid).hwm)),
@@ -543,6 +543,10 @@ async function measureRound(
     };
     const requests1 = await requestsByMethod(contender);
     for (const verb of VERBS) round.requests[verb] = requests1[verb]! - requests0[verb]!;
+    if (releases0) {
+      const releases1 = await releasesByReason(contender);
+      round.releases = Object.fromEntries(Object.entries(releases1).map(([k, v]) => [k, v - (releases0[k] ?? 0)]));
+    }
     if (byResource0) {
       const byResource1 = await requestsByResource(contender);
       round.requestsByResource = Object.fromEntries(Object.entries(byResource1).map(([k, v]) => [k, v - (byResource0[k] ?? 0)]));
@@ -652,7 +656,7 @@ function planePids(cluster: KwokCluster): Omit<PlanePids, 'contender' | 'bench'>
 
 /** Per phase: the machine's busy share, each component's CPU, and the writes every client sent (per object of the phase). */
 function loadRows(
-  phase: 'create' | 'delete' | 'rayjobs',
+  phase: 'create' | 'delete' | 'settle' | 'rayjobs',
   label: string,
   objects: number,
 ): Array<[string, (r: ScaleRound) => number, number]> {
@@ -711,6 +715,7 @@ export function formatScaleFigures(f: ScaleFigures): string {
     ]),
     ...loadRows('create', 'creating clusters', o.clusters),
     ...loadRows('delete', 'deleting clusters', o.clusters),
+    ...loadRows('settle', 'after the deletion (settling)', o.clusters),
     ...loadRows('rayjobs', 'RayJobs', o.rayjobs),
   ];
   const width = Math.max(36, ...rows.map(([label]) => label.length + 2));
@@ -730,6 +735,14 @@ export function formatScaleFigures(f: ScaleFigures): string {
   lines.push(
     `not there before the cap (ready/gone/Complete): ${names.map((x) => `${x} ${f.rounds[x]!.map((r) => `${r.unfinished.ready}/${r.unfinished.gone}/${r.unfinished.jobs}`).join(', ')}`).join('; ')}`,
   );
+  for (const x of names) {
+    const releases = f.rounds[x]!.at(-1)?.releases;
+    if (!releases) continue;
+    const told = Object.entries(releases).filter(([, v]) => v > 0);
+    lines.push(
+      `${x} GCS-FT finalizer releases by reason (last round): ${told.length === 0 ? 'none' : told.map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    );
+  }
   for (const x of names) {
     const last = f.rounds[x]!.at(-1)?.requestsByResource;
     if (!last) continue;

@@ -27,10 +27,11 @@ t.test('flags: numbers into options; a bad one names itself', async (t) => {
   t.throws(() => parseScaleArgs(['--clusterz', '3']));
 });
 
-const load = (cpu: number): PhaseLoad => ({
-  busyPercent: 90 + cpu,
-  cpu: { 'kube-apiserver': cpu * 10, etcd: cpu, simulation: 2 * cpu, contender: cpu, bench: 1 },
-  writes: 4 * cpu,
+// k tells the phases apart (create 1, delete 2, settle 3, RayJobs 4): a row reading another phase's figures fails.
+const load = (cpu: number, k: number): PhaseLoad => ({
+  busyPercent: 50 + 10 * k + cpu,
+  cpu: { 'kube-apiserver': cpu * 10 * k, etcd: cpu * k, simulation: 2 * cpu * k, contender: cpu, bench: 1 },
+  writes: 4 * cpu * k,
   reads: 2,
 });
 
@@ -42,7 +43,7 @@ const round = (ready: number[], cpu: number): ScaleRound => ({
   jobsRunning: [2],
   unfinished: { ready: 0, gone: 0, jobs: 0 },
   residue: { pods: cpu, jobs: 1, settleSeconds: 30, kwokSeconds: 2, quietSeconds: 4 },
-  load: { create: load(cpu), delete: load(cpu), rayjobs: load(cpu) },
+  load: { create: load(cpu, 1), delete: load(cpu, 2), settle: load(cpu, 3), rayjobs: load(cpu, 4) },
   cpuSeconds: cpu,
   peakRssMiB: 100,
   companionPeakRssMiB: 0,
@@ -108,30 +109,36 @@ t.test('the table: ours beside KubeRay, the ratio of medians, and the last line 
     lines.find((l) => l.startsWith('then seconds until the API server was quiet')),
     /4\.0 \(4\.0-4\.0\)\s+4\.0 \(4\.0-4\.0\)\s+1\.00$/,
   );
-  // Where the machine's time went, per phase: kube-apiserver CPU = 10 x cpu (medians 40 and 90)
+  // Where the machine's time went, per phase: kube-apiserver CPU = 10 x cpu x 4 in the RayJobs (medians 160 and 360)
   t.match(
     lines.find((l) => l.startsWith('RayJobs: CPU s kube-apiserver')),
-    /40 \(30-50\)\s+90 \(80-100\)\s+0\.44$/,
+    /160 \(120-200\)\s+360 \(320-400\)\s+0\.44$/,
   );
+  // 50 + 10 x 2 + cpu
   t.match(
     lines.find((l) => l.startsWith('deleting clusters: machine busy %')),
-    /94 \(93-95\)\s+99 \(98-100\)\s+0\.95$/,
+    /74\.0 \(73\.0-75\.0\)\s+79\.0 \(78\.0-80\.0\)\s+0\.94$/,
   );
-  // every client's writes (4 x cpu) per object of the phase: 4 clusters
+  // every client's writes (4 x cpu x 1) per object of the phase: 4 clusters
   t.match(
     lines.find((l) => l.startsWith('creating clusters: API writes per object, every client')),
     /4\.0 \(3\.0-5\.0\)\s+9\.0 \(8\.0-10\.0\)\s+0\.44$/,
   );
+  // the settling after the deletion: etcd = cpu x 3
+  t.match(
+    lines.find((l) => l.startsWith('after the deletion (settling): CPU s etcd')),
+    /12\.0 \(9\.0-15\.0\)\s+27\.0 \(24\.0-30\.0\)\s+0\.44$/,
+  );
   t.match(
     lines.find((l) => l.startsWith('RayJobs: CPU s KCM+scheduler+kwok')),
-    /8\.0 \(6\.0-10\.0\)\s+18\.0 \(16\.0-20\.0\)\s+0\.44$/,
+    /32\.0 \(24\.0-40\.0\)\s+72\.0 \(64\.0-80\.0\)\s+0\.44$/,
   );
   t.equal(lines.at(-1), 'scale: 4 RayClusters, 1 RayJobs, 3 rounds: create-to-ready p99 ours 3.0 s, KubeRay 8.0 s, ratio 0.38');
 });
 
 t.test("the machine's busy jiffies from /proc/stat, and every client's writes and reads from the API server's metrics", async (t) => {
-  // user nice system idle iowait irq softirq steal (guest columns are inside user and nice: not added)
-  t.same(machineJiffies('cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n'), { busy: 160, all: 1000 });
+  // user nice system idle iowait irq softirq (steal, 9 here, and the guest columns, inside user and nice, not added)
+  t.same(machineJiffies('cpu  100 5 50 800 40 3 2 9 7 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n'), { busy: 160, all: 1000 });
   const text = [
     '# TYPE apiserver_request_total counter',
     'apiserver_request_total{code="201",component="apiserver",resource="pods",verb="POST",version="v1"} 30',
@@ -142,9 +149,16 @@ t.test("the machine's busy jiffies from /proc/stat, and every client's writes an
     'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="LIST",version="v1"} 4',
     'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="GET",version="v1"} 6',
     'apiserver_request_total{code="200",component="apiserver",resource="pods",verb="WATCH",version="v1"} 9',
+    'apiserver_request_total{code="200",component="apiserver",group="apps",resource="deployments",verb="APPLY",version="v1"} 3',
+    'apiserver_request_total{code="200",component="apiserver",resource="events",verb="DELETECOLLECTION",version="v1"} 2',
+    'apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 50',
     'apiserver_request_duration_seconds_count{resource="pods",verb="POST"} 30',
   ].join('\n');
-  t.same(apiserverRequests(text), { writes: 40, reads: 10 }, 'Lease heartbeats, watches and other metrics not counted');
+  t.same(
+    apiserverRequests(text),
+    { writes: 45, reads: 10 },
+    'Lease heartbeats, watches, requests for no object and other metrics not counted',
+  );
 });
 
 t.test('a sharded third column: shown beside the two, the ratio still ours/KubeRay', async (t) => {
@@ -187,6 +201,36 @@ t.test('one contender alone (--only), no RayJobs: its column, no ratio, and "-" 
     /\s-\s+-$/,
   );
   t.equal(lines.at(-1), 'scale: 2 RayClusters, 0 RayJobs, 1 rounds: create-to-ready p99 ours 2.0 s, KubeRay -, ratio -');
+});
+
+t.test('per-phase rows divide by the objects of their phase: the RayJobs by --rayjobs', async (t) => {
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 2, rayjobs: 8, only: 'ours' },
+    rounds: { raykeeper: [round([1, 2], 3)] },
+  });
+  const lines = text.split('\n');
+  // RayJobs: 4 x 3 x 4 = 48 writes over 8 RayJobs; clusters: 4 x 3 x 1 = 12 over 2 clusters
+  t.match(
+    lines.find((l) => l.startsWith('RayJobs: API writes per object, every client')),
+    /\s6\.0\s+-$/,
+  );
+  t.match(
+    lines.find((l) => l.startsWith('creating clusters: API writes per object, every client')),
+    /\s6\.0\s+-$/,
+  );
+});
+
+t.test("ours' GCS-FT finalizer releases by reason: the last round's, zero counts left out", async (t) => {
+  const ours = { ...round([1], 1), releases: { 'job-complete': 4990, timeout: 10, 'job-failed': 0 } };
+  const text = formatScaleFigures({
+    options: { ...DEFAULT_SCALE_OPTIONS, rounds: 1, clusters: 5000, rayjobs: 1 },
+    rounds: { raykeeper: [ours], 'kuberay v1.6.2': [round([1], 1)] },
+  });
+  t.equal(
+    text.split('\n').find((l) => l.includes('finalizer releases by reason')),
+    'raykeeper GCS-FT finalizer releases by reason (last round): job-complete 4990, timeout 10',
+    'nothing for KubeRay (it has no such metric)',
+  );
 });
 
 t.test("ours' requests by verb and resource: per object, largest first, the last round's", async (t) => {

@@ -54,6 +54,8 @@ export async function startKubeRay(
     args?: string[];
     /** More environment, e.g. HTTP_PROXY (the scale bench's stand-in of the Ray dashboards). */
     env?: Record<string, string>;
+    /** Keep only this many characters of its log (the scale bench: hours of it); default all. */
+    logTailChars?: number;
   },
 ): Promise<KubeRayOperator> {
   const env: Record<string, string> = {
@@ -77,8 +79,13 @@ export async function startKubeRay(
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const keep = options.logTailChars;
+  const add = (c: Buffer) => {
+    out += c.toString();
+    if (keep !== undefined && out.length > 2 * keep) out = out.slice(-keep);
+  };
+  proc.stdout!.on('data', add);
+  proc.stderr!.on('data', add);
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
   return {
     proc,
