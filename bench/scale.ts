@@ -54,6 +54,7 @@ import {
   imageStripCache,
   KUBERAY,
   metricSum,
+  metricTextSum,
   OURS,
   pool,
   rss,
@@ -166,9 +167,12 @@ const isOurs = (c: Contender) => c.name.startsWith(OURS);
 
 /** Ours: GCS-FT finalizers released so far, by reason (raykeeper_raycluster_finalizer_releases_total). */
 async function releasesByReason(c: Contender): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const reason of FINALIZER_RELEASE_REASONS)
-    out[reason] = await summed(c, 'raykeeper_raycluster_finalizer_releases_total', new RegExp(`reason="${reason}"`));
+  const out: Record<string, number> = Object.fromEntries(FINALIZER_RELEASE_REASONS.map((reason) => [reason, 0]));
+  for (const p of processes(c)) {
+    const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
+    for (const reason of FINALIZER_RELEASE_REASONS)
+      out[reason]! += metricTextSum(text, 'raykeeper_raycluster_finalizer_releases_total', new RegExp(`reason="${reason}"`));
+  }
   return out;
 }
 
@@ -664,16 +668,10 @@ function loadRows(
     const l = r.load[phase];
     return l === undefined ? Number.NaN : f(l);
   };
-  const names: Record<Component, string> = {
-    'kube-apiserver': 'kube-apiserver',
-    etcd: 'etcd',
-    simulation: 'KCM+scheduler+kwok',
-    contender: 'contender',
-    bench: 'bench',
-  };
+  const name = (c: Component) => (c === 'simulation' ? 'KCM+scheduler+kwok' : c);
   return [
     [`${label}: machine busy %`, of((l) => l.busyPercent), 1],
-    ...COMPONENTS.map((c): [string, (r: ScaleRound) => number, number] => [`${label}: CPU s ${names[c]}`, of((l) => l.cpu[c]), 1]),
+    ...COMPONENTS.map((c): [string, (r: ScaleRound) => number, number] => [`${label}: CPU s ${name(c)}`, of((l) => l.cpu[c]), 1]),
     [`${label}: API writes per object, every client`, of((l) => l.writes), Math.max(1, objects)],
     [`${label}: API reads per object, every client`, of((l) => l.reads), Math.max(1, objects)],
   ];
