@@ -1,0 +1,131 @@
+// KubeRay's own e2e suites as tools/build-kuberay-e2e.sh builds them: which tests exist (tests.jsonl,
+// read from their source and checked against the binaries), how a `go test -run` pattern selects them
+// (Go's semantics, level by level), the one pattern that runs exactly one test, and the subset CI runs.
+//
+// Every test runs alone in a process of its own (its own test namespace, made and deleted by KubeRay's
+// support package): a failing subtest cannot stop its siblings (KubeRay's subtests share the parent's
+// gomega, so Go would skip the rest of the parent), and a test never shares 2 cores with the clusters
+// an earlier sibling left in a shared namespace.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+
+/** One leaf test: the package, its test binary and the name `go test -json` gives it ("TestX/Sub_name"). */
+export interface SuiteTest {
+  package: string;
+  binary: string;
+  test: string;
+}
+
+export const BUILD_SCRIPT = join(REPO_ROOT, 'tools', 'build-kuberay-e2e.sh');
+
+/**
+ * The subset CI runs (`npm run test:cluster`, test/node/kuberay-e2e.cluster.ts), as `go test -run`
+ * patterns: every GCS fault-tolerance test, and the RayJob tests that pass today and fit CI's time
+ * (docs/kuberay-e2e.md says why these and how long they take). A test joins it once it passes here.
+ */
+export const CI_SUBSET: readonly string[] = [
+  '^TestRayClusterGCSFaultTolerance$',
+  '^TestGcsFaultToleranceOptions$',
+  '^TestGcsFaultToleranceAnnotations$',
+];
+
+/** Images a test needs beyond the node's own (tools/build-images.sh names), by top-level test. */
+export const EXTRA_IMAGES: Readonly<Record<string, readonly string[]>> = {
+  // switches its cluster to rayproject/ray:2.51.0 to trigger the upgrade
+  TestRayClusterUpgradeStrategy: ['rayupgrade'],
+};
+
+/** Where the build is (tools/build-kuberay-e2e.sh --print-dir; it builds nothing). */
+export function buildDir(): string {
+  return execFileSync('bash', [BUILD_SCRIPT, '--print-dir'], { encoding: 'utf8' }).trim();
+}
+
+/** Parses tests.jsonl (one `{"package","binary","test"}` a line). */
+export function parseTests(text: string): SuiteTest[] {
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l, i) => {
+      const o = JSON.parse(l) as Partial<SuiteTest>;
+      if (typeof o.package !== 'string' || typeof o.binary !== 'string' || typeof o.test !== 'string')
+        throw new Error(`tests.jsonl line ${i + 1} is not {package, binary, test}: ${l}`);
+      return { package: o.package, binary: o.binary, test: o.test };
+    });
+}
+
+export function readTests(dir: string): SuiteTest[] {
+  return parseTests(readFileSync(join(dir, 'tests.jsonl'), 'utf8'));
+}
+
+/**
+ * Splits a -run pattern as Go's splitRegexp does: top-level `|` separates alternatives, `/` separates
+ * the levels of one alternative; neither counts inside [...] or (...) or after a backslash.
+ */
+export function splitPattern(pattern: string): string[][] {
+  const alternatives: string[][] = [];
+  let levels: string[] = [];
+  let s = pattern;
+  let cs = 0;
+  let cp = 0;
+  for (let i = 0; i < s.length; ) {
+    const c = s[i]!;
+    if (c === '[') cs++;
+    else if (c === ']') cs = Math.max(0, cs - 1);
+    else if (c === '(' && cs === 0) cp++;
+    else if (c === ')' && cs === 0) cp--;
+    else if (c === '\\') i++;
+    else if ((c === '/' || c === '|') && cs === 0 && cp === 0) {
+      levels.push(s.slice(0, i));
+      s = s.slice(i + 1);
+      i = 0;
+      if (c === '|') {
+        alternatives.push(levels);
+        levels = [];
+      }
+      continue;
+    }
+    i++;
+  }
+  levels.push(s);
+  alternatives.push(levels);
+  return alternatives;
+}
+
+/**
+ * Whether `go test -run pattern` runs the leaf `test`: for one of the alternatives, each level matches
+ * (unanchored) the name at that level; levels beyond the pattern match anything. Patterns are RE2; the
+ * common subset (anchors, alternation, classes, escapes) reads the same as a JavaScript RegExp.
+ */
+export function selects(pattern: string, test: string): boolean {
+  const names = test.split('/');
+  return splitPattern(pattern).some((levels) => levels.every((p, i) => i >= names.length || new RegExp(p).test(names[i]!)));
+}
+
+const RE2_META = /[\\.+*?()|[\]{}^$]/g;
+
+/** The -run pattern that selects exactly this leaf: every level anchored and escaped. */
+export function exactPattern(test: string): string {
+  return test
+    .split('/')
+    .map((level) => `^${level.replace(RE2_META, '\\$&')}$`)
+    .join('/');
+}
+
+/**
+ * The tests any of the patterns selects, in the suites' order; a pattern that selects nothing is an
+ * error (a misspelt name would otherwise run less than it says).
+ */
+export function selectTests(tests: SuiteTest[], patterns: readonly string[]): SuiteTest[] {
+  if (patterns.length === 0) return tests;
+  for (const p of patterns) {
+    if (!tests.some((t) => selects(p, t.test))) throw new Error(`-run ${p} selects none of the ${tests.length} tests`);
+  }
+  return tests.filter((t) => patterns.some((p) => selects(p, t.test)));
+}
+
+/** The extra images the selected tests need (tools/build-images.sh names), each once. */
+export function extraImages(tests: SuiteTest[]): string[] {
+  return [...new Set(tests.flatMap((t) => EXTRA_IMAGES[t.test.split('/')[0]!] ?? []))];
+}

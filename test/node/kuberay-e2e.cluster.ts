@@ -1,0 +1,39 @@
+// KubeRay's own e2e tests against raykeeper on the real node (`npm run test:cluster`, root): the CI subset
+// of `npm run test:kuberay` (test/kuberay-e2e/suite.ts CI_SUBSET: every GCS fault-tolerance test and the
+// RayJob tests that fit CI's time), each KubeRay test a tap test of its own that passes only when KubeRay's
+// test passed (its first failure line and its logs' directory otherwise), then the per-test table. The
+// tests are KubeRay v1.6.2's as published (tools/build-kuberay-e2e.sh), run with KubeRay's timeouts.
+// Then the host is restored. docs/kuberay-e2e.md has the whole suite's last result.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { missingPart } from '../helpers/parts.ts';
+import { runOne } from '../kuberay-e2e/runner.ts';
+import { buildDir, CI_SUBSET, readTests, selectTests } from '../kuberay-e2e/suite.ts';
+import { resultTable, summaryLine, type TestResult } from '../kuberay-e2e/table.ts';
+import { nodeUnderTest } from './helpers.ts';
+
+const dir = buildDir();
+if (!existsSync(join(dir, 'tests.jsonl'))) throw new Error(missingPart(`KubeRay's e2e suites are not built (${dir})`));
+const tests = selectTests(readTests(dir), CI_SUBSET);
+// Each KubeRay test takes 1-4 minutes on 2 cores; the node's start and stop a few more.
+t.setTimeout((10 + tests.length * 6) * 60_000);
+
+const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
+const outDir = join(t.testdir(), 'kuberay-e2e');
+const results: TestResult[] = [];
+
+for (const [i, test] of tests.entries()) {
+  t.test(`KubeRay ${test.test}`, async (t) => {
+    const r = await runOne(test, i, { buildDir: dir, kubeconfig: env.kubeconfig, kube, outDir, progress: (m) => t.comment(m) });
+    results.push(r);
+    t.equal(r.result, 'pass', r.reason ?? `${test.test} passed`, { seconds: Math.round(r.seconds), log: r.log });
+  });
+}
+
+t.test('the table', async (t) => {
+  t.comment(`\n${resultTable(results)}\n\n${summaryLine(results)}`);
+  t.equal(results.length, tests.length, 'every selected test ran');
+});
+
+t.test('stopping the node restores the host', stopAndAssertRestored);
