@@ -62,7 +62,7 @@ function squash(lines: string[]): string {
   const text = lines
     .map((l) => l.trim())
     // testify's report: the trace (paths) and the test's name say nothing the table does not
-    .filter((l) => !/^(Error Trace|Test|Messages):/.test(l) && !/^\/\S+:\d+$/.test(l))
+    .filter((l) => !/^(Error Trace|Test|Messages):/.test(l) && !/^\S+\.go:\d+$/.test(l))
     .filter((l) => l !== '')
     .join(' ')
     .replace(/\s+/g, ' ');

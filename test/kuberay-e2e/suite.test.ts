@@ -143,7 +143,7 @@ const PARENT_SETUP = [
   ev({
     Action: 'output',
     Test: 'TestRayJobWithClusterSelector',
-    Output: '        \t            \t/kuberay/ray-operator/test/support/test.go:121\n',
+    Output: '        \t            \tgithub.com/ray-project/kuberay/ray-operator@v1.6.2/test/support/test.go:121\n',
   }),
   ev({ Action: 'output', Test: 'TestRayJobWithClusterSelector', Output: '        \tError:      \tReceived unexpected error:\n' }),
   ev({ Action: 'output', Test: 'TestRayJobWithClusterSelector', Output: '        \t            \tnamespaces is forbidden\n' }),
