@@ -90,6 +90,8 @@ kill "$ticker" 2>/dev/null || true
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
-# Older builds of this cache entry (other keys of this version) are left for other checkouts sharing it.
+# Keep the 3 newest builds: checkouts with other sources that share the cache keep theirs, and a run
+# reading an older one is not pulled from under it.
+ls -dt "$cache/bin/kuberay-e2e-"*/ 2>/dev/null | grep -v '\.tmp\.' | tail -n +4 | xargs -r rm -rf
 say "built in $((SECONDS - start)) s: $(wc -l <"$out/tests.jsonl") tests in ${#packages[@]} packages"
 echo "$out"

@@ -13,6 +13,7 @@ import {
   CI_SUBSET,
   exactPattern,
   extraImages,
+  groupUnits,
   parseTests,
   readTests,
   selects,
@@ -22,7 +23,7 @@ import {
 } from './suite.ts';
 import { resultTable, summaryLine } from './table.ts';
 
-const suite = (names: string[]): SuiteTest[] => names.map((test) => ({ package: 'p', binary: 'p.test', test }));
+const suite = (names: string[]): SuiteTest[] => names.map((test) => ({ package: 'p', binary: 'p.test', test, unit: test }));
 
 t.test('-run patterns select as go test does: level by level, unanchored, top-level | alternatives', async (t) => {
   const cases: Array<[string, string, boolean]> = [
@@ -78,7 +79,21 @@ t.test('a selection that names no test is an error; extra images follow the sele
   t.throws(() => selectTests(tests, ['^TestRayJob$', '^TestRayJobz$']), /-run \^TestRayJobz\$ selects none of the 3 tests/);
   t.same(extraImages(tests), ['rayupgrade']);
   t.same(extraImages(tests.slice(0, 1)), []);
-  t.throws(() => parseTests('{"package":"p","test":"T"}\n'), /line 1 is not/);
+  t.throws(() => parseTests('{"package":"p","binary":"p.test","test":"T"}\n'), /line 1 is not/);
+  const auth = [
+    { package: 'p', binary: 'p.test', test: 'TestAuth/cluster', unit: 'TestAuth' },
+    { package: 'p', binary: 'p.test', test: 'TestAuth/submit', unit: 'TestAuth' },
+    { package: 'p', binary: 'p.test', test: 'TestB/x', unit: 'TestB/x' },
+  ];
+  t.same(
+    selectTests(auth, ['/submit$']).map((x) => x.test),
+    ['TestAuth/cluster', 'TestAuth/submit'],
+    'a test selects the rest of its unit (they run together)',
+  );
+  t.same(
+    groupUnits(auth).map((u) => u.map((x) => x.test)),
+    [['TestAuth/cluster', 'TestAuth/submit'], ['TestB/x']],
+  );
 });
 
 t.test("the test binary's environment: KubeRay's variables, the kubeconfig, no proxy for the loopback API server", async (t) => {
@@ -214,7 +229,16 @@ t.test("the build's test list: KubeRay v1.6.2's suites as published, and CI's su
   }
   const tests = readTests(dir);
   const by = (binary: string): number => tests.filter((x) => x.binary === binary).length;
-  t.same([by('e2e.test'), by('e2erayjob.test'), by('e2eraycronjob.test')], [21, 45, 1], 'leaf tests per package');
+  t.same([by('e2e.test'), by('e2erayjob.test'), by('e2eraycronjob.test')], [22, 45, 1], 'leaf tests per package');
+  t.same(
+    tests.filter((x) => x.test.startsWith('TestRayClusterAuthOptions/')).map((x) => [x.test, x.unit]),
+    [
+      ['TestRayClusterAuthOptions/RayCluster_with_token_authentication_enabled', 'TestRayClusterAuthOptions'],
+      ['TestRayClusterAuthOptions/Submit_job_with_auth_token_should_succeed', 'TestRayClusterAuthOptions'],
+      ['TestRayClusterAuthOptions/Submit_job_with_incorrect_auth_token_should_fail', 'TestRayClusterAuthOptions'],
+    ],
+    "the auth test's job subtests are the top-level test's (test.T().Run), run with their sibling as one unit",
+  );
   for (const b of new Set(tests.map((x) => x.binary))) t.ok(existsSync(join(dir, b)), `${b} built`);
   const ci = selectTests(tests, CI_SUBSET);
   t.ok(ci.filter((x) => /GcsFaultTolerance|GCSFaultTolerance/.test(x.test)).length === 10, 'CI runs all 10 GCS fault-tolerance tests');

@@ -5,17 +5,23 @@
 // Every test runs alone in a process of its own (its own test namespace, made and deleted by KubeRay's
 // support package): a failing subtest cannot stop its siblings (KubeRay's subtests share the parent's
 // gomega, so Go would skip the rest of the parent), and a test never shares 2 cores with the clusters
-// an earlier sibling left in a shared namespace.
+// an earlier sibling left in a shared namespace. The exception is a test whose subtests run only from
+// inside a sibling (KubeRay's auth test: test.T().Run inside a subtest): its unit is the whole
+// top-level test, run once for all of its leaves.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 
-/** One leaf test: the package, its test binary and the name `go test -json` gives it ("TestX/Sub_name"). */
+/**
+ * One leaf test: the package, its test binary, the name `go test -json` gives it ("TestX/Sub_name"), and
+ * the test to run to run it (itself, or its whole top-level test).
+ */
 export interface SuiteTest {
   package: string;
   binary: string;
   test: string;
+  unit: string;
 }
 
 export const BUILD_SCRIPT = join(REPO_ROOT, 'tools', 'build-kuberay-e2e.sh');
@@ -42,16 +48,16 @@ export function buildDir(): string {
   return execFileSync('bash', [BUILD_SCRIPT, '--print-dir'], { encoding: 'utf8' }).trim();
 }
 
-/** Parses tests.jsonl (one `{"package","binary","test"}` a line). */
+/** Parses tests.jsonl (one `{"package","binary","test","unit"}` a line). */
 export function parseTests(text: string): SuiteTest[] {
   return text
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l, i) => {
       const o = JSON.parse(l) as Partial<SuiteTest>;
-      if (typeof o.package !== 'string' || typeof o.binary !== 'string' || typeof o.test !== 'string')
-        throw new Error(`tests.jsonl line ${i + 1} is not {package, binary, test}: ${l}`);
-      return { package: o.package, binary: o.binary, test: o.test };
+      if (typeof o.package !== 'string' || typeof o.binary !== 'string' || typeof o.test !== 'string' || typeof o.unit !== 'string')
+        throw new Error(`tests.jsonl line ${i + 1} is not {package, binary, test, unit}: ${l}`);
+      return { package: o.package, binary: o.binary, test: o.test, unit: o.unit };
     });
 }
 
@@ -114,15 +120,28 @@ export function exactPattern(test: string): string {
 }
 
 /**
- * The tests any of the patterns selects, in the suites' order; a pattern that selects nothing is an
- * error (a misspelt name would otherwise run less than it says).
+ * The tests any of the patterns selects, with the rest of their units (they run together), in the
+ * suites' order; a pattern that selects nothing is an error (a misspelt name would otherwise run less
+ * than it says).
  */
 export function selectTests(tests: SuiteTest[], patterns: readonly string[]): SuiteTest[] {
   if (patterns.length === 0) return tests;
   for (const p of patterns) {
     if (!tests.some((t) => selects(p, t.test))) throw new Error(`-run ${p} selects none of the ${tests.length} tests`);
   }
-  return tests.filter((t) => patterns.some((p) => selects(p, t.test)));
+  const units = new Set(tests.filter((t) => patterns.some((p) => selects(p, t.test))).map((t) => t.unit));
+  return tests.filter((t) => units.has(t.unit));
+}
+
+/** The selected tests grouped into the units they run by (consecutive in the suites' order). */
+export function groupUnits(tests: SuiteTest[]): SuiteTest[][] {
+  const groups: SuiteTest[][] = [];
+  for (const t of tests) {
+    const last = groups.at(-1);
+    if (last && last[0]!.unit === t.unit) last.push(t);
+    else groups.push([t]);
+  }
+  return groups;
 }
 
 /** The extra images the selected tests need (tools/build-images.sh names), each once. */

@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { missingPart } from '../helpers/parts.ts';
-import { runOne } from '../kuberay-e2e/runner.ts';
-import { buildDir, CI_SUBSET, readTests, selectTests } from '../kuberay-e2e/suite.ts';
+import { runUnit } from '../kuberay-e2e/runner.ts';
+import { buildDir, CI_SUBSET, groupUnits, readTests, selectTests } from '../kuberay-e2e/suite.ts';
 import { resultTable, summaryLine, type TestResult } from '../kuberay-e2e/table.ts';
 import { nodeUnderTest } from './helpers.ts';
 
@@ -23,11 +23,11 @@ const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const outDir = join(t.testdir(), 'kuberay-e2e');
 const results: TestResult[] = [];
 
-for (const [i, test] of tests.entries()) {
-  t.test(`KubeRay ${test.test}`, async (t) => {
-    const r = await runOne(test, i, { buildDir: dir, kubeconfig: env.kubeconfig, kube, outDir, progress: (m) => t.comment(m) });
-    results.push(r);
-    t.equal(r.result, 'pass', r.reason ?? `${test.test} passed`, { seconds: Math.round(r.seconds), log: r.log });
+for (const [i, unit] of groupUnits(tests).entries()) {
+  t.test(`KubeRay ${unit[0]!.unit}`, async (t) => {
+    const rs = await runUnit(unit, i, { buildDir: dir, kubeconfig: env.kubeconfig, kube, outDir, progress: (m) => t.comment(m) });
+    results.push(...rs);
+    for (const r of rs) t.equal(r.result, 'pass', r.reason ?? `${r.test} passed`, { seconds: Math.round(r.seconds), log: r.log });
   });
 }
 
