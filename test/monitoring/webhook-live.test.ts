@@ -184,14 +184,18 @@ if (missing) {
         (a) => a.labels.alertname === 'RaykeeperWebhookCertificateExpiry' && a.state === 'firing',
       );
       tt.ok(expiry, 'RaykeeperWebhookCertificateExpiry is firing');
-      tt.match(expiry?.labels, {
-        namespace: INSTALL_NAMESPACE,
-        job: 'raykeeper-webhook',
-        instance: `127.0.0.1:${port}`,
-        severity: 'warning',
-      });
+      tt.match(
+        expiry?.labels,
+        {
+          namespace: INSTALL_NAMESPACE,
+          job: 'raykeeper-webhook',
+          instance: `127.0.0.1:${port}`,
+          severity: 'warning',
+        },
+        "for the webhook's scrape: its namespace, job and instance",
+      );
       tt.match(expiry?.annotations.summary, /serves a certificate that expires in (0\.9|1\.0) days$/, `${expiry?.annotations.summary}`);
-      tt.equal(expiry?.annotations.runbook_url, 'docs/runbooks/RaykeeperWebhookCertificateExpiry.md');
+      tt.equal(expiry?.annotations.runbook_url, 'docs/runbooks/RaykeeperWebhookCertificateExpiry.md', 'with its runbook');
 
       // 2. The API server calls, in two rounds a scrape apart (a rate needs a series that grows): our
       // webhook answers (and defaults the GCS-FT sample), the Ignore one fails open (the ConfigMap is
