@@ -53,6 +53,17 @@ t.test('controller.secretReader.enabled = manifests/base + manifests/optional/co
   t.same(normalise(chart), normalise(kz));
 });
 
+t.test('metrics.prometheusRule + metrics.grafanaDashboard = manifests/base + manifests/optional/monitoring', async (t) => {
+  const chart = template({ metrics: { prometheusRule: { enabled: true }, grafanaDashboard: { enabled: true } } });
+  const kz = [...kustomize('manifests/base'), ...kustomize('manifests/optional/monitoring')];
+  t.same(normalise(chart), normalise(kz));
+  t.same(
+    kustomize('manifests/optional/monitoring').map(key).sort(),
+    ['ConfigMap/raykeeper-system/raykeeper-dashboard', 'PrometheusRule/raykeeper-system/raykeeper'],
+    'the overlay holds the rules and the dashboard',
+  );
+});
+
 t.test("certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin's)", async (t) => {
   const dir = t.testdir();
   const overlay = join(dir, 'overlay');
