@@ -125,6 +125,12 @@ t.test('npm pack, installed into a fresh project', async (t) => {
     };
     t.same(stored.metadata.finalizers, ['ray.io/gcs-ft-redis-cleanup-finalizer']);
     t.match(stored.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'a fresh storage namespace pinned');
+    // The install overlay builds on the package's own manifests.
+    const certs = sh(project, 'npx raykeeper certs generate --out certs --service s --namespace n --kustomize overlay');
+    t.equal(certs.code, 0, certs.name, certs.output);
+    const base = /resources:\n\s+- (\S+)/.exec(readFileSync(join(project, 'overlay', 'kustomization.yaml'), 'utf8'))?.[1];
+    t.equal(base, '../node_modules/raykeeper/manifests/default');
+    t.ok(existsSync(join(project, 'overlay', `${base}/kustomization.yaml`)), 'and it is there');
     const dev = sh(project, 'npx raykeeper dev');
     t.equal(dev.code, 2);
     t.match(dev.stderr, /^raykeeper dev runs from a checkout of the raykeeper repository, not from the package/);

@@ -46,6 +46,16 @@ const JOB_JSON = JSON.stringify({
   spec: { entrypoint: 'python x.py', clusterSelector: { 'ray.io/cluster': 'demo' } },
 });
 
+const DENIED_YAML = `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: bad, namespace: ray}
+spec:
+  headGroupSpec:
+    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
+  workerGroupSpecs:
+    - {groupName: small, minReplicas: 3, maxReplicas: 1, template: {spec: {containers: [{name: ray-worker}]}}}
+`;
+
 const mixed = join(dir, 'mixed.yaml');
 writeFileSync(mixed, `${CLUSTER_YAML}---\n${CONFIGMAP_YAML}---\nkind: [broken\n---\n${JOB_JSON}\n`);
 mkdirSync(join(dir, 'tree', 'nested'), { recursive: true });
@@ -285,23 +295,9 @@ t.test('through the binary: stdin with -, usage errors exit 2', async (t) => {
   t.match(help.stdout, /^\s+mutate\s+\S/m);
 });
 
-t.test('--check reports what the validating webhook would deny (exit 1) and its warnings (stderr)', async (t) => {
+t.test('--check reports what the validating webhook would deny (exit 1) and its warnings, each once', async (t) => {
   const invalid = join(dir, 'invalid.yaml');
-  writeFileSync(
-    invalid,
-    `apiVersion: ray.io/v1
-kind: RayCluster
-metadata: {name: bad, namespace: ray}
-spec:
-  headGroupSpec:
-    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
-  workerGroupSpecs:
-    - groupName: small
-      minReplicas: 3
-      maxReplicas: 1
-      template: {spec: {containers: [{name: ray-worker}]}}
-`,
-  );
+  writeFileSync(invalid, DENIED_YAML);
   const res = await mutateCmd(['--check', invalid]);
   t.equal(res.code, 1);
   t.match(
@@ -352,15 +348,6 @@ spec:
   t.match(wrong.stderr, /--companion must be on or off, got "auto"/);
 });
 
-const DENIED_YAML = `apiVersion: ray.io/v1
-kind: RayCluster
-metadata: {name: bad, namespace: ray}
-spec:
-  headGroupSpec:
-    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.41.0"}]}}
-  workerGroupSpecs:
-    - {groupName: small, minReplicas: 3, maxReplicas: 1, template: {spec: {containers: [{name: ray-worker}]}}}
-`;
 const indent = (yaml: string) =>
   yaml
     .trimEnd()
