@@ -1,7 +1,7 @@
 // The command line every subcommand reads the same way: node:util parseArgs (strict), `-h/--help` prints
 // the usage on stdout (exit 0), and a mistake is ONE line on stderr that names it and points to --help
 // (exit 2), never Node's text nor the whole usage. `--version` is answered for every command by bin/cli.ts
-// before a subcommand loads. Pure: the caller writes what it returns.
+// before a subcommand loads. parseCommandLine is pure (it returns what to print); finish() prints it.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
