@@ -1,8 +1,7 @@
 // `raykeeper dev`: start the local environment, print where it is, run until Ctrl-C / SIGTERM.
-import { parseArgs } from 'node:util';
 import { readyText, startDev } from './dev.ts';
 import { startKubeletDev } from './kubelet.ts';
-import { errorMessage } from '../src/errors.ts';
+import { finish, parseCommandLine } from '../bin/args.ts';
 
 const USAGE = `Usage: raykeeper dev [--state-dir DIR] [--kubelet]
 
@@ -16,21 +15,9 @@ Ctrl-C or SIGTERM stops everything. For a real cluster, install manifests/ inste
 `;
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }));
-  } catch (err) {
-    process.stderr.write(`raykeeper dev: ${errorMessage(err)}\n\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const line = parseCommandLine('raykeeper dev', argv, { 'state-dir': { type: 'string' }, kubelet: { type: 'boolean' } }, USAGE);
+  if (line.kind === 'exit') return finish(line);
+  const { values } = line;
   const env = values.kubelet ? await startKubeletDev({ stateDir: values['state-dir'] }) : await startDev({ stateDir: values['state-dir'] });
   process.stdout.write(readyText(env) + '\n');
   const signal = await new Promise<string>((resolve) => {

@@ -1,5 +1,4 @@
 // `raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N] [--companion on|off]`: the admission webhook over HTTPS.
-import { parseArgs } from 'node:util';
 import {
   DEFAULT_WEBHOOK_PORT,
   MUTATE_RAYCLUSTER_PATH,
@@ -12,6 +11,7 @@ import {
 import { DEFAULT_WEBHOOK_HOST, runWebhook } from './main.ts';
 import { errorMessage } from '../src/errors.ts';
 import { companionWarningOptions } from '../src/admission/warnings.ts';
+import { finish, parseCommandLine, usageError } from '../bin/args.ts';
 
 const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N] [--companion on|off]
 
@@ -40,34 +40,22 @@ Options:
 Environment: LOG_LEVEL (pino level, default info); ENABLE_GCS_FT_REDIS_CLEANUP=false adds no finalizer.
 `;
 
+const OPTIONS = {
+  cert: { type: 'string' },
+  key: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'drain-seconds': { type: 'string' },
+  companion: { type: 'string' },
+} as const;
+
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        cert: { type: 'string' },
-        key: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        'drain-seconds': { type: 'string' },
-        companion: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    process.stderr.write(`raykeeper webhook: ${errorMessage(err)}\n\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const line = parseCommandLine('raykeeper webhook', argv, OPTIONS, USAGE);
+  if (line.kind === 'exit') return finish(line);
+  const { values } = line;
   const missing = (['cert', 'key'] as const).filter((k) => !values[k]);
   if (missing.length > 0) {
-    process.stderr.write(`raykeeper webhook: missing ${missing.map((m) => `--${m}`).join(', ')}\n\n${USAGE}`);
+    process.stderr.write(usageError('raykeeper webhook', `missing ${missing.map((m) => `--${m}`).join(', ')}`));
     return 2;
   }
   const port = values.port === undefined ? DEFAULT_WEBHOOK_PORT : Number(values.port);
