@@ -3,11 +3,12 @@
 // cache keeps only what the check reads of each cluster (its name, UID, whether it is being deleted and its
 // claim, src/gcsft/claims.ts: a few hundred bytes, not the object), and the index over the claims.
 //
-// Why a cache and not a LIST per request: a LIST of every RayCluster costs the API server and the webhook
-// the whole collection on each CREATE (measured on the test kube-apiserver: 1,000 RayClusters of the
-// samples' size, ~6 MB of JSON, 0.4-0.6 s per LIST; the webhook's timeout is 5 s and its heap ~112 MiB),
-// and would make admission as slow as the collection is large. The cache costs one LIST at start and a watch
-// event per change; a lookup is one map read.
+// Why a cache and not a LIST per request: a LIST returns the whole collection on every CREATE, so admission
+// would cost what the collection weighs. Measured on the local kube-apiserver with 1,000 RayClusters of the
+// GCS-FT sample (with kubectl's last-applied copy): 3.0 MB of JSON, 0.15-0.3 s per LIST and +12 MB of heap
+// while one is parsed (the webhook's heap is capped at 112 MiB, its timeout is 5 s; at 5,000 clusters a few
+// concurrent CREATEs would exhaust both). The cache: 1.0 MB of heap for those 1,000, synced in 0.2 s, then a
+// watch event per change; a lookup is one map read (well under 1 us).
 //
 // The cost of a cache is its lag: a cluster created a moment ago may not be in it yet (two CREATEs at once are
 // both admitted). The controller's cleanup guard (src/gcsft/decide.ts) is the safety net for that; admission
