@@ -319,7 +319,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   app.get('/healthz', async () => 'ok\n');
   app.get('/readyz', async (_request, reply) => {
     if (closing) return reply.code(503).send({ status: 'shutting down' });
-    if (claims && !claims.synced()) return reply.code(503).send({ status: 'listing RayClusters for the storage-namespace check' });
+    if (claims?.state() === 'listing') return reply.code(503).send({ status: 'listing RayClusters for the storage-namespace check' });
     return { status: 'ready', certificateNotAfter: reloader.current.notAfter.toISOString() };
   });
   app.get('/metrics', async (_request, reply) => {

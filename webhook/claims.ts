@@ -13,9 +13,11 @@
 // The cost of a cache is its lag: a cluster created a moment ago may not be in it yet (two CREATEs at once are
 // both admitted). The controller's cleanup guard (src/gcsft/decide.ts) is the safety net for that; admission
 // is the early refusal. Until the first LIST is in, /readyz answers 503 (the API server then calls another
-// replica, or failurePolicy Ignore applies) and nothing is checked.
+// replica, or failurePolicy Ignore applies) and nothing is checked. A LIST the API server forbids (no RBAC:
+// the chart under controller.watchNamespaces grants none) does not hold readiness: the webhook serves without
+// the check, logs why, and keeps retrying (RBAC created with the pod may take a moment to count).
 import type { Registry } from 'prom-client';
-import { KubeClient } from '../kube/client.ts';
+import { isForbidden, KubeClient } from '../kube/client.ts';
 import { InformerFactory, type Informer } from '../kube/informer.ts';
 import type { KubeCredentials } from '../kube/kubeconfig.ts';
 import type { KubeObject } from '../kube/model.ts';
@@ -47,6 +49,8 @@ export interface ClaimsCache {
   /** The lookup admission uses; undefined until the first LIST is in (nothing is checked then). */
   lookup(): ClaimLookup | undefined;
   synced(): boolean;
+  /** listing: not ready yet; forbidden: the LIST is refused (403), serving without the check. */
+  state(): 'synced' | 'listing' | 'forbidden';
   /** Resolves true once the first LIST is in (false if `signal` aborts first). */
   waitForSync(signal?: AbortSignal): Promise<boolean>;
   stop(): Promise<void>;
@@ -64,16 +68,23 @@ export function startClaimsCache(options: { kubeConfig: KubeCredentials; logger:
   const index = new ClaimIndex();
   watchClaims(informer, index, (p) => p.claim);
   let lastError = '';
+  let forbidden = false;
   informer.onError((err) => {
     const message = errorMessage(err);
+    forbidden = isForbidden(err);
     if (message !== lastError)
-      options.logger.error({ err: message }, 'RayCluster cache for the storage-namespace check: list/watch failed');
+      options.logger.error(
+        { err: message },
+        forbidden
+          ? 'may not list RayClusters in every namespace: storage namespaces are not checked at admission (RBAC: list, watch rayclusters)'
+          : 'RayCluster cache for the storage-namespace check: list/watch failed',
+      );
     lastError = message;
   });
   const lookup: ClaimLookup = (claim, self) => index.claimants(claim, self);
   sharedGauge(options.registry, {
     name: 'raykeeper_webhook_storage_claims_synced',
-    help: 'Whether the RayCluster cache of the storage-namespace check has listed once (1) or not yet (0): until then the webhook is not ready.',
+    help: 'Whether the RayCluster cache of the storage-namespace check has listed once (1) or not yet (0): until then nothing is checked, and the webhook is not ready unless the list is forbidden.',
     collect() {
       this.set(informer.hasSynced() ? 1 : 0);
     },
@@ -92,6 +103,7 @@ export function startClaimsCache(options: { kubeConfig: KubeCredentials; logger:
   return {
     lookup: () => (informer.hasSynced() ? lookup : undefined),
     synced: () => informer.hasSynced(),
+    state: () => (informer.hasSynced() ? 'synced' : forbidden ? 'forbidden' : 'listing'),
     waitForSync: (signal) => informer.waitForSync(signal),
     async stop() {
       await factory.stop();

@@ -36,6 +36,36 @@ t.test('not ready while the first LIST is not in: an unreachable API server keep
   t.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200, 'alive all the same');
 });
 
+t.test('a forbidden LIST (no RBAC) does not hold readiness: served without the check, retried', async (t) => {
+  const certs = await certDir(t);
+  const ns = await testNamespace(t);
+  await ns.kube.create({ version: 'v1', plural: 'serviceaccounts', namespace: ns.name }, { metadata: { name: 'no-rbac' } });
+  const token = await ns.kube.create<{ status: { token: string } }>(
+    { version: 'v1', plural: 'serviceaccounts', namespace: ns.name, name: 'no-rbac', subresource: 'token' },
+    { spec: { expirationSeconds: 600 } },
+  );
+  const app = await buildApp({
+    certFile: certs.certFile,
+    keyFile: certs.keyFile,
+    logger: quiet,
+    kubeConfig: kubeConfigFor({ ...ns.cp.info, token: token.status.token }),
+  });
+  t.teardown(() => app.close());
+  await until(() => app.claims?.state() === 'forbidden', 'the LIST refused', 15_000, 50);
+  t.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200, 'ready: admission must not wait on a permission it lacks');
+  const claimant = rayCluster({
+    annotations: { [FT]: 'true', [NS_ANNOTATION]: 'anything' },
+    headEnv: [{ name: 'RAY_REDIS_ADDRESS', value: 'redis' }],
+    finalizers: [FINALIZER],
+  });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/validate-ray-io-v1-raycluster',
+    payload: review('RayCluster', 'CREATE', claimant),
+  });
+  t.equal(res.json().response.allowed, true, 'not checked');
+});
+
 t.test('synced: ready, claims counted, a held namespace refused through the route', async (t) => {
   const certs = await certDir(t);
   const ns = await testNamespace(t);
