@@ -53,7 +53,9 @@
 // in-process cleanup), the other clusters claiming the same storage namespace on the same Redis are looked
 // up (src/gcsft/claims.ts): in an index of the RayCluster cache, kept from its events; under
 // --watch-namespace, where that cache holds one namespace, in a fresh LIST of every namespace's RayClusters
-// (403: the cache alone, said in a warning log). A live one makes decide() release without cleaning.
+// (403: the cache alone, said in a warning log). A live one makes decide() release without cleaning. Not for a
+// namespace that is the cluster's UID by default: no manifest carries it, so a deletion of such a cluster
+// still reads nothing from the API.
 //
 // The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
 // request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
@@ -532,7 +534,8 @@ export class RayClusterReconciler {
    */
   private async claimants(cluster: RayCluster, signal: AbortSignal | undefined): Promise<Claimant[]> {
     const claim = storageClaim(cluster);
-    if (claim === undefined) return [];
+    // A UID namespace is in no manifest, so no copy shares it: no lookup (and no LIST) for the default case.
+    if (claim === undefined || claim.byDefault) return [];
     const self = `${cluster.metadata.namespace ?? ''}/${cluster.metadata.name ?? ''}`;
     const cached = this.claims.claimants(claim, self);
     if (this.ctx.watchNamespace === undefined) return cached;

@@ -44,6 +44,11 @@ export interface StorageClaim {
   redis: string | undefined;
   /** The Redis for people: `host:port` (never user information), `from secret NAME key KEY`, or `(not known here)`. */
   redisText: string;
+  /**
+   * The namespace is the cluster's own UID (nothing set it): no manifest carries it, so no other cluster claims it
+   * unless someone wrote that UID in by hand. The controller does not look such a claim up at deletion.
+   */
+  byDefault: boolean;
 }
 
 export type ClaimMatch = 'same' | 'maybe' | 'different';
@@ -92,7 +97,7 @@ export function storageClaim(cluster: RayCluster): StorageClaim | undefined {
   else return undefined;
   const redis = redisOf(cluster, k8sNamespace);
   if (redis === undefined) return undefined;
-  return { namespace, namespaceText: describeStorageNamespace(cluster), ...redis };
+  return { namespace, namespaceText: describeStorageNamespace(cluster), ...redis, byDefault: source.from === 'uid' };
 }
 
 export function compareClaims(a: StorageClaim, b: StorageClaim): ClaimMatch {

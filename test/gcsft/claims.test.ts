@@ -32,12 +32,14 @@ t.test('what a cluster claims', async (t) => {
     namespaceText: '"shared"',
     redis: 'redis.n1.svc:6379',
     redisText: 'redis.n1.svc:6379',
+    byDefault: false,
   });
   t.same(storageClaim(inNs('n1', 'a')), {
     namespace: '=uid-n1-a',
     namespaceText: '"uid-n1-a"',
     redis: 'redis.n1.svc:6379',
     redisText: 'redis.n1.svc:6379',
+    byDefault: true,
   });
   t.same(
     storageClaim(
@@ -53,6 +55,7 @@ t.test('what a cluster claims', async (t) => {
       namespaceText: 'from secret gcs key ns',
       redis: 'secret:n1/redis#url',
       redisText: 'from secret redis key url',
+      byDefault: false,
     },
     'references compared as references',
   );
@@ -60,7 +63,7 @@ t.test('what a cluster claims', async (t) => {
   envFrom.spec!.headGroupSpec!.template!.spec!.containers![0]!.envFrom = [{ secretRef: { name: 'redis-env' } }];
   t.same(
     storageClaim(envFrom),
-    { namespace: '=shared', namespaceText: '"shared"', redis: undefined, redisText: '(not known here)' },
+    { namespace: '=shared', namespaceText: '"shared"', redis: undefined, redisText: '(not known here)', byDefault: false },
     'envFrom: Redis unknown',
   );
   t.same(storageClaim(inNs('n1', 'a', shared('$(REDIS_HOST):6379')))?.redis, undefined, '$(VAR) in the address: unknown');
