@@ -21,7 +21,10 @@
 // address for its only master: the master is not in the text); different seed nodes of one Redis Cluster; a
 // second entry of a comma list; `localhost` / 127.0.0.1 in two pods are counted as ONE server (a per-pod Redis
 // sidecar looks shared: the safe way to be wrong, and the default storage namespaces are UIDs anyway). A
-// scheme Ray refuses (`redis-sentinel://`, ...) has no identity: such a head never writes.
+// scheme Ray refuses (`redis-sentinel://`, ...) has no identity: such a head never writes. The forms KubeRay's
+// cleanup reads but Ray 2.60's head refuses (a database path `/0`, user information in the URL, no port: its
+// parse_address fails and the head exits, seen under `raykeeper dev`) still get one: a cluster that cannot
+// start then still counts as a claim, the safe way to be wrong.
 import { isIP } from 'node:net';
 import { AddressError, formatHostPort, parseRedisAddress } from './address.ts';
 
