@@ -8,6 +8,8 @@
 //   storage namespace and A; deleting A cleans.
 // - The copy-pasted manifest in ONE namespace: the controller's cache index finds it (the cross-namespace
 //   cases above find B by a LIST of every namespace: the controller here watches one).
+// - Under --watch-namespace with RBAC in its namespace only, that LIST is forbidden: the guard sees its own
+//   namespace, warns in the log, and B (elsewhere) is not protected: the documented limit of that RBAC.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import {
@@ -30,9 +32,18 @@ import {
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError } from '../../kube/client.ts';
-import { MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, SERVICEACCOUNTS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments, stringify } from 'yaml';
+import { startController } from '../../controller/main.ts';
+import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
+import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
+import { capturingLogger } from '../webhook/helpers.ts';
 
 const NS_ANNOTATION = 'ray.io/external-storage-namespace';
 
@@ -192,3 +203,52 @@ t.test('a copy-pasted manifest in one namespace: the controller’s cache finds 
   tt.same(await rayKeys(client, ns), [...keys].sort(), 'the copy’s tables intact');
   tt.equal(await releases(c, 'shared-namespace'), 1);
 });
+
+t.test(
+  'under --watch-namespace without a cluster-wide list (the chart’s watchNamespaces RBAC): the guard sees its namespace only, and says so',
+  async (tt) => {
+    const n1 = await env(tt);
+    const n2 = await env(tt);
+    const { server, client } = await redis(tt);
+    // The shipped controller rules, granted in n1 only (a Role, as charts/raykeeper does under controller.watchNamespaces).
+    const rules = parseAllDocuments(readFileSync(join(REPO_ROOT, 'manifests', 'base', 'rbac-controller.yaml'), 'utf8'))
+      .map((d) => d.toJS() as { kind: string; rules?: unknown[] })
+      .find((d) => d.kind === 'ClusterRole')?.rules;
+    const rbac = (plural: string) => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural, namespace: n1.ns.name });
+    await n1.kube.create({ ...SERVICEACCOUNTS, namespace: n1.ns.name }, { metadata: { name: 'controller' } });
+    await n1.kube.create(rbac('roles'), { metadata: { name: 'controller' }, rules });
+    await n1.kube.create(rbac('rolebindings'), {
+      metadata: { name: 'controller' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'controller' },
+      subjects: [{ kind: 'ServiceAccount', name: 'controller', namespace: n1.ns.name }],
+    });
+    const doc = kubeconfigDocument(n1.ns.cp.info, n1.ns.name) as { users: Array<{ user: Record<string, unknown> }> };
+    doc.users[0]!.user.as = `system:serviceaccount:${n1.ns.name}:controller`;
+    const kc = new KubeConfig();
+    kc.loadFromString(stringify(doc));
+
+    const ns = storage();
+    await createCluster(n1, rayCluster('a', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { [NS_ANNOTATION]: ns } }));
+    await createCluster(n2, rayCluster('b', `127.0.0.1:${server.port}`, { finalizers: [FINALIZER], annotations: { [NS_ANNOTATION]: ns } }));
+    await seedRay(client, ns);
+    const { logger, lines } = capturingLogger();
+    await jobRunner(tt, n1);
+    const c = await startController({
+      kubeConfig: kc,
+      watchNamespace: n1.ns.name,
+      modules: [gcsFtCleanupModule],
+      env: {},
+      logger,
+      moduleFlags: { 'cleanup-image': 'raykeeper:test' },
+      retry: { baseMs: 100, maxMs: 2000, jitter: 0.2 },
+    });
+    tt.teardown(() => c.stop());
+    await deleteCluster(n1, 'a');
+    await until(async () => (await getCluster(n1, 'a')) === undefined, 'A released after its cleanup', 60_000);
+    tt.ok(
+      lines().some((l) => /may not list RayClusters in every namespace \(403\)/.test(String(l.msg))),
+      'a warning says the guard could not look beyond its namespace',
+    );
+    tt.same(await rayKeys(client, ns), [], 'not seen, so cleaned: what this RBAC cannot protect (docs/reference/gcs-ft.md)');
+  },
+);
