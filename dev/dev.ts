@@ -121,6 +121,8 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
         host: '127.0.0.1',
         port,
         logger,
+        // The storage-namespace check lists and watches this control plane's RayClusters.
+        kubeConfig,
         stopSignal,
         onListening: () => resolveListening(),
       }).catch(rejectListening);

@@ -22,6 +22,8 @@ export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
 export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
 export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
 export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
+/** Another live RayCluster claims the same storage namespace on the same Redis: released without cleaning (src/gcsft/claims.ts). */
+export const EVENT_REDIS_CLEANUP_SKIPPED_SHARED_NAMESPACE = 'RedisCleanupSkippedSharedNamespace';
 /** A head pod appeared after the cleanup Job was created: the Job is deleted and the cleanup runs again. */
 export const EVENT_REDIS_CLEANUP_RERUN = 'RedisCleanupRerun';
 export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';

@@ -10,8 +10,9 @@ import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, ENV_STORAGE_NAMESPACE, RAY_GROUP
 import { isJsonObject } from '../src/admission/json.ts';
 import { mutate, type MutateOptions, type TargetKind } from '../src/admission/mutate.ts';
 import { validate } from '../src/admission/validate.ts';
-import { headContainerSetsStorageNamespace } from '../src/admission/raycluster.ts';
-import { explicitStorageNamespace, usesRedisBackend, type FtSubject } from '../src/gcsft/rules.ts';
+import { storageNamespaceSource } from '../src/gcsft/redis-env.ts';
+import type { RayCluster } from '../src/types.ts';
+import { usesRedisBackend } from '../src/gcsft/rules.ts';
 import type { WarningOptions } from '../src/admission/warnings.ts';
 import { allowed, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION } from '../src/admission/review.ts';
@@ -166,22 +167,30 @@ export function named(object: JsonObject): JsonObject {
  * made from copies share it, and deleting either deletes the other's GCS data. Said as a warning.
  */
 export function committedStorageNamespaceWarning(manifest: JsonObject): string | undefined {
-  const subject = manifest as unknown as FtSubject;
-  if (!usesRedisBackend(subject)) return undefined;
-  const explicit = explicitStorageNamespace(subject);
-  const where =
-    explicit === undefined
-      ? headContainerSetsStorageNamespace(manifest)
-        ? `env ${ENV_STORAGE_NAMESPACE} of the head container`
-        : undefined
-      : explicit === subject.spec?.gcsFaultToleranceOptions?.externalStorageNamespace
-        ? `storage namespace ${JSON.stringify(explicit)} in spec.gcsFaultToleranceOptions.externalStorageNamespace`
-        : `storage namespace ${JSON.stringify(explicit)} in annotation ${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}`;
+  const cluster = manifest as unknown as RayCluster;
+  if (!usesRedisBackend(cluster)) return undefined;
+  const where = pinnedWhere(storageNamespaceSource(cluster));
   if (where === undefined) return undefined;
   return (
     `the manifest pins ${where}: it is copied with the file, and two clusters sharing a storage namespace ` +
     `lose each other's GCS data in Redis when one is deleted; leave it out and the webhook pins a fresh one per cluster`
   );
+}
+
+function pinnedWhere(source: ReturnType<typeof storageNamespaceSource>): string | undefined {
+  switch (source.from) {
+    case 'head':
+    case 'head-ref':
+    case 'head-field':
+      return `env ${ENV_STORAGE_NAMESPACE} of the head container`;
+    case 'options':
+      return `storage namespace ${JSON.stringify(source.value)} in spec.gcsFaultToleranceOptions.externalStorageNamespace`;
+    case 'annotation':
+      return `storage namespace ${JSON.stringify(source.value)} in annotation ${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}`;
+    case 'uid':
+    case 'none':
+      return undefined;
+  }
 }
 
 /** The CREATE review the API server sends for a new object of a mutated kind. */

@@ -10,8 +10,8 @@
 //   would look elsewhere). The answer says what to do instead: delete the cluster and create it again.
 // The validating webhook runs after the mutating one, which restores a pinned namespace an UPDATE drops
 // (./raycluster.ts), so such an update arrives here unchanged and passes.
-import { explicitStorageNamespace, isGcsFtEnabled, usesRedisBackend, type FtSubject } from '../gcsft/rules.ts';
-import { cleanupEnv } from '../gcsft/redis-env.ts';
+import { isGcsFtEnabled, usesRedisBackend } from '../gcsft/rules.ts';
+import { cleanupEnv, storageNamespaceSource } from '../gcsft/redis-env.ts';
 import { redactAddress } from '../redis/address.ts';
 import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, KUBERAY_MANAGER } from '../names.ts';
 import type { RayCluster } from '../types.ts';
@@ -64,15 +64,20 @@ function backend(cluster: RayCluster): string {
   return usesRedisBackend(cluster) ? 'redis' : String(cluster.spec?.gcsFaultToleranceOptions?.backend);
 }
 
-/** Where the explicit namespace of this object lives, for the message. */
-function namespaceField(cluster: FtSubject): string {
-  const head = cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.env;
-  if (Array.isArray(head) && head.some((e) => e?.name === ENV_STORAGE_NAMESPACE))
-    return `spec.headGroupSpec.template.spec.containers[0].env[${ENV_STORAGE_NAMESPACE}]`;
-  const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
-  if (typeof options === 'string' && options !== '') return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
-  if (explicitStorageNamespace(cluster) !== undefined) return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
-  return 'the storage namespace (default: the RayCluster UID)';
+/** Where the storage namespace of this object comes from (the one rule, src/gcsft/redis-env.ts), for the message. */
+export function namespaceField(cluster: RayCluster): string {
+  switch (storageNamespaceSource(cluster).from) {
+    case 'head':
+    case 'head-ref':
+    case 'head-field':
+      return `spec.headGroupSpec.template.spec.containers[0].env[${ENV_STORAGE_NAMESPACE}]`;
+    case 'options':
+      return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
+    case 'annotation':
+      return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
+    default:
+      return 'the storage namespace (default: the RayCluster UID)';
+  }
 }
 
 const INSTEAD =

@@ -188,7 +188,8 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) 
     'every name starts with <release>-raykeeper',
   );
   t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
-  t.equal(find(objs, 'ClusterRoleBinding').subjects[0].name, 'ray-infra-raykeeper-controller');
+  t.equal(find(objs, 'ClusterRoleBinding', 'ray-infra-raykeeper-controller').subjects[0].name, 'ray-infra-raykeeper-controller');
+  t.equal(find(objs, 'ClusterRoleBinding', 'ray-infra-raykeeper-webhook').subjects[0].name, 'ray-infra-raykeeper-webhook');
 });
 
 t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', async (t) => {

@@ -103,7 +103,7 @@ t.test('webhook and controller workloads: replicas, probes, security, wiring', a
   t.same(wc.ports, [{ name: 'https', containerPort: 9443, protocol: 'TCP' }]);
   t.match(cc.readinessProbe, { httpGet: { path: '/readyz' } });
   t.match(cc.livenessProbe, { httpGet: { path: '/healthz' } });
-  t.equal(webhook.spec.template.spec.automountServiceAccountToken, false, 'the webhook gets no API token');
+  t.equal(webhook.spec.template.spec.automountServiceAccountToken, true, 'the webhook gets an API token: it lists and watches RayClusters (its only grant)');
   t.equal(webhook.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName, 'raykeeper-webhook-tls');
   find(rendered, 'Secret', 'raykeeper-webhook-tls');
   // The Service and the PDB select the webhook Pods, and only them.
@@ -259,7 +259,7 @@ async function allowed(kube: KubeClient, user: string, a: Access): Promise<boole
 const show = (a: Access) =>
   `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}${a.namespace ? ' in ' + a.namespace : ' cluster-wide'}`;
 
-t.test('RBAC: the controller may do what it calls and no more; the webhook may do nothing', async (t) => {
+t.test('RBAC: the controller may do what it calls and no more; the webhook may only list and watch RayClusters', async (t) => {
   const cp = await getControlPlane();
   const kube = new KubeClient(cp.kubeConfig());
   t.teardown(() => kube.close());
@@ -348,8 +348,20 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   ];
   for (const a of needed) t.ok(await allowed(kube, CONTROLLER, a), `controller may ${show(a)}`);
   for (const a of forbidden) t.notOk(await allowed(kube, CONTROLLER, a), `controller may NOT ${show(a)}`);
-  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }])
-    t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
+  // The storage-namespace check's cache (webhook/claims.ts): list and watch RayClusters, every namespace.
+  const readsClusters = (a: Access) =>
+    a.group === 'ray.io' && a.resource === 'rayclusters' && !a.subresource && /^(list|watch)$/.test(a.verb);
+  const webhookNeeds: Access[] = ['list', 'watch'].flatMap((verb) => [
+    { verb, group: 'ray.io', resource: 'rayclusters' },
+    { verb, group: 'ray.io', resource: 'rayclusters', namespace: userNs },
+  ]);
+  for (const a of webhookNeeds) t.ok(await allowed(kube, WEBHOOK, a), `webhook may ${show(a)}`);
+  for (const a of [
+    ...needed,
+    { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
+    { verb: 'get', group: 'ray.io', resource: 'rayclusters' },
+  ])
+    if (!readsClusters(a)) t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
 
   // The optional Secret reader grants get (no list), only when applied. Undone at the end of the test.
   const optional = kustomize('manifests/optional/controller-secret-reader');

@@ -8,13 +8,18 @@ import { localWebhookConfiguration, readWebhookConfigurationManifest } from '../
 import { applyObject } from '../../localcluster/apply.ts';
 import { MUTATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { runWebhook } from '../../webhook/main.ts';
+import type { WebhookApp } from '../../webhook/app.ts';
+import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quiet, type Env } from '../raycluster/harness.ts';
 
 /** Our webhook serving on a free loopback port until the test ends, and what a configuration needs to call it. */
-export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string; caBundle: string; metrics: () => Promise<string> }> {
+export async function startLoopbackWebhook(
+  tt: Test,
+  options: { kubeConfig?: KubeCredentials } = {},
+): Promise<{ baseUrl: string; caBundle: string; metrics: () => Promise<string>; app: () => WebhookApp }> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-e2e-certs-'));
   const bundle = generateCertificates({ service: 'raykeeper-webhook', namespace: 'raykeeper-system', ips: ['127.0.0.1'] });
   const paths = await writeBundle(dir, bundle);
@@ -22,6 +27,7 @@ export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string;
   let stop: () => void = () => {};
   const stopSignal = new Promise<void>((r) => (stop = r));
   let metrics: () => Promise<string> = async () => '';
+  let started: WebhookApp | undefined;
   await new Promise<void>((resolve, reject) => {
     runWebhook({
       certFile: paths.cert,
@@ -30,14 +36,21 @@ export async function startLoopbackWebhook(tt: Test): Promise<{ baseUrl: string;
       port,
       logger: quiet,
       stopSignal,
+      kubeConfig: options.kubeConfig,
       onListening: (_address, app) => {
+        started = app;
         metrics = () => app.metricsRegistry.metrics();
         resolve();
       },
     }).catch(reject);
   });
   tt.teardown(() => stop());
-  return { baseUrl: `https://127.0.0.1:${port}`, caBundle: caBundle(bundle.caCert), metrics: () => metrics() };
+  return {
+    baseUrl: `https://127.0.0.1:${port}`,
+    caBundle: caBundle(bundle.caCert),
+    metrics: () => metrics(),
+    app: () => started as WebhookApp,
+  };
 }
 
 export async function registerWebhook(tt: Test, e: Env): Promise<void> {
