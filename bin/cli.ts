@@ -27,6 +27,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'delete one Ray GCS storage namespace from Redis (the cleanup Job), or --list them',
     load: () => import('../controller/redis-cleanup/cli.ts'),
   },
+  uninstall: {
+    summary: 'before removing raykeeper: stop its webhook and controller, finish or release every GCS-FT finalizer (Helm pre-delete hook)',
+    load: () => import('../controller/uninstall/cli.ts'),
+  },
   webhook: {
     summary: 'serve the mutating admission webhook for RayCluster, RayJob and RayCronJob over HTTPS',
     load: () => import('../webhook/cli.ts'),

@@ -1,0 +1,95 @@
+// What `raykeeper uninstall` (controller/uninstall/) does with each RayCluster, as pure decisions:
+//   decideUninstall(cluster, releasedUids) -> none | release | finish | readded
+//   uninstallExitCode(report)               -> 0 | 1 | 3
+// and the words of its Events. The I/O (stopping the webhook and the controller, the passes, the
+// controller's own cleanup reconciler for clusters being deleted) is in controller/uninstall/run.ts.
+//
+// Per RayCluster that carries ray.io/gcs-ft-redis-cleanup-finalizer, in this order:
+//   1. being deleted                 -> finish: the controller's cleanup reconciler runs it to the release
+//      (the pods go, the cleanup Job runs, or the in-process cleanup, or the cluster's own deletion
+//      timeout; each with the controller's Event); at the command's --timeout still not released ->
+//      released with Warning FinalizerReleasedForUninstall (deadlineReleaseEvent) naming what may remain;
+//   2. live, and released by this run before (same UID) -> readded: something adds the finalizer back
+//      (another operator: KubeRay with its cleanup on, or raykeeper's controller still running); not
+//      removed twice: the command reports it and exits 3;
+//   3. live                          -> release: removed at once, its GCS data stays in Redis (the cluster
+//      is running and its data is live: it is never cleaned here), Warning FinalizerReleasedForUninstall
+//      (liveReleaseEvent) naming the storage namespace, the Redis and the command to delete it by hand.
+// A RayCluster without the finalizer: none.
+import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
+import type { RayCluster } from '../types.ts';
+import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { describeTarget } from '../gcsft/decide.ts';
+import { manualCleanupCommand } from '../gcsft/cleanup-job.ts';
+import { usesRedisBackend } from '../gcsft/rules.ts';
+import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL, type EventSpec } from '../event-reasons.ts';
+
+export type UninstallDecision = { action: 'none' } | { action: 'finish' } | { action: 'readded' } | { action: 'release'; event: EventSpec };
+
+export function decideUninstall(cluster: RayCluster, releasedUids: ReadonlySet<string>): UninstallDecision {
+  if (!hasFinalizer(cluster.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER)) return { action: 'none' };
+  if (isDeleting(cluster)) return { action: 'finish' };
+  if (releasedUids.has(cluster.metadata.uid ?? '')) return { action: 'readded' };
+  return { action: 'release', event: liveReleaseEvent(cluster) };
+}
+
+/** "storage namespace "x" in Redis at host:port", or that there is none (rocksdb, FT off). */
+function whatStays(cluster: RayCluster): string | undefined {
+  return usesRedisBackend(cluster) ? describeTarget(cluster) : undefined;
+}
+
+/** The Warning on a live cluster whose finalizer the uninstall removed. */
+export function liveReleaseEvent(cluster: RayCluster): EventSpec {
+  const target = whatStays(cluster);
+  return {
+    type: 'Warning',
+    reason: EVENT_FINALIZER_RELEASED_FOR_UNINSTALL,
+    message: target
+      ? `raykeeper was uninstalled: removed the finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}. Nothing was cleaned: the cluster is live, and its GCS data (${target}) stays, also after this RayCluster is deleted. To delete it by hand once the cluster is gone run: ${manualCleanupCommand(cluster)}`
+      : `raykeeper was uninstalled: removed the finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}; this cluster keeps no GCS data in Redis, so nothing is left behind.`,
+  };
+}
+
+/** The Warning on a deleting cluster whose cleanup had not ended when the uninstall's --timeout came. */
+export function deadlineReleaseEvent(cluster: RayCluster, timeoutSeconds: number): EventSpec {
+  const target = whatStays(cluster) ?? 'its GCS data';
+  return {
+    type: 'Warning',
+    reason: EVENT_FINALIZER_RELEASED_FOR_UNINSTALL,
+    message: `raykeeper was uninstalled before the Redis cleanup of this deleting cluster ended (raykeeper uninstall --timeout ${timeoutSeconds} s): removed the finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER}, so ${target} may remain. To delete it by hand run: ${manualCleanupCommand(cluster)}`,
+  };
+}
+
+/** How one cluster ended in this run (the report's rows). */
+export type ClusterOutcome =
+  /** Deleting: the controller's cleanup released the finalizer (its Event says how: cleaned, failed, skipped, timed out). */
+  | 'finished'
+  /** Deleting: released at the command's deadline, the cleanup unfinished. */
+  | 'released-at-deadline'
+  /** Live: released, data kept. */
+  | 'released'
+  /** Live: the finalizer came back after this run released it. */
+  | 'readded'
+  /** Still carries the finalizer, though this run tried (an error, the controller still adding it, the deadline). */
+  | 'stuck'
+  /** --dry-run: what would be done. */
+  | 'would-release'
+  | 'would-finish';
+
+export interface UninstallReport {
+  clusters: Array<{ key: string; outcome: ClusterOutcome; detail: string }>;
+  /** Errors that kept a step from running (stopping the webhook or controller, a list, a release). */
+  errors: string[];
+}
+
+/**
+ * 0: no RayCluster in scope carries the finalizer any more (each one cleaned, or released with an Event
+ * saying what stays), or a dry run that could look at everything; 1: something is left stuck or a step
+ * failed (the report names them; running the command again is safe); 3: every finalizer this run
+ * removed is gone, but some came back (another operator holds them: not stuck by raykeeper).
+ */
+export function uninstallExitCode(report: UninstallReport): 0 | 1 | 3 {
+  if (report.errors.length > 0 || report.clusters.some((c) => c.outcome === 'stuck')) return 1;
+  if (report.clusters.some((c) => c.outcome === 'readded')) return 3;
+  return 0;
+}
