@@ -46,7 +46,9 @@ with nobody left to remove it:
        ${EVENT_FINALIZER_RELEASED_FOR_UNINSTALL} on it names the storage namespace, the Redis and the command
        to delete it by hand;
   3. lists again until a pass finds nothing to do. A cleanup still running near --timeout is given up:
-     its finalizer is removed with a Warning ${EVENT_FINALIZER_RELEASED_FOR_UNINSTALL} naming what may remain.
+     its finalizer is removed with a Warning FinalizerReleasedForUninstall naming what may remain;
+  4. each RayJob whose status raykeeper stored as jobDeploymentStatus "New" gets "" (KubeRay's New; raykeeper
+     reads both), the rest of its status kept, so KubeRay's operator can start it (Event RayJobStatusNewCleared).
 Every step tolerates having been done before: run it again after a partial run.
 
 Options:
@@ -81,6 +83,7 @@ function positive(raw: string | undefined, flag: string, fallback: number, integ
 function summary(report: UninstallReport, code: number): string {
   const count = (o: string) => report.clusters.filter((c) => c.outcome === o).length;
   const lines = report.clusters.map((c) => `  ${c.key}  ${c.outcome}  ${c.detail}`);
+  const jobs = report.rayJobsReset.length > 0 ? [`RayJobs whose "New" became "": ${report.rayJobsReset.join(', ')}`] : [];
   const parts = [
     `${count('finished')} cleaned up as the controller would`,
     `${count('released')} live, released with their data kept`,
@@ -91,6 +94,7 @@ function summary(report: UninstallReport, code: number): string {
   const dry = count('would-release') + count('would-finish');
   return [
     ...(lines.length > 0 ? ['RayClusters:', ...lines] : ['no RayCluster in scope carries the finalizer']),
+    ...jobs,
     ...report.errors.map((e) => `error: ${e}`),
     dry > 0 || report.clusters.length === 0 ? `dry run or nothing to do: exit ${code}` : `${parts.join(', ')}: exit ${code}`,
   ].join('\n');

@@ -12,12 +12,13 @@
 //        work queue; whatever is still held at the deadline (--timeout less a margin) is released with a
 //        Warning naming what may remain;
 //      a pass that finds nothing to do ends the passes (so a RayCluster created while the webhook was still
-//      being removed is found by the next pass). Then one last list says what is left.
+//      being removed is found by the next pass). Then one last list says what is left;
+//   3. RayJobs raykeeper stored as `New` get KubeRay's "" (src/uninstall/decide.ts newStatusReset).
 // Never: a live cluster's data is never cleaned (it is live), and no finalizer of a deleting cluster is
 // removed before its cleanup ended or the deadline came. Every step tolerates having been done before, so
 // the command can run again after a partial run (a failed Helm hook, Ctrl-C).
 import type { KubeCredentials } from '../../kube/kubeconfig.ts';
-import { KubeClient } from '../../kube/client.ts';
+import { isConflict, isForbidden, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
 import { KubeEventRecorder, type EventRecorder } from '../../kube/events.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { InformerFactory, type Informer } from '../../kube/informer.ts';
@@ -25,7 +26,7 @@ import type { ObjectWithMeta } from '../../kube/model.ts';
 import { runWorkers, WorkQueue } from '../../kube/queue.ts';
 import { CreationGate } from '../../kube/creation-gate.ts';
 import { objectKey, RetryNoLaterError, splitKey, type ControllerContext, type Reconciler } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { hostname } from 'node:os';
 import { createMetricsRegistry } from '../../src/metrics.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -33,10 +34,17 @@ import { errorMessage } from '../../src/errors.ts';
 import type { EventType } from '../../src/event-reasons.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION } from '../../src/names.ts';
 import { hasFinalizer, isDeleting } from '../../src/finalizer.ts';
-import type { RayCluster } from '../../src/types.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
-import { deadlineReleaseEvent, decideUninstall, type ClusterOutcome, type UninstallReport } from '../../src/uninstall/decide.ts';
+import {
+  deadlineReleaseEvent,
+  decideUninstall,
+  NEW_STATUS_CLEARED_EVENT,
+  newStatusReset,
+  type ClusterOutcome,
+  type UninstallReport,
+} from '../../src/uninstall/decide.ts';
 import { gcsFtCleanupModule } from '../gcsft-cleanup/module.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
 import { MODULE } from '../module-names.ts';
@@ -107,7 +115,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
   const now = o.now ?? Date.now;
   const started = now();
   const deadline = started + o.timeoutMs;
-  const report: UninstallReport = { clusters: [], errors: [] };
+  const report: UninstallReport = { clusters: [], rayJobsReset: [], errors: [] };
   const kube = new KubeClient(o.kubeConfig, { fieldManager: UNINSTALL_FIELD_MANAGER });
   try {
     try {
@@ -128,12 +136,21 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
     if (o.dryRun) {
       report.clusters.push(...(await dryRun(kube, watchNamespace, o.signal)));
       for (const row of report.clusters) o.say(`${row.key}: ${row.outcome}: ${row.detail}`);
+      await resetNewRayJobs(kube, watchNamespace, undefined, o, report);
       return report;
     }
     const flags = { ...settings.moduleFlags };
     for (const [k, v] of Object.entries(o.moduleFlags)) if (v !== undefined) flags[k] = v;
     const env = { ...o.env, ...settings.env };
     await passes(kube, o, { watchNamespace, flags, env, deadline, now }, report);
+    const events = new KubeEventRecorder({
+      kube,
+      component: UNINSTALL_COMPONENT,
+      instance: hostname(),
+      logger: o.logger.child({}, { level: 'error' }),
+    });
+    await resetNewRayJobs(kube, watchNamespace, events, o, report);
+    await events.flush();
   } finally {
     kube.close();
   }
@@ -150,6 +167,51 @@ async function dryRun(kube: KubeClient, namespace: string | undefined, signal: A
       rows.push({ key: objectKey(c), outcome: 'would-finish', detail: `being deleted: its Redis cleanup would be finished (${what(c)})` });
   }
   return rows;
+}
+
+/**
+ * RayJobs raykeeper stored as `New` get "" (src/uninstall/decide.ts newStatusReset); `events` undefined: a dry
+ * run (say only). No RayJob API (404) or no right to list them (403: the release ran no RayJob reconciler, so
+ * it wrote no `New`): skipped with a line.
+ */
+async function resetNewRayJobs(
+  kube: KubeClient,
+  namespace: string | undefined,
+  events: EventRecorder | undefined,
+  o: UninstallOptions,
+  report: UninstallReport,
+): Promise<void> {
+  let jobs: RayJob[];
+  try {
+    jobs = (await kube.list<RayJob>({ ...RAYJOBS, namespace }, { signal: o.signal })).items;
+  } catch (err) {
+    if (isNotFound(err) || isForbidden(err))
+      return o.say(`RayJobs: not looked at (${isNotFound(err) ? 'no RayJob API' : 'not allowed to list them'})`);
+    report.errors.push(`listing RayJobs: ${errorMessage(err)}`);
+    return;
+  }
+  for (const job of jobs) {
+    const ops = newStatusReset(job);
+    if (!ops) continue;
+    const key = objectKey(job);
+    if (!events) {
+      o.say(`${key}: RayJob: would set jobDeploymentStatus "New" to "" (KubeRay's New)`);
+      report.rayJobsReset.push(key);
+      continue;
+    }
+    try {
+      await kube.patch({ ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name, subresource: 'status' }, ops, JSON_PATCH, {
+        signal: o.signal,
+      });
+    } catch (err) {
+      if (isNotFound(err) || isPatchTestFailed(err) || isConflict(err)) continue; // gone, or moved on from New
+      report.errors.push(`${key}: clearing its status New: ${errorMessage(err)}`);
+      continue;
+    }
+    events.event(job, NEW_STATUS_CLEARED_EVENT.type, NEW_STATUS_CLEARED_EVENT.reason, NEW_STATUS_CLEARED_EVENT.message);
+    o.say(`${key}: RayJob: jobDeploymentStatus "New" set to "" (KubeRay's New)`);
+    report.rayJobsReset.push(key);
+  }
 }
 
 interface Run {

@@ -16,13 +16,21 @@
 //      is running and its data is live: it is never cleaned here), Warning FinalizerReleasedForUninstall
 //      (liveReleaseEvent) naming the storage namespace, the Redis and the command to delete it by hand.
 // A RayCluster without the finalizer: none.
+//
+// Per RayJob whose status raykeeper's RayJob reconciler stored as jobDeploymentStatus `New` (it writes the
+// state New with the jobId and rayClusterName it chose, before creating anything): `New` becomes "" (the
+// JSON patch `test`s it first), the rest of the status is kept. KubeRay's operator knows New only as "" and
+// logs "Unknown JobDeploymentStatus" for ever on "New"; raykeeper reads both as New. So whichever operator
+// runs next starts the RayJob, with the names raykeeper chose (KubeRay keeps a jobId / rayClusterName it
+// finds). Normal Event RayJobStatusNewCleared. Nothing else of a RayJob is touched.
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
 import { describeTarget } from '../gcsft/decide.ts';
 import { manualCleanupCommand } from '../gcsft/cleanup-job.ts';
 import { usesRedisBackend } from '../gcsft/rules.ts';
-import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL, type EventSpec } from '../event-reasons.ts';
+import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL, EVENT_RAYJOB_STATUS_NEW_CLEARED, type EventSpec } from '../event-reasons.ts';
+import type { JsonPatchOp } from '../json-patch.ts';
 
 export type UninstallDecision = { action: 'none' } | { action: 'finish' } | { action: 'readded' } | { action: 'release'; event: EventSpec };
 
@@ -60,6 +68,22 @@ export function deadlineReleaseEvent(cluster: RayCluster, timeoutSeconds: number
   };
 }
 
+/** The /status JSON patch that turns raykeeper's `New` into KubeRay's "", or undefined for any other status. */
+export function newStatusReset(job: { status?: { jobDeploymentStatus?: unknown } | null | undefined }): JsonPatchOp[] | undefined {
+  if (job.status?.jobDeploymentStatus !== 'New') return undefined;
+  return [
+    { op: 'test', path: '/status/jobDeploymentStatus', value: 'New' },
+    { op: 'replace', path: '/status/jobDeploymentStatus', value: '' },
+  ];
+}
+
+export const NEW_STATUS_CLEARED_EVENT: EventSpec = {
+  type: 'Normal',
+  reason: EVENT_RAYJOB_STATUS_NEW_CLEARED,
+  message:
+    'raykeeper was uninstalled: its status jobDeploymentStatus "New" was set to "" (KubeRay\'s operator reads only "" as new; raykeeper reads both), so whichever operator runs next starts this RayJob; jobId and rayClusterName are kept.',
+};
+
 /** How one cluster ended in this run (the report's rows). */
 export type ClusterOutcome =
   /** Deleting: the controller's cleanup released the finalizer (its Event says how: cleaned, failed, skipped, timed out). */
@@ -78,6 +102,8 @@ export type ClusterOutcome =
 
 export interface UninstallReport {
   clusters: Array<{ key: string; outcome: ClusterOutcome; detail: string }>;
+  /** RayJobs whose `New` was cleared (or would be, in a dry run), as namespace/name. */
+  rayJobsReset: string[];
   /** Errors that kept a step from running (stopping the webhook or controller, a list, a release). */
   errors: string[];
 }

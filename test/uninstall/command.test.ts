@@ -18,9 +18,11 @@ import {
   MUTATING_WEBHOOK_CONFIGURATIONS,
   PODS,
   RAYCLUSTERS,
+  RAYJOBS,
   VALIDATING_WEBHOOK_CONFIGURATIONS,
 } from '../../kube/resources.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { MERGE_PATCH } from '../../kube/client.ts';
+import type { RayCluster, RayJob } from '../../src/types.ts';
 import { cli, controllerDeployment, eventsOf, webhookConfigurations } from './helpers.ts';
 
 const STORAGE_NS = 'ray.io/external-storage-namespace';
@@ -49,6 +51,25 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   const liveKeys = await seedRay(client, 'live-data');
   await seedRay(client, 'going-data');
   await e.kube.delete({ ...RAYCLUSTERS, namespace: ns, name: 'going' });
+  // A RayJob as raykeeper's RayJob reconciler leaves it in New (names chosen, nothing created), and one further on.
+  for (const [name, status] of [
+    ['fresh', { jobDeploymentStatus: 'New', jobId: 'fresh-abcde', rayClusterName: 'fresh-raycluster-xyz12', jobStatus: '' }],
+    [
+      'running',
+      { jobDeploymentStatus: 'Running', jobId: 'running-abcde', rayClusterName: 'running-raycluster-xyz12', jobStatus: 'RUNNING' },
+    ],
+  ] as const) {
+    await e.kube.create(
+      { ...RAYJOBS, namespace: ns },
+      {
+        apiVersion: 'ray.io/v1',
+        kind: 'RayJob',
+        metadata: { name },
+        spec: { entrypoint: 'python -c "print(1)"', clusterSelector: { 'ray.io/cluster': 'live' } },
+      },
+    );
+    await e.kube.patch({ ...RAYJOBS, namespace: ns, name, subresource: 'status' }, { status }, MERGE_PATCH);
+  }
   const args = ['uninstall', '--namespace', ns, '--webhook-configuration', webhooks, '--timeout', '90'];
 
   const dry = await cli([...args, '--dry-run'], kubeconfig);
@@ -62,6 +83,8 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   );
   t.match(dry.stdout, new RegExp(`${ns}/going  would-finish`));
   t.notMatch(dry.stdout, /plain/, 'a cluster without the finalizer is not in it');
+  t.match(dry.stdout, new RegExp(`${ns}/fresh: RayJob: would set jobDeploymentStatus "New" to ""`));
+  t.notMatch(dry.stdout, /running: RayJob/, 'a RayJob past New is not in it');
   t.ok(await e.kube.getOrUndefined({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: webhooks }), 'dry run: the webhook configuration stays');
   t.equal(
     (await e.kube.get<{ spec: { replicas: number } }>({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec.replicas,
@@ -123,6 +146,23 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   await e.kube.delete({ ...RAYCLUSTERS, namespace: ns, name: 'live' });
   t.equal(await getCluster(e, 'live'), undefined, 'deleting the live cluster now completes at once: nothing holds it');
   t.same(await rayKeys(client, 'live-data'), liveKeys.sort(), 'and its data stays, as its Event said');
+
+  const fresh = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'fresh' });
+  t.match(
+    fresh.status,
+    { jobDeploymentStatus: '', jobId: 'fresh-abcde', rayClusterName: 'fresh-raycluster-xyz12' },
+    'New became "", the names kept',
+  );
+  t.match(
+    (await eventsOf(e.kube, ns, 'fresh')).find((x) => x.reason === 'RayJobStatusNewCleared'),
+    { type: 'Normal' },
+  );
+  t.equal(
+    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'running' })).status?.jobDeploymentStatus,
+    'Running',
+    'a Running one untouched',
+  );
+  t.match(run.stdout, new RegExp(`RayJobs whose "New" became "": ${ns}/fresh`));
 
   const again = await cli(args, kubeconfig);
   t.equal(again.code, 0, 'again: exit 0');

@@ -6,6 +6,7 @@ import {
   deadlineReleaseEvent,
   decideUninstall,
   liveReleaseEvent,
+  newStatusReset,
   uninstallExitCode,
   type UninstallDecision,
   type UninstallReport,
@@ -67,6 +68,7 @@ t.test('the Warning at the deadline names the timeout and what may remain', asyn
 t.test('exit status: 0 nothing held, 1 stuck or an error, 3 added back by another operator', async (t) => {
   const report = (outcomes: string[], errors: string[] = []): UninstallReport => ({
     clusters: outcomes.map((o, i) => ({ key: `ns/c${i}`, outcome: o as never, detail: '' })),
+    rayJobsReset: [],
     errors,
   });
   t.equal(uninstallExitCode(report([])), 0, 'nothing in scope');
@@ -129,4 +131,20 @@ t.test("the controller's settings from its Deployment: cleanup flags, watch name
     'the subcommand in `command`, no watch namespace: all namespaces',
   );
   t.same(controllerSettings(deployment(['controller', '--watch-namespace='])).watchNamespace, undefined, 'empty = all');
+});
+
+t.test('RayJobs: only raykeeper\'s "New" becomes "", guarded by a test of it', async (t) => {
+  t.same(newStatusReset({ status: { jobDeploymentStatus: 'New' } }), [
+    { op: 'test', path: '/status/jobDeploymentStatus', value: 'New' },
+    { op: 'replace', path: '/status/jobDeploymentStatus', value: '' },
+  ]);
+  for (const status of [
+    undefined,
+    null,
+    {},
+    { jobDeploymentStatus: '' },
+    { jobDeploymentStatus: 'Initializing' },
+    { jobDeploymentStatus: 'new' },
+  ])
+    t.equal(newStatusReset({ status }), undefined, JSON.stringify(status));
 });
