@@ -40,6 +40,8 @@ import { usesRedisBackend } from '../../src/gcsft/rules.ts';
 import {
   deadlineReleaseEvent,
   decideUninstall,
+  finalizerWriter,
+  readdedEvent,
   NEW_STATUS_CLEARED_EVENT,
   newStatusReset,
   type ClusterOutcome,
@@ -284,12 +286,14 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     for (const c of left) {
       const uid = c.metadata.uid ?? '';
       const row = rows.get(uid);
-      if (row?.outcome === 'readded') continue;
       if (released.has(uid) && !isDeleting(c)) {
+        const writer = finalizerWriter(c.metadata.managedFields as Parameters<typeof finalizerWriter>[0], GCS_FT_REDIS_CLEANUP_FINALIZER);
+        const e = readdedEvent(writer);
+        events.event(c, e.type, e.reason, e.message);
         rows.set(uid, {
           key: objectKey(c),
           outcome: 'readded',
-          detail: 'the finalizer came back after it was removed: another operator adds it',
+          detail: `the finalizer came back after it was removed${writer ? `, added by ${writer}` : ''}: that operator holds it`,
         });
         continue;
       }

@@ -68,6 +68,37 @@ export function deadlineReleaseEvent(cluster: RayCluster, timeoutSeconds: number
   };
 }
 
+interface ManagedFieldsEntry {
+  manager?: string;
+  time?: string;
+  fieldsV1?: unknown;
+}
+
+/**
+ * Who last wrote `finalizer` into metadata.finalizers, from managedFields (the set entry `v:"<finalizer>"`),
+ * or undefined. (A finalizer that came with a CREATE, the webhook's, is attributed to the creator.)
+ */
+export function finalizerWriter(managedFields: ManagedFieldsEntry[] | null | undefined, finalizer: string): string | undefined {
+  const entry = `v:${JSON.stringify(finalizer)}`;
+  const writers = (managedFields ?? []).filter((m) => {
+    const finalizers = (m.fieldsV1 as { 'f:metadata'?: { 'f:finalizers'?: Record<string, unknown> } } | undefined)?.['f:metadata']?.[
+      'f:finalizers'
+    ];
+    return finalizers !== undefined && entry in finalizers;
+  });
+  writers.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  return writers.at(-1)?.manager;
+}
+
+/** The Normal Event on a live cluster whose finalizer came back after the uninstall removed it. */
+export function readdedEvent(writer: string | undefined): EventSpec {
+  return {
+    type: 'Normal',
+    reason: EVENT_FINALIZER_RELEASED_FOR_UNINSTALL,
+    message: `After raykeeper removed it, the finalizer ${GCS_FT_REDIS_CLEANUP_FINALIZER} was added back${writer ? ` by ${writer}` : ''} (another operator, e.g. KubeRay's with its Redis cleanup on), which holds it now and removes it when this cluster is deleted: the Warning that the data stays does not apply while it does.`,
+  };
+}
+
 /** The /status JSON patch that turns raykeeper's `New` into KubeRay's "", or undefined for any other status. */
 export function newStatusReset(job: { status?: { jobDeploymentStatus?: unknown } | null | undefined }): JsonPatchOp[] | undefined {
   if (job.status?.jobDeploymentStatus !== 'New') return undefined;

@@ -5,8 +5,10 @@ import { cluster, T0, withFinalizer } from '../raycluster/fixtures.ts';
 import {
   deadlineReleaseEvent,
   decideUninstall,
+  finalizerWriter,
   liveReleaseEvent,
   newStatusReset,
+  readdedEvent,
   uninstallExitCode,
   type UninstallDecision,
   type UninstallReport,
@@ -147,4 +149,27 @@ t.test('RayJobs: only raykeeper\'s "New" becomes "", guarded by a test of it', a
     { jobDeploymentStatus: 'new' },
   ])
     t.equal(newStatusReset({ status }), undefined, JSON.stringify(status));
+});
+
+t.test('who added the finalizer back, from managedFields; the Normal Event that says so', async (t) => {
+  const entry = (manager: string, time: string, finalizers: string[]) => ({
+    manager,
+    time,
+    fieldsV1: { 'f:metadata': { 'f:finalizers': Object.fromEntries(finalizers.map((f) => [`v:${JSON.stringify(f)}`, {}])) } },
+  });
+  const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
+  t.equal(finalizerWriter(undefined, F), undefined);
+  t.equal(finalizerWriter([entry('kubectl', '2026-12-01T10:00:00Z', ['example.com/x'])], F), undefined, 'another finalizer only');
+  t.equal(
+    finalizerWriter(
+      [entry('raykeeper', '2026-12-01T10:00:00Z', [F]), entry('kuberay-operator', '2026-12-01T10:05:00Z', [F]), { manager: 'x' }],
+      F,
+    ),
+    'kuberay-operator',
+    'the latest writer',
+  );
+  const e = readdedEvent('kuberay-operator');
+  t.equal(e.type, 'Normal');
+  t.match(e.message, /was added back by kuberay-operator .*holds it now and removes it when this cluster is deleted/);
+  t.notMatch(readdedEvent(undefined).message, /by undefined/);
 });
