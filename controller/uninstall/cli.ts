@@ -25,6 +25,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   workers: { type: 'string' },
   'dry-run': { type: 'boolean' },
+  'added-back-ok': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsOptionsConfig;
 
@@ -61,6 +62,8 @@ Options:
   --timeout SECONDS               the whole run (default ${DEFAULT_TIMEOUT_SECONDS}; Helm waits 300 s for its hook by default)
   --workers N                     clusters being deleted whose cleanup runs at once (default 4)
   --dry-run                       say what would be done; change nothing
+  --added-back-ok                 a finalizer another operator added back (waited for 3 s) exits 0, not 3
+                                  (still reported; Helm's hook passes it: nothing is stuck then)
   -h, --help                      this text
 The controller's cleanup options (default: the controller Deployment's own; see raykeeper controller --help):
 ${cleanupFlags}
@@ -68,7 +71,7 @@ ${cleanupFlags}
 Exit status: 0 no RayCluster in scope carries the finalizer any more (each cleaned, or released with an
 Event saying what stays), or a dry run; 1 some still carry it or a step failed (listed; run it again);
 2 bad arguments; 3 every finalizer removed, but some were added back (another operator adds them:
-KubeRay with its own cleanup on holds them then).
+KubeRay with its own cleanup on holds them then; 0 with --added-back-ok).
 `;
 }
 
@@ -154,7 +157,7 @@ export async function run(argv: string[]): Promise<number> {
       say,
       signal: abort.signal,
     });
-    const code = uninstallExitCode(report);
+    const code = uninstallExitCode(report, { addedBackOk: values['added-back-ok'] === true });
     process.stdout.write(`${summary(report, code)}\n`);
     return code;
   } catch (err) {

@@ -29,6 +29,7 @@ import { objectKey, RetryNoLaterError, splitKey, type ControllerContext, type Re
 import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { hostname } from 'node:os';
 import { createMetricsRegistry } from '../../src/metrics.ts';
+import { sleep } from '../../src/backoff.ts';
 import type { Logger } from '../../src/logger.ts';
 import { errorMessage } from '../../src/errors.ts';
 import type { EventType } from '../../src/event-reasons.ts';
@@ -80,6 +81,8 @@ export interface UninstallOptions {
 }
 
 const MAX_PASSES = 10;
+/** How long the last look waits, after a live cluster was released, for another operator to add the finalizer back. */
+export const ADDED_BACK_SETTLE_MS = 3_000;
 const MAX_RELEASE_TRIES = 3;
 
 type Row = { key: string; outcome: ClusterOutcome; detail: string };
@@ -279,6 +282,9 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
       if (acted === 0 || now() >= deadline) break;
     }
     for (const [uid, row] of cleanup.rows) rows.set(uid, row);
+    // Another operator that holds the same finalizer (KubeRay's, with its cleanup on) adds it back to a live
+    // cluster within a reconcile: give it that long before the last look, so the report and the Events say so.
+    if (released.size > 0) await sleep(Math.max(0, Math.min(ADDED_BACK_SETTLE_MS, deadline - now())), o.signal);
     // What is left, from the API.
     const left = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
       hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),

@@ -143,10 +143,11 @@ export interface UninstallReport {
  * 0: no RayCluster in scope carries the finalizer any more (each one cleaned, or released with an Event
  * saying what stays), or a dry run that could look at everything; 1: something is left stuck or a step
  * failed (the report names them; running the command again is safe); 3: every finalizer this run
- * removed is gone, but some came back (another operator holds them: not stuck by raykeeper).
+ * removed is gone, but some came back (another operator holds them: not stuck by raykeeper), unless
+ * `addedBackOk` (--added-back-ok, what Helm's hook passes: then 0).
  */
-export function uninstallExitCode(report: UninstallReport): 0 | 1 | 3 {
+export function uninstallExitCode(report: UninstallReport, options: { addedBackOk?: boolean } = {}): 0 | 1 | 3 {
   if (report.errors.length > 0 || report.clusters.some((c) => c.outcome === 'stuck')) return 1;
-  if (report.clusters.some((c) => c.outcome === 'readded')) return 3;
+  if (!options.addedBackOk && report.clusters.some((c) => c.outcome === 'readded')) return 3;
   return 0;
 }

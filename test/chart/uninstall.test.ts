@@ -142,6 +142,7 @@ t.test('the hook as rendered: its scope, its RBAC, its command, its deadline; of
     '--controller-deployment=raykeeper-controller',
     '--webhook-configuration=raykeeper',
     '--timeout=240',
+    '--added-back-ok',
   ]);
   t.equal(job.spec.activeDeadlineSeconds, 300, 'the command timeout plus a minute');
   t.equal(job.spec.backoffLimit, 0);
@@ -178,6 +179,7 @@ t.test('the hook as rendered: its scope, its RBAC, its command, its deadline; of
     /./,
     /./,
     /./,
+    '--added-back-ok',
     '--watch-namespace=team-a',
   ]);
   const role = find(scoped, 'Role', 'raykeeper-uninstall-rayclusters');

@@ -79,6 +79,8 @@ t.test('exit status: 0 nothing held, 1 stuck or an error, 3 added back by anothe
   t.equal(uninstallExitCode(report(['released', 'stuck'])), 1);
   t.equal(uninstallExitCode(report(['released'], ['listing RayClusters: 403'])), 1);
   t.equal(uninstallExitCode(report(['released', 'readded'])), 3);
+  t.equal(uninstallExitCode(report(['released', 'readded']), { addedBackOk: true }), 0, '--added-back-ok');
+  t.equal(uninstallExitCode(report(['readded', 'stuck']), { addedBackOk: true }), 1);
   t.equal(uninstallExitCode(report(['readded', 'stuck'])), 1, 'stuck wins');
 });
 
