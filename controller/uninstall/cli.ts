@@ -135,6 +135,9 @@ export async function run(argv: string[]): Promise<number> {
   const onSignal = () => abort.abort();
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // The passes keep to --timeout; this ends whatever still waits (an API that does not answer) soon after.
+  const hardStop = setTimeout(() => abort.abort(), timeoutMs + 10_000);
+  hardStop.unref();
   try {
     const [{ loadKubeConfig }, { runUninstall }] = await Promise.all([import('../../kube/kubeconfig.ts'), import('./run.ts')]);
     const kubeConfig = loadKubeConfig(s('kubeconfig'), { configured: true });
@@ -164,6 +167,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`raykeeper uninstall: ${errorMessage(err)}\n`);
     return 1;
   } finally {
+    clearTimeout(hardStop);
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }

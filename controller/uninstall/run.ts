@@ -235,11 +235,12 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     o.say,
   );
   const finalizers = new FinalizerPatcher({ kube, events, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
-  const cleanup = await CleanupDriver.start(kube, o, run, events, finalizers);
   const rows = new Map<string, Row>(); // by UID
   const released = new Set<string>();
   const tries = new Map<string, number>();
+  let cleanup: CleanupDriver | undefined;
   try {
+    cleanup = await CleanupDriver.start(kube, o, run, events, finalizers);
     for (let pass = 1; pass <= MAX_PASSES && !o.signal?.aborted; pass++) {
       const held = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter(
         (c) => hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
@@ -310,9 +311,9 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
       });
     }
   } catch (err) {
-    report.errors.push(`listing RayClusters: ${errorMessage(err)}`);
+    report.errors.push(errorMessage(err));
   } finally {
-    await cleanup.stop();
+    await cleanup?.stop();
     await events.flush();
   }
   report.clusters.push(...[...rows.values()].sort((a, b) => a.key.localeCompare(b.key)));
@@ -385,7 +386,19 @@ class CleanupDriver {
     const registration = await gcsFtCleanupModule.create(ctx, run.flags);
     const clusters = rayClusterInformer(ctx);
     informers.start();
-    await informers.waitForSync(o.signal);
+    // A watch refused (403: the hook's RBAC) retries for ever: listing is given until the deadline.
+    const synced = await informers.waitForSync(
+      AbortSignal.any([...(o.signal ? [o.signal] : []), AbortSignal.timeout(Math.max(1, run.deadline - run.now()))]),
+    );
+    if (!synced) {
+      const why = informers
+        .all()
+        .map((i) => i.stats.lastError)
+        .filter(Boolean)
+        .join('; ');
+      await informers.stop();
+      throw new Error(`could not list and watch RayClusters, their pods and cleanup Jobs before the deadline${why ? `: ${why}` : ''}`);
+    }
     const driver = new CleanupDriver({ kube, o, run, events, finalizers, informers, clusters, reconciler: registration.reconciler });
     driver.workers = runWorkers(
       driver.queue,

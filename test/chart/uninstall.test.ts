@@ -7,7 +7,8 @@
 // cluster. What this proves, for Helm 3 and 4: helm install; a GCS-FT RayCluster live and one being deleted in
 // the watched namespace; helm uninstall succeeds; the deleting one's Redis data is cleaned and it is gone; the
 // live one keeps its data and loses the finalizer with a Warning that says so, and deleting it then completes
-// at once; a RayCluster outside the release's scope is not touched; nothing of the release or its hook is left.
+// at once; a RayCluster outside the release's scope is not touched; nothing of the release or its hook is left;
+// in companion mode too (Helm 3), where the hook has no RayJob rights and deletes the KubeRay-made head pod.
 // What it does not prove: that a kubelet pulls the image and runs the pod (test/node/ray.cluster.ts does, on
 // the real node).
 import { randomBytes } from 'node:crypto';
@@ -20,111 +21,156 @@ import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { defaultBaseEnv, JobRunner } from '../../localcluster/job-runner.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { FINALIZER, quiet, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { eventsOf } from '../uninstall/helpers.ts';
-import { CHART_DIR, find, HELM_MAJORS, helmAsync, helmOk, key, requireHelm, template, valuesFile } from './helm.ts';
+import { CHART_DIR, find, HELM_MAJORS, type HelmMajor, helmAsync, helmOk, key, requireHelm, template, valuesFile } from './helm.ts';
 
 requireHelm();
 
 const STORAGE_NS = 'ray.io/external-storage-namespace';
 
-for (const major of HELM_MAJORS) {
-  t.test(`helm ${major}: install, GCS-FT RayClusters, uninstall: the hook finishes or releases every finalizer`, async (t) => {
-    const rel = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
-    const work = await testNamespace(t);
-    const outside = await testNamespace(t);
-    const kube = rel.kube;
-    const { server, client } = await redis(t);
-    const address = `${server.host}:${server.port}`;
-    const kubeconfig = await kubeconfigFile(t, rel.cp, rel.name);
-    const release = `rk-${randomBytes(3).toString('hex')}`;
-    const fullname = `${release}-raykeeper`;
-    // Scoped to `work` (a cluster-wide release's hook would act on the other tests' RayClusters); its
-    // webhooks match no namespace (nothing runs them here).
-    const values = valuesFile({
-      controller: { watchNamespaces: [work.name] },
-      webhook: { namespaceSelector: { matchLabels: { 'raykeeper.test/helm-release': release } } },
-      uninstall: { timeoutSeconds: 90 },
-    });
-    const helm = (...args: string[]) => [...args, '--namespace', rel.name, '--kubeconfig', kubeconfig];
-    t.teardown(() => helmAsync(helm('uninstall', release, '--ignore-not-found', '--no-hooks'), major));
-    helmOk(helm('install', release, CHART_DIR, '-f', values), major);
-    const manifest = parseManifests(helmOk(helm('get', 'manifest', release), major));
+const SCENARIOS: Array<{ major: HelmMajor; companion: boolean }> = [
+  ...HELM_MAJORS.map((major) => ({ major, companion: false })),
+  // Companion mode (KubeRay makes the pods; here a head pod as KubeRay would have made it): the hook's RBAC
+  // has no RayJob rule (raykeeper wrote no New there), and the cleanup deletes the pods itself.
+  { major: 3, companion: true },
+];
 
-    const create = (ns: string, body: RayCluster) => kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
-    await create(work.name, rayCluster('live', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'live-data' } }));
-    await create(work.name, rayCluster('going', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'going-data' } }));
-    const elsewhere = await create(outside.name, rayCluster('elsewhere', address, { finalizers: [FINALIZER] }));
-    const liveKeys = (await seedRay(client, 'live-data')).sort();
-    await seedRay(client, 'going-data');
-    await kube.delete({ ...RAYCLUSTERS, namespace: work.name, name: 'going' });
+for (const { major, companion } of SCENARIOS) {
+  t.test(
+    `helm ${major}${companion ? ', companion mode' : ''}: install, GCS-FT RayClusters, uninstall: the hook finishes or releases every finalizer`,
+    async (t) => {
+      const rel = await testNamespace(t, { 'pod-security.kubernetes.io/enforce': 'restricted' });
+      const work = await testNamespace(t);
+      const outside = await testNamespace(t);
+      const kube = rel.kube;
+      const { server, client } = await redis(t);
+      const address = `${server.host}:${server.port}`;
+      const kubeconfig = await kubeconfigFile(t, rel.cp, rel.name);
+      const release = `rk-${randomBytes(3).toString('hex')}`;
+      const fullname = `${release}-raykeeper`;
+      // Scoped to `work` (a cluster-wide release's hook would act on the other tests' RayClusters); its
+      // webhooks match no namespace (nothing runs them here).
+      const values = valuesFile({
+        controller: { watchNamespaces: [work.name] },
+        webhook: { namespaceSelector: { matchLabels: { 'raykeeper.test/helm-release': release } } },
+        uninstall: { timeoutSeconds: 90 },
+        companion: { enabled: companion },
+      });
+      const helm = (...args: string[]) => [...args, '--namespace', rel.name, '--kubeconfig', kubeconfig];
+      t.teardown(() => helmAsync(helm('uninstall', release, '--ignore-not-found', '--no-hooks'), major));
+      helmOk(helm('install', release, CHART_DIR, '-f', values), major);
+      const manifest = parseManifests(helmOk(helm('get', 'manifest', release), major));
 
-    // The kubelet's part: the hook pod's API identity is its ServiceAccount.
-    const doc = kubeconfigDocument(rel.cp.info, rel.name) as { users: Array<{ user: Record<string, unknown> }> };
-    doc.users[0]!.user.as = `system:serviceaccount:${rel.name}:${fullname}-uninstall`;
-    const asHook = join(t.testdir(), 'kubeconfig');
-    await writeFile(asHook, stringify(doc), { mode: 0o600 });
-    const runner = new JobRunner({
-      kubeConfig: rel.kubeConfig,
-      namespaces: [rel.name, work.name],
-      baseEnv: { ...defaultBaseEnv(), KUBECONFIG: asHook },
-      logger: quiet,
-      killGraceMs: 1000,
-    });
-    await runner.start();
-    t.teardown(() => runner.stop());
+      const create = (ns: string, body: RayCluster) => kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+      await create(work.name, rayCluster('live', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'live-data' } }));
+      await create(work.name, rayCluster('going', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'going-data' } }));
+      const elsewhere = await create(outside.name, rayCluster('elsewhere', address, { finalizers: [FINALIZER] }));
+      const liveKeys = (await seedRay(client, 'live-data')).sort();
+      await seedRay(client, 'going-data');
+      if (companion) {
+        const going = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: work.name, name: 'going' });
+        await kube.create(
+          { ...PODS, namespace: work.name },
+          {
+            metadata: {
+              name: 'going-head',
+              labels: { 'ray.io/cluster': 'going', 'ray.io/node-type': 'head' },
+              ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'going', uid: going.metadata.uid, controller: true }],
+            },
+            spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.40.0' }] },
+          },
+        );
+      }
+      await kube.delete({ ...RAYCLUSTERS, namespace: work.name, name: 'going' });
 
-    const uninstalled = await helmAsync(helm('uninstall', release, '--timeout', '3m'), major);
-    const hookLog = runner.output(rel.name, `${fullname}-uninstall`);
-    t.equal(uninstalled.status, 0, `helm uninstall succeeded: ${uninstalled.stderr}\nhook log:\n${hookLog}`);
-    t.match(
-      runner.result(rel.name, `${fullname}-uninstall`),
-      { outcome: { kind: 'succeeded' }, exitCode: 0 },
-      'the hook Job ran and succeeded',
-    );
-    for (const line of [
-      new RegExp(`deleted MutatingWebhookConfiguration ${fullname}`),
-      new RegExp(`scaled Deployment ${rel.name}/${fullname}-controller from 2 to 0 replicas`),
-      new RegExp(`scope: namespace ${work.name}`),
-      new RegExp(`${work.name}/going: finished: finalizer released by the cleanup \\(RedisCleanupSucceeded`),
-      new RegExp(`${work.name}/live: Warning FinalizerReleasedForUninstall`),
-    ])
-      t.match(hookLog, line, `the hook's log: ${line.source}`);
+      // The kubelet's part: the hook pod's API identity is its ServiceAccount.
+      const doc = kubeconfigDocument(rel.cp.info, rel.name) as { users: Array<{ user: Record<string, unknown> }> };
+      doc.users[0]!.user.as = `system:serviceaccount:${rel.name}:${fullname}-uninstall`;
+      const asHook = join(t.testdir(), 'kubeconfig');
+      await writeFile(asHook, stringify(doc), { mode: 0o600 });
+      const runner = new JobRunner({
+        kubeConfig: rel.kubeConfig,
+        namespaces: [rel.name, work.name],
+        baseEnv: { ...defaultBaseEnv(), KUBECONFIG: asHook },
+        logger: quiet,
+        killGraceMs: 1000,
+      });
+      await runner.start();
+      t.teardown(() => runner.stop());
 
-    t.equal(await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: work.name, name: 'going' }), undefined, 'the deleting cluster is gone');
-    t.same(await rayKeys(client, 'going-data'), [], 'its GCS data cleaned by its cleanup Job');
-    t.match(
-      (await eventsOf(kube, work.name, 'going')).find((e) => e.reason === 'RedisCleanupSucceeded'),
-      {
-        message: /deleted storage namespace "going-data"/,
-      },
-    );
-    const live = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
-    t.notOk(live.metadata.finalizers?.includes(FINALIZER), 'the live cluster lost the finalizer');
-    t.same(await rayKeys(client, 'live-data'), liveKeys, 'and keeps its data');
-    t.match(
-      (await eventsOf(kube, work.name, 'live')).find((e) => e.reason === 'FinalizerReleasedForUninstall'),
-      {
-        type: 'Warning',
-        message: /the cluster is live, and its GCS data \(storage namespace "live-data" in Redis at .*\) stays.*raykeeper redis-cleanup/,
-      },
-    );
-    await kube.delete({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
-    t.equal(await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: work.name, name: 'live' }), undefined, 'deleting it completes at once');
-    const kept = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: outside.name, name: 'elsewhere' });
-    t.equal(kept.metadata.resourceVersion, elsewhere.metadata.resourceVersion, 'a RayCluster outside the release scope is untouched');
+      const uninstalled = await helmAsync(helm('uninstall', release, '--timeout', '3m'), major);
+      const hookLog = runner.output(rel.name, `${fullname}-uninstall`);
+      t.equal(uninstalled.status, 0, `helm uninstall succeeded: ${uninstalled.stderr}\nhook log:\n${hookLog}`);
+      t.match(
+        runner.result(rel.name, `${fullname}-uninstall`),
+        { outcome: { kind: 'succeeded' }, exitCode: 0 },
+        'the hook Job ran and succeeded',
+      );
+      for (const line of [
+        new RegExp(`deleted MutatingWebhookConfiguration ${fullname}`),
+        new RegExp(`scaled Deployment ${rel.name}/${fullname}-controller from 2 to 0 replicas`),
+        new RegExp(`scope: namespace ${work.name}`),
+        new RegExp(`${work.name}/going: finished: finalizer released by the cleanup \\(RedisCleanupSucceeded`),
+        new RegExp(`${work.name}/live: Warning FinalizerReleasedForUninstall`),
+      ])
+        t.match(hookLog, line, `the hook's log: ${line.source}`);
+      if (companion) {
+        t.match(hookLog, /RayJobs: not looked at \(not allowed to list them\)/, 'companion: no RayJob rights, none needed');
+        t.equal(
+          await kube.getOrUndefined({ ...PODS, namespace: work.name, name: 'going-head' }),
+          undefined,
+          "the cluster's head pod deleted before the cleanup",
+        );
+      }
 
-    const discovery = new Discovery(kube);
-    for (const o of manifest) t.equal(await kube.getOrUndefined(await discovery.refOf(o, rel.name)), undefined, `${key(o)} removed`);
-    const hooks = template(
-      { controller: { watchNamespaces: [work.name] }, webhook: { namespaceSelector: { matchLabels: { x: 'y' } } } },
-      { release, namespace: rel.name },
-    ).filter((o) => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook']);
-    t.ok(hooks.length >= 6, `${hooks.length} hook objects`);
-    for (const o of hooks)
-      t.equal(await kube.getOrUndefined(await discovery.refOf(o, rel.name)), undefined, `hook ${key(o)} deleted after it succeeded`);
-  });
+      t.equal(
+        await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: work.name, name: 'going' }),
+        undefined,
+        'the deleting cluster is gone',
+      );
+      t.same(await rayKeys(client, 'going-data'), [], 'its GCS data cleaned by its cleanup Job');
+      t.match(
+        (await eventsOf(kube, work.name, 'going')).find((e) => e.reason === 'RedisCleanupSucceeded'),
+        {
+          message: /deleted storage namespace "going-data"/,
+        },
+      );
+      const live = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
+      t.notOk(live.metadata.finalizers?.includes(FINALIZER), 'the live cluster lost the finalizer');
+      t.same(await rayKeys(client, 'live-data'), liveKeys, 'and keeps its data');
+      t.match(
+        (await eventsOf(kube, work.name, 'live')).find((e) => e.reason === 'FinalizerReleasedForUninstall'),
+        {
+          type: 'Warning',
+          message: /the cluster is live, and its GCS data \(storage namespace "live-data" in Redis at .*\) stays.*raykeeper redis-cleanup/,
+        },
+      );
+      await kube.delete({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
+      t.equal(
+        await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: work.name, name: 'live' }),
+        undefined,
+        'deleting it completes at once',
+      );
+      const kept = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: outside.name, name: 'elsewhere' });
+      t.equal(kept.metadata.resourceVersion, elsewhere.metadata.resourceVersion, 'a RayCluster outside the release scope is untouched');
+
+      const discovery = new Discovery(kube);
+      for (const o of manifest) t.equal(await kube.getOrUndefined(await discovery.refOf(o, rel.name)), undefined, `${key(o)} removed`);
+      const hooks = template(
+        {
+          controller: { watchNamespaces: [work.name] },
+          webhook: { namespaceSelector: { matchLabels: { x: 'y' } } },
+          companion: { enabled: companion },
+        },
+        { release, namespace: rel.name },
+      ).filter((o) => (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook']);
+      t.ok(hooks.length >= 6, `${hooks.length} hook objects`);
+      for (const o of hooks)
+        t.equal(await kube.getOrUndefined(await discovery.refOf(o, rel.name)), undefined, `hook ${key(o)} deleted after it succeeded`);
+    },
+  );
 }
 
 t.test('the hook as rendered: its scope, its RBAC, its command, its deadline; off when told', async (t) => {
