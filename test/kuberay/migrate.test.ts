@@ -165,6 +165,12 @@ if (!missing)
         r.code === 0 || r.code === 3,
         `exit 3 when it saw KubeRay add the finalizer back (within its 3 s), else 0 (exit ${r.code}: ${r.stderr})`,
       );
+      t.comment(
+        `raykeeper uninstall beside KubeRay: exit ${r.code}; ${r.stdout
+          .split('\n')
+          .filter((l) => /readded|added back/.test(l))
+          .join(' | ')}`,
+      );
       t.match(r.stdout, new RegExp(`${ns}/rj: RayJob: jobDeploymentStatus "New" set to ""`));
       const started = await until(async () => {
         const j = await job(ns, 'rj');
