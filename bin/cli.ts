@@ -34,6 +34,10 @@ export const SUBCOMMANDS: Record<string, Subcommand> = {
     summary: 'delete one Ray GCS storage namespace from Redis (the cleanup Job), or --list them',
     load: () => import('../controller/redis-cleanup/cli.ts'),
   },
+  uninstall: {
+    summary: 'before removing raykeeper: stop its webhook and controller, finish or release every GCS-FT finalizer (Helm pre-delete hook)',
+    load: () => import('../controller/uninstall/cli.ts'),
+  },
   dev: {
     summary: 'run everything locally (control plane, Redis, webhook, controller, job runner) until Ctrl-C; from a checkout',
     // Named through a variable, so the build (tsconfig.build.json) does not follow it: dev/ and the
