@@ -191,7 +191,10 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) 
     'every name starts with <release>-raykeeper',
   );
   t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
-  t.equal(find(objs.filter(notHook), 'ClusterRoleBinding', 'ray-infra-raykeeper-controller').subjects[0].name, 'ray-infra-raykeeper-controller');
+  t.equal(
+    find(objs.filter(notHook), 'ClusterRoleBinding', 'ray-infra-raykeeper-controller').subjects[0].name,
+    'ray-infra-raykeeper-controller',
+  );
   t.equal(find(objs.filter(notHook), 'ClusterRoleBinding', 'ray-infra-raykeeper-webhook').subjects[0].name, 'ray-infra-raykeeper-webhook');
 });
 

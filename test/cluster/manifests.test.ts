@@ -103,7 +103,11 @@ t.test('webhook and controller workloads: replicas, probes, security, wiring', a
   t.same(wc.ports, [{ name: 'https', containerPort: 9443, protocol: 'TCP' }]);
   t.match(cc.readinessProbe, { httpGet: { path: '/readyz' } });
   t.match(cc.livenessProbe, { httpGet: { path: '/healthz' } });
-  t.equal(webhook.spec.template.spec.automountServiceAccountToken, true, 'the webhook gets an API token: it lists and watches RayClusters (its only grant)');
+  t.equal(
+    webhook.spec.template.spec.automountServiceAccountToken,
+    true,
+    'the webhook gets an API token: it lists and watches RayClusters (its only grant)',
+  );
   t.equal(webhook.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName, 'raykeeper-webhook-tls');
   find(rendered, 'Secret', 'raykeeper-webhook-tls');
   // The Service and the PDB select the webhook Pods, and only them.
