@@ -30,21 +30,14 @@ import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
-import { gcsFtStorageChange, managedByChange, managedByValueProblem } from './update-rules.ts';
+import { gcsFtStorageChange } from './update-rules.ts';
 import { boundWarnings, rayClusterWarnings, rayJobWarnings, type WarningOptions } from './warnings.ts';
 
 /** The kinds with a validating route: a kind, an entry in VALIDATORS, a path in src/names.ts and a route in webhook/app.ts. */
 export type ValidateKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
 
 /** Bounded reason label of a refusal (metrics). */
-export const DENIAL_REASONS = [
-  'invalid_metadata',
-  'invalid_spec',
-  'immutable_field',
-  'gcs_ft_storage',
-  'invalid_review',
-  'internal',
-] as const;
+export const DENIAL_REASONS = ['invalid_metadata', 'invalid_spec', 'gcs_ft_storage', 'invalid_review', 'internal'] as const;
 export type DenialReason = (typeof DENIAL_REASONS)[number];
 
 export type ValidationResult = 'allowed' | 'warned' | 'denied';
@@ -103,16 +96,10 @@ function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   return undefined;
 }
 
-function firstOf(...problems: Array<{ reason: DenialReason; message: string } | undefined>) {
-  return problems.find((p) => p !== undefined);
-}
-
 const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   RayCluster: {
     shapeProblem: rayClusterShapeProblem,
     objectProblem(obj) {
-      const managed = managedByValueProblem(cluster(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const problem = validateRayCluster(cluster(obj), { status: false });
       if (problem !== undefined) {
         return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
@@ -120,8 +107,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       const duplicate = duplicateWorkerGroupName(cluster(obj));
       return duplicate === undefined ? undefined : { reason: 'invalid_spec', message: duplicate };
     },
-    updateProblem: (oldObj, obj) =>
-      firstOf(managedByChange(cluster(oldObj), cluster(obj)), gcsFtStorageChange(cluster(oldObj), cluster(obj))),
+    updateProblem: (oldObj, obj) => gcsFtStorageChange(cluster(oldObj), cluster(obj)),
     warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [RAY_ORIGINATED_FROM_CRD_LABEL] },
   },
@@ -130,12 +116,10 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
     objectProblem(obj) {
       const metadata = validateRayJobMetadata(job(obj));
       if (metadata !== undefined) return { reason: 'invalid_metadata', message: metadata };
-      const managed = managedByValueProblem(job(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const spec = validateRayJobSpec(job(obj));
       return spec === undefined ? undefined : { reason: 'invalid_spec', message: spec };
     },
-    updateProblem: (oldObj, obj) => managedByChange(job(oldObj), job(obj)),
+    updateProblem: () => undefined,
     warnings: (obj, options) => rayJobWarnings(job(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [] },
   },

@@ -27,7 +27,7 @@ const rows: Array<[string, JobOptions, string | undefined, RegExp?]> = [
     /^The RayJob metadata is invalid: RayJob name should be no more than 47 characters$/,
   ],
   [
-    'name not a DNS-1035 label (starts with a digit): Go\'s %v of IsDNS1035Label\'s errors',
+    "name not a DNS-1035 label (starts with a digit): Go's %v of IsDNS1035Label's errors",
     { metadata: { name: '1job' } },
     'InvalidRayJobMetadata',
     /^The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: \[a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character \(e\.g\. 'my-name',  or 'abc-123', regex used for validation is '\[a-z\]\(\[-a-z0-9\]\*\[a-z0-9\]\)\?'\)\]$/,
@@ -121,7 +121,12 @@ const rows: Array<[string, JobOptions, string | undefined, RegExp?]> = [
   ['HTTPMode without entrypoint is accepted', { spec: { submissionMode: 'HTTPMode', entrypoint: undefined } }, undefined],
   ['activeDeadlineSeconds 0', { spec: { activeDeadlineSeconds: 0 } }, 'InvalidRayJobSpec', /activeDeadlineSeconds/],
   ['preRunningDeadlineSeconds 0', { spec: { preRunningDeadlineSeconds: 0 } }, 'InvalidRayJobSpec', /preRunningDeadlineSeconds/],
-  ['backoffLimit -1', { spec: { backoffLimit: -1 } }, 'InvalidRayJobSpec', /^The RayJob spec is invalid: backoffLimit must be a positive integer$/],
+  [
+    'backoffLimit -1',
+    { spec: { backoffLimit: -1 } },
+    'InvalidRayJobSpec',
+    /^The RayJob spec is invalid: backoffLimit must be a positive integer$/,
+  ],
   ['submitterConfig.backoffLimit -1', { spec: { submitterConfig: { backoffLimit: -1 } } }, 'InvalidRayJobSpec', /submitterConfig/],
   // KubeRay's UnmarshalRuntimeEnvYAML error, word for word (no "spec is invalid" prefix: KubeRay returns it bare).
   [
