@@ -32,7 +32,7 @@ import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
-import { gcsFtStorageChange, managedByChange, managedByValueProblem } from './update-rules.ts';
+import { gcsFtStorageChange } from './update-rules.ts';
 import { boundWarnings, rayClusterWarnings, rayJobWarnings, type WarningOptions } from './warnings.ts';
 import { storageClaimCheck, type ClaimLookup, type StorageClaimOutcome } from './storage-claims.ts';
 
@@ -43,7 +43,6 @@ export type ValidateKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
 export const DENIAL_REASONS = [
   'invalid_metadata',
   'invalid_spec',
-  'immutable_field',
   'gcs_ft_storage',
   'storage_namespace_in_use',
   'invalid_review',
@@ -117,16 +116,10 @@ function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   return undefined;
 }
 
-function firstOf(...problems: Array<{ reason: DenialReason; message: string } | undefined>) {
-  return problems.find((p) => p !== undefined);
-}
-
 const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   RayCluster: {
     shapeProblem: rayClusterShapeProblem,
     objectProblem(obj) {
-      const managed = managedByValueProblem(cluster(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const problem = validateRayCluster(cluster(obj), { status: false });
       if (problem !== undefined) {
         return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
@@ -134,8 +127,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       const duplicate = duplicateWorkerGroupName(cluster(obj));
       return duplicate === undefined ? undefined : { reason: 'invalid_spec', message: duplicate };
     },
-    updateProblem: (oldObj, obj) =>
-      firstOf(managedByChange(cluster(oldObj), cluster(obj)), gcsFtStorageChange(cluster(oldObj), cluster(obj))),
+    updateProblem: (oldObj, obj) => gcsFtStorageChange(cluster(oldObj), cluster(obj)),
     warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
     claimCheck: (obj, oldObj, options) =>
       storageClaimCheck(cluster(obj), oldObj === null ? null : cluster(oldObj), options.namespace, options.claims),
@@ -146,12 +138,10 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
     objectProblem(obj) {
       const metadata = validateRayJobMetadata(job(obj));
       if (metadata !== undefined) return { reason: 'invalid_metadata', message: metadata };
-      const managed = managedByValueProblem(job(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const spec = validateRayJobSpec(job(obj));
       return spec === undefined ? undefined : { reason: 'invalid_spec', message: spec };
     },
-    updateProblem: (oldObj, obj) => managedByChange(job(oldObj), job(obj)),
+    updateProblem: () => undefined,
     warnings: (obj, options) => rayJobWarnings(job(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [] },
   },

@@ -225,11 +225,14 @@ t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', a
   );
 });
 
-t.test("Secrets: create only, with our operator (token auth's Secret); read only with the secret reader", async (t) => {
+t.test("Secrets: create with our operator (token auth's Secret), get (never list) with RayJobs or our operator", async (t) => {
   const secrets = (values: Record<string, unknown>) =>
     find(template(values), 'ClusterRole', 'raykeeper-controller').rules.filter((r: any) => r.resources.includes('secrets'));
-  t.same(secrets({}), [{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }], 'standalone');
-  t.same(secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }), [], 'RayJobs without our operator');
+  const create = { apiGroups: [''], resources: ['secrets'], verbs: ['create'] };
+  const get = { apiGroups: [''], resources: ['secrets'], verbs: ['get'] };
+  t.same(secrets({}), [create, get], 'standalone');
+  t.same(secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }), [get], 'RayJobs without our operator: the dashboard token');
+  t.same(secrets({ controller: { reconcilers: ['raycluster'] } }), [], 'the GCS-FT cleanup alone: none');
   t.same(secrets({ companion: { enabled: true } }), [], 'beside KubeRay: none');
 });
 
