@@ -9,9 +9,9 @@
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
 // - Token auth: the auth Secret is generated when it is ours to make (create: manifests/base) and read
-//   with a GET each pass (Secrets are not watched) when the optional secret reader lets it: then a
-//   missing or keyless one holds the pods back; without the reader (403), as KubeRay: ours created once
-//   if missing, a given one not checked. Its token never reaches a log, event or error.
+//   with a GET each pass (Secrets are not watched; get: manifests/base): a missing or keyless one holds the
+//   pods back; where the RBAC lacks get (403), as KubeRay: ours created once if missing, a given one not
+//   checked. Its token never reaches a log, event or error.
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.

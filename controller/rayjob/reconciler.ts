@@ -329,7 +329,7 @@ export class RayJobReconciler implements Reconciler {
 
   /**
    * The cluster's dashboard, with the token from its auth Secret when it has token auth (KubeRay's
-   * GetRayDashboardClientFunc: a GET of the Secret per client; needs the optional secret reader's get).
+   * GetRayDashboardClientFunc: a GET of the Secret per client; the controller's RBAC grants get on Secrets for it).
    * `known`: the cluster already read.
    */
   private async dashboardAddress(
@@ -351,7 +351,7 @@ export class RayJobReconciler implements Reconciler {
       secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
     } catch (err) {
       if (!isForbidden(err)) throw err;
-      const message = `failed to get auth secret ${namespace}/${name}: forbidden; the controller reads Secrets only with the optional secret reader (manifests/optional/controller-secret-reader, chart controller.secretReader.enabled)`;
+      const message = `failed to get auth secret ${namespace}/${name}: forbidden; the controller's RBAC must grant get on Secrets in this namespace (manifests/base/rbac-controller.yaml, the chart's controller ClusterRole or Role: docs/reference/controller-rbac.md)`;
       // Told at once: otherwise only the status-check timeout (minutes later) would say why the job stalls.
       const key = objectKey(job);
       if (this.tokenProblems.get(key) !== message) {

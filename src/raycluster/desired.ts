@@ -84,8 +84,8 @@ export interface Plan {
 
 /**
  * What the reconciler found at authSecretName(cluster): the Secret with a non-empty `auth_token`, without
- * it, none, or nothing known (403: the controller may create Secrets but reads them only with the
- * optional secret reader; then, as KubeRay, ours is created if missing and a given one is not checked).
+ * it, none, or nothing known (403: an install whose RBAC lets the controller create Secrets but not get
+ * them; then, as KubeRay, ours is created if missing and a given one is not checked).
  */
 export type AuthSecretState = 'present' | 'noKey' | 'absent' | 'unreadable';
 
