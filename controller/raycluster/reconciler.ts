@@ -8,10 +8,12 @@
 //   API server gave; a group whose writes the cache does not show yet is left alone until it does
 //   (src/raycluster/expectations.ts). A re-created head never waits for its predecessor's name.
 // - Triggers, as KubeRay's predicates on its RayCluster watch: a RayCluster event queues a pass only when
-//   its generation (spec), labels, annotations, finalizers or deletion changed, or when it brings a write of
-//   ours (a status written, a pass skipped on a stale copy). A status edited by someone else is left as
-//   written until the next pass for another reason (a pod event, the periodic resync), then recomputed;
-//   KubeRay's RayJob copies the cluster's status meanwhile (its e2e "RayCluster status update propagates").
+//   its generation (spec), labels, annotations, finalizers or deletion changed. A status-only change (ours or
+//   anyone's) queues none: after writing the status a pass comes back in 2 s (KubeRay's requeue after a status
+//   write: a suspend goes on from its new condition), a pass skipped on a copy our own write replaced in 1 s.
+//   A status edited by someone else is left as written until the next pass for another reason (a pod event,
+//   the periodic resync), then recomputed; KubeRay's RayJob copies the cluster's status meanwhile (its e2e
+//   "RayCluster status update propagates to RayJob").
 // - upgradeStrategy Recreate (src/raycluster/upgrade.ts): every pod deleted when the head's spec hash is
 //   stale; a head stamped by KubeRay gets our stamp with a metadata patch (pods patch, base RBAC).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
@@ -100,6 +102,10 @@ import { isDeleting } from '../../src/finalizer.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
+/** KubeRay's DefaultRequeueDuration: after an error, a status write, a group waiting for the cache. */
+const DEFAULT_REQUEUE_MS = 2_000;
+/** A pass that met a copy our own status write replaced (the watch event of a status write queues nothing). */
+const STALE_REQUEUE_MS = 1_000;
 /** A token-auth cluster waiting for its Secret (not watched) looks again this often. */
 const BLOCKED_REQUEUE_MS = 10_000;
 
@@ -176,8 +182,6 @@ export class RayClusterOperator {
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
   /** Per key, triggerSignature() of the copy the last pass read: an update with the same one is status only. */
   private readonly passedOn = new Map<ObjectKey, string>();
-  /** Keys whose next RayCluster event is a write of ours (status written, or a pass skipped on a stale copy). */
-  private readonly awaitingOwnWrite = new Set<ObjectKey>();
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
     this.ctx = ctx;
@@ -233,9 +237,7 @@ export class RayClusterOperator {
   /** Whether a RayCluster event queues a pass (see the header: KubeRay's predicates). */
   private triggers(type: 'add' | 'update' | 'delete', cluster: ObjectWithMeta): boolean {
     if (type !== 'update') return true;
-    const key = objectKey(cluster);
-    if (this.awaitingOwnWrite.delete(key)) return true;
-    return this.passedOn.get(key) !== triggerSignature(cluster);
+    return this.passedOn.get(objectKey(cluster)) !== triggerSignature(cluster);
   }
 
   private observed(cluster: RayCluster): { pods: Pod[]; services: Service[] } {
@@ -265,17 +267,14 @@ export class RayClusterOperator {
       this.warned.delete(key);
       this.ensured.delete(key);
       this.passedOn.delete(key);
-      this.awaitingOwnWrite.delete(key);
       return;
     }
     this.passedOn.set(key, triggerSignature(cached));
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
     if (this.gate.isClosed(cached.metadata?.uid)) return;
-    // A write of this process (our status, the cleanup's finalizer) replaced this copy: its watch event queues us again.
-    if (this.kube.isStale(ref, cached.metadata?.resourceVersion)) {
-      this.awaitingOwnWrite.add(key);
-      return;
-    }
+    // A write of this process (our status, the cleanup's finalizer) replaced this copy. The finalizer's watch
+    // event queues us again; a status write's does not (status only): look again shortly.
+    if (this.kube.isStale(ref, cached.metadata?.resourceVersion)) return { requeueAfterMs: STALE_REQUEUE_MS };
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     if (this.refuseInvalid(cluster, key)) return;
@@ -349,11 +348,11 @@ export class RayClusterOperator {
     const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
-    // KubeRay requeues after a status write (a suspend goes on from its new condition): our write's event does.
-    if (rayClusterStatusChanged(old, next) && (await this.writeStatus(cluster, next))) this.awaitingOwnWrite.add(key);
+    const written = rayClusterStatusChanged(old, next) && (await this.writeStatus(cluster, next));
     // Secrets are not watched: a missing one is looked for again.
     if (p.blocked) return { requeueAfterMs: BLOCKED_REQUEUE_MS };
-    if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
+    // KubeRay requeues after an error and after a status write (a suspend goes on from its new condition).
+    if (stop || unsatisfied.size > 0 || written) return { requeueAfterMs: DEFAULT_REQUEUE_MS };
     return undefined;
   }
 
