@@ -1,28 +1,30 @@
 # raykeeper's image: the webhook (`raykeeper webhook ...`) and the controller (`raykeeper controller ...`)
-# are the same image with different args (see manifests/base). TypeScript runs directly on Node 22's
-# type stripping: there is no build step, only production dependencies (and a cache of the stripped
-# sources, below, that Node falls back from whenever a source does not match it).
+# are the same image with different args (see manifests/base). It runs the package `npm pack` makes (the
+# TypeScript compiled to JavaScript by its prepack script), the same files a CI job installs, on Node 22
+# with the production dependencies of package-lock.json.
 #   docker build -t raykeeper:0.1.0 .
-FROM node:22-slim
-
-ENV NODE_ENV=production
-WORKDIR /app
-
+FROM node:22-slim AS build
+WORKDIR /src
 COPY package.json package-lock.json ./
-# Production dependencies only (the `node` devDependency is not needed: the base image is Node 22).
-RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
-
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY kube ./kube
 COPY src ./src
 COPY certs ./certs
 COPY webhook ./webhook
 COPY controller ./controller
-# The stripped-TypeScript cache (bin/strip-cache.js): modules load without swc, about a third less
-# start-up CPU for every process (the cleanup Job's most of all). Keyed by source and Node version.
-RUN node bin/strip-cache.js /app/.strip-cache bin kube src certs webhook controller
-ENV RAYKEEPER_STRIP_CACHE=/app/.strip-cache
-RUN chmod 0755 bin/raykeeper.js && ln -s /app/bin/raykeeper.js /usr/local/bin/raykeeper
+COPY manifests ./manifests
+RUN npm pack --silent && mkdir /package && tar -xzf raykeeper-*.tgz -C /package --strip-components=1
+
+FROM node:22-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Production dependencies only (the `node` devDependency is not needed: the base image is Node 22).
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+COPY --from=build /package/ ./
+RUN ln -s /app/bin/raykeeper.js /usr/local/bin/raykeeper
 
 # The image's `node` user (uid/gid 1000), numeric so runAsNonRoot can be verified by the kubelet.
 USER 1000:1000

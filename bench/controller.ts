@@ -4,7 +4,7 @@
 // contender is a child process of its own, started fresh for each measurement, so its RSS is its own;
 // rounds alternate which one goes first. Per round and contender:
 //   idle       started over an empty cluster; ready (ours: /readyz; KubeRay: its leader Lease), 5 s
-//              later: VmRSS (nothing cached); ours also once more without the strip cache (below)
+//              later: VmRSS (nothing cached); ours also once more from the TypeScript sources (below)
 //   500        500 GCS-FT RayClusters created (finalizer set, 5 GCS keys each in Redis); once every one
 //              was reconciled and the queue is empty, 5 s later: VmRSS (500 cached)
 //   deletion   all 500 deleted at once: seconds from the first DELETE until the last RayCluster is gone
@@ -13,8 +13,9 @@
 //   10k        VmHWM (its peak: list and first reconcile of all) and VmRSS once every one was reconciled
 //              and the queue is empty (5 s later), not after a forced GC.
 //
-// Ours runs as the image runs it: a stripped-TypeScript cache is filled once per bench run (bin/strip-cache.js,
-// the image's folders) and passed as RAYKEEPER_STRIP_CACHE, so swc (Node's type stripper) never loads.
+// Ours runs as the image runs it: the package `npm pack` makes (compiled JavaScript) is unpacked once per
+// bench run (test/helpers/package.ts); its idle RSS from the checkout's TypeScript sources (Node's type
+// stripper loaded) is measured beside it.
 // Pods: our run starts `raykeeper controller --reconcilers raycluster,rayjob` (the GCS-FT cleanup; the
 // RayCluster operator is measured by bench/raycluster-pods.ts), so the bench creates each cluster's head
 // and worker pod; KubeRay's operator creates its own. No kubelet: pods never run, and unscheduled pods
@@ -36,9 +37,9 @@
 //   (defaults: 3 rounds, 500, 10000; --quick: 1 round, 100, 1000; ~30-40 min in full on 2 cores)
 import { median } from './stats.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -56,6 +57,7 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/
 import { runWith } from '../controller/redis-cleanup/cli.ts';
 import { pino } from 'pino';
 import { startRedisServer, type RedisServer } from '../test/helpers/redis-server.ts';
+import { unpackedPackage } from '../test/helpers/package.ts';
 import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from '../test/kuberay/helpers.ts';
 
 export interface ControllerBenchOptions {
@@ -73,8 +75,8 @@ export interface ControllerBenchOptions {
 /** One contender's figures in one round (MiB, seconds). */
 export interface RoundFigures {
   idleRssMiB: number;
-  /** Ours only (0 for KubeRay): idle RSS of a start WITHOUT the image's stripped-TypeScript cache. */
-  idleNoStripCacheRssMiB: number;
+  /** Ours only (0 for KubeRay): idle RSS when run from the checkout's TypeScript sources (not the package). */
+  idleSourcesRssMiB: number;
   cached500RssMiB: number;
   deleteSeconds: number;
   deleteCpuSeconds: number;
@@ -103,8 +105,6 @@ const THIS_FILE = fileURLToPath(import.meta.url);
 export const KUBERAY = 'kuberay v1.6.2';
 export const OURS = 'raykeeper';
 const SETTLE_MS = 5_000;
-/** What the image's stripped-TypeScript cache is filled from (Dockerfile). */
-const IMAGE_FOLDERS = ['bin', 'kube', 'src', 'certs', 'webhook', 'controller'];
 
 /** User + system CPU seconds of a process so far. */
 export function cpuSeconds(pid: number): number {
@@ -166,19 +166,19 @@ export interface Child {
 const LOG_TAIL_CHARS = 8192;
 
 /**
- * Our controller as a child process. `stripCache`: a directory filled by bin/strip-cache.js, passed as
- * RAYKEEPER_STRIP_CACHE the way the image runs it (swc is then never loaded).
+ * Our controller as a child process. `bin`: the raykeeper.js to run, the package's as the image runs it
+ * (test/helpers/package.ts unpackedPackage), else the checkout's (its TypeScript sources).
  */
 export function startControllerChild(
   kubeconfig: string,
   workers: number,
   extraArgs: string[] = ['--reconcilers', 'raycluster,rayjob'],
-  stripCache?: string,
+  bin = join(REPO_ROOT, 'bin', 'raykeeper.js'),
 ): Child {
   const proc = spawn(
     process.execPath,
     [
-      join(REPO_ROOT, 'bin', 'raykeeper.js'),
+      bin,
       'controller',
       ...extraArgs,
       '--kubeconfig',
@@ -198,7 +198,6 @@ export function startControllerChild(
         HOME: process.env.HOME ?? '/tmp',
         NO_PROXY: '127.0.0.1,localhost',
         LOG_LEVEL: 'info',
-        ...(stripCache ? { RAYKEEPER_STRIP_CACHE: stripCache } : {}),
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -271,11 +270,11 @@ export interface Contender {
 export async function startOurs(
   kubeconfig: string,
   workers: number,
-  stripCache: string | undefined,
+  bin: string | undefined,
   args = ['--reconcilers', 'raycluster,rayjob', '--companion', 'off'],
 ): Promise<Contender> {
   const startedAt = performance.now();
-  const child = startControllerChild(kubeconfig, workers, args, stripCache);
+  const child = startControllerChild(kubeconfig, workers, args, bin);
   const port = await child.port;
   while ((await fetch(`http://127.0.0.1:${port}/readyz`)).status !== 200) await sleep(100);
   const rc = /controller="raycluster"/;
@@ -333,17 +332,6 @@ async function settle(c: Contender, n: number, capMs: number): Promise<{ seconds
       return { seconds: (performance.now() - c.startedAt) / 1000, reconciled: p.reconciled };
     await sleep(250);
   }
-}
-
-/** A temporary directory holding the stripped-TypeScript cache as the image has it (the caller removes it). */
-export function imageStripCache(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'raykeeper-bench-strip-'));
-  const filled = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'strip-cache.js'), dir, ...IMAGE_FOLDERS], {
-    cwd: REPO_ROOT,
-    encoding: 'utf8',
-  });
-  if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
-  return dir;
 }
 
 /** KubeRay v1.6.2's cleanup container: `/bin/bash -lc -- "echo ... && python -c '...cleanup_redis_storage(...)'"`. */
@@ -408,7 +396,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
   let kube: KubeClient | undefined;
   let redisServer: RedisServer | undefined;
   let redis: Redis | undefined;
-  let stripCache: string | undefined;
+  let image: { bin: string; remove: () => void } | undefined;
   const running: Contender[] = [];
   const stop = async (c: Contender): Promise<void> => {
     await c.stop();
@@ -429,12 +417,12 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     const address = `127.0.0.1:${redisServer.port}`;
     await r.hset('RAYneighbour@NODE', 'k', 'v');
     const kubeconfig = cp.info.kubeconfigPath;
-    // As the image runs it (Dockerfile): .ts modules load from a stripped-TypeScript cache, swc never loads.
-    stripCache = imageStripCache();
-    say(`stripped-TypeScript cache as in the image: ${stripCache}`);
-    const start = async (name: string, withStripCache = true): Promise<Contender> => {
-      const c =
-        name === OURS ? await startOurs(kubeconfig, o.workers, withStripCache ? stripCache : undefined) : await startTheirs(plane, k);
+    // As the image runs it (Dockerfile): the package, compiled JavaScript.
+    image = unpackedPackage();
+    say(`the package as the image runs it: ${image.bin}`);
+    const imageBin = image.bin;
+    const start = async (name: string, fromPackage = true): Promise<Contender> => {
+      const c = name === OURS ? await startOurs(kubeconfig, o.workers, fromPackage ? imageBin : undefined) : await startTheirs(plane, k);
       running.push(c);
       return c;
     };
@@ -450,12 +438,12 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         batch += 1;
         const nsNames = Array.from({ length: o.namespaces }, (_, i) => `bench-${batch}-${i}`);
         for (const ns of nsNames) await k.create(NAMESPACES, { metadata: { name: ns } });
-        let idleNoStripCache = 0;
+        let idleSources = 0;
         if (name === OURS) {
-          say(`round ${round + 1}: ${name}: idle, without the strip cache`);
+          say(`round ${round + 1}: ${name}: idle, from the TypeScript sources`);
           const plain = await start(name, false);
           await sleep(SETTLE_MS);
-          idleNoStripCache = rss(plain.pid).rss;
+          idleSources = rss(plain.pid).rss;
           await stop(plain);
         }
         say(`round ${round + 1}: ${name}: idle`);
@@ -529,7 +517,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         await removeLeftovers(k, nsNames);
         partial[name]!.push({
           idleRssMiB: idle,
-          idleNoStripCacheRssMiB: idleNoStripCache,
+          idleSourcesRssMiB: idleSources,
           cached500RssMiB: cached500,
           deleteSeconds,
           deleteCpuSeconds,
@@ -537,7 +525,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
           load1: loadavg()[0]!,
         });
         say(
-          `round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB${name === OURS ? ` (without the strip cache ${Math.round(idleNoStripCache)})` : ''}, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`,
+          `round ${round + 1}: ${name}: idle ${Math.round(idle)} MiB${name === OURS ? ` (from the sources ${Math.round(idleSources)})` : ''}, ${o.clusters} cached ${Math.round(cached500)} MiB, deletion ${deleteSeconds.toFixed(1)} s (CPU ${deleteCpuSeconds.toFixed(1)} s)`,
         );
       }
     }
@@ -556,7 +544,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
         const figures = {
           idleRssMiB: 0,
-          idleNoStripCacheRssMiB: 0,
+          idleSourcesRssMiB: 0,
           cached500RssMiB: 0,
           deleteSeconds: 0,
           deleteCpuSeconds: 0,
@@ -608,7 +596,7 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
     kube?.close();
     await redisServer?.stop().catch(() => {});
     await cp?.stop().catch(() => {});
-    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
+    image?.remove();
   }
 }
 
@@ -625,7 +613,7 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   const n = f.rounds[names[0]!]?.length ?? 0;
   const rows: Array<[string, keyof RoundFigures]> = [
     ['RSS MiB, nothing cached', 'idleRssMiB'],
-    ['  ours without the strip cache', 'idleNoStripCacheRssMiB'],
+    ['  ours from the TypeScript sources', 'idleSourcesRssMiB'],
     [`RSS MiB, ${f.clusters} RayClusters cached`, 'cached500RssMiB'],
     [`delete ${f.clusters} GCS-FT RayClusters: s`, 'deleteSeconds'],
     ['  controller CPU s meanwhile', 'deleteCpuSeconds'],
@@ -638,13 +626,13 @@ export function formatControllerFigures(f: ControllerBenchFigures): string {
   const col = 22;
   const lines = [
     names.length === 2
-      ? `controller (ours as the image runs it: RAYKEEPER_STRIP_CACHE, swc not loaded) beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
-      : `controller (as the image runs it: RAYKEEPER_STRIP_CACHE, swc not loaded; KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
+      ? `controller (ours as the image runs it: the package, compiled) beside KubeRay's operator: one control plane (kube-apiserver + etcd, KubeRay's CRDs), redis-server; ${n} round(s), alternating order; median (min-max)`
+      : `controller (as the image runs it: the package, compiled; KubeRay's operator not run): kube-apiserver + etcd, redis-server; ${n} round(s); median (min-max)`,
     `${''.padEnd(width)}${names.map((x) => x.padStart(col)).join('')}${names.length === 2 ? 'ours/theirs'.padStart(14) : ''}`,
   ];
   for (const [label, key] of rows) {
     // Ours only: set beside KubeRay's idle RSS.
-    const oursOnly = key === 'idleNoStripCacheRssMiB';
+    const oursOnly = key === 'idleSourcesRssMiB';
     const values = names.map((x) => f.rounds[x]!.map((r) => r[key]));
     const theirs = names.length === 2 ? median(f.rounds[names[1]!]!.map((r) => r[oursOnly ? 'idleRssMiB' : key])) : 0;
     const ratio = theirs > 0 ? (median(values[0]!) / theirs).toFixed(2).padStart(14) : '';

@@ -1,6 +1,6 @@
 // RayJob benchmark: RayJobs through the state machine to Complete on one control plane (real
 // kube-apiserver + etcd), with real Ray: our controller as a child process (`--reconcilers
-// raycluster-pods,rayjob`, with the image's stripped-TypeScript cache) runs the RayJob reconciler and our
+// raycluster-pods,rayjob`, from the package as the image runs it) runs the RayJob reconciler and our
 // RayCluster operator; the ray pod runner runs the Ray pods as local processes and the job runner the
 // submitter Jobs (the plain `raykeeper dev` world: dev/ray-pods.ts).
 // A Ray cluster per RayJob (a head and its `ray start` per Job) would measure Ray's start-up 100 times on 2
@@ -16,7 +16,7 @@
 // controller would need its own Ray clusters beside ours (not cheap on 2 cores), so none is run.
 //
 //   node bench/rayjob.ts [--jobs N] [--submitters N] [--entrypoint CMD]
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +34,8 @@ import { KubeClient } from '../kube/client.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import { CLUSTER_SELECTOR_KEY } from '../src/rayjob/constants.ts';
 import type { RayJob } from '../src/types.ts';
-import { cpuSeconds, imageStripCache, metricSum, pool, rss, startControllerChild, type Child } from './controller.ts';
+import { cpuSeconds, metricSum, pool, rss, startControllerChild, type Child } from './controller.ts';
+import { unpackedPackage } from '../test/helpers/package.ts';
 
 export interface RayJobBenchOptions {
   jobs?: number;
@@ -108,7 +109,7 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
   let runner: JobRunner | undefined;
   let controller: Child | undefined;
   let watcher: InformerFactory | undefined;
-  const stripCache = imageStripCache();
+  const image = unpackedPackage(); // as the image runs it
   try {
     say('starting etcd + kube-apiserver');
     cp = await startControlPlane({ onProgress: (m) => say(m) });
@@ -122,7 +123,7 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
       cp.info.kubeconfigPath,
       4,
       ['--reconcilers', 'raycluster-pods,rayjob', '--companion', 'off', ...flags],
-      stripCache,
+      image.bin,
     );
     const port = await controller.port;
     const pid = controller.proc.pid!;
@@ -192,7 +193,7 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
     await ray?.stop().catch(() => {});
     kube?.close();
     await cp?.stop().catch(() => {});
-    rmSync(stripCache, { recursive: true, force: true });
+    image.remove();
   }
 }
 

@@ -6,11 +6,12 @@
 //              whole keyspace, UNLINK of what it finds (no TYPE checks, no old layout): what any
 //              SCAN-based cleanup must at least spend;
 //   - ours:    runCleanup in process (connect, INFO, read-only checks, known tables, adaptive sweep);
-//   - ours as a process: `node bin/raykeeper.js redis-cleanup --sweep never` (what the Job runs for a
-//              Ray 2.60 cluster; Node start included) with the stripped-TypeScript cache the image carries
-//              (bin/strip-cache.js), and without it; and `--sweep always` (what the Job runs for a newer
-//              Ray, and for an unknown one whose head recorded no version in Redis, as the bench's
-//              namespaces: `auto` then sweeps), with the cache;
+//   - ours as a process: `raykeeper redis-cleanup --sweep never` (what the Job runs for a Ray 2.60
+//              cluster; Node start included) from the package as the image runs it (compiled JavaScript,
+//              test/helpers/package.ts), and from the TypeScript sources of the checkout (Node strips the
+//              types as modules load); and `--sweep always` (what the Job runs for a newer Ray, and for an
+//              unknown one whose head recorded no version in Redis, as the bench's namespaces: `auto` then
+//              sweeps), from the package;
 //   - Ray as a process: `python -c cleanup_redis_storage(...)` (what KubeRay's Job runs) when Ray is
 //              installed (tools/install-ray.sh);
 //   - time-to-data-gone: when the namespace's keys were all unlinked (ours: result.dataGoneMs; walk:
@@ -34,7 +35,7 @@
 // redis-server the same CPU at any COUNT (Redis 7.0 allocates every key it visits: ~0.65 s per 1M keys
 // here, KEYS ~0.15 s), so with a SCAN sweep ours as a process is at most (450 + walk) / walk faster,
 // 1.7x at 1M keys. Without it (--sweep never) what is left is start-up (Node, ioredis, our modules
-// through the image's stripped-TypeScript cache), connect, the checks and one UNLINK round trip.
+// compiled, as the image runs them), connect, the checks and one UNLINK round trip.
 //
 // --cores split: redis-server and the neighbour on one core, the bench and every cleanup it starts on another
 // (taskset), as a Job on a node of its own and a GCS on another would be; default shared (as scheduled).
@@ -45,15 +46,15 @@
 //   import { runRedisCleanupBench } from './redis-cleanup.ts'   (bench/run.ts)
 import { median, percentile } from './stats.ts';
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { loadavg, setPriority, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { loadavg, setPriority } from 'node:os';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { runCleanup } from '../controller/redis-cleanup/cleanup.ts';
 import { findRay } from '../localcluster/ray.ts';
 import { startRedisServer } from '../test/helpers/redis-server.ts';
+import { unpackedPackage } from '../test/helpers/package.ts';
 
 export interface RedisCleanupBenchOptions {
   unrelatedKeys?: number;
@@ -77,10 +78,11 @@ export interface RedisCleanupBenchFigures {
   oursMs: number;
   walkDataGoneMs: number;
   oursDataGoneMs: number;
-  /** `--sweep never` with the image's stripped-TypeScript cache (RAYKEEPER_STRIP_CACHE): the Job for Ray <= 2.60. */
+  /** `--sweep never` from the package, as the image runs it: the Job for Ray <= 2.60. */
   oursProcessMs: number;
-  oursProcessNoCacheMs: number;
-  /** `--sweep always`, with the cache: the Job for a newer or unknown Ray. */
+  /** The same from the checkout's TypeScript sources. */
+  oursProcessSourcesMs: number;
+  /** `--sweep always`, from the package: the Job for a newer or unknown Ray. */
   oursProcessAlwaysMs: number;
   rayProcessMs?: number | undefined;
   nodeStartMs: number;
@@ -94,7 +96,7 @@ export interface RedisCleanupBenchFigures {
   walkCpuMs: number;
   oursCpuMs: number;
   oursProcessCpuMs: number;
-  oursProcessNoCacheCpuMs: number;
+  oursProcessSourcesCpuMs: number;
   oursProcessAlwaysCpuMs: number;
   rayProcessCpuMs?: number | undefined;
   /** Ray process CPU / ours process CPU. */
@@ -272,7 +274,7 @@ async function measureRedisCleanup(
   const server = await startRedisServer({ config: ['enable-debug-command local', 'slowlog-log-slower-than 0', 'slowlog-max-len 1000000'] });
   // Everything started from here on is stopped in the `finally` below, even when the set-up fails half-way.
   let neighbour: Awaited<ReturnType<typeof startNeighbour>> | undefined;
-  let stripCache: string | undefined;
+  let image: { bin: string; remove: () => void } | undefined;
   const r = new Redis({
     host: '127.0.0.1',
     port: server.port,
@@ -296,14 +298,9 @@ async function measureRedisCleanup(
     neighbour = measuring;
     if (split) pinToCores(measuring.pid, split.server);
     const python = rayPython();
-    stripCache = mkdtempSync(join(tmpdir(), 'raykeeper-strip-'));
-    // As the image's build fills it (Dockerfile).
-    const filled = spawnSync(
-      process.execPath,
-      [fileURLToPath(new URL('../bin/strip-cache.js', import.meta.url)), stripCache, 'bin', 'src', 'controller'],
-      { cwd: ROOT, encoding: 'utf8' },
-    );
-    if (filled.status !== 0) throw new Error(`bin/strip-cache.js failed: ${filled.stderr}`);
+    // The package as the image runs it (Dockerfile): compiled JavaScript, no type stripping.
+    image = unpackedPackage();
+    const imageBin = image.bin;
     await r.call('DEBUG', 'POPULATE', String(unrelatedKeys), 'unrelated', '16');
     let serial = 0;
     const value = 'v'.repeat(100);
@@ -333,7 +330,7 @@ async function measureRedisCleanup(
       walkGone: [],
       oursGone: [],
       oursProcess: [],
-      oursProcessNoCache: [],
+      oursProcessSources: [],
       oursProcessAlways: [],
       rayProcess: [],
       nodeStart: [],
@@ -342,7 +339,7 @@ async function measureRedisCleanup(
       walkCpu: [],
       oursCpu: [],
       oursProcessCpu: [],
-      oursProcessNoCacheCpu: [],
+      oursProcessSourcesCpu: [],
       oursProcessAlwaysCpu: [],
       rayProcessCpu: [],
       walkBudget: [],
@@ -358,7 +355,7 @@ async function measureRedisCleanup(
       'oursBudget1',
       'oursBudget02',
       'oursProcess',
-      'oursProcessNoCache',
+      'oursProcessSources',
       'oursProcessAlways',
       'rayProcess',
     ];
@@ -376,16 +373,15 @@ async function measureRedisCleanup(
     };
     const cpu = () => cpuMs(server.pid);
     const lastSummary: Record<string, string> = {};
-    const oursProcess = async (key: string, sweep: 'never' | 'always', env: NodeJS.ProcessEnv) => {
+    const oursProcess = async (key: string, sweep: 'never' | 'always', bin: string) => {
       const ns = await seed();
       const c0 = cpu();
       let res = { code: null as number | null, out: '', ms: 0 };
       await windowed(key, async () => {
-        res = await exec(process.execPath, [BIN, 'redis-cleanup', '--quiet', '--sweep', sweep], {
+        res = await exec(process.execPath, [bin, 'redis-cleanup', '--quiet', '--sweep', sweep], {
           PATH: process.env.PATH,
           RAY_REDIS_ADDRESS: `127.0.0.1:${server.port}`,
           RAY_external_storage_namespace: ns,
-          ...env,
         });
       });
       results[`${key}Cpu`]!.push(Math.round(cpu() - c0));
@@ -455,9 +451,9 @@ async function measureRedisCleanup(
       ],
       ['oursBudget1', () => oursAtBudget('oursBudget1', 1)],
       ['oursBudget02', () => oursAtBudget('oursBudget02', 0.2)],
-      ['oursProcess', () => oursProcess('oursProcess', 'never', { RAYKEEPER_STRIP_CACHE: stripCache })],
-      ['oursProcessNoCache', () => oursProcess('oursProcessNoCache', 'never', {})],
-      ['oursProcessAlways', () => oursProcess('oursProcessAlways', 'always', { RAYKEEPER_STRIP_CACHE: stripCache })],
+      ['oursProcess', () => oursProcess('oursProcess', 'never', imageBin)],
+      ['oursProcessSources', () => oursProcess('oursProcessSources', 'never', BIN)],
+      ['oursProcessAlways', () => oursProcess('oursProcessAlways', 'always', imageBin)],
       [
         'nodeStart',
         async () => {
@@ -499,7 +495,7 @@ async function measureRedisCleanup(
       walkDataGoneMs: m('walkGone'),
       oursDataGoneMs: m('oursGone'),
       oursProcessMs: m('oursProcess'),
-      oursProcessNoCacheMs: m('oursProcessNoCache'),
+      oursProcessSourcesMs: m('oursProcessSources'),
       oursProcessAlwaysMs: m('oursProcessAlways'),
       rayProcessMs: python ? m('rayProcess') : undefined,
       nodeStartMs: m('nodeStart'),
@@ -509,7 +505,7 @@ async function measureRedisCleanup(
       walkCpuMs: m('walkCpu'),
       oursCpuMs: m('oursCpu'),
       oursProcessCpuMs: m('oursProcessCpu'),
-      oursProcessNoCacheCpuMs: m('oursProcessNoCacheCpu'),
+      oursProcessSourcesCpuMs: m('oursProcessSourcesCpu'),
       oursProcessAlwaysCpuMs: m('oursProcessAlwaysCpu'),
       rayProcessCpuMs: python ? m('rayProcessCpu') : undefined,
       ratioRayCpu: python ? m('rayProcessCpu') / Math.max(1, m('oursProcessCpu')) : undefined,
@@ -553,7 +549,7 @@ async function measureRedisCleanup(
       'oursProcess',
       notes(vsRay(figures.ratioRay, ' (goal >= 2x)'), summary('oursProcess')),
     );
-    row('  the same without the strip cache', 'oursProcessNoCache');
+    row('  the same from the TypeScript sources', 'oursProcessSources');
     row(
       'ours as a process, --sweep always (newer Ray)',
       'oursProcessAlways',
@@ -566,7 +562,7 @@ async function measureRedisCleanup(
     row('walk', 'walkCpu');
     row('ours in process', 'oursCpu', `${x(figures.oursCpuMs / Math.max(1, figures.walkCpuMs))} the walk`);
     row('ours as a process, --sweep never', 'oursProcessCpu', vsRay(figures.ratioRayCpu));
-    row('  the same without the strip cache', 'oursProcessNoCacheCpu');
+    row('  the same from the TypeScript sources', 'oursProcessSourcesCpu');
     row('ours as a process, --sweep always', 'oursProcessAlwaysCpu', vsRay(figures.ratioRayAlwaysCpu));
     if (python) row("Ray's cleanup as a process", 'rayProcessCpu');
     const labels: Record<string, string> = {
@@ -577,7 +573,7 @@ async function measureRedisCleanup(
       oursBudget1: 'ours in process, --command-budget-ms 1',
       oursBudget02: 'ours in process, --command-budget-ms 0.2',
       oursProcess: 'ours as a process, --sweep never',
-      oursProcessNoCache: '  the same without the strip cache',
+      oursProcessSources: '  the same from the TypeScript sources',
       oursProcessAlways: 'ours as a process, --sweep always',
       rayProcess: "Ray's cleanup as a process",
     };
@@ -604,7 +600,7 @@ async function measureRedisCleanup(
     r.disconnect();
     w.disconnect();
     await server.stop();
-    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
+    image?.remove();
   }
 }
 

@@ -43,7 +43,6 @@
 //   npm run bench -- scale [--rounds K] [--clusters N] [--rayjobs N] [--namespaces M] [--qps Q] [--nodes N] [--shards N]
 //                          [--only ours|kuberay]   (one contender alone, to diagnose it: no ratio)
 //   (defaults: 3 rounds, 50 clusters, 20 RayJobs, 5 namespaces, 20/s, 10 nodes, jobs of 2 s, no sharded run)
-import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { median, percentile } from './stats.ts';
@@ -51,7 +50,6 @@ import { benchClusterSpec } from './sample-cluster.ts';
 import {
   type Contender,
   cpuSeconds,
-  imageStripCache,
   KUBERAY,
   metricSum,
   metricTextSum,
@@ -74,6 +72,7 @@ import type { KubeObject } from '../kube/model.ts';
 import { sleep } from '../src/backoff.ts';
 import { errorMessage } from '../src/errors.ts';
 import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
+import { unpackedPackage } from '../test/helpers/package.ts';
 import { startFakeDashboard, type FakeDashboard } from '../test/rayjob/helpers/fake-dashboard.ts';
 
 export interface ScaleBenchOptions {
@@ -235,7 +234,7 @@ async function startOursSharded(
   kubeconfig: string,
   n: number,
   workers: number,
-  stripCache: string | undefined,
+  bin: string | undefined,
   args: string[],
   say: (s: string) => void,
 ): Promise<Contender> {
@@ -243,7 +242,7 @@ async function startOursSharded(
   await kube.create(NAMESPACES, { metadata: { name: leaseNamespace } });
   const replicas = await Promise.all(
     Array.from({ length: n }, (_, i) =>
-      startOurs(kubeconfig, workers, stripCache, [
+      startOurs(kubeconfig, workers, bin, [
         ...args,
         '--leader-elect',
         '--shards',
@@ -580,7 +579,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
   let cluster: KwokCluster | undefined;
   let kube: KubeClient | undefined;
   let dashboard: FakeDashboard | undefined;
-  let stripCache: string | undefined;
+  let image: { bin: string; remove: () => void } | undefined;
   let running: Contender | undefined;
   let webhook: BenchWebhook | undefined;
   try {
@@ -588,7 +587,9 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
     cluster = await startKwokCluster({ nodes: o.nodes, crdsDir: kubeRayCrds(), onProgress: say });
     kube = new KubeClient(cluster.controlPlane.kubeConfig());
     dashboard = await startFakeDashboard();
-    stripCache = imageStripCache();
+    const unpacked = unpackedPackage(); // ours as the image runs it: the package, compiled
+    image = unpacked;
+    const imageBin = unpacked.bin;
     // Ours first and KubeRay second: the table's ratio column divides those two.
     const sharded = o.shards > 1 ? shardedName(o.shards) : undefined;
     const names = [OURS, KUBERAY, ...(sharded ? [sharded] : [])].filter(
@@ -615,10 +616,10 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
         if (name !== KUBERAY) webhook = await startOurWebhook(kube, namespaces[0]!, scaleCluster('webhook-probe'));
         running =
           name === OURS
-            ? await startOurs(kubeconfig, o.workers, stripCache, ourArgs)
+            ? await startOurs(kubeconfig, o.workers, imageBin, ourArgs)
             : name === KUBERAY
               ? await startTheirs(cluster.controlPlane, kube, { HTTP_PROXY: dashboard.url, http_proxy: dashboard.url })
-              : await startOursSharded(kube, kubeconfig, o.shards, o.workers, stripCache, ourArgs, say);
+              : await startOursSharded(kube, kubeconfig, o.shards, o.workers, imageBin, ourArgs, say);
         if (webhook) running.companions = [webhook.pid];
         const figures = await measureRound(kube, running, namespaces, o, planePids(cluster), say);
         if (webhook?.exited()) throw new Error('raykeeper webhook exited during the round (its figures would be missing)');
@@ -644,7 +645,7 @@ export async function runScaleBench(options: Partial<ScaleBenchOptions> = {}): P
     await dashboard?.close().catch(() => {});
     kube?.close();
     await cluster?.stop().catch(() => {});
-    if (stripCache) rmSync(stripCache, { recursive: true, force: true });
+    image?.remove();
   }
 }
 

@@ -1,13 +1,12 @@
 // `raykeeper certs generate ...`: writes ca.crt, ca.key, tls.crt, tls.key and prints the caBundle.
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import { caBundle, DEFAULT_DAYS, generateCertificates } from './generate.ts';
 import { readCa, writeBundle } from './files.ts';
 import { kustomizeOverlay } from './overlay.ts';
-import { errorMessage } from '../src/errors.ts';
+import { finish, parseCommandLine, usageError } from '../bin/args.ts';
+import { PACKAGE_ROOT } from '../bin/package.ts';
 
 const USAGE = `Usage: raykeeper certs generate --out DIR --service NAME --namespace NS [options]
 
@@ -31,47 +30,38 @@ Options:
                         manifests/base where KubeRay's CRDs are installed)
 `;
 
+const OPTIONS = {
+  out: { type: 'string' },
+  service: { type: 'string' },
+  namespace: { type: 'string' },
+  ip: { type: 'string', multiple: true },
+  dns: { type: 'string', multiple: true },
+  days: { type: 'string' },
+  bits: { type: 'string' },
+  'reuse-ca': { type: 'boolean' },
+  'ca-bundle-file': { type: 'string' },
+  kustomize: { type: 'string' },
+  base: { type: 'string' },
+} as const;
+
 export async function run(argv: string[]): Promise<number> {
   const [verb, ...rest] = argv;
-  if (verb === undefined || verb === '--help' || verb === '-h') {
+  if (verb === undefined) {
     process.stdout.write(USAGE);
-    return verb === undefined ? 2 : 0;
-  }
-  if (verb !== 'generate') {
-    process.stderr.write(`raykeeper certs: unknown command ${JSON.stringify(verb)}\n\n${USAGE}`);
     return 2;
   }
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: {
-        out: { type: 'string' },
-        service: { type: 'string' },
-        namespace: { type: 'string' },
-        ip: { type: 'string', multiple: true },
-        dns: { type: 'string', multiple: true },
-        days: { type: 'string' },
-        bits: { type: 'string' },
-        'reuse-ca': { type: 'boolean' },
-        'ca-bundle-file': { type: 'string' },
-        kustomize: { type: 'string' },
-        base: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    process.stderr.write(`raykeeper certs generate: ${errorMessage(err)}\n\n${USAGE}`);
-    return 2;
+  if (verb.startsWith('-')) {
+    const line = parseCommandLine('raykeeper certs', argv, {}, USAGE);
+    if (line.kind === 'exit') return finish(line);
   }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  if (verb !== 'generate')
+    return finish({ code: 2, stdout: '', stderr: usageError('raykeeper certs', `unknown command ${JSON.stringify(verb)}`) });
+  const line = parseCommandLine('raykeeper certs generate', rest, OPTIONS, USAGE);
+  if (line.kind === 'exit') return finish(line);
+  const { values } = line;
   const missing = (['out', 'service', 'namespace'] as const).filter((k) => !values[k]);
   if (missing.length > 0) {
-    process.stderr.write(`raykeeper certs generate: missing ${missing.map((m) => `--${m}`).join(', ')}\n\n${USAGE}`);
+    process.stderr.write(usageError('raykeeper certs generate', `missing ${missing.map((m) => `--${m}`).join(', ')}`));
     return 2;
   }
   const days = values.days === undefined ? DEFAULT_DAYS : Number(values.days);
@@ -108,7 +98,7 @@ export async function run(argv: string[]): Promise<number> {
   if (values['ca-bundle-file']) await writeFile(values['ca-bundle-file'], b64 + '\n');
   if (values.kustomize) {
     const dir = resolve(values.kustomize);
-    const base = resolve(values.base ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'manifests', 'default'));
+    const base = resolve(values.base ?? join(PACKAGE_ROOT, 'manifests', 'default'));
     await mkdir(dir, { recursive: true });
     for (const file of kustomizeOverlay(dir, base, bundle, values.namespace!)) {
       await writeFile(join(dir, file.name), file.content, { mode: file.mode });

@@ -31,6 +31,12 @@ export interface DevOptions {
   progress?: (line: string) => void;
   /** Everything's logs (default: pino at LOG_LEVEL, or warn). */
   logger?: Logger;
+  /**
+   * Register our ValidatingWebhookConfiguration (default true). false (`--no-validating-webhook`): only the
+   * mutating one, so the controllers alone judge objects, as KubeRay's default install (no webhook): an
+   * object KubeRay marks ValidationFailed is stored and marked so instead of refused at `kubectl apply`.
+   */
+  validatingWebhook?: boolean;
 }
 
 export interface DevEnvironment {
@@ -44,6 +50,8 @@ export interface DevEnvironment {
   node?: string;
   /** What runs Ray pods: the `ray` executable, with --kubelet the Ray image; undefined: RayJobs stay Initializing. */
   ray?: string;
+  /** false: started with `--no-validating-webhook`. */
+  validatingWebhook?: boolean;
   stop(): Promise<void>;
 }
 
@@ -121,6 +129,8 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
         host: '127.0.0.1',
         port,
         logger,
+        // The storage-namespace check lists and watches this control plane's RayClusters.
+        kubeConfig,
         stopSignal,
         onListening: () => resolveListening(),
       }).catch(rejectListening);
@@ -128,7 +138,13 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
     await listening;
     stops.push(async () => stopWebhook());
     const webhookUrl = `https://127.0.0.1:${port}`;
-    for (const config of await localWebhookConfigurations({ baseUrl: webhookUrl, caBundle: caBundle(bundle.caCert) })) {
+    const validatingWebhook = options.validatingWebhook ?? true;
+    if (!validatingWebhook) progress('      --no-validating-webhook: only the mutating webhook is registered');
+    for (const config of await localWebhookConfigurations({
+      baseUrl: webhookUrl,
+      caBundle: caBundle(bundle.caCert),
+      validating: validatingWebhook,
+    })) {
       await applyObject(kube, config);
     }
 
@@ -161,6 +177,7 @@ export async function startDev(options: DevOptions = {}): Promise<DevEnvironment
       controllerUrl: `http://127.0.0.1:${controller.port}`,
       samples: [sample],
       ray: ray.ray,
+      validatingWebhook,
       stop,
     };
   } catch (err) {
@@ -181,7 +198,7 @@ export function readyText(env: DevEnvironment, kubectl = hintKubectl()): string 
     `kubeconfig: ${env.kubeconfig}`,
     `redis: ${env.redis.host}:${env.redis.port}`,
     ...(env.node ? [`node: ${env.node}`] : []),
-    `webhook: ${env.webhookUrl}`,
+    `webhook: ${env.webhookUrl}${env.validatingWebhook === false ? ' (mutating only: --no-validating-webhook; invalid objects are stored and marked by the controllers, as KubeRay)' : ''}`,
     // For a Prometheus on this machine (the webhook's certificate is signed by the CA in the state dir's certs/).
     ...(env.controllerUrl ? [`metrics: ${env.controllerUrl}/metrics (controller) ${env.webhookUrl}/metrics (webhook)`] : []),
     '',

@@ -20,6 +20,8 @@ import { RAY_IMAGE } from '../src/ray-release.ts';
 
 export const SYSTEM_NAMESPACE = 'raykeeper-system';
 export const WEBHOOK_SERVICE = 'raykeeper-webhook';
+/** metadata.name of manifests/base/validatingwebhookconfiguration.yaml. */
+export const VALIDATING_WEBHOOK_CONFIGURATION_NAME = 'raykeeper';
 /** The images the node needs (tools/build-images.sh names): Ray's for the Ray pods our operator makes. */
 export const KUBELET_IMAGES = ['pause', 'raykeeper', 'redis', 'ray'];
 export const REDIS_NAME = 'redis';
@@ -30,6 +32,8 @@ export interface KubeletDevOptions {
   progress?: (line: string) => void;
   /** Extra images to import (tools/build-images.sh names, e.g. busybox for tests). */
   extraImages?: string[];
+  /** false (`--no-validating-webhook`): the install leaves out our ValidatingWebhookConfiguration (dev.ts). */
+  validatingWebhook?: boolean;
 }
 
 export interface KubeletDevEnvironment extends DevEnvironment {
@@ -84,6 +88,20 @@ export async function setOverlayImage(overlayDir: string, ref: string): Promise<
   const at = ref.lastIndexOf(':');
   const entry = { name: 'raykeeper', newName: ref.slice(0, at), newTag: ref.slice(at + 1) };
   k.images = [...(k.images ?? []).filter((i) => i.name !== 'raykeeper'), entry];
+  await writeFile(path, stringify(k));
+}
+
+/** A `$patch: delete` of our ValidatingWebhookConfiguration in the overlay: the install never creates it. */
+export async function dropValidatingWebhook(overlayDir: string): Promise<void> {
+  const path = join(overlayDir, 'kustomization.yaml');
+  const k = parse(await readFile(path, 'utf8')) as { patches?: Array<{ patch: string }> };
+  const patch = stringify({
+    $patch: 'delete',
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: VALIDATING_WEBHOOK_CONFIGURATION_NAME },
+  });
+  k.patches = [...(k.patches ?? []).filter((p) => p.patch !== patch), { patch }];
   await writeFile(path, stringify(k));
 }
 
@@ -211,6 +229,10 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
       overlay,
     ]);
     await setOverlayImage(overlay, ref('raykeeper'));
+    if (options.validatingWebhook === false) {
+      progress('      --no-validating-webhook: the ValidatingWebhookConfiguration is left out of the install');
+      await dropValidatingWebhook(overlay);
+    }
     await kubectl(['apply', '--server-side', '-k', overlay]);
 
     progress('[5/5] waiting for Redis, the webhook and the controller to be available');
@@ -236,6 +258,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
       samples: [sample],
       node: `${cluster.nodeName} Ready`,
       ray: ref('ray'),
+      validatingWebhook: options.validatingWebhook ?? true,
       cluster,
       images,
       stop,

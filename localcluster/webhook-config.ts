@@ -23,6 +23,11 @@ export interface LocalWebhookOptions {
   name?: string;
   /** Replace each webhook's namespaceSelector (tests: only their own namespace). */
   namespaceSelector?: Record<string, unknown>;
+  /**
+   * Register the ValidatingWebhookConfiguration too (default true). Off (`raykeeper dev
+   * --no-validating-webhook`): the controllers alone judge objects, as KubeRay without its optional webhook.
+   */
+  validating?: boolean;
 }
 
 export function localWebhookConfiguration(manifest: KubeObject, options: LocalWebhookOptions): KubeObject {
@@ -43,8 +48,9 @@ export async function readWebhookConfigurationManifest(file = WEBHOOK_CONFIGURAT
   return manifest;
 }
 
-/** Both configurations, mutating first, each re-pointed at the local webhook (dev and tests). */
+/** Both configurations (or the mutating one alone), mutating first, each re-pointed at the local webhook (dev and tests). */
 export async function localWebhookConfigurations(options: LocalWebhookOptions): Promise<KubeObject[]> {
-  const files = [WEBHOOK_CONFIGURATION_FILE, VALIDATING_WEBHOOK_CONFIGURATION_FILE];
+  const files =
+    options.validating === false ? [WEBHOOK_CONFIGURATION_FILE] : [WEBHOOK_CONFIGURATION_FILE, VALIDATING_WEBHOOK_CONFIGURATION_FILE];
   return Promise.all(files.map(async (file) => localWebhookConfiguration(await readWebhookConfigurationManifest(file), options)));
 }

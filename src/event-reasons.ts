@@ -22,6 +22,8 @@ export const EVENT_REDIS_CLEANUP_SUCCEEDED = 'RedisCleanupSucceeded';
 export const EVENT_REDIS_CLEANUP_FAILED = 'RedisCleanupFailed';
 export const EVENT_REDIS_CLEANUP_DISABLED = 'RedisCleanupDisabled';
 export const EVENT_REDIS_CLEANUP_SKIPPED = 'RedisCleanupSkipped';
+/** Another live RayCluster claims the same storage namespace on the same Redis: released without cleaning (src/gcsft/claims.ts). */
+export const EVENT_REDIS_CLEANUP_SKIPPED_SHARED_NAMESPACE = 'RedisCleanupSkippedSharedNamespace';
 /** A head pod appeared after the cleanup Job was created: the Job is deleted and the cleanup runs again. */
 export const EVENT_REDIS_CLEANUP_RERUN = 'RedisCleanupRerun';
 export const EVENT_REDIS_CLEANED_IN_PROCESS = 'RedisCleanedByController';
@@ -32,6 +34,10 @@ export const EVENT_INVALID_DELETION_TIMEOUT = 'InvalidGcsFtDeletionTimeout';
 export const EVENT_INVALID_REDIS_CLEANUP_RESOURCES = 'InvalidRedisCleanupResources';
 /** Companion mode: KubeRay's own cleanup Job appeared for a cluster we clean. */
 export const EVENT_KUBERAY_CLEANUP_ENABLED = 'KubeRayRedisCleanupEnabled';
+/** Ours, from `raykeeper uninstall`: the GCS-FT finalizer removed because raykeeper is going; the message says what stays. */
+export const EVENT_FINALIZER_RELEASED_FOR_UNINSTALL = 'FinalizerReleasedForUninstall';
+/** Ours, from `raykeeper uninstall`: a RayJob's jobDeploymentStatus "New" (raykeeper's) set to "" (KubeRay's New). */
+export const EVENT_RAYJOB_STATUS_NEW_CLEARED = 'RayJobStatusNewCleared';
 /** Ours, on the controller's leader Lease: a Ray storage namespace no live RayCluster names (the orphan finder). */
 export const EVENT_ORPHANED_GCS_NAMESPACE = 'OrphanedGcsNamespace';
 /** Ours, on the leader Lease: --orphan-gc-after deleted such a namespace. */

@@ -25,6 +25,8 @@ import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONT
 import { BodyGate } from './body-gate.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
 import { sleep } from '../src/backoff.ts';
+import type { KubeCredentials } from '../kube/kubeconfig.ts';
+import { startClaimsCache, type ClaimsCache } from './claims.ts';
 import { errorMessage } from '../src/errors.ts';
 
 /**
@@ -78,6 +80,11 @@ export interface WebhookOptions {
   drainMs?: number;
   /** Beside KubeRay (`--companion=on`): no warnings about what raykeeper's own RayCluster operator does not do. */
   companion?: boolean;
+  /**
+   * Credentials to list and watch every namespace's RayClusters: with them a RayCluster claiming a storage
+   * namespace another cluster holds on the same Redis is refused (./claims.ts); /readyz waits for that cache.
+   */
+  kubeConfig?: KubeCredentials | undefined;
 }
 
 export type WebhookApp = FastifyInstance<HttpsServer> & {
@@ -88,6 +95,8 @@ export type WebhookApp = FastifyInstance<HttpsServer> & {
   logger: Logger;
   /** Request bytes in flight (tests, benchmarks). */
   bodyBudget: ByteBudget;
+  /** The RayCluster cache of the storage-namespace check, when kubeConfig was given. */
+  claims: ClaimsCache | undefined;
 };
 
 const ROUTES: ReadonlyArray<{ path: string; target: TargetKind; resource: Resource }> = [
@@ -150,6 +159,9 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   const record = metrics.record;
 
   const material = await loadTlsMaterial(options.certFile, options.keyFile);
+  const claims: ClaimsCache | undefined = options.kubeConfig
+    ? startClaimsCache({ kubeConfig: options.kubeConfig, logger, registry })
+    : undefined;
   const gate = new BodyGate({
     budget,
     bodyLimit,
@@ -204,7 +216,10 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     closing = true;
     if (options.drainMs) await sleep(options.drainMs);
   });
-  app.addHook('onClose', async () => reloader.stop());
+  app.addHook('onClose', async () => {
+    reloader.stop();
+    await claims?.stop();
+  });
 
   // Only JSON is accepted (anything else: 415). Plain JSON.parse: we never merge the body into other
   // objects, and a "__proto__" key in a user's map must not get a valid cluster refused.
@@ -282,7 +297,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
     app.post(path, {
       config: { resource } satisfies RouteConfig,
       handler: (request, reply) => {
-        const outcome = validate(request.body, kind, warningOptions);
+        const outcome = validate(request.body, kind, { ...warningOptions, claims: claims?.lookup() });
         const operation: MetricOperation = outcome.request?.operation ?? 'invalid';
         record.validated(resource, operation, outcome.result, outcome.reason ?? 'none');
         if (outcome.httpStatus !== 200) {
@@ -304,6 +319,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   app.get('/healthz', async () => 'ok\n');
   app.get('/readyz', async (_request, reply) => {
     if (closing) return reply.code(503).send({ status: 'shutting down' });
+    if (claims?.state() === 'listing') return reply.code(503).send({ status: 'listing RayClusters for the storage-namespace check' });
     return { status: 'ready', certificateNotAfter: reloader.current.notAfter.toISOString() };
   });
   app.get('/metrics', async (_request, reply) => {
@@ -315,6 +331,7 @@ export async function buildApp(options: WebhookOptions): Promise<WebhookApp> {
   app.decorate('metricsRegistry', registry);
   app.decorate('logger', logger);
   app.decorate('bodyBudget', budget);
+  app.decorate('claims', claims);
   return app as WebhookApp;
 }
 

@@ -42,11 +42,20 @@
 //
 // Job creation refused because the namespace is terminating (kuberay #3388): the controller runs the
 // cleanup itself (the same cleanup API the Job's `raykeeper redis-cleanup` calls, fed the same
-// environment: controller/redis-cleanup/config.ts cleanupFromEnvironment) when it can resolve every input
-// the Job would have had (plain values; Secrets / ConfigMaps it may read: a 403 means it may not;
+// environment: controller/redis-cleanup/config.ts cleanupFromEnvironment, with a short Service name in the
+// address qualified as the Job's pod in the cluster's namespace resolves it, src/gcsft/inprocess.ts
+// asJobInNamespace) when it can resolve every input the Job would have had (plain values; Secrets / ConfigMaps it may read: a 403 means it may not;
 // TLS files from Secret / ConfigMap volumes). Success or failure then releases the finalizer like a
 // finished Job. When it cannot, it emits RedisCleanupBlocked (naming the storage namespace and the
 // command to run by hand) and the timeout releases the finalizer (ForceDeletedStuckCluster).
+//
+// One live owner per storage namespace (issue 45): before the cleanup Job is created (and so before the
+// in-process cleanup), the other clusters claiming the same storage namespace on the same Redis are looked
+// up (src/gcsft/claims.ts): in an index of the RayCluster cache, kept from its events; under
+// --watch-namespace, where that cache holds one namespace, in a fresh LIST of every namespace's RayClusters
+// (403: the cache alone, said in a warning log). A live one makes decide() release without cleaning. Not for a
+// namespace that is the cluster's UID by default: no manifest carries it, so a deletion of such a cluster
+// still reads nothing from the API.
 //
 // The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
 // request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
@@ -89,10 +98,20 @@ import {
   type CleanupJobConfig,
 } from '../../src/gcsft/cleanup-job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
-import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { asJobInNamespace, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import {
+  ClaimIndex,
+  claimantsAmong,
+  claimEntry,
+  storageClaim,
+  watchClaims,
+  type Claimant,
+  type ClaimEntry,
+} from '../../src/gcsft/claims.ts';
+import { listAllClusters } from '../gcsft-orphans/owners.ts';
 import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
-import { isAlreadyExists, isConflict, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { operatorRayClusterInformer, rayClusterInformer, rayPodInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
@@ -189,6 +208,10 @@ export class RayClusterReconciler {
   private readonly createdJobs = new Set<string>();
   private readonly finalizers: FinalizerPatcher;
   private readonly gate: CreationGate;
+  /** The storage namespaces the cached clusters claim (src/gcsft/claims.ts). */
+  private readonly claims = new ClaimIndex();
+  /** A 403 on the LIST of every namespace's clusters was logged (once). */
+  private listAllForbidden = false;
   private readonly metrics: {
     actions: Counter<'action'>;
     releases: Counter<'reason'>;
@@ -226,6 +249,7 @@ export class RayClusterReconciler {
       apiVersion: RAY_API_VERSION,
     });
     this.gate = ctx.creationGate;
+    watchClaims(this.clusters, this.claims, claimEntry);
     // The gate learns which of this process's pod creates the pod cache shows (Job creation may then trust it).
     if (this.wholeClusters) {
       this.gate.trackCreates();
@@ -388,6 +412,8 @@ export class RayClusterReconciler {
       case 'createJob': {
         // Built from the cached cluster only when the cache keeps whole specs.
         if (!this.wholeClusters || !uid) return FRESH;
+        // Another cluster holds the namespace: decided (and released) on fresh reads.
+        if ((await this.claimants(cached, signal)).length > 0) return FRESH;
         await this.gate.close(uid);
         const confirmed = this.gate.cacheShowsCreates(uid)
           ? this.confirmOnCachedPods(cached, d, job, now)
@@ -490,11 +516,43 @@ export class RayClusterReconciler {
           pods = await this.listPods(namespace, name, signal);
         }
       }
-      const d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
+      let d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled });
+      if (d.action === 'createJob') {
+        const claimants = await this.claimants(cluster, signal);
+        if (claimants.length > 0) d = decideRayClusterCleanup({ cluster, pods, job, now, gateEnabled: this.config.gateEnabled, claimants });
+      }
       this.metrics.actions.inc({ action: d.action });
       this.ctx.logger.debug({ cluster: `${namespace}/${name}`, decision: d.action }, 'decided');
       const result = await this.act(cluster, d, now, signal);
       if (d.action !== 'deletePods' || pass >= 1 || headOnNode(pods)) return result;
+    }
+  }
+
+  /**
+   * The other clusters claiming `cluster`'s storage namespace on its Redis (src/gcsft/claims.ts): the cache's
+   * index; under --watch-namespace a fresh LIST of every namespace (clusters elsewhere may share the Redis).
+   */
+  private async claimants(cluster: RayCluster, signal: AbortSignal | undefined): Promise<Claimant[]> {
+    const claim = storageClaim(cluster);
+    // A UID namespace is in no manifest, so no copy shares it: no lookup (and no LIST) for the default case.
+    if (claim === undefined || claim.byDefault) return [];
+    const self = `${cluster.metadata.namespace ?? ''}/${cluster.metadata.name ?? ''}`;
+    const cached = this.claims.claimants(claim, self);
+    if (this.ctx.watchNamespace === undefined) return cached;
+    try {
+      const entries = (await listAllClusters(this.kube, signal)).map(claimEntry).filter((e): e is ClaimEntry => e !== undefined);
+      return claimantsAmong(claim, entries, self);
+    } catch (err) {
+      signal?.throwIfAborted();
+      if (!isForbidden(err)) throw err;
+      if (!this.listAllForbidden) {
+        this.listAllForbidden = true;
+        this.ctx.logger.warn(
+          { watchNamespace: this.ctx.watchNamespace },
+          'may not list RayClusters in every namespace (403): a storage namespace shared with a cluster in another namespace is not seen before the Redis cleanup',
+        );
+      }
+      return cached;
     }
   }
 
@@ -549,6 +607,7 @@ export class RayClusterReconciler {
         return this.createJob(cluster, d.deadlineMs, d.requeueAfterMs, now, signal);
       case 'releaseFinalizer':
         if (d.event) this.event(cluster, d.event);
+        if (d.reason === 'shared-namespace') log.warn({ reason: d.reason, message: d.event?.message }, 'Redis cleanup skipped');
         await this.release(cluster, d.reason, signal);
         return;
       case 'forceRelease':
@@ -698,7 +757,8 @@ export class RayClusterReconciler {
     if (plan.unresolvable.length > 0) return blocked(`cannot resolve ${plan.unresolvable.join(', ')}`);
     let env: Record<string, string>;
     try {
-      env = await resolveCleanupEnv(this.kube, cluster, plan, signal);
+      // As the Job's pod in the cluster's namespace would resolve the address (not this controller's namespace).
+      env = asJobInNamespace(await resolveCleanupEnv(this.kube, cluster, plan, signal), cluster.metadata.namespace ?? '');
     } catch (err) {
       signal?.throwIfAborted();
       return blocked(errorMessage(err));

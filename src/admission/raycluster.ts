@@ -26,7 +26,9 @@ import {
   isManagedExternally,
 } from '../gcsft/rules.ts';
 import type { FtSubject } from '../gcsft/rules.ts';
-import { ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
+import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
+import { headSetsStorageNamespace } from '../gcsft/redis-env.ts';
+import type { RayCluster } from '../types.ts';
 import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
@@ -65,19 +67,6 @@ function specOf(obj: JsonObject): JsonObject | undefined {
 function optionsOf(obj: JsonObject): JsonObject | undefined {
   const options = specOf(obj)?.gcsFaultToleranceOptions;
   return isJsonObject(options) ? options : undefined;
-}
-
-/** KubeRay leaves RAY_external_storage_namespace alone when the Ray container (index 0) of the head sets it. */
-export function headContainerSetsStorageNamespace(obj: JsonObject): boolean {
-  const headGroup = specOf(obj)?.headGroupSpec;
-  const template = isJsonObject(headGroup) ? headGroup.template : undefined;
-  const podSpec = isJsonObject(template) ? template.spec : undefined;
-  const containers = isJsonObject(podSpec) ? podSpec.containers : undefined;
-  const ray = Array.isArray(containers) ? containers[0] : undefined;
-  const env = isJsonObject(ray) ? ray.env : undefined;
-  if (!Array.isArray(env)) return false;
-  for (const e of env) if (isJsonObject(e) && e.name === ENV_STORAGE_NAMESPACE) return true;
-  return false;
 }
 
 /** Why the spec parts we write cannot be defaulted safely, or undefined. */
@@ -125,7 +114,8 @@ function applyStorageNamespaceRule(
   ctx: RayClusterDefaultingContext,
   result: DefaultingResult,
 ): void {
-  if (headContainerSetsStorageNamespace(cluster)) return; // the user's env wins in KubeRay; leave it
+  // The user's env wins in KubeRay: leave it (the one rule, src/gcsft/redis-env.ts storageNamespaceSource).
+  if (headSetsStorageNamespace(cluster as unknown as RayCluster)) return;
   const current = explicitStorageNamespace(ftSubject(cluster));
   if (current !== undefined) {
     const problem = storageNamespaceProblem(current);

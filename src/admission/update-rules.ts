@@ -1,51 +1,25 @@
 // UPDATE rules that protect data, decided from the old and the new object alone. Pure.
 //
-// - spec.managedBy (RayCluster, RayJob) is immutable, as KubeRay's CRD declares (`self == oldSelf`); we
-//   also refuse setting or removing it on an existing object: either hands a running cluster (and its
-//   Redis data) from one controller to another mid-flight.
 // - While a RayCluster runs GCS fault tolerance with Redis (the OLD object), its storage namespace
 //   (options field, annotation, or the UID default), its Redis address (options.redisAddress, or the head's
 //   RAY_REDIS_ADDRESS in annotation mode) and its backend (including turning GCS FT off) stay as they are:
 //   the GCS data already in Redis is keyed by them, and a change would orphan it (the cleanup on deletion
 //   would look elsewhere). The answer says what to do instead: delete the cluster and create it again.
+// spec.managedBy is not here: its rules (allowed values, immutable) are KubeRay's CRD rules, in our CRDs too
+// (manifests/crds), so the API server refuses with 422 Invalid before any validating webhook is called, and
+// what the CRD lets through (setting it on, or removing it from, an existing object: a CEL transition rule
+// is not evaluated then) KubeRay accepts, so we do too (docs/reference/validation.md).
 // The validating webhook runs after the mutating one, which restores a pinned namespace an UPDATE drops
 // (./raycluster.ts), so such an update arrives here unchanged and passes.
-import { explicitStorageNamespace, isGcsFtEnabled, usesRedisBackend, type FtSubject } from '../gcsft/rules.ts';
-import { cleanupEnv } from '../gcsft/redis-env.ts';
+import { isGcsFtEnabled, usesRedisBackend } from '../gcsft/rules.ts';
+import { cleanupEnv, storageNamespaceSource } from '../gcsft/redis-env.ts';
 import { redactAddress } from '../redis/address.ts';
-import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, KUBERAY_MANAGER } from '../names.ts';
+import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 
-export const MULTIKUEUE_MANAGER = 'kueue.x-k8s.io/multikueue';
-
 export interface UpdateProblem {
-  reason: 'immutable_field' | 'gcs_ft_storage';
+  reason: 'gcs_ft_storage';
   message: string;
-}
-
-function managedBy(obj: { spec?: unknown } | null | undefined): string | undefined {
-  const spec = obj?.spec;
-  if (spec === null || typeof spec !== 'object') return undefined;
-  const value = (spec as { managedBy?: unknown }).managedBy;
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** KubeRay's CRD rule on the value (our CRD carries no enum, so the webhook checks it). */
-export function managedByValueProblem(obj: { spec?: unknown }): string | undefined {
-  const value = managedBy(obj);
-  if (value === undefined || value === KUBERAY_MANAGER || value === MULTIKUEUE_MANAGER) return undefined;
-  return `spec.managedBy: Invalid value: ${JSON.stringify(value)}: the managedBy field value must be either '${KUBERAY_MANAGER}' or '${MULTIKUEUE_MANAGER}'`;
-}
-
-export function managedByChange(oldObject: { spec?: unknown }, newObject: { spec?: unknown }): UpdateProblem | undefined {
-  const before = managedBy(oldObject);
-  const after = managedBy(newObject);
-  if (before === after) return undefined;
-  const show = (v: string | undefined) => (v === undefined ? 'unset' : JSON.stringify(v));
-  return {
-    reason: 'immutable_field',
-    message: `spec.managedBy: Invalid value: ${show(after)}: the managedBy field is immutable (it is ${show(before)}); delete the object and create it again to hand it to another controller`,
-  };
 }
 
 /**
@@ -64,15 +38,20 @@ function backend(cluster: RayCluster): string {
   return usesRedisBackend(cluster) ? 'redis' : String(cluster.spec?.gcsFaultToleranceOptions?.backend);
 }
 
-/** Where the explicit namespace of this object lives, for the message. */
-function namespaceField(cluster: FtSubject): string {
-  const head = cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.env;
-  if (Array.isArray(head) && head.some((e) => e?.name === ENV_STORAGE_NAMESPACE))
-    return `spec.headGroupSpec.template.spec.containers[0].env[${ENV_STORAGE_NAMESPACE}]`;
-  const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
-  if (typeof options === 'string' && options !== '') return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
-  if (explicitStorageNamespace(cluster) !== undefined) return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
-  return 'the storage namespace (default: the RayCluster UID)';
+/** Where the storage namespace of this object comes from (the one rule, src/gcsft/redis-env.ts), for the message. */
+export function namespaceField(cluster: RayCluster): string {
+  switch (storageNamespaceSource(cluster).from) {
+    case 'head':
+    case 'head-ref':
+    case 'head-field':
+      return `spec.headGroupSpec.template.spec.containers[0].env[${ENV_STORAGE_NAMESPACE}]`;
+    case 'options':
+      return 'spec.gcsFaultToleranceOptions.externalStorageNamespace';
+    case 'annotation':
+      return `metadata.annotations[${EXTERNAL_STORAGE_NAMESPACE_ANNOTATION}]`;
+    default:
+      return 'the storage namespace (default: the RayCluster UID)';
+  }
 }
 
 const INSTEAD =

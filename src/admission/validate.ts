@@ -8,6 +8,13 @@
 // warnings. UPDATE: the data rules first (they hold whatever else changed); then the object's own rules
 // only when the spec or the annotations and labels those rules read changed, so an edit of status,
 // finalizers or unrelated metadata of an object admitted while the webhook was down still passes.
+// Standalone (not --companion on), a RayCluster asking for what raykeeper's own operator does not build and
+// must not start without (embedded GCS storage, backend rocksdb: src/raycluster/desired.ts unsupportedFields)
+// is refused with the reason, also in a RayJob's rayClusterSpec and a RayCronJob's template: the user learns
+// at `kubectl apply`, not from a cluster that never starts. Beside KubeRay it is KubeRay's to run (v1.7 with
+// its GCSFaultToleranceEmbeddedStorage gate; v1.6.2's CRD prunes the field before any webhook sees it).
+// Last, a RayCluster's storage-namespace claim against the other clusters (./storage-claims.ts), when the
+// caller has a lookup over them (the webhook's cache; `raykeeper mutate` has none).
 // The status rules (KubeRay's ValidateRayClusterStatus / ValidateRayJobStatus) are the controller's only:
 // a user cannot fix a status through the main resource.
 import { isDeepStrictEqual } from 'node:util';
@@ -25,13 +32,15 @@ import { parseGoDuration } from '../raycronjob/schedule.ts';
 import { rayCronJobShapeProblem } from './raycronjob.ts';
 import { isDeleting } from '../finalizer.ts';
 import { validateRayCluster } from '../raycluster/validation.ts';
+import { embeddedGcsStorageBackend, embeddedGcsStorageWhy } from '../raycluster/desired.ts';
 import { validateRayJobMetadata, validateRayJobSpec } from '../rayjob/validation.ts';
 import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
 import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
-import { gcsFtStorageChange, managedByChange, managedByValueProblem } from './update-rules.ts';
+import { gcsFtStorageChange } from './update-rules.ts';
 import { boundWarnings, rayClusterWarnings, rayJobWarnings, type WarningOptions } from './warnings.ts';
+import { storageClaimCheck, type ClaimLookup, type StorageClaimOutcome } from './storage-claims.ts';
 
 /** The kinds with a validating route: a kind, an entry in VALIDATORS, a path in src/names.ts and a route in webhook/app.ts. */
 export type ValidateKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
@@ -40,8 +49,9 @@ export type ValidateKind = 'RayCluster' | 'RayJob' | 'RayCronJob';
 export const DENIAL_REASONS = [
   'invalid_metadata',
   'invalid_spec',
-  'immutable_field',
   'gcs_ft_storage',
+  'storage_namespace_in_use',
+  'unsupported',
   'invalid_review',
   'internal',
 ] as const;
@@ -62,12 +72,22 @@ export interface ValidateOutcome {
   warnings: string[];
 }
 
+/** What a validation may use besides the object: warning switches, the other clusters' claims. */
+export interface ValidateOptions extends WarningOptions {
+  /** The other RayClusters' storage-namespace claims (the webhook's cache); absent: not checked. */
+  claims?: ClaimLookup | undefined;
+  /** The request's namespace (a CREATE's object may not carry it). */
+  namespace?: string | undefined;
+}
+
 /** One kind's rules: the object's own problem (metadata / spec), the UPDATE data rules, the warnings. */
 interface Validator {
   shapeProblem(obj: JsonObject): string | undefined;
-  objectProblem(obj: JsonObject): { reason: DenialReason; message: string } | undefined;
+  objectProblem(obj: JsonObject, options: ValidateOptions): { reason: DenialReason; message: string } | undefined;
   updateProblem(oldObj: JsonObject, obj: JsonObject): { reason: DenialReason; message: string } | undefined;
   warnings(obj: JsonObject, options: WarningOptions): string[];
+  /** Checks against the other objects of the cluster (the RayCluster storage-namespace claim). */
+  claimCheck?(obj: JsonObject, oldObj: JsonObject | null, options: ValidateOptions): StorageClaimOutcome;
   /** Annotations and labels the object rules read (besides spec). */
   ruleMetadata: { annotations: readonly string[]; labels: readonly string[] };
 }
@@ -90,6 +110,17 @@ function cronJob(obj: JsonObject): RayCronJob {
  * KubeRay's own validating webhook (pkg/webhooks/v1/raycluster_webhook.go) also refuses two worker groups
  * of one name; its controller does not check it, so neither does ours (admission only).
  */
+/** Standalone only: a cluster spec raykeeper's operator would refuse to start (embedded GCS storage). */
+function unsupportedStorage(spec: unknown, where: string, options: ValidateOptions): { reason: DenialReason; message: string } | undefined {
+  if (options.companion === true) return undefined;
+  const backend = embeddedGcsStorageBackend({ spec });
+  if (backend === undefined) return undefined;
+  return {
+    reason: 'unsupported',
+    message: `${where}gcsFaultToleranceOptions.backend: Unsupported value: ${JSON.stringify(backend)}: ${embeddedGcsStorageWhy(backend)}`,
+  };
+}
+
 function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   const groups = c.spec?.workerGroupSpecs;
   if (!Array.isArray(groups)) return undefined;
@@ -103,39 +134,34 @@ function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   return undefined;
 }
 
-function firstOf(...problems: Array<{ reason: DenialReason; message: string } | undefined>) {
-  return problems.find((p) => p !== undefined);
-}
-
 const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   RayCluster: {
     shapeProblem: rayClusterShapeProblem,
-    objectProblem(obj) {
-      const managed = managedByValueProblem(cluster(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
+    objectProblem(obj, options) {
       const problem = validateRayCluster(cluster(obj), { status: false });
       if (problem !== undefined) {
         return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
       }
       const duplicate = duplicateWorkerGroupName(cluster(obj));
-      return duplicate === undefined ? undefined : { reason: 'invalid_spec', message: duplicate };
+      if (duplicate !== undefined) return { reason: 'invalid_spec', message: duplicate };
+      return unsupportedStorage(cluster(obj).spec, 'spec.', options);
     },
-    updateProblem: (oldObj, obj) =>
-      firstOf(managedByChange(cluster(oldObj), cluster(obj)), gcsFtStorageChange(cluster(oldObj), cluster(obj))),
+    updateProblem: (oldObj, obj) => gcsFtStorageChange(cluster(oldObj), cluster(obj)),
     warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
+    claimCheck: (obj, oldObj, options) =>
+      storageClaimCheck(cluster(obj), oldObj === null ? null : cluster(oldObj), options.namespace, options.claims),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [RAY_ORIGINATED_FROM_CRD_LABEL] },
   },
   RayJob: {
     shapeProblem: rayJobShapeProblem,
-    objectProblem(obj) {
+    objectProblem(obj, options) {
       const metadata = validateRayJobMetadata(job(obj));
       if (metadata !== undefined) return { reason: 'invalid_metadata', message: metadata };
-      const managed = managedByValueProblem(job(obj));
-      if (managed !== undefined) return { reason: 'invalid_spec', message: managed };
       const spec = validateRayJobSpec(job(obj));
-      return spec === undefined ? undefined : { reason: 'invalid_spec', message: spec };
+      if (spec !== undefined) return { reason: 'invalid_spec', message: spec };
+      return unsupportedStorage(job(obj).spec?.rayClusterSpec, 'spec.rayClusterSpec.', options);
     },
-    updateProblem: (oldObj, obj) => managedByChange(job(oldObj), job(obj)),
+    updateProblem: () => undefined,
     warnings: (obj, options) => rayJobWarnings(job(obj), options),
     ruleMetadata: { annotations: [FT_ENABLED_ANNOTATION, EXTERNAL_STORAGE_NAMESPACE_ANNOTATION], labels: [] },
   },
@@ -143,9 +169,10 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   // zone, our CronJob fields, and the template as the RayJob it becomes. Its warnings are the RayJob's.
   RayCronJob: {
     shapeProblem: rayCronJobShapeProblem,
-    objectProblem(obj) {
+    objectProblem(obj, options) {
       const checked = validateRayCronJob(cronJob(obj));
-      return checked.ok ? undefined : { reason: 'invalid_spec', message: checked.message };
+      if (!checked.ok) return { reason: 'invalid_spec', message: checked.message };
+      return unsupportedStorage(cronJob(obj).spec?.jobTemplate?.rayClusterSpec, 'spec.jobTemplate.rayClusterSpec.', options);
     },
     updateProblem: () => undefined,
     warnings(obj, options) {
@@ -196,7 +223,7 @@ export function validateObject(
   kind: ValidateKind,
   obj: JsonObject,
   oldObj: JsonObject | null,
-  options: WarningOptions = {},
+  options: ValidateOptions = {},
 ): { result: ValidationResult; reason?: DenialReason; message?: string; warnings: string[] } {
   const validator = VALIDATORS[kind];
   const shape = validator.shapeProblem(obj);
@@ -207,13 +234,15 @@ export function validateObject(
     if (update !== undefined) return { result: 'denied', reason: update.reason, message: update.message, warnings: [] };
     if (!rulesInputChanged(validator, oldObj, obj)) return { result: 'allowed', warnings: [] };
   }
-  const problem = validator.objectProblem(obj);
+  const problem = validator.objectProblem(obj, options);
   if (problem !== undefined) return { result: 'denied', reason: problem.reason, message: problem.message, warnings: [] };
-  const warnings = boundWarnings(validator.warnings(obj, options));
+  const claim = validator.claimCheck?.(obj, oldObj, options) ?? { warnings: [] };
+  if ('refused' in claim) return { result: 'denied', reason: 'storage_namespace_in_use', message: claim.refused, warnings: [] };
+  const warnings = boundWarnings([...validator.warnings(obj, options), ...claim.warnings]);
   return warnings.length > 0 ? { result: 'warned', warnings } : { result: 'allowed', warnings };
 }
 
-export function validate(body: unknown, kind: ValidateKind, options: WarningOptions = {}): ValidateOutcome {
+export function validate(body: unknown, kind: ValidateKind, options: ValidateOptions = {}): ValidateOutcome {
   let request: AdmissionRequest | undefined;
   try {
     const parsed = parseAdmissionReview(body);
@@ -231,7 +260,10 @@ export function validate(body: unknown, kind: ValidateKind, options: WarningOpti
     if ((request.operation !== 'CREATE' && request.operation !== 'UPDATE') || request.subResource !== undefined) {
       return { httpStatus: 200, answer: allowed(apiVersion, uid), request, result: 'allowed', warnings: [] };
     }
-    const decision = validateObject(kind, request.object as JsonObject, request.operation === 'UPDATE' ? request.oldObject : null, options);
+    const decision = validateObject(kind, request.object as JsonObject, request.operation === 'UPDATE' ? request.oldObject : null, {
+      ...options,
+      namespace: request.namespace,
+    });
     if (decision.result === 'denied') {
       const message = decision.message ?? 'denied';
       if (decision.reason === 'invalid_review') {

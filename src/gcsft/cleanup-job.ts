@@ -3,8 +3,9 @@
 // What the Job gets, and from where (KubeRay builds it from the head pod; we build it from the same
 // sources so the cleanup targets exactly the Redis and namespace the head pod used):
 // - RAY_external_storage_namespace: the head container's own env entry when the user set one
-//   (KubeRay then leaves it alone, so the GCS used it), else options > annotation > UID
-//   (src/gcsft/rules.ts storageNamespace).
+//   (KubeRay then leaves it alone, so the GCS used it; a Secret / ConfigMap key stays a reference), else
+//   options > annotation > UID (src/gcsft/redis-env.ts storageNamespaceSource, the one rule). The Job's
+//   annotations and the by-hand command name the same: the value, or the Secret / ConfigMap key.
 // - RAY_REDIS_ADDRESS / REDIS_PASSWORD / REDIS_USERNAME: from spec.gcsFaultToleranceOptions when set
 //   (`{value}` stays a value, `{valueFrom}` stays a valueFrom: a secretKeyRef is never resolved into
 //   the Job), else the head container's env entries, else rayStartParams["redis-password"].
@@ -24,7 +25,7 @@
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
 //   no service-account token (the Job never talks to Kubernetes).
 import { createHash } from 'node:crypto';
-import { cleanupEnv, effectiveStorageNamespace, headContainer, tlsVolumes } from './redis-env.ts';
+import { cleanupEnv, describeReference, headContainer, storageNamespaceSource, tlsVolumes } from './redis-env.ts';
 import {
   ENV_REDIS_ADDRESS,
   ENV_REDIS_PASSWORD,
@@ -272,7 +273,7 @@ export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, d
       name: cleanupJobName(name),
       namespace: cluster.metadata.namespace,
       labels,
-      annotations: { 'raykeeper.io/cluster-name': name, 'raykeeper.io/storage-namespace': effectiveStorageNamespace(cluster) ?? '' },
+      annotations: { 'raykeeper.io/cluster-name': name, ...storageNamespaceAnnotations(cluster) },
       ownerReferences: [
         {
           apiVersion: RAY_API_VERSION,
@@ -293,6 +294,23 @@ export function buildCleanupJob(cluster: RayCluster, config: CleanupJobConfig, d
   };
 }
 
+/** Annotation of the Job: the storage namespace it deletes (a value), when the head's entry is one. */
+export const STORAGE_NAMESPACE_ANNOTATION = 'raykeeper.io/storage-namespace';
+/** Annotation of the Job: where its pod reads the namespace (`secret NAME key KEY`), when the head's entry is a reference. */
+export const STORAGE_NAMESPACE_FROM_ANNOTATION = 'raykeeper.io/storage-namespace-from';
+
+/**
+ * What the Job's annotations say it deletes (src/gcsft/redis-env.ts storageNamespaceSource): the namespace,
+ * or the Secret / ConfigMap key its env reads it from, as the by-hand command names it. The content of a
+ * Secret is never read: the kubelet resolves it into the Job's env only.
+ */
+export function storageNamespaceAnnotations(cluster: RayCluster): Record<string, string> {
+  const source = storageNamespaceSource(cluster);
+  if ('value' in source) return { [STORAGE_NAMESPACE_ANNOTATION]: source.value };
+  if (source.from === 'head-ref') return { [STORAGE_NAMESPACE_FROM_ANNOTATION]: describeReference(source.ref) };
+  return {};
+}
+
 /** Job finished? 'complete' / 'failed' (with the reason) / undefined while running. */
 export function jobOutcome(job: BatchJob): { outcome: 'complete' } | { outcome: 'failed'; reason: string; message: string } | undefined {
   const conditions = job.status?.conditions ?? [];
@@ -307,9 +325,9 @@ function describeSource(e: EnvVar | undefined): string | undefined {
   if (!e) return undefined;
   if (e.valueFrom === undefined) return e.value;
   const s = e.valueFrom.secretKeyRef;
-  if (s) return `<secret ${s.name} key ${s.key}>`;
+  if (s) return `<${describeReference({ kind: 'secret', name: s.name ?? '', key: s.key })}>`;
   const c = e.valueFrom.configMapKeyRef;
-  if (c) return `<configmap ${c.name} key ${c.key}>`;
+  if (c) return `<${describeReference({ kind: 'configMap', name: c.name ?? '', key: c.key })}>`;
   return '<from the head pod env>';
 }
 
@@ -332,7 +350,8 @@ export function manualCleanupCommand(cluster: RayCluster): string {
   const env = cleanupEnv(cluster);
   const get = (n: string) => env.find((e) => e.name === n);
   const parts: string[] = [];
-  const ns = effectiveStorageNamespace(cluster) ?? describeSource(get(ENV_STORAGE_NAMESPACE)) ?? '<namespace>';
+  // The same entry the Job's env has (storageNamespaceEnv): its value, or the reference it reads.
+  const ns = describeSource(get(ENV_STORAGE_NAMESPACE)) ?? '<namespace>';
   parts.push(`${ENV_STORAGE_NAMESPACE}=${shellQuote(ns)}`);
   const address = describeSource(get(ENV_REDIS_ADDRESS));
   // User and password inside the address are dropped from it; placeholders ask for them instead.

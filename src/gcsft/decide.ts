@@ -23,11 +23,15 @@
 //   9. head / worker pods not yet deleting -> delete them
 //  10. a head pod still exists     -> wait (10 s, as KubeRay): GCS must stop writing before cleanup
 //  11. our Job running             -> wait (woken by the Job watch; 10 s safety net)
-//  12. no Job                      -> create it
+//  12. no Job, and another LIVE cluster claims the same storage namespace on the same Redis (or may: its
+//      address is not known here; ./claims.ts) -> release WITHOUT cleaning (Warning
+//      RedisCleanupSkippedSharedNamespace naming it): deleting the namespace would delete its GCS data.
+//      Checked last, on the reconciler's freshest view of the other clusters (issue 45).
+//  13. no Job                      -> create it
 // The reconciler passes the pods from its cache, and lists them from the API before the Job is created
 // (check 12 must never see a stale "no head pod").
 // Every wait is capped so the next reconcile happens no later than the timeout.
-import { deletionTimeoutSeconds, gcsFtFinalizerRule, storageNamespaceProblem, usesRedisBackend } from './rules.ts';
+import { deletionTimeoutSeconds, gcsFtFinalizerRule, usesRedisBackend } from './rules.ts';
 import {
   ENV_REDIS_ADDRESS,
   GCS_FT_REDIS_CLEANUP_FINALIZER,
@@ -40,14 +44,16 @@ import type { RayCluster } from '../types.ts';
 import type { BatchJob } from '../../kube/model.ts';
 import { redactAddress } from '../redis/address.ts';
 import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { describeClaimants, type Claimant } from './claims.ts';
 import { cleanupJobName, clusterLabelValue, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
-import { cleanupEnv, effectiveStorageNamespace, headContainer } from './redis-env.ts';
+import { cleanupEnv, describeStorageNamespace, headContainer, storageNamespaceSourceProblem } from './redis-env.ts';
 import {
   EVENT_FORCE_DELETED_STUCK_CLUSTER,
   EVENT_REDIS_CLEANUP_DISABLED,
   EVENT_REDIS_CLEANUP_FAILED,
   EVENT_REDIS_CLEANUP_RERUN,
   EVENT_REDIS_CLEANUP_SKIPPED,
+  EVENT_REDIS_CLEANUP_SKIPPED_SHARED_NAMESPACE,
   EVENT_REDIS_CLEANUP_SUCCEEDED,
   type EventSpec,
 } from '../event-reasons.ts';
@@ -107,6 +113,11 @@ export interface RayClusterCleanupInput {
   now: number;
   /** ENABLE_GCS_FT_REDIS_CLEANUP (src/gcsft/rules.ts redisCleanupEnabled). */
   gateEnabled: boolean;
+  /**
+   * Other clusters claiming this cluster's storage namespace on its Redis (./claims.ts). Read only at check 12:
+   * the reconciler gathers them when the decision without them is createJob.
+   */
+  claimants?: readonly Claimant[] | undefined;
 }
 
 /**
@@ -122,6 +133,7 @@ export const FINALIZER_RELEASE_REASONS = [
   'timeout',
   'inprocess-complete',
   'inprocess-failed',
+  'shared-namespace',
 ] as const;
 export type FinalizerReleaseReason = (typeof FINALIZER_RELEASE_REASONS)[number];
 /** The release reasons decide() gives (the others are the reconciler's). */
@@ -161,10 +173,9 @@ function nodeType(pod: PodLite): string | undefined {
 
 /** Where the data is, in words, for events: `storage namespace "x" in Redis at host:port`. */
 export function describeTarget(cluster: RayCluster): string {
-  const ns = effectiveStorageNamespace(cluster) ?? '(unknown)';
   const addr = cleanupEnv(cluster).find((e) => e.name === ENV_REDIS_ADDRESS);
   const where = addr?.valueFrom === undefined && addr?.value ? ` at ${redactAddress(addr.value)}` : '';
-  return `storage namespace ${JSON.stringify(ns)} in Redis${where}`;
+  return `storage namespace ${describeStorageNamespace(cluster)} in Redis${where}`;
 }
 
 function byHand(cluster: RayCluster): string {
@@ -173,14 +184,8 @@ function byHand(cluster: RayCluster): string {
 
 /** Why the cleanup cannot work with this cluster's configuration, if it cannot. */
 export function unusableConfig(cluster: RayCluster): string | undefined {
-  const ns = effectiveStorageNamespace(cluster);
-  if (ns === undefined) {
-    const fromRef = cleanupEnv(cluster).some((e) => e.name === 'RAY_external_storage_namespace' && e.valueFrom !== undefined);
-    if (!fromRef) return 'no storage namespace is known (no UID, annotation or option)';
-  } else {
-    const problem = storageNamespaceProblem(ns);
-    if (problem) return problem;
-  }
+  const problem = storageNamespaceSourceProblem(cluster);
+  if (problem) return problem;
   const env = cleanupEnv(cluster);
   const hasEnvFrom = Array.isArray(headContainer(cluster)?.envFrom) && (headContainer(cluster)?.envFrom as unknown[]).length > 0;
   if (!env.some((e) => e.name === ENV_REDIS_ADDRESS) && !hasEnvFrom)
@@ -297,5 +302,17 @@ export function decideRayClusterCleanup(input: RayClusterCleanupInput): RayClust
   if (heads.length > 0) return { action: 'waitForHeadGone', requeueAfterMs: capped(HEAD_POD_WAIT_MS, deadline, now) };
 
   if (job) return { action: 'waitForJob', jobName, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };
+  const holders = (input.claimants ?? []).filter((c) => !c.deleting);
+  if (holders.length > 0) {
+    return {
+      action: 'releaseFinalizer',
+      reason: 'shared-namespace',
+      event: {
+        type: 'Warning',
+        reason: EVENT_REDIS_CLEANUP_SKIPPED_SHARED_NAMESPACE,
+        message: `Redis cleanup skipped: ${describeTarget(cluster)} is also the storage namespace of ${describeClaimants(holders)}; deleting it would delete that cluster's GCS data. Released the finalizer and kept the data (it is deleted with the last cluster that uses it). Give each RayCluster its own storage namespace.`,
+      },
+    };
+  }
   return { action: 'createJob', jobName, deadlineMs: deadline, requeueAfterMs: capped(JOB_WAIT_MS, deadline, now) };
 }

@@ -6,7 +6,14 @@
 // by the controller: plain values, Secrets / ConfigMaps it may read (a 403 means it may not), TLS files
 // that live in Secret / ConfigMap volumes. Pure: this only says what to fetch; the I/O is in
 // controller/gcsft-cleanup.
-import { REDIS_TLS_ENV } from '../names.ts';
+//
+// The controller runs in ITS namespace, the Job would have run in the cluster's: a short Service name in
+// RAY_REDIS_ADDRESS (`redis`, `redis:6379`, `redis.team`) is qualified as the Job's pod would resolve it
+// (asJobInNamespace, src/redis/identity.ts serviceHost), or the controller would reach another namespace's
+// Redis, or none (issue 47: `EAI_AGAIN redis`, the finalizer released and the keys left).
+import { ENV_REDIS_ADDRESS, REDIS_TLS_ENV } from '../names.ts';
+import { AddressError, mapAddressHost, parseRedisAddress } from '../redis/address.ts';
+import { serviceHost } from '../redis/identity.ts';
 import type { RayCluster } from '../types.ts';
 import { cleanupEnv, headContainer } from './redis-env.ts';
 import type { Container, EnvFromSource, EnvVar } from '../../kube/model.ts';
@@ -138,4 +145,29 @@ export function planContainer(plan: InProcessPlan): Container {
     return { prefix: ef.prefix, ...(ef.kind === 'secret' ? { secretRef: ref } : { configMapRef: ref }) };
   });
   return { name: 'redis-cleanup', env, envFrom };
+}
+
+const SERVER_NAME_ENV = 'RAY_REDIS_SERVER_NAME';
+
+/**
+ * The cleanup's resolved environment as the Job's pod in `clusterNamespace` would have used it: the host of
+ * RAY_REDIS_ADDRESS qualified with that namespace (serviceHost). Over TLS the certificate is still checked
+ * against the name as written (RAY_REDIS_SERVER_NAME, unless the head sets one), as the Job would check it.
+ * An address that does not parse is left for the cleanup to report.
+ */
+export function asJobInNamespace(env: Readonly<Record<string, string>>, clusterNamespace: string): Record<string, string> {
+  const address = env[ENV_REDIS_ADDRESS];
+  if (address === undefined || address === '' || clusterNamespace === '') return { ...env };
+  let parsed: ReturnType<typeof parseRedisAddress>;
+  let qualified: string;
+  try {
+    parsed = parseRedisAddress(address);
+    qualified = mapAddressHost(address, (host) => serviceHost(host, clusterNamespace));
+  } catch (err) {
+    if (err instanceof AddressError) return { ...env };
+    throw err;
+  }
+  const out: Record<string, string> = { ...env, [ENV_REDIS_ADDRESS]: qualified };
+  if (parsed.tls && serviceHost(parsed.host, clusterNamespace) !== parsed.host && !env[SERVER_NAME_ENV]) out[SERVER_NAME_ENV] = parsed.host;
+  return out;
 }

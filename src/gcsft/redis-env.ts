@@ -2,18 +2,22 @@
 // credentials (as sources: a secretKeyRef is never resolved here) and the TLS files. ONE module for both
 // sides: the pod builder (src/raycluster/pods.ts) starts the head with it, the cleanup Job builder
 // (./cleanup-job.ts) deletes what it names with the same address and credentials.
-import { storageNamespace } from './rules.ts';
+import { explicitStorageNamespace, storageNamespace, storageNamespaceProblem } from './rules.ts';
 import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE, REDIS_TLS_ENV } from '../names.ts';
 import type { RayCluster, RedisCredential } from '../types.ts';
 import type { Container, EnvVar } from '../../kube/model.ts';
 
-/** The head pod's Ray container (KubeRay: the first container). */
+/** The head pod's Ray container (KubeRay: the first container). Safe on any JSON (the webhook reads unvalidated objects). */
 export function headContainer(cluster: RayCluster): Container | undefined {
-  return cluster.spec?.headGroupSpec?.template?.spec?.containers?.[0];
+  const containers = cluster.spec?.headGroupSpec?.template?.spec?.containers;
+  const first: unknown = Array.isArray(containers) ? containers[0] : undefined;
+  return first !== null && typeof first === 'object' ? (first as Container) : undefined;
 }
 
 function headEnv(cluster: RayCluster, name: string): EnvVar | undefined {
-  return headContainer(cluster)?.env?.find((e) => e?.name === name);
+  const env: unknown = headContainer(cluster)?.env;
+  if (!Array.isArray(env)) return undefined;
+  return (env as unknown[]).find((e): e is EnvVar => e !== null && typeof e === 'object' && (e as EnvVar).name === name);
 }
 
 function credentialEnv(name: string, cred: RedisCredential | undefined | null): EnvVar | undefined {
@@ -27,22 +31,111 @@ function copyEnv(e: EnvVar): EnvVar {
   return e.valueFrom !== undefined ? { name: e.name, valueFrom: structuredClone(e.valueFrom) } : { name: e.name, value: e.value ?? '' };
 }
 
-/** The storage namespace the head pod used: its own env value if set, else options > annotation > UID. */
-export function effectiveStorageNamespace(cluster: RayCluster): string | undefined {
-  const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
-  if (own && own.valueFrom === undefined && typeof own.value === 'string' && own.value !== '') return own.value;
-  return storageNamespace(cluster);
+/** A Secret or ConfigMap key: the kubelet resolves it alike in the head's pod and the cleanup Job's (one namespace). */
+export interface EnvReference {
+  kind: 'secret' | 'configMap';
+  name: string;
+  key: string;
 }
 
 /**
- * The RAY_external_storage_namespace entry of a GCS-FT head: the head template's own if it sets one
- * (KubeRay keeps it), else options > annotation > UID. ONE function for both sides: the head pod
+ * Where the head's RAY_external_storage_namespace comes from: THE rule, which the head pod
+ * (../raycluster/pods.ts), the cleanup Job, its annotation and by-hand command (./cleanup-job.ts), the events
+ * (./decide.ts), admission (../admission/raycluster.ts, update-rules.ts) and the ownership of namespaces
+ * (./claims.ts) all read. KubeRay (common/pod.go) sets the entry only when the head container has none, so:
+ *   head        the head container's own entry, as written (any value, '' included);
+ *   head-ref    its valueFrom, a Secret or ConfigMap key, resolved alike in the Job's pod;
+ *   head-field  its valueFrom, a fieldRef / resourceFieldRef: the Job's pod would resolve its OWN fields;
+ *   options > annotation > uid (src/gcsft/rules.ts storageNamespace);
+ *   none        no UID yet (a CREATE before the API server stored the object).
+ */
+export type StorageNamespaceSource =
+  | { from: 'head'; value: string }
+  | { from: 'head-ref'; ref: EnvReference }
+  | { from: 'head-field'; field: string }
+  | { from: 'options' | 'annotation' | 'uid'; value: string }
+  | { from: 'none' };
+
+export function storageNamespaceSource(cluster: RayCluster): StorageNamespaceSource {
+  const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
+  if (own) {
+    const from = own.valueFrom;
+    if (from === undefined || from === null) return { from: 'head', value: typeof own.value === 'string' ? own.value : '' };
+    if (from.secretKeyRef)
+      return { from: 'head-ref', ref: { kind: 'secret', name: from.secretKeyRef.name ?? '', key: from.secretKeyRef.key } };
+    if (from.configMapKeyRef)
+      return { from: 'head-ref', ref: { kind: 'configMap', name: from.configMapKeyRef.name ?? '', key: from.configMapKeyRef.key } };
+    return { from: 'head-field', field: Object.keys(from).join(', ') || 'valueFrom' };
+  }
+  const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
+  if (typeof options === 'string' && options !== '') return { from: 'options', value: options };
+  const explicit = explicitStorageNamespace(cluster);
+  if (explicit !== undefined) return { from: 'annotation', value: explicit };
+  const ns = storageNamespace(cluster);
+  return ns === undefined ? { from: 'none' } : { from: 'uid', value: ns };
+}
+
+/** Whether the head container sets RAY_external_storage_namespace itself (KubeRay then leaves it, and so does admission). */
+export function headSetsStorageNamespace(cluster: RayCluster): boolean {
+  return headEnv(cluster, ENV_STORAGE_NAMESPACE) !== undefined;
+}
+
+/** The storage namespace the head writes, when it is known here (not a reference the kubelet resolves). */
+export function effectiveStorageNamespace(cluster: RayCluster): string | undefined {
+  const source = storageNamespaceSource(cluster);
+  return 'value' in source ? source.value : undefined;
+}
+
+/** A reference in words: `secret NAME key KEY` / `configmap NAME key KEY`. */
+export function describeReference(ref: EnvReference): string {
+  return `${ref.kind === 'secret' ? 'secret' : 'configmap'} ${ref.name} key ${ref.key}`;
+}
+
+/**
+ * The storage namespace for people (events, the Job's annotation, the by-hand command): the value quoted,
+ * or where the head reads it (`from secret NAME key KEY`). Never a Secret's content: it is not read.
+ */
+export function describeStorageNamespace(cluster: RayCluster): string {
+  const source = storageNamespaceSource(cluster);
+  switch (source.from) {
+    case 'head':
+    case 'options':
+    case 'annotation':
+    case 'uid':
+      return JSON.stringify(source.value);
+    case 'head-ref':
+      return `from ${describeReference(source.ref)}`;
+    case 'head-field':
+      return `from the head pod's ${source.field}`;
+    case 'none':
+      return '(unknown)';
+  }
+}
+
+/** Why the cleanup cannot clean this storage namespace, or undefined. */
+export function storageNamespaceSourceProblem(cluster: RayCluster): string | undefined {
+  const source = storageNamespaceSource(cluster);
+  switch (source.from) {
+    case 'none':
+      return 'no storage namespace is known (no UID, annotation or option)';
+    case 'head-field':
+      return `the head reads ${ENV_STORAGE_NAMESPACE} from its pod's ${source.field}, which the cleanup Job's pod would resolve to its own value`;
+    case 'head-ref':
+      return undefined;
+    default:
+      return storageNamespaceProblem(source.value);
+  }
+}
+
+/**
+ * The RAY_external_storage_namespace entry of a GCS-FT head (storageNamespaceSource): the head template's
+ * own as written, else options > annotation > UID. ONE function for both sides: the head pod
  * (../raycluster/pods.ts) is started with it and the cleanup Job deletes what it names.
  */
 export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
   const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
   if (own) return copyEnv(own);
-  const ns = storageNamespace(cluster);
+  const ns = effectiveStorageNamespace(cluster);
   return ns === undefined ? undefined : { name: ENV_STORAGE_NAMESPACE, value: ns };
 }
 

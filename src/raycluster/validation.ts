@@ -121,12 +121,12 @@ export function labelValueErrors(value: string): string[] {
 }
 
 /** Go's %v of a []string. */
-function goList(items: string[]): string {
+export function goList(items: string[]): string {
   return `[${items.join(' ')}]`;
 }
 
 /** The name to check: metadata.name, or for a CREATE with only generateName the longest name it can become. */
-function nameToCheck(metadata: Json | undefined): string {
+export function nameToCheck(metadata: Json | undefined): string {
   const name = text(metadata?.name);
   const generate = text(metadata?.generateName);
   return name === '' && generate !== '' ? `${generate}x0000` : name;

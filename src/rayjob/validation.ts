@@ -1,9 +1,13 @@
 // KubeRay's RayJob validation (utils/validation.go: ValidateRayJobMetadata, ValidateRayJobSpec,
 // ValidateRayJobStatus, and the parts of ValidateRayClusterSpec that concern a RayJob's cluster).
-// Pure: returns the first problem, as KubeRay does, with the event reason KubeRay uses for it.
+// Pure: returns the first problem, as KubeRay does, with the event reason and the message KubeRay uses for
+// it (word for word: the webhook's refusal and the controller's ValidationFailed status say the same).
+// Rules of ours that KubeRay lacks are only for what KubeRay accepts but cannot run (an unknown
+// submissionMode, a negative submitterConfig.backoffLimit); docs/reference/validation.md lists every rule.
+// KubeRay has no entrypoint rule: a RayJob without one is accepted and submitted as it is (builders.ts).
 import { parse as parseYaml } from 'yaml';
 import type { RayClusterSpec, RayJob } from '../types.ts';
-import { validateRayClusterSpec } from '../raycluster/validation.ts';
+import { dns1035LabelErrors, goList, nameToCheck, validateRayClusterSpec } from '../raycluster/validation.ts';
 import { CLUSTER_SELECTOR_KEY, MAX_RAYJOB_NAME_LENGTH } from './constants.ts';
 import { usesClusterSelector } from './ids.ts';
 import { validateDeletionConfiguration } from './deletion.ts';
@@ -25,16 +29,14 @@ export function submissionMode(job: RayJob): string {
   return mode === undefined || mode === null || mode === '' ? 'K8sJobMode' : String(mode);
 }
 
-const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-
+/** The name KubeRay checks; on a CREATE with only generateName, the longest name it can become. */
 export function validateRayJobMetadata(job: RayJob): string | undefined {
-  const name = job.metadata.name ?? '';
+  const name = nameToCheck(job.metadata as Record<string, unknown>);
   if (name.length > MAX_RAYJOB_NAME_LENGTH) {
     return `The RayJob metadata is invalid: RayJob name should be no more than ${MAX_RAYJOB_NAME_LENGTH} characters`;
   }
-  if (!DNS1035_LABEL.test(name)) {
-    return `The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: ${JSON.stringify(name)}`;
-  }
+  const errs = dns1035LabelErrors(name);
+  if (errs.length > 0) return `The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: ${goList(errs)}`;
   return undefined;
 }
 
@@ -45,13 +47,6 @@ function isInteger(value: unknown): value is number {
 /** KubeRay's ValidateRayClusterSpec on a RayJob's rayClusterSpec, with the RayJob's annotations (src/raycluster/validation.ts). */
 export function validateRayClusterSpecForJob(spec: RayClusterSpec, annotations: Record<string, string>): string | undefined {
   return validateRayClusterSpec(spec, annotations);
-}
-
-/** Whether the submitter pod template brings its own command (then no entrypoint is needed). */
-export function hasCustomSubmitterCommand(job: RayJob): boolean {
-  const template = job.spec?.['submitterPodTemplate'] as { spec?: { containers?: Array<{ command?: unknown[] }> } } | undefined;
-  const command = template?.spec?.containers?.[0]?.command;
-  return Array.isArray(command) && command.length > 0;
 }
 
 /** KubeRay's SidecarMode rules (messages without the "spec is invalid" prefix, as KubeRay's). */
@@ -66,6 +61,33 @@ function validateSidecarMode(job: RayJob): string | undefined {
     return 'restartPolicy for head Pod should be Never or unset when using SidecarMode';
   }
   return undefined;
+}
+
+/** The JSON type name Go's encoding/json puts in "cannot unmarshal <type> into Go value". */
+function goJsonType(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'boolean') return 'bool';
+  return typeof value === 'number' || typeof value === 'string' ? typeof value : 'value';
+}
+
+/**
+ * KubeRay's UnmarshalRuntimeEnvYAML (sigs.k8s.io/yaml into a map[string]any): empty or null is fine, a
+ * mapping is fine, anything else fails with its error. Word for word for YAML that parses but is not a
+ * mapping; for YAML that does not parse, the parser's own reason follows KubeRay's prefix (Go's YAML
+ * parser words it differently).
+ */
+export function runtimeEnvYAMLProblem(yaml: string): string | undefined {
+  const failed = (why: string) => `failed to unmarshal RuntimeEnvYAML: ${yaml}: ${why}`;
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(yaml);
+  } catch (err) {
+    return failed(`error converting YAML to JSON: yaml: ${errorMessage(err).split('\n')[0]}`);
+  }
+  if (parsed === null || parsed === undefined || (typeof parsed === 'object' && !Array.isArray(parsed))) return undefined;
+  return failed(
+    `error unmarshaling JSON: while decoding JSON: json: cannot unmarshal ${goJsonType(parsed)} into Go value of type types.RuntimeEnvType`,
+  );
 }
 
 export function validateRayJobSpec(job: RayJob): string | undefined {
@@ -93,11 +115,11 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
   }
   if (selectorMode) {
     const name = spec.clusterSelector?.[CLUSTER_SELECTOR_KEY] ?? '';
-    if (name === '') return `cluster name in ClusterSelector should not be empty (key ${CLUSTER_SELECTOR_KEY})`;
+    if (name === '') return 'cluster name in ClusterSelector should not be empty';
     if (mode === 'SidecarMode') return 'ClusterSelector is not supported in SidecarMode';
     const limit = spec.backoffLimit;
     if (isInteger(limit) && limit > 0) {
-      return invalid('BackoffLimit is incompatible with ClusterSelector mode (a retry needs a new RayCluster)');
+      return invalid('BackoffLimit is incompatible with ClusterSelector mode');
     }
   }
   if (mode === 'InteractiveMode' && isInteger(spec.backoffLimit) && spec.backoffLimit > 0) {
@@ -107,12 +129,6 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
     const problem = validateSidecarMode(job);
     if (problem !== undefined) return problem;
   }
-  if (
-    (mode === 'HTTPMode' || mode === 'SidecarMode' || (mode === 'K8sJobMode' && !hasCustomSubmitterCommand(job))) &&
-    (spec.entrypoint ?? '').trim() === ''
-  ) {
-    return invalid(`entrypoint is required in ${mode}`);
-  }
   if (spec.rayClusterSpec !== undefined && spec.rayClusterSpec !== null) {
     if ((spec.rayClusterSpec['authOptions'] as { enableK8sTokenAuth?: unknown } | undefined)?.enableK8sTokenAuth === true) {
       return invalid('K8s token auth mode is currently not supported for RayJob');
@@ -121,15 +137,9 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
     if (problem !== undefined) return invalid(problem);
   }
   const runtimeEnv = spec['runtimeEnvYAML'];
-  if (typeof runtimeEnv === 'string' && runtimeEnv.trim() !== '') {
-    try {
-      const parsed: unknown = parseYaml(runtimeEnv);
-      if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) {
-        return invalid('runtimeEnvYAML must be a YAML mapping');
-      }
-    } catch (err) {
-      return invalid(`runtimeEnvYAML is not valid YAML: ${errorMessage(err).split('\n')[0]}`);
-    }
+  if (typeof runtimeEnv === 'string') {
+    const problem = runtimeEnvYAMLProblem(runtimeEnv);
+    if (problem !== undefined) return problem;
   }
   const active = spec.activeDeadlineSeconds;
   if (active !== undefined && active !== null && (!isInteger(active) || active <= 0)) {
@@ -141,7 +151,8 @@ export function validateRayJobSpec(job: RayJob): string | undefined {
   }
   const backoff = spec.backoffLimit;
   if (backoff !== undefined && backoff !== null && (!isInteger(backoff) || backoff < 0)) {
-    return invalid('backoffLimit must be a non-negative integer');
+    // KubeRay's words (it means non-negative: 0 is the default).
+    return invalid('backoffLimit must be a positive integer');
   }
   const submitterBackoff = spec.submitterConfig?.backoffLimit;
   if (submitterBackoff !== undefined && submitterBackoff !== null && (!isInteger(submitterBackoff) || submitterBackoff < 0)) {

@@ -5,7 +5,7 @@
 // split off first (at the LAST '@', so an unencoded '#', '?', '/' or '@' in a password stays in it),
 // and when an address holds an '@' at all, errors name the faulty part without quoting any text.
 // redactAddress() is the ONE way an address is printed (events, logs, commands, errors, metrics).
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
 
 export const DEFAULT_REDIS_PORT = 6379;
 
@@ -173,4 +173,27 @@ export function resolveCredentials(address: RedisAddress, src: CredentialSources
   if (username !== undefined) out.username = username;
   if (password !== undefined) out.password = password;
   return out;
+}
+
+/**
+ * The address's first entry (the one KubeRay's Job and our cleanup use) with its host name replaced by
+ * `rename(host)`; scheme, user information, port and path are kept as written (so a password is never
+ * decoded and re-encoded). IP literals are never passed to `rename`. Throws AddressError as parseRedisAddress.
+ */
+export function mapAddressHost(raw: string, rename: (host: string) => string): string {
+  const parsed = parseRedisAddress(raw);
+  if (isIP(parsed.host) !== 0) return raw.split(',')[0]?.trim() ?? '';
+  const first = raw.split(',')[0]?.trim() ?? '';
+  const scheme = /^rediss?:\/\//i.exec(first)?.[0] ?? '';
+  const body = first.slice(scheme.length);
+  const url = scheme !== '' || body.includes('@');
+  const at = url ? body.lastIndexOf('@') : -1;
+  const userinfo = body.slice(0, at + 1);
+  const rest = body.slice(at + 1);
+  const end = url ? rest.search(/[/?#]/) : -1;
+  const hostPort = end < 0 ? rest : rest.slice(0, end);
+  const tail = end < 0 ? '' : rest.slice(end);
+  const colon = hostPort.indexOf(':');
+  const port = colon < 0 ? '' : hostPort.slice(colon);
+  return `${scheme}${userinfo}${rename(parsed.host)}${port}${tail}`;
 }

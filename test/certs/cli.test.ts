@@ -77,7 +77,11 @@ t.test('errors exit 2 with a message and write nothing', async (t) => {
       /--ip "localhost" is not an IPv4 or IPv6 address/,
     ],
     [['generate', '--out', dir, '--service', 's', '--namespace', 'n', '--reuse-ca'], /--reuse-ca but .* has no ca\.crt and ca\.key/],
-    [['generate', '--out', dir, '--frobnicate'], /Unknown option '--frobnicate'/],
+    [
+      ['generate', '--out', dir, '--frobnicate'],
+      /^raykeeper certs generate: unknown option --frobnicate \(see raykeeper certs generate --help\)\n$/,
+    ],
+    [['--frobnicate'], /^raykeeper certs: unknown option --frobnicate \(see raykeeper certs --help\)\n$/],
     [['rotate'], /unknown command "rotate"/],
   ];
   for (const [args, message] of rows) {

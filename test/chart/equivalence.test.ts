@@ -8,7 +8,9 @@
 //     pod-security.kubernetes.io/enforce=restricted), the kustomize tree creates it;
 //   - the TLS Secret's contents and the caBundle: the kustomize tree has empty placeholders (filled by
 //     `raykeeper certs generate --kustomize`), the chart a generated certificate, plus ca.crt in the Secret;
-//   - the CRDs: the chart's crds/ must be byte-identical copies of manifests/crds/.
+//   - the CRDs: the chart's crds/ must be byte-identical copies of manifests/crds/;
+//   - Helm's hooks: `helm uninstall`'s pre-delete hook (a Job running `raykeeper uninstall`, its ServiceAccount
+//     and RBAC); kustomize users run that command before `kubectl delete -k`.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +18,7 @@ import t from 'tap';
 import type { KubeObject } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kustomize } from '../helpers/kustomize.ts';
-import { CHART_DIR, find, key, requireHelm, normalise, template } from './helm.ts';
+import { CHART_DIR, find, isHook, key, requireHelm, normalise, template } from './helm.ts';
 
 requireHelm();
 
@@ -37,6 +39,20 @@ t.test('default values = manifests/base', async (t) => {
       `${key(o)}: Helm's labels`,
     );
   }
+  t.same(
+    chart.filter(isHook).map(key).sort(),
+    [
+      'ClusterRole//raykeeper-uninstall',
+      'ClusterRole//raykeeper-uninstall-rayclusters',
+      'ClusterRoleBinding//raykeeper-uninstall',
+      'ClusterRoleBinding//raykeeper-uninstall-rayclusters',
+      'Job/raykeeper-system/raykeeper-uninstall',
+      'Role/raykeeper-system/raykeeper-uninstall-controller',
+      'RoleBinding/raykeeper-system/raykeeper-uninstall-controller',
+      'ServiceAccount/raykeeper-system/raykeeper-uninstall',
+    ],
+    "the chart's only hooks are the uninstall hook's",
+  );
   const webhook = find(chart, 'Deployment', 'raykeeper-webhook');
   t.notOk(
     'app.kubernetes.io/instance' in webhook.spec.selector.matchLabels,
@@ -51,6 +67,17 @@ t.test('controller.secretReader.enabled = manifests/base + manifests/optional/co
   const chart = template({ controller: { secretReader: { enabled: true } } });
   const kz = [...kustomize('manifests/base'), ...kustomize('manifests/optional/controller-secret-reader')];
   t.same(normalise(chart), normalise(kz));
+});
+
+t.test('metrics.prometheusRule + metrics.grafanaDashboard = manifests/base + manifests/optional/monitoring', async (t) => {
+  const chart = template({ metrics: { prometheusRule: { enabled: true }, grafanaDashboard: { enabled: true } } });
+  const kz = [...kustomize('manifests/base'), ...kustomize('manifests/optional/monitoring')];
+  t.same(normalise(chart), normalise(kz));
+  t.same(
+    kustomize('manifests/optional/monitoring').map(key).sort(),
+    ['ConfigMap/raykeeper-system/raykeeper-dashboard', 'PrometheusRule/raykeeper-system/raykeeper'],
+    'the overlay holds the rules and the dashboard',
+  );
 });
 
 t.test("certs.mode provided with `raykeeper certs generate` output = its --kustomize overlay (but the Secret, the admin's)", async (t) => {
@@ -121,6 +148,7 @@ t.test('normalise: removes exactly the differences on purpose', async (t) => {
       data: { 'tls.crt': 'x', 'tls.key': 'y', 'ca.crt': 'z' },
     },
     { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: 'o' }, data: { k: 'v' } },
+    { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'hook', annotations: { 'helm.sh/hook': 'pre-delete' } } },
   ];
   t.same(normalise(objects), [
     { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: { name: 'o' }, data: { k: 'v' } },

@@ -2,7 +2,7 @@
 // the comparison of rendered objects with the kustomize tree's (test/helpers/kustomize.ts renders those).
 //
 // A missing helm is a FAILURE (test/helpers/parts.ts), naming the command that builds it.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,23 @@ export function helm(args: string[], major: HelmMajor = 3): HelmResult {
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * Runs helm as a child process without blocking this process's event loop (a test that stands in for the
+ * job controller, e.g. for a hook Job helm waits for, must keep running meanwhile); never rejects on a
+ * non-zero exit.
+ */
+export function helmAsync(args: string[], major: HelmMajor = 3): Promise<HelmResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(helmPath(major), args, { env: helmEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('error', (e) => reject(new Error(`cannot run helm ${major}: ${e.message}`)));
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 /** Runs helm and returns stdout, or throws with helm's stderr. */
 export function helmOk(args: string[], major: HelmMajor = 3): string {
   const r = helm(args, major);
@@ -110,6 +127,11 @@ export function template(values: unknown = {}, options: TemplateOptions = {}): K
 
 export const key = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
+/** A Helm hook (the uninstall hook's Job and its RBAC): Helm's alone; kustomize users run `raykeeper uninstall` themselves. */
+export function isHook(o: KubeObject): boolean {
+  return (o.metadata.annotations as Record<string, string> | undefined)?.['helm.sh/hook'] !== undefined;
+}
+
 const HELM_LABELS = ['app.kubernetes.io/instance', 'app.kubernetes.io/version', 'app.kubernetes.io/managed-by', 'helm.sh/chart'];
 
 /**
@@ -118,7 +140,7 @@ const HELM_LABELS = ['app.kubernetes.io/instance', 'app.kubernetes.io/version', 
  */
 export function normalise(objects: KubeObject[]): KubeObject[] {
   return structuredClone(objects)
-    .filter((o) => o.kind !== 'Namespace')
+    .filter((o) => o.kind !== 'Namespace' && !isHook(o))
     .map((o) => {
       const labels = o.metadata.labels as Record<string, string> | undefined;
       for (const l of HELM_LABELS) delete labels?.[l];

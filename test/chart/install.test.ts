@@ -59,7 +59,7 @@ for (const major of HELM_MAJORS) {
     const helm = (...args: string[]) => helmOk([...args, '--namespace', ns.name, '--kubeconfig', kubeconfig], major);
     t.teardown(() => {
       try {
-        helm('uninstall', release, '--ignore-not-found');
+        helm('uninstall', release, '--ignore-not-found', '--no-hooks');
       } catch {
         // already gone
       }
@@ -96,7 +96,9 @@ for (const major of HELM_MAJORS) {
     t.not(rotated.ca, installed.ca, 'a new CA after deleting the Secret');
     t.same(rotated.caBundles, Array(6).fill(rotated.ca), 'and the webhooks trust the new one');
 
-    helm('uninstall', release);
+    // --no-hooks: this release is cluster-wide, and its pre-delete hook would act on the RayClusters of the
+    // other tests sharing the control plane (nothing runs the hook Job here anyway); uninstall.test.ts runs it.
+    helm('uninstall', release, '--no-hooks');
     for (const o of manifest) t.equal(await statusOf(kube.get(await discovery.refOf(o, ns.name))), 404, `${key(o)} removed`);
     t.equal(
       await statusOf(

@@ -6,7 +6,7 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
-import { CHART_DIR, find, HELM_MAJORS, helm, key, requireHelm, normalise, template, valuesFile } from './helm.ts';
+import { CHART_DIR, find, HELM_MAJORS, helm, isHook, key, requireHelm, normalise, template, valuesFile } from './helm.ts';
 
 requireHelm();
 
@@ -98,6 +98,9 @@ const MODES: Record<string, unknown> = {
 
 const withNamespace = (values: unknown, watched: string): unknown => JSON.parse(JSON.stringify(values).replaceAll('watched-ns', watched));
 
+/** The release's own objects: the uninstall hook's (a ServiceAccount, RBAC by resourceNames, a Job) are uninstall.test.ts's. */
+const notHook = (o: KubeObject) => !isHook(o);
+
 t.test('helm lint --strict (Helm 3 and 4): the default values and every mode', async (t) => {
   for (const major of HELM_MAJORS) {
     for (const [name, values] of Object.entries(MODES)) {
@@ -188,7 +191,11 @@ t.test('release name: objects are prefixed, cluster-scoped ones too', async (t) 
     'every name starts with <release>-raykeeper',
   );
   t.equal(find(objs, 'MutatingWebhookConfiguration').webhooks[0].clientConfig.service.name, 'ray-infra-raykeeper-webhook');
-  t.equal(find(objs, 'ClusterRoleBinding').subjects[0].name, 'ray-infra-raykeeper-controller');
+  t.equal(
+    find(objs.filter(notHook), 'ClusterRoleBinding', 'ray-infra-raykeeper-controller').subjects[0].name,
+    'ray-infra-raykeeper-controller',
+  );
+  t.equal(find(objs.filter(notHook), 'ClusterRoleBinding', 'ray-infra-raykeeper-webhook').subjects[0].name, 'ray-infra-raykeeper-webhook');
 });
 
 t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', async (t) => {
@@ -218,11 +225,14 @@ t.test('companion: the RayCluster reconciler and webhook only, its RBAC only', a
   );
 });
 
-t.test("Secrets: create only, with our operator (token auth's Secret); read only with the secret reader", async (t) => {
+t.test("Secrets: create with our operator (token auth's Secret), get (never list) with RayJobs or our operator", async (t) => {
   const secrets = (values: Record<string, unknown>) =>
     find(template(values), 'ClusterRole', 'raykeeper-controller').rules.filter((r: any) => r.resources.includes('secrets'));
-  t.same(secrets({}), [{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }], 'standalone');
-  t.same(secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }), [], 'RayJobs without our operator');
+  const create = { apiGroups: [''], resources: ['secrets'], verbs: ['create'] };
+  const get = { apiGroups: [''], resources: ['secrets'], verbs: ['get'] };
+  t.same(secrets({}), [create, get], 'standalone');
+  t.same(secrets({ controller: { reconcilers: ['raycluster', 'rayjob'] } }), [get], 'RayJobs without our operator: the dashboard token');
+  t.same(secrets({ controller: { reconcilers: ['raycluster'] } }), [], 'the GCS-FT cleanup alone: none');
   t.same(secrets({ companion: { enabled: true } }), [], 'beside KubeRay: none');
 });
 
@@ -230,7 +240,7 @@ t.test('watchNamespaces: Roles in the watched namespace, no ClusterRole, webhook
   const objs = template(withNamespace(MODES.watchNamespace, 'team-a'));
   const defaults = template();
   t.notOk(
-    objs.some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'),
+    objs.filter(notHook).some((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding'),
     'nothing cluster-wide',
   );
   const role = find(objs, 'Role', 'raykeeper-controller');
@@ -365,7 +375,7 @@ t.test('leader election off: one controller, no Lease RBAC', async (t) => {
   const objs = template(MODES.singleController);
   t.notOk(args(objs).some((a) => a.startsWith('--leader-elect')));
   t.notOk(
-    objs.some((o) => o.kind === 'Role'),
+    objs.filter(notHook).some((o) => o.kind === 'Role'),
     'no leader-election Role',
   );
   t.equal(find(objs, 'Deployment', 'raykeeper-controller').spec.replicas, 1);
@@ -406,13 +416,16 @@ t.test('controller.orphans under watchNamespaces: off unless set; set, one read-
   const unset = watched({});
   t.ok(args(unset).includes('--orphan-scan-interval=0'), 'off: a scan would need list in every namespace');
   t.notOk(
-    unset.some((o) => o.kind.startsWith('Cluster')),
+    unset.filter(notHook).some((o) => o.kind.startsWith('Cluster')),
     'nothing cluster-wide',
   );
   const on = watched({ scanInterval: '30m' });
   t.ok(args(on).includes('--orphan-scan-interval=30m'));
   t.same(
-    on.filter((o) => o.kind.startsWith('Cluster')).map((o) => `${o.kind}/${o.metadata.name}`),
+    on
+      .filter(notHook)
+      .filter((o) => o.kind.startsWith('Cluster'))
+      .map((o) => `${o.kind}/${o.metadata.name}`),
     ['ClusterRole/raykeeper-controller-rayclusters-reader', 'ClusterRoleBinding/raykeeper-controller-rayclusters-reader'],
   );
   t.same(find(on, 'ClusterRole', 'raykeeper-controller-rayclusters-reader').rules, [
@@ -423,11 +436,15 @@ t.test('controller.orphans under watchNamespaces: off unless set; set, one read-
     subjects: [{ kind: 'ServiceAccount', name: 'raykeeper-controller', namespace: 'raykeeper-system' }],
   });
   t.notOk(
-    watched({ scanInterval: '30m' }, { reconcilers: ['raycluster'] }).some((o) => o.kind.startsWith('Cluster')),
+    watched({ scanInterval: '30m' }, { reconcilers: ['raycluster'] })
+      .filter(notHook)
+      .some((o) => o.kind.startsWith('Cluster')),
     'no orphan finder among the reconcilers: no ClusterRole',
   );
   t.notOk(
-    watched({ scanInterval: '0' }).some((o) => o.kind.startsWith('Cluster')),
+    watched({ scanInterval: '0' })
+      .filter(notHook)
+      .some((o) => o.kind.startsWith('Cluster')),
     'scans off: no ClusterRole',
   );
 });

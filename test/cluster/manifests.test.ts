@@ -103,7 +103,11 @@ t.test('webhook and controller workloads: replicas, probes, security, wiring', a
   t.same(wc.ports, [{ name: 'https', containerPort: 9443, protocol: 'TCP' }]);
   t.match(cc.readinessProbe, { httpGet: { path: '/readyz' } });
   t.match(cc.livenessProbe, { httpGet: { path: '/healthz' } });
-  t.equal(webhook.spec.template.spec.automountServiceAccountToken, false, 'the webhook gets no API token');
+  t.equal(
+    webhook.spec.template.spec.automountServiceAccountToken,
+    true,
+    'the webhook gets an API token: it lists and watches RayClusters (its only grant)',
+  );
   t.equal(webhook.spec.template.spec.volumes.find((v: any) => v.name === 'tls').secret.secretName, 'raykeeper-webhook-tls');
   find(rendered, 'Secret', 'raykeeper-webhook-tls');
   // The Service and the PDB select the webhook Pods, and only them.
@@ -259,7 +263,7 @@ async function allowed(kube: KubeClient, user: string, a: Access): Promise<boole
 const show = (a: Access) =>
   `${a.verb} ${a.group ? a.group + '/' : ''}${a.resource}${a.subresource ? '/' + a.subresource : ''}${a.namespace ? ' in ' + a.namespace : ' cluster-wide'}`;
 
-t.test('RBAC: the controller may do what it calls and no more; the webhook may do nothing', async (t) => {
+t.test('RBAC: the controller may do what it calls and no more; the webhook may only list and watch RayClusters', async (t) => {
   const cp = await getControlPlane();
   const kube = new KubeClient(cp.kubeConfig());
   t.teardown(() => kube.close());
@@ -293,8 +297,9 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
     ]),
     ...['get', 'patch'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
     { verb: 'patch', resource: 'pods', subresource: 'resize', namespace: userNs },
-    // Token auth's Secret: the operator creates it (reading it needs the optional secret reader).
+    // Token auth's Secret: the operator creates it; the RayJob controller GETs it (the dashboard token), by name.
     { verb: 'create', resource: 'secrets', namespace: userNs },
+    { verb: 'get', resource: 'secrets', namespace: userNs },
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -308,10 +313,11 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
       namespace: SYSTEM_NS,
     })),
   ];
+  // Secrets: get only (a ClusterRole's get reaches every namespace, raykeeper-system's too: RBAC has no deny).
   const forbidden: Access[] = [
-    { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
     { verb: 'list', resource: 'secrets' },
-    ...['get', 'list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
+    { verb: 'watch', resource: 'secrets' },
+    ...['list', 'watch', 'update', 'patch', 'delete'].map((verb) => ({ verb, resource: 'secrets', namespace: userNs })),
     { verb: 'delete', resource: 'namespaces' },
     { verb: 'create', resource: 'namespaces' },
     ...['create', 'update', 'patch', 'delete'].map((verb) => ({
@@ -348,10 +354,22 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   ];
   for (const a of needed) t.ok(await allowed(kube, CONTROLLER, a), `controller may ${show(a)}`);
   for (const a of forbidden) t.notOk(await allowed(kube, CONTROLLER, a), `controller may NOT ${show(a)}`);
-  for (const a of [...needed, { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS }])
-    t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
+  // The storage-namespace check's cache (webhook/claims.ts): list and watch RayClusters, every namespace.
+  const readsClusters = (a: Access) =>
+    a.group === 'ray.io' && a.resource === 'rayclusters' && !a.subresource && /^(list|watch)$/.test(a.verb);
+  const webhookNeeds: Access[] = ['list', 'watch'].flatMap((verb) => [
+    { verb, group: 'ray.io', resource: 'rayclusters' },
+    { verb, group: 'ray.io', resource: 'rayclusters', namespace: userNs },
+  ]);
+  for (const a of webhookNeeds) t.ok(await allowed(kube, WEBHOOK, a), `webhook may ${show(a)}`);
+  for (const a of [
+    ...needed,
+    { verb: 'get', resource: 'secrets', namespace: SYSTEM_NS },
+    { verb: 'get', group: 'ray.io', resource: 'rayclusters' },
+  ])
+    if (!readsClusters(a)) t.notOk(await allowed(kube, WEBHOOK, a), `webhook may NOT ${show(a)}`);
 
-  // The optional Secret reader grants get (no list), only when applied. Undone at the end of the test.
+  // The optional Secret reader adds get on ConfigMaps (no list), only when applied. Undone at the end of the test.
   const optional = kustomize('manifests/optional/controller-secret-reader');
   for (const o of optional) await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   t.teardown(async () => {
@@ -359,14 +377,14 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may d
   });
   // The API server authorizes from its RBAC informer cache: the new binding counts once it has seen it.
   const granted = await until(
-    () => allowed(kube, CONTROLLER, { verb: 'get', resource: 'secrets', namespace: userNs }),
+    () => allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }),
     'the optional reader to take effect',
     10_000,
     50,
   ).catch(() => false);
-  t.ok(granted, 'with the optional reader: get secrets');
-  t.ok(await allowed(kube, CONTROLLER, { verb: 'get', resource: 'configmaps', namespace: userNs }), 'and configmaps');
-  t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list them');
+  t.ok(granted, 'with the optional reader: get configmaps');
+  t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'secrets', namespace: userNs }), 'but never list secrets');
+  t.notOk(await allowed(kube, CONTROLLER, { verb: 'list', resource: 'configmaps', namespace: userNs }), 'nor configmaps');
 
   // The optional sharding Role: delete Leases (list is the base Role's), in raykeeper-system only.
   const sharding = kustomize('manifests/optional/controller-sharding');

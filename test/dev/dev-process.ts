@@ -128,11 +128,11 @@ export interface Dev {
 }
 
 /** `bin/raykeeper.js dev` as a user starts it, with its own TMPDIR and state dir; ready when it says so. */
-export async function startDevProcess(tt: Test, env: Record<string, string> = {}): Promise<Dev> {
+export async function startDevProcess(tt: Test, env: Record<string, string> = {}, args: string[] = []): Promise<Dev> {
   // A short TMPDIR: Ray's socket paths under it must stay below 107 characters.
   const tmp = mkdtempSync('/tmp/rkd-');
   const kubeconfig = join(tmp, 'state', 'kubeconfig');
-  const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--state-dir', join(tmp, 'state')], {
+  const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), 'dev', '--state-dir', join(tmp, 'state'), ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, TMPDIR: tmp, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

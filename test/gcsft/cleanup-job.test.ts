@@ -14,7 +14,14 @@ import {
   manualCleanupCommand,
   remainingSeconds,
 } from '../../src/gcsft/cleanup-job.ts';
-import { cleanupEnv, effectiveStorageNamespace, tlsVolumes } from '../../src/gcsft/redis-env.ts';
+import {
+  cleanupEnv,
+  describeStorageNamespace,
+  effectiveStorageNamespace,
+  storageNamespaceSource,
+  tlsVolumes,
+} from '../../src/gcsft/redis-env.ts';
+import { describeTarget } from '../../src/gcsft/decide.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { cluster, job, T0 } from '../raycluster/fixtures.ts';
 
@@ -377,4 +384,89 @@ t.test('manual command: shows where secrets live, never a plain password', async
     cluster({ ft: 'options', options: { redisPassword: { valueFrom: secretRef('redis-auth', 'pw') } } }),
   );
   tt.match(fromSecret, /REDIS_PASSWORD='<secret redis-auth key pw>'/);
+});
+
+t.test('one rule for the storage namespace: the Job env, its annotations, the by-hand command and the events agree', async (tt) => {
+  const address = { name: 'RAY_REDIS_ADDRESS', value: 'redis:6379' };
+  const rows: Array<{
+    name: string;
+    c: RayCluster;
+    source: ReturnType<typeof storageNamespaceSource>;
+    env: unknown;
+    annotations: Record<string, string>;
+    command: RegExp;
+    described: string;
+  }> = [
+    {
+      name: 'a Secret key in the head env (KubeRay keeps it): the reference everywhere, never its content',
+      c: cluster({ env: [address, { name: 'RAY_external_storage_namespace', valueFrom: secretRef('gcs', 'ns') }] }),
+      source: { from: 'head-ref', ref: { kind: 'secret', name: 'gcs', key: 'ns' } },
+      env: { name: 'RAY_external_storage_namespace', valueFrom: secretRef('gcs', 'ns') },
+      annotations: { 'raykeeper.io/storage-namespace-from': 'secret gcs key ns' },
+      command: /^RAY_external_storage_namespace='<secret gcs key ns>' /,
+      described: 'from secret gcs key ns',
+    },
+    {
+      name: 'a ConfigMap key, with an annotation that would otherwise name another namespace',
+      c: cluster({
+        annotations: { 'ray.io/external-storage-namespace': 'from-ann' },
+        env: [address, { name: 'RAY_external_storage_namespace', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } }],
+      }),
+      source: { from: 'head-ref', ref: { kind: 'configMap', name: 'cm', key: 'k' } },
+      env: { name: 'RAY_external_storage_namespace', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } },
+      annotations: { 'raykeeper.io/storage-namespace-from': 'configmap cm key k' },
+      command: /^RAY_external_storage_namespace='<configmap cm key k>' /,
+      described: 'from configmap cm key k',
+    },
+    {
+      name: 'a value in the head env wins over options',
+      c: cluster({
+        ft: 'options',
+        options: { externalStorageNamespace: 'from-opt' },
+        env: [{ name: 'RAY_external_storage_namespace', value: 'from-env' }],
+      }),
+      source: { from: 'head', value: 'from-env' },
+      env: { name: 'RAY_external_storage_namespace', value: 'from-env' },
+      annotations: { 'raykeeper.io/storage-namespace': 'from-env' },
+      command: /^RAY_external_storage_namespace=from-env /,
+      described: '"from-env"',
+    },
+    {
+      name: 'the options',
+      c: cluster({ ft: 'options', options: { externalStorageNamespace: 'from-opt' } }),
+      source: { from: 'options', value: 'from-opt' },
+      env: { name: 'RAY_external_storage_namespace', value: 'from-opt' },
+      annotations: { 'raykeeper.io/storage-namespace': 'from-opt' },
+      command: /^RAY_external_storage_namespace=from-opt /,
+      described: '"from-opt"',
+    },
+    {
+      name: 'the UID by default',
+      c: cluster(),
+      source: { from: 'uid', value: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10' },
+      env: { name: 'RAY_external_storage_namespace', value: '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10' },
+      annotations: { 'raykeeper.io/storage-namespace': '0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10' },
+      command: /^RAY_external_storage_namespace=0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10 /,
+      described: '"0b7c1a52-5f7e-4b8e-9a43-2d1f0c2e9f10"',
+    },
+  ];
+  for (const r of rows) {
+    tt.same(storageNamespaceSource(r.c), r.source, `${r.name}: the source`);
+    tt.same(
+      cleanupEnv(r.c).find((e) => e.name === 'RAY_external_storage_namespace'),
+      r.env,
+      `${r.name}: the Job's env`,
+    );
+    const annotations = buildCleanupJob(r.c, DEFAULT_CLEANUP_CONFIG, T0 + 300_000, T0).metadata.annotations ?? {};
+    const { 'raykeeper.io/cluster-name': _name, ...ns } = annotations;
+    tt.same(ns, r.annotations, `${r.name}: the Job's annotations`);
+    tt.match(manualCleanupCommand(r.c), r.command, `${r.name}: the by-hand command`);
+    tt.equal(describeStorageNamespace(r.c), r.described, `${r.name}: the events`);
+    tt.match(describeTarget(r.c), `storage namespace ${r.described} in Redis`);
+  }
+  tt.equal(
+    effectiveStorageNamespace(cluster({ env: [address, { name: 'RAY_external_storage_namespace', valueFrom: secretRef('gcs', 'ns') }] })),
+    undefined,
+    'a reference is not a namespace known here (it used to be taken for the UID)',
+  );
 });

@@ -100,6 +100,37 @@ const rows: Row[] = [
     check: (d, tt) => d.action === 'releaseFinalizer' && tt.match(d.event?.message ?? '', /no Redis address/),
   },
 
+  {
+    name: 'namespace from a Secret key in the head env -> cleaned (the Job resolves it as the head did)',
+    input: {
+      cluster: cluster({
+        deletedAt: T0,
+        finalizers: withFinalizer,
+        env: [
+          { name: 'RAY_REDIS_ADDRESS', value: 'redis:6379' },
+          { name: 'RAY_external_storage_namespace', valueFrom: { secretKeyRef: { name: 'gcs', key: 'ns' } } },
+        ],
+      }),
+    },
+    action: 'createJob',
+  },
+  {
+    name: "namespace from the head pod's own fields -> release with RedisCleanupSkipped (the Job's pod would read its own)",
+    input: {
+      cluster: cluster({
+        deletedAt: T0,
+        finalizers: withFinalizer,
+        env: [
+          { name: 'RAY_REDIS_ADDRESS', value: 'redis:6379' },
+          { name: 'RAY_external_storage_namespace', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        ],
+      }),
+    },
+    action: 'releaseFinalizer',
+    check: (d, tt) =>
+      tt.match(d, { event: { reason: 'RedisCleanupSkipped', message: /fieldRef, which the cleanup Job's pod would resolve/ } }),
+  },
+
   // Pods.
   {
     name: 'head and worker alive -> delete both (not the cleanup pod)',
@@ -127,6 +158,62 @@ const rows: Row[] = [
     action: 'waitForHeadGone',
     check: (d, tt) =>
       d.action === 'waitForHeadGone' && tt.ok(d.requeueAfterMs <= 3 * S + 50 && d.requeueAfterMs >= 3 * S, `${d.requeueAfterMs}`),
+  },
+
+  // One live owner per storage namespace (issue 45): checked where the Job would be created.
+  {
+    name: 'another LIVE cluster claims the namespace on the same Redis -> release without cleaning, naming it',
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/external-storage-namespace': 'shared' } }),
+      claimants: [{ cluster: 'team-b/b', deleting: false, match: 'same' }],
+    },
+    action: 'releaseFinalizer',
+    check: (d, tt) => {
+      if (d.action !== 'releaseFinalizer') return;
+      tt.equal(d.reason, 'shared-namespace');
+      tt.equal(d.event?.type, 'Warning');
+      tt.equal(d.event?.reason, 'RedisCleanupSkippedSharedNamespace');
+      tt.match(
+        d.event?.message ?? '',
+        /storage namespace "shared" in Redis at redis:6379 is also the storage namespace of live RayCluster team-b\/b/,
+      );
+      tt.match(d.event?.message ?? '', /kept the data/);
+    },
+  },
+  {
+    name: "a claimant whose Redis is not known here ('maybe') -> kept too, saying so",
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/external-storage-namespace': 'shared' } }),
+      claimants: [{ cluster: 'team-b/b', deleting: false, match: 'maybe' }],
+    },
+    action: 'releaseFinalizer',
+    check: (d, tt) => tt.match(d, { reason: 'shared-namespace', event: { message: /team-b\/b, whose Redis address is not known here/ } }),
+  },
+  {
+    name: 'the only claimant is being deleted too -> create the Job (both go)',
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      claimants: [{ cluster: 'team-b/b', deleting: true, match: 'same' }],
+    },
+    action: 'createJob',
+  },
+  {
+    name: 'a live claimant, but the head pod still exists -> wait first (the guard is decided last, on the freshest view)',
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      pods: [pod('demo-head', 'head', true)],
+      claimants: [{ cluster: 'team-b/b', deleting: false, match: 'same' }],
+    },
+    action: 'waitForHeadGone',
+  },
+  {
+    name: 'a live claimant after the timeout -> the timeout release (the data stays either way)',
+    input: {
+      cluster: cluster({ deletedAt: T0, finalizers: withFinalizer }),
+      now: T0 + 301 * S,
+      claimants: [{ cluster: 'team-b/b', deleting: false, match: 'same' }],
+    },
+    action: 'forceRelease',
   },
 
   // Job lifecycle.

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fileSource, planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { asJobInNamespace, fileSource, planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { resolveEnv } from '../../kube/env.ts';
 import { cluster } from '../raycluster/fixtures.ts';
 
@@ -98,4 +98,36 @@ t.test('the plan as a container: files become the Secret / ConfigMap key behind 
     { secret: async (_ns, name) => secrets[name], configMap: async () => undefined },
   );
   tt.same(env, { RAY_REDIS_ADDRESS: 'rediss://redis:6379', REDIS_PASSWORD: 's3cret', RAY_REDIS_CA_CERT: '-----BEGIN CERTIFICATE-----' });
+});
+
+t.test("asJobInNamespace: the address as the Job's pod in the cluster's namespace resolves it (issue 47)", async (tt) => {
+  const rows: Array<[Record<string, string>, Record<string, string>, string]> = [
+    [{ RAY_REDIS_ADDRESS: 'redis' }, { RAY_REDIS_ADDRESS: 'redis.team-a.svc' }, 'a short name is a Service of the cluster namespace'],
+    [{ RAY_REDIS_ADDRESS: 'redis:6380' }, { RAY_REDIS_ADDRESS: 'redis.team-a.svc:6380' }, 'with its port'],
+    [{ RAY_REDIS_ADDRESS: 'redis.shared:1' }, { RAY_REDIS_ADDRESS: 'redis.shared.svc:1' }, 'x.y: Service x in namespace y'],
+    [
+      { RAY_REDIS_ADDRESS: 'redis.shared.svc.cluster.local:1' },
+      { RAY_REDIS_ADDRESS: 'redis.shared.svc.cluster.local:1' },
+      'already qualified',
+    ],
+    [{ RAY_REDIS_ADDRESS: '10.0.0.5:6379' }, { RAY_REDIS_ADDRESS: '10.0.0.5:6379' }, 'an IP'],
+    [
+      { RAY_REDIS_ADDRESS: 'redis://u:p%40w@redis:1', REDIS_PASSWORD: 'x' },
+      { RAY_REDIS_ADDRESS: 'redis://u:p%40w@redis.team-a.svc:1', REDIS_PASSWORD: 'x' },
+      'user information kept as written',
+    ],
+    [
+      { RAY_REDIS_ADDRESS: 'rediss://redis:6380' },
+      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a.svc:6380', RAY_REDIS_SERVER_NAME: 'redis' },
+      'TLS: the certificate is checked against the name as written, as the Job checks it',
+    ],
+    [
+      { RAY_REDIS_ADDRESS: 'rediss://redis:6380', RAY_REDIS_SERVER_NAME: 'redis.example' },
+      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a.svc:6380', RAY_REDIS_SERVER_NAME: 'redis.example' },
+      "the head's own server name stays",
+    ],
+    [{ RAY_REDIS_ADDRESS: 'http://r:1' }, { RAY_REDIS_ADDRESS: 'http://r:1' }, 'unparsable: left for the cleanup to report'],
+    [{ REDIS_PASSWORD: 'x' }, { REDIS_PASSWORD: 'x' }, 'no address'],
+  ];
+  for (const [env, want, why] of rows) tt.same(asJobInNamespace(env, 'team-a'), want, why);
 });

@@ -11,8 +11,19 @@ export const DASHBOARD = join(CHART_DIR, 'files', 'grafana-dashboard.json');
 export interface Rule {
   alert: string;
   expr: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+export interface Variable {
+  name: string;
+  type: string;
+  query?: string;
+  multi?: boolean;
+  includeAll?: boolean;
+  allValue?: string;
 }
 export interface Dashboard {
+  templating: { list: Variable[] };
   panels: Array<{ id: number; title: string; datasource?: { uid?: string }; targets: Array<{ expr: string }> }>;
 }
 
@@ -41,4 +52,20 @@ export function grafanaQuery(expr: string, values: Readonly<Record<string, strin
     if (value === undefined) throw new Error(`${m}: no value for the Grafana variable ${name}`);
     return value;
   });
+}
+
+/**
+ * A multi-value variable's selection as Grafana writes it into a Prometheus query: one value
+ * regex-escaped, several as `(a|b)`.
+ */
+export function grafanaMultiValue(selected: readonly string[]): string {
+  const escaped = selected.map((v) => v.replace(/[\\^$*+?.()|[\]{}]/g, '\\$&'));
+  return escaped.length === 1 ? escaped[0]! : `(${escaped.join('|')})`;
+}
+
+/** A query variable's `label_values(selector, label)`: its parts, or throws naming the query. */
+export function labelValuesQuery(query: string): { selector: string; label: string } {
+  const m = /^label_values\((.+),\s*([A-Za-z_]\w*)\)$/.exec(query.trim());
+  if (!m) throw new Error(`${query}: not a label_values(selector, label) query`);
+  return { selector: m[1]!, label: m[2]! };
 }

@@ -1,98 +1,35 @@
 // A real Prometheus (Debian's package) scraping `raykeeper dev` (bin/raykeeper.js dev as a user runs it)
 // at the controller and webhook /metrics URLs dev prints, with the chart's alerts as its rules file:
-// - every query of every panel of the chart's Grafana dashboard returns data (a sample that is not NaN),
-//   once dev has what each panel shows: a RayJob run to Complete whose deletion rules match nothing, a
-//   GCS-FT RayCluster cleaned up by the controller itself in a terminating namespace, a malformed
-//   admission request, and a GCS-FT RayCluster whose deletion is held;
+// - the dashboard's $namespace and $job list the install's namespace (the scrapes labelled as Kubernetes
+//   discovery labels them) and both jobs;
+// - every query of every panel of the chart's Grafana dashboard (but the API server's, in
+//   webhook-live.test.ts), with those selected, returns data (a sample that is not NaN), once dev has what
+//   each panel shows: a RayJob run to Complete whose deletion rules match nothing, a GCS-FT RayCluster
+//   cleaned up by the controller itself in a terminating namespace, a malformed admission request, and a
+//   GCS-FT RayCluster whose deletion is held;
 // - with dev's Redis stopped, deleting the GCS-FT sample RayCluster makes RaykeeperRedisCleanupFailed
-//   pending or firing (its cleanup Job fails), and it was not before.
+//   pending or firing (its cleanup Job fails) for that install's namespace and job, and it was not before.
 // Needs Ray (tools/setup.sh installs it) and prometheus (tools/install-system-deps.sh): fails without.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { parse, stringify } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { freePort } from '../../localcluster/net.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { GCS_FT_DELETION_TIMEOUT_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
-import { processesUnder, run, startDevProcess, stopDev, waitForLine, watchRayJob } from '../dev/dev-process.ts';
+import { processesUnder, run, startDevProcess, stopDev, watchRayJob } from '../dev/dev-process.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { until } from '../helpers/until.ts';
-import { dashboard, GRAFANA_BUILTINS, grafanaQuery, RULES } from './files.ts';
+import { dashboard, GRAFANA_BUILTINS, grafanaMultiValue, grafanaQuery, RULES } from './files.ts';
+import { alerts, dashboardVariables, poll, prometheusMissing, startPrometheus, targetsUp } from './prometheus.ts';
 
 const ALERT = 'RaykeeperRedisCleanupFailed';
+/** The namespace label given to dev's scrapes, as Kubernetes discovery labels an install's. */
+const INSTALL_NAMESPACE = 'raykeeper-system';
 /** Series that exist only while a deleted GCS-FT RayCluster waits for its cleanup: checked during the outage. */
 const HELD_ONLY = /raykeeper_gcsft_(finalizer_held|deletion_timeout)_seconds/;
-
-interface Prometheus {
-  url: string;
-  log: { text: string };
-}
-
-/** prometheus with its own config and TSDB in a temporary dir, on a free loopback port; stopped and removed in teardown. */
-async function startPrometheus(tt: Test, config: object): Promise<Prometheus> {
-  const dir = mkdtempSync('/tmp/rk-prom-');
-  const file = join(dir, 'prometheus.yml');
-  writeFileSync(file, stringify(config));
-  const check = spawnSync('promtool', ['check', 'config', file], { encoding: 'utf8' });
-  tt.equal(check.status, 0, `promtool check config: ${check.stdout}${check.stderr}`);
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    'prometheus',
-    [`--config.file=${file}`, `--storage.tsdb.path=${join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const log = { text: '' };
-  child.stdout!.on('data', (b: Buffer) => (log.text += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (log.text += b.toString()));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  tt.teardown(async () => {
-    child.kill('SIGTERM');
-    const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000).unref())]);
-    if (!gone) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await waitForLine(child, 'stderr', /Server is ready to receive web requests/, 60_000, log);
-  return { url: `http://127.0.0.1:${port}`, log };
-}
-
-async function api<T>(p: Prometheus, path: string): Promise<T> {
-  const res = await fetch(`${p.url}${path}`);
-  const body = (await res.json()) as { status: string; data: T; error?: string };
-  if (body.status !== 'success') throw new Error(`${path}: ${body.error ?? res.status}`);
-  return body.data;
-}
-
-type Vector = Array<{ metric: Record<string, string>; value: [number, string] }>;
-
-/** An instant query's samples that are numbers (histogram_quantile over no requests gives NaN: no data). */
-async function samples(p: Prometheus, query: string): Promise<Vector> {
-  const data = await api<{ resultType: string; result: Vector }>(p, `/api/v1/query?query=${encodeURIComponent(query)}`);
-  return data.result.filter((s) => !Number.isNaN(Number(s.value[1])));
-}
-
-/** Polls an instant query until it has samples (at most ms): those samples, or none. */
-async function poll(p: Prometheus, query: string, ms = 60_000): Promise<Vector> {
-  return until(
-    async () => {
-      const got = await samples(p, query);
-      return got.length > 0 ? got : undefined;
-    },
-    query,
-    ms,
-    500,
-  ).catch(() => []);
-}
-
-async function alerts(p: Prometheus): Promise<Array<{ labels: Record<string, string>; state: string }>> {
-  return (await api<{ alerts: Array<{ labels: Record<string, string>; state: string }> }>(p, '/api/v1/alerts')).alerts;
-}
 
 /** POST a body that is not JSON to the webhook (its CA from dev's state dir): the status code. */
 function postGarbage(url: string, ca: string): Promise<number> {
@@ -126,12 +63,12 @@ function devRedisPid(devPid: number, address: string): number | undefined {
 }
 
 const ray = findRay();
-const prometheusVersion = spawnSync('prometheus', ['--version'], { encoding: 'utf8' });
+const prometheus = prometheusMissing();
 
 if ('missing' in ray) {
   t.fail(missingPart(ray.missing));
-} else if (prometheusVersion.error || prometheusVersion.status !== 0) {
-  t.fail(missingPart('prometheus (Debian package prometheus) is not installed'));
+} else if (prometheus) {
+  t.fail(missingPart(prometheus));
 } else {
   t.test(
     'Prometheus scraping raykeeper dev: every dashboard query has data; Redis stopped during a GCS-FT deletion fires the cleanup alert',
@@ -173,28 +110,25 @@ if ('missing' in ray) {
       const prom = await startPrometheus(tt, {
         global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
         rule_files: [RULES],
+        // The namespace label Kubernetes discovery gives a scrape (ServiceMonitor, kubernetes_sd): the
+        // metrics' own namespace (a RayCluster's) then becomes exported_namespace, as in a cluster.
         scrape_configs: [
-          { job_name: 'raykeeper-controller', static_configs: [{ targets: [new URL(controllerUrl).host] }] },
+          {
+            job_name: 'raykeeper-controller',
+            static_configs: [{ targets: [new URL(controllerUrl).host], labels: { namespace: INSTALL_NAMESPACE } }],
+          },
           {
             job_name: 'raykeeper-webhook',
             scheme: 'https',
             tls_config: { ca_file: caFile },
-            static_configs: [{ targets: [new URL(webhookUrl).host] }],
+            static_configs: [{ targets: [new URL(webhookUrl).host], labels: { namespace: INSTALL_NAMESPACE } }],
           },
         ],
       });
-      const targets = await until(
-        async () => {
-          const active = (
-            await api<{ activeTargets: Array<{ scrapePool: string; health: string; lastError: string }> }>(prom, '/api/v1/targets')
-          ).activeTargets;
-          return active.length === 2 && active.every((a) => a.health === 'up') ? active : undefined;
-        },
-        'both targets up',
-        60_000,
-        500,
-      ).catch(() => undefined);
-      tt.ok(targets, `Prometheus scrapes the controller and the webhook (${prom.log.text.split('\n').slice(-3).join(' | ')})`);
+      const targets = await targetsUp(prom, 2).catch((e: Error) => {
+        tt.fail(`${e.message} (${prom.log.text.split('\n').slice(-3).join(' | ')})`);
+        return undefined;
+      });
       tt.same(targets?.map((a) => a.scrapePool).sort(), ['raykeeper-controller', 'raykeeper-webhook'], 'one target per job');
 
       // The counters the alerts read with increase() are scraped at 0 before their first count (a series
@@ -247,10 +181,24 @@ if ('missing' in ray) {
       const seen = await jobDone;
       tt.equal(seen.at(-1), 'Complete/SUCCEEDED', `rayjob-unmatched: ${seen.join(' -> ')}`);
 
-      // Every panel's query, as Grafana sends it, has data; those of held finalizers during the outage below.
-      const queries = dashboard.panels.flatMap((panel) =>
-        panel.targets.map((target) => ({ panel: panel.title, query: grafanaQuery(target.expr, GRAFANA_BUILTINS) })),
+      // The dashboard's variables list this install's namespace and both jobs.
+      const variables = await dashboardVariables(prom, dashboard, GRAFANA_BUILTINS);
+      tt.same(
+        variables,
+        { namespace: [INSTALL_NAMESPACE], job: ['raykeeper-controller', 'raykeeper-webhook'] },
+        'the $namespace and $job choices',
       );
+      const selected = {
+        ...GRAFANA_BUILTINS,
+        namespace: grafanaMultiValue(variables.namespace ?? []),
+        job: grafanaMultiValue(variables.job ?? []),
+      };
+
+      // Every panel's query, as Grafana sends it with every namespace and job selected, has data; those of
+      // held finalizers during the outage below. The API server's panels: webhook-live.test.ts.
+      const queries = dashboard.panels
+        .flatMap((panel) => panel.targets.map((target) => ({ panel: panel.title, query: grafanaQuery(target.expr, selected) })))
+        .filter((q) => !q.query.includes('apiserver_'));
       const checkPanels = async (which: typeof queries) => {
         for (const { panel, query } of which) {
           const got = await poll(prom, query);
@@ -291,6 +239,7 @@ if ('missing' in ray) {
         /^(job-failed|timeout)$/,
         `released after its cleanup Job failed or at the timeout (${alert?.labels.reason})`,
       );
+      tt.match(alert?.labels, { namespace: INSTALL_NAMESPACE, job: 'raykeeper-controller' }, "scoped to the install's namespace and job");
       tt.equal(get(['rayclusters', '-o', 'name']).includes('raycluster-gcs-ft'), false, 'the RayCluster is gone');
       tt.match(
         get([

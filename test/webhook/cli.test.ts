@@ -33,7 +33,7 @@ t.test('flag errors exit 2 with a message', async (t) => {
     [['--cert', 'x'], /missing --key/],
     [['--cert', 'a', '--key', 'b', '--port', 'http'], /--port must be a whole number/],
     [['--cert', 'a', '--key', 'b', '--port', '70000'], /--port must be a whole number/],
-    [['--cert', 'a', '--key', 'b', '--insecure'], /Unknown option '--insecure'/],
+    [['--cert', 'a', '--key', 'b', '--insecure'], /^raykeeper webhook: unknown option --insecure \(see raykeeper webhook --help\)\n$/],
   ];
   for (const [args, message] of rows) {
     const res = await runInProcess(args);

@@ -6,10 +6,11 @@
 raykeeper_version() { sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$REPO_ROOT/package.json" | head -1; }
 raykeeper_ref() { echo "docker.io/library/raykeeper:$(raykeeper_version)"; }
 raykeeper_deps() { echo node; }
-# The Dockerfile and every file its COPY lines name (whatever the Dockerfile says today).
+# The Dockerfile and every file its COPY lines name (whatever the Dockerfile says today), but those a
+# stage copies from an earlier stage (`COPY --from=...`).
 raykeeper_sources() {
   echo Dockerfile
-  awk 'toupper($1) == "COPY" { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' "$REPO_ROOT/Dockerfile"
+  awk 'toupper($1) == "COPY" && $2 !~ /^--from=/ { for (i = 2; i < NF; i++) if ($i !~ /^--/) print $i }' "$REPO_ROOT/Dockerfile"
 }
 raykeeper_inputs() {
   # shellcheck disable=SC2046

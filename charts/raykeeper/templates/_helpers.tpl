@@ -235,6 +235,12 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
   resources: ["pods"]
   verbs: ["list", "watch", "delete"]
 {{- end }}
+{{- if or .rayjob .operator }}
+{{- /* Token auth: a GET of the named auth Secret (the RayJob's dashboard token; the operator's check), never list or watch. */}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- end }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "get", "list", "watch", "delete"]

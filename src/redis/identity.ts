@@ -1,0 +1,73 @@
+// Which Redis server an address names, as far as its text tells: "the same Redis" of the storage-namespace
+// ownership rule (src/gcsft/claims.ts), and the name a pod of the cluster's namespace resolves (the
+// controller's in-process cleanup, src/gcsft/inprocess.ts). Pure: no DNS, no connection.
+//
+// A pod resolves a name through its resolv.conf search list (`<ns>.svc.<domain> svc.<domain> <domain>`),
+// so one Service has several spellings. The rule (serviceHost), for a name WITHOUT a trailing dot:
+//   `x`            -> `x.<cluster namespace>.svc`   (Service x in the cluster's own namespace)
+//   `x.y`          -> `x.y.svc`                    (Service x in namespace y)
+//   `x.y.svc`      -> `x.y.svc`
+//   `x.y.svc.<d>`  -> `x.y.svc` for the identity    (any cluster domain: one cluster has one)
+//   anything else  -> itself (an external name, `localhost`, an IP)
+// The identity (redisIdentity) is then `host:port` with: the first entry of a comma list (what KubeRay's Job and
+// Ray use); the scheme (redis / rediss: TLS changes the transport, not the server), user, password and database
+// index dropped; port 6379 by default; the host lower-cased, without a trailing dot, IPs in canonical form.
+//
+// What is NOT caught (two spellings of one server that compare different, so admission lets the second
+// cluster in and the cleanup guard does not see it): two DNS names of one server (a CNAME, an ExternalName
+// Service, a Service and its headless twin, `x.y` meaning pod x of headless Service y in the cluster's own
+// namespace rather than Service x in namespace y); an IP and a name (a ClusterIP, a pod IP); different
+// Sentinels of one Sentinel group, or a Sentinel and the master it monitors (Ray asks the Sentinel at the
+// address for its only master: the master is not in the text); different seed nodes of one Redis Cluster; a
+// second entry of a comma list; `localhost` / 127.0.0.1 in two pods are counted as ONE server (a per-pod Redis
+// sidecar looks shared: the safe way to be wrong, and the default storage namespaces are UIDs anyway). A
+// scheme Ray refuses (`redis-sentinel://`, ...) has no identity: such a head never writes. The forms KubeRay's
+// cleanup reads but Ray 2.60's head refuses (a database path `/0`, user information in the URL, no port: its
+// parse_address fails and the head exits, seen under `raykeeper dev`) still get one: a cluster that cannot
+// start then still counts as a claim, the safe way to be wrong.
+import { isIP } from 'node:net';
+import { AddressError, formatHostPort, parseRedisAddress } from './address.ts';
+
+/** Whether a host is a name to qualify (not an IP literal, not absolute). */
+function isRelativeName(host: string): boolean {
+  return isIP(host) === 0 && !host.endsWith('.') && host !== '' && host.toLowerCase() !== 'localhost';
+}
+
+/**
+ * The name a pod in `clusterNamespace` resolves `host` to, written so that any resolver with `svc.<domain>`
+ * or `<domain>` in its search list (every pod's) reaches the same Service: see the rule above. Names it
+ * does not qualify are returned as they are.
+ */
+export function serviceHost(host: string, clusterNamespace: string): string {
+  if (!isRelativeName(host)) return host;
+  const labels = host.split('.');
+  if (labels.length === 1) return `${host}.${clusterNamespace}.svc`;
+  if (labels.length === 2) return `${host}.svc`;
+  return host;
+}
+
+/** `host` as an identity: lower case, no trailing dot, in-cluster names without their cluster domain, IPs canonical. */
+function canonicalHost(host: string, clusterNamespace: string): string {
+  const ip = isIP(host);
+  if (ip === 4) return host;
+  if (ip === 6) return new URL(`http://[${host}]`).hostname.slice(1, -1);
+  const name = serviceHost(host.toLowerCase().replace(/\.$/, ''), clusterNamespace.toLowerCase());
+  const labels = name.split('.');
+  // `x.y.svc.cluster.local` and `x.y.svc` name one Service.
+  if (labels.length > 3 && labels[2] === 'svc') return labels.slice(0, 3).join('.');
+  return name;
+}
+
+/**
+ * The identity of the Redis server `address` names for a pod in `clusterNamespace`, e.g.
+ * `redis.team-a.svc:6379`; undefined when the address does not parse (such a head cannot write).
+ */
+export function redisIdentity(address: string, clusterNamespace: string): string | undefined {
+  try {
+    const a = parseRedisAddress(address);
+    return formatHostPort(canonicalHost(a.host, clusterNamespace), a.port);
+  } catch (err) {
+    if (err instanceof AddressError) return undefined;
+    throw err;
+  }
+}
