@@ -4,13 +4,18 @@
 // it ends, then the table (test, result, seconds, first failure line) and `N passed, N failed of N`.
 // Exits 0 only when every selected test passed. Needs root and `bash tools/setup.sh --node`.
 //
-//   npm run test:kuberay [-- --ci | --run PATTERN ... | --list] [--out DIR]
+//   npm run test:kuberay [-- --ci | --run PATTERN ... | --list] [--out DIR] [--no-validating-webhook]
 //     (none)         every test of test/e2e, test/e2erayjob and test/e2eraycronjob (about 2-3 hours on 2 cores)
 //     --ci           the subset CI runs (suite.ts CI_SUBSET)
 //     --run PATTERN  the tests a `go test -run` pattern selects (repeatable: any of them)
 //     --list         print the selected tests and exit (no node)
 //     --out DIR      where each run's test2json stream, KubeRay's output (pod logs, events) and
 //                    results.json / table.md go (default .raykeeper/kuberay-e2e/<time>)
+//     --no-validating-webhook
+//                    install raykeeper without its ValidatingWebhookConfiguration (`raykeeper dev
+//                    --no-validating-webhook`): the objects our webhook refuses at admission where KubeRay
+//                    stores them and marks them ValidationFailed reach our controller, which marks them as
+//                    KubeRay does (docs/reference/validation.md)
 //     --kubeconfig F against a node already running (`raykeeper dev --kubelet` in another terminal:
 //                    its kubeconfig) instead of starting one; extra images must then be imported by hand
 import { existsSync } from 'node:fs';
@@ -33,10 +38,15 @@ const { values } = parseArgs({
     list: { type: 'boolean' },
     out: { type: 'string' },
     kubeconfig: { type: 'string' },
+    'no-validating-webhook': { type: 'boolean' },
   },
   strict: true,
 });
 
+if (values.kubeconfig && values['no-validating-webhook']) {
+  process.stderr.write('test:kuberay: --no-validating-webhook installs the node it starts; with --kubeconfig, start that node with it\n');
+  process.exit(2);
+}
 const dir = buildDir();
 if (!existsSync(join(dir, 'tests.jsonl'))) {
   process.stderr.write(`${missingPart(`KubeRay's e2e suites are not built (${dir})`)}\n`);
@@ -60,7 +70,12 @@ let stopNode = async (): Promise<void> => {};
 if (values.kubeconfig) {
   kubeconfig = resolve(values.kubeconfig);
 } else {
-  const env = await startKubeletDev({ stateDir: join(outDir, 'node'), progress, extraImages: extraImages(tests) });
+  const env = await startKubeletDev({
+    stateDir: join(outDir, 'node'),
+    progress,
+    extraImages: extraImages(tests),
+    validatingWebhook: !values['no-validating-webhook'],
+  });
   progress(`test:kuberay: node ready in ${Math.round((Date.now() - started) / 1000)} s`);
   kubeconfig = env.kubeconfig;
   stopNode = () => env.stop();
