@@ -242,4 +242,7 @@ t.test("the build's test list: KubeRay v1.6.2's suites as published, and CI's su
   for (const b of new Set(tests.map((x) => x.binary))) t.ok(existsSync(join(dir, b)), `${b} built`);
   const ci = selectTests(tests, CI_SUBSET);
   t.ok(ci.filter((x) => /GcsFaultTolerance|GCSFaultTolerance/.test(x.test)).length === 10, 'CI runs all 10 GCS fault-tolerance tests');
+  for (const p of CI_SUBSET.filter((p) => !/FaultTolerance/.test(p)))
+    t.equal(selectTests(tests, [p]).length, 1, `the CI pattern ${p} selects one test`);
+  t.same(extraImages(ci), [], 'no CI test needs an image CI does not build');
 });

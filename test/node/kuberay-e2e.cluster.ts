@@ -1,6 +1,6 @@
 // KubeRay's own e2e tests against raykeeper on the real node (`npm run test:cluster`, root): the CI subset
-// of `npm run test:kuberay` (test/kuberay-e2e/suite.ts CI_SUBSET: every GCS fault-tolerance test and the
-// RayJob tests that fit CI's time), each KubeRay test a tap test of its own that passes only when KubeRay's
+// of `npm run test:kuberay` (test/kuberay-e2e/suite.ts CI_SUBSET: every GCS fault-tolerance test and short
+// tests of what issue 47 closed, about 15 minutes), each KubeRay test a tap test of its own that passes only when KubeRay's
 // test passed (its first failure line and its logs' directory otherwise), then the per-test table. The
 // tests are KubeRay v1.6.2's as published (tools/build-kuberay-e2e.sh), run with KubeRay's timeouts.
 // Then the host is restored. docs/kuberay-e2e.md has the whole suite's last result.
@@ -16,7 +16,7 @@ import { nodeUnderTest } from './helpers.ts';
 const dir = buildDir();
 if (!existsSync(join(dir, 'tests.jsonl'))) throw new Error(missingPart(`KubeRay's e2e suites are not built (${dir})`));
 const tests = selectTests(readTests(dir), CI_SUBSET);
-// Each KubeRay test takes 1-4 minutes on 2 cores; the node's start and stop a few more.
+// Each KubeRay test takes up to 3 minutes on 2 cores (most well under one); the node's start and stop a few more.
 t.setTimeout((10 + tests.length * 6) * 60_000);
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
