@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { runUnit } from '../kuberay-e2e/runner.ts';
 import { buildDir, CI_SUBSET, groupUnits, readTests, selectTests } from '../kuberay-e2e/suite.ts';
@@ -20,7 +21,9 @@ const tests = selectTests(readTests(dir), CI_SUBSET);
 t.setTimeout((10 + tests.length * 6) * 60_000);
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
-const outDir = join(t.testdir(), 'kuberay-e2e');
+// Not in t.testdir(): a second call empties that directory, which holds the node's state (its kubeconfig);
+// and the logs outlive the run, as `npm run test:kuberay`'s do.
+const outDir = join(REPO_ROOT, '.raykeeper', 'kuberay-e2e', `ci-${new Date().toISOString().replace(/[:.]/g, '-')}`);
 const results: TestResult[] = [];
 
 for (const [i, unit] of groupUnits(tests).entries()) {
@@ -32,7 +35,7 @@ for (const [i, unit] of groupUnits(tests).entries()) {
 }
 
 t.test('the table', async (t) => {
-  t.comment(`\n${resultTable(results)}\n\n${summaryLine(results)}`);
+  t.comment(`\n${resultTable(results)}\n\n${summaryLine(results)}\nlogs: ${outDir}`);
   t.equal(results.length, tests.length, 'every selected test ran');
 });
 
