@@ -48,6 +48,25 @@ export function serviceHost(host: string, clusterNamespace: string): string {
 }
 
 /**
+ * The name to dial for `host` from a pod of ANOTHER namespace so that it reaches what a pod of
+ * `clusterNamespace` reaches: only a one-label name changes (`redis` -> `redis.<ns>`, which every pod's
+ * `svc.<domain>` search entry completes). Longer names resolve the same from every namespace and are kept
+ * as written: `redis.corp` may be an external name, and `redis.corp.svc` would not resolve.
+ */
+export function asSeenFromNamespace(host: string, clusterNamespace: string): string {
+  return isRelativeName(host) && !host.includes('.') ? `${host}.${clusterNamespace}` : host;
+}
+
+/** An IPv6 literal in its shortest form; one WHATWG URL does not take (a zone id: `fe80::1%eth0`) lower-cased as it is. */
+function canonicalIpv6(host: string): string {
+  try {
+    return new URL(`http://[${host}]`).hostname.slice(1, -1);
+  } catch {
+    return host.toLowerCase();
+  }
+}
+
+/**
  * `host` as an identity: lower case, no trailing dot, in-cluster names without their cluster domain, IPs
  * canonical, every loopback spelling (`localhost`, 127.0.0.0/8, ::1) one: `localhost`.
  */
@@ -55,7 +74,12 @@ function canonicalHost(host: string, clusterNamespace: string): string {
   const ip = isIP(host);
   if (ip === 4) return host.startsWith('127.') ? 'localhost' : host;
   if (ip === 6) {
-    const canonical = new URL(`http://[${host}]`).hostname.slice(1, -1);
+    const canonical = canonicalIpv6(host);
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+    if (mapped) {
+      const n = (Number.parseInt(mapped[1]!, 16) << 16) | Number.parseInt(mapped[2]!, 16);
+      return canonicalHost([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.'), clusterNamespace);
+    }
     return canonical === '::1' ? 'localhost' : canonical;
   }
   if (host.toLowerCase().replace(/\.$/, '') === 'localhost') return 'localhost';

@@ -32,7 +32,9 @@ t.test('one server, many spellings: one identity', async (t) => {
       identity: 'redis.team-a.svc:6380',
       same: ['redis.team-a:6380', 'redis.team-a.svc.cluster.local:6380', 'rediss://redis.team-a.svc:6380'],
     },
-    { ns: 'x', identity: '10.0.0.5:6379', same: ['10.0.0.5', '10.0.0.5:6379', 'redis://10.0.0.5:6379'] },
+    { ns: 'x', identity: '10.0.0.5:6379', same: ['10.0.0.5', '10.0.0.5:6379', 'redis://10.0.0.5:6379', '[::ffff:10.0.0.5]:6379'] },
+    // A zone id is no URL host: compared as written (lower case), never an exception (the webhook's cache runs this on every object).
+    { ns: 'x', identity: '[fe80::1%eth0]:6379', same: ['[fe80::1%eth0]:6379', '[FE80::1%eth0]:6379'] },
     {
       ns: 'x',
       identity: 'localhost:6390',
