@@ -3,21 +3,19 @@
 // has; the test fails if a state or one of its exits has no row.
 import t from 'tap';
 import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
+import { decideRayJob } from '../../src/rayjob/machine/decide.ts';
 import {
-  decideRayJob,
   defaultMachineConfig,
-  initializingNeedsDashboard,
   isRepeatableCreate,
   isSelfGuarded,
   type RayJobAction,
-  observationPlan,
-  clusterMissIsAbsent,
-  rayJobStatusChanged,
-  type ObservationPlan,
   type RayJobDecision,
   type RayJobStep,
   type Observed,
-} from '../../src/rayjob/machine.ts';
+} from '../../src/rayjob/machine/vocabulary.ts';
+import { initializingNeedsDashboard } from '../../src/rayjob/machine/starting.ts';
+import { observationPlan, clusterMissIsAbsent, type ObservationPlan } from '../../src/rayjob/machine/observe.ts';
+import { rayJobStatusChanged } from '../../src/rayjob/machine/status.ts';
 import { at, cluster, info, iso, rayJob, submitter } from './fixtures.ts';
 import type { RayJob } from '../../src/types.ts';
 
