@@ -25,12 +25,14 @@
 // times more on its way to a submission. That copy is our own last write, so the rule above holds for it
 // as for the cache: the creations a repeat cannot duplicate go ahead on it, and a write someone else made
 // after ours (a suspend, a deletion) is undone by the pass its watch event queues. A cluster this process
-// created that its cache has not shown yet is not taken as absent: a GET looks.
+// created that its cache has not shown yet is not taken as absent: a GET looks. The RayJob's own head
+// Service is the exception the other way: read from its cache only (the controller may not GET Services),
+// a miss taken as absent, since a create it had not seen answers AlreadyExists and changes nothing.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../src/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
-import type { BatchJob, ObjectWithMeta, Pod, Secret } from '../../kube/model.ts';
+import type { BatchJob, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION, SUBMITTER_CONTAINER_NAME } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
@@ -67,7 +69,8 @@ import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import type { FinalizerChange } from '../../src/finalizer.ts';
 import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS, SERVICES } from '../../kube/resources.ts';
+import { rayJobHeadServiceName } from '../../src/rayjob/head-service.ts';
 import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
@@ -84,6 +87,10 @@ import {
   EVENT_SUBMITTED_RAY_JOB,
   EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
   EVENT_UPDATED_RAYCLUSTER,
+  EVENT_CREATED_SERVICE,
+  EVENT_FAILED_TO_CREATE_SERVICE,
+  EVENT_UPDATED_SERVICE,
+  EVENT_FAILED_TO_UPDATE_SERVICE,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 
@@ -106,6 +113,8 @@ export interface RayJobCaches {
   submitters: Informer<BatchJob>;
   /** Head pods (SidecarMode reads its submitter container's state there); without it, a LIST. */
   headPods?: Informer<Pod> | undefined;
+  /** The RayJobs' own head Services (`<rayjob>-head-svc`); a miss is a GET. */
+  headServices?: Informer<Service> | undefined;
 }
 
 export interface RayJobReconcilerDeps {
@@ -155,13 +164,14 @@ type Executors = { [T in RayJobAction['type']]: (action: ActionOf<T>, scope: Act
 /**
  * A side effect an admin must see (reconciler's `reported`): `run` does it and returns the Normal event's
  * message (undefined: nothing happened worth telling, e.g. already gone, a duplicate submission). A failure
- * is told as the Warning `<failure>: <error>` and thrown, unless `expected` gives the error another meaning.
+ * is told as the Warning `<failure><separator><error>` and thrown, unless `expected` gives the error another
+ * meaning.
  */
 interface Reported {
   run: () => Promise<string | undefined>;
   normal: string;
-  /** Absent: a failure is thrown without an event. */
-  warning?: { reason: string; failure: string };
+  /** Absent: a failure is thrown without an event. `separator`: ': ' unless KubeRay's text has another. */
+  warning?: { reason: string; failure: string; separator?: string };
   /** An error that is no failure: 'done' (nothing left to do), or a Moved (re-read and decide again). */
   expected?: (err: unknown) => 'done' | Moved | undefined;
   /** Best effort: a failure is told, logged with this note and not thrown. */
@@ -452,6 +462,15 @@ export class RayJobReconciler implements Reconciler {
       if (submitter !== null && finishedCondition(submitter)?.type === 'Failed')
         observed.submitterAttempt = await this.submitterAttempt(submitter, signal);
     }
+    if (plan.headService && observed.cluster) {
+      // A miss of the cache is taken as absent (the controller may not GET Services): a Service the cache has
+      // not shown yet answers the create with AlreadyExists, and its watch event brings the RayJob back.
+      const name = rayJobHeadServiceName(job);
+      const cache = this.caches?.headServices;
+      observed.headService = cache
+        ? (cache.getByName(namespace, name) ?? null)
+        : ((await this.kube.getOrUndefined<Service>({ ...SERVICES, namespace, name }, { signal })) ?? null);
+    }
     if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
     // Initializing asks the dashboard only once the cluster reads ready, before the submitter is made.
@@ -569,7 +588,10 @@ export class RayJobReconciler implements Reconciler {
       const meaning = r.expected?.(err);
       if (meaning === 'done') return;
       if (meaning) throw meaning;
-      if (r.warning) this.events.event(scope.current, 'Warning', r.warning.reason, `${r.warning.failure}: ${errorMessage(err)}`);
+      if (r.warning) {
+        const { reason, failure, separator = ': ' } = r.warning;
+        this.events.event(scope.current, 'Warning', reason, `${failure}${separator}${errorMessage(err)}`);
+      }
       if (r.bestEffort === undefined) throw err;
       scope.log.warn({ err: errorMessage(err) }, r.bestEffort);
       return;
@@ -708,6 +730,37 @@ export class RayJobReconciler implements Reconciler {
         warning: { reason: EVENT_FAILED_TO_UPDATE_RAYCLUSTER, failure: `Failed to suspend worker groups in cluster ${namespace}/${name}` },
         expected: (err) =>
           isPatchTestFailed(err) || isConflict(err) ? new Moved('the RayCluster changed since read') : isNotFound(err) ? 'done' : undefined,
+      });
+    },
+
+    // KubeRay's reconcileServices, its events word for word ("Failed to create the service %s/%s, %v").
+    createHeadService: ({ service }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${service.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.create({ ...SERVICES, namespace }, service, { signal: scope.signal });
+          return `Created the service ${name}`;
+        },
+        normal: EVENT_CREATED_SERVICE,
+        warning: { reason: EVENT_FAILED_TO_CREATE_SERVICE, failure: `Failed to create the service ${name}`, separator: ', ' },
+        // Made already (a cache behind, a second replica): the next pass reads it and moves it if it must.
+        expected: (err) => (isAlreadyExists(err) ? 'done' : undefined),
+      });
+    },
+
+    updateHeadService: ({ service }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${service.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.replace({ ...SERVICES, namespace, name: service.metadata.name ?? '' }, service, { signal: scope.signal });
+          return `Updated the service ${name}`;
+        },
+        normal: EVENT_UPDATED_SERVICE,
+        warning: { reason: EVENT_FAILED_TO_UPDATE_SERVICE, failure: `Failed to update the service ${name}`, separator: ', ' },
+        // The body carries the resourceVersion read: a 409 means it changed since; gone means the next pass creates it.
+        expected: (err) => (isConflict(err) ? new Moved(`Service ${name} changed since read`) : isNotFound(err) ? 'done' : undefined),
       });
     },
 

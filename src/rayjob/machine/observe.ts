@@ -14,9 +14,11 @@ export interface ObservationPlan {
   submitter: boolean;
   headPod: boolean;
   dashboard: boolean;
+  /** The RayJob's own head Service (KubeRay reads it in Running, never with a clusterSelector). */
+  headService: boolean;
 }
 
-const NOTHING: ObservationPlan = { cluster: false, submitter: false, headPod: false, dashboard: false };
+const NOTHING: ObservationPlan = { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false };
 
 /** The observations a decision for this RayJob needs (the reconciler reads only these). */
 export function observationPlan(job: RayJob): ObservationPlan {
@@ -34,7 +36,13 @@ export function observationPlan(job: RayJob): ObservationPlan {
       return { ...NOTHING, cluster: true, submitter: k8sJob, headPod: mode === 'SidecarMode' };
     case 'Running': {
       const observing = job.spec?.suspend !== true;
-      return { cluster: true, submitter: k8sJob, headPod: observing && mode === 'SidecarMode', dashboard: observing };
+      return {
+        cluster: true,
+        submitter: k8sJob,
+        headPod: observing && mode === 'SidecarMode',
+        dashboard: observing,
+        headService: observing && !usesClusterSelector(job),
+      };
     }
     case 'Suspending':
     case 'Retrying':
@@ -45,6 +53,11 @@ export function observationPlan(job: RayJob): ObservationPlan {
   }
   const _: never = state;
   throw new Error(`unhandled jobDeploymentStatus ${String(_)}`);
+}
+
+/** Whether a decision for this RayJob looks at its head Service (Running, not suspending, no clusterSelector). */
+export function observesHeadService(job: RayJob): boolean {
+  return observationPlan(job).headService;
 }
 
 /**

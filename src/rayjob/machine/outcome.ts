@@ -7,6 +7,7 @@ import type { JobDeploymentStatus, RayJob, RayJobStatus } from '../../types.ts';
 import { EVENT_RAYJOB_FAILED, type EventSpec } from '../../event-reasons.ts';
 import { REASON_DEADLINE_EXCEEDED, REASON_PRE_RUNNING_DEADLINE_EXCEEDED } from '../constants.ts';
 import type { DashboardTarget } from '../ids.ts';
+import { activeDeadlineMessage, preRunningDeadlineMessage } from './messages.ts';
 import type { MachineConfig, Observed, RayJobAction } from './vocabulary.ts';
 
 export interface Ctx {
@@ -76,12 +77,7 @@ export function activeDeadlinePassed(ctx: Ctx): Outcome | undefined {
   const seconds = ctx.job.spec?.activeDeadlineSeconds;
   const start = parseTime(ctx.status.startTime);
   if (typeof seconds !== 'number' || start === undefined || ctx.now < start + seconds * 1000) return undefined;
-  return fail(
-    ctx,
-    REASON_DEADLINE_EXCEEDED,
-    `The RayJob has passed the activeDeadlineSeconds. StartTime: ${ctx.status.startTime}. ActiveDeadlineSeconds: ${seconds}`,
-    'activeDeadlineSeconds passed',
-  );
+  return fail(ctx, REASON_DEADLINE_EXCEEDED, activeDeadlineMessage(ctx.status.startTime, seconds), 'activeDeadlineSeconds passed');
 }
 
 export function preRunningDeadlinePassed(ctx: Ctx): Outcome | undefined {
@@ -91,7 +87,7 @@ export function preRunningDeadlinePassed(ctx: Ctx): Outcome | undefined {
   return fail(
     ctx,
     REASON_PRE_RUNNING_DEADLINE_EXCEEDED,
-    `The RayJob did not reach Running within preRunningDeadlineSeconds. StartTime: ${ctx.status.startTime}. PreRunningDeadlineSeconds: ${seconds}`,
+    preRunningDeadlineMessage(ctx.status.startTime, seconds),
     'preRunningDeadlineSeconds passed',
   );
 }

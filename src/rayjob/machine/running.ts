@@ -3,12 +3,17 @@
 //      ended, a missing submission id;
 //   2. the RayCluster gone or going;
 //   3. the submitter lost (its Job deleted; SidecarMode's head pod gone);
-//   4. what the dashboard said (found / not found / no usable answer), read with what the submitter said.
+//   4. what the dashboard said (found / not found / no usable answer), read with what the submitter said,
+//      with the RayJob's own head Service made or moved beside it (KubeRay's reconcileServices runs
+//      once the cluster is there, before the submitter and the dashboard are read).
 // Then the status-check clock follows the outcome. Every way KubeRay's users saw "Running for ever"
 // (kuberay #1233, #2154, #3553, #3903) has an exit here.
 import { formatTime, parseTime } from '../../time.ts';
 import { isDeleting } from '../../finalizer.ts';
 import type { RayJobStatus } from '../../types.ts';
+import { EVENT_FAILED_TO_CREATE_SERVICE } from '../../event-reasons.ts';
+import { chooseHeadService, rayJobHeadServiceName } from '../head-service.ts';
+import { usesClusterSelector } from '../ids.ts';
 import { buildSubmitRequest } from '../builders.ts';
 import {
   REASON_APP_FAILED,
@@ -18,12 +23,20 @@ import {
   isRayJobTerminal,
 } from '../constants.ts';
 import { activeDeadlinePassed, complete, deadlineAt, fail, fullName, requeueFor, stay, type Ctx, type Outcome } from './outcome.ts';
+import {
+  clusterGoneMessage,
+  GRACE_PERIOD_MESSAGE,
+  JOB_NOT_FOUND_AFTER_SUBMITTER_MESSAGE,
+  NO_JOB_ID_MESSAGE,
+  statusCheckTimeoutMessage,
+  submitterFinishedTimeoutMessage,
+} from './messages.ts';
 import { clusterStatusSummary, statusCheckFailingSince } from './status.ts';
 import { readSubmitter, type SubmitterReport } from './submitter.ts';
 import type { RayJobAction, RayJobInfo } from './vocabulary.ts';
 
 export function decideRunning(ctx: Ctx): Outcome {
-  const outcome = exitsWithoutObservation(ctx) ?? clusterGone(ctx) ?? followTheJob(ctx);
+  const outcome = exitsWithoutObservation(ctx) ?? clusterGone(ctx) ?? withHeadService(ctx, followTheJob(ctx));
   return withStatusCheckClock(ctx, outcome);
 }
 
@@ -40,14 +53,12 @@ function exitsWithoutObservation(ctx: Ctx): Outcome | undefined {
   const rayEnd = parseTime((status['rayJobInfo'] as { endTime?: string } | undefined)?.endTime);
   if (isRayJobTerminal(status.jobStatus) && rayEnd !== undefined && now >= rayEnd + config.gracePeriodSeconds * 1000) {
     const reason = REASON_GRACE_PERIOD_EXCEEDED;
-    const message =
-      'JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus reaches a terminal state.';
+    const message = GRACE_PERIOD_MESSAGE;
     const note = 'grace period after the Ray job ended passed';
     return status.jobStatus === 'FAILED' ? fail(ctx, reason, message, note) : complete(ctx, note, { changes: { reason, message } });
   }
   // Nothing to follow: without this exit such a RayJob would stay Running for ever.
-  if ((status.jobId ?? '') === '')
-    return fail(ctx, REASON_SUBMISSION_FAILED, 'status.jobId is empty: no Ray job to follow.', 'no submission id');
+  if ((status.jobId ?? '') === '') return fail(ctx, REASON_SUBMISSION_FAILED, NO_JOB_ID_MESSAGE, 'no submission id');
   return undefined;
 }
 
@@ -55,13 +66,34 @@ function exitsWithoutObservation(ctx: Ctx): Outcome | undefined {
 function clusterGone(ctx: Ctx): Outcome | undefined {
   const cluster = ctx.observed.cluster;
   if (cluster !== null && !isDeleting(cluster)) return undefined;
-  const name = fullName(ctx, ctx.status.rayClusterName ?? '');
-  return fail(
-    ctx,
-    REASON_APP_FAILED,
-    `RayCluster ${name} ${cluster === null ? 'no longer exists' : 'is being deleted'} while the Ray job was running.`,
-    'cluster gone',
-  );
+  const namespace = ctx.job.metadata.namespace ?? 'default';
+  return fail(ctx, REASON_APP_FAILED, clusterGoneMessage(namespace, ctx.status.rayClusterName ?? '', cluster !== null), 'cluster gone');
+}
+
+/**
+ * The RayJob's head Service beside whatever step 4 decided: created when absent, its selector moved to
+ * this attempt's cluster when it selects another (src/rayjob/head-service.ts). Only when observed (never
+ * with a clusterSelector: observe.ts). One not owned by this RayJob is left as it is, with a Warning.
+ */
+function withHeadService(ctx: Ctx, outcome: Outcome): Outcome {
+  const { cluster, headService } = ctx.observed;
+  if (headService === undefined || !cluster || usesClusterSelector(ctx.job)) return outcome;
+  const choice = chooseHeadService(ctx.job, cluster, headService);
+  switch (choice.kind) {
+    case 'keep':
+      return outcome;
+    case 'create':
+      return { ...outcome, actions: [{ type: 'createHeadService', service: choice.service }, ...(outcome.actions ?? [])] };
+    case 'update':
+      return { ...outcome, actions: [{ type: 'updateHeadService', service: choice.service }, ...(outcome.actions ?? [])] };
+    case 'foreign': {
+      const service = fullName(ctx, rayJobHeadServiceName(ctx.job));
+      const message = `Service ${service} exists but is not owned by RayJob ${fullName(ctx, ctx.job.metadata.name ?? '')}; rename or delete it`;
+      return { ...outcome, events: [...(outcome.events ?? []), { type: 'Warning', reason: EVENT_FAILED_TO_CREATE_SERVICE, message }] };
+    }
+  }
+  const _: never = choice;
+  throw new Error(`unhandled head Service choice ${JSON.stringify(_)}`);
 }
 
 /** Steps 3 and 4: the submitter, then the dashboard's answer read with it. */
@@ -118,7 +150,7 @@ function jobFound(ctx: Ctx, info: RayJobInfo, submitter: Present, base: Partial<
         return fail(
           ctx,
           REASON_GRACE_PERIOD_EXCEEDED,
-          `The RayJob submitter finished at ${formatTime(submitter.at)} but the Ray job did not reach a terminal state within ${config.submitterFinishedTimeoutSeconds}s`,
+          submitterFinishedTimeoutMessage(submitter.at, config.submitterFinishedTimeoutSeconds),
           'submitter finished; Ray job stuck',
           ok,
         );
@@ -154,7 +186,7 @@ function jobNotFound(ctx: Ctx, submitter: Present, base: Partial<RayJobStatus>):
       return submissionFailed(ctx, submitter.failure, base, 'submitter failed; Ray job unknown to the dashboard');
     case 'succeeded':
       // The head restarted and lost its jobs (kuberay #3903), or the submission never happened.
-      return fail(ctx, REASON_APP_FAILED, 'Submitter completed but Ray job not found in RayCluster.', 'submitter done; job unknown', {
+      return fail(ctx, REASON_APP_FAILED, JOB_NOT_FOUND_AFTER_SUBMITTER_MESSAGE, 'submitter done; job unknown', {
         changes: base,
         statusCheck: 'ok',
       });
@@ -175,7 +207,7 @@ function dashboardSilent(ctx: Ctx, submitter: Present, base: Partial<RayJobStatu
     return fail(
       ctx,
       REASON_STATUS_CHECK_TIMEOUT_EXCEEDED,
-      `Failed to get the Ray job status from the dashboard for ${config.statusCheckTimeoutSeconds}s: ${why}`,
+      statusCheckTimeoutMessage(config.statusCheckTimeoutSeconds, why),
       'status check timeout',
       { changes: base, statusCheck: 'failing' },
     );

@@ -6,20 +6,11 @@ import { RAYJOB_FINALIZER } from '../../names.ts';
 import { isDeleting } from '../../finalizer.ts';
 import type { RayJob, RayJobStatus } from '../../types.ts';
 import { EVENT_RAYCLUSTER_NOT_FOUND, type EventSpec } from '../../event-reasons.ts';
+import { selectedClusterNotFoundMessage } from './messages.ts';
 import { buildRayCluster, buildSubmitterJob } from '../builders.ts';
 import { generateClusterName, generateJobId, selectedClusterName, toStatusDashboardUrl, usesClusterSelector } from '../ids.ts';
 import { submissionMode } from '../validation.ts';
-import {
-  activeDeadlinePassed,
-  deadlineAt,
-  fullName,
-  preRunningDeadlinePassed,
-  requeueFor,
-  stay,
-  target,
-  type Ctx,
-  type Outcome,
-} from './outcome.ts';
+import { activeDeadlinePassed, deadlineAt, preRunningDeadlinePassed, requeueFor, stay, target, type Ctx, type Outcome } from './outcome.ts';
 import { clusterStatusSummary, currentState, statusCheckFailingSince } from './status.ts';
 import { sidecarSubmitterFinished } from './submitter.ts';
 import type { Observed, RayJobAction } from './vocabulary.ts';
@@ -102,7 +93,7 @@ export function decideInitializing(ctx: Ctx): Outcome {
   const cluster = observed.cluster;
   if (cluster === null || cluster === undefined) {
     if (usesClusterSelector(job)) {
-      const message = `RayCluster ${fullName(ctx, clusterName)} set in the clusterSelector is not found. It must be created manually`;
+      const message = selectedClusterNotFoundMessage(job.metadata.namespace ?? 'default', clusterName);
       const events: EventSpec[] = status.message === message ? [] : [{ type: 'Warning', reason: EVENT_RAYCLUSTER_NOT_FOUND, message }];
       return stay(ctx, 'selected cluster not found', { changes: { message }, events, requeueAfterMs: wake });
     }

@@ -5,7 +5,13 @@ import { parseTime } from '../../time.ts';
 import { REASON_APP_FAILED, REASON_SUBMISSION_FAILED, SUBMITTER_CONTAINER_NAME } from '../constants.ts';
 import { finishedCondition } from '../builders.ts';
 import { submitterJobName } from '../ids.ts';
-import { fullName, type Ctx } from './outcome.ts';
+import {
+  HEAD_POD_NOT_FOUND_MESSAGE,
+  sidecarSubmitterFailedMessage,
+  submitterJobFailedMessage,
+  submitterJobGoneMessage,
+} from './messages.ts';
+import type { Ctx } from './outcome.ts';
 import type { SubmitterAttempt } from './vocabulary.ts';
 
 export type SubmitterReport =
@@ -33,7 +39,7 @@ function readSubmitterJob(ctx: Ctx): SubmitterReport {
     return {
       kind: 'lost',
       reason: REASON_SUBMISSION_FAILED,
-      message: `The submitter Job ${fullName(ctx, submitterJobName(ctx.job))} no longer exists.`,
+      message: submitterJobGoneMessage(ctx.job.metadata.namespace ?? 'default', submitterJobName(ctx.job)),
       note: 'submitter gone',
     };
   }
@@ -41,7 +47,7 @@ function readSubmitterJob(ctx: Ctx): SubmitterReport {
   if (!finished) return { kind: 'running' };
   const at = parseTime(finished.lastTransitionTime) ?? ctx.now;
   if (finished.type !== 'Failed') return { kind: 'succeeded', at };
-  const failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}${attemptReport(ctx.observed.submitterAttempt)}`;
+  const failure = submitterJobFailedMessage(finished.reason, finished.message, attemptReport(ctx.observed.submitterAttempt));
   return { kind: 'failed', at, failure };
 }
 
@@ -81,7 +87,7 @@ export function sidecarSubmitterFinished(ctx: Ctx): boolean {
 function readSidecarSubmitter(ctx: Ctx): SubmitterReport {
   const pod = ctx.observed.headPod;
   if (pod === undefined) return { kind: 'running' };
-  if (pod === null) return { kind: 'lost', reason: REASON_APP_FAILED, message: 'Ray head pod not found.', note: 'head pod gone' };
+  if (pod === null) return { kind: 'lost', reason: REASON_APP_FAILED, message: HEAD_POD_NOT_FOUND_MESSAGE, note: 'head pod gone' };
   const container = (pod.status?.containerStatuses ?? []).find((c) => c.name === SUBMITTER_CONTAINER_NAME);
   const terminated = container?.state?.terminated;
   if (!terminated) return { kind: 'running' };
@@ -91,6 +97,6 @@ function readSidecarSubmitter(ctx: Ctx): SubmitterReport {
   return {
     kind: 'failed',
     at,
-    failure: `Ray head pod container ${SUBMITTER_CONTAINER_NAME} terminated with exit code ${code}: ${terminated.reason ?? ''}`,
+    failure: sidecarSubmitterFailedMessage(SUBMITTER_CONTAINER_NAME, code, terminated.reason),
   };
 }

@@ -2,7 +2,7 @@
 // returns (a step: the next status, the actions before its write, the events after it; or "left alone").
 // Types and their defaults only; the decisions are in decide.ts and the state files beside it.
 import type { JobDeploymentStatus, RayCluster, RayJobStatus } from '../../types.ts';
-import type { BatchJob, Pod } from '../../../kube/model.ts';
+import type { BatchJob, Pod, Service } from '../../../kube/model.ts';
 import type { EventSpec } from '../../event-reasons.ts';
 import type { JobSubmitRequest, SubmitterOptions } from '../builders.ts';
 import {
@@ -43,6 +43,8 @@ export interface Observed {
   /** K8sJobMode, its submitter Job failed: how its last attempt's container ended, as its pod says (null: no pod). */
   submitterAttempt?: SubmitterAttempt | null;
   dashboard?: DashboardObservation;
+  /** Running without a clusterSelector: the RayJob's own head Service, `<rayjob>-head-svc` (src/rayjob/head-service.ts). */
+  headService?: Service | null;
 }
 
 /** A submitter container's end as its pod reports it; `message` is the log tail (terminationMessagePolicy FallbackToLogsOnError). */
@@ -101,6 +103,10 @@ export type RayJobAction =
   | { type: 'deleteSubmitter'; name: string }
   | { type: 'submitRayJob'; cluster: string; request: JobSubmitRequest }
   | { type: 'stopRayJob'; cluster: string; jobId: string }
+  /** The RayJob's head Service (KubeRay reconcileServices): created when absent... */
+  | { type: 'createHeadService'; service: Service }
+  /** ...and moved to this attempt's cluster: the stored Service with the new spec, at the resourceVersion read. */
+  | { type: 'updateHeadService'; service: Service }
   | { type: 'deleteRayJob' };
 
 /** Actions that carry their own optimistic-concurrency guard (a JSON-patch `test` or a resourceVersion). */
@@ -115,7 +121,12 @@ export function isSelfGuarded(action: RayJobAction): boolean {
 
 /** Creations a repeat cannot duplicate (fixed names; the submission's fixed id): deciding one on a copy a moment old costs at most a pass that undoes it. */
 export function isRepeatableCreate(action: RayJobAction): boolean {
-  return action.type === 'createCluster' || action.type === 'createSubmitter' || action.type === 'submitRayJob';
+  return (
+    action.type === 'createCluster' ||
+    action.type === 'createSubmitter' ||
+    action.type === 'submitRayJob' ||
+    action.type === 'createHeadService'
+  );
 }
 
 /** What one pass decided for a RayJob this controller drives. */
