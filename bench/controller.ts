@@ -51,7 +51,7 @@ import { KubeClient } from '../kube/client.ts';
 import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
 import { InformerFactory } from '../kube/informer.ts';
 import type { KubeObject } from '../kube/model.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';
 import { runWith } from '../controller/redis-cleanup/cli.ts';

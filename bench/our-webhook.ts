@@ -15,7 +15,7 @@ import { freePort } from '../localcluster/net.ts';
 import { localWebhookConfigurations } from '../localcluster/webhook-config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { RAYCLUSTERS } from '../kube/resources.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 
 export const BENCH_WEBHOOK_LABEL = 'raykeeper-bench/webhook';

@@ -29,7 +29,7 @@ import { startControlPlane, type ControlPlane } from '../localcluster/control-pl
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { findRay } from '../localcluster/ray.ts';
 import { InformerFactory } from '../kube/informer.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { KubeClient } from '../kube/client.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import { CLUSTER_SELECTOR_KEY } from '../src/rayjob/constants.ts';

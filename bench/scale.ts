@@ -69,7 +69,7 @@ import { KubeClient } from '../kube/client.ts';
 import { InformerFactory } from '../kube/informer.ts';
 import { JOBS, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import type { KubeObject } from '../kube/model.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { errorMessage } from '../src/errors.ts';
 import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
 import { unpackedPackage } from '../test/helpers/package.ts';

@@ -28,8 +28,8 @@ import {
   RAY_CLUSTER_LABEL,
   RAY_NODE_TYPE_LABEL,
 } from '../src/names.ts';
-import type { Logger } from '../src/logger.ts';
-import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
+import type { Logger } from '../kube/logger.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../kube/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from '../kube/reconciler.ts';
 import { JOBS, LEASES, RAYCLUSTERS } from '../kube/resources.ts';

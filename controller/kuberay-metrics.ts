@@ -5,7 +5,7 @@
 import { runsModule, type ControllerContext } from '../kube/reconciler.ts';
 import { RAYJOBS } from '../kube/resources.ts';
 import { rayClusterSamples, rayJobSamples } from '../src/kuberay-metrics.ts';
-import { cachedGauge, type Registry, type Sample } from '../src/metrics.ts';
+import { cachedGauge, type Registry, type Sample } from '../kube/metrics.ts';
 import type { RayCluster, RayJob } from '../src/types.ts';
 import { MODULE } from './module-names.ts';
 import { operatorRayClusterInformer } from './raycluster/informers.ts';

@@ -14,7 +14,7 @@ import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts
 import { KubeClient } from '../kube/client.ts';
 import { DEPLOYMENTS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 import { RAY_IMAGE } from '../src/ray-release.ts';
 

@@ -13,7 +13,7 @@ import { TLSSocket } from 'node:tls';
 import type { HttpsOptions, KubeCredentials } from './kubeconfig.ts';
 import { SupersededVersions } from './superseded.ts';
 import { TokenBucket } from './rate-limit.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from './backoff.ts';
 
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';

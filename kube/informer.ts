@@ -13,7 +13,7 @@
 // - Periodic relist (`relistIntervalMs`) repairs anything a watch could have missed.
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
-import { Backoff, sleep, type BackoffOptions } from '../src/backoff.ts';
+import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
 import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './client.ts';
 import type { KubeObject, ObjectMeta, ObjectWithMeta } from './model.ts';
 

@@ -11,10 +11,10 @@
 // - After losing the lease the elector does not campaign again here: the manager exits the process.
 // - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
 //   next retry instead of waiting for the lease to expire.
-import { REAL_TIMERS, sleep, type Timers } from '../src/backoff.ts';
+import { REAL_TIMERS, sleep, type Timers } from './backoff.ts';
 import { LEASES } from './resources.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from './client.ts';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from './logger.ts';
 
 export interface LeaseSpec {
   holderIdentity?: string | null;

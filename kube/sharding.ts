@@ -36,8 +36,8 @@
 // shard back aborts its reconciles, waits for them (`drain`) while the Lease is still ours, then
 // releases it. The replica holding shard 0 does the singleton work and cleans up member Leases left by
 // replicas that died (unchanged for twice the lease duration).
-import { sleep } from '../src/backoff.ts';
-import type { Logger } from '../src/logger.ts';
+import { sleep } from './backoff.ts';
+import type { Logger } from './logger.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNotFound, type KubeClient } from './client.ts';
 import { LeaderElector, microTime, type LeaderTiming, type LeaseSpec } from './leader.ts';
 import { LEASES } from './resources.ts';

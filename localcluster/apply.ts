@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { APPLY_PATCH, type KubeClient, type ResourceRef } from '../kube/client.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 
 export interface KubeObject {
   apiVersion: string;

@@ -28,13 +28,13 @@ import { EventEmitter, once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { type Informer, InformerFactory } from '../kube/informer.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../kube/reconciler.ts';
 import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
 import { CONFIGMAPS, JOBS, SECRETS } from '../kube/resources.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
   backoffLimit,

@@ -13,7 +13,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { InformerFactory, type Informer } from '../kube/informer.ts';
 import type { KubeObject, OwnerReference } from '../kube/model.ts';
 import { isNotFound, KubeClient, type ResourceRef } from '../kube/client.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { JOBS, PODS, RAYCLUSTERS, RAYCRONJOBS, RAYJOBS, SERVICES } from '../kube/resources.ts';
 
 type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;

@@ -24,7 +24,7 @@ import { InformerFactory, type Informer } from '../kube/informer.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey } from '../kube/reconciler.ts';
 import { isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { Pod } from '../kube/model.ts';
 import type { EnvLookups } from '../kube/env.ts';

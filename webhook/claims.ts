@@ -25,8 +25,8 @@ import { RAYCLUSTERS } from '../kube/resources.ts';
 import type { ClaimLookup } from '../src/admission/storage-claims.ts';
 import { ClaimIndex, claimEntry, watchClaims, type ClaimEntry } from '../src/gcsft/claims.ts';
 import { errorMessage } from '../src/errors.ts';
-import type { Logger } from '../src/logger.ts';
-import { sharedGauge } from '../src/metrics.ts';
+import type { Logger } from '../kube/logger.ts';
+import { sharedGauge } from '../kube/metrics.ts';
 import type { RayCluster } from '../src/types.ts';
 
 /** What the cache keeps of a RayCluster. */

@@ -62,7 +62,7 @@
 // and never releases the finalizer of a cleanup it did not finish.
 import { MODULE } from '../module-names.ts';
 import type { Counter, Histogram } from 'prom-client';
-import { cachedGauge, sharedCounter, sharedHistogram } from '../../src/metrics.ts';
+import { cachedGauge, sharedCounter, sharedHistogram } from '../../kube/metrics.ts';
 import {
   GCS_FT_REDIS_CLEANUP_FINALIZER,
   RAY_API_VERSION,
@@ -84,7 +84,7 @@ import {
   type PodLite,
   type RayClusterCleanupDecision,
 } from '../../src/gcsft/decide.ts';
-import { isDeleting } from '../../src/finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
 import {
   buildCleanupJob,
@@ -113,6 +113,7 @@ import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import { operatorRayClusterInformer, rayClusterInformer, rayPodInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
 export { slimRayCluster } from '../raycluster/informers.ts';
@@ -247,6 +248,7 @@ export class RayClusterReconciler {
       metrics: ctx.metrics,
       kind: 'RayCluster',
       apiVersion: RAY_API_VERSION,
+      refusal: FINALIZER_REFUSAL,
     });
     this.gate = ctx.creationGate;
     watchClaims(this.clusters, this.claims, claimEntry);

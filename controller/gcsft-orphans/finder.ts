@@ -16,7 +16,7 @@ import { errorMessage, oneLine } from '../../src/errors.ts';
 import { EVENT_DELETED_ORPHANED_GCS_NAMESPACE, EVENT_ORPHANED_GCS_NAMESPACE } from '../../src/event-reasons.ts';
 import { decideGc, findOrphans, groupByRedis, orphanId, trackOrphans, type NamespaceOwner, type Orphan } from '../../src/gcsft/orphans.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
-import { cachedGauge, sharedCounter, type Registry } from '../../src/metrics.ts';
+import { cachedGauge, sharedCounter, type Registry } from '../../kube/metrics.ts';
 import type { RayCluster } from '../../src/types.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ControllerContext, ControllerRegistration } from '../../kube/reconciler.ts';

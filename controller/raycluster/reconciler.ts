@@ -86,7 +86,7 @@ import {
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
-import { isDeleting } from '../../src/finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);

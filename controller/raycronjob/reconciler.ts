@@ -7,8 +7,8 @@
 // must not delete a RayJob. A 409 on the status write means "re-read from the API and decide again".
 import type { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYCRONJOB_NAME_LABEL } from '../../src/names.ts';
-import type { Logger } from '../../src/logger.ts';
-import { sharedCounter, type Registry } from '../../src/metrics.ts';
+import type { Logger } from '../../kube/logger.ts';
+import { sharedCounter, type Registry } from '../../kube/metrics.ts';
 import { decideRayCronJob, type RayCronJobDecision } from '../../src/raycronjob/decide.ts';
 import type { RayCronJob, RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';

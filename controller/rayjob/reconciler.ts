@@ -28,8 +28,8 @@
 // created that its cache has not shown yet is not taken as absent: a GET looks.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
-import type { Logger } from '../../src/logger.ts';
-import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
+import type { Logger } from '../../kube/logger.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../../kube/metrics.ts';
 import type { BatchJob, ObjectWithMeta, Pod, Secret } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
@@ -60,9 +60,10 @@ import {
   type KubeClient,
   type ResourceRef,
 } from '../../kube/client.ts';
-import type { JsonPatchOp } from '../../src/json-patch.ts';
+import type { JsonPatchOp } from '../../kube/json-patch.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
-import type { FinalizerChange } from '../../src/finalizer.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
+import type { FinalizerChange } from '../../kube/finalizer-patches.ts';
 import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
 import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
@@ -161,6 +162,7 @@ export class RayJobReconciler implements Reconciler {
       metrics: deps.metrics,
       kind: 'RayJob',
       apiVersion: RAY_API_VERSION,
+      refusal: FINALIZER_REFUSAL,
     });
     this.transitions = sharedCounter(deps.metrics, {
       name: 'raykeeper_rayjob_transitions_total',

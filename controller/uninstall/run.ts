@@ -21,6 +21,7 @@ import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { isConflict, isForbidden, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
 import { KubeEventRecorder, type EventRecorder } from '../../kube/events.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import { InformerFactory, type Informer } from '../../kube/informer.ts';
 import type { ObjectWithMeta } from '../../kube/model.ts';
 import { runWorkers, WorkQueue } from '../../kube/queue.ts';
@@ -28,13 +29,13 @@ import { CreationGate } from '../../kube/creation-gate.ts';
 import { objectKey, RetryNoLaterError, splitKey, type ControllerContext, type Reconciler } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { hostname } from 'node:os';
-import { createMetricsRegistry } from '../../src/metrics.ts';
-import { sleep } from '../../src/backoff.ts';
-import type { Logger } from '../../src/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
+import { sleep } from '../../kube/backoff.ts';
+import type { Logger } from '../../kube/logger.ts';
 import { errorMessage } from '../../src/errors.ts';
-import type { EventType } from '../../src/event-reasons.ts';
+import type { EventType } from '../../kube/events.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION } from '../../src/names.ts';
-import { hasFinalizer, isDeleting } from '../../src/finalizer.ts';
+import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
@@ -234,7 +235,7 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     new KubeEventRecorder({ kube, component: UNINSTALL_COMPONENT, instance: hostname(), logger: o.logger.child({}, { level: 'error' }) }),
     o.say,
   );
-  const finalizers = new FinalizerPatcher({ kube, events, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
+  const finalizers = new FinalizerPatcher({ kube, events, kind: 'RayCluster', apiVersion: RAY_API_VERSION, refusal: FINALIZER_REFUSAL });
   const rows = new Map<string, Row>(); // by UID
   const released = new Set<string>();
   const tries = new Map<string, number>();

@@ -10,7 +10,7 @@ import type { KubeClient } from '../../kube/client.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import type { KubeObject } from '../../kube/model.ts';
 import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 export interface StopTargets {
   /** Where raykeeper runs (the controller Deployment's namespace). */

@@ -33,7 +33,7 @@ import {
   type ServiceRecord,
 } from './config.ts';
 import { restoreHost, run, setUpNetwork, snapshotHost } from './host.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 export interface NodeClusterOptions {
   /** Where to write the admin kubeconfig (default <state dir>/kubeconfig). */

@@ -24,7 +24,7 @@ import { ENV_REDIS_ADDRESS } from '../names.ts';
 import { redisIdentity } from '../redis/identity.ts';
 import type { RayCluster } from '../types.ts';
 import type { EnvVar } from '../../kube/model.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { gcsFtFinalizerRule } from './rules.ts';
 import {
   cleanupEnv,

@@ -43,7 +43,7 @@ import {
 import type { RayCluster } from '../types.ts';
 import type { BatchJob } from '../../kube/model.ts';
 import { redactAddress } from '../redis/address.ts';
-import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
 import { describeClaimants, type Claimant } from './claims.ts';
 import { cleanupJobName, clusterLabelValue, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
 import { cleanupEnv, describeStorageNamespace, headContainer, storageNamespaceSourceProblem } from './redis-env.ts';

@@ -10,7 +10,7 @@
 import { AddressError, formatHostPort, parseRedisAddress } from '../redis/address.ts';
 import { storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { cleanupEnv, effectiveStorageNamespace } from './redis-env.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import type { EnvVar } from '../../kube/model.ts';

@@ -15,7 +15,7 @@
 import { formatTime, parseTime } from '../time.ts';
 import { RAYJOB_FINALIZER } from '../names.ts';
 import { isManagedExternally } from '../gcsft/rules.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { JOB_DEPLOYMENT_STATUSES, type JobDeploymentStatus, type RayCluster, type RayJob, type RayJobStatus } from '../types.ts';
 import type { BatchJob, Pod } from '../../kube/model.ts';
 import {

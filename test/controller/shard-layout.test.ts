@@ -8,8 +8,8 @@ import { pino } from 'pino';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { LEASES } from '../../kube/resources.ts';
 import { memberLeaseName, SHARDS_ANNOTATION } from '../../kube/shards.ts';
-import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
-import { sleep } from '../../src/backoff.ts';
+import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../raycluster/harness.ts';
 

@@ -10,7 +10,7 @@ import { LEASES } from '../../kube/resources.ts';
 import { ShardCoordinator } from '../../kube/sharding.ts';
 import { microTime } from '../../kube/leader.ts';
 import { shardLeaseName } from '../../kube/shards.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 

@@ -13,8 +13,8 @@ import { isNotLeader, KubeClient, MERGE_PATCH, NotLeaderError } from '../../kube
 import { LeaderElector } from '../../kube/leader.ts';
 import { Manager } from '../../kube/manager.ts';
 import { RetryNoLaterError } from '../../kube/reconciler.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CONFIGMAPS, LEASES } from '../../kube/resources.ts';
 import { metricValue } from '../raycluster/harness.ts';

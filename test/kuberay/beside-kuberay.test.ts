@@ -14,7 +14,7 @@ import { startController, type RunningController } from '../../controller/main.t
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
-import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
+import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';

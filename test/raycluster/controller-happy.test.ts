@@ -20,7 +20,7 @@ import {
   until,
 } from './harness.ts';
 import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import type { RunningController } from '../../controller/main.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {

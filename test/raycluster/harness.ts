@@ -8,7 +8,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
-import { createLogger, type Logger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../kube/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';

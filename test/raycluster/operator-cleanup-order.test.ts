@@ -9,7 +9,7 @@ import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import type { ControllerContext, ReconcilerModule } from '../../kube/reconciler.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import {

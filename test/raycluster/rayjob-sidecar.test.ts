@@ -23,7 +23,7 @@ import type { BatchJob, Pod } from '../../kube/model.ts';
 import type { RayCluster, RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
 import { EVENTS, JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

@@ -7,7 +7,7 @@ import { startController } from '../../controller/main.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import type { Pod, Secret } from '../../kube/model.ts';
 import { PODS, RAYCLUSTERS, SECRETS } from '../../kube/resources.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { capturingLogger } from '../webhook/helpers.ts';

@@ -6,8 +6,8 @@
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { EVENTS, RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
 import { parseSchedule } from '../../src/raycronjob/schedule.ts';

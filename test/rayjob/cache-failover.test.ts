@@ -11,7 +11,7 @@ import { operatorRayClusterInformer, rayClusterInformer } from '../../controller
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 /** A harness and a replica reading the RayJob caches, its API requests recorded in `calls`. */
 async function cachedReplica(t: Test) {

@@ -19,7 +19,7 @@ import { redisServerMissing } from '../helpers/redis-server.ts';
 import { kubeconfigFile } from '../helpers/control-plane.ts';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import {
   createCluster,
   env,

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger } from '../../../src/logger.ts';
+import { createLogger } from '../../../kube/logger.ts';
 import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/shell.ts';
@@ -18,7 +18,7 @@ import { KubeClient } from '../../../kube/client.ts';
 import { RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
-import { sleep } from '../../../src/backoff.ts';
+import { sleep } from '../../../kube/backoff.ts';
 import { EVENTS, JOBS, RAYCLUSTERS, RAYJOBS } from '../../../kube/resources.ts';
 
 export const FAKE_RAY = join(dirname(fileURLToPath(import.meta.url)), 'fake-ray.mjs');
