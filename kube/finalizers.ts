@@ -83,18 +83,18 @@ export class FinalizerPatcher {
    * to do. Throws FinalizerPatchRejectedError after a Warning event when the API refuses the change,
    * and any other error as it came.
    */
-  async patch<T = unknown>(
-    ref: ResourceRef,
+  async patch<K = unknown>(
+    ref: ResourceRef<K>,
     obj: { metadata: ObjectMeta },
     change: FinalizerChange,
     finalizer: string,
     signal?: AbortSignal,
-  ): Promise<FinalizerPatchOutcome<T>> {
+  ): Promise<FinalizerPatchOutcome<K>> {
     const ops = change === 'add' ? addFinalizerPatch(obj.metadata, finalizer) : removeFinalizerPatch(obj.metadata, finalizer);
     if (!ops) return { result: 'unchanged' };
     const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });
     try {
-      const object = await this.kube.patch<T>(ref, ops, JSON_PATCH, { signal, basedOn: obj.metadata.resourceVersion });
+      const object = await this.kube.patch(ref, ops, JSON_PATCH, { signal, basedOn: obj.metadata.resourceVersion });
       count('patched');
       return { result: 'patched', object };
     } catch (err) {

@@ -665,5 +665,5 @@ function label(i: Informer): string {
   const res = `${s.plural}.${s.group || 'core'}`;
   const ns = s.namespace ? `@${s.namespace}` : '';
   const sel = s.labelSelector ? `{${s.labelSelector}}` : '';
-  return `${res}${ns}${sel}${s.transformId ? `#${s.transformId}` : ''}`;
+  return `${res}${ns}${sel}${i.projection.id ? `#${i.projection.id}` : ''}`;
 }

@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
 import { type Informer, InformerFactory } from '../kube/informer.ts';
+import type { BatchJob } from '../kube/model.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../kube/reconciler.ts';
 import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
@@ -145,7 +146,7 @@ export class JobRunner extends EventEmitter {
   private readonly kube: KubeClient;
   private readonly factory: InformerFactory;
   /** namespace ('' for all) -> the informer caching its Jobs. */
-  private readonly informers = new Map<string, Informer>();
+  private readonly informers = new Map<string, Informer<BatchJob>>();
   private readonly queue = new WorkQueue({ retry: { baseMs: 200, maxMs: 10_000, factor: 2, jitter: 0.2 } });
   private readonly log: Logger;
   private readonly commands: CommandTable;
@@ -383,16 +384,16 @@ export class JobRunner extends EventEmitter {
     const ref = { ...JOBS, namespace: job.metadata.namespace, name: job.metadata.name };
     let fresh: RunnerJob | undefined = job.metadata.resourceVersion ? job : undefined;
     for (let attempt = 0; attempt < 10; attempt++) {
-      fresh ??= await this.kube.getOrUndefined<RunnerJob>(ref);
+      fresh ??= (await this.kube.getOrUndefined(ref)) as RunnerJob | undefined; // the API server's Job has what RunnerJob requires
       if (!fresh || (job.metadata.uid && fresh.metadata.uid !== job.metadata.uid)) return undefined;
       const status = compute(fresh);
       if (status === null) return undefined;
       try {
-        return await this.kube.patch<RunnerJob>(
+        return (await this.kube.patch(
           { ...ref, subresource: 'status' },
           { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status },
           MERGE_PATCH,
-        );
+        )) as RunnerJob;
       } catch (err) {
         if (isNotFound(err)) return undefined;
         if (!isConflict(err)) throw err;

@@ -45,7 +45,7 @@ import {
   type RayJobAction,
   type RayJobStep,
 } from '../../src/rayjob/machine.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -66,7 +66,7 @@ import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import type { FinalizerChange } from '../../kube/finalizer-patches.ts';
 import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { JOBS, PODS, SECRETS } from '../../kube/resources.ts';
 import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
@@ -247,10 +247,14 @@ export class RayJobReconciler implements Reconciler {
   }
 
   /** From the cache when it has the object; a miss (or no cache) is a GET. `null`: it does not exist. */
-  private async read<T extends ObjectWithMeta>(cache: Informer<T> | undefined, ref: ResourceRef, signal?: AbortSignal): Promise<T | null> {
+  private async read<T extends ObjectWithMeta>(
+    cache: Informer<T> | undefined,
+    ref: ResourceRef<T>,
+    signal?: AbortSignal,
+  ): Promise<T | null> {
     const cached = cache?.getByName(ref.namespace, ref.name ?? '');
     if (cached !== undefined) return cached;
-    return (await this.kube.getOrUndefined<T>(ref, { signal })) ?? null;
+    return (await this.kube.getOrUndefined(ref, { signal })) ?? null;
   }
 
   /**
@@ -275,7 +279,7 @@ export class RayJobReconciler implements Reconciler {
       const unguarded = decision.actions.filter((a) => !isSelfGuarded(a));
       const trusted = trustCache && unguarded.every(isRepeatableCreate) && this.cacheIsOurLastWrite(key, job);
       if (unguarded.length > 0 && !trusted) {
-        const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
+        const stored = await this.kube.getOrUndefined(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
         if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {
           throw new Moved(`stored resourceVersion ${stored.metadata.resourceVersion} is not the decided ${job.metadata.resourceVersion}`);
@@ -319,8 +323,8 @@ export class RayJobReconciler implements Reconciler {
     return written;
   }
 
-  private ref(job: RayJob, subresource?: string): ResourceRef {
-    const ref: ResourceRef = { ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' };
+  private ref(job: RayJob, subresource?: string): ResourceRef<RayJob> {
+    const ref: ResourceRef<RayJob> = { ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' };
     if (subresource) ref.subresource = subresource;
     return ref;
   }
@@ -350,7 +354,7 @@ export class RayJobReconciler implements Reconciler {
     const name = authSecretName(cluster);
     let secret: Secret | undefined;
     try {
-      secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
+      secret = await this.kube.getOrUndefined({ ...SECRETS, namespace, name }, { signal });
     } catch (err) {
       if (!isForbidden(err)) throw err;
       const message = `failed to get auth secret ${namespace}/${name}: forbidden; the controller's RBAC must grant get on Secrets in this namespace (manifests/base/rbac-controller.yaml, the chart's controller ClusterRole or Role: docs/reference/controller-rbac.md)`;
@@ -433,7 +437,7 @@ export class RayJobReconciler implements Reconciler {
     const cached = this.caches?.headPods?.list(namespace).find(isHead);
     if (cached !== undefined) return cached;
     const selector = `${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`;
-    const listed = await this.kube.list<Pod>({ ...PODS, namespace }, { labelSelector: selector, signal });
+    const listed = await this.kube.list({ ...PODS, namespace }, { labelSelector: selector, signal });
     return listed.items[0] ?? null;
   }
 
@@ -447,7 +451,7 @@ export class RayJobReconciler implements Reconciler {
       status: decision.status,
     };
     try {
-      return this.wrote(await this.kube.replace<RayJob>(this.ref(current, 'status'), body, { signal }));
+      return this.wrote(await this.kube.replace(this.ref(current, 'status'), body, { signal }));
     } catch (err) {
       if (isConflict(err)) throw new Moved(`status write conflicted (${decision.from} -> ${decision.next})`);
       if (isNotFound(err)) return undefined;
@@ -457,7 +461,7 @@ export class RayJobReconciler implements Reconciler {
 
   /** A failed `test` (or the RayJob gone) means re-read; a refusal by the API throws (Warning, backoff). */
   private async patchFinalizer(current: RayJob, change: FinalizerChange, signal?: AbortSignal): Promise<RayJob> {
-    const r = await this.finalizers.patch<RayJob>(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
+    const r = await this.finalizers.patch(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
     if (r.result === 'patched') return this.wrote(r.object);
     if (r.result === 'unchanged') return current;
     throw new Moved(r.result === 'gone' ? 'the RayJob is gone' : 'finalizers changed since read');
@@ -469,7 +473,7 @@ export class RayJobReconciler implements Reconciler {
     const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
     try {
       return this.wrote(
-        await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion }),
+        await this.kube.patch(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion }),
       );
     } catch (err) {
       if (isConflict(err)) throw new Moved(`the RayJob changed before ${what} was written`);

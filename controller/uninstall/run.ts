@@ -27,7 +27,6 @@ import type { ObjectWithMeta } from '../../kube/model.ts';
 import { runWorkers, WorkQueue } from '../../kube/queue.ts';
 import { CreationGate } from '../../kube/creation-gate.ts';
 import { objectKey, RetryNoLaterError, splitKey, type ControllerContext, type Reconciler } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { hostname } from 'node:os';
 import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { sleep } from '../../kube/backoff.ts';
@@ -36,7 +35,7 @@ import { errorMessage } from '../../src/errors.ts';
 import type { EventType } from '../../kube/events.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION } from '../../src/names.ts';
 import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayClusterFtView, type RayJob } from '../../src/types.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
 import {
@@ -164,7 +163,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
 }
 
 async function dryRun(kube: KubeClient, namespace: string | undefined, signal: AbortSignal | undefined): Promise<Row[]> {
-  const clusters = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace }, { signal })).items;
+  const clusters = (await kube.list({ ...RAYCLUSTERS, namespace }, { signal })).items;
   const rows: Row[] = [];
   for (const c of clusters) {
     const d = decideUninstall(c, new Set());
@@ -189,7 +188,7 @@ async function resetNewRayJobs(
 ): Promise<void> {
   let jobs: RayJob[];
   try {
-    jobs = (await kube.list<RayJob>({ ...RAYJOBS, namespace }, { signal: o.signal })).items;
+    jobs = (await kube.list({ ...RAYJOBS, namespace }, { signal: o.signal })).items;
   } catch (err) {
     if (isNotFound(err) || isForbidden(err))
       return o.say(`RayJobs: not looked at (${isNotFound(err) ? 'no RayJob API' : 'not allowed to list them'})`);
@@ -243,8 +242,8 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
   try {
     cleanup = await CleanupDriver.start(kube, o, run, events, finalizers);
     for (let pass = 1; pass <= MAX_PASSES && !o.signal?.aborted; pass++) {
-      const held = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter(
-        (c) => hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
+      const held = (await kube.list({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
+        hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
       );
       const deleting = held.filter((c) => isDeleting(c)).length;
       o.say(
@@ -288,7 +287,7 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     // cluster within a reconcile: give it that long before the last look, so the report and the Events say so.
     if (released.size > 0) await sleep(Math.max(0, Math.min(ADDED_BACK_SETTLE_MS, deadline - now())), o.signal);
     // What is left, from the API.
-    const left = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
+    const left = (await kube.list({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
       hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
     );
     for (const c of left) {
@@ -338,7 +337,7 @@ class CleanupDriver {
   private readonly events: RememberingRecorder;
   private readonly finalizers: FinalizerPatcher;
   private readonly informers: InformerFactory;
-  private readonly clusters: Informer<RayCluster>;
+  private readonly clusters: Informer<RayClusterFtView>;
   private readonly reconciler: Reconciler;
 
   private constructor(parts: {
@@ -348,7 +347,7 @@ class CleanupDriver {
     events: RememberingRecorder;
     finalizers: FinalizerPatcher;
     informers: InformerFactory;
-    clusters: Informer<RayCluster>;
+    clusters: Informer<RayClusterFtView>;
     reconciler: Reconciler;
   }) {
     this.kube = parts.kube;
@@ -473,13 +472,13 @@ class CleanupDriver {
     const cached = this.clusters.get(key);
     if (cached && cached.metadata.uid === uid && hasFinalizer(cached.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER)) return false;
     const { namespace, name } = splitKey(key);
-    const fresh = await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
+    const fresh = await this.kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
     return !fresh || fresh.metadata.uid !== uid || !hasFinalizer(fresh.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
   }
 
   private async releaseAtDeadline(key: string, uid: string): Promise<void> {
     const { namespace, name } = splitKey(key);
-    const fresh = await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
+    const fresh = await this.kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
     if (!fresh || fresh.metadata.uid !== uid || !hasFinalizer(fresh.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER))
       return this.finished(key, uid);
     const r = await this.finalizers.patch(

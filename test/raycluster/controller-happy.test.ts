@@ -19,7 +19,8 @@ import {
   seedRay,
   until,
 } from './harness.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { PODS } from '../../kube/resources.ts';
 import { sleep } from '../../kube/backoff.ts';
 import type { RunningController } from '../../controller/main.ts';
 
@@ -94,7 +95,7 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   await createPods(e, created, { headNodeName: 'node-1' });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'slowhead' });
   const head = await until(async () => {
-    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({
+    const p = await e.kube.getOrUndefined({
       ...PODS,
       namespace: e.ns.name,
       name: 'slowhead-head',
