@@ -119,6 +119,15 @@ function withCondition(conditions: JobCondition[], next: JobCondition): JobCondi
   return [...conditions.filter((c) => c.type !== next.type), next];
 }
 
+/** The job controller's pod failure backoff: 10 s before the attempt after the first failure, doubled each time, at most 6 min. */
+export const POD_FAILURE_BACKOFF_MS = 10_000;
+export const MAX_POD_FAILURE_BACKOFF_MS = 360_000;
+
+/** The pause before the next attempt after `failed` failed ones (`baseMs` after the first), as the job controller waits. */
+export function retryDelay(failed: number, baseMs = POD_FAILURE_BACKOFF_MS, maxMs = MAX_POD_FAILURE_BACKOFF_MS): number {
+  return Math.min(baseMs * 2 ** Math.max(failed - 1, 0), maxMs);
+}
+
 /** The status patch that claims a Job: what the job controller writes when it creates the pod. */
 export function startStatus(job: RunnerJob, now: Date): Record<string, unknown> {
   const status: Record<string, unknown> = { startTime: k8sTime(now), active: 1, ready: 0 };

@@ -21,8 +21,11 @@
 //
 // Idempotent across restarts: a Job whose startTime is set is never run again (by this or another
 // runner); if it was left unfinished by a runner that stopped, only its activeDeadlineSeconds ends it.
+// A failed attempt is followed by the next one after the job controller's pod failure backoff (10 s,
+// doubled after each failure, at most 6 min; tests pass a shorter base): a stand-in that retried at once
+// gave a submitter a hundredth of the time a real cluster gives it to meet a head that is still starting.
 // Not modelled: parallelism/completions > 1, indexed Jobs, podFailurePolicy, successPolicy, pod
-// objects (no Pod is created), ttlSecondsAfterFinished, the exponential 10 s pod backoff (retryDelayMs).
+// objects (no Pod is created), ttlSecondsAfterFinished.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -49,6 +52,7 @@ import {
   localCommand,
   localPod,
   type JobRunOutcome,
+  retryDelay,
   retryStatus,
   startStatus,
   suspendedStatus,
@@ -82,7 +86,7 @@ export interface JobRunnerOptions {
   /** Working directory when the container's workingDir does not exist locally (default: process.cwd()). */
   cwd?: string;
   logger?: Logger;
-  /** Pause between a failed attempt and the next one (the job controller's is 10 s, doubling). Default 1000. */
+  /** Pause after the first failed attempt, doubled after each further one, at most 6 min (the job controller's). Default 10000. */
   retryDelayMs?: number;
   /** Pause between tries to resolve env whose Secret/ConfigMap is missing (the kubelet retries too). Default 1000. */
   envRetryMs?: number;
@@ -555,7 +559,7 @@ export class JobRunner extends EventEmitter {
         break;
       }
       await this.writeStatus(job, (fresh) => (decideJobRun(fresh, true).kind === 'running' ? retryStatus(failed) : null));
-      await sleep(this.options.retryDelayMs ?? 1000, run.abort.signal);
+      await sleep(retryDelay(failed, this.options.retryDelayMs), run.abort.signal);
     }
     if (run.stopReason === 'deadline') outcome = DEADLINE_EXCEEDED;
     if (run.stopReason === 'deadline' && exitCode !== 0) failed++; // the killed pod counts as failed

@@ -4,7 +4,12 @@
 // - ports: KubeRay's fixed ones (6379, 8265, 10001, 52365, 8080) would collide between clusters and with
 //   other tests, so each head gets free ones, appended to its `ray start` line (the last value of a
 //   repeated flag wins) and put in RAY_ADDRESS / RAY_PORT; a worker's `--address=<head svc FQDN>:<port>`
-//   becomes `127.0.0.1:<that head's GCS port>` (a worker waits until its head runs here);
+//   becomes `127.0.0.1:<that head's GCS port>`. A worker with init containers (the operator's
+//   wait-gcs-ready) starts once its head's Ray runs here, as that init container waits for the GCS;
+//   without, once its head was started;
+// - a Ray temp dir per pod, as each pod has its own /tmp: every `ray start` records its cluster's GCS
+//   address in `<temp dir>/ray_current_cluster`, and Ray's job supervisor gives a job's driver that
+//   address, so with one dir for all pods a job's driver joined whichever cluster started a node last;
 // - a head's SidecarMode submitter container (`ray-job-submitter`) runs beside its Ray container, its
 //   `127.0.0.1:<dashboard port>` pointed at the head's loopback dashboard port;
 // - status, as a kubelet writes it through /status: Running + Ready (podIP 127.0.0.1) once `ray start`
@@ -16,7 +21,7 @@
 // deletes and re-creates a failed pod, as KubeRay does).
 // Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
 // time, from the cached pod (a worker waiting for its head is tried again a second later).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -83,10 +88,14 @@ export class RayPodRunner {
   private readonly log: Logger;
   private readonly queue = new WorkQueue();
   private readonly running = new Map<ObjectKey, Running>();
+  /** Worker pods waiting for their head (pod key -> cluster key). */
+  private readonly waitingWorkers = new Map<ObjectKey, string>();
   private workers: Promise<void> = Promise.resolve();
-  /** cluster key (namespace/name) -> the GCS and dashboard ports of its head running here. */
-  private readonly heads = new Map<string, { gcs: number; dashboard: number }>();
+  /** cluster key (namespace/name) -> the GCS and dashboard ports of its head running here; `up`: its Ray runs. */
+  private readonly heads = new Map<string, { gcs: number; dashboard: number; up: boolean }>();
   private temp = '';
+  /** Names the pods' temp dirs (short: Ray's socket paths under them must stay below 107 characters). */
+  private podsStarted = 0;
   private stopped = false;
 
   constructor(options: RayPodRunnerOptions) {
@@ -136,6 +145,7 @@ export class RayPodRunner {
       await stopAll(here);
       this.log.info({ pod: key }, 'stopped the Ray process of a deleted pod');
     }
+    if (!p || p.metadata.deletionTimestamp) this.waitingWorkers.delete(key);
     if (
       !p ||
       p.metadata.deletionTimestamp ||
@@ -159,14 +169,20 @@ export class RayPodRunner {
     const c = pod.spec!.containers[0]!;
     const line = c.args?.[0] ?? '';
     const cluster = `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`;
+    const head = this.heads.get(cluster);
+    const isHead = p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head';
+    // A worker waits for its head: to be started here, and with the wait-gcs-ready init container to run.
+    if (!isHead && (head === undefined || ((p.spec?.initContainers ?? []).length > 0 && !head.up))) return undefined;
+    const temp = join(this.temp, String(++this.podsStarted));
+    await mkdir(temp);
     const [agent, metrics] = [await freePort(), await freePort()];
-    const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${this.temp} --disable-usage-stats`;
-    if (p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head') {
+    const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${temp} --disable-usage-stats`;
+    if (isHead) {
       const [gcs, dashboard, client] = [await freePort(), this.o.dashboardPort ?? (await freePort()), await freePort()];
       c.args = [
         `${line}${common} --port=${gcs} --dashboard-host=127.0.0.1 --dashboard-port=${dashboard} --ray-client-server-port=${client}`,
       ];
-      this.heads.set(cluster, { gcs, dashboard });
+      this.heads.set(cluster, { gcs, dashboard, up: false });
       if (pod.spec!.containers.some((x) => x.name === AUTOSCALER_CONTAINER_NAME))
         this.log.warn({ pod: `${p.metadata.namespace}/${p.metadata.name}` }, AUTOSCALING_NEEDS_KUBELET);
       const extraEnv = { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' };
@@ -178,8 +194,7 @@ export class RayPodRunner {
       s.args = (s.args ?? []).map((a) => a.replace(inPod, `127.0.0.1:${dashboard}`));
       return { pod, extraEnv, submitter };
     }
-    const gcs = this.heads.get(cluster)?.gcs;
-    if (gcs === undefined) return undefined;
+    const gcs = head!.gcs;
     c.args = [`${line.replace(/--address=\S+/, `--address=127.0.0.1:${gcs}`)}${common}`];
     return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
   }
@@ -202,9 +217,12 @@ export class RayPodRunner {
   private async launch(key: ObjectKey, p: Pod): Promise<void> {
     const local = await this.localize(p);
     if (!local) {
-      this.queue.addAfter(key, 1000); // a worker whose head does not run here yet
+      // A worker whose head does not run here yet: tried again when it does, or in a second.
+      this.waitingWorkers.set(key, `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`);
+      this.queue.addAfter(key, 1000);
       return;
     }
+    this.waitingWorkers.delete(key);
     const lookups = this.lookups();
     const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups, extraEnv: local.extraEnv });
     const submitter =
@@ -261,6 +279,12 @@ export class RayPodRunner {
       rayReady = true;
       states.set(rayName, { state: { running: { startedAt: started } }, ready: true });
       write();
+      const head = headOf === undefined ? undefined : this.heads.get(headOf);
+      if (head !== undefined && this.running.get(key) === entry) {
+        head.up = true;
+        // Its workers waiting here go now (their keys were put back with a delay; do not wait for it).
+        for (const [k, w] of this.waitingWorkers) if (w === headOf) this.queue.add(k);
+      }
     };
     proc.proc.stdout!.on('data', onData);
     proc.proc.stderr!.on('data', onData);
@@ -270,6 +294,8 @@ export class RayPodRunner {
       this.running.delete(key);
       this.log.warn({ pod: key, code, output: proc.log().slice(-1000) }, 'a Ray pod process ended');
       rayExit = code ?? 137;
+      const head = headOf === undefined ? undefined : this.heads.get(headOf);
+      if (head !== undefined) head.up = false;
       states.set(rayName, { state: terminated(code), ready: false });
       write();
       // The pod is Failed and forgotten here (the operator deletes it): its submitter must not outlive it.

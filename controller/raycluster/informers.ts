@@ -10,6 +10,7 @@ import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../sr
 import { MODULE } from '../module-names.ts';
 import { RAYCLUSTERS, type RayCluster, type RayClusterFtView } from '../../src/types.ts';
 import { headRedisSettings } from '../../src/gcsft/redis-env.ts';
+import { KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -71,12 +72,23 @@ export function rayClusterInformer(ctx: ControllerContext): Informer<RayClusterF
   return operatorRayClusterInformer(ctx) ?? ctx.informers.get(RAYCLUSTERS, FT_RAYCLUSTER);
 }
 
-/** Pods: what the plan and the status read (name, labels, owner, deletion, phase, readiness, IP, every container's state). */
+/** The pod annotations the plan reads: the head's upgrade stamp (src/raycluster/upgrade.ts). */
+const KEPT_POD_ANNOTATIONS = [RECREATE_HASH_ANNOTATION, KUBERAY_VERSION_ANNOTATION];
+
+/**
+ * Pods: what the plan and the status read (name, labels, owner, deletion, the upgrade stamp, phase, readiness,
+ * IP, every container's state).
+ */
 export function slimPod(obj: Pod): Pod {
   const spec = obj.spec;
   const status = obj.status;
+  const annotations = obj.metadata.annotations ?? {};
+  const kept = KEPT_POD_ANNOTATIONS.filter((k) => typeof annotations[k] === 'string');
   return {
-    metadata: slimMetadata(obj),
+    metadata: {
+      ...slimMetadata(obj),
+      ...(kept.length > 0 ? { annotations: Object.fromEntries(kept.map((k) => [k, annotations[k]!])) } : {}),
+    },
     spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
     status: status
       ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }

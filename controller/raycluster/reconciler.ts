@@ -3,9 +3,19 @@
 // src/raycluster/desired.ts what to do, applies it, computes the status with src/raycluster/status.ts
 // and writes it through /status only when it changed.
 //
-// - A stale cache never creates a second head pod: the head has a fixed name (a second create is an
-//   AlreadyExists), and every create / delete is recorded as an expectation; a group whose writes the
-//   cache does not show yet is left alone until it does (src/raycluster/expectations.ts).
+// - A stale cache never creates a second head pod: pods get KubeRay's generated names
+//   (src/raycluster/names.ts), and every create / delete is recorded as an expectation under the name the
+//   API server gave; a group whose writes the cache does not show yet is left alone until it does
+//   (src/raycluster/expectations.ts). A re-created head never waits for its predecessor's name.
+// - Triggers, as KubeRay's predicates on its RayCluster watch: a RayCluster event queues a pass only when
+//   its generation (spec), labels, annotations, finalizers or deletion changed. A status-only change (ours or
+//   anyone's) queues none: after writing the status a pass comes back in 2 s (KubeRay's requeue after a status
+//   write: a suspend goes on from its new condition), a pass skipped on a copy our own write replaced in 1 s.
+//   A status edited by someone else is left as written until the next pass for another reason (a pod event,
+//   the periodic resync), then recomputed; KubeRay's RayJob copies the cluster's status meanwhile (its e2e
+//   "RayCluster status update propagates to RayJob").
+// - upgradeStrategy Recreate (src/raycluster/upgrade.ts): every pod deleted when the head's spec hash is
+//   stale; a head stamped by KubeRay gets our stamp with a metadata patch (pods patch, base RBAC).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
 // - Token auth: the auth Secret is generated when it is ours to make (create: manifests/base) and read
@@ -15,6 +25,7 @@
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
+import { createHash } from 'node:crypto';
 import { MODULE } from '../module-names.ts';
 import { Counter } from 'prom-client';
 import {
@@ -38,9 +49,10 @@ import { Expectations, type CacheLookup } from '../../src/raycluster/expectation
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
 import type { ApiObject, KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
-import { isAlreadyExists, isForbidden, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { isAlreadyExists, isForbidden, isNotFound, MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import {
+  objectKey,
   ownerKeys,
   splitKey,
   type ControllerContext,
@@ -90,6 +102,10 @@ import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
+/** KubeRay's DefaultRequeueDuration: after an error, a status write, a group waiting for the cache. */
+const DEFAULT_REQUEUE_MS = 2_000;
+/** A pass that met a copy our own status write replaced (the watch event of a status write queues nothing). */
+const STALE_REQUEUE_MS = 1_000;
 /** A token-auth cluster waiting for its Secret (not watched) looks again this often. */
 const BLOCKED_REQUEUE_MS = 10_000;
 
@@ -129,6 +145,18 @@ function clusterKeys(obj: KubeObject): ObjectKey[] {
   return name && obj.metadata?.namespace ? [`${obj.metadata.namespace}/${name}`] : [];
 }
 
+/**
+ * What makes a RayCluster event worth a pass (KubeRay's GenerationChanged / LabelChanged / AnnotationChanged
+ * predicates, plus the finalizers the GCS-FT cleanup adds, which our first pod waits for, and the deletion).
+ * A digest: one short string per cluster in memory.
+ */
+function triggerSignature(cluster: ObjectWithMeta): string {
+  const m = cluster.metadata ?? {};
+  const sorted = (o: Record<string, string> | null | undefined) => Object.entries(o ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const what = [m.generation ?? null, sorted(m.labels), sorted(m.annotations), m.finalizers ?? [], m.deletionTimestamp ?? null];
+  return createHash('sha1').update(JSON.stringify(what)).digest('base64');
+}
+
 function isTerminating(obj: ObjectWithMeta): boolean {
   const ts = obj.metadata?.deletionTimestamp;
   return typeof ts === 'string' && ts !== '';
@@ -153,6 +181,8 @@ export class RayClusterOperator {
   /** `<cluster uid>/<kind>/<name>` -> when the autoscaler's RBAC object was last seen or created (no informer for them). */
   private readonly rbacSeen = new Map<string, number>();
   private readonly metrics: { actions: Counter<'action'>; statusWrites: Counter<never> };
+  /** Per key, triggerSignature() of the copy the last pass read: an update with the same one is status only. */
+  private readonly passedOn = new Map<ObjectKey, string>();
 
   constructor(ctx: ControllerContext, config: RayClusterOperatorConfig) {
     this.ctx = ctx;
@@ -185,7 +215,7 @@ export class RayClusterOperator {
       name: MODULE.rayClusterPods,
       reconciler: { reconcile: (key) => this.reconcile(key) },
       watches: [
-        { informer: this.clusters },
+        { informer: this.clusters, filter: (type, cluster) => this.triggers(type, cluster) },
         { informer: this.pods, toKeys: clusterKeys, resync: false },
         { informer: this.services, toKeys: clusterKeys, filter: (type) => type !== 'update', resync: false },
         { informer: this.headless, toKeys: clusterKeys, filter: (type) => type !== 'update', resync: false },
@@ -193,6 +223,12 @@ export class RayClusterOperator {
     };
     if (this.config.workers !== undefined) reg.workers = this.config.workers;
     return reg;
+  }
+
+  /** Whether a RayCluster event queues a pass (see the header: KubeRay's predicates). */
+  private triggers(type: 'add' | 'update' | 'delete', cluster: ObjectWithMeta): boolean {
+    if (type !== 'update') return true;
+    return this.passedOn.get(objectKey(cluster)) !== triggerSignature(cluster);
   }
 
   private observed(cluster: RayCluster): { pods: Pod[]; services: Service[] } {
@@ -221,12 +257,15 @@ export class RayClusterOperator {
       for (const k of [...this.rbacSeen.keys()]) if (k.startsWith(`${key}/`)) this.rbacSeen.delete(k);
       this.warned.delete(key);
       this.ensured.delete(key);
+      this.passedOn.delete(key);
       return;
     }
+    this.passedOn.set(key, triggerSignature(cached));
     // The GCS-FT cleanup has seen it deleting, even if this cache has not yet.
     if (this.gate.isClosed(cached.metadata?.uid)) return;
-    // A write of this process (our status, the cleanup's finalizer) replaced this copy: its watch event queues us again.
-    if (this.kube.isStale(ref, cached.metadata?.resourceVersion)) return;
+    // A write of this process (our status, the cleanup's finalizer) replaced this copy. The finalizer's watch
+    // event queues us again; a status write's does not (status only): look again shortly.
+    if (this.kube.isStale(ref, cached.metadata?.resourceVersion)) return { requeueAfterMs: STALE_REQUEUE_MS };
     // List items come without apiVersion / kind; events and the /status PUT need them.
     const cluster: RayCluster = { ...cached, apiVersion: RAY_API_VERSION, kind: 'RayCluster' };
     if (this.refuseInvalid(cluster, key)) return;
@@ -278,6 +317,7 @@ export class RayClusterOperator {
       await this.applyRbac(cluster, key, p.rbac);
       await this.applyAuthSecret(cluster, p, authSecret);
       await this.applyServices(cluster, p);
+      await this.applyRestamp(cluster, key, p);
       failure = (await this.applyPods(cluster, key, p)) ?? failure;
     } catch (err) {
       stop = errorMessage(err);
@@ -299,10 +339,11 @@ export class RayClusterOperator {
     const next = computeStatus({ cluster, pods, services, failure, unsupported, now: this.ctx.now() });
     // A pass that stopped early (KubeRay's reconcile error) must not make the cluster ready.
     if (stop && next.state === 'ready' && old.state !== 'ready') next.state = old.state ?? '';
-    if (rayClusterStatusChanged(old, next)) await this.writeStatus(cluster, next);
+    const written = rayClusterStatusChanged(old, next) && (await this.writeStatus(cluster, next));
     // Secrets are not watched: a missing one is looked for again.
     if (p.blocked) return { requeueAfterMs: BLOCKED_REQUEUE_MS };
-    if (stop || unsatisfied.size > 0) return { requeueAfterMs: 2_000 };
+    // KubeRay requeues after an error and after a status write (a suspend goes on from its new condition).
+    if (stop || unsatisfied.size > 0 || written) return { requeueAfterMs: DEFAULT_REQUEUE_MS };
     return undefined;
   }
 
@@ -471,8 +512,8 @@ export class RayClusterOperator {
             `Created ${head ? 'head' : 'worker'} Pod ${ns}/${name}`,
           );
         } catch (err) {
-          // The fixed-name head pod exists (a stale cache, or the old one still terminating): wait for the cache.
-          if (head && isAlreadyExists(err)) return undefined;
+          // A generated name taken (the API server retries those itself): wait for the next pass.
+          if (isAlreadyExists(err)) return undefined;
           this.ctx.events.event(
             obj,
             'Warning',
@@ -482,16 +523,18 @@ export class RayClusterOperator {
           return { reason: head ? 'FailedCreateHeadPod' : 'FailedCreateWorkerPod', message: errorMessage(err) };
         }
       } else {
-        const fail = await this.deletePod(cluster, key, a, p.suspending === true);
+        const fail = await this.deletePod(cluster, key, a, p.suspending === true || p.recreating === true);
         if (fail) return fail;
       }
     }
-    if (p.suspending && p.actions.some((a) => a.kind === 'deletePod' && !a.terminating)) {
+    if ((p.suspending || p.recreating) && p.actions.some((a) => a.kind === 'deletePod' && !a.terminating)) {
       this.ctx.events.event(
         obj,
         'Normal',
         EVENT_DELETED_POD,
-        `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`,
+        p.suspending
+          ? `Deleted Pods for RayCluster ${ns}/${cluster.metadata.name} due to suspension`
+          : `Deleted all Pods for RayCluster ${ns}/${cluster.metadata.name} due to spec change with Recreate upgradeStrategy`,
       );
     }
     return undefined;
@@ -530,8 +573,32 @@ export class RayClusterOperator {
     return undefined;
   }
 
-  /** PUT /status with the cached object's resourceVersion: a conflict (the object moved on) throws and is retried. */
-  private async writeStatus(cluster: RayCluster, status: RayClusterStatus): Promise<void> {
+  /**
+   * upgradeStrategy Recreate, a head stamped by another hasher (KubeRay's): our hash and version onto it, as
+   * KubeRay re-stamps after its own upgrade. Best effort, as KubeRay's: a failure is logged, the pass goes on.
+   */
+  private async applyRestamp(cluster: RayCluster, key: ObjectKey, p: Plan): Promise<void> {
+    if (p.restamp === undefined) return;
+    const { pod, uid, annotations } = p.restamp;
+    try {
+      await this.kube.patch(
+        { ...PODS, namespace: cluster.metadata.namespace, name: pod },
+        { metadata: { ...(uid ? { uid } : {}), annotations } },
+        MERGE_PATCH,
+      );
+      this.metrics.actions.inc({ action: 'restampHeadPod' });
+      this.ctx.logger.info(
+        { cluster: key, pod },
+        'raycluster operator: head pod stamped by another operator, re-stamped with our spec hash',
+      );
+    } catch (err) {
+      if (!isNotFound(err))
+        this.ctx.logger.warn({ cluster: key, pod, err: errorMessage(err) }, 'raycluster operator: re-stamping the head pod failed');
+    }
+  }
+
+  /** PUT /status with the cached object's resourceVersion (true: written); a conflict (the object moved on) throws and is retried. */
+  private async writeStatus(cluster: RayCluster, status: RayClusterStatus): Promise<boolean> {
     const ref = { ...RAYCLUSTERS, namespace: cluster.metadata.namespace, name: cluster.metadata.name ?? '', subresource: 'status' };
     try {
       await this.kube.replace(ref, {
@@ -542,8 +609,9 @@ export class RayClusterOperator {
         status,
       });
       this.metrics.statusWrites.inc();
+      return true;
     } catch (err) {
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return false;
       throw err;
     }
   }

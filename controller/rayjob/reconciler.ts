@@ -32,16 +32,19 @@ import type { Logger } from '../../kube/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../kube/metrics.ts';
 import type { BatchJob, ObjectWithMeta, Pod, Secret } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
-import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION } from '../../src/rayjob/constants.ts';
+import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION, SUBMITTER_CONTAINER_NAME } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
+import { finishedCondition } from '../../src/rayjob/builders.ts';
 import {
   decideRayJob,
+  initializingNeedsDashboard,
   isSelfGuarded,
   isRepeatableCreate,
   observationPlan,
   clusterMissIsAbsent,
   rayJobStatusChanged,
   type Observed,
+  type SubmitterAttempt,
   type RayJobAction,
   type RayJobStep,
 } from '../../src/rayjob/machine.ts';
@@ -412,10 +415,13 @@ export class RayJobReconciler implements Reconciler {
         throw new Error(message);
       }
       observed.submitter = submitter;
+      if (submitter !== null && finishedCondition(submitter)?.type === 'Failed')
+        observed.submitterAttempt = await this.submitterAttempt(submitter, signal);
     }
     if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
-    if (plan.dashboard && jobId !== '' && clusterName !== '') {
+    // Initializing asks the dashboard only once the cluster reads ready, before the submitter is made.
+    if ((plan.dashboard || initializingNeedsDashboard(job, observed)) && jobId !== '' && clusterName !== '') {
       try {
         const address = await this.dashboardAddress(job, clusterName, signal, observed.cluster);
         observed.dashboard = await this.dashboard.getJob(address, jobId, signal);
@@ -425,6 +431,39 @@ export class RayJobReconciler implements Reconciler {
       this.dashboardCalls.inc({ operation: 'get', outcome: observed.dashboard.kind });
     }
     return observed;
+  }
+
+  /**
+   * How a failed submitter Job's last attempt ended: the submitter container's terminated state in the
+   * newest of its pods (the job controller labels them `controller-uid`). A pod we may not list, or none:
+   * nothing more to say (null), never a failed reconcile.
+   */
+  private async submitterAttempt(submitter: BatchJob, signal?: AbortSignal): Promise<SubmitterAttempt | null> {
+    const uid = submitter.metadata.uid ?? '';
+    let pods: Pod[];
+    try {
+      pods = (
+        await this.kube.list<Pod>({ ...PODS, namespace: submitter.metadata.namespace }, { labelSelector: `controller-uid=${uid}`, signal })
+      ).items;
+    } catch (err) {
+      this.log.debug({ err: errorMessage(err), job: submitter.metadata.name }, "could not list the submitter's pods");
+      return null;
+    }
+    let last: { at: string; attempt: SubmitterAttempt } | undefined;
+    for (const pod of pods) {
+      const statuses = pod.status?.containerStatuses ?? [];
+      const container = statuses.find((c) => c.name === SUBMITTER_CONTAINER_NAME) ?? statuses[0];
+      const ended = container?.state?.terminated;
+      if (!ended) continue;
+      const at = ended.finishedAt ?? '';
+      if (last !== undefined && at < last.at) continue;
+      const attempt: SubmitterAttempt = {};
+      if (ended.exitCode !== undefined) attempt.exitCode = ended.exitCode;
+      if (ended.reason) attempt.reason = ended.reason;
+      if (ended.message) attempt.message = ended.message;
+      last = { at, attempt };
+    }
+    return last?.attempt ?? null;
   }
 
   /**

@@ -49,7 +49,9 @@ with nobody left to remove it:
   3. lists again until a pass finds nothing to do. A cleanup still running near --timeout is given up:
      its finalizer is removed with a Warning FinalizerReleasedForUninstall naming what may remain;
   4. each RayJob whose status raykeeper stored as jobDeploymentStatus "New" gets "" (KubeRay's New; raykeeper
-     reads both), the rest of its status kept, so KubeRay's operator can start it (Event RayJobStatusNewCleared).
+     reads both), the rest of its status kept, so KubeRay's operator can start it (Event RayJobStatusNewCleared);
+     raykeeper's ray.io/rayjob-finalizer (one KubeRay's operator wrote is left) is removed, so deleting the
+     RayJob does not hang (Warning ${EVENT_FINALIZER_RELEASED_FOR_UNINSTALL}: its Ray job on a selected cluster is not stopped).
 Every step tolerates having been done before: run it again after a partial run.
 
 Options:
@@ -86,7 +88,12 @@ function positive(raw: string | undefined, flag: string, fallback: number, integ
 function summary(report: UninstallReport, code: number): string {
   const count = (o: string) => report.clusters.filter((c) => c.outcome === o).length;
   const lines = report.clusters.map((c) => `  ${c.key}  ${c.outcome}  ${c.detail}`);
-  const jobs = report.rayJobsReset.length > 0 ? [`RayJobs whose "New" became "": ${report.rayJobsReset.join(', ')}`] : [];
+  const jobs = [
+    ...(report.rayJobsReset.length > 0 ? [`RayJobs whose "New" became "": ${report.rayJobsReset.join(', ')}`] : []),
+    ...(report.rayJobsReleased.length > 0
+      ? [`RayJobs whose ray.io/rayjob-finalizer was removed: ${report.rayJobsReleased.join(', ')}`]
+      : []),
+  ];
   const parts = [
     `${count('finished')} cleaned up as the controller would`,
     `${count('released')} live, released with their data kept`,

@@ -13,12 +13,13 @@
 //        Warning naming what may remain;
 //      a pass that finds nothing to do ends the passes (so a RayCluster created while the webhook was still
 //      being removed is found by the next pass). Then one last list says what is left;
-//   3. RayJobs raykeeper stored as `New` get KubeRay's "" (src/uninstall/decide.ts newStatusReset).
+//   3. RayJobs raykeeper stored as `New` get KubeRay's "" (src/uninstall/decide.ts newStatusReset), and
+//      raykeeper's ray.io/rayjob-finalizer is removed (rayJobFinalizerRelease).
 // Never: a live cluster's data is never cleaned (it is live), and no finalizer of a deleting cluster is
 // removed before its cleanup ended or the deadline came. Every step tolerates having been done before, so
 // the command can run again after a partial run (a failed Helm hook, Ctrl-C).
 import type { KubeCredentials } from '../../kube/kubeconfig.ts';
-import { isConflict, isForbidden, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
+import { FIELD_MANAGER, isConflict, isForbidden, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
 import { KubeEventRecorder, type EventRecorder } from '../../kube/events.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
 import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
@@ -33,7 +34,7 @@ import { sleep } from '../../kube/backoff.ts';
 import type { Logger } from '../../kube/logger.ts';
 import { errorMessage } from '../../src/errors.ts';
 import type { EventType } from '../../kube/events.ts';
-import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION } from '../../src/names.ts';
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayClusterFtView, type RayJob } from '../../src/types.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
@@ -42,6 +43,7 @@ import {
   deadlineReleaseEvent,
   decideUninstall,
   finalizerWriter,
+  rayJobFinalizerRelease,
   readdedEvent,
   NEW_STATUS_CLEARED_EVENT,
   newStatusReset,
@@ -120,7 +122,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
   const now = o.now ?? Date.now;
   const started = now();
   const deadline = started + o.timeoutMs;
-  const report: UninstallReport = { clusters: [], rayJobsReset: [], errors: [] };
+  const report: UninstallReport = { clusters: [], rayJobsReset: [], rayJobsReleased: [], errors: [] };
   const kube = new KubeClient(o.kubeConfig, { fieldManager: UNINSTALL_FIELD_MANAGER });
   try {
     try {
@@ -141,7 +143,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
     if (o.dryRun) {
       report.clusters.push(...(await dryRun(kube, watchNamespace, o.signal)));
       for (const row of report.clusters) o.say(`${row.key}: ${row.outcome}: ${row.detail}`);
-      await resetNewRayJobs(kube, watchNamespace, undefined, o, report);
+      await settleRayJobs(kube, watchNamespace, undefined, o, report);
       return report;
     }
     const flags = { ...settings.moduleFlags };
@@ -154,7 +156,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
       instance: hostname(),
       logger: o.logger.child({}, { level: 'error' }),
     });
-    await resetNewRayJobs(kube, watchNamespace, events, o, report);
+    await settleRayJobs(kube, watchNamespace, events, o, report);
     await events.flush();
   } finally {
     kube.close();
@@ -175,11 +177,12 @@ async function dryRun(kube: KubeClient, namespace: string | undefined, signal: A
 }
 
 /**
- * RayJobs raykeeper stored as `New` get "" (src/uninstall/decide.ts newStatusReset); `events` undefined: a dry
- * run (say only). No RayJob API (404) or no right to list them (403: the release ran no RayJob reconciler, so
- * it wrote no `New`): skipped with a line.
+ * RayJobs raykeeper stored as `New` get "" (src/uninstall/decide.ts newStatusReset), and raykeeper's
+ * ray.io/rayjob-finalizer is removed (rayJobFinalizerRelease); `events` undefined: a dry run (say only). No
+ * RayJob API (404) or no right to list them (403: the release ran no RayJob reconciler, so it wrote no
+ * `New` and no finalizer): skipped with a line.
  */
-async function resetNewRayJobs(
+async function settleRayJobs(
   kube: KubeClient,
   namespace: string | undefined,
   events: EventRecorder | undefined,
@@ -196,6 +199,7 @@ async function resetNewRayJobs(
     return;
   }
   for (const job of jobs) {
+    await releaseRayJobFinalizer(kube, job, events, o, report);
     const ops = newStatusReset(job);
     if (!ops) continue;
     const key = objectKey(job);
@@ -217,6 +221,34 @@ async function resetNewRayJobs(
     o.say(`${key}: RayJob: jobDeploymentStatus "New" set to "" (KubeRay's New)`);
     report.rayJobsReset.push(key);
   }
+}
+
+async function releaseRayJobFinalizer(
+  kube: KubeClient,
+  job: RayJob,
+  events: EventRecorder | undefined,
+  o: UninstallOptions,
+  report: UninstallReport,
+): Promise<void> {
+  const release = rayJobFinalizerRelease(job, FIELD_MANAGER);
+  if (!release) return;
+  const key = objectKey(job);
+  if (!events) {
+    o.say(`${key}: RayJob: would remove ${RAYJOB_FINALIZER}`);
+    report.rayJobsReleased.push(key);
+    return;
+  }
+  try {
+    await kube.patch({ ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name }, release.patch, JSON_PATCH, {
+      signal: o.signal,
+    });
+  } catch (err) {
+    if (isNotFound(err) || isPatchTestFailed(err) || isConflict(err)) return; // gone, or changed since listed
+    report.errors.push(`${key}: removing ${RAYJOB_FINALIZER}: ${errorMessage(err)}`);
+    return;
+  }
+  events.event(job, release.event.type, release.event.reason, release.event.message);
+  report.rayJobsReleased.push(key);
 }
 
 interface Run {

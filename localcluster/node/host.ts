@@ -150,9 +150,7 @@ export function splitRule(line: string): string[] {
  */
 export async function setUpNetwork(net: NodeNetwork): Promise<void> {
   if (existsSync(`/sys/class/net/${net.bridge}`)) {
-    throw new Error(
-      `the bridge ${net.bridge} exists: another local node is running on this machine (or one was killed: \`ip link del ${net.bridge}\`)`,
-    );
+    throw new Error(`the bridge ${net.bridge} exists: another local node is running on this machine`);
   }
   // No bridge but the guard chain: left by a node that was killed before its restore. Nothing uses it.
   if ((await run('iptables', ['-w', '-S']).catch(() => '')).includes(`-N ${EGRESS_CHAIN}`)) {
@@ -172,12 +170,84 @@ export async function setUpNetwork(net: NodeNetwork): Promise<void> {
   await run('iptables', ['-w', '-I', 'FORWARD', '1', '-j', EGRESS_CHAIN]);
 }
 
+/** Where each node keeps its state (mkdtemp of this prefix). */
+export const NODE_STATE_PREFIX = '/tmp/raykeeper-node-';
+
+/**
+ * Puts back what a node that was killed before its restore left (SIGKILL, an ended session): stale state
+ * directories and the mounts under them, the network namespaces holding a pod address, the bridge.
+ * Only when no node process is alive (then a bridge means another node runs: setUpNetwork says so).
+ * The egress guard is setUpNetwork's; iptables rules and cgroups are compared against a snapshot taken
+ * after this. Returns what it removed.
+ */
+export async function sweepKilledNode(net: NodeNetwork): Promise<string[]> {
+  // A killed node's processes die by their watchdogs within their grace period (5 s): wait that long.
+  let mentioning = processesMentioning(NODE_STATE_PREFIX);
+  let shims = mentioning.filter((pid) => commandName(pid).startsWith('containerd-shim'));
+  for (let i = 0; i < 20 && mentioning.length > shims.length && existsSync(`/sys/class/net/${net.bridge}`); i++) {
+    await sleep(500);
+    mentioning = processesMentioning(NODE_STATE_PREFIX);
+    shims = mentioning.filter((pid) => commandName(pid).startsWith('containerd-shim'));
+  }
+  if (mentioning.length > shims.length) return [];
+  const removed: string[] = [];
+  const errors: string[] = [];
+  // Shims outlive a killed containerd, and the pods' processes their shims: kill both.
+  for (const pid of shims) {
+    try {
+      process.kill(pid, 'SIGKILL');
+      removed.push(`containerd-shim ${pid}`);
+    } catch {
+      // gone
+    }
+  }
+  if (!processesNamed('kubelet')) {
+    for (const cg of kubepodsCgroups()) {
+      killCgroup(cg);
+      for (const sub of subdirsDepthFirst(cg)) await quietly(() => rmdir(sub), errors);
+      removed.push(`cgroup ${cg}`);
+    }
+  }
+  const stale = readdirSync('/tmp')
+    .map((e) => join('/tmp', e))
+    .filter((p) => p.startsWith(NODE_STATE_PREFIX));
+  for (const dir of stale) {
+    for (const point of mountsUnder(dir)) await quietly(() => run('umount', ['-l', point]), errors);
+    await quietly(() => rm(dir, { recursive: true, force: true }), errors);
+    removed.push(dir);
+  }
+  const podPrefix = net.podCidr.split('.').slice(0, 3).join('.');
+  for (const ns of listNetns()) {
+    const addrs = await run('ip', ['-n', ns, '-4', '-o', 'addr']).catch(() => '');
+    if (!addrs.includes(` ${podPrefix}.`)) continue;
+    await quietly(() => run('ip', ['netns', 'del', ns]), errors);
+    removed.push(`netns ${ns}`);
+  }
+  if (existsSync(`/sys/class/net/${net.bridge}`)) {
+    await quietly(() => run('ip', ['link', 'del', net.bridge]), errors);
+    removed.push(`bridge ${net.bridge}`);
+  }
+  return [...removed, ...errors.map((e) => `failed: ${e}`)];
+}
+
 async function quietly(fn: () => Promise<unknown>, errors: string[]): Promise<void> {
   try {
     await fn();
   } catch (err) {
     errors.push(err instanceof Error ? err.message : String(err));
   }
+}
+
+function commandName(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+function processesNamed(name: string): boolean {
+  return readdirSync('/proc').some((e) => /^\d+$/.test(e) && commandName(Number(e)) === name);
 }
 
 /** Processes whose command line contains `needle` (e.g. containerd shims of our socket), not us. */

@@ -31,7 +31,7 @@ import {
   type NodeNetwork,
   type ServiceRecord,
 } from './config.ts';
-import { restoreHost, run, setUpNetwork, snapshotHost } from './host.ts';
+import { NODE_STATE_PREFIX, restoreHost, run, setUpNetwork, snapshotHost, sweepKilledNode } from './host.ts';
 import { sleep } from '../../kube/backoff.ts';
 
 export interface NodeClusterOptions {
@@ -121,7 +121,9 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   const progress = options.onProgress ?? (() => {});
   const timeoutMs = options.readyTimeoutMs ?? 180_000;
   const net = NODE_NETWORK;
-  const root = await mkdtemp('/tmp/raykeeper-node-');
+  const swept = await sweepKilledNode(net);
+  if (swept.length > 0) progress(`left by a node that was killed, removed: ${swept.join('; ')}`);
+  const root = await mkdtemp(NODE_STATE_PREFIX);
   const dirs = nodeDirs(root);
   const logs = join(root, 'logs');
   for (const d of [

@@ -8,6 +8,11 @@
 // warnings. UPDATE: the data rules first (they hold whatever else changed); then the object's own rules
 // only when the spec or the annotations and labels those rules read changed, so an edit of status,
 // finalizers or unrelated metadata of an object admitted while the webhook was down still passes.
+// Standalone (not --companion on), a RayCluster asking for what raykeeper's own operator does not build and
+// must not start without (embedded GCS storage, backend rocksdb: src/raycluster/desired.ts unsupportedFields)
+// is refused with the reason, also in a RayJob's rayClusterSpec and a RayCronJob's template: the user learns
+// at `kubectl apply`, not from a cluster that never starts. Beside KubeRay it is KubeRay's to run (v1.7 with
+// its GCSFaultToleranceEmbeddedStorage gate; v1.6.2's CRD prunes the field before any webhook sees it).
 // Last, a RayCluster's storage-namespace claim against the other clusters (./storage-claims.ts), when the
 // caller has a lookup over them (the webhook's cache; `raykeeper mutate` has none).
 // The status rules (KubeRay's ValidateRayClusterStatus / ValidateRayJobStatus) are the controller's only:
@@ -27,6 +32,7 @@ import { parseGoDuration } from '../raycronjob/schedule.ts';
 import { rayCronJobShapeProblem } from './raycronjob.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../raycluster/validation.ts';
+import { embeddedGcsStorageBackend, embeddedGcsStorageWhy } from '../raycluster/desired.ts';
 import { validateRayJobMetadata, validateRayJobSpec } from '../rayjob/validation.ts';
 import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
@@ -45,6 +51,7 @@ export const DENIAL_REASONS = [
   'invalid_spec',
   'gcs_ft_storage',
   'storage_namespace_in_use',
+  'unsupported',
   'invalid_review',
   'internal',
 ] as const;
@@ -76,7 +83,7 @@ export interface ValidateOptions extends WarningOptions {
 /** One kind's rules: the object's own problem (metadata / spec), the UPDATE data rules, the warnings. */
 interface Validator {
   shapeProblem(obj: JsonObject): string | undefined;
-  objectProblem(obj: JsonObject): { reason: DenialReason; message: string } | undefined;
+  objectProblem(obj: JsonObject, options: ValidateOptions): { reason: DenialReason; message: string } | undefined;
   updateProblem(oldObj: JsonObject, obj: JsonObject): { reason: DenialReason; message: string } | undefined;
   warnings(obj: JsonObject, options: WarningOptions): string[];
   /** Checks against the other objects of the cluster (the RayCluster storage-namespace claim). */
@@ -103,6 +110,17 @@ function cronJob(obj: JsonObject): RayCronJob {
  * KubeRay's own validating webhook (pkg/webhooks/v1/raycluster_webhook.go) also refuses two worker groups
  * of one name; its controller does not check it, so neither does ours (admission only).
  */
+/** Standalone only: a cluster spec raykeeper's operator would refuse to start (embedded GCS storage). */
+function unsupportedStorage(spec: unknown, where: string, options: ValidateOptions): { reason: DenialReason; message: string } | undefined {
+  if (options.companion === true) return undefined;
+  const backend = embeddedGcsStorageBackend({ spec });
+  if (backend === undefined) return undefined;
+  return {
+    reason: 'unsupported',
+    message: `${where}gcsFaultToleranceOptions.backend: Unsupported value: ${JSON.stringify(backend)}: ${embeddedGcsStorageWhy(backend)}`,
+  };
+}
+
 function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   const groups = c.spec?.workerGroupSpecs;
   if (!Array.isArray(groups)) return undefined;
@@ -119,13 +137,14 @@ function duplicateWorkerGroupName(c: RayCluster): string | undefined {
 const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   RayCluster: {
     shapeProblem: rayClusterShapeProblem,
-    objectProblem(obj) {
+    objectProblem(obj, options) {
       const problem = validateRayCluster(cluster(obj), { status: false });
       if (problem !== undefined) {
         return { reason: problem.eventReason.endsWith('Metadata') ? 'invalid_metadata' : 'invalid_spec', message: problem.message };
       }
       const duplicate = duplicateWorkerGroupName(cluster(obj));
-      return duplicate === undefined ? undefined : { reason: 'invalid_spec', message: duplicate };
+      if (duplicate !== undefined) return { reason: 'invalid_spec', message: duplicate };
+      return unsupportedStorage(cluster(obj).spec, 'spec.', options);
     },
     updateProblem: (oldObj, obj) => gcsFtStorageChange(cluster(oldObj), cluster(obj)),
     warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
@@ -135,11 +154,12 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   },
   RayJob: {
     shapeProblem: rayJobShapeProblem,
-    objectProblem(obj) {
+    objectProblem(obj, options) {
       const metadata = validateRayJobMetadata(job(obj));
       if (metadata !== undefined) return { reason: 'invalid_metadata', message: metadata };
       const spec = validateRayJobSpec(job(obj));
-      return spec === undefined ? undefined : { reason: 'invalid_spec', message: spec };
+      if (spec !== undefined) return { reason: 'invalid_spec', message: spec };
+      return unsupportedStorage(job(obj).spec?.rayClusterSpec, 'spec.rayClusterSpec.', options);
     },
     updateProblem: () => undefined,
     warnings: (obj, options) => rayJobWarnings(job(obj), options),
@@ -149,9 +169,10 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
   // zone, our CronJob fields, and the template as the RayJob it becomes. Its warnings are the RayJob's.
   RayCronJob: {
     shapeProblem: rayCronJobShapeProblem,
-    objectProblem(obj) {
+    objectProblem(obj, options) {
       const checked = validateRayCronJob(cronJob(obj));
-      return checked.ok ? undefined : { reason: 'invalid_spec', message: checked.message };
+      if (!checked.ok) return { reason: 'invalid_spec', message: checked.message };
+      return unsupportedStorage(cronJob(obj).spec?.jobTemplate?.rayClusterSpec, 'spec.jobTemplate.rayClusterSpec.', options);
     },
     updateProblem: () => undefined,
     warnings(obj, options) {
@@ -213,7 +234,7 @@ export function validateObject(
     if (update !== undefined) return { result: 'denied', reason: update.reason, message: update.message, warnings: [] };
     if (!rulesInputChanged(validator, oldObj, obj)) return { result: 'allowed', warnings: [] };
   }
-  const problem = validator.objectProblem(obj);
+  const problem = validator.objectProblem(obj, options);
   if (problem !== undefined) return { result: 'denied', reason: problem.reason, message: problem.message, warnings: [] };
   const claim = validator.claimCheck?.(obj, oldObj, options) ?? { warnings: [] };
   if ('refused' in claim) return { result: 'denied', reason: 'storage_namespace_in_use', message: claim.refused, warnings: [] };

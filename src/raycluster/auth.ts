@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { EnvVar, Secret } from '../../kube/model.ts';
 import { RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { checkName, ownerReference } from './pods.ts';
+import { checkName, ownerReference } from './names.ts';
 
 export const AUTH_TOKEN_SECRET_KEY = 'auth_token';
 export const ENV_RAY_AUTH_MODE = 'RAY_AUTH_MODE';

@@ -10,7 +10,7 @@
 import type { Container, EnvVar, OwnerReference, PodSpec, Role, RoleBinding, ServiceAccount, VolumeMount } from '../../kube/model.ts';
 import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import { APP_NAME, checkName, CREATED_BY } from './pods.ts';
+import { APP_NAME, checkName, CREATED_BY } from './names.ts';
 import { isTokenAuth, withTokenAuthEnv } from './auth.ts';
 import { ENV_ENABLE_AUTOSCALER_V2, isAutoscalingEnabled, isAutoscalingV2Enabled } from './validation.ts';
 

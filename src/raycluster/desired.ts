@@ -9,6 +9,9 @@
 // - Services first: the head Service when none carries its labels, the headless worker Service for
 //   multi-host groups. Never updated once created (KubeRay neither).
 // - Suspend (conditions RayClusterSuspending -> RayClusterSuspended): delete every pod, keep the object.
+// - upgradeStrategy Recreate (./upgrade.ts): the head's spec hash differs from the spec's -> delete every pod
+//   (nothing else that pass); a head stamped by another hasher is re-stamped, not recreated. Every new head
+//   carries the hash, whatever the strategy.
 // - Head: exactly one; a head pod that cannot restart (Failed / Succeeded, or its Ray container
 //   terminated under restartPolicy Never) is deleted and re-created on the next pass.
 // - Workers per group: desired = replicas clamped to [minReplicas, maxReplicas] x numOfHosts; failed
@@ -38,7 +41,10 @@ import {
 import type { RayCluster } from '../types.ts';
 import { EVENT_AUTH_SECRET_INVALID, EVENT_AUTH_SECRET_NOT_FOUND } from '../event-reasons.ts';
 import { AUTH_TOKEN_SECRET_KEY, authOptions, authSecretName, generatesAuthSecret, isTokenAuth } from './auth.ts';
-import { buildHeadPod, buildWorkerPod, headGroup, ownerReference, workerGroups, type BuildOptions, type WorkerGroupSpec } from './pods.ts';
+import { buildHeadPod, buildWorkerPod, type BuildOptions } from './pods.ts';
+import { headGroup, workerGroups, type WorkerGroupSpec } from './groups.ts';
+import { ownerReference } from './names.ts';
+import { headPodStamp, recreateDecision } from './upgrade.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import { autoscalerRbac, type AutoscalerRbacObject } from './autoscaler.ts';
 import { isAutoscalingEnabled } from './validation.ts';
@@ -76,6 +82,10 @@ export interface Plan {
   unsupported: Unsupported[];
   /** Suspending: every pod was asked to go (event DeletedPod once). */
   suspending?: boolean;
+  /** upgradeStrategy Recreate and the spec changed: every pod was asked to go (event DeletedPod once). */
+  recreating?: boolean;
+  /** The head was stamped by another hasher (KubeRay's): write these annotations onto it (./upgrade.ts). */
+  restamp?: { pod: string; uid?: string | undefined; annotations: Record<string, string> };
   /** Token auth: the Secret to generate (its name; the reconciler makes the token). */
   createAuthSecret?: string;
   /** Token auth: the Secret cannot be used, so no pod is created (a Warning event and the ReplicaFailure condition say why). */
@@ -110,17 +120,16 @@ export interface PlanInput {
 
 /** Spec fields raykeeper does not implement: each gets an event and the raykeeper.io/UnsupportedFields condition. */
 export function unsupportedFields(cluster: RayCluster): Unsupported[] {
-  const spec = (cluster.spec ?? {}) as Record<string, unknown>;
   const out: Unsupported[] = [];
+  const backend = embeddedGcsStorageBackend(cluster);
+  if (backend !== undefined)
+    out.push({ field: 'spec.gcsFaultToleranceOptions.backend', refused: true, why: embeddedGcsStorageWhy(backend) });
   if (authOptions(cluster)?.enableK8sTokenAuth === true)
     out.push({
       field: 'spec.authOptions.enableK8sTokenAuth',
       refused: true,
       why: 'Kubernetes-delegated token auth is not implemented; a cluster with another authentication is not started in its place',
     });
-  const upgrade = spec.upgradeStrategy as { type?: string } | undefined;
-  if (upgrade?.type === 'Recreate')
-    out.push({ field: 'spec.upgradeStrategy', refused: false, why: 'pods are not re-created when the spec changes' });
   if (headGroup(cluster).enableIngress === true)
     out.push({ field: 'spec.headGroupSpec.enableIngress', refused: false, why: 'no Ingress is created' });
   if (cluster.metadata.annotations?.['ray.io/enable-serve-service'] === 'true')
@@ -134,6 +143,24 @@ export function unsupportedFields(cluster: RayCluster): Unsupported[] {
       });
   }
   return out;
+}
+
+/**
+ * The GCS storage backend when it is not Redis (KubeRay v1.7's embedded storage, `rocksdb`, with its PVC in
+ * gcsFaultToleranceOptions.storage): raykeeper does not build it, so such a cluster is refused (no pods)
+ * rather than started without the fault tolerance it asked for. Undefined: Redis, or no options.
+ */
+export function embeddedGcsStorageBackend(cluster: { spec?: unknown }): string | undefined {
+  const options = (cluster.spec as { gcsFaultToleranceOptions?: unknown } | null | undefined)?.gcsFaultToleranceOptions;
+  if (options === null || typeof options !== 'object') return undefined;
+  const backend = (options as { backend?: unknown }).backend;
+  if (backend === undefined || backend === null || backend === '') return undefined;
+  return String(backend).toLowerCase() === 'redis' ? undefined : String(backend);
+}
+
+/** The reason an embedded-storage cluster is refused, in the event, the condition and the admission answer. */
+export function embeddedGcsStorageWhy(backend: string): string {
+  return `embedded GCS storage (backend: ${backend}) is not supported by raykeeper yet; use backend redis`;
 }
 
 /** Why the auth Secret cannot be used (undefined: it can, or it is ours to generate). */
@@ -207,6 +234,13 @@ function scaleDownOrder(pods: Pod[]): Pod[] {
   return [...pods].sort((a, b) => rank(a) - rank(b) || index(b) - index(a) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
 }
 
+/** createHeadPod: the built head with the upgrade hash and our version stamped on it. */
+function stampedHeadPod(cluster: RayCluster, options: BuildOptions): Pod {
+  const pod = buildHeadPod(cluster, options);
+  pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), ...headPodStamp(cluster) };
+  return pod;
+}
+
 export function plan(input: PlanInput): Plan {
   const out = planAll(input);
   // Unlike KubeRay, no pod is created while the auth Secret is unusable (it would only sit in
@@ -268,8 +302,23 @@ function planAll(input: PlanInput): Plan {
   }
   if (suspend === 'Suspended' || cluster.spec?.suspend === true) return out;
 
-  // Head.
+  // upgradeStrategy Recreate.
   const headPods = pods.filter((p) => labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_HEAD);
+  const upgrade = recreateDecision(cluster, headPods);
+  if (upgrade.action === 'recreate') {
+    // Only once the cache shows every pod we created: one it does not show yet would survive the deletion.
+    const groups = [HEAD_GROUP_NAME, ...workerGroups(cluster).map((g) => g.groupName ?? '')];
+    if (groups.filter((g) => input.unsatisfied(g)).length > 0) return out;
+    for (const p of pods) {
+      const type = labelOf(p, RAY_NODE_TYPE_LABEL) === NODE_TYPE_HEAD ? 'head' : 'worker';
+      out.actions.push(del(p, type === 'head' ? HEAD_GROUP_NAME : (labelOf(p, RAY_GROUP_LABEL) ?? ''), type, upgrade.why));
+    }
+    return { ...out, recreating: true };
+  }
+  if (upgrade.action === 'restamp' && !headPods.some(terminating))
+    out.restamp = { pod: upgrade.pod, uid: upgrade.uid, annotations: upgrade.annotations };
+
+  // Head.
   if (!input.unsatisfied(HEAD_GROUP_NAME)) {
     if (headPods.length === 1) {
       const why = shouldDeletePod(headPods[0]!);
@@ -282,7 +331,7 @@ function planAll(input: PlanInput): Plan {
         conditionTrue(status?.conditions, COND_PROVISIONED) &&
         cluster.metadata.annotations?.[DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION] === 'true';
       if (!skipRestart)
-        out.actions.push({ kind: 'createPod', group: HEAD_GROUP_NAME, nodeType: 'head', pod: buildHeadPod(cluster, options) });
+        out.actions.push({ kind: 'createPod', group: HEAD_GROUP_NAME, nodeType: 'head', pod: stampedHeadPod(cluster, options) });
     } else {
       return {
         ...out,

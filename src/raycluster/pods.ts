@@ -8,7 +8,7 @@
 // `--resources` from the container's resources when absent, `--address=<head svc FQDN>:<port>` on
 // workers) wrapped in `ulimit -n 65536; ...` under `/bin/bash -c --`; the env KubeRay adds (in its
 // order); the GCS fault-tolerance wiring; the metrics container port; the /dev/shm volume; probes; the
-// workers' wait-gcs-ready init container; labels, names and the controller owner reference.
+// workers' wait-gcs-ready init container; labels, and (from ./names.ts) names and the owner reference.
 //
 // The storage namespace the head gets (env RAY_external_storage_namespace) comes from
 // storageNamespaceEnv() in ../gcsft/redis-env.ts, the function the Redis cleanup Job's env is built with, so the
@@ -23,67 +23,43 @@ import {
   FT_ENABLED_ANNOTATION,
   HEAD_GROUP_NAME,
   OVERWRITE_CONTAINER_CMD_ANNOTATION,
-  RAY_API_VERSION,
   RAY_CLUSTER_LABEL,
   RAY_GROUP_LABEL,
   RAY_HOST_INDEX_LABEL,
   RAY_IDENTIFIER_LABEL,
   RAY_IS_RAY_NODE_LABEL,
   RAY_NODE_TYPE_LABEL,
-  RAY_ORIGINATED_FROM_CRD_LABEL,
   RAY_WORKER_REPLICA_INDEX_LABEL,
   RAY_WORKER_REPLICA_NAME_LABEL,
 } from '../names.ts';
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import type { RayCluster } from '../types.ts';
-import type { Container, EnvVar, ObjectMeta, OwnerReference, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
+import type { Container, EnvVar, ObjectMeta, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
 import { isTokenAuth, withTokenAuthEnv } from './auth.ts';
 import { isZeroQuantity, parseQuantity, quantityValue } from './quantity.ts';
 import { parseRayVersion } from '../ray-version.ts';
 import { addAutoscalerToHead, addAutoscalerToWorker, addRayLogVolume } from './autoscaler.ts';
+import { headGroup, type HeadGroupSpec, type WorkerGroupSpec } from './groups.ts';
+import {
+  APP_NAME,
+  checkLabel,
+  CREATED_BY,
+  creatorCrd,
+  DEFAULT_DASHBOARD_AGENT_LISTEN_PORT,
+  DEFAULT_DASHBOARD_PORT,
+  DEFAULT_METRICS_PORT,
+  headPodGenerateName,
+  headPort,
+  headServiceFqdn,
+  ownerReference,
+  workerPodGenerateName,
+  type NodeType,
+} from './names.ts';
 
-export type NodeType = 'head' | 'worker';
-
-export const DEFAULT_GCS_PORT = 6379;
-export const DEFAULT_CLIENT_PORT = 10001;
-export const DEFAULT_DASHBOARD_PORT = 8265;
-export const DEFAULT_METRICS_PORT = 8080;
-export const DEFAULT_SERVE_PORT = 8000;
-export const DEFAULT_DASHBOARD_AGENT_LISTEN_PORT = 52365;
 export const WORKER_GCS_RECONNECT_TIMEOUT_S = '600';
-/** KubeRay's app.kubernetes.io/name on Ray pods and the head Service (dashboards select on it). */
-export const APP_NAME = 'kuberay';
-/** Ours in app.kubernetes.io/created-by (KubeRay writes kuberay-operator). */
-export const CREATED_BY = 'raykeeper';
 /** The value of RAY_USAGE_STATS_EXTRA_TAGS' kuberay_version: says who built the pod. */
 export const USAGE_STATS_VERSION = 'raykeeper';
-
-export interface WorkerGroupSpec {
-  groupName?: string;
-  replicas?: number;
-  minReplicas?: number;
-  maxReplicas?: number;
-  numOfHosts?: number;
-  suspend?: boolean;
-  idleTimeoutSeconds?: number;
-  rayStartParams?: Record<string, string>;
-  resources?: Record<string, string>;
-  labels?: Record<string, string>;
-  scaleStrategy?: { workersToDelete?: string[] };
-  template?: { metadata?: ObjectMeta; spec?: PodSpec };
-  [key: string]: unknown;
-}
-
-export interface HeadGroupSpec {
-  rayStartParams?: Record<string, string>;
-  resources?: Record<string, string>;
-  labels?: Record<string, string>;
-  serviceType?: string;
-  headService?: { metadata?: ObjectMeta; spec?: Record<string, unknown> };
-  template?: { metadata?: ObjectMeta; spec?: PodSpec };
-  [key: string]: unknown;
-}
 
 /** Operator-level switches KubeRay reads from its own environment. */
 export interface BuildOptions {
@@ -93,74 +69,6 @@ export interface BuildOptions {
   probes?: boolean;
   /** ENABLE_INIT_CONTAINER_INJECTION (default on): workers wait for the GCS. */
   initContainer?: boolean;
-}
-
-export function headGroup(cluster: RayCluster): HeadGroupSpec {
-  return (cluster.spec?.headGroupSpec ?? {}) as HeadGroupSpec;
-}
-
-export function workerGroups(cluster: RayCluster): WorkerGroupSpec[] {
-  return (cluster.spec?.workerGroupSpecs ?? []) as WorkerGroupSpec[];
-}
-
-// ---- names (utils/util.go) ----
-
-const PUNCT = /^[!-/:-@[-`{-~]/;
-
-/** CheckLabel: at most 63 characters (the END is kept), a leading punctuation becomes 'r'. */
-export function checkLabel(s: string): string {
-  let v = s.length > 63 ? s.slice(s.length - 63) : s;
-  if (v !== '' && PUNCT.test(v)) v = `r${v.slice(1)}`;
-  return v;
-}
-
-/** PodName: `<prefix[:50]>-<type>` lowercased, with a trailing '-' when it is a generateName. */
-export function podName(prefix: string, nodeType: NodeType, generate: boolean): string {
-  return `${prefix.slice(0, 50)}-${nodeType}`.toLowerCase() + (generate ? '-' : '');
-}
-
-/** The head Pod's name: KubeRay's deterministic form (ENABLE_DETERMINISTIC_HEAD_POD_NAME=true). */
-export function headPodName(cluster: RayCluster): string {
-  return podName(cluster.metadata.name ?? '', 'head', false);
-}
-
-/** generateName of a worker Pod of `group`. */
-export function workerPodGenerateName(cluster: RayCluster, group: string): string {
-  return podName(`${cluster.metadata.name ?? ''}-${group}`, 'worker', true);
-}
-
-/** GenerateHeadServiceName: spec.headGroupSpec.headService.metadata.name, else `<cluster>-head-svc`. */
-export function headServiceName(cluster: RayCluster): string {
-  const custom = headGroup(cluster).headService?.metadata?.name;
-  return typeof custom === 'string' && custom !== '' ? custom : `${cluster.metadata.name ?? ''}-head-svc`;
-}
-
-/** The head Service's fully qualified name (FQ_RAY_IP). */
-export function headServiceFqdn(cluster: RayCluster, options: BuildOptions = {}): string {
-  return `${headServiceName(cluster)}.${cluster.metadata.namespace ?? 'default'}.svc.${options.clusterDomain || 'cluster.local'}`;
-}
-
-/** GetHeadPort: the head's rayStartParams `port`, else 6379. */
-export function headPort(cluster: RayCluster): string {
-  return headGroup(cluster).rayStartParams?.port ?? String(DEFAULT_GCS_PORT);
-}
-
-/** The controller owner reference every child carries (SetControllerReference). */
-export function ownerReference(cluster: RayCluster): OwnerReference {
-  return {
-    apiVersion: RAY_API_VERSION,
-    kind: 'RayCluster',
-    name: cluster.metadata.name ?? '',
-    uid: cluster.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
-/** KubeRay's creator CRD (label ray.io/originated-from-crd), RayCluster by default. */
-export function creatorCrd(cluster: RayCluster): string {
-  const v = cluster.metadata.labels?.[RAY_ORIGINATED_FROM_CRD_LABEL];
-  return v === 'RayJob' || v === 'RayService' ? v : 'RayCluster';
 }
 
 // ---- labels ----
@@ -560,12 +468,11 @@ function build(
   };
   delete metadata.name;
   delete metadata.generateName;
-  if (nodeType === 'head') metadata.name = headPodName(cluster);
-  else metadata.generateName = workerPodGenerateName(cluster, groupName);
+  metadata.generateName = nodeType === 'head' ? headPodGenerateName(cluster) : workerPodGenerateName(cluster, groupName);
   return { pod: { apiVersion: 'v1', kind: 'Pod', metadata, spec }, rayStart };
 }
 
-/** The head Pod (deterministic name `<cluster>-head`). */
+/** The head Pod (generateName `<cluster>-head-`, as KubeRay by default). */
 export function buildHeadPod(cluster: RayCluster, options: BuildOptions = {}): Pod {
   return build(cluster, 'head', headGroup(cluster), HEAD_GROUP_NAME, options).pod;
 }
@@ -583,15 +490,4 @@ export function buildWorkerPod(
 /** The Ray container's env of a built pod as a name -> entry map (tests, the oracle comparison). */
 export function rayEnv(pod: Pod): Map<string, EnvVar> {
   return new Map((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e]));
-}
-
-/**
- * utils.CheckName: at most 50 characters (the end is kept), a leading digit or punctuation becomes 'r'.
- * Names of the autoscaler's ServiceAccount, Role and RoleBinding, the head pod's serviceAccountName and
- * the generated auth Secret.
- */
-export function checkName(s: string): string {
-  let v = s.length > 50 ? s.slice(s.length - 50) : s;
-  if (/^[0-9!"#%&'()*,\-./:;?@[\\\]_{}]/.test(v)) v = `r${v.slice(1)}`;
-  return v;
 }

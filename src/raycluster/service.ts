@@ -12,6 +12,7 @@ import {
 } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import type { Service, ServicePort } from '../../kube/model.ts';
+import { headGroup, workerGroups } from './groups.ts';
 import {
   APP_NAME,
   checkLabel,
@@ -21,11 +22,9 @@ import {
   DEFAULT_GCS_PORT,
   DEFAULT_METRICS_PORT,
   DEFAULT_SERVE_PORT,
-  headGroup,
   headServiceName,
   ownerReference,
-  workerGroups,
-} from './pods.ts';
+} from './names.ts';
 
 /** HeadServiceLabels: also the head Service's selector and what finds it again. */
 export function headServiceLabels(cluster: RayCluster): Record<string, string> {

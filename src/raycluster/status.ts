@@ -3,9 +3,8 @@
 // Pure: the reconciler writes the result through /status only when rayClusterStatusChanged() says so.
 import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import type { WorkerGroupSpec } from './pods.ts';
 import type { Pod, Service } from '../../kube/model.ts';
-import { workerGroups } from './pods.ts';
+import { workerGroups, type WorkerGroupSpec } from './groups.ts';
 import { headServiceLabels } from './service.ts';
 
 export interface Condition {

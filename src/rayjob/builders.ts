@@ -177,7 +177,8 @@ function defaultSubmitterTemplate(image: string | undefined): PodTemplateSpec {
  * submitterConfig or 2, owned by the RayJob, the head image, env RAY_DASHBOARD_ADDRESS and
  * RAY_JOB_SUBMISSION_ID. A user's spec.submitterPodTemplate is used when given; its first container
  * is the submitter and keeps its own command if it has one. A token-auth cluster's RAY_AUTH_MODE and
- * RAY_AUTH_TOKEN (secretKeyRef) reach the submitter, so `ray job` authenticates.
+ * RAY_AUTH_TOKEN (secretKeyRef) reach the submitter, so `ray job` authenticates. Ours: the submitter
+ * container's terminationMessagePolicy is FallbackToLogsOnError unless the template sets one.
  */
 export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | undefined, options: SubmitterOptions = {}): BatchJob {
   const status = job.status ?? {};
@@ -194,6 +195,9 @@ export function buildSubmitterJob(job: RayJob, cluster: RayCluster | null | unde
   const container = template.spec.containers[0] as Container;
   if (userTemplate && options.image !== undefined) container.image = options.image;
   if (container.image === undefined || container.image === '') container.image = options.image ?? headImage(cluster) ?? '';
+  // A failed attempt's log tail lands in its pod's status, where a SubmissionFailed message reads it
+  // (machine.ts attemptReport); a template that chose its own policy keeps it.
+  container['terminationMessagePolicy'] ??= 'FallbackToLogsOnError';
   const command = container['command'];
   if (!Array.isArray(command) || command.length === 0) {
     // Without -e the script would go on after a failing command (KubeRay's GetContainerCommand(["e"])).

@@ -93,7 +93,16 @@ export interface Observed {
   submitter?: BatchJob | null;
   /** SidecarMode: the cluster's head pod, whose container statuses say how the submitter container is. */
   headPod?: Pod | null;
+  /** K8sJobMode, its submitter Job failed: how its last attempt's container ended, as its pod says (null: no pod). */
+  submitterAttempt?: SubmitterAttempt | null;
   dashboard?: DashboardObservation;
+}
+
+/** A submitter container's end as its pod reports it; `message` is the log tail (terminationMessagePolicy FallbackToLogsOnError). */
+export interface SubmitterAttempt {
+  exitCode?: number;
+  reason?: string;
+  message?: string;
 }
 
 export interface MachineConfig {
@@ -404,7 +413,36 @@ function decideNew(ctx: Ctx): Outcome {
   };
 }
 
-/** Initializing: suspend, deadlines, get or create the RayCluster, wait until ready, then submit. */
+/**
+ * K8sJobMode, the cluster ready and no submitter yet: the dashboard must have answered (found or 404)
+ * before the submitter Job is created. A RayCluster's `ready` says its pods were once all Running and
+ * Ready, never that its head answers now (a slow dashboard, a head pod being replaced after the cluster
+ * was ready: the state never goes back, as in KubeRay), and a submitter started against a silent head
+ * spends its attempts at once (`ray job submit` does not retry) and fails the RayJob for no reason a
+ * user set or Ray reported. Returns why it waits, or undefined when the submitter may go.
+ */
+function submitterWaitsForDashboard(ctx: Ctx): string | undefined {
+  if (ctx.mode !== 'K8sJobMode' || ctx.observed.submitter !== null) return undefined;
+  const dashboard = ctx.observed.dashboard;
+  if (dashboard === undefined) return 'not asked yet';
+  return dashboard.kind === 'error' ? dashboard.message : undefined;
+}
+
+/** Whether Initializing needs the dashboard now (the reconciler asks it only then): see submitterWaitsForDashboard. */
+export function initializingNeedsDashboard(job: RayJob, observed: Observed): boolean {
+  const cluster = observed.cluster;
+  return (
+    currentState(job) === 'Initializing' &&
+    submissionMode(job) === 'K8sJobMode' &&
+    observed.submitter === null &&
+    cluster !== null &&
+    cluster !== undefined &&
+    !isDeleting(cluster) &&
+    ((job.status?.dashboardURL ?? '') !== '' || cluster.status?.state === 'ready')
+  );
+}
+
+/** Initializing: suspend, deadlines, get or create the RayCluster, wait until ready and its dashboard answers, then submit. */
 function decideInitializing(ctx: Ctx): Outcome {
   const { job, status, observed, config } = ctx;
   if (job.spec?.suspend === true) return { next: 'Suspending', note: 'spec.suspend is true' };
@@ -443,6 +481,13 @@ function decideInitializing(ctx: Ctx): Outcome {
   }
   const changes: Partial<RayJobStatus> = { dashboardURL, rayClusterStatus: clusterStatus, message: '' };
   if (ctx.mode === 'InteractiveMode') return { next: 'Waiting', changes, note: 'cluster ready; InteractiveMode waits for spec.jobId' };
+  const silent = submitterWaitsForDashboard(ctx);
+  if (silent !== undefined) {
+    return stay(ctx, 'cluster ready; waiting for the dashboard to answer', {
+      changes: { rayClusterStatus: clusterStatus, message: `Waiting for the Ray dashboard to answer before submitting: ${silent}` },
+      requeueAfterMs: wake,
+    });
+  }
   const actions: RayJobAction[] = [];
   if (ctx.mode === 'K8sJobMode' && observed.submitter === null) {
     const next: RayJob = { ...job, status: { ...status, ...changes } };
@@ -537,9 +582,25 @@ function readSubmitter(ctx: Ctx, base: Partial<RayJobStatus>): SubmitterView | O
   if (finished) {
     view.failed = finished.type === 'Failed';
     view.finishedAt = parseTime(finished.lastTransitionTime) ?? ctx.now;
-    view.failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}`;
+    view.failure = `Job submission has failed. Reason: ${finished.reason ?? ''}. Message: ${finished.message ?? ''}${attemptReport(ctx.observed.submitterAttempt)}`;
   }
   return view;
+}
+
+/** Characters of the submitter's log tail kept in status.message. */
+const ATTEMPT_TAIL_CHARACTERS = 1000;
+
+/** What the submitter's last attempt reported (its exit code and log tail), for a failed submitter's message. */
+function attemptReport(attempt: SubmitterAttempt | null | undefined): string {
+  if (attempt === undefined || attempt === null) return '';
+  // `ray` colours its output; the kubelet keeps the tail of the log (FallbackToLogsOnError).
+  const tail = (attempt.message ?? '')
+    .replace(/\x1b\[[0-9;]*m/g, '')
+    .trim()
+    .slice(-ATTEMPT_TAIL_CHARACTERS);
+  const code = attempt.exitCode === undefined ? '' : ` with exit code ${attempt.exitCode}`;
+  const reason = attempt.reason ? ` (${attempt.reason})` : '';
+  return `. The last attempt ended${code}${reason}${tail === '' ? '' : `: ${tail}`}`;
 }
 
 /**

@@ -22,10 +22,16 @@
 // JSON patch `test`s it first), the rest of the status is kept. KubeRay's operator knows New only as "" and
 // logs "Unknown JobDeploymentStatus" for ever on "New"; raykeeper reads both as New. So whichever operator
 // runs next starts the RayJob, with the names raykeeper chose (KubeRay keeps a jobId / rayClusterName it
-// finds). Normal Event RayJobStatusNewCleared. Nothing else of a RayJob is touched.
-import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../names.ts';
-import type { RayCluster } from '../types.ts';
-import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
+// finds). Normal Event RayJobStatusNewCleared.
+//
+// Per RayJob carrying ray.io/rayjob-finalizer (KubeRay's name, which raykeeper's RayJob reconciler adds too)
+// that raykeeper's controller wrote (managedFields; another manager's, e.g. KubeRay's operator, is left to
+// it): removed, else nothing would ever release it and deleting the RayJob would hang. Warning
+// FinalizerReleasedForUninstall saying what deleting the RayJob no longer does (stop its Ray job on a
+// selected cluster). Nothing else of a RayJob is touched.
+import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAYJOB_FINALIZER } from '../names.ts';
+import type { RayCluster, RayJob } from '../types.ts';
+import { hasFinalizer, isDeleting, removeFinalizerPatch } from '../../kube/finalizer-patches.ts';
 import { describeTarget } from '../gcsft/decide.ts';
 import { manualCleanupCommand } from '../gcsft/cleanup-job.ts';
 import { usesRedisBackend } from '../gcsft/rules.ts';
@@ -115,6 +121,31 @@ export const NEW_STATUS_CLEARED_EVENT: EventSpec = {
     'raykeeper was uninstalled: its status jobDeploymentStatus "New" was set to "" (KubeRay\'s operator reads only "" as new; raykeeper reads both), so whichever operator runs next starts this RayJob; jobId and rayClusterName are kept.',
 };
 
+/**
+ * The JSON patch removing ray.io/rayjob-finalizer and its Warning, when `ourManager` (raykeeper's
+ * controller's field manager) wrote it; undefined when absent or another manager's.
+ */
+export function rayJobFinalizerRelease(job: RayJob, ourManager: string): { patch: JsonPatchOp[]; event: EventSpec } | undefined {
+  if (!hasFinalizer(job.metadata, RAYJOB_FINALIZER)) return undefined;
+  const writer = finalizerWriter(job.metadata.managedFields as ManagedFieldsEntry[] | undefined, RAYJOB_FINALIZER);
+  if (writer !== ourManager) return undefined;
+  const patch = removeFinalizerPatch(job.metadata, RAYJOB_FINALIZER);
+  if (!patch) return undefined;
+  const selected = job.spec?.clusterSelector && Object.keys(job.spec.clusterSelector).length > 0;
+  const message = isDeleting(job)
+    ? `raykeeper was uninstalled while this RayJob was being deleted: removed the finalizer ${RAYJOB_FINALIZER} without stopping its Ray job${
+        selected
+          ? ', which keeps running on the RayCluster the RayJob selected (stop it with ray job stop)'
+          : '; the RayCluster it made is deleted with it'
+      }.`
+    : `raykeeper was uninstalled: removed the finalizer ${RAYJOB_FINALIZER}, so deleting this RayJob is not held by it. ${
+        selected
+          ? 'Deleting it no longer stops its Ray job on the RayCluster it selected (stop it with ray job stop).'
+          : 'Deleting it still deletes the RayCluster it made, and its Ray job with it.'
+      } KubeRay's operator, if it runs next, adds the finalizer back.`;
+  return { patch, event: { type: 'Warning', reason: EVENT_FINALIZER_RELEASED_FOR_UNINSTALL, message } };
+}
+
 /** How one cluster ended in this run (the report's rows). */
 export type ClusterOutcome =
   /** Deleting: the controller's cleanup released the finalizer (its Event says how: cleaned, failed, skipped, timed out). */
@@ -135,6 +166,8 @@ export interface UninstallReport {
   clusters: Array<{ key: string; outcome: ClusterOutcome; detail: string }>;
   /** RayJobs whose `New` was cleared (or would be, in a dry run), as namespace/name. */
   rayJobsReset: string[];
+  /** RayJobs whose ray.io/rayjob-finalizer (raykeeper's) was removed (or would be, in a dry run). */
+  rayJobsReleased: string[];
   /** Errors that kept a step from running (stopping the webhook or controller, a list, a release). */
   errors: string[];
 }

@@ -420,6 +420,38 @@ t.test('beside KubeRay (--companion on): no warning about what our own operator 
   t.same(reply.json().response, { uid: UID, allowed: true }, 'the app with companion: true answers without warnings');
 });
 
+t.test('embedded GCS storage (backend rocksdb): refused standalone with the reason, left to KubeRay beside it', async (t) => {
+  const why = 'embedded GCS storage (backend: rocksdb) is not supported by raykeeper yet; use backend redis';
+  const rocks = { backend: 'rocksdb', storage: { size: '1Gi', deletionPolicy: 'DeleteWithCluster' } };
+  const cluster = withSpec(rayCluster(), (s) => (s.gcsFaultToleranceOptions = rocks));
+  const job = withSpec(deadlineJob, (s) => ((s.rayClusterSpec as JsonObject).gcsFaultToleranceOptions = rocks));
+  const cron = withSpec(
+    cronJob('@hourly'),
+    (s) => (((s.jobTemplate as JsonObject).rayClusterSpec as JsonObject).gcsFaultToleranceOptions = rocks),
+  );
+  const cases: Array<['RayCluster' | 'RayJob' | 'RayCronJob', JsonObject, string]> = [
+    ['RayCluster', cluster, 'spec.'],
+    ['RayJob', job, 'spec.rayClusterSpec.'],
+    ['RayCronJob', cron, 'spec.jobTemplate.rayClusterSpec.'],
+  ];
+  for (const [kind, obj, where] of cases) {
+    const out = validate(review(kind, 'CREATE', obj), kind);
+    t.equal(out.result, 'denied', `${kind}: denied`);
+    t.equal(out.reason, 'unsupported', `${kind}: metrics reason`);
+    t.equal(out.answer.response.status?.code, 403);
+    t.equal(
+      out.answer.response.status?.message,
+      `${where}gcsFaultToleranceOptions.backend: Unsupported value: "rocksdb": ${why}`,
+      `${kind}: message`,
+    );
+    const beside = validate(review(kind, 'CREATE', obj), kind, companionWarningOptions('on'));
+    t.not(beside.result, 'denied', `${kind}, companion: KubeRay's to run (v1.7 with its gate), not refused`);
+  }
+  t.equal(validate(review('RayCluster', 'CREATE', ftCluster), 'RayCluster').result, 'allowed', 'backend redis (default): allowed');
+  const explicit = withSpec(ftCluster, (s) => ((s.gcsFaultToleranceOptions as JsonObject).backend = 'redis'));
+  t.equal(validate(review('RayCluster', 'CREATE', explicit), 'RayCluster').result, 'allowed', 'backend redis: allowed');
+});
+
 t.test('fuzz: arbitrary JSON at every field the rules read never makes an internal error, and the uid is kept', async (t) => {
   const anything = fc.jsonValue({ maxDepth: 3 });
   const maybe = (arb: fc.Arbitrary<unknown>) => fc.option(arb, { nil: undefined });

@@ -75,6 +75,9 @@ t.test('the README recipe is one the test can read', async (t) => {
   t.match(steps.at(-1), /^npx raykeeper mutate .*--report github/, 'the gate reports GitHub annotations');
 });
 
+// npm pack (its prepack compiles the tree), npm install from the registry and the recipe's commands: minutes on
+// 2 busy cores, more than tap's default file timeout.
+t.setTimeout(20 * 60_000);
 t.test('npm pack, installed into a fresh project', async (t) => {
   const { tarball, files } = packCheckout(work);
   t.equal(basename(tarball), `raykeeper-${version}.tgz`);

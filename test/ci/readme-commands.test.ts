@@ -10,12 +10,12 @@ const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
 const ciRun = readFileSync(join(REPO_ROOT, '.ci/run'), 'utf8');
 const scripts = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
 
-/** The shell lines of the first ```sh block under "## Two commands", comments removed. */
+/** The shell lines of the first ```sh block under "## Develop: the two commands", comments removed. */
 export function twoCommands(text: string): string[] {
-  const section = text.split(/^## /m).find((s) => s.startsWith('Two commands'));
-  if (section === undefined) throw new Error('README has no "## Two commands" section');
+  const section = text.split(/^## /m).find((s) => s.startsWith('Develop: the two commands'));
+  if (section === undefined) throw new Error('README has no "## Develop: the two commands" section');
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (block === undefined) throw new Error('"## Two commands" has no ```sh block');
+  if (block === undefined) throw new Error('"## Develop: the two commands" has no ```sh block');
   return block
     .split('\n')
     .map((l) => l.replace(/\s+#.*$/, '').trim())
@@ -69,5 +69,5 @@ t.test('the parsers can fail: a CI script that installs Ray by hand, or runs ano
     'bash tools/setup.sh --node || fail "x"\nray="$(bash tools/install-ray.sh)" || fail\nrun_tap "d" npm test\nrun_tap "n" npm run test:cluster\n';
   t.same(installingLines(sneaky), ['ray="$(bash tools/install-ray.sh)" || fail']);
   t.same(ciCommands('bash tools/setup.sh || fail\nrun_tap "d" npm run test:unit\n'), ['bash tools/setup.sh', 'npm run test:unit']);
-  t.throws(() => twoCommands('# x\n## Other\n'), /no "## Two commands" section/);
+  t.throws(() => twoCommands('# x\n## Other\n'), /no "## Develop: the two commands" section/);
 });

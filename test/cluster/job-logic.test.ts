@@ -2,6 +2,7 @@
 // resolution and $(VAR) expansion, the command table.
 import t from 'tap';
 import {
+  retryDelay,
   decideJobRun,
   finishStatuses,
   type RunnerJob,
@@ -56,6 +57,20 @@ t.test('decideJobRun: one row per situation', async (t) => {
   });
   const finalize = decideJobRun(job({ status: { conditions: [cond('FailureTarget', 'True', 'DeadlineExceeded', 'late')] } }), false);
   t.same(finalize, { kind: 'finalize', outcome: { kind: 'failed', reason: 'DeadlineExceeded', message: 'late' } });
+});
+
+t.test("retryDelay: the job controller's pod failure backoff, 10 s doubled, at most 6 min", async (t) => {
+  const rows: Array<[number, number | undefined, number]> = [
+    [1, undefined, 10_000],
+    [2, undefined, 20_000],
+    [3, undefined, 40_000],
+    [6, undefined, 320_000],
+    [7, undefined, 360_000],
+    [60, undefined, 360_000],
+    [1, 200, 200],
+    [3, 200, 800],
+  ];
+  for (const [failed, base, ms] of rows) t.equal(retryDelay(failed, base), ms, `after ${failed} failure(s), base ${base ?? 'default'}`);
 });
 
 t.test('k8sTime has second precision', async (t) => {

@@ -425,7 +425,7 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   const created = await sa.create<any>(rcRef, rc);
   t.equal(created.metadata.name, 'rc', 'creates a RayCluster');
   await sa.patch({ ...rcRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
-  await sa.create(
+  const job = await sa.create<any>(
     { group: 'batch', version: 'v1', plural: 'jobs', namespace: ns.name },
     {
       metadata: {
@@ -444,7 +444,11 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
       spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
     },
   );
-  t.pass('creates the cleanup Job owned by the RayCluster');
+  t.same(
+    [job.metadata.name, job.metadata.ownerReferences?.[0]?.uid],
+    ['rc-redis-cleanup', created.metadata.uid],
+    'creates the cleanup Job owned by the RayCluster',
+  );
   const podDelete = await sa.delete({ ...PODS, namespace: ns.name, name: 'rc-head-xyz' }).then(
     (found) => (found ? 200 : 404),
     (e: KubeApiError) => e.statusCode,
@@ -458,7 +462,7 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   const owner = [
     { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true },
   ];
-  await sa.create(
+  const pod = await sa.create<any>(
     { ...PODS, namespace: ns.name },
     {
       metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner },
@@ -466,8 +470,12 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     },
     { query: { dryRun: 'All' } },
   );
-  t.pass('creates a head Pod owned by the RayCluster (dry run)');
-  await sa.create(
+  t.same(
+    [pod.metadata.name, pod.metadata.ownerReferences?.[0]?.uid],
+    ['rc-head', created.metadata.uid],
+    'creates a head Pod owned by the RayCluster (dry run: the API server answers as it would store it)',
+  );
+  const svc = await sa.create<any>(
     { version: 'v1', plural: 'services', namespace: ns.name },
     {
       metadata: { name: 'rc-head-svc', ownerReferences: owner },
@@ -475,8 +483,12 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     },
     { query: { dryRun: 'All' } },
   );
-  t.pass('creates the head Service owned by the RayCluster (dry run)');
-  await sa.create(
+  t.same(
+    [svc.metadata.name, svc.metadata.ownerReferences?.[0]?.uid, svc.spec.clusterIP],
+    ['rc-head-svc', created.metadata.uid, 'None'],
+    'creates the head Service owned by the RayCluster (dry run)',
+  );
+  const event = await sa.create<any>(
     { version: 'v1', plural: 'events', namespace: ns.name },
     {
       metadata: { generateName: 'rc.' },
@@ -486,15 +498,16 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
       type: 'Normal',
     },
   );
-  t.pass('records an Event');
-  await sa.create(
+  t.same([event.reason, event.involvedObject.uid], ['CreatedRedisCleanupJob', created.metadata.uid], 'records an Event');
+  const lease = await sa.create<any>(
     { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NS },
     { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } },
   );
-  t.pass('creates a Lease in its own namespace');
-  await sa.patch(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
-  t.ok(await sa.delete(rcRef));
-  t.pass('removes the finalizer and deletes the RayCluster');
+  t.same([lease.metadata.namespace, lease.spec.holderIdentity], [SYSTEM_NS, 'x'], 'creates a Lease in its own namespace');
+  const released = await sa.patch<any>(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
+  t.same(released.metadata.finalizers ?? [], [], 'removes the finalizer');
+  t.ok(await sa.delete(rcRef), 'deletes the RayCluster');
+  t.equal(await sa.getOrUndefined(rcRef), undefined, 'the RayCluster is gone');
   const denied = await sa.list({ version: 'v1', plural: 'secrets', namespace: ns.name }).then(
     () => 200,
     (e: KubeApiError) => e.statusCode,

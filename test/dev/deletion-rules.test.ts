@@ -56,7 +56,14 @@ if ('missing' in found) {
 
       const seen = await watchRayJob(kubeconfig, 'rayjob-deletion-rules', 200_000);
       const finishedAt = Date.now();
-      tt.equal(seen.at(-1), 'Complete/SUCCEEDED', `rayjob-deletion-rules: ${seen.join(' -> ')}`);
+      // On a failure, say why: the status's reason and message, and the Events.
+      const why = () =>
+        `${get(['rayjob', 'rayjob-deletion-rules', '-o', 'jsonpath=reason={.status.reason} message={.status.message}'])}\n${get(['events', '--field-selector', 'involvedObject.name=rayjob-deletion-rules'])}`;
+      tt.equal(
+        seen.at(-1),
+        'Complete/SUCCEEDED',
+        `rayjob-deletion-rules: ${seen.join(' -> ')}${seen.at(-1) === 'Complete/SUCCEEDED' ? '' : `; ${why()}`}`,
+      );
 
       // DeleteWorkers (ttlSeconds 0): the group is suspended, its pod and Ray process go, the head stays.
       const pods = (type: string) =>

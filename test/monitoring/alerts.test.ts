@@ -16,7 +16,7 @@ import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { CHART_DIR, helm, requireHelm, template, valuesFile } from '../chart/helm.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { kustomizeCopies } from './kustomize-copy.ts';
-import { dashboard, labelValuesQuery, RULES, type Rule, rules } from './files.ts';
+import { asChartRenders, chartGroups, dashboard, labelValuesQuery, RULES, type Rule, rules } from './files.ts';
 
 const UNIT_TESTS = join(REPO_ROOT, 'test', 'monitoring', 'alerts-test.yaml');
 
@@ -105,7 +105,7 @@ t.test('the chart: a PrometheusRule with exactly these groups and the dashboard 
   const rule = objs.find((o) => o.kind === 'PrometheusRule');
   t.equal(rule?.apiVersion, 'monitoring.coreos.com/v1');
   t.equal((rule?.metadata.labels as Record<string, string> | undefined)?.release, 'prom', 'labels for the ruleSelector');
-  t.same((rule?.spec as { groups: unknown }).groups, parse(readFileSync(RULES, 'utf8')).groups, 'the groups of files/alerts.yaml');
+  t.same((rule?.spec as { groups: unknown }).groups, chartGroups('raykeeper-system'), 'the groups of files/alerts.yaml');
   const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name?.endsWith('-dashboard'));
   t.equal((cm?.metadata.labels as Record<string, string> | undefined)?.grafana_dashboard, '1', "Grafana's sidecar label");
   t.same(JSON.parse((cm?.data as Record<string, string>)['raykeeper.json']!), dashboard, 'the dashboard JSON, unchanged');
@@ -251,7 +251,43 @@ if (!found.error && found.status === 0)
       /RaykeeperWebhookCertificateExpiry[\s\S]*RaykeeperWebhookSlow|RaykeeperWebhookSlow[\s\S]*RaykeeperWebhookCertificateExpiry/,
       'both',
     );
-    t.same(rendered({}), rules, 'default values: the file as it is');
+    t.same(
+      rendered({}),
+      rules.map((r) => asChartRenders(r, 'raykeeper-system')),
+      "default values: the file as it is, but the controller's absence looked for in the release's namespace",
+    );
+    // Another install, in another namespace, is scraped; this one is not: the alert fires, for this namespace.
+    writeFileSync(
+      join(dir, 'rules.yaml'),
+      stringify({ groups: [{ name: 'absent', rules: rendered({}).filter((r) => r.alert === 'RaykeeperControllerAbsent') }] }),
+    );
+    writeFileSync(
+      join(dir, 'absent.yaml'),
+      stringify({
+        rule_files: ['rules.yaml'],
+        evaluation_interval: '1m',
+        tests: [
+          {
+            interval: '1m',
+            input_series: [{ series: 'raykeeper_leader{namespace="elsewhere",job="raykeeper-controller"}', values: '1x10' }],
+            alert_rule_test: [
+              {
+                eval_time: '6m',
+                alertname: 'RaykeeperControllerAbsent',
+                exp_alerts: [
+                  {
+                    exp_labels: { severity: 'critical', namespace: 'raykeeper-system' },
+                    exp_annotations: rules.find((r) => r.alert === 'RaykeeperControllerAbsent')?.annotations,
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const a = promtool(['test', 'rules', 'absent.yaml'], dir);
+    t.equal(a.status, 0, `an install scraped elsewhere does not hide this one's absence: ${a.stdout}${a.stderr}`);
   });
 
 t.test('a threshold naming no value fails the render, naming it', async (t) => {

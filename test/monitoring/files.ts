@@ -28,6 +28,19 @@ export interface Dashboard {
 }
 
 export const rules = (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+/** The chart's one change to a rule it ships: the controller's absence looked for in its release's namespace. */
+export function asChartRenders(rule: Rule, namespace: string): Rule {
+  return rule.alert === 'RaykeeperControllerAbsent' ? { ...rule, expr: `absent(raykeeper_leader{namespace="${namespace}"})` } : rule;
+}
+
+/** files/alerts.yaml's groups as the chart renders them into a release in `namespace`. */
+export function chartGroups(namespace: string): Array<{ name: string; rules: Rule[] }> {
+  return (parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ name: string; rules: Rule[] }> }).groups.map((g) => ({
+    ...g,
+    rules: g.rules.map((r) => asChartRenders(r, namespace)),
+  }));
+}
+
 export const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
 
 /** Grafana's built-in interval variables, as a dashboard over the last hour at a 1 s scrape would have them. */

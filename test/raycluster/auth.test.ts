@@ -1,7 +1,9 @@
 // Token auth's pure parts (src/raycluster/auth.ts) and where its env lands in our pods, as tables.
 import t from 'tap';
 import { authHeaders, authSecretName, buildAuthSecret, generateAuthToken, tokenOf, withTokenAuthEnv } from '../../src/raycluster/auth.ts';
-import { buildHeadPod, buildWorkerPod, checkName, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { buildHeadPod, buildWorkerPod } from '../../src/raycluster/pods.ts';
+import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
+import { checkName } from '../../src/raycluster/names.ts';
 import type { EnvVar } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kuberaySample } from './samples.ts';

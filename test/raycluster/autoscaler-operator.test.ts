@@ -11,7 +11,7 @@ import type { Pod } from '../../kube/model.ts';
 import { PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources.ts';
 import { AUTOSCALER_ROLE_RULES } from '../../src/raycluster/autoscaler.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
-import type { WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
 import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
 

@@ -3,7 +3,9 @@
 // TestBuildPodWithAutoscalerOptions, TestDefaultHeadPodTemplate_Autoscaling, ..., common/rbac_test.go).
 import t from 'tap';
 import { AUTOSCALER_ROLE_RULES, autoscalerRbac, headServiceAccountName, userServiceAccount } from '../../src/raycluster/autoscaler.ts';
-import { buildHeadPod, buildWorkerPod, checkName, ownerReference, rayEnv, workerGroups } from '../../src/raycluster/pods.ts';
+import { buildHeadPod, buildWorkerPod, rayEnv } from '../../src/raycluster/pods.ts';
+import { workerGroups } from '../../src/raycluster/groups.ts';
+import { checkName, ownerReference } from '../../src/raycluster/names.ts';
 import type { Container, Pod } from '../../kube/model.ts';
 import type { RayCluster } from '../../src/types.ts';
 import { kuberayPodTestInstance } from './samples.ts';

@@ -2,6 +2,13 @@
 import t from 'tap';
 import { plan, unsupportedFields, type PlanInput } from '../../src/raycluster/desired.ts';
 import { Expectations } from '../../src/raycluster/expectations.ts';
+import {
+  clusterSpecHash,
+  HASH_VERSION,
+  headPodStamp,
+  KUBERAY_VERSION_ANNOTATION,
+  RECREATE_HASH_ANNOTATION,
+} from '../../src/raycluster/upgrade.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import { computeStatus, desiredReplicas, rayClusterStatusChanged, type Condition } from '../../src/raycluster/status.ts';
 import type { Pod } from '../../kube/model.ts';
@@ -401,6 +408,86 @@ t.test('unsupported fields: named, refused only where running without them would
   );
   t.same(unsupportedFields(cluster()), []);
   t.same(unsupportedFields(cluster({ authOptions: { mode: 'token', secretName: 's' } })), [], 'token auth is done');
+});
+
+t.test('plan: upgradeStrategy Recreate, head names and the stamp', async (t) => {
+  const recreate = (rayVersion: string) => cluster({ upgradeStrategy: { type: 'Recreate' }, rayVersion });
+  const fresh = plan(input(recreate('2.52.0'), []));
+  const head = fresh.actions.find((a) => a.kind === 'createPod' && a.nodeType === 'head');
+  t.ok(
+    head?.kind === 'createPod' && head.pod.metadata.generateName === 'rc-head-' && head.pod.metadata.name === undefined,
+    'generated head name',
+  );
+  const stamp = head?.kind === 'createPod' ? head.pod.metadata.annotations : undefined;
+  t.same(
+    { hash: stamp?.[RECREATE_HASH_ANNOTATION], version: stamp?.[KUBERAY_VERSION_ANNOTATION] },
+    { hash: clusterSpecHash(recreate('2.52.0')), version: HASH_VERSION },
+    'the new head carries the hash and our version',
+  );
+  const plain = plan(input(cluster(), [])).actions.find((a) => a.kind === 'createPod' && a.nodeType === 'head');
+  t.ok(
+    plain?.kind === 'createPod' && plain.pod.metadata.annotations?.[RECREATE_HASH_ANNOTATION],
+    'stamped without a strategy too (KubeRay stamps every head)',
+  );
+
+  const stamped = (c: RayCluster, o: Parameters<typeof pod>[2] = {}) => {
+    const p = pod('rc-head-abcde', 'head', o);
+    p.metadata.annotations = headPodStamp(c);
+    return p;
+  };
+  const workers = [pod('w0', 'worker', { index: 0 }), pod('w1', 'worker', { index: 1 })];
+  const changed = plan(input(recreate('2.51.0'), [stamped(recreate('2.52.0')), ...workers]));
+  t.same(
+    changed.actions.map((a) => (a.kind === 'deletePod' ? `delete ${a.nodeType} ${a.name}` : 'create')),
+    ['delete head rc-head-abcde', 'delete worker w0', 'delete worker w1'],
+    'the spec changed: every pod deleted, nothing created in that pass',
+  );
+  t.equal(changed.recreating, true);
+  const going = plan(
+    input(recreate('2.51.0'), [stamped(recreate('2.52.0'), { deleting: true }), pod('w0', 'worker', { index: 0, deleting: true })]),
+  );
+  t.same(
+    going.actions.map((a) => a.kind === 'deletePod' && a.terminating),
+    [true, true],
+    'while the old head terminates: nothing new (the deletions are already under way), no head created',
+  );
+  const lagging = plan(input(recreate('2.51.0'), [stamped(recreate('2.52.0')), ...workers], { unsatisfied: (g) => g === 'g' }));
+  t.same(lagging.actions, [], 'not while the cache lacks a pod we created (it would survive the deletion)');
+  t.same(plan(input(recreate('2.52.0'), [stamped(recreate('2.52.0')), ...workers])).actions, [], 'same spec: nothing');
+  const none = plan(input(cluster({ rayVersion: '2.51.0' }), [stamped(cluster()), ...workers]));
+  t.same(none.actions, [], 'strategy None (absent): a changed spec recreates nothing');
+
+  const kuberays = pod('rc-head-abcde', 'head');
+  kuberays.metadata.annotations = { [RECREATE_HASH_ANNOTATION]: 'THEIRS', [KUBERAY_VERSION_ANNOTATION]: 'v1.6.2' };
+  const taken = plan(input(recreate('2.52.0'), [kuberays, ...workers]));
+  t.same(taken.actions, [], 'a head stamped by KubeRay is not recreated...');
+  t.same(
+    taken.restamp,
+    { pod: 'rc-head-abcde', uid: 'uid-rc-head-abcde', annotations: headPodStamp(recreate('2.52.0')) },
+    '...but re-stamped with ours',
+  );
+});
+
+t.test('plan: embedded GCS storage (backend rocksdb) is refused, never started without it', async (t) => {
+  const rocks = cluster({ gcsFaultToleranceOptions: { backend: 'rocksdb' } });
+  const p = plan(input(rocks, [], { services: [] }));
+  t.same([p.actions, p.services], [[], []], 'no pod, no Service');
+  t.same(
+    p.unsupported.map((u) => [u.field, u.refused, u.why]),
+    [
+      [
+        'spec.gcsFaultToleranceOptions.backend',
+        true,
+        'embedded GCS storage (backend: rocksdb) is not supported by raykeeper yet; use backend redis',
+      ],
+    ],
+  );
+  for (const backend of [undefined, '', 'redis', 'Redis'])
+    t.same(
+      unsupportedFields(cluster({ gcsFaultToleranceOptions: { backend, redisAddress: 'redis:6379' } })),
+      [],
+      `backend ${backend}: Redis`,
+    );
 });
 
 t.test('desired replicas: clamp x numOfHosts, suspended group 0', async (t) => {

@@ -62,7 +62,7 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   }, 'head and one worker');
   const head = all.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
   const worker = all.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
-  tt.equal(head.metadata.name, 'raycluster-kuberay-head');
+  tt.match(head.metadata.name, /^raycluster-kuberay-head-[a-z0-9]{5}$/, "KubeRay's generated head name");
   tt.match(worker.metadata.name, /^raycluster-kuberay-workergroup-worker-[a-z0-9]{5}$/);
   for (const p of [head, worker])
     tt.match(p.metadata.ownerReferences, [
@@ -129,7 +129,7 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
 
   const s0 = await until(async () => {
     const s = await status(e, 'raycluster-kuberay');
-    return s.desiredWorkerReplicas === 1 && s.head?.podName === 'raycluster-kuberay-head' ? s : undefined;
+    return s.desiredWorkerReplicas === 1 && s.head?.podName === head.metadata.name ? s : undefined;
   }, 'status with the head pod');
   tt.equal(s0.state, undefined, 'not ready while nothing runs');
   tt.match(
@@ -149,7 +149,7 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   tt.equal(ready.availableWorkerReplicas, 1);
   tt.same(ready.head, {
     podIP: '10.9.0.1',
-    podName: 'raycluster-kuberay-head',
+    podName: head.metadata.name,
     serviceIP: '10.9.0.1',
     serviceName: 'raycluster-kuberay-head-svc',
   });
@@ -163,13 +163,14 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
     { status: 'True' },
   );
 
-  // The head pod is deleted: exactly one new head pod.
-  await e.kube.delete({ ...PODS, namespace: e.ns.name, name: 'raycluster-kuberay-head' });
+  // The head pod is deleted: exactly one new head pod, under a fresh name.
+  await e.kube.delete({ ...PODS, namespace: e.ns.name, name: head.metadata.name! });
   const again = await until(async () => {
     const hs = await pods(e, 'ray.io/cluster=raycluster-kuberay,ray.io/node-type=head');
     return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid ? hs[0] : undefined;
   }, 'a new head pod');
-  tt.equal(again.metadata.name, 'raycluster-kuberay-head');
+  tt.match(again.metadata.name, /^raycluster-kuberay-head-[a-z0-9]{5}$/);
+  tt.not(again.metadata.name, head.metadata.name, 'a fresh name: nothing waits for the old one to be free');
   await until(
     async () => (await status(e, 'raycluster-kuberay')).conditions?.some((c) => c.type === 'HeadPodReady' && c.status === 'False'),
     'HeadPodReady False for the new head',

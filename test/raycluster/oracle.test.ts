@@ -5,7 +5,10 @@
 // template's other containers and restartPolicy (the RayCluster our RayJob controller builds for a
 // SidecarMode RayJob is one of the samples); for autoscaling clusters (v1, v2) the autoscaler container
 // whole, the ServiceAccount and the autoscaler's ServiceAccount / Role / RoleBinding; for token auth, the
-// env and KubeRay's generated Secret.
+// env and KubeRay's generated Secret. And two behaviours our operator copies (issue 47): KubeRay leaves a
+// status edited through /status as written until something else triggers it (its RayCluster watch filters on
+// generation, labels and annotations), and a head stamped by another hasher (ours) is re-stamped, not recreated,
+// under upgradeStrategy Recreate, which then recreates every pod, the head under a new generated name.
 // The differences we chose are listed in README ("RayCluster operator") and excluded here by name only.
 // Fails, naming the set-up command, when the operator binary or KubeRay's CRDs are missing.
 import { spawn } from 'node:child_process';
@@ -18,8 +21,10 @@ import { errorMessage } from '../../src/errors.ts';
 import { kubeRayCrds } from '../kuberay/helpers.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { loopbackEnv, startControlPlane } from '../../localcluster/control-plane.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { buildHeadPod, buildWorkerPod, ownerReference, type WorkerGroupSpec } from '../../src/raycluster/pods.ts';
+import { KubeClient, MERGE_PATCH } from '../../kube/client.ts';
+import { buildHeadPod, buildWorkerPod } from '../../src/raycluster/pods.ts';
+import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
+import { ownerReference } from '../../src/raycluster/names.ts';
 import { autoscalerRbac } from '../../src/raycluster/autoscaler.ts';
 import type { ApiObject, Pod, Secret, Service } from '../../kube/model.ts';
 import { buildAuthSecret } from '../../src/raycluster/auth.ts';
@@ -27,6 +32,8 @@ import { buildHeadService } from '../../src/raycluster/service.ts';
 import { RAYCLUSTERS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
+import type { RayClusterStatus } from '../../src/raycluster/status.ts';
+import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 import { kuberaySample } from './samples.ts';
 import { NAMESPACES, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES, type Resource } from '../../kube/resources.ts';
 
@@ -42,10 +49,10 @@ function locate(): { bin: string; crds: string } | { missing: string } {
   }
 }
 
-/** Our intended differences (README): who made the pod says so; the head pod has KubeRay's deterministic name. */
+/** Our intended differences (README): who made the pod says so. */
 const OWN_LABELS = new Set(['app.kubernetes.io/created-by']);
 const OWN_ENV = new Set(['RAY_USAGE_STATS_EXTRA_TAGS']);
-/** KubeRay stamps its version and its spec hash for upgradeStrategy Recreate (not implemented, README). */
+/** The upgrade stamp: the same keys, each operator's own hash and version (src/raycluster/upgrade.ts), checked apart. */
 const OWN_ANNOTATIONS = new Set(['ray.io/kuberay-version', 'ray.io/upgrade-strategy-recreate-hash']);
 
 const flags = (s: string) => s.split(/\s+/).filter(Boolean).sort();
@@ -135,7 +142,7 @@ const where = locate();
 if ('missing' in where) {
   t.fail(missingPart(where.missing));
 } else {
-  t.test(`our pods and head Service = KubeRay ${VERSION}'s for its samples`, { timeout: 280_000 }, async (t) => {
+  t.test(`our pods and head Service = KubeRay ${VERSION}'s for its samples`, { timeout: 360_000 }, async (t) => {
     const cp = await startControlPlane({ crdsDir: where.crds });
     t.teardown(() => cp.stop());
     const kube = new KubeClient(cp.kubeConfig());
@@ -238,7 +245,12 @@ if ('missing' in where) {
       };
       t.same(view(buildHeadPod(stored)), view(head), `${name}: head pod (flags, env, ports, labels, annotations, volumes, probes)`);
       t.same(view(buildWorkerPod(stored, group, index)), view(worker), `${name}: worker pod`);
-      t.match(head.metadata.generateName, `${name}-head-`, 'KubeRay: generated head name (ours is the deterministic one, README)');
+      t.equal(head.metadata.generateName, buildHeadPod(stored).metadata.generateName, `${name}: head generateName`);
+      t.match(
+        head.metadata.annotations,
+        { [RECREATE_HASH_ANNOTATION]: /^[0-9A-V]{32}$/, [KUBERAY_VERSION_ANNOTATION]: VERSION },
+        `${name}: KubeRay stamps every head with a 32-character base32hex spec hash and its version, as we do`,
+      );
       t.equal(worker.metadata.generateName, buildWorkerPod(stored, group, index).metadata.generateName, `${name}: worker generateName`);
       const svc = await until(
         () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }),
@@ -288,5 +300,92 @@ if ('missing' in where) {
     );
     t.same(headless.spec?.selector, { 'ray.io/cluster': 'multi-host', 'ray.io/node-type': 'worker' });
     t.equal(headless.spec?.clusterIP, 'None');
+
+    // A status edited through /status: left as written until a real trigger (e2erayjob "RayCluster status
+    // update propagates to RayJob" relies on it).
+    const sampleName = kuberaySample().metadata.name!;
+    const statusOf = async (n: string) =>
+      (await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: n })).status as RayClusterStatus;
+    // A reconcile already scheduled (KubeRay requeues 2 s after its own status write) recomputes the status
+    // whenever it runs: each try lets that one go by, up to five; one edit kept shows the predicate, an
+    // operator reacting to status edits keeps none.
+    const computed = (await statusOf(sampleName)).maxWorkerReplicas!;
+    const kept: boolean[] = [];
+    for (let i = 1; i <= 5 && !kept.includes(true); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const before = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: sampleName });
+      await kube.replace(
+        { ...RAYCLUSTERS, namespace: ns, name: sampleName, subresource: 'status' },
+        { ...before, status: { ...before.status, maxWorkerReplicas: computed + 2 } },
+      );
+      const later = kuberaySample();
+      later.metadata.name = `later-${i}`;
+      await kube.create({ ...RAYCLUSTERS, namespace: ns }, later);
+      await until(
+        async () => (await statusOf(`later-${i}`))?.maxWorkerReplicas !== undefined,
+        `KubeRay acted on a later cluster ${i} (its watch is past the edit)`,
+        60_000,
+        500,
+      );
+      kept.push((await statusOf(sampleName)).maxWorkerReplicas === computed + 2);
+    }
+    t.ok(kept.includes(true), `KubeRay: a status-only edit is not written back (kept per try: ${kept.join(', ')})`);
+    await kube.patch({ ...RAYCLUSTERS, namespace: ns, name: sampleName }, { metadata: { labels: { touched: 'yes' } } }, MERGE_PATCH);
+    await until(
+      async () => (await statusOf(sampleName)).maxWorkerReplicas === computed,
+      'KubeRay: recomputed after a label change',
+      60_000,
+      500,
+    );
+
+    // upgradeStrategy Recreate: KubeRay re-stamps a head stamped by us, then recreates on a spec change.
+    const recreate = kuberaySample();
+    recreate.metadata.name = 'recreate';
+    (recreate.spec as Record<string, unknown>).upgradeStrategy = { type: 'Recreate' };
+    await kube.create({ ...RAYCLUSTERS, namespace: ns }, recreate);
+    const headOf = async () =>
+      (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: 'ray.io/cluster=recreate,ray.io/node-type=head' })).items;
+    const [first] = await until(
+      async () => ((await headOf()).length === 1 ? headOf() : undefined),
+      "KubeRay's head of recreate",
+      60_000,
+      500,
+    );
+    const ourStamp = {
+      [KUBERAY_VERSION_ANNOTATION]: HASH_VERSION,
+      [RECREATE_HASH_ANNOTATION]: clusterSpecHash(await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'recreate' })),
+    };
+    await kube.patch({ ...PODS, namespace: ns, name: first!.metadata.name! }, { metadata: { annotations: ourStamp } }, MERGE_PATCH);
+    await kube.patch({ ...RAYCLUSTERS, namespace: ns, name: 'recreate' }, { metadata: { labels: { touched: 'yes' } } }, MERGE_PATCH);
+    const [restamped] = await until(
+      async () => {
+        const hs = await headOf();
+        return hs[0]?.metadata.annotations?.[KUBERAY_VERSION_ANNOTATION] === VERSION ? hs : undefined;
+      },
+      'KubeRay re-stamps our head',
+      60_000,
+      500,
+    );
+    t.equal(restamped!.metadata.uid, first!.metadata.uid, 'KubeRay: a head stamped by another hasher is re-stamped, not recreated');
+    t.not(
+      restamped!.metadata.annotations?.[RECREATE_HASH_ANNOTATION],
+      ourStamp[RECREATE_HASH_ANNOTATION],
+      'KubeRay hashes its Go structs: another value',
+    );
+    await kube.patch(
+      { ...RAYCLUSTERS, namespace: ns, name: 'recreate' },
+      [{ op: 'replace', path: '/spec/headGroupSpec/template/spec/containers/0/image', value: 'rayproject/ray:2.51.0' }],
+      'application/json-patch+json',
+    );
+    const [renewed] = await until(
+      async () => {
+        const hs = await headOf();
+        return hs.length === 1 && hs[0]!.metadata.uid !== first!.metadata.uid ? hs : undefined;
+      },
+      'KubeRay recreates the head after the spec change',
+      60_000,
+      500,
+    );
+    t.not(renewed!.metadata.name, first!.metadata.name, 'KubeRay: the new head has a new generated name');
   });
 }

@@ -4,6 +4,7 @@
 // deleted by the operator and re-created, and runs again.
 // Needs Ray (tools/setup.sh installs it); fails without it, naming the set-up command.
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
@@ -54,6 +55,13 @@ if ('missing' in found) {
       );
       tt.equal(ready.readyWorkerReplicas, 1, 'the worker joined and is ready');
       tt.equal(ready.head?.podIP, '127.0.0.1');
+      // Each pod has a Ray temp dir of its own, as each pod has its own /tmp: Ray's job supervisor gives a
+      // job's driver the address the last `ray start` in its temp dir recorded (ray_current_cluster).
+      const tempDirs = [...(runner as unknown as { running: Map<string, { proc: { proc: { pid?: number } } }> }).running.values()].map(
+        (r) => /--temp-dir=(\S+)/.exec(readFileSync(`/proc/${r.proc.proc.pid}/cmdline`, 'utf8').replaceAll('\0', ' '))?.[1],
+      );
+      tt.equal(tempDirs.length, 2, 'head and worker run here');
+      tt.ok(tempDirs.every((d) => d !== undefined) && new Set(tempDirs).size === 2, `a temp dir per pod: ${tempDirs.join(', ')}`);
 
       // Kill the head's Ray processes (as an OOM kill would): the pod goes Failed, the operator replaces it.
       const head = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;

@@ -4,14 +4,12 @@ import t from 'tap';
 import {
   buildHeadPod,
   buildWorkerPod,
-  checkLabel,
-  headServiceFqdn,
-  podName,
   rayEnv,
   rayStartCommand,
   renderParams,
   supportsUnifiedHealthCheck,
 } from '../../src/raycluster/pods.ts';
+import { checkLabel, headPodGenerateName, headServiceFqdn, podName, workerPodGenerateName } from '../../src/raycluster/names.ts';
 import type { Pod } from '../../kube/model.ts';
 import { buildHeadlessWorkerService, buildHeadService, headServicePorts } from '../../src/raycluster/service.ts';
 import { cleanupEnv, effectiveStorageNamespace } from '../../src/gcsft/redis-env.ts';
@@ -56,7 +54,8 @@ t.test('TestBuildPod: head and worker command lines, env, labels, volumes', asyn
   t.same(head.spec!.volumes, [{ name: 'shared-mem', emptyDir: { medium: 'Memory', sizeLimit: '1Gi' } }]);
   t.same(head.spec!.containers[0]!.volumeMounts, [{ name: 'shared-mem', mountPath: '/dev/shm', readOnly: false }]);
   t.same(head.spec!.containers[0]!.ports, [{ name: 'metrics', containerPort: 8080 }]);
-  t.equal(head.metadata.name, 'raycluster-sample-head');
+  t.equal(head.metadata.generateName, 'raycluster-sample-head-', "KubeRay's default: a generated head name");
+  t.notOk(head.metadata.name);
   t.same(head.metadata.ownerReferences, [
     { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'raycluster-sample', uid: 'uid-1', controller: true, blockOwnerDeletion: true },
   ]);
@@ -173,6 +172,12 @@ t.test('convertParamMap: booleans, log-color / include-dashboard keep their valu
 t.test('names, labels, quantities', async (t) => {
   t.equal(podName('a'.repeat(60), 'head', true), `${'a'.repeat(50)}-head-`);
   t.equal(podName('MyCluster', 'worker', false), 'mycluster-worker');
+  t.equal(headPodGenerateName(instance()), 'raycluster-sample-head-');
+  const long = instance();
+  long.metadata.name = `Ab${'c'.repeat(60)}`;
+  t.equal(headPodGenerateName(long), `ab${'c'.repeat(48)}-head-`, 'the first 50 characters, lowercased (PodName)');
+  t.equal(workerPodGenerateName(long, 'Gpu'), `ab${'c'.repeat(48)}-worker-`, 'cluster-group clipped to 50 before -worker-');
+  t.equal(workerPodGenerateName(instance(), 'small-group'), 'raycluster-sample-small-group-worker-');
   t.equal(checkLabel(`-${'x'.repeat(10)}`), `r${'x'.repeat(10)}`);
   t.equal(checkLabel('y'.repeat(70)).length, 63);
   t.equal(headServiceFqdn(instance(), { clusterDomain: 'corp.local' }), 'raycluster-sample-head-svc.default.svc.corp.local');

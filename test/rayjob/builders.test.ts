@@ -144,6 +144,20 @@ t.test('a user submitterPodTemplate is kept; its own command wins', async (t) =>
   t.match((c2?.['args'] as string[])[0], /ray job submit --address http:\/\/d:8265/);
 });
 
+t.test(
+  "the submitter container's log tail reaches its pod's status when it fails (FallbackToLogsOnError); a template's own policy wins",
+  async (t) => {
+    const container = (job: ReturnType<typeof rayJob>) => buildSubmitterJob(job, cluster('ready')).spec?.template?.spec?.containers?.[0];
+    t.equal(container(rayJob('Initializing'))?.['terminationMessagePolicy'], 'FallbackToLogsOnError', 'default template');
+    const own = rayJob('Initializing', {
+      spec: { submitterPodTemplate: { spec: { containers: [{ name: 'mine', terminationMessagePolicy: 'File' }] } } },
+    });
+    t.equal(container(own)?.['terminationMessagePolicy'], 'File', "the user's choice");
+    const unset = rayJob('Initializing', { spec: { submitterPodTemplate: { spec: { containers: [{ name: 'mine' }] } } } });
+    t.equal(container(unset)?.['terminationMessagePolicy'], 'FallbackToLogsOnError', 'a template without one');
+  },
+);
+
 t.test('submission options reach both submission paths', async (t) => {
   const job = rayJob('Running', {
     spec: {

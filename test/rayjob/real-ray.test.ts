@@ -8,6 +8,7 @@ import { rayCommand, startRayHead, type RayHead } from './helpers/ray-head.ts';
 import { sleep } from '../../kube/backoff.ts';
 import { RAYJOBS } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
+import { startDashboardProxy } from '../../localcluster/dashboard-proxy.ts';
 
 const ray = rayCommand();
 if ('missing' in ray) {
@@ -50,6 +51,40 @@ if ('missing' in ray) {
       submission_id: string;
     };
     t.equal(info.submission_id, ok.job?.status?.jobId, 'Ray knows the job by the RayJob status jobId');
+  });
+
+  // A head that is up but whose dashboard cannot be reached yet when its RayCluster reads ready (a slow
+  // start on a loaded machine, a head pod being replaced): `raykeeper dev`'s dashboard proxy answers 503
+  // for it, as a Service with no ready endpoint would. The real `ray job submit` fails on that at once;
+  // the RayJob waits in Initializing instead of starting its submitter, then runs once the proxy routes.
+  t.test('real Ray behind a dashboard that answers 503 for a while: the RayJob waits, then SUCCEEDS', async (t) => {
+    const head = await sharedHead();
+    const headPort = Number(new URL(head.dashboardUrl).port);
+    let open = false;
+    let refused = 0;
+    const proxy = await startDashboardProxy(() => {
+      if (open) return headPort;
+      refused++;
+      return undefined;
+    });
+    t.teardown(() => proxy.stop());
+    const h = await rayJobHarness(t, { noFakeDashboard: true, dashboardUrl: proxy.urlTemplate, rayCommand: ray.command });
+    await h.create(manifest('real-slow', { entrypoint: 'echo after-the-wait' }));
+    const waited = await h.drive('real-slow', (j) => inState('Complete', 'Failed')(j) || (inState('Initializing')(j) && refused >= 3), {
+      autoReady: true,
+      timeoutMs: 120_000,
+      maxSleepMs: 1000,
+    });
+    t.equal(waited.job?.status?.jobDeploymentStatus, 'Initializing', `waiting (${waited.job?.status?.message})`);
+    t.match(waited.job?.status?.message, /^Waiting for the Ray dashboard to answer before submitting: .*HTTP 503/);
+    t.equal(await h.submitterJob('real-slow'), undefined, 'no submitter yet');
+    open = true;
+    const done = await h.drive('real-slow', inState('Complete', 'Failed'), { autoReady: true, timeoutMs: 240_000, maxSleepMs: 1000 });
+    t.equal(done.job?.status?.jobDeploymentStatus, 'Complete', `${done.job?.status?.reason} ${done.job?.status?.message}`);
+    t.equal(done.job?.status?.jobStatus, 'SUCCEEDED');
+    const submitter = (await h.submitterJob('real-slow')) as { status?: { failed?: number } } | undefined;
+    t.equal(submitter?.status?.failed ?? 0, 0, 'no submitter attempt was lost');
+    t.match(h.runner.output(h.namespace, 'real-slow'), /after-the-wait/, 'the submitter followed the job through the proxy');
   });
 
   t.test('real Ray, HTTPMode: the controller submits over REST; deleting a running RayJob stops it in Ray', async (t) => {

@@ -6,6 +6,7 @@ import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
 import {
   decideRayJob,
   defaultMachineConfig,
+  initializingNeedsDashboard,
   isRepeatableCreate,
   isSelfGuarded,
   type RayJobAction,
@@ -210,14 +211,52 @@ const rows: Row[] = [
     expect: { next: 'Initializing', actions: [], requeue: true, absent: ['dashboardURL'] },
   },
   {
-    name: 'Initializing, cluster ready, K8sJobMode -> create the submitter, Running',
-    job: rayJob('Initializing'),
-    observed: { cluster: ready, submitter: null },
+    name: 'Initializing, cluster ready, K8sJobMode, the dashboard answers (404) -> create the submitter, Running',
+    job: rayJob('Initializing', { status: { message: 'Waiting for the Ray dashboard to answer before submitting: timed out' } }),
+    observed: { cluster: ready, submitter: null, dashboard: { kind: 'notFound' } },
     expect: {
       next: 'Running',
       actions: ['createSubmitter'],
-      status: { dashboardURL: 'demo-fghjk-head-svc.ns1.svc.cluster.local:8265', rayClusterStatus: { state: 'ready' } },
+      status: { dashboardURL: 'demo-fghjk-head-svc.ns1.svc.cluster.local:8265', rayClusterStatus: { state: 'ready' }, message: '' },
     },
+  },
+  {
+    name: 'Initializing, cluster ready, K8sJobMode, the dashboard does not answer -> wait, no submitter, the message says why',
+    job: rayJob('Initializing', { spec: { activeDeadlineSeconds: 10 } }),
+    now: 9,
+    observed: { cluster: ready, submitter: null, dashboard: { kind: 'error', message: 'GET http://h/api/jobs/x: HTTP 503' } },
+    expect: {
+      next: 'Initializing',
+      actions: [],
+      events: [],
+      requeue: 1000,
+      status: { message: 'Waiting for the Ray dashboard to answer before submitting: GET http://h/api/jobs/x: HTTP 503' },
+      absent: ['dashboardURL', 'reason'],
+    },
+  },
+  {
+    name: 'Initializing, cluster ready, K8sJobMode, the dashboard not asked (no observation) -> wait',
+    job: rayJob('Initializing'),
+    observed: { cluster: ready, submitter: null },
+    expect: {
+      next: 'Initializing',
+      actions: [],
+      requeue: 3000,
+      status: { message: 'Waiting for the Ray dashboard to answer before submitting: not asked yet' },
+    },
+  },
+  {
+    name: 'Initializing, cluster ready, K8sJobMode, the dashboard already knows the job (an earlier submitter) -> create the submitter (it re-attaches)',
+    job: rayJob('Initializing'),
+    observed: { cluster: ready, submitter: null, dashboard: info('RUNNING') },
+    expect: { next: 'Running', actions: ['createSubmitter'] },
+  },
+  {
+    name: 'Initializing, the dashboard never answers, activeDeadlineSeconds passes -> Failed(DeadlineExceeded): a reason the user set',
+    job: rayJob('Initializing', { spec: { activeDeadlineSeconds: 10 } }),
+    now: 10,
+    observed: { cluster: ready, submitter: null, dashboard: { kind: 'error', message: 'timed out' } },
+    expect: { next: 'Failed', reason: 'DeadlineExceeded', actions: [] },
   },
   {
     name: 'Initializing, cluster ready, submitter already exists (earlier attempt crashed) -> Running, no second Job',
@@ -369,6 +408,43 @@ const rows: Row[] = [
     observed: { cluster: ready, submitter: submitter('failed', 30), dashboard: { kind: 'error', message: 'ECONNREFUSED' } },
     now: 31,
     expect: { next: 'Failed', reason: 'SubmissionFailed' },
+  },
+  {
+    name: "Running, the submitter failed before Ray knew the job -> Failed(SubmissionFailed), jobStatus empty, the message says what the submitter's last attempt reported",
+    job: rayJob('Running'),
+    observed: {
+      cluster: ready,
+      submitter: submitter('failed', 30),
+      submitterAttempt: {
+        exitCode: 1,
+        reason: 'Error',
+        message: `${'x'.repeat(3000)}\n\u001b[31mRuntimeError: Request failed with status code 500: Failed to get head node agent\u001b[39m\n`,
+      },
+      dashboard: { kind: 'notFound' },
+    },
+    now: 31,
+    expect: {
+      next: 'Failed',
+      reason: 'SubmissionFailed',
+      status: {
+        jobStatus: '',
+        message: new RegExp(
+          '^Job submission has failed\\. Reason: BackoffLimitExceeded\\. Message: Job has reached the specified backoff limit\\. ' +
+            'The last attempt ended with exit code 1 \\(Error\\): x{900,}\\nRuntimeError: Request failed with status code 500: Failed to get head node agent$',
+        ),
+      },
+    },
+  },
+  {
+    name: 'Running, the submitter failed and none of its pods is left (null) -> the Job condition alone',
+    job: rayJob('Running'),
+    observed: { cluster: ready, submitter: submitter('failed', 30), submitterAttempt: null, dashboard: { kind: 'notFound' } },
+    now: 31,
+    expect: {
+      next: 'Failed',
+      reason: 'SubmissionFailed',
+      status: { message: 'Job submission has failed. Reason: BackoffLimitExceeded. Message: Job has reached the specified backoff limit' },
+    },
   },
   {
     name: 'Running, the submitter failed after the Ray job was seen FAILED, job now unknown -> Failed(AppFailed)',
@@ -745,7 +821,7 @@ t.test('what the actions carry', async (t) => {
     t.equal(create.cluster.metadata.annotations?.['ray.io/ft-enabled'], 'true', 'GCS FT annotation carried over');
     t.match(create.cluster.metadata.ownerReferences, [{ kind: 'RayJob', name: 'demo', uid: 'uid-demo', controller: true }]);
   }
-  const run = step(rayJob('Initializing'), { cluster: cluster('ready'), submitter: null }, at(1));
+  const run = step(rayJob('Initializing'), { cluster: cluster('ready'), submitter: null, dashboard: { kind: 'notFound' } }, at(1));
   const sub = run.actions[0];
   t.equal(sub?.type, 'createSubmitter');
   if (sub?.type === 'createSubmitter') {
@@ -859,6 +935,27 @@ t.test('observationPlan: each state reads only what its case needs', async (t) =
     ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
+});
+
+t.test('initializingNeedsDashboard: asked only between a ready cluster and the submitter (K8sJobMode)', async (t) => {
+  const rows: Array<[string, RayJob, Observed, boolean]> = [
+    ['cluster ready, no submitter', rayJob('Initializing'), { cluster: cluster('ready'), submitter: null }, true],
+    ['cluster not ready', rayJob('Initializing'), { cluster: cluster(''), submitter: null }, false],
+    [
+      'cluster not ready, dashboardURL already recorded',
+      rayJob('Initializing', { status: { dashboardURL: 'h:8265' } }),
+      { cluster: cluster(''), submitter: null },
+      true,
+    ],
+    ['cluster being deleted', rayJob('Initializing'), { cluster: cluster('ready', { deleting: true }), submitter: null }, false],
+    ['no cluster', rayJob('Initializing'), { cluster: null, submitter: null }, false],
+    ['the submitter exists', rayJob('Initializing'), { cluster: cluster('ready'), submitter: submitter('running') }, false],
+    ['submitter not observed', rayJob('Initializing'), { cluster: cluster('ready') }, false],
+    ['HTTPMode', rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }), { cluster: cluster('ready'), submitter: null }, false],
+    ['SidecarMode', rayJob('Initializing', { spec: { submissionMode: 'SidecarMode' } }), { cluster: cluster('ready') }, false],
+    ['Running (observationPlan asks there)', rayJob('Running'), { cluster: cluster('ready'), submitter: null }, false],
+  ];
+  for (const [name, job, observed, expected] of rows) t.equal(initializingNeedsDashboard(job, observed), expected, name);
 });
 
 t.test('clusterMissIsAbsent: a cache miss of the cluster is trusted only where absent means create', async (t) => {

@@ -6,6 +6,8 @@
 //   Redis cleanup is finished as the controller would (its Job ran: its keys are gone, the live one's stay),
 //   its finalizer released, it is gone; the live cluster's finalizer is removed with a Warning naming its
 //   storage namespace, Redis and the by-hand command, and deleting it then completes at once; exit 0;
+//   raykeeper's ray.io/rayjob-finalizer is removed from a RayJob with a Warning (one KubeRay's operator
+//   wrote stays), and deleting that RayJob completes at once;
 // - again: nothing left to do, exit 0 (idempotent);
 // - the deadline: a cleanup that cannot end (no job runner) is given up at --timeout with a Warning naming
 //   the timeout; a RayCluster outside --watch-namespace is not touched; controller pods that do not go are
@@ -14,7 +16,8 @@ import t from 'tap';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { createCluster, env, FINALIZER, getCluster, jobRunner, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
 import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import { MERGE_PATCH } from '../../kube/client.ts';
+import { JSON_PATCH, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
+import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { cli, controllerDeployment, eventsOf, webhookConfigurations } from './helpers.ts';
 
@@ -63,6 +66,24 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
     );
     await e.kube.patch({ ...RAYJOBS, namespace: ns, name, subresource: 'status' }, { status }, MERGE_PATCH);
   }
+  // ray.io/rayjob-finalizer as raykeeper's controller adds it (field manager raykeeper), and one KubeRay's
+  // operator added (another manager: left to it).
+  await e.kube.patch(
+    { ...RAYJOBS, namespace: ns, name: 'running' },
+    [{ op: 'add', path: '/metadata/finalizers', value: [RAYJOB_FINALIZER] }],
+    JSON_PATCH,
+  );
+  const kuberay = new KubeClient(e.kube.kubeConfig, { fieldManager: 'kuberay-operator' });
+  t.teardown(() => kuberay.close());
+  await kuberay.create(
+    { ...RAYJOBS, namespace: ns },
+    { apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'kuberays' }, spec: { entrypoint: 'python -c "print(1)"' } },
+  );
+  await kuberay.patch(
+    { ...RAYJOBS, namespace: ns, name: 'kuberays' },
+    [{ op: 'add', path: '/metadata/finalizers', value: [RAYJOB_FINALIZER] }],
+    JSON_PATCH,
+  );
   const args = ['uninstall', '--namespace', ns, '--webhook-configuration', webhooks, '--timeout', '90'];
 
   const dry = await cli([...args, '--dry-run'], kubeconfig);
@@ -77,7 +98,9 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   t.match(dry.stdout, new RegExp(`${ns}/going  would-finish`));
   t.notMatch(dry.stdout, /plain/, 'a cluster without the finalizer is not in it');
   t.match(dry.stdout, new RegExp(`${ns}/fresh: RayJob: would set jobDeploymentStatus "New" to ""`));
-  t.notMatch(dry.stdout, /running: RayJob/, 'a RayJob past New is not in it');
+  t.notMatch(dry.stdout, /running: RayJob: would set/, 'a RayJob past New is not reset');
+  t.match(dry.stdout, new RegExp(`${ns}/running: RayJob: would remove ray.io/rayjob-finalizer`));
+  t.notMatch(dry.stdout, /kuberays: RayJob/, "KubeRay's finalizer is not in it");
   t.ok(await e.kube.getOrUndefined({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: webhooks }), 'dry run: the webhook configuration stays');
   t.equal((await e.kube.get({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec!.replicas, 2);
   t.same((await getCluster(e, 'live'))?.metadata.finalizers, [FINALIZER], 'dry run: the finalizers stay');
@@ -150,6 +173,27 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
     'a Running one untouched',
   );
   t.match(run.stdout, new RegExp(`RayJobs whose "New" became "": ${ns}/fresh`));
+  t.same(
+    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'running' })).metadata.finalizers ?? [],
+    [],
+    "raykeeper's ray.io/rayjob-finalizer removed",
+  );
+  t.match(
+    (await eventsOf(e.kube, ns, 'running')).find((x) => x.reason === 'FinalizerReleasedForUninstall'),
+    {
+      type: 'Warning',
+      message: /removed the finalizer ray\.io\/rayjob-finalizer.*no longer stops its Ray job on the RayCluster it selected/,
+    },
+  );
+  t.same(
+    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'kuberays' })).metadata.finalizers,
+    [RAYJOB_FINALIZER],
+    "KubeRay's stays",
+  );
+  t.match(run.stdout, new RegExp(`RayJobs whose ray.io/rayjob-finalizer was removed: ${ns}/running$`, 'm'));
+  await e.kube.delete({ ...RAYJOBS, namespace: ns, name: 'running' });
+  t.equal(await e.kube.getOrUndefined({ ...RAYJOBS, namespace: ns, name: 'running' }), undefined, 'deleting that RayJob completes at once');
+  await kuberay.patch({ ...RAYJOBS, namespace: ns, name: 'kuberays' }, [{ op: 'remove', path: '/metadata/finalizers' }], JSON_PATCH);
 
   const again = await cli(args, kubeconfig);
   t.equal(again.code, 0, 'again: exit 0');

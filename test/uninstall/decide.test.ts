@@ -1,6 +1,7 @@
 // `raykeeper uninstall`'s pure parts as tables: what it does with each RayCluster, the words of its Events,
 // its exit status, and the controller settings it reads from the controller's Deployment.
 import t from 'tap';
+import type { RayJob } from '../../src/types.ts';
 import { cluster, T0, withFinalizer } from '../raycluster/fixtures.ts';
 import {
   deadlineReleaseEvent,
@@ -8,6 +9,7 @@ import {
   finalizerWriter,
   liveReleaseEvent,
   newStatusReset,
+  rayJobFinalizerRelease,
   readdedEvent,
   uninstallExitCode,
   type UninstallDecision,
@@ -71,6 +73,7 @@ t.test('exit status: 0 nothing held, 1 stuck or an error, 3 added back by anothe
   const report = (outcomes: string[], errors: string[] = []): UninstallReport => ({
     clusters: outcomes.map((o, i) => ({ key: `ns/c${i}`, outcome: o as never, detail: '' })),
     rayJobsReset: [],
+    rayJobsReleased: [],
     errors,
   });
   t.equal(uninstallExitCode(report([])), 0, 'nothing in scope');
@@ -175,3 +178,63 @@ t.test('who added the finalizer back, from managedFields; the Normal Event that 
   t.match(e.message, /was added back by kuberay-operator .*holds it now and removes it when this cluster is deleted/);
   t.notMatch(readdedEvent(undefined).message, /by undefined/);
 });
+
+t.test(
+  "RayJobs: raykeeper's ray.io/rayjob-finalizer is removed, another manager's is not; the Warning says what deleting no longer does",
+  async (t) => {
+    const writtenBy = (manager: string) => [
+      {
+        manager,
+        operation: 'Update',
+        time: '2026-01-01T00:00:00Z',
+        fieldsV1: { 'f:metadata': { 'f:finalizers': { '.': {}, 'v:"ray.io/rayjob-finalizer"': {} } } },
+      },
+    ];
+    const job = (extra: {
+      managedFields?: unknown;
+      deletionTimestamp?: string;
+      finalizers?: string[];
+      clusterSelector?: Record<string, string>;
+    }): RayJob =>
+      ({
+        apiVersion: 'ray.io/v1',
+        kind: 'RayJob',
+        metadata: {
+          name: 'j',
+          namespace: 'n',
+          uid: 'u1',
+          finalizers: extra.finalizers ?? ['ray.io/rayjob-finalizer'],
+          managedFields: extra.managedFields,
+          deletionTimestamp: extra.deletionTimestamp,
+        },
+        spec: { entrypoint: 'x', clusterSelector: extra.clusterSelector },
+      }) as RayJob;
+    const ours = rayJobFinalizerRelease(job({ managedFields: writtenBy('raykeeper') }), 'raykeeper');
+    t.same(ours?.patch, [
+      { op: 'test', path: '/metadata/uid', value: 'u1' },
+      { op: 'test', path: '/metadata/finalizers', value: ['ray.io/rayjob-finalizer'] },
+      { op: 'remove', path: '/metadata/finalizers/0' },
+    ]);
+    t.match(ours?.event, { type: 'Warning', reason: 'FinalizerReleasedForUninstall', message: /still deletes the RayCluster it made/ });
+    t.match(
+      rayJobFinalizerRelease(job({ managedFields: writtenBy('raykeeper'), clusterSelector: { 'ray.io/cluster': 'c' } }), 'raykeeper')
+        ?.event,
+      {
+        message: /no longer stops its Ray job on the RayCluster it selected/,
+      },
+    );
+    t.match(
+      rayJobFinalizerRelease(job({ managedFields: writtenBy('raykeeper'), deletionTimestamp: '2026-01-01T00:00:00Z' }), 'raykeeper')?.event,
+      {
+        message: /while this RayJob was being deleted: .*without stopping its Ray job; the RayCluster it made is deleted with it/,
+      },
+    );
+    t.equal(rayJobFinalizerRelease(job({ managedFields: writtenBy('kuberay-operator') }), 'raykeeper'), undefined, "KubeRay's: left");
+    t.equal(rayJobFinalizerRelease(job({}), 'raykeeper'), undefined, 'no managedFields: nobody known wrote it, left');
+    t.equal(
+      rayJobFinalizerRelease(job({ managedFields: writtenBy('raykeeper'), finalizers: [] }), 'raykeeper'),
+      undefined,
+      'none: nothing',
+    );
+  },
+);

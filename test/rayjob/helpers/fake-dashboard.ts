@@ -30,6 +30,17 @@ export class FakeDashboard {
   readonly requests: string[] = [];
   /** true: every request's connection is destroyed (head unreachable). */
   down = false;
+  /**
+   * A head that is up but not answering yet (a slow start, a head pod being replaced): 'unavailable'
+   * answers 503 as a proxy or Service with no ready endpoint would; 'stall' holds every request unanswered
+   * until this is cleared (a client's timeout ends it). Undefined: answers normally.
+   */
+  failing: 'unavailable' | 'stall' | undefined;
+  /** Set: every submission is refused with HTTP 500 and this text (Ray's answer when its job agent does not come up). */
+  rejectSubmissions: string | undefined;
+  /** Requests met while `down` or `failing` (the test's clock: "the dashboard was asked N times while failing"). */
+  refused = 0;
+  private readonly stalled = new Set<ServerResponse>();
   /** Set: token auth as Ray's (401 without `x-ray-authorization`/`authorization`, 403 with another token). */
   token: string | undefined;
   url = '';
@@ -50,6 +61,14 @@ export class FakeDashboard {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
+  }
+
+  /** Answers normally again; requests held by 'stall' get a 503 (what a proxy says when its upstream never answered). */
+  heal(): void {
+    this.down = false;
+    this.failing = undefined;
+    for (const res of this.stalled) this.reply(res, 503, 'upstream request timeout');
+    this.stalled.clear();
   }
 
   async close(): Promise<void> {
@@ -95,7 +114,18 @@ export class FakeDashboard {
     const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
     this.requests.push(`${req.method} ${path}`);
     if (this.down) {
+      this.refused++;
       req.socket.destroy();
+      return;
+    }
+    if (this.failing === 'unavailable') {
+      this.refused++;
+      return this.reply(res, 503, 'no healthy upstream');
+    }
+    if (this.failing === 'stall') {
+      this.refused++;
+      this.stalled.add(res);
+      res.on('close', () => this.stalled.delete(res));
       return;
     }
     // Ray's dashboard refuses POST/PUT from what looks like a browser (Sec-Fetch-* headers, which
@@ -110,7 +140,10 @@ export class FakeDashboard {
       if (auth !== `Bearer ${this.token}`) return this.reply(res, 403, 'Forbidden: Invalid authentication token');
     }
     try {
-      if (req.method === 'POST' && (path === '/api/jobs/' || path === '/api/jobs')) return this.submit(await this.body(req), res);
+      if (req.method === 'POST' && (path === '/api/jobs/' || path === '/api/jobs')) {
+        if (this.rejectSubmissions !== undefined) return this.reply(res, 500, this.rejectSubmissions);
+        return this.submit(await this.body(req), res);
+      }
       const stop = /^\/api\/jobs\/([^/]+)\/stop$/.exec(path);
       if (req.method === 'POST' && stop) return this.stop(decodeURIComponent(stop[1] ?? ''), res);
       const get = /^\/api\/jobs\/([^/]+)$/.exec(path);
