@@ -1,5 +1,7 @@
-// The RayCluster GCS fault-tolerance reconciler: reads the world, asks src/gcsft/decide.ts what to
-// do, does that one thing, requeues. All decisions are in the pure module; this file is I/O only.
+// The GCS fault-tolerance cleanup reconciler (GcsFtCleanupReconciler; `--reconcilers raycluster`): reads the
+// world, asks src/gcsft/decide.ts what to do, does that one thing, requeues. All decisions are in pure
+// modules (what to do: src/gcsft/decide.ts; how far the caches are trusted for it: src/gcsft/cache-trust.ts);
+// this file is I/O only.
 //
 // Reads (fresh reads only where a stale cache could do harm; every other step acts on the caches with
 // writes that guard themselves):
@@ -99,6 +101,7 @@ import {
 } from '../../src/gcsft/cleanup-job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { asJobInNamespace, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { cachedStep, createJobPods, decisionStands } from '../../src/gcsft/cache-trust.ts';
 import {
   ClaimIndex,
   claimantsAmong,
@@ -175,10 +178,8 @@ function slimDependent<C>(obj: ApiObject & { status?: { conditions?: C[] | null 
 export const SLIM_JOB: Projection<BatchJob, SlimJob> = { id: 'slim', transform: slimDependent };
 export const SLIM_POD: Projection<Pod, SlimPod> = { id: 'slim', transform: slimDependent };
 
-/** Decide again on fresh reads (GcsFtCleanupReconciler.reconcileCached). */
+/** Decide again on fresh reads (GcsFtCleanupReconciler.reconcileCached; src/gcsft/cache-trust.ts). */
 const FRESH = Symbol('fresh');
-/** The cached decision stands on pods listed from the API. */
-const CONFIRMED = Symbol('confirmed');
 
 /** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
 function podKeys(obj: KubeObject): ObjectKey[] {
@@ -398,102 +399,67 @@ export class GcsFtCleanupReconciler {
     if (this.kube.isStale(this.ref(namespace, name), cached.metadata.resourceVersion)) return;
     const uid = cached.metadata.uid;
     const job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
-    // A finished Job is judged from the cache only if this process created it and has not deleted it since
-    // (after a rerun, a restart or another replica's work, its cached copy may be one already deleted).
-    if (job && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? '')) return FRESH;
     const now = this.ctx.now();
     const pods = clusterPods(this.pods.list(namespace), name, uid);
-    const d = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
-    switch (d.action) {
-      case 'waitForJob':
-      case 'waitForHeadGone':
-        this.metrics.actions.inc({ action: d.action });
-        return { requeueAfterMs: d.requeueAfterMs };
+    const decision = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
+    // How far the caches are trusted: src/gcsft/cache-trust.ts.
+    const s = cachedStep({
+      decision,
+      finishedJobNotCreatedHere: job !== undefined && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? ''),
+      wholeCluster: this.wholeClusters !== undefined,
+      hasUid: !!uid,
+    });
+    const stands = (on: PodLite[], cluster: RayClusterFtView) =>
+      decisionStands({ decision, cluster, pods: on, job, now, gateEnabled: this.config.gateEnabled });
+    switch (s.step) {
+      case 'fresh':
+        return FRESH;
+      case 'wait':
+        this.metrics.actions.inc({ action: s.decision.action });
+        return { requeueAfterMs: s.decision.requeueAfterMs };
       case 'deletePods': {
         if (uid) await this.gate.close(uid);
-        this.metrics.actions.inc({ action: d.action });
+        this.metrics.actions.inc({ action: s.decision.action });
         const uids = new Map(pods.map((p) => [p.metadata.name ?? '', p.metadata.uid]));
         try {
-          return await this.deletePods(cached, d, signal, uids);
+          return await this.deletePods(cached, s.decision, signal, uids);
         } catch (err) {
           if (isConflict(err)) return FRESH; // a pod was replaced since cached (its UID precondition failed)
           throw err;
         }
       }
       case 'createJob': {
-        // Built from the cached cluster only when the cache keeps whole specs (the operator's: the same copy).
+        // Built from the operator's whole copy: the same object as `cached` (one informer).
         const whole = this.wholeClusters?.getByName(namespace, name);
         if (whole !== cached || !whole || !uid) return FRESH;
         // Another cluster holds the namespace: decided (and released) on fresh reads.
         if ((await this.claimants(whole, signal)).length > 0) return FRESH;
         await this.gate.close(uid);
-        const confirmed = this.gate.cacheShowsCreates(uid)
-          ? this.confirmOnCachedPods(whole, d, job, now)
-          : await this.confirmOnListedPods(whole, d, job, now, signal);
-        if (confirmed === FRESH) return FRESH;
-        this.metrics.actions.inc({ action: d.action });
-        return this.act(whole, d, now, signal);
+        const on =
+          createJobPods(this.gate.cacheShowsCreates(uid)) === 'cached'
+            ? this.cachedPodsOf(whole)
+            : await this.listPods(namespace, name, signal);
+        if (!stands(on, whole)) return FRESH;
+        this.metrics.actions.inc({ action: s.decision.action });
+        return this.act(whole, s.decision, now, signal);
       }
-      case 'releaseFinalizer': {
-        if (d.reason !== 'job-complete' && d.reason !== 'job-failed') return FRESH;
+      case 'release': {
         // Without our operator in this process another one makes the pods (KubeRay beside us): a head it
         // made while the Job ran must be seen before the release, not only once its watch event arrives.
-        if (!this.wholeClusters && (await this.confirmOnListedPods(cached, d, job, now, signal)) === FRESH) return FRESH;
-        const r = await this.removeFinalizer(cached, d.reason, signal);
+        if (s.confirmOnListedPods && !stands(await this.listPods(namespace, name, signal), cached)) return FRESH;
+        const r = await this.removeFinalizer(cached, s.decision.reason, signal);
         if (r === 'conflict') return FRESH;
-        this.metrics.actions.inc({ action: d.action });
-        if (r === 'patched' && d.event) this.event(cached, d.event);
+        this.metrics.actions.inc({ action: s.decision.action });
+        if (r === 'patched' && s.decision.event) this.event(cached, s.decision.event);
         return;
       }
-      default:
-        // The timeout (its annotation may have changed since cached), a stale or rerun Job, a release for
-        // the configuration: on fresh reads.
-        return FRESH;
     }
   }
 
-  /**
-   * `d` again on the cluster's pods listed from the API: CONFIRMED when it stands, FRESH when it does not,
-   * or when a listed pod belongs to another RayCluster (a newer one of the same name: this cached copy is old).
-   */
-  private async confirmOnListedPods(
-    cached: RayClusterFtView,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-    signal: AbortSignal | undefined,
-  ): Promise<typeof CONFIRMED | typeof FRESH> {
-    const listed = await this.listPods(cached.metadata.namespace, cached.metadata.name ?? '', signal);
-    return this.confirmOn(listed, cached, d, job, now);
-  }
-
-  /**
-   * The same on the pod cache, once the creation gate is closed and shows that cache has every pod this
-   * process created for the cluster (the operator here is the one that makes them).
-   */
-  private confirmOnCachedPods(
-    cached: RayClusterFtView,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-  ): typeof CONFIRMED | typeof FRESH {
-    const name = cached.metadata.name ?? '';
-    const labelled = this.pods
-      .list(cached.metadata.namespace)
-      .filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === clusterLabelValue(name));
-    return this.confirmOn(labelled, cached, d, job, now);
-  }
-
-  private confirmOn(
-    pods: PodLite[],
-    cached: RayClusterFtView,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-  ): typeof CONFIRMED | typeof FRESH {
-    if (clusterPods(pods, cached.metadata.name ?? '', cached.metadata.uid).length !== pods.length) return FRESH;
-    const again = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
-    return again.action === d.action ? CONFIRMED : FRESH;
+  /** The pod cache's pods labelled with the cluster's name (the gate showed it holds every pod this process created). */
+  private cachedPodsOf(cluster: RayClusterFtView): PodLite[] {
+    const name = cluster.metadata.name ?? '';
+    return this.pods.list(cluster.metadata.namespace).filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === clusterLabelValue(name));
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
