@@ -343,7 +343,7 @@ async function kwokCaughtUp(kube: KubeClient, namespace: string, say: (s: string
     { metadata: { name: 'kwok-probe' }, spec: { containers: [{ name: 'probe', image: 'probe' }] } },
   );
   await waitFor(
-    async () => (await kube.getOrUndefined<{ status?: { phase?: string } }>(ref))?.status?.phase === 'Running',
+    async () => (await kube.getOrUndefined(ref))?.status?.phase === 'Running',
     SETTLE_CAP_MS,
     () => 'waiting for a probe pod to run: kwok catching up',
     say,

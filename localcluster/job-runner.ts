@@ -33,11 +33,11 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { sleep } from '../kube/backoff.ts';
 import { type Informer, InformerFactory } from '../kube/informer.ts';
-import type { BatchJob } from '../kube/model.ts';
+import type { BatchJob, ObjectWithMeta } from '../kube/model.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../kube/reconciler.ts';
 import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
-import { CONFIGMAPS, JOBS, SECRETS } from '../kube/resources.ts';
+import { CONFIGMAPS, JOBS, SECRETS, type Resource } from '../kube/resources.ts';
 import { createLogger, type Logger } from '../kube/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
@@ -493,8 +493,8 @@ export class JobRunner extends EventEmitter {
   }
 
   private lookups(): EnvLookups {
-    const read = (resource: typeof SECRETS | typeof CONFIGMAPS, namespace: string, name: string) =>
-      this.kube.getOrUndefined<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ ...resource, namespace, name });
+    const read = <K extends ObjectWithMeta>(resource: Resource<K>, namespace: string, name: string) =>
+      this.kube.getOrUndefined({ ...resource, namespace, name });
     const decode = (m: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     return {

@@ -443,7 +443,7 @@ export class RayJobReconciler implements Reconciler {
     let pods: Pod[];
     try {
       pods = (
-        await this.kube.list<Pod>({ ...PODS, namespace: submitter.metadata.namespace }, { labelSelector: `controller-uid=${uid}`, signal })
+        await this.kube.list({ ...PODS, namespace: submitter.metadata.namespace }, { labelSelector: `controller-uid=${uid}`, signal })
       ).items;
     } catch (err) {
       this.log.debug({ err: errorMessage(err), job: submitter.metadata.name }, "could not list the submitter's pods");
