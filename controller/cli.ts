@@ -1,6 +1,7 @@
 // `raykeeper controller`: the reconciling process.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
+import { argumentProblem, usageError } from '../bin/args.ts';
 import { createLogger } from '../kube/logger.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
@@ -87,14 +88,12 @@ Environment: ENABLE_GCS_FT_REDIS_CLEANUP (default on unless "false"), RAYKEEPER_
 /** Flags an earlier version accepted as aliases: named in the error, with the one to use. */
 const REMOVED_FLAGS: Record<string, string> = { 'leader-election-namespace': 'lease-namespace', 'http-port': 'health-port' };
 
-/** parseArgs' error in one line: "unknown option --x" (and what replaced it), else its own message. */
+/** parseArgs' error in one line (bin/args.ts), naming the flag that replaced a removed alias. */
 export function argumentError(err: unknown): string {
-  const e = err as { code?: string; message?: string };
-  const option = e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(e.message ?? '')?.[1] : undefined;
-  if (option === undefined) return e.message ?? String(err);
-  const name = option.replace(/^-+/, '').split('=', 1)[0]!;
-  const replacement = REMOVED_FLAGS[name];
-  return replacement ? `unknown option --${name} (removed: use --${replacement})` : `unknown option ${option.split('=', 1)[0]}`;
+  const problem = argumentProblem(err);
+  const name = /^unknown option --(\S+)$/.exec(problem)?.[1];
+  const replacement = name === undefined ? undefined : REMOVED_FLAGS[name];
+  return replacement ? `${problem} (removed: use --${replacement})` : problem;
 }
 
 function seconds(raw: string | undefined, flag: string, fallback: number): number {
@@ -144,7 +143,7 @@ export async function run(argv: string[]): Promise<number> {
       values: Record<string, string | boolean | undefined>;
     });
   } catch (err) {
-    process.stderr.write(`raykeeper controller: ${argumentError(err)}\n\n${controllerUsage()}`);
+    process.stderr.write(usageError('raykeeper controller', argumentError(err)));
     return 2;
   }
   if (values.help) {

@@ -40,8 +40,14 @@ export function claimProjection(obj: RayCluster): ClaimProjection {
   const projection: ClaimProjection = {
     metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
   };
-  const entry = claimEntry(obj);
-  if (entry) projection.claim = entry;
+  // The transform runs inside the watch's data handler: an exception there would end the process, and
+  // inside every LIST (the cache would never sync). An object it cannot read claims nothing.
+  try {
+    const entry = claimEntry(obj);
+    if (entry) projection.claim = entry;
+  } catch {
+    // no claim
+  }
   return projection;
 }
 

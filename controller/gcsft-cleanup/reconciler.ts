@@ -56,8 +56,9 @@
 // up (src/gcsft/claims.ts): in an index of the RayCluster cache, kept from its events; under
 // --watch-namespace, where that cache holds one namespace, in a fresh LIST of every namespace's RayClusters
 // (403: the cache alone, said in a warning log). A live one makes decide() release without cleaning. Not for a
-// namespace that is the cluster's UID by default: no manifest carries it, so a deletion of such a cluster
-// still reads nothing from the API.
+// namespace that is the cluster's UID by default: no manifest carries it. The namespace the mutating webhook
+// pins is a random UUID written into the object, so it is looked up like any other: under --watch-namespace
+// that is one LIST of every namespace's RayClusters per deletion.
 //
 // The reconcile's signal (aborted when this replica stops leading, or on SIGTERM) goes to every API
 // request and to the in-process cleanup: an aborted reconcile writes nothing more, not even an Event,
@@ -432,8 +433,9 @@ export class GcsFtCleanupReconciler {
         // Built from the operator's whole copy: the same object as `cached` (one informer).
         const whole = this.wholeClusters?.getByName(namespace, name);
         if (whole !== cached || !whole || !uid) return FRESH;
-        // Another cluster holds the namespace: decided (and released) on fresh reads.
-        if ((await this.claimants(whole, signal)).length > 0) return FRESH;
+        // Another live cluster holds the namespace: decided (and released) on fresh reads. A deleting one
+        // does not hold it (the last of them cleans), so the cached decision stands.
+        if ((await this.claimants(whole, signal)).some((c) => !c.deleting)) return FRESH;
         await this.gate.close(uid);
         const on =
           createJobPods(this.gate.cacheShowsCreates(uid)) === 'cached'

@@ -4,6 +4,7 @@
 // existed), 1 with a one-line reason when it could not be removed, 2 for a usage or configuration error.
 // A password is never accepted as a flag value and never printed.
 import { parseArgs } from 'node:util';
+import { argumentProblem } from '../../bin/args.ts';
 import { oneLine, errorMessage } from '../../src/errors.ts';
 import { formatNamespaceTable, type NamespaceSummary } from './keys.ts';
 import type { RedisConnectionOptions } from './connect.ts';
@@ -150,7 +151,7 @@ export async function runWith(argv: string[], io: CliIo): Promise<number> {
     try {
       ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
     } catch (err) {
-      throw new ConfigError(errorMessage(err));
+      throw new ConfigError(`${argumentProblem(err)} (see ${NAME} --help)`);
     }
     if (values.help) {
       io.stdout.write(USAGE);

@@ -7,7 +7,7 @@ import { createLogger } from '../../kube/logger.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { uninstallExitCode, type UninstallReport } from '../../src/uninstall/decide.ts';
 import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL } from '../../src/event-reasons.ts';
-import { argumentError } from '../cli.ts';
+import { argumentProblem, usageError } from '../../bin/args.ts';
 import { cleanupFlagOptions } from './settings.ts';
 import { gcsFtCleanupModule } from '../gcsft-cleanup/module.ts';
 
@@ -117,7 +117,7 @@ export async function run(argv: string[]): Promise<number> {
       values: Record<string, string | boolean | undefined>;
     });
   } catch (err) {
-    process.stderr.write(`raykeeper uninstall: ${argumentError(err)}\n\n${uninstallUsage()}`);
+    process.stderr.write(usageError('raykeeper uninstall', argumentProblem(err)));
     return 2;
   }
   if (values.help) {

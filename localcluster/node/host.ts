@@ -4,7 +4,7 @@
 // (/var/lib/kubelet/device-plugins, /var/log/containers), network namespace pins in /run/netns,
 // `kubepods` cgroups in every hierarchy, mounts under the state directory, and containerd shims.
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -176,7 +176,8 @@ export const NODE_STATE_PREFIX = '/tmp/raykeeper-node-';
 /**
  * Puts back what a node that was killed before its restore left (SIGKILL, an ended session): stale state
  * directories and the mounts under them, the network namespaces holding a pod address, the bridge.
- * Only when no node process is alive (then a bridge means another node runs: setUpNetwork says so).
+ * Only when no node process is alive (then a bridge means another node runs: setUpNetwork says so), and
+ * only what a raykeeper node leaves: the kubepods cgroups only with its bridge there and no kubelet running.
  * The egress guard is setUpNetwork's; iptables rules and cgroups are compared against a snapshot taken
  * after this. Returns what it removed.
  */
@@ -190,6 +191,14 @@ export async function sweepKilledNode(net: NodeNetwork): Promise<string[]> {
     shims = mentioning.filter((pid) => commandName(pid).startsWith('containerd-shim'));
   }
   if (mentioning.length > shims.length) return [];
+  // Evidence of a killed node: its bridge, or a state directory no process uses (without the bridge, one
+  // younger than a minute may be a node starting this moment). Without it nothing is touched: the kubepods
+  // cgroups may be a host's own Kubernetes (k3s runs its kubelet inside the k3s process).
+  const bridge = existsSync(`/sys/class/net/${net.bridge}`);
+  const stale = readdirSync('/tmp')
+    .map((e) => join('/tmp', e))
+    .filter((p) => p.startsWith(NODE_STATE_PREFIX) && (bridge || Date.now() - statSync(p).mtimeMs > 60_000));
+  if (!bridge && stale.length === 0) return [];
   const removed: string[] = [];
   const errors: string[] = [];
   // Shims outlive a killed containerd, and the pods' processes their shims: kill both.
@@ -201,16 +210,13 @@ export async function sweepKilledNode(net: NodeNetwork): Promise<string[]> {
       // gone
     }
   }
-  if (!processesNamed('kubelet')) {
+  if (bridge && !processesNamed('kubelet')) {
     for (const cg of kubepodsCgroups()) {
       killCgroup(cg);
       for (const sub of subdirsDepthFirst(cg)) await quietly(() => rmdir(sub), errors);
       removed.push(`cgroup ${cg}`);
     }
   }
-  const stale = readdirSync('/tmp')
-    .map((e) => join('/tmp', e))
-    .filter((p) => p.startsWith(NODE_STATE_PREFIX));
   for (const dir of stale) {
     for (const point of mountsUnder(dir)) await quietly(() => run('umount', ['-l', point]), errors);
     await quietly(() => rm(dir, { recursive: true, force: true }), errors);

@@ -7,13 +7,15 @@
 // that live in Secret / ConfigMap volumes. Pure: this only says what to fetch; the I/O is in
 // controller/gcsft-cleanup.
 //
-// The controller runs in ITS namespace, the Job would have run in the cluster's: a short Service name in
-// RAY_REDIS_ADDRESS (`redis`, `redis:6379`, `redis.team`) is qualified as the Job's pod would resolve it
-// (asJobInNamespace, src/redis/identity.ts serviceHost), or the controller would reach another namespace's
-// Redis, or none (issue 47: `EAI_AGAIN redis`, the finalizer released and the keys left).
+// The controller runs in ITS namespace, the Job would have run in the cluster's: a one-label Service name in
+// RAY_REDIS_ADDRESS (`redis`, `redis:6379`) is qualified with the cluster's namespace (asJobInNamespace,
+// src/redis/identity.ts asSeenFromNamespace), or the controller would reach another namespace's Redis, or
+// none (issue 47: `EAI_AGAIN redis`, the finalizer released and the keys left). Longer names resolve alike
+// from every namespace and are kept. Not reached: a one-label name the Job's pod would find only through
+// the node's own DNS search domains (the controller looks for it in the cluster's namespace).
 import { ENV_REDIS_ADDRESS, REDIS_TLS_ENV } from '../names.ts';
 import { AddressError, mapAddressHost, parseRedisAddress } from '../redis/address.ts';
-import { serviceHost } from '../redis/identity.ts';
+import { asSeenFromNamespace } from '../redis/identity.ts';
 import type { RayClusterFtView } from '../types.ts';
 import { cleanupEnv, headContainer } from './redis-env.ts';
 import type { Container, EnvFromSource, EnvVar } from '../../kube/model.ts';
@@ -150,8 +152,8 @@ export function planContainer(plan: InProcessPlan): Container {
 const SERVER_NAME_ENV = 'RAY_REDIS_SERVER_NAME';
 
 /**
- * The cleanup's resolved environment as the Job's pod in `clusterNamespace` would have used it: the host of
- * RAY_REDIS_ADDRESS qualified with that namespace (serviceHost). Over TLS the certificate is still checked
+ * The cleanup's resolved environment as the Job's pod in `clusterNamespace` would have used it: a one-label
+ * host of RAY_REDIS_ADDRESS qualified with that namespace (asSeenFromNamespace). Over TLS the certificate is still checked
  * against the name as written (RAY_REDIS_SERVER_NAME, unless the head sets one), as the Job would check it.
  * An address that does not parse is left for the cleanup to report.
  */
@@ -162,12 +164,13 @@ export function asJobInNamespace(env: Readonly<Record<string, string>>, clusterN
   let qualified: string;
   try {
     parsed = parseRedisAddress(address);
-    qualified = mapAddressHost(address, (host) => serviceHost(host, clusterNamespace));
+    qualified = mapAddressHost(address, (host) => asSeenFromNamespace(host, clusterNamespace));
   } catch (err) {
     if (err instanceof AddressError) return { ...env };
     throw err;
   }
   const out: Record<string, string> = { ...env, [ENV_REDIS_ADDRESS]: qualified };
-  if (parsed.tls && serviceHost(parsed.host, clusterNamespace) !== parsed.host && !env[SERVER_NAME_ENV]) out[SERVER_NAME_ENV] = parsed.host;
+  if (parsed.tls && asSeenFromNamespace(parsed.host, clusterNamespace) !== parsed.host && !env[SERVER_NAME_ENV])
+    out[SERVER_NAME_ENV] = parsed.host;
   return out;
 }

@@ -11,7 +11,8 @@
 //   anything else  -> itself (an external name, `localhost`, an IP)
 // The identity (redisIdentity) is then `host:port` with: the first entry of a comma list (what KubeRay's Job and
 // Ray use); the scheme (redis / rediss: TLS changes the transport, not the server), user, password and database
-// index dropped; port 6379 by default; the host lower-cased, without a trailing dot, IPs in canonical form.
+// index dropped; port 6379 by default; the host lower-cased, without a trailing dot, IPs in canonical form,
+// the loopback spellings (`localhost`, 127.0.0.0/8, ::1) as `localhost`.
 //
 // What is NOT caught (two spellings of one server that compare different, so admission lets the second
 // cluster in and the cleanup guard does not see it): two DNS names of one server (a CNAME, an ExternalName
@@ -19,8 +20,8 @@
 // namespace rather than Service x in namespace y); an IP and a name (a ClusterIP, a pod IP); different
 // Sentinels of one Sentinel group, or a Sentinel and the master it monitors (Ray asks the Sentinel at the
 // address for its only master: the master is not in the text); different seed nodes of one Redis Cluster; a
-// second entry of a comma list; `localhost` / 127.0.0.1 in two pods are counted as ONE server (a per-pod Redis
-// sidecar looks shared: the safe way to be wrong, and the default storage namespaces are UIDs anyway). A
+// second entry of a comma list. Loopback in two pods is counted as ONE server (a per-pod Redis sidecar looks
+// shared: the safe way to be wrong, and the default storage namespaces are UIDs anyway). A
 // scheme Ray refuses (`redis-sentinel://`, ...) has no identity: such a head never writes. The forms KubeRay's
 // cleanup reads but Ray 2.60's head refuses (a database path `/0`, user information in the URL, no port: its
 // parse_address fails and the head exits, seen under `raykeeper dev`) still get one: a cluster that cannot
@@ -46,11 +47,42 @@ export function serviceHost(host: string, clusterNamespace: string): string {
   return host;
 }
 
-/** `host` as an identity: lower case, no trailing dot, in-cluster names without their cluster domain, IPs canonical. */
+/**
+ * The name to dial for `host` from a pod of ANOTHER namespace so that it reaches what a pod of
+ * `clusterNamespace` reaches: only a one-label name changes (`redis` -> `redis.<ns>`, which every pod's
+ * `svc.<domain>` search entry completes). Longer names resolve the same from every namespace and are kept
+ * as written: `redis.corp` may be an external name, and `redis.corp.svc` would not resolve.
+ */
+export function asSeenFromNamespace(host: string, clusterNamespace: string): string {
+  return isRelativeName(host) && !host.includes('.') ? `${host}.${clusterNamespace}` : host;
+}
+
+/** An IPv6 literal in its shortest form; one WHATWG URL does not take (a zone id: `fe80::1%eth0`) lower-cased as it is. */
+function canonicalIpv6(host: string): string {
+  try {
+    return new URL(`http://[${host}]`).hostname.slice(1, -1);
+  } catch {
+    return host.toLowerCase();
+  }
+}
+
+/**
+ * `host` as an identity: lower case, no trailing dot, in-cluster names without their cluster domain, IPs
+ * canonical, every loopback spelling (`localhost`, 127.0.0.0/8, ::1) one: `localhost`.
+ */
 function canonicalHost(host: string, clusterNamespace: string): string {
   const ip = isIP(host);
-  if (ip === 4) return host;
-  if (ip === 6) return new URL(`http://[${host}]`).hostname.slice(1, -1);
+  if (ip === 4) return host.startsWith('127.') ? 'localhost' : host;
+  if (ip === 6) {
+    const canonical = canonicalIpv6(host);
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+    if (mapped) {
+      const n = (Number.parseInt(mapped[1]!, 16) << 16) | Number.parseInt(mapped[2]!, 16);
+      return canonicalHost([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.'), clusterNamespace);
+    }
+    return canonical === '::1' ? 'localhost' : canonical;
+  }
+  if (host.toLowerCase().replace(/\.$/, '') === 'localhost') return 'localhost';
   const name = serviceHost(host.toLowerCase().replace(/\.$/, ''), clusterNamespace.toLowerCase());
   const labels = name.split('.');
   // `x.y.svc.cluster.local` and `x.y.svc` name one Service.

@@ -1,13 +1,14 @@
 // Issue 47 item 9, on the real API server and Redis: a GCS-FT cluster whose head reaches Redis by the short
 // Service name `redis`, in a namespace being deleted. The cleanup Job cannot be created there, so the controller
 // cleans itself; it must resolve `redis` as the Job's pod in the CLUSTER's namespace would
-// (`redis.<namespace>.svc`), not from its own namespace (where it found no `redis`: EAI_AGAIN, the finalizer
+// (`redis.<namespace>`), not from its own namespace (where it found no `redis`: EAI_AGAIN, the finalizer
 // released as inprocess-failed and the keys left).
 //
 // This machine has no cluster DNS, so the test stands in for it at the one place the controller hands the
 // address to the cleanup (the injectable in-process runner): a resolver that knows the Service
-// `redis.<test namespace>.svc` (the real redis-server on loopback) and nothing else, as a pod's resolver in the
-// controller's namespace would not. Everything else is real: the API server, the controller, the Secret-free
+// `redis.<test namespace>.svc.cluster.local` (the real redis-server on loopback) by the names a pod's resolver in
+// the controller's namespace completes to it (`redis.<ns>`, `redis.<ns>.svc`, in full), and nothing else: not
+// plain `redis`, which that resolver would look for in the controller's own namespace. Everything else is real: the API server, the controller, the Secret-free
 // env resolution, the cleanup code and Redis.
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
@@ -35,7 +36,8 @@ import {
 t.test('namespace terminating: the in-process cleanup resolves `redis` in the cluster’s namespace, as its Job would', async (tt) => {
   const e = await env(tt);
   const { server, client } = await redis(tt);
-  const service = `redis.${e.ns.name}.svc`;
+  const service = `redis.${e.ns.name}`;
+  const names = [service, `${service}.svc`, `${service}.svc.cluster.local`];
   const asked: string[] = [];
   // Cluster DNS stand-in: the one Service this test's namespace has. A name the controller's own namespace would
   // have to resolve (plain `redis`) fails as it did in issue 47.
@@ -43,7 +45,7 @@ t.test('namespace terminating: the in-process cleanup resolves `redis` in the cl
     const address = env.RAY_REDIS_ADDRESS ?? '';
     asked.push(address);
     const { host, port } = parseRedisAddress(address);
-    if (host !== service) return { ok: false, message: `getaddrinfo EAI_AGAIN ${host}` };
+    if (!names.includes(host)) return { ok: false, message: `getaddrinfo EAI_AGAIN ${host}` };
     return defaultInProcessRunner({ ...env, RAY_REDIS_ADDRESS: `127.0.0.1:${port}` }, options);
   };
   const c = await startController({

@@ -102,9 +102,14 @@ t.test('the plan as a container: files become the Secret / ConfigMap key behind 
 
 t.test("asJobInNamespace: the address as the Job's pod in the cluster's namespace resolves it (issue 47)", async (tt) => {
   const rows: Array<[Record<string, string>, Record<string, string>, string]> = [
-    [{ RAY_REDIS_ADDRESS: 'redis' }, { RAY_REDIS_ADDRESS: 'redis.team-a.svc' }, 'a short name is a Service of the cluster namespace'],
-    [{ RAY_REDIS_ADDRESS: 'redis:6380' }, { RAY_REDIS_ADDRESS: 'redis.team-a.svc:6380' }, 'with its port'],
-    [{ RAY_REDIS_ADDRESS: 'redis.shared:1' }, { RAY_REDIS_ADDRESS: 'redis.shared.svc:1' }, 'x.y: Service x in namespace y'],
+    [{ RAY_REDIS_ADDRESS: 'redis' }, { RAY_REDIS_ADDRESS: 'redis.team-a' }, 'a one-label name is a Service of the cluster namespace'],
+    [{ RAY_REDIS_ADDRESS: 'redis:6380' }, { RAY_REDIS_ADDRESS: 'redis.team-a:6380' }, 'with its port'],
+    [{ RAY_REDIS_ADDRESS: 'redis.shared:1' }, { RAY_REDIS_ADDRESS: 'redis.shared:1' }, 'x.y: resolves alike from every namespace'],
+    [
+      { RAY_REDIS_ADDRESS: 'redis.corp:6379' },
+      { RAY_REDIS_ADDRESS: 'redis.corp:6379' },
+      'maybe an external name: kept (x.y.svc would not resolve)',
+    ],
     [
       { RAY_REDIS_ADDRESS: 'redis.shared.svc.cluster.local:1' },
       { RAY_REDIS_ADDRESS: 'redis.shared.svc.cluster.local:1' },
@@ -113,17 +118,17 @@ t.test("asJobInNamespace: the address as the Job's pod in the cluster's namespac
     [{ RAY_REDIS_ADDRESS: '10.0.0.5:6379' }, { RAY_REDIS_ADDRESS: '10.0.0.5:6379' }, 'an IP'],
     [
       { RAY_REDIS_ADDRESS: 'redis://u:p%40w@redis:1', REDIS_PASSWORD: 'x' },
-      { RAY_REDIS_ADDRESS: 'redis://u:p%40w@redis.team-a.svc:1', REDIS_PASSWORD: 'x' },
+      { RAY_REDIS_ADDRESS: 'redis://u:p%40w@redis.team-a:1', REDIS_PASSWORD: 'x' },
       'user information kept as written',
     ],
     [
       { RAY_REDIS_ADDRESS: 'rediss://redis:6380' },
-      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a.svc:6380', RAY_REDIS_SERVER_NAME: 'redis' },
+      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a:6380', RAY_REDIS_SERVER_NAME: 'redis' },
       'TLS: the certificate is checked against the name as written, as the Job checks it',
     ],
     [
       { RAY_REDIS_ADDRESS: 'rediss://redis:6380', RAY_REDIS_SERVER_NAME: 'redis.example' },
-      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a.svc:6380', RAY_REDIS_SERVER_NAME: 'redis.example' },
+      { RAY_REDIS_ADDRESS: 'rediss://redis.team-a:6380', RAY_REDIS_SERVER_NAME: 'redis.example' },
       "the head's own server name stays",
     ],
     [{ RAY_REDIS_ADDRESS: 'http://r:1' }, { RAY_REDIS_ADDRESS: 'http://r:1' }, 'unparsable: left for the cleanup to report'],

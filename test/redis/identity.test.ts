@@ -32,8 +32,22 @@ t.test('one server, many spellings: one identity', async (t) => {
       identity: 'redis.team-a.svc:6380',
       same: ['redis.team-a:6380', 'redis.team-a.svc.cluster.local:6380', 'rediss://redis.team-a.svc:6380'],
     },
-    { ns: 'x', identity: '10.0.0.5:6379', same: ['10.0.0.5', '10.0.0.5:6379', 'redis://10.0.0.5:6379'] },
-    { ns: 'x', identity: '[::1]:6390', same: ['[::1]:6390', '[0:0:0:0:0:0:0:1]:6390', 'redis://[0::1]:6390'] },
+    { ns: 'x', identity: '10.0.0.5:6379', same: ['10.0.0.5', '10.0.0.5:6379', 'redis://10.0.0.5:6379', '[::ffff:10.0.0.5]:6379'] },
+    // A zone id is no URL host: compared as written (lower case), never an exception (the webhook's cache runs this on every object).
+    { ns: 'x', identity: '[fe80::1%eth0]:6379', same: ['[fe80::1%eth0]:6379', '[FE80::1%eth0]:6379'] },
+    {
+      ns: 'x',
+      identity: 'localhost:6390',
+      same: [
+        '[::1]:6390',
+        '[0:0:0:0:0:0:0:1]:6390',
+        'redis://[0::1]:6390',
+        '127.0.0.1:6390',
+        'redis://localhost:6390',
+        '127.1.2.3:6390',
+        'localhost.:6390',
+      ],
+    },
     { ns: 'x', identity: 'redis.example.com:6379', same: ['redis.example.com', 'REDIS.example.com.', 'rediss://redis.example.com:6379'] },
     { ns: 'x', identity: 'localhost:7000', same: ['localhost:7000', 'LOCALHOST:7000'] },
   ];
