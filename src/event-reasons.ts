@@ -46,6 +46,9 @@ export const EVENT_DELETED_ORPHANED_GCS_NAMESPACE = 'DeletedOrphanedGcsNamespace
 // RayCluster pods and Services (KubeRay's RayCluster controller).
 export const EVENT_CREATED_SERVICE = 'CreatedService';
 export const EVENT_FAILED_TO_CREATE_SERVICE = 'FailedToCreateService';
+/** The RayJob's head Service moved to a new attempt's cluster (KubeRay's RayJob controller, reconcileServices). */
+export const EVENT_UPDATED_SERVICE = 'UpdatedService';
+export const EVENT_FAILED_TO_UPDATE_SERVICE = 'FailedToUpdateService';
 export const EVENT_CREATED_HEAD_POD = 'CreatedHeadPod';
 export const EVENT_CREATED_WORKER_POD = 'CreatedWorkerPod';
 export const EVENT_FAILED_TO_CREATE_HEAD_POD = 'FailedToCreateHeadPod';

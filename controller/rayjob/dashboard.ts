@@ -8,7 +8,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { JobSubmitRequest } from '../../src/rayjob/builders.ts';
-import type { DashboardObservation, RayJobInfo } from '../../src/rayjob/machine.ts';
+import type { DashboardObservation, RayJobInfo } from '../../src/rayjob/machine/vocabulary.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { authHeaders } from '../../src/raycluster/auth.ts';
 

@@ -1,5 +1,5 @@
 // Registers the RayJob reconciler with the controller runtime (one line in controller/reconcilers.ts).
-// Triggers: RayJobs themselves, the RayClusters and submitter Jobs they own (mapped to the owner), and
+// Triggers: RayJobs themselves, the RayClusters, submitter Jobs and head Services they own (mapped to the owner), and
 // the head pods of SidecarMode clusters (mapped to the RayJob owning the cluster).
 import { ORIGINATED_FROM_CRD_LABEL, ORIGINATED_FROM_CRD_RAYJOB, SUBMISSION_MODE_LABEL } from '../../src/rayjob/constants.ts';
 import { RAYJOB_FLAGS, rayJobSettings, type RayJobFlagName } from '../../src/rayjob/config.ts';
@@ -7,7 +7,7 @@ import { ownerKeys, type ModuleFlag, type ObjectKey, type ReconcilerModule } fro
 import type { Informer, InformerFactory } from '../../kube/informer.ts';
 import { headPodInformer, operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
-import { JOBS } from '../../kube/resources.ts';
+import { JOBS, SERVICES } from '../../kube/resources.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
 import type { Pod } from '../../kube/model.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
@@ -30,6 +30,8 @@ export function rayJobCaches(informers: InformerFactory, allClusters?: Informer<
     rayJobs: informers.get({ ...RAYJOBS }),
     clusters: allClusters ?? informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
     submitters: informers.get({ ...JOBS, labelSelector: owned }),
+    // The RayJobs' own head Services carry the same label (src/rayjob/head-service.ts); the clusters' do not.
+    headServices: informers.get({ ...SERVICES, labelSelector: owned }),
   };
 }
 
@@ -52,7 +54,7 @@ export const rayJobModule: ReconcilerModule = {
     const settings = rayJobSettings(parsed, ctx.env);
     const headPods = headPodInformer(ctx);
     const caches: RayJobCaches = { ...rayJobCaches(ctx.informers, operatorRayClusterInformer(ctx)), headPods };
-    const { rayJobs, clusters, submitters } = caches;
+    const { rayJobs, clusters, submitters, headServices } = caches;
     const reconciler = new RayJobReconciler({
       kube: ctx.kube,
       events: ctx.events,
@@ -71,6 +73,8 @@ export const rayJobModule: ReconcilerModule = {
         { informer: rayJobs },
         { informer: clusters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
         { informer: submitters, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false },
+        // A head Service deleted or edited by someone: its RayJob makes it again (KubeRay: Owns(&corev1.Service{})).
+        ...(headServices ? [{ informer: headServices, toKeys: ownerKeys('RayJob', 'ray.io'), resync: false }] : []),
         { informer: headPods, toKeys: sidecarHeadPodKeys(clusters), resync: false },
       ],
     };

@@ -1,6 +1,6 @@
 // The RayJob reconciler: reads the RayJob and what it owns from the informer caches (level-triggered),
 // observes the Ray dashboard when the state needs it, runs the pure state machine
-// (src/rayjob/machine.ts), executes its actions, then writes the status ONLY through /status, only
+// (src/rayjob/machine/decide.ts), executes its actions, then writes the status ONLY through /status, only
 // when it changed, with the resourceVersion it read. Before any side effect that does not carry its
 // own guard, a GET must show the RayJob at the resourceVersion decided on. A 409, a failed finalizer
 // `test`, or a stored object that moved on while we decided means "re-read (from the API) and decide
@@ -13,41 +13,42 @@
 // create answered AlreadyExists means "re-read from the API and decide again". A miss of the RayJob
 // itself is trusted (its add event queues it), so a steady Running RayJob costs no API reads at all.
 // That GET is skipped only before creations a repeat cannot duplicate (the cluster, the submitter Job,
-// the submission: machine.ts isRepeatableCreate), when the cached copy is the very version this
+// the submission: machine/vocabulary.ts isRepeatableCreate), when the cached copy is the very version this
 // process's own last write of the RayJob produced and the RayJob watch is not failing. The cache may
 // then miss a write by someone else that its watch has not delivered yet (a GET would see it): the
 // creation goes ahead on a copy a moment old, and the next pass, on that write, undoes it (a suspend
 // deletes the cluster, stops the job). Deletions, stops and suspends always GET first. That is the
 // common path: New -> Initializing written by us, then the cluster created and the job submitted.
-// A decision that waits on nothing but its own status write (machine.ts decideAgain: New with its names,
+// A decision that waits on nothing but its own status write (RayJobStep.decideAgain: New with its names,
 // New -> Initializing, HTTPMode's Initializing -> Running) is followed at once, in the same reconcile, by
 // the next one, made on the RayJob that write returned: a RayJob is not sent round the work queue three
 // times more on its way to a submission. That copy is our own last write, so the rule above holds for it
 // as for the cache: the creations a repeat cannot duplicate go ahead on it, and a write someone else made
 // after ours (a suspend, a deletion) is undone by the pass its watch event queues. A cluster this process
-// created that its cache has not shown yet is not taken as absent: a GET looks.
+// created that its cache has not shown yet is not taken as absent: a GET looks. The RayJob's own head
+// Service is the exception the other way: read from its cache only (the controller may not GET Services),
+// a miss taken as absent, since a create it had not seen answers AlreadyExists and changes nothing.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../kube/logger.ts';
 import { sharedCounter, sharedGauge, type Registry } from '../../kube/metrics.ts';
-import type { BatchJob, ObjectWithMeta, Pod, Secret } from '../../kube/model.ts';
+import type { BatchJob, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION, SUBMITTER_CONTAINER_NAME } from '../../src/rayjob/constants.ts';
 import { submitterJobName } from '../../src/rayjob/ids.ts';
 import { finishedCondition } from '../../src/rayjob/builders.ts';
+import { decideRayJob } from '../../src/rayjob/machine/decide.ts';
+import { initializingNeedsDashboard } from '../../src/rayjob/machine/starting.ts';
+import { clusterMissIsAbsent, observationPlan } from '../../src/rayjob/machine/observe.ts';
+import { rayJobStatusChanged } from '../../src/rayjob/machine/status.ts';
 import {
-  decideRayJob,
-  initializingNeedsDashboard,
-  isSelfGuarded,
   isRepeatableCreate,
-  observationPlan,
-  clusterMissIsAbsent,
-  rayJobStatusChanged,
+  isSelfGuarded,
   type Observed,
-  type SubmitterAttempt,
   type RayJobAction,
   type RayJobStep,
-} from '../../src/rayjob/machine.ts';
+  type SubmitterAttempt,
+} from '../../src/rayjob/machine/vocabulary.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
@@ -69,7 +70,8 @@ import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import type { FinalizerChange } from '../../kube/finalizer-patches.ts';
 import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
-import { JOBS, PODS, SECRETS } from '../../kube/resources.ts';
+import { JOBS, PODS, SECRETS, SERVICES } from '../../kube/resources.ts';
+import { rayJobHeadServiceName } from '../../src/rayjob/head-service.ts';
 import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
   EVENT_CREATED_RAYCLUSTER,
@@ -86,13 +88,17 @@ import {
   EVENT_SUBMITTED_RAY_JOB,
   EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
   EVENT_UPDATED_RAYCLUSTER,
+  EVENT_CREATED_SERVICE,
+  EVENT_FAILED_TO_CREATE_SERVICE,
+  EVENT_UPDATED_SERVICE,
+  EVENT_FAILED_TO_UPDATE_SERVICE,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 
 /** Decisions in one reconcile before giving the key back to the queue's backoff. */
 const MAX_PASSES = 4;
 /**
- * Decisions made at once on our own write's answer (machine.ts decideAgain) in one reconcile. The longest chain:
+ * Decisions made at once on our own write's answer (RayJobStep.decideAgain) in one reconcile. The longest chain:
  * New with its names -> Initializing -> (a selected cluster already ready) Running -> the submission.
  */
 const MAX_CHAINED = 3;
@@ -108,6 +114,8 @@ export interface RayJobCaches {
   submitters: Informer<BatchJob>;
   /** Head pods (SidecarMode reads its submitter container's state there); without it, a LIST. */
   headPods?: Informer<Pod> | undefined;
+  /** The RayJobs' own head Services (`<rayjob>-head-svc`); a miss is a GET. */
+  headServices?: Informer<Service> | undefined;
 }
 
 export interface RayJobReconcilerDeps {
@@ -129,6 +137,47 @@ export interface RayJobReconcilerDeps {
 export type Pass =
   | { kind: 'done'; result: ReconcileResult; decision?: RayJobStep; written?: RayJob | undefined }
   | { kind: 'conflict'; why: string };
+
+/** How one pass reads. */
+export interface PassOptions {
+  signal?: AbortSignal | undefined;
+  /**
+   * The pass follows a conflict, so the caches are known to lag the API: a miss of the RayJob's own cluster
+   * is confirmed with a GET while Initializing too (clusterMissIsAbsent), and the stored RayJob is read before
+   * every action without a guard of its own. A first pass (the default) may trust both (the file's header).
+   */
+  cachesLag?: boolean;
+}
+
+/** Where an action runs: the RayJob as the previous action left it, what the pass observed, its signal and log. */
+interface ActionScope {
+  current: RayJob;
+  observed: Observed;
+  signal: AbortSignal | undefined;
+  log: Logger;
+}
+
+type ActionOf<T extends RayJobAction['type']> = Extract<RayJobAction, { type: T }>;
+
+/** One executor per action type; one that patches the RayJob returns the patched copy, the others nothing. */
+type Executors = { [T in RayJobAction['type']]: (action: ActionOf<T>, scope: ActionScope) => Promise<RayJob | void> };
+
+/**
+ * A side effect an admin must see (reconciler's `reported`): `run` does it and returns the Normal event's
+ * message (undefined: nothing happened worth telling, e.g. already gone, a duplicate submission). A failure
+ * is told as the Warning `<failure><separator><error>` and thrown, unless `expected` gives the error another
+ * meaning.
+ */
+interface Reported {
+  run: () => Promise<string | undefined>;
+  normal: string;
+  /** Absent: a failure is thrown without an event. `separator`: ': ' unless KubeRay's text has another. */
+  warning?: { reason: string; failure: string; separator?: string };
+  /** An error that is no failure: 'done' (nothing left to do), or a Moved (re-read and decide again). */
+  expected?: (err: unknown) => 'done' | Moved | undefined;
+  /** Best effort: a failure is told, logged with this note and not thrown. */
+  bestEffort?: string;
+}
 
 export class RayJobReconciler implements Reconciler {
   private readonly kube: KubeClient;
@@ -231,7 +280,7 @@ export class RayJobReconciler implements Reconciler {
         return;
       }
       if (written) this.log.debug({ rayjob: key, chained }, 'deciding again on our own write');
-      const outcome = await this.reconcileObject(job, signal, pass === 0);
+      const outcome = await this.reconcileObject(job, { signal, cachesLag: pass > 0 });
       written = undefined;
       if (outcome.kind === 'done') {
         if (outcome.decision) this.trackUnmatched(namespace ?? '', key, outcome.decision.unmatchedDeletionRules === true);
@@ -266,9 +315,10 @@ export class RayJobReconciler implements Reconciler {
    * patch (finalizers carry a `test`, the status-check clock a resourceVersion), the stored object must
    * still be this one (same resourceVersion); the status write is guarded by that resourceVersion too.
    */
-  async reconcileObject(job: RayJob, signal?: AbortSignal, trustCache = true): Promise<Pass> {
+  async reconcileObject(job: RayJob, options: PassOptions = {}): Promise<Pass> {
+    const { signal, cachesLag = false } = options;
     const key = `${job.metadata.namespace ?? ''}/${job.metadata.name ?? ''}`;
-    const observed = await this.observe(job, signal, trustCache);
+    const observed = await this.observe(job, options);
     const now = this.now();
     const decision = decideRayJob(job, observed, now, this.settings.machine);
     if (decision.kind === 'leftAlone') {
@@ -280,7 +330,7 @@ export class RayJobReconciler implements Reconciler {
     try {
       let current: RayJob = job;
       const unguarded = decision.actions.filter((a) => !isSelfGuarded(a));
-      const trusted = trustCache && unguarded.every(isRepeatableCreate) && this.cacheIsOurLastWrite(key, job);
+      const trusted = !cachesLag && unguarded.every(isRepeatableCreate) && this.cacheIsOurLastWrite(key, job);
       if (unguarded.length > 0 && !trusted) {
         const stored = await this.kube.getOrUndefined(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
@@ -289,7 +339,7 @@ export class RayJobReconciler implements Reconciler {
         }
       }
       for (const action of decision.actions) {
-        current = await this.execute(action, current, observed, signal, log);
+        current = (await this.execute(action, { current, observed, signal, log })) ?? current;
       }
       let written: RayJob | undefined;
       if (changed && !decision.actions.some((a) => a.type === 'removeFinalizer' || a.type === 'deleteRayJob')) {
@@ -382,9 +432,9 @@ export class RayJobReconciler implements Reconciler {
     return { url, token };
   }
 
-  /** Reads what the state needs: the caches first, a GET for a miss (see the top of this file). */
-  /** `trustCache`: a miss of the RayJob's own cluster while Initializing may be taken as absent (machine.ts clusterMissIsAbsent); after a conflict, never. */
-  async observe(job: RayJob, signal?: AbortSignal, trustCache = true): Promise<Observed> {
+  /** Reads what the state needs: the caches first, a GET for a miss (see the top of this file and PassOptions). */
+  async observe(job: RayJob, options: PassOptions = {}): Promise<Observed> {
+    const { signal, cachesLag = false } = options;
     const plan = observationPlan(job);
     const namespace = job.metadata.namespace;
     const status = job.status ?? {};
@@ -401,7 +451,7 @@ export class RayJobReconciler implements Reconciler {
       observed.cluster =
         clusterName === ''
           ? null
-          : clusters && trustCache && clusterMissIsAbsent(job) && !createdHere
+          : clusters && !cachesLag && clusterMissIsAbsent(job) && !createdHere
             ? (cached ?? null)
             : (cached ?? (await this.read<RayCluster>(undefined, ref, signal)));
       if (observed.cluster === null) this.clustersNotCached.delete(key);
@@ -417,6 +467,15 @@ export class RayJobReconciler implements Reconciler {
       observed.submitter = submitter;
       if (submitter !== null && finishedCondition(submitter)?.type === 'Failed')
         observed.submitterAttempt = await this.submitterAttempt(submitter, signal);
+    }
+    if (plan.headService && observed.cluster) {
+      // A miss of the cache is taken as absent (the controller may not GET Services): a Service the cache has
+      // not shown yet answers the create with AlreadyExists, and its watch event brings the RayJob back.
+      const name = rayJobHeadServiceName(job);
+      const cache = this.caches?.headServices;
+      observed.headService = cache
+        ? (cache.getByName(namespace, name) ?? null)
+        : ((await this.kube.getOrUndefined({ ...SERVICES, namespace, name }, { signal })) ?? null);
     }
     if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
@@ -506,7 +565,6 @@ export class RayJobReconciler implements Reconciler {
     throw new Moved(r.result === 'gone' ? 'the RayJob is gone' : 'finalizers changed since read');
   }
 
-  /** The dashboard-failure clock as an annotation; the resourceVersion in the patch makes it conditional. */
   /** One of our annotations, written at the decided resourceVersion (a conflict: decide again). */
   private async setAnnotation(current: RayJob, key: string, value: string | null, what: string, signal?: AbortSignal): Promise<RayJob> {
     const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
@@ -520,169 +578,201 @@ export class RayJobReconciler implements Reconciler {
     }
   }
 
-  private async execute(
-    action: RayJobAction,
-    current: RayJob,
-    observed: Observed,
-    signal: AbortSignal | undefined,
-    log: Logger,
-  ): Promise<RayJob> {
-    const namespace = current.metadata.namespace;
-    const owner = current;
-    switch (action.type) {
-      case 'addFinalizer':
-        return this.patchFinalizer(current, 'add', signal);
-      case 'removeFinalizer':
-        return this.patchFinalizer(current, 'remove', signal);
-      case 'setStatusCheckClock':
-        return this.setAnnotation(current, STATUS_CHECK_FAILING_SINCE_ANNOTATION, action.since, 'the status-check clock', signal);
-      case 'recordDeletion':
-        return this.setAnnotation(current, DELETION_RECORD_ANNOTATION, action.record, 'the deletion record', signal);
-      case 'createCluster': {
-        const name = action.cluster.metadata.name ?? '';
-        try {
-          await this.kube.create({ ...RAYCLUSTERS, namespace }, action.cluster, { signal });
-          if (this.caches && this.caches.clusters.getByName(namespace, name) === undefined)
-            this.clustersNotCached.set(objectKey(owner), name);
-          this.events.event(owner, 'Normal', EVENT_CREATED_RAYCLUSTER, `Created RayCluster ${namespace}/${name}`);
-        } catch (err) {
-          // Decided on a cache that had not seen it (machine.ts clusterMissIsAbsent): look again at the API's copies.
-          if (isAlreadyExists(err)) throw new Moved(`RayCluster ${namespace}/${name} exists though the cache had not seen it`);
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-            `Failed to create RayCluster ${namespace}/${name}: ${errorMessage(err)}`,
-          );
-          throw err;
-        }
-        return current;
+  /** Runs one action through the table below; the RayJob it returns is the one the next action starts from. */
+  private execute(action: RayJobAction, scope: ActionScope): Promise<RayJob | void> {
+    // The table is keyed by action.type, so the executor found takes this very action's type.
+    const executor = this.executors[action.type] as (action: RayJobAction, scope: ActionScope) => Promise<RayJob | void>;
+    return executor(action, scope);
+  }
+
+  /** Does it, then tells it: a Normal event on success, a Warning on failure (see Reported). */
+  private async reported(scope: ActionScope, r: Reported): Promise<void> {
+    let told: string | undefined;
+    try {
+      told = await r.run();
+    } catch (err) {
+      const meaning = r.expected?.(err);
+      if (meaning === 'done') return;
+      if (meaning) throw meaning;
+      if (r.warning) {
+        const { reason, failure, separator = ': ' } = r.warning;
+        this.events.event(scope.current, 'Warning', reason, `${failure}${separator}${errorMessage(err)}`);
       }
-      case 'deleteCluster': {
-        const uid = observed.cluster?.metadata.uid;
-        try {
-          const deleted = await this.kube.delete(
-            { ...RAYCLUSTERS, namespace, name: action.name },
-            uid ? { preconditions: { uid }, signal } : { signal },
-          );
-          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_RAYCLUSTER, `Deleted cluster ${namespace}/${action.name}`); // KubeRay's words
-        } catch (err) {
-          if (isConflict(err)) throw new Moved('the RayCluster was replaced since read');
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_DELETE_RAYCLUSTER,
-            `Failed to delete RayCluster ${namespace}/${action.name}: ${errorMessage(err)}`,
-          );
-          throw err;
-        }
-        return current;
-      }
-      case 'createSubmitter': {
-        const name = action.job.metadata.name ?? '';
-        try {
-          await this.kube.create({ ...JOBS, namespace }, action.job, { signal });
-          this.events.event(owner, 'Normal', EVENT_CREATED_SUBMITTER, `Created Kubernetes Job ${namespace}/${name}`);
-        } catch (err) {
-          if (isAlreadyExists(err)) return current;
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_CREATE_SUBMITTER,
-            `Failed to create Kubernetes Job ${namespace}/${name}: ${errorMessage(err)}`,
-          );
-          throw err;
-        }
-        return current;
-      }
-      case 'deleteSubmitter': {
-        const uid = observed.submitter?.metadata.uid;
-        try {
-          const options = { propagationPolicy: 'Background' as const, signal, ...(uid ? { preconditions: { uid } } : {}) };
-          const deleted = await this.kube.delete({ ...JOBS, namespace, name: action.name }, options);
-          if (deleted) this.events.event(owner, 'Normal', EVENT_DELETED_SUBMITTER, `Deleted submitter K8s Job ${namespace}/${action.name}`);
-        } catch (err) {
-          if (isConflict(err)) throw new Moved('the submitter Job was replaced since read');
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_DELETE_SUBMITTER,
-            `Failed to delete submitter K8s Job ${namespace}/${action.name}: ${errorMessage(err)}`,
-          );
-          throw err;
-        }
-        return current;
-      }
-      case 'submitRayJob': {
-        const url = this.dashboardUrl(current, action.cluster);
-        try {
-          const { duplicate } = await this.dashboard.submitJob(
-            await this.dashboardAddress(current, action.cluster, signal),
-            action.request,
-            signal,
-          );
-          this.dashboardCalls.inc({ operation: 'submit', outcome: duplicate ? 'duplicate' : 'ok' });
-          if (!duplicate)
-            this.events.event(owner, 'Normal', EVENT_SUBMITTED_RAY_JOB, `Submitted Ray job ${action.request.submission_id} to ${url}`);
-        } catch (err) {
-          this.dashboardCalls.inc({ operation: 'submit', outcome: 'error' });
-          throw err;
-        }
-        return current;
-      }
-      case 'stopRayJob': {
-        // Best effort, like KubeRay: the finalizer goes whether or not the dashboard answers.
-        const url = this.dashboardUrl(current, action.cluster);
-        try {
-          const stopped = await this.dashboard.stopJob(await this.dashboardAddress(current, action.cluster, signal), action.jobId, signal);
-          this.dashboardCalls.inc({ operation: 'stop', outcome: stopped ? 'ok' : 'noop' });
-          if (stopped) this.events.event(owner, 'Normal', EVENT_STOPPED_RAY_JOB, `Stopped Ray job ${action.jobId}`);
-        } catch (err) {
-          this.dashboardCalls.inc({ operation: 'stop', outcome: 'error' });
-          log.warn({ err: errorMessage(err) }, 'could not stop the Ray job; releasing the finalizer anyway');
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_STOP_RAY_JOB,
-            `Could not stop Ray job ${action.jobId} at ${url}: ${errorMessage(err)}`,
-          );
-        }
-        return current;
-      }
-      case 'suspendWorkerGroups': {
-        // KubeRay's suspendWorkerGroups (an Update of the whole cluster); here a JSON patch whose `test`
-        // makes it apply only to the cluster as read, so an autoscaler's or a person's write in between is
-        // re-read, never overwritten.
-        const ref = { ...RAYCLUSTERS, namespace, name: action.name };
-        const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: action.resourceVersion }];
-        for (let i = 0; i < action.groups; i++) ops.push({ op: 'add', path: `/spec/workerGroupSpecs/${i}/suspend`, value: true });
-        try {
-          await this.kube.patch(ref, ops, JSON_PATCH, { signal, basedOn: action.resourceVersion });
-        } catch (err) {
-          if (isPatchTestFailed(err) || isConflict(err)) throw new Moved('the RayCluster changed since read');
-          if (isNotFound(err)) return current;
-          this.events.event(
-            owner,
-            'Warning',
-            EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
-            `Failed to suspend worker groups in cluster ${namespace}/${action.name}: ${errorMessage(err)}`,
-          );
-          throw err;
-        }
-        this.events.event(
-          owner,
-          'Normal',
-          EVENT_UPDATED_RAYCLUSTER,
-          `Set the \`suspend\` field to true for all worker groups in cluster ${namespace}/${action.name}`,
-        );
-        return current;
-      }
-      case 'deleteRayJob':
-        await this.kube.delete(this.ref(current), {
-          signal,
-          ...(current.metadata.uid ? { preconditions: { uid: current.metadata.uid } } : {}),
-        });
-        return current;
+      if (r.bestEffort === undefined) throw err;
+      scope.log.warn({ err: errorMessage(err) }, r.bestEffort);
+      return;
+    }
+    if (told !== undefined) this.events.event(scope.current, 'Normal', r.normal, told);
+  }
+
+  /** A dashboard call, counted by operation and outcome (raykeeper_rayjob_dashboard_requests_total). */
+  private async counted<T>(operation: 'submit' | 'stop', call: () => Promise<T>, outcome: (result: T) => string): Promise<T> {
+    try {
+      const result = await call();
+      this.dashboardCalls.inc({ operation, outcome: outcome(result) });
+      return result;
+    } catch (err) {
+      this.dashboardCalls.inc({ operation, outcome: 'error' });
+      throw err;
     }
   }
+
+  /** What each action does (the machine decides them: src/rayjob/machine/vocabulary.ts RayJobAction). */
+  private readonly executors: Executors = {
+    addFinalizer: (_, { current, signal }) => this.patchFinalizer(current, 'add', signal),
+    removeFinalizer: (_, { current, signal }) => this.patchFinalizer(current, 'remove', signal),
+    setStatusCheckClock: ({ since }, { current, signal }) =>
+      this.setAnnotation(current, STATUS_CHECK_FAILING_SINCE_ANNOTATION, since, 'the status-check clock', signal),
+    recordDeletion: ({ record }, { current, signal }) =>
+      this.setAnnotation(current, DELETION_RECORD_ANNOTATION, record, 'the deletion record', signal),
+
+    createCluster: ({ cluster }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${cluster.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.create({ ...RAYCLUSTERS, namespace }, cluster, { signal: scope.signal });
+          if (this.caches && this.caches.clusters.getByName(namespace, cluster.metadata.name ?? '') === undefined)
+            this.clustersNotCached.set(objectKey(scope.current), cluster.metadata.name ?? '');
+          return `Created RayCluster ${name}`;
+        },
+        normal: EVENT_CREATED_RAYCLUSTER,
+        warning: { reason: EVENT_FAILED_TO_CREATE_RAYCLUSTER, failure: `Failed to create RayCluster ${name}` },
+        // Decided on a cache that had not seen it (clusterMissIsAbsent): look again at the API's copies.
+        expected: (err) => (isAlreadyExists(err) ? new Moved(`RayCluster ${name} exists though the cache had not seen it`) : undefined),
+      });
+    },
+
+    deleteCluster: ({ name }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const uid = scope.observed.cluster?.metadata.uid;
+      return this.reported(scope, {
+        run: async () => {
+          const options = uid ? { preconditions: { uid }, signal: scope.signal } : { signal: scope.signal };
+          const deleted = await this.kube.delete({ ...RAYCLUSTERS, namespace, name }, options);
+          return deleted ? `Deleted cluster ${namespace}/${name}` : undefined; // KubeRay's words
+        },
+        normal: EVENT_DELETED_RAYCLUSTER,
+        warning: { reason: EVENT_FAILED_TO_DELETE_RAYCLUSTER, failure: `Failed to delete RayCluster ${namespace}/${name}` },
+        expected: (err) => (isConflict(err) ? new Moved('the RayCluster was replaced since read') : undefined),
+      });
+    },
+
+    createSubmitter: ({ job }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${job.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.create({ ...JOBS, namespace }, job, { signal: scope.signal });
+          return `Created Kubernetes Job ${name}`;
+        },
+        normal: EVENT_CREATED_SUBMITTER,
+        warning: { reason: EVENT_FAILED_TO_CREATE_SUBMITTER, failure: `Failed to create Kubernetes Job ${name}` },
+        expected: (err) => (isAlreadyExists(err) ? 'done' : undefined),
+      });
+    },
+
+    deleteSubmitter: ({ name }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const uid = scope.observed.submitter?.metadata.uid;
+      return this.reported(scope, {
+        run: async () => {
+          const options = { propagationPolicy: 'Background' as const, signal: scope.signal, ...(uid ? { preconditions: { uid } } : {}) };
+          const deleted = await this.kube.delete({ ...JOBS, namespace, name }, options);
+          return deleted ? `Deleted submitter K8s Job ${namespace}/${name}` : undefined;
+        },
+        normal: EVENT_DELETED_SUBMITTER,
+        warning: { reason: EVENT_FAILED_TO_DELETE_SUBMITTER, failure: `Failed to delete submitter K8s Job ${namespace}/${name}` },
+        expected: (err) => (isConflict(err) ? new Moved('the submitter Job was replaced since read') : undefined),
+      });
+    },
+
+    // A failed submission is not an event: the next pass asks the dashboard again and submits again.
+    submitRayJob: ({ cluster, request }, scope) =>
+      this.reported(scope, {
+        run: async () => {
+          const { duplicate } = await this.counted(
+            'submit',
+            async () => this.dashboard.submitJob(await this.dashboardAddress(scope.current, cluster, scope.signal), request, scope.signal),
+            (r) => (r.duplicate ? 'duplicate' : 'ok'),
+          );
+          return duplicate ? undefined : `Submitted Ray job ${request.submission_id} to ${this.dashboardUrl(scope.current, cluster)}`;
+        },
+        normal: EVENT_SUBMITTED_RAY_JOB,
+      }),
+
+    // Best effort, like KubeRay: the finalizer goes whether or not the dashboard answers.
+    stopRayJob: ({ cluster, jobId }, scope) =>
+      this.reported(scope, {
+        run: async () => {
+          const stopped = await this.counted(
+            'stop',
+            async () => this.dashboard.stopJob(await this.dashboardAddress(scope.current, cluster, scope.signal), jobId, scope.signal),
+            (r) => (r ? 'ok' : 'noop'),
+          );
+          return stopped ? `Stopped Ray job ${jobId}` : undefined;
+        },
+        normal: EVENT_STOPPED_RAY_JOB,
+        warning: {
+          reason: EVENT_FAILED_TO_STOP_RAY_JOB,
+          failure: `Could not stop Ray job ${jobId} at ${this.dashboardUrl(scope.current, cluster)}`,
+        },
+        bestEffort: 'could not stop the Ray job; releasing the finalizer anyway',
+      }),
+
+    // KubeRay's suspendWorkerGroups (an Update of the whole cluster); here a JSON patch whose `test` makes it
+    // apply only to the cluster as read, so an autoscaler's or a person's write in between is re-read, never
+    // overwritten.
+    suspendWorkerGroups: ({ name, resourceVersion, groups }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      return this.reported(scope, {
+        run: async () => {
+          const ops: JsonPatchOp[] = [{ op: 'test', path: '/metadata/resourceVersion', value: resourceVersion }];
+          for (let i = 0; i < groups; i++) ops.push({ op: 'add', path: `/spec/workerGroupSpecs/${i}/suspend`, value: true });
+          await this.kube.patch({ ...RAYCLUSTERS, namespace, name }, ops, JSON_PATCH, { signal: scope.signal, basedOn: resourceVersion });
+          return `Set the \`suspend\` field to true for all worker groups in cluster ${namespace}/${name}`;
+        },
+        normal: EVENT_UPDATED_RAYCLUSTER,
+        warning: { reason: EVENT_FAILED_TO_UPDATE_RAYCLUSTER, failure: `Failed to suspend worker groups in cluster ${namespace}/${name}` },
+        expected: (err) =>
+          isPatchTestFailed(err) || isConflict(err) ? new Moved('the RayCluster changed since read') : isNotFound(err) ? 'done' : undefined,
+      });
+    },
+
+    // KubeRay's reconcileServices, its events word for word ("Failed to create the service %s/%s, %v").
+    createHeadService: ({ service }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${service.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.create({ ...SERVICES, namespace }, service, { signal: scope.signal });
+          return `Created the service ${name}`;
+        },
+        normal: EVENT_CREATED_SERVICE,
+        warning: { reason: EVENT_FAILED_TO_CREATE_SERVICE, failure: `Failed to create the service ${name}`, separator: ', ' },
+        // Made already (a cache behind, a second replica): the next pass reads it and moves it if it must.
+        expected: (err) => (isAlreadyExists(err) ? 'done' : undefined),
+      });
+    },
+
+    updateHeadService: ({ service }, scope) => {
+      const namespace = scope.current.metadata.namespace;
+      const name = `${namespace}/${service.metadata.name ?? ''}`;
+      return this.reported(scope, {
+        run: async () => {
+          await this.kube.replace({ ...SERVICES, namespace, name: service.metadata.name ?? '' }, service, { signal: scope.signal });
+          return `Updated the service ${name}`;
+        },
+        normal: EVENT_UPDATED_SERVICE,
+        warning: { reason: EVENT_FAILED_TO_UPDATE_SERVICE, failure: `Failed to update the service ${name}`, separator: ', ' },
+        // The body carries the resourceVersion read: a 409 means it changed since; gone means the next pass creates it.
+        expected: (err) => (isConflict(err) ? new Moved(`Service ${name} changed since read`) : isNotFound(err) ? 'done' : undefined),
+      });
+    },
+
+    deleteRayJob: async (_, { current, signal }) => {
+      const uid = current.metadata.uid;
+      await this.kube.delete(this.ref(current), { signal, ...(uid ? { preconditions: { uid } } : {}) });
+    },
+  };
 }

@@ -13,7 +13,7 @@ import {
   renderDashboardUrl,
   type DashboardTarget,
 } from './ids.ts';
-import { defaultMachineConfig, type MachineConfig } from './machine.ts';
+import { defaultMachineConfig, type MachineConfig } from './machine/vocabulary.ts';
 
 export const DEFAULT_DASHBOARD_TIMEOUT_SECONDS = 5;
 

@@ -288,7 +288,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may o
     { verb: 'watch', group: 'ray.io', resource: 'rayjobs' },
     { verb: 'watch', group: 'ray.io', resource: 'raycronjobs' },
     ...['list', 'watch', 'create', 'delete'].map((verb) => ({ verb, resource: 'pods', namespace: userNs })),
-    ...['list', 'watch', 'create'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
+    // update: the RayJob's head Service moved to a retry's cluster (KubeRay's reconcileServices).
+    ...['list', 'watch', 'create', 'update'].map((verb) => ({ verb, resource: 'services', namespace: userNs })),
     // The autoscaler's ServiceAccount / Role / RoleBinding, and the Role's own rules (escalation prevention).
     ...['get', 'create'].flatMap((verb) => [
       { verb, resource: 'serviceaccounts', namespace: userNs },
@@ -337,7 +338,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may o
       { verb, group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
       { verb, group: 'rbac.authorization.k8s.io', resource: 'rolebindings', namespace: userNs },
     ]),
-    { verb: 'update', resource: 'services', namespace: userNs },
+    { verb: 'get', resource: 'services', namespace: userNs },
+    { verb: 'patch', resource: 'services', namespace: userNs },
     { verb: 'delete', resource: 'services', namespace: userNs },
     { verb: 'get', resource: 'pods', subresource: 'log', namespace: userNs },
     { verb: 'create', resource: 'pods', subresource: 'exec', namespace: userNs },

@@ -164,7 +164,7 @@ t.test('through the webhook: B (n2) is refused, naming the namespace and A (n1);
   );
   tt.match(
     refused.status?.message ?? '',
-    `admission webhook "raycluster.validate.raykeeper.io" denied the request: metadata.annotations[${NS_ANNOTATION}]: storage namespace "${ns}" on Redis 127.0.0.1:${server.port} is already used by live RayCluster ${n1.ns.name}/a`,
+    `admission webhook "raycluster.validate.raykeeper.io" denied the request: metadata.annotations[${NS_ANNOTATION}]: storage namespace "${ns}" on Redis localhost:${server.port} is already used by live RayCluster ${n1.ns.name}/a`,
   );
   const real = await createCluster(n2, rayCluster('b', `redis://127.0.0.1:${server.port}`, { annotations: { [NS_ANNOTATION]: ns } })).catch(
     (err: unknown) => err,

@@ -6,9 +6,9 @@
 //   node test/monitoring/kustomize-copy.ts --write    # rewrites both copies
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { DASHBOARD, RULES } from './files.ts';
+import { chartGroups, DASHBOARD } from './files.ts';
 
 export const KUSTOMIZE_DIR = join(REPO_ROOT, 'manifests', 'optional', 'monitoring');
 
@@ -23,12 +23,11 @@ const metadata = (name: string, extra: Record<string, string> = {}) => ({
 
 /** The copies' paths and contents. Pure but for reading the two source files. */
 export function kustomizeCopies(): Record<string, string> {
-  const rules = parse(readFileSync(RULES, 'utf8')) as { groups: unknown };
   const rule = {
     apiVersion: 'monitoring.coreos.com/v1',
     kind: 'PrometheusRule',
     metadata: metadata('raykeeper'),
-    spec: { groups: rules.groups },
+    spec: { groups: chartGroups('raykeeper-system') },
   };
   const dashboard = {
     apiVersion: 'v1',

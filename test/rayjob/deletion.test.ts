@@ -11,7 +11,8 @@ import {
   type DeletionRecord,
 } from '../../src/rayjob/deletion.ts';
 import { DELETION_RECORD_ANNOTATION } from '../../src/rayjob/constants.ts';
-import { decideRayJob, defaultMachineConfig, type RayJobStep } from '../../src/rayjob/machine.ts';
+import { decideRayJob } from '../../src/rayjob/machine/decide.ts';
+import { defaultMachineConfig, type RayJobStep } from '../../src/rayjob/machine/vocabulary.ts';
 import { validateRayJob } from '../../src/rayjob/validation.ts';
 import type { DeletionRule, RayCluster, RayJob } from '../../src/types.ts';
 import { at, cluster, iso, rayJob } from './fixtures.ts';
@@ -449,7 +450,7 @@ t.test('a rule is keyed by policy and condition, not by its place or TTL', async
 });
 
 t.test('a finished RayJob with rules observes its cluster', async (t) => {
-  const { observationPlan } = await import('../../src/rayjob/machine.ts');
+  const { observationPlan } = await import('../../src/rayjob/machine/observe.ts');
   t.equal(
     observationPlan(finished({ state: 'Complete', jobStatus: 'SUCCEEDED', spec: withRules(rule('DeleteCluster', onJob('SUCCEEDED'))) }))
       .cluster,

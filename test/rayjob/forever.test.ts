@@ -91,5 +91,9 @@ t.test('the submitter finished but the Ray job never ends -> Failed after the su
   await h.create(manifest('orphan', { entrypoint: 'sleep 60', submitterPodTemplate: customSubmitter(`${SUBMIT} sleep 60`) }));
   const done = await h.drive('orphan', inState('Complete', 'Failed'), { autoReady: true, timeoutMs: 20_000 });
   t.equal(done.job?.status?.reason, 'JobDeploymentStatusTransitionGracePeriodExceeded');
-  t.match(done.job?.status?.message, /did not reach a terminal state within 2s/);
+  // KubeRay's words (rayjob_controller.go:1213), the finish time as Go's time.DateTime.
+  t.match(
+    done.job?.status?.message,
+    /^The RayJob submitter finished at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d but the ray job did not reach terminal state within 2s$/,
+  );
 });

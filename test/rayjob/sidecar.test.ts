@@ -3,7 +3,8 @@
 // constructRayClusterForRayJob: the submitter container in the head template, restartPolicy Never,
 // the submission-mode label and ray.io/disable-provisioned-head-restart).
 import t from 'tap';
-import { decideRayJob, defaultMachineConfig, type Observed, type RayJobStep } from '../../src/rayjob/machine.ts';
+import { decideRayJob } from '../../src/rayjob/machine/decide.ts';
+import { defaultMachineConfig, type Observed, type RayJobStep } from '../../src/rayjob/machine/vocabulary.ts';
 import type { Pod } from '../../kube/model.ts';
 import type { RayJob } from '../../src/types.ts';
 import { at, cluster, HEAD_IMAGE, info, iso, rayJob, type JobOptions } from './fixtures.ts';

@@ -3,21 +3,19 @@
 // has; the test fails if a state or one of its exits has no row.
 import t from 'tap';
 import { JOB_DEPLOYMENT_STATUSES } from '../../src/types.ts';
+import { decideRayJob } from '../../src/rayjob/machine/decide.ts';
 import {
-  decideRayJob,
   defaultMachineConfig,
-  initializingNeedsDashboard,
   isRepeatableCreate,
   isSelfGuarded,
   type RayJobAction,
-  observationPlan,
-  clusterMissIsAbsent,
-  rayJobStatusChanged,
-  type ObservationPlan,
   type RayJobDecision,
   type RayJobStep,
   type Observed,
-} from '../../src/rayjob/machine.ts';
+} from '../../src/rayjob/machine/vocabulary.ts';
+import { initializingNeedsDashboard } from '../../src/rayjob/machine/starting.ts';
+import { observationPlan, clusterMissIsAbsent, type ObservationPlan } from '../../src/rayjob/machine/observe.ts';
+import { rayJobStatusChanged } from '../../src/rayjob/machine/status.ts';
 import { at, cluster, info, iso, rayJob, submitter } from './fixtures.ts';
 import type { RayJob } from '../../src/types.ts';
 
@@ -875,64 +873,81 @@ t.test('rayJobStatusChanged compares what would be stored', async (t) => {
 
 t.test('observationPlan: each state reads only what its case needs', async (t) => {
   const rows: Array<[string, RayJob, ObservationPlan]> = [
-    ['New', rayJob(undefined), { cluster: false, submitter: false, headPod: false, dashboard: false }],
-    ['Initializing K8sJobMode', rayJob('Initializing'), { cluster: true, submitter: true, headPod: false, dashboard: false }],
+    ['New', rayJob(undefined), { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false }],
+    [
+      'Initializing K8sJobMode',
+      rayJob('Initializing'),
+      { cluster: true, submitter: true, headPod: false, dashboard: false, headService: false },
+    ],
     [
       'Initializing HTTPMode',
       rayJob('Initializing', { spec: { submissionMode: 'HTTPMode' } }),
-      { cluster: true, submitter: false, headPod: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
-    ['Running', rayJob('Running'), { cluster: true, submitter: true, headPod: false, dashboard: true }],
+    ['Running', rayJob('Running'), { cluster: true, submitter: true, headPod: false, dashboard: true, headService: true }],
+    [
+      'Running with a clusterSelector: no head Service of its own (KubeRay makes none)',
+      rayJob('Running', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }),
+      { cluster: true, submitter: true, headPod: false, dashboard: true, headService: false },
+    ],
     [
       'Running, suspend requested',
       rayJob('Running', { spec: { suspend: true } }),
-      { cluster: true, submitter: true, headPod: false, dashboard: false },
+      { cluster: true, submitter: true, headPod: false, dashboard: false, headService: false },
     ],
-    ['Suspending', rayJob('Suspending'), { cluster: true, submitter: true, headPod: false, dashboard: false }],
+    ['Suspending', rayJob('Suspending'), { cluster: true, submitter: true, headPod: false, dashboard: false, headService: false }],
     [
       'Retrying InteractiveMode',
       rayJob('Retrying', { spec: { submissionMode: 'InteractiveMode' } }),
-      { cluster: true, submitter: false, headPod: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
-    ['Complete with shutdown', rayJob('Complete'), { cluster: true, submitter: false, headPod: false, dashboard: false }],
+    [
+      'Complete with shutdown',
+      rayJob('Complete'),
+      { cluster: true, submitter: false, headPod: false, dashboard: false, headService: false },
+    ],
     [
       'Complete without shutdown',
       rayJob('Complete', { spec: { shutdownAfterJobFinishes: false } }),
-      { cluster: false, submitter: false, headPod: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
     [
       'Failed with a selector',
       rayJob('Failed', { spec: { clusterSelector: { 'ray.io/cluster': 'c' } } }),
-      { cluster: false, submitter: false, headPod: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
-    ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
-    ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
+    ['Suspended', rayJob('Suspended'), { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false }],
+    ['Waiting', rayJob('Waiting'), { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false }],
     [
       'being deleted',
       rayJob('Running', { metadata: { deletionTimestamp: iso(1) } }),
-      { cluster: false, submitter: false, headPod: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
     [
       'managed by MultiKueue: nothing read',
       rayJob('Running', { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }),
-      { cluster: false, submitter: false, headPod: false, dashboard: false },
+      { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
     [
       'Running SidecarMode: the head pod, no submitter Job',
       rayJob('Running', { spec: { submissionMode: 'SidecarMode' } }),
-      { cluster: true, submitter: false, headPod: true, dashboard: true },
+      { cluster: true, submitter: false, headPod: true, dashboard: true, headService: true },
     ],
     [
       'Initializing SidecarMode',
       rayJob('Initializing', { spec: { submissionMode: 'SidecarMode' } }),
-      { cluster: true, submitter: false, headPod: true, dashboard: false },
+      { cluster: true, submitter: false, headPod: true, dashboard: false, headService: false },
     ],
     [
       'Suspending SidecarMode: no submitter Job to delete',
       rayJob('Suspending', { spec: { submissionMode: 'SidecarMode' } }),
-      { cluster: true, submitter: false, headPod: false, dashboard: false },
+      { cluster: true, submitter: false, headPod: false, dashboard: false, headService: false },
     ],
-    ['an unknown state: nothing read', rayJob('Scheduling'), { cluster: false, submitter: false, headPod: false, dashboard: false }],
+    [
+      'an unknown state: nothing read',
+      rayJob('Scheduling'),
+      { cluster: false, submitter: false, headPod: false, dashboard: false, headService: false },
+    ],
   ];
   for (const [name, job, plan] of rows) t.same(observationPlan(job), plan, name);
 });

@@ -213,7 +213,7 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
   verbs: ["list", "watch", "create", "delete"]
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["list", "watch", "create"]
+  verbs: ["list", "watch", "create"{{ if .rayjob }}, "update"{{ end }}]
 {{- /* The autoscaler's ServiceAccount, Role and RoleBinding; holding the Role's rules is what lets us create it. */}}
 - apiGroups: [""]
   resources: ["pods"]
@@ -234,6 +234,12 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "delete"]
+{{- if .rayjob }}
+{{- /* The RayJob's own head Service (<rayjob>-head-svc): made in Running, moved to a retry's cluster. */}}
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["list", "watch", "create", "update"]
+{{- end }}
 {{- end }}
 {{- if or .rayjob .operator }}
 {{- /* Token auth: a GET of the named auth Secret (the RayJob's dashboard token; the operator's check), never list or watch. */}}
