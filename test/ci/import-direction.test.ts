@@ -21,7 +21,7 @@ export const ARROWS: Readonly<Record<string, readonly string[]>> = {
   'bin/package.ts': [],
   certs: ['bin/args.ts', 'bin/package.ts'],
   webhook: ['kube', 'src', 'bin/args.ts'],
-  controller: ['kube', 'src'],
+  controller: ['kube', 'src', 'bin/args.ts'],
   /** Dev and test infrastructure (not in the image): a control plane, the job runner, Ray pods as processes. */
   localcluster: ['kube', 'src', 'certs'],
   dev: ['kube', 'src', 'certs', 'webhook', 'controller', 'localcluster', 'bin/args.ts'],
