@@ -48,10 +48,11 @@ import { startControlPlane, type ControlPlane } from '../localcluster/control-pl
 import { startJobRunner, type InProcessCommand, type JobRunner } from '../localcluster/job-runner.ts';
 import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { KubeClient } from '../kube/client.ts';
-import { JOBS, LEASES, NAMESPACES, PODS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
+import { RAYCLUSTERS } from '../src/types.ts';
+import { JOBS, LEASES, NAMESPACES, PODS, SERVICES, type Resource } from '../kube/resources.ts';
 import { InformerFactory } from '../kube/informer.ts';
-import type { KubeObject } from '../kube/model.ts';
-import { sleep } from '../src/backoff.ts';
+import type { ApiObject } from '../kube/model.ts';
+import { sleep } from '../kube/backoff.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld } from '../controller/companion.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, NODE_TYPE_REDIS_CLEANUP } from '../src/names.ts';
 import { runWith } from '../controller/redis-cleanup/cli.ts';
@@ -300,7 +301,7 @@ export async function startTheirs(cp: ControlPlane, kube: KubeClient, env: Recor
   // Its log's tail only, as ours' (startControllerChild): both cost the bench the same to drain.
   const op: KubeRayOperator = await startKubeRay(cp, { cleanup: true, leaseNamespace, env, logTailChars: LOG_TAIL_CHARS });
   for (;;) {
-    const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({
+    const lease = await kube.getOrUndefined({
       ...LEASES,
       namespace: leaseNamespace,
       name: KUBERAY_LEASE_NAME,
@@ -364,10 +365,10 @@ async function startCleanupRunner(cp: ControlPlane, concurrency: number): Promis
 
 /** Deletes the Jobs, pods and Services a deletion round leaves in `namespaces` (kube-controller-manager's GC would). */
 async function removeLeftovers(kube: KubeClient, namespaces: string[]): Promise<void> {
-  const kinds = [JOBS, PODS, SERVICES];
+  const kinds: Resource<ApiObject>[] = [JOBS, PODS, SERVICES];
   for (const namespace of namespaces) {
     for (const kind of kinds) {
-      const { items } = await kube.list<KubeObject>({ ...kind, namespace });
+      const { items } = await kube.list(kind.at(namespace));
       await pool(items, 16, async (item) => {
         await kube.delete({ ...kind, namespace, name: item.metadata?.name ?? '' }, { propagationPolicy: 'Background' });
       });
@@ -456,8 +457,8 @@ export async function runControllerBench(options: ControllerBenchOptions = {}): 
         );
         const clusters = Array.from({ length: o.clusters }, (_, i) => ({ ns: nsNames[i % o.namespaces]!, name: `rc-${i}` }));
         await pool(clusters, 32, async ({ ns, name: cluster }) => {
-          const created = await k.create<{ metadata: { uid: string } }>({ ...RAYCLUSTERS, namespace: ns }, benchCluster(cluster, address));
-          uids[name]!.push(created.metadata.uid);
+          const created = await k.create({ ...RAYCLUSTERS, namespace: ns }, benchCluster(cluster, address));
+          uids[name]!.push(created.metadata.uid ?? '');
           const pipe = r.pipeline();
           for (const table of ['NODE', 'JOB', 'ACTOR', 'KV']) pipe.hset(`RAY${created.metadata.uid}@${table}`, 'k', 'v');
           pipe.set(`RAY${created.metadata.uid}@JobCounter`, '1');

@@ -14,8 +14,8 @@ import { REPO_ROOT } from '../localcluster/binaries.ts';
 import { freePort } from '../localcluster/net.ts';
 import { localWebhookConfigurations } from '../localcluster/webhook-config.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { RAYCLUSTERS } from '../kube/resources.ts';
-import { sleep } from '../src/backoff.ts';
+import { RAYCLUSTERS } from '../src/types.ts';
+import { sleep } from '../kube/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 
 export const BENCH_WEBHOOK_LABEL = 'raykeeper-bench/webhook';
@@ -76,7 +76,7 @@ export async function startOurWebhook(kube: KubeClient, probeNamespace: string, 
     for (;;) {
       if (ended()) throw new Error(`raykeeper webhook ended: ${spawnError?.message ?? proc.exitCode ?? proc.signalCode}`);
       const answer = await kube
-        .create<{ metadata: { finalizers?: string[] } }>({ ...RAYCLUSTERS, namespace: probeNamespace }, probe, { query: { dryRun: 'All' } })
+        .create({ ...RAYCLUSTERS, namespace: probeNamespace }, probe, { query: { dryRun: 'All' } })
         .catch(() => undefined);
       if (answer?.metadata.finalizers?.includes(GCS_FT_REDIS_CLEANUP_FINALIZER)) break;
       if (Date.now() > deadline) throw new Error('the API server did not call the bench webhook within 60 s');

@@ -6,7 +6,7 @@
 // an operator" per phase, and tells when the API server has gone quiet after a phase.
 import { readFileSync } from 'node:fs';
 import type { KubeClient } from '../kube/client.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { cpuSeconds, metricTextSum } from './controller.ts';
 import { waitFor } from './wait.ts';
 

@@ -16,7 +16,8 @@ import { InformerFactory } from '../kube/informer.ts';
 import { KubeClient } from '../kube/client.ts';
 import { cpuSeconds, pool, rss, startControllerChild } from './controller.ts';
 import { benchClusterSpec } from './sample-cluster.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS } from '../kube/resources.ts';
+import { RAYCLUSTERS } from '../src/types.ts';
+import { NAMESPACES, PODS } from '../kube/resources.ts';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const KUBERAY_VERSION = 'v1.6.2';

@@ -29,11 +29,10 @@ import { startControlPlane, type ControlPlane } from '../localcluster/control-pl
 import { startJobRunner, type JobRunner } from '../localcluster/job-runner.ts';
 import { findRay } from '../localcluster/ray.ts';
 import { InformerFactory } from '../kube/informer.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { KubeClient } from '../kube/client.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
 import { CLUSTER_SELECTOR_KEY } from '../src/rayjob/constants.ts';
-import type { RayJob } from '../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../src/types.ts';
 import { cpuSeconds, metricSum, pool, rss, startControllerChild, type Child } from './controller.ts';
 import { unpackedPackage } from '../test/helpers/package.ts';
 
@@ -131,7 +130,7 @@ export async function runRayJobBench(options: RayJobBenchOptions = {}): Promise<
     say(`creating the shared RayCluster ${SHARED} (head only) and waiting until it is ready`);
     await k.create({ ...RAYCLUSTERS, namespace: NAMESPACE }, sharedCluster());
     for (const t0 = Date.now(); ; ) {
-      const c = await k.get<{ status?: { state?: string } }>({ ...RAYCLUSTERS, namespace: NAMESPACE, name: SHARED });
+      const c = await k.get({ ...RAYCLUSTERS, namespace: NAMESPACE, name: SHARED });
       if (c.status?.state === 'ready') break;
       if (Date.now() - t0 > 300_000) throw new Error(`the shared RayCluster is not ready after 300 s (state ${c.status?.state})`);
       await sleep(500);

@@ -67,9 +67,10 @@ import { apiServerQuiet, COMPONENTS, phaseLoad, snapshot, type Component, type P
 import { BENCH_WEBHOOK_LABEL, startOurWebhook, type BenchWebhook } from './our-webhook.ts';
 import { KubeClient } from '../kube/client.ts';
 import { InformerFactory } from '../kube/informer.ts';
-import { JOBS, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/model.ts';
-import { sleep } from '../src/backoff.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../src/types.ts';
+import { JOBS, NAMESPACES, PODS } from '../kube/resources.ts';
+import type { KubeObject, ObjectWithMeta } from '../kube/model.ts';
+import { sleep } from '../kube/backoff.ts';
 import { errorMessage } from '../src/errors.ts';
 import { kubeRayCrds, missingKubeRay } from '../test/kuberay/helpers.ts';
 import { unpackedPackage } from '../test/helpers/package.ts';
@@ -301,7 +302,7 @@ async function deleteNamespaces(kube: KubeClient, namespaces: string[], say: (s:
   let told = t0;
   while (left > 0 && performance.now() - t0 < NAMESPACES_GONE_CAP_MS) {
     await sleep(2_000);
-    const all = await kube.list<KubeObject>(NAMESPACES).catch((err: unknown) => say(`  listing namespaces failed: ${errorMessage(err)}`));
+    const all = await kube.list(NAMESPACES).catch((err: unknown) => say(`  listing namespaces failed: ${errorMessage(err)}`));
     if (all) left = all.items.filter((n) => mine.has(n.metadata?.name ?? '')).length;
     if (performance.now() - told > 10_000) {
       told = performance.now();
@@ -315,7 +316,7 @@ async function deleteNamespaces(kube: KubeClient, namespaces: string[], say: (s:
 const key = (o: KubeObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
 
 async function residue(kube: KubeClient, namespaces: Set<string>): Promise<{ pods: number; jobs: number }> {
-  const [pods, jobs] = await Promise.all([kube.list<KubeObject>(PODS), kube.list<KubeObject>(JOBS)]);
+  const [pods, jobs] = await Promise.all([kube.list(PODS), kube.list(JOBS)]);
   return countResidue(pods.items, jobs.items, namespaces);
 }
 
@@ -324,8 +325,8 @@ async function residue(kube: KubeClient, namespaces: Set<string>): Promise<{ pod
  * deleted by the garbage collector once their RayCluster is gone, and those deletes would otherwise fall
  * in the RayJob phase (3,429 pod deletes did, at 5,000 RayClusters).
  */
-export function countResidue(pods: KubeObject[], jobs: KubeObject[], namespaces: Set<string>): { pods: number; jobs: number } {
-  const mine = (o: KubeObject) => namespaces.has(o.metadata?.namespace ?? '');
+export function countResidue(pods: ObjectWithMeta[], jobs: ObjectWithMeta[], namespaces: Set<string>): { pods: number; jobs: number } {
+  const mine = (o: ObjectWithMeta) => namespaces.has(o.metadata?.namespace ?? '');
   return { pods: pods.filter(mine).length, jobs: jobs.filter(mine).length };
 }
 
@@ -342,7 +343,7 @@ async function kwokCaughtUp(kube: KubeClient, namespace: string, say: (s: string
     { metadata: { name: 'kwok-probe' }, spec: { containers: [{ name: 'probe', image: 'probe' }] } },
   );
   await waitFor(
-    async () => (await kube.getOrUndefined<{ status?: { phase?: string } }>(ref))?.status?.phase === 'Running',
+    async () => (await kube.getOrUndefined(ref))?.status?.phase === 'Running',
     SETTLE_CAP_MS,
     () => 'waiting for a probe pod to run: kwok catching up',
     say,

@@ -1,5 +1,5 @@
 // Waiting in the benchmarks: until a condition holds or a cap passes, saying how it goes.
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 
 /** Until `done()` or `capMs` passed, asking every `everyMs`; `report()` said every 10 s. True when done. */
 export async function waitFor(

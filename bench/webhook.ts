@@ -27,7 +27,7 @@ import { generateCertificates } from '../certs/generate.ts';
 import { writeBundle } from '../certs/files.ts';
 import { MUTATE_RAYCLUSTER_PATH, VALIDATE_RAYCLUSTER_PATH } from '../src/names.ts';
 import type { AdmissionReviewAnswer } from '../src/admission/response.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { RECORDED_REVIEWS, recordedReview, type RecordedShape } from './reviews.ts';
 import { deploymentNodeOptions } from './webhook-memory.ts';
 

@@ -2,7 +2,7 @@
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { argumentProblem, usageError } from '../bin/args.ts';
-import { createLogger } from '../src/logger.ts';
+import { createLogger } from '../kube/logger.ts';
 import { DEFAULT_CONTROLLER_HEALTH_PORT } from '../src/names.ts';
 import { RECONCILER_MODULES } from './reconcilers.ts';
 import { parseCompanionSetting } from './companion.ts';

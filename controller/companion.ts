@@ -28,11 +28,12 @@ import {
   RAY_CLUSTER_LABEL,
   RAY_NODE_TYPE_LABEL,
 } from '../src/names.ts';
-import type { Logger } from '../src/logger.ts';
-import { sharedCounter, sharedGauge, type Registry } from '../src/metrics.ts';
-import type { RayCluster } from '../src/types.ts';
+import type { Logger } from '../kube/logger.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../kube/metrics.ts';
+import { RAYCLUSTERS } from '../src/types.ts';
+import type { Lease } from '../kube/model.ts';
 import { splitKey, type ControllerContext, type ReconcilerModule } from '../kube/reconciler.ts';
-import { JOBS, LEASES, RAYCLUSTERS } from '../kube/resources.ts';
+import { JOBS, LEASES } from '../kube/resources.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../src/event-reasons.ts';
 import { errorMessage } from '../src/errors.ts';
 
@@ -59,11 +60,6 @@ export function parseCompanionSetting(raw: string | undefined): CompanionSetting
   return value as CompanionSetting;
 }
 
-interface Lease {
-  metadata: { name?: string; namespace?: string };
-  spec?: { holderIdentity?: string | null; renewTime?: string | null; acquireTime?: string | null; leaseDurationSeconds?: number | null };
-}
-
 export type Detection = { found: true; lease: string; holder: string } | { found: false; why: string };
 
 /** A Lease someone holds and renewed within its duration (plus one duration of slack for clock skew). */
@@ -78,7 +74,7 @@ export function leaseIsHeld(lease: Lease, now: number): boolean {
 export async function detectKubeRay(kube: KubeClient, now: number, signal?: AbortSignal): Promise<Detection> {
   let leases: Lease[];
   try {
-    const list = await kube.list<Lease>(LEASES, { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) });
+    const list = await kube.list(LEASES, { fieldSelector: `metadata.name=${KUBERAY_LEASE_NAME}`, ...(signal ? { signal } : {}) });
     leases = list.items;
   } catch (err) {
     return {
@@ -183,7 +179,7 @@ export const kubeRayCleanupWatchModule: ReconcilerModule = {
           const { namespace } = splitKey(key);
           const clusterName = job.metadata?.labels?.[RAY_CLUSTER_LABEL] ?? '';
           if (clusterName === '') return;
-          const cluster = await ctx.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal });
+          const cluster = await ctx.kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name: clusterName }, { signal });
           if (
             !cluster ||
             !cluster.metadata.deletionTimestamp ||

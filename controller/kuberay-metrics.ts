@@ -3,10 +3,9 @@
 // Only for the objects this process drives: beside KubeRay (companion mode) KubeRay's operator exports
 // these names itself, and two targets with the same series would double every sum on its dashboard.
 import { runsModule, type ControllerContext } from '../kube/reconciler.ts';
-import { RAYJOBS } from '../kube/resources.ts';
 import { rayClusterSamples, rayJobSamples } from '../src/kuberay-metrics.ts';
-import { cachedGauge, type Registry, type Sample } from '../src/metrics.ts';
-import type { RayCluster, RayJob } from '../src/types.ts';
+import { cachedGauge, type Registry, type Sample } from '../kube/metrics.ts';
+import { RAYJOBS, type RayCluster, type RayJob } from '../src/types.ts';
 import { MODULE } from './module-names.ts';
 import { operatorRayClusterInformer } from './raycluster/informers.ts';
 
@@ -43,7 +42,7 @@ export function registerKubeRayMetrics(ctx: ControllerContext, registry: Registr
     );
   }
   if (runsModule(ctx, MODULE.rayJob)) {
-    const jobs = ctx.informers.get<RayJob>({ ...RAYJOBS });
+    const jobs = ctx.informers.get({ ...RAYJOBS });
     const gauge = (name: string, help: string, labels: string[], pick: SampleOf<RayJob>) => {
       cachedGauge(registry, { name, help, labelNames: labels }, jobs, pick, ctx.isLeader);
       names.push(name);

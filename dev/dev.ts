@@ -18,7 +18,7 @@ import { AUTOSCALING_NEEDS_KUBELET } from '../localcluster/pod-runner.ts';
 import { startRedisServer, type RedisServer } from '../localcluster/redis-server.ts';
 import { localWebhookConfigurations } from '../localcluster/webhook-config.ts';
 import { KubeClient } from '../kube/client.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { RAY_API_VERSION } from '../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../src/ray-release.ts';
 import { runWebhook } from '../webhook/main.ts';

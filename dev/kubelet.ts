@@ -12,9 +12,10 @@ import { buildImages, type LocalImage } from '../localcluster/node/images.ts';
 import { run } from '../localcluster/node/host.ts';
 import { startNodeCluster, type NodeCluster } from '../localcluster/node/node.ts';
 import { KubeClient } from '../kube/client.ts';
-import { DEPLOYMENTS, RAYCLUSTERS, SERVICES } from '../kube/resources.ts';
+import { RAYCLUSTERS } from '../src/types.ts';
+import { DEPLOYMENTS, SERVICES } from '../kube/resources.ts';
 import { devSampleCluster, type DevEnvironment } from './dev.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../src/names.ts';
 import { RAY_IMAGE } from '../src/ray-release.ts';
 
@@ -118,14 +119,8 @@ export async function waitForDeployment(kube: KubeClient, namespace: string, nam
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
-    const d = await kube
-      .get<{
-        metadata: { generation?: number };
-        spec: { replicas?: number };
-        status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
-      }>({ ...DEPLOYMENTS, namespace, name })
-      .catch(() => undefined);
-    const want = d?.spec.replicas ?? 1;
+    const d = await kube.get({ ...DEPLOYMENTS, namespace, name }).catch(() => undefined);
+    const want = d?.spec?.replicas ?? 1;
     last = JSON.stringify(d?.status ?? {});
     if (
       d &&
@@ -155,7 +150,7 @@ export async function waitForAdmission(kube: KubeClient, timeoutMs = 120_000): P
   let last = '';
   for (;;) {
     const answer = await kube
-      .create<{ metadata?: { finalizers?: string[] } }>({ ...RAYCLUSTERS, namespace: 'default' }, probe, { query: { dryRun: 'All' } })
+      .create({ ...RAYCLUSTERS, namespace: 'default' }, probe, { query: { dryRun: 'All' } })
       .catch((err: unknown) => {
         last = err instanceof Error ? err.message : String(err);
         return undefined;
@@ -240,10 +235,12 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-webhook');
     await waitForDeployment(kube, SYSTEM_NAMESPACE, 'raykeeper-controller');
     await waitForAdmission(kube);
-    const svc = await kube.get<{ spec: { clusterIP: string } }>({ ...SERVICES, namespace: REDIS_NAMESPACE, name: REDIS_NAME });
+    const svc = await kube.get({ ...SERVICES, namespace: REDIS_NAMESPACE, name: REDIS_NAME });
+    const clusterIP = svc.spec?.clusterIP;
+    if (!clusterIP) throw new Error(`Service ${REDIS_NAMESPACE}/${REDIS_NAME} has no clusterIP`);
     // An Available Deployment is not yet a reachable Service: until kube-proxy has written the endpoint's
     // rules, the ClusterIP REJECTs (ECONNREFUSED). Ready means a PING through the ClusterIP answers.
-    await waitForRedis(6379, false, 60_000, () => true, svc.spec.clusterIP);
+    await waitForRedis(6379, false, 60_000, () => true, clusterIP);
     const redisInCluster = `${REDIS_NAME}.${REDIS_NAMESPACE}.svc.cluster.local:6379`;
 
     const samplesDir = join(stateDir, 'samples');
@@ -252,7 +249,7 @@ export async function startKubeletDev(options: KubeletDevOptions = {}): Promise<
     await writeFile(sample, stringify(devSampleCluster(redisInCluster)));
     return {
       kubeconfig: cluster.kubeconfigPath,
-      redis: { host: svc.spec.clusterIP, port: 6379 },
+      redis: { host: clusterIP, port: 6379 },
       redisInCluster,
       webhookUrl: `https://${WEBHOOK_SERVICE}.${SYSTEM_NAMESPACE}.svc:443`,
       samples: [sample],

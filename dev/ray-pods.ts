@@ -9,7 +9,7 @@ import { startDashboardProxy } from '../localcluster/dashboard-proxy.ts';
 import { defaultBaseEnv } from '../localcluster/job-runner.ts';
 import { RayPodRunner } from '../localcluster/pod-runner.ts';
 import { findRay } from '../localcluster/ray.ts';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from '../kube/logger.ts';
 
 export interface DevRay {
   /** The `ray` executable, or undefined when Ray is not installed. */

@@ -13,7 +13,7 @@ import { TLSSocket } from 'node:tls';
 import type { HttpsOptions, KubeCredentials } from './kubeconfig.ts';
 import { SupersededVersions } from './superseded.ts';
 import { TokenBucket } from './rate-limit.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from './backoff.ts';
 
 export const JSON_PATCH = 'application/json-patch+json';
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -167,7 +167,12 @@ function whenConnected(socket: Socket, fn: () => void): void {
   else fn();
 }
 
-export interface ResourceRef {
+/**
+ * A resource collection, or one object of it (`name`), as the REST paths name them. `K`: the type of its
+ * objects, which the calls below return. A descriptor of kube/resources.ts carries it (`RAYCLUSTERS.at(ns, name)`
+ * is a ResourceRef<RayCluster>, and so is a spread of one); a reference written by hand has none (unknown).
+ */
+export interface ResourceRef<K = unknown> {
   /** API group; '' or undefined for the core group. */
   group?: string;
   version: string;
@@ -176,6 +181,8 @@ export interface ResourceRef {
   namespace?: string | undefined;
   name?: string;
   subresource?: string;
+  /** Type only, never set: the type of the objects this resource holds (kube/resources.ts). */
+  readonly objectType?: K;
 }
 
 /**
@@ -611,14 +618,16 @@ export class KubeClient {
     return { abort: () => void end() };
   }
 
-  get<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('GET', resourcePath(ref), options);
+  // The calls below return the type of the objects `ref`'s resource holds (kube/resources.ts).
+
+  get<K = unknown>(ref: ResourceRef<K>, options: RequestOptionsLite = {}): Promise<K> {
+    return this.request<K>('GET', resourcePath(ref), options);
   }
 
   /** GET that answers undefined for 404. */
-  async getOrUndefined<T = unknown>(ref: ResourceRef, options: RequestOptionsLite = {}): Promise<T | undefined> {
+  async getOrUndefined<K = unknown>(ref: ResourceRef<K>, options: RequestOptionsLite = {}): Promise<K | undefined> {
     try {
-      return await this.get<T>(ref, options);
+      return await this.get(ref, options);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -626,16 +635,24 @@ export class KubeClient {
   }
 
   /** Lists a collection, following `continue` pages; returns items and the list's resourceVersion. */
-  async list<T = unknown>(
-    ref: ResourceRef,
-    options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal; map?: (item: T) => T } = {},
-  ): Promise<ListResult<T>> {
-    const items: T[] = [];
-    const map = options.map;
+  async list<K = unknown>(
+    ref: ResourceRef<K>,
+    options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<ListResult<K>> {
+    return this.listMapped(ref, (item) => item, options);
+  }
+
+  /** `list`, each item mapped page by page (an informer's projection: a big list never holds more than one page of whole objects). */
+  async listMapped<K, P>(
+    ref: ResourceRef<K>,
+    map: (item: K) => P,
+    options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<ListResult<P>> {
+    const items: P[] = [];
     let cont: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.request<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+      const page = await this.request<{ items?: K[]; metadata?: { resourceVersion?: string; continue?: string } }>(
         'GET',
         resourcePath({ ...ref, name: undefined } as ResourceRef),
         {
@@ -649,8 +666,7 @@ export class KubeClient {
           timeoutMs: 120_000,
         },
       );
-      // Mapped page by page: a big list never holds more than one page of full objects.
-      for (const item of page.items ?? []) items.push(map ? map(item) : item);
+      for (const item of page.items ?? []) items.push(map(item));
       resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
       cont = page.metadata?.continue || undefined;
     } while (cont);
@@ -658,8 +674,8 @@ export class KubeClient {
   }
 
   /** POST to the collection, or to an object's subresource when `subresource` is set (e.g. a ServiceAccount's token). */
-  create<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
-    return this.request<T>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), {
+  create<K = unknown>(ref: ResourceRef<K>, body: unknown, options: RequestOptionsLite = {}): Promise<K> {
+    return this.request<K>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), {
       ...options,
       body,
     });
@@ -669,21 +685,21 @@ export class KubeClient {
    * PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). `basedOn`: the resourceVersion of
    * the copy the patch was computed from; once it succeeds with a new version, a cached copy at that version is stale.
    */
-  async patch<T = unknown>(
-    ref: ResourceRef,
+  async patch<K = unknown>(
+    ref: ResourceRef<K>,
     body: unknown,
     contentType: string = JSON_PATCH,
     options: RequestOptionsLite & { basedOn?: string | undefined } = {},
-  ): Promise<T> {
+  ): Promise<K> {
     const { basedOn, ...rest } = options;
-    const out = await this.request<T>('PATCH', resourcePath(ref), { ...rest, body, contentType });
+    const out = await this.request<K>('PATCH', resourcePath(ref), { ...rest, body, contentType });
     this.pool.superseded.replaced(objectPath(ref), basedOn, versionOf(out));
     return out;
   }
 
   /** PUT; once it succeeds with a new version, a cached copy at the body's resourceVersion (the one replaced) is stale. */
-  async replace<T = unknown>(ref: ResourceRef, body: unknown, options: RequestOptionsLite = {}): Promise<T> {
-    const out = await this.request<T>('PUT', resourcePath(ref), { ...options, body });
+  async replace<K = unknown>(ref: ResourceRef<K>, body: unknown, options: RequestOptionsLite = {}): Promise<K> {
+    const out = await this.request<K>('PUT', resourcePath(ref), { ...options, body });
     this.pool.superseded.replaced(objectPath(ref), versionOf(body), versionOf(out));
     return out;
   }

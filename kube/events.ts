@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { isNotFound, MERGE_PATCH, type KubeClient } from './client.ts';
 import type { ObjectWithMeta } from './model.ts';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from './logger.ts';
 import { EVENTS } from './resources.ts';
-import type { EventType } from '../src/event-reasons.ts';
+
+export type EventType = 'Normal' | 'Warning';
 
 export interface EventRecorder {
   /** Records an event about `obj` (fire and forget). */

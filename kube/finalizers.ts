@@ -1,15 +1,15 @@
-// Sending a finalizer patch (src/finalizer.ts builds it) and reading the API server's answer, the same
+// Sending a finalizer patch (./finalizer-patches.ts builds it) and reading the API server's answer, the same
 // for every reconciler:
 // - 2xx: done; 404: the object is gone;
 // - a failed `test` (or 409): the object changed since it was read: 'conflict', the caller re-reads
 //   and decides again at once;
 // - the API refusing the change itself (422 from validation, a CEL rule or a ValidatingAdmissionPolicy;
 //   403; 400): re-reading cannot help until someone changes the policy or the object, so a Warning
-//   event carries the API's message (the stored object's inline secrets masked), `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
+//   event carries the API's message (masked as the caller's RefusalReport says: the stored object's inline
+//   secrets), `raykeeper_finalizer_patches_total{result="rejected"}` counts it,
 //   and FinalizerPatchRejectedError goes up to the work queue, which retries with exponential backoff.
 import type { Counter } from 'prom-client';
-import { EVENT_FINALIZER_PATCH_REJECTED } from '../src/event-reasons.ts';
-import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange } from '../src/finalizer.ts';
+import { addFinalizerPatch, finalizerRejectedMessage, removeFinalizerPatch, type FinalizerChange } from './finalizer-patches.ts';
 import {
   isConflict,
   isForbidden,
@@ -21,9 +21,19 @@ import {
   type KubeClient,
   type ResourceRef,
 } from './client.ts';
-import { sharedCounter, type Registry } from '../src/metrics.ts';
+import { sharedCounter, type Registry } from './metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { ObjectMeta } from './model.ts';
+
+/**
+ * How the caller reports a refusal: the Warning's reason, and `mask`, which makes the API's message fit
+ * for an Event (the secrets `objects` carry inline masked: the stored object as the API quotes it, and
+ * the copy the patch was built from).
+ */
+export interface RefusalReport {
+  reason: string;
+  mask(text: string, objects: unknown): string;
+}
 
 export type FinalizerPatchOutcome<T> = { result: 'patched'; object: T } | { result: 'unchanged' | 'gone' | 'conflict' };
 
@@ -44,14 +54,23 @@ export class FinalizerPatcher {
   private readonly events: EventRecorder;
   private readonly kind: string;
   private readonly apiVersion: string;
+  private readonly refusal: RefusalReport;
   private readonly patches: Counter<'kind' | 'change' | 'result'>;
 
   /** `kind` / `apiVersion`: of the objects this patcher changes (metric label, the event's object). */
-  constructor(deps: { kube: KubeClient; events: EventRecorder; metrics?: Registry | undefined; kind: string; apiVersion: string }) {
+  constructor(deps: {
+    kube: KubeClient;
+    events: EventRecorder;
+    metrics?: Registry | undefined;
+    kind: string;
+    apiVersion: string;
+    refusal: RefusalReport;
+  }) {
     this.kube = deps.kube;
     this.events = deps.events;
     this.kind = deps.kind;
     this.apiVersion = deps.apiVersion;
+    this.refusal = deps.refusal;
     this.patches = sharedCounter(deps.metrics, {
       name: 'raykeeper_finalizer_patches_total',
       help: 'Finalizer patches sent, by kind, change (add, remove) and result (patched, conflict: re-read; rejected: refused by the API, retried with backoff; gone; error).',
@@ -64,18 +83,18 @@ export class FinalizerPatcher {
    * to do. Throws FinalizerPatchRejectedError after a Warning event when the API refuses the change,
    * and any other error as it came.
    */
-  async patch<T = unknown>(
-    ref: ResourceRef,
+  async patch<K = unknown>(
+    ref: ResourceRef<K>,
     obj: { metadata: ObjectMeta },
     change: FinalizerChange,
     finalizer: string,
     signal?: AbortSignal,
-  ): Promise<FinalizerPatchOutcome<T>> {
+  ): Promise<FinalizerPatchOutcome<K>> {
     const ops = change === 'add' ? addFinalizerPatch(obj.metadata, finalizer) : removeFinalizerPatch(obj.metadata, finalizer);
     if (!ops) return { result: 'unchanged' };
     const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });
     try {
-      const object = await this.kube.patch<T>(ref, ops, JSON_PATCH, { signal, basedOn: obj.metadata.resourceVersion });
+      const object = await this.kube.patch(ref, ops, JSON_PATCH, { signal, basedOn: obj.metadata.resourceVersion });
       count('patched');
       return { result: 'patched', object };
     } catch (err) {
@@ -89,13 +108,15 @@ export class FinalizerPatcher {
       }
       if (isRefusal(err)) {
         count('rejected');
-        const message = finalizerRejectedMessage(
-          change,
-          finalizer,
-          { statusCode: err.statusCode, reason: err.reason, message: err.status?.message ?? err.body },
+        const message = this.refusal.mask(
+          finalizerRejectedMessage(change, finalizer, {
+            statusCode: err.statusCode,
+            reason: err.reason,
+            message: err.status?.message ?? err.body,
+          }),
           [await this.stored(ref, signal), obj],
         );
-        this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj }, 'Warning', EVENT_FINALIZER_PATCH_REJECTED, message);
+        this.events.event({ apiVersion: this.apiVersion, kind: this.kind, ...obj }, 'Warning', this.refusal.reason, message);
         throw new FinalizerPatchRejectedError(message, { cause: err });
       }
       count('error');

@@ -2,8 +2,8 @@
 // (Prometheus). Plain node:http: four GET routes do not need Fastify, which costs the controller ~20 MiB
 // of RSS at start (the webhook keeps it).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Registry } from '../src/metrics.ts';
-import type { Logger } from '../src/logger.ts';
+import type { Registry } from './metrics.ts';
+import type { Logger } from './logger.ts';
 
 export interface HealthReport {
   ok: boolean;

@@ -13,9 +13,10 @@
 // - Periodic relist (`relistIntervalMs`) repairs anything a watch could have missed.
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
-import { Backoff, sleep, type BackoffOptions } from '../src/backoff.ts';
-import { resourcePath, type KubeClient, type ListResult, type ResourceRef } from './client.ts';
+import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
+import { resourcePath, type KubeClient, type ListResult } from './client.ts';
 import type { KubeObject, ObjectMeta, ObjectWithMeta } from './model.ts';
+import type { Projection } from './resources.ts';
 
 /**
  * What a cache keeps of a dependent's (a pod's, a Job's, a Service's) metadata: what maps it to its owner
@@ -37,17 +38,25 @@ export function slimMetadata(obj: ObjectWithMeta): ObjectMeta {
 export type InformerEventType = 'add' | 'update' | 'delete';
 export type InformerHandler<T extends ObjectWithMeta = KubeObject> = (type: InformerEventType, obj: T, old?: T) => void;
 
-export interface InformerSpec extends Omit<ResourceRef, 'name' | 'subresource'> {
+/**
+ * What an informer lists and watches: a resource (a descriptor of kube/resources.ts, or a spread of one
+ * with selectors: `{ ...PODS, labelSelector }`), whose objects are K.
+ */
+export interface InformerSpec<K = KubeObject> {
+  /** API group; '' or undefined for the core group. */
+  group?: string;
+  version: string;
+  plural: string;
+  /** The factory's default (`--watch-namespace`) when undefined; '' for every namespace or a cluster-scoped resource. */
+  namespace?: string | undefined;
   labelSelector?: string;
   fieldSelector?: string;
-  /**
-   * Shrinks objects before they are cached (memory). It must keep `metadata.name/namespace/
-   * resourceVersion`. Informers are shared by (resource, namespace, selectors, transformId), so give
-   * each distinct transform its own id. Default: drop `metadata.managedFields`.
-   */
-  transform?: (obj: KubeObject) => KubeObject;
-  transformId?: string;
+  /** Type only, never set (kube/resources.ts). */
+  readonly objectType?: K;
 }
+
+/** What an informer keeps without a projection: the object less metadata.managedFields. */
+const WHOLE: Projection<KubeObject, KubeObject> = { id: '', transform: stripManagedFields };
 
 export interface InformerTimings {
   /** Watch restart backoff after errors. */
@@ -106,12 +115,15 @@ function keyOf(obj: KubeObject): string {
 class StopWatch extends Error {}
 
 /**
- * A cache of one resource. `T` is the model its objects are read as (the factory's caller names it); the
- * cache holds them as the API server sent them, transformed, so the one conversion to `T` is here.
+ * A cache of one resource. `T` is what it holds: the resource's objects, or its projection's (the factory
+ * types it from both, kube/resources.ts); the cache holds them as the transform returned them, so the one
+ * conversion to `T` is here.
  */
 export class Informer<T extends ObjectWithMeta = KubeObject> {
   readonly id: string;
-  readonly spec: InformerSpec;
+  readonly spec: InformerSpec<unknown>;
+  /** What the cache keeps of each object (WHOLE: the object less managedFields). */
+  readonly projection: Projection<KubeObject, KubeObject>;
   readonly stats: InformerStats = {
     reconnects: 0,
     relists: 0,
@@ -150,12 +162,19 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
 
   constructor(
     id: string,
-    spec: InformerSpec,
-    deps: { watchFn: WatchFn; listFn: ListFn; timings?: Partial<InformerTimings>; now?: () => number },
+    spec: InformerSpec<unknown>,
+    deps: {
+      watchFn: WatchFn;
+      listFn: ListFn;
+      projection?: Projection<KubeObject, KubeObject> | undefined;
+      timings?: Partial<InformerTimings>;
+      now?: () => number;
+    },
   ) {
     this.id = id;
     this.spec = spec;
-    this.transform = spec.transform ?? stripManagedFields;
+    this.projection = deps.projection ?? WHOLE;
+    this.transform = this.projection.transform;
     this.timings = { ...DEFAULT_INFORMER_TIMINGS, ...deps.timings };
     this.watchFn = deps.watchFn;
     this.listFn = deps.listFn;
@@ -442,7 +461,7 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
   }
 }
 
-/** Creates and shares informers; one per (resource, namespace, selectors, transformId). */
+/** Creates and shares informers; one per (resource, namespace, selectors, projection id). */
 export class InformerFactory {
   private readonly informers = new Map<string, Informer<KubeObject>>();
   private readonly kube: KubeClient;
@@ -457,12 +476,24 @@ export class InformerFactory {
   }
 
   /**
-   * The shared informer for a resource. `namespace` defaults to the process's `--watch-namespace`;
-   * pass `namespace: ''` explicitly for an all-namespaces or cluster-scoped informer.
+   * The shared informer of a resource's objects (K), or of their `projection` (P). `namespace` defaults to
+   * the process's `--watch-namespace`; pass `namespace: ''` explicitly for an all-namespaces or
+   * cluster-scoped informer.
    */
-  get<T extends ObjectWithMeta = KubeObject>(spec: InformerSpec): Informer<T> {
+  get<K extends ObjectWithMeta = KubeObject, P extends ObjectWithMeta = K>(
+    spec: InformerSpec<K>,
+    projection?: Projection<K, P>,
+  ): Informer<P> {
     const namespace = spec.namespace === undefined ? this.defaultNamespace : spec.namespace || undefined;
-    const full: InformerSpec = { ...spec, namespace };
+    // What the wire carries: any object of the resource.
+    const full: InformerSpec<KubeObject> = {
+      group: spec.group,
+      version: spec.version,
+      plural: spec.plural,
+      namespace,
+      labelSelector: spec.labelSelector,
+      fieldSelector: spec.fieldSelector,
+    };
     const id = [
       full.group ?? '',
       full.version,
@@ -470,18 +501,24 @@ export class InformerFactory {
       namespace ?? '*',
       full.labelSelector ?? '',
       full.fieldSelector ?? '',
-      full.transformId ?? '',
+      projection?.id ?? '',
     ].join('|');
     let informer = this.informers.get(id);
     if (!informer) {
       const watchFn: WatchFn = (path, query, onEvent, onDone) => this.kube.watch(path, query, onEvent, onDone);
       const listFn: ListFn = (signal, transform) =>
-        this.kube.list<KubeObject>(full, { labelSelector: full.labelSelector, fieldSelector: full.fieldSelector, signal, map: transform });
-      informer = new Informer(id, full, { watchFn, listFn, timings: this.timings });
+        this.kube.listMapped<KubeObject, KubeObject>(full, transform, {
+          labelSelector: full.labelSelector,
+          fieldSelector: full.fieldSelector,
+          signal,
+        });
+      // The one place a projection's K and P meet the untyped objects of the wire.
+      const stored = projection as unknown as Projection<KubeObject, KubeObject> | undefined;
+      informer = new Informer(id, full, { watchFn, listFn, projection: stored, timings: this.timings });
       this.informers.set(id, informer);
       if (this.started) informer.start();
     }
-    return informer as unknown as Informer<T>; // shared across callers; each reads it as its own model
+    return informer as unknown as Informer<P>; // shared: every caller of this (resource, selectors, projection) reads it as P
   }
 
   all(): Informer[] {

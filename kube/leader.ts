@@ -11,25 +11,11 @@
 // - After losing the lease the elector does not campaign again here: the manager exits the process.
 // - `release()` (SIGTERM) hands a still-held Lease back: empty holder, so a standby takes over at its
 //   next retry instead of waiting for the lease to expire.
-import { REAL_TIMERS, sleep, type Timers } from '../src/backoff.ts';
+import { REAL_TIMERS, sleep, type Timers } from './backoff.ts';
 import { LEASES } from './resources.ts';
-import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from './client.ts';
-import type { Logger } from '../src/logger.ts';
-
-export interface LeaseSpec {
-  holderIdentity?: string | null;
-  leaseDurationSeconds?: number | null;
-  acquireTime?: string | null;
-  renewTime?: string | null;
-  leaseTransitions?: number | null;
-}
-
-interface Lease {
-  apiVersion?: string;
-  kind?: string;
-  metadata: { name: string; namespace: string; resourceVersion?: string; [key: string]: unknown };
-  spec?: LeaseSpec;
-}
+import { isAlreadyExists, isConflict, isNotFound, type KubeClient, type ResourceRef } from './client.ts';
+import type { Lease } from './model.ts';
+import type { Logger } from './logger.ts';
 
 export interface LeaderTiming {
   /** How long a Lease holds without renewal: a standby takes over after observing it unchanged this long. */
@@ -246,7 +232,7 @@ export class LeaderElector {
     const left = (): number => Math.max(1, deadline - this.options.now());
     const lease = `${this.options.namespace}/${this.options.name}`;
     try {
-      const fresh = await this.options.kube.get<Lease>(this.ref(), { timeoutMs: left() });
+      const fresh = await this.options.kube.get(this.ref(), { timeoutMs: left() });
       if (fresh.spec?.holderIdentity !== this.identity) {
         this.options.logger?.info({ lease, holder: fresh.spec?.holderIdentity ?? '' }, 'not releasing the lease: no longer ours');
         return false;
@@ -273,8 +259,8 @@ export class LeaderElector {
     this.writeUntil = attemptAt + this.options.renewDeadlineMs;
   }
 
-  private ref(): { group: string; version: string; plural: string; namespace: string; name: string } {
-    return { ...LEASES, namespace: this.options.namespace, name: this.options.name };
+  private ref(): ResourceRef<Lease> {
+    return LEASES.at(this.options.namespace, this.options.name);
   }
 
   private observe(lease: Lease, callbacks: LeaderCallbacks): void {
@@ -331,7 +317,7 @@ export class LeaderElector {
     let options = bounded();
     if (!options) return 'failed';
     try {
-      lease = await kube.get<Lease>(this.ref(), options);
+      lease = await kube.get(this.ref(), options);
     } catch (err) {
       if (!isNotFound(err)) {
         this.options.logger?.warn({ err: String(err) }, 'leader election: cannot read the lease');
@@ -356,7 +342,7 @@ export class LeaderElector {
         },
       };
       try {
-        this.current = await kube.create<Lease>(this.ref(), created, options);
+        this.current = await kube.create(this.ref(), created, options);
         this.observe(this.current, callbacks);
         return 'held';
       } catch (err) {
@@ -386,7 +372,7 @@ export class LeaderElector {
           },
     };
     try {
-      this.current = await kube.replace<Lease>(this.ref(), next, options);
+      this.current = await kube.replace(this.ref(), next, options);
       this.observe(this.current, callbacks);
       return 'held';
     } catch (err) {

@@ -39,10 +39,10 @@ import { shardLeaseName, shardOf, shardOfKey } from './shards.ts';
 import type { WriteTarget } from './client.ts';
 import { WorkQueue, DEFAULT_RETRY } from './queue.ts';
 import { objectKey, RetryNoLaterError, type ControllerContext, type ControllerRegistration, type ObjectKey } from './reconciler.ts';
-import type { BackoffOptions } from '../src/backoff.ts';
+import type { BackoffOptions } from './backoff.ts';
 import type { HealthReport } from './health-server.ts';
-import type { Logger } from '../src/logger.ts';
-import type { Registry } from '../src/metrics.ts';
+import type { Logger } from './logger.ts';
+import type { Registry } from './metrics.ts';
 
 export interface ManagerOptions {
   kubeConfig: KubeCredentials;
@@ -665,5 +665,5 @@ function label(i: Informer): string {
   const res = `${s.plural}.${s.group || 'core'}`;
   const ns = s.namespace ? `@${s.namespace}` : '';
   const sel = s.labelSelector ? `{${s.labelSelector}}` : '';
-  return `${res}${ns}${sel}${s.transformId ? `#${s.transformId}` : ''}`;
+  return `${res}${ns}${sel}${i.projection.id ? `#${i.projection.id}` : ''}`;
 }

@@ -5,7 +5,7 @@
 // - delayed adds (`addAfter`, earliest deadline wins) and per-key exponential, capped, jittered
 //   retries (`addRateLimited`, reset by `forget`);
 // - shutdown: no new keys, waiting `get()` calls resolve undefined, `drain()` waits for in-flight work.
-import { backoffDelay, REAL_TIMERS, type BackoffOptions, type Timers } from '../src/backoff.ts';
+import { backoffDelay, REAL_TIMERS, type BackoffOptions, type Timers } from './backoff.ts';
 
 export interface WorkQueueHooks {
   /** A key entered the ready queue (after dedup). */

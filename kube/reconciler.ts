@@ -28,8 +28,8 @@
 //   };
 import type { CreationGate } from './creation-gate.ts';
 import type { KubeCredentials } from './kubeconfig.ts';
-import type { Logger } from '../src/logger.ts';
-import type { Registry } from '../src/metrics.ts';
+import type { Logger } from './logger.ts';
+import type { Registry } from './metrics.ts';
 import type { EventRecorder } from './events.ts';
 import type { Informer, InformerFactory } from './informer.ts';
 import type { ObjectWithMeta } from './model.ts';

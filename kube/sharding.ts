@@ -36,10 +36,11 @@
 // shard back aborts its reconciles, waits for them (`drain`) while the Lease is still ours, then
 // releases it. The replica holding shard 0 does the singleton work and cleans up member Leases left by
 // replicas that died (unchanged for twice the lease duration).
-import { sleep } from '../src/backoff.ts';
-import type { Logger } from '../src/logger.ts';
-import { isAlreadyExists, isConflict, isForbidden, isNotFound, type KubeClient } from './client.ts';
-import { LeaderElector, microTime, type LeaderTiming, type LeaseSpec } from './leader.ts';
+import { sleep } from './backoff.ts';
+import type { Logger } from './logger.ts';
+import { isAlreadyExists, isConflict, isForbidden, isNotFound, type KubeClient, type ResourceRef } from './client.ts';
+import { LeaderElector, microTime, type LeaderTiming } from './leader.ts';
+import type { Lease, LeaseSpec } from './model.ts';
 import { LEASES } from './resources.ts';
 import {
   joinWaitMs,
@@ -63,22 +64,8 @@ import {
 
 export const MEMBER_LABEL = 'raykeeper.io/shard-members';
 
-interface MemberLease {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    creationTimestamp?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
-  spec?: LeaseSpec;
-}
-
 /** A listed member Lease as the layout rules read it (identity: its holder). */
-function memberListing(lease: MemberLease): MemberListing {
+function memberListing(lease: Lease): MemberListing {
   const created = lease.metadata.creationTimestamp ? Date.parse(lease.metadata.creationTimestamp) : Number.NaN;
   return {
     record: lease.metadata.resourceVersion ?? '',
@@ -129,7 +116,7 @@ export class ShardCoordinator {
   private readonly options: ShardingOptions & { now: () => number };
   private readonly state: ShardState[];
   private members = new Map<string, MemberObservation>();
-  private memberLease: MemberLease | undefined;
+  private memberLease: Lease | undefined;
   /** The single leader's Lease (`<lease>`), observed as a member's: live while renewed. */
   private leader = new Map<string, MemberObservation>();
   /** When the last successful member listing and single leader's Lease read started (our clock). */
@@ -361,8 +348,8 @@ export class ShardCoordinator {
     this.terms.add(running);
   }
 
-  private memberRef(): { group: string; version: string; plural: string; namespace: string; name: string } {
-    return { ...LEASES, namespace: this.options.namespace, name: memberLeaseName(this.options.name, this.identity) };
+  private memberRef(): ResourceRef<Lease> & { name: string } {
+    return { ...LEASES.at(this.options.namespace), name: memberLeaseName(this.options.name, this.identity) };
   }
 
   /** Renews (or creates) our member Lease and lists every member's; on failure keeps the last count. */
@@ -377,7 +364,7 @@ export class ShardCoordinator {
     const timeoutMs = this.options.renewDeadlineMs;
     const layout = String(this.shards);
     try {
-      let current = this.memberLease ?? (await kube.getOrUndefined<MemberLease>(this.memberRef(), { signal, timeoutMs }));
+      let current = this.memberLease ?? (await kube.getOrUndefined(this.memberRef(), { signal, timeoutMs }));
       if (current && current.metadata.annotations?.[SHARDS_ANNOTATION] !== layout) {
         // Our identity's Lease from another layout (a restart with another --shards): it must not lend
         // this layout its age. Deleted (if unchanged) and created anew.
@@ -389,7 +376,7 @@ export class ShardCoordinator {
         current = undefined;
       }
       if (current) {
-        this.memberLease = await kube.replace<MemberLease>(
+        this.memberLease = await kube.replace(
           this.memberRef(),
           {
             ...current,
@@ -400,7 +387,7 @@ export class ShardCoordinator {
         );
         this.joinedAt ??= this.options.now();
       } else {
-        const created: MemberLease = {
+        const created: Lease = {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: {
@@ -411,7 +398,7 @@ export class ShardCoordinator {
           },
           spec: { ...spec, acquireTime: microTime(now) },
         };
-        this.memberLease = await kube.create<MemberLease>(this.memberRef(), created, { signal, timeoutMs });
+        this.memberLease = await kube.create(this.memberRef(), created, { signal, timeoutMs });
         this.joinedAt = this.options.now();
       }
     } catch (err) {
@@ -421,7 +408,7 @@ export class ShardCoordinator {
     }
     const listStarted = this.options.now();
     try {
-      const list = await kube.list<MemberLease>({ ...LEASES, namespace }, { labelSelector: `${MEMBER_LABEL}=${name}`, signal });
+      const list = await kube.list(LEASES.at(namespace), { labelSelector: `${MEMBER_LABEL}=${name}`, signal });
       const listed = new Map<string, MemberListing>();
       for (const lease of list.items) {
         const holder = lease.spec?.holderIdentity;
@@ -440,10 +427,7 @@ export class ShardCoordinator {
     const { kube, namespace, name } = this.options;
     const started = this.options.now();
     try {
-      const lease = await kube.getOrUndefined<MemberLease>(
-        { ...LEASES, namespace, name },
-        { signal, timeoutMs: this.options.renewDeadlineMs },
-      );
+      const lease = await kube.getOrUndefined(LEASES.at(namespace, name), { signal, timeoutMs: this.options.renewDeadlineMs });
       const holder = lease?.spec?.holderIdentity ?? '';
       this.leader = observeLeader(this.leader, { holder, record: lease?.metadata.resourceVersion ?? '' }, this.options.now());
       this.leaderReadAt = started;
@@ -457,7 +441,7 @@ export class ShardCoordinator {
     const now = this.options.now();
     for (const [identity, o] of this.members) {
       if (identity === this.identity || now - o.observedAt < 2 * this.options.leaseDurationMs) continue;
-      const ref = { ...LEASES, namespace: this.options.namespace, name: memberLeaseName(this.options.name, identity) };
+      const ref = LEASES.at(this.options.namespace, memberLeaseName(this.options.name, identity));
       try {
         await this.options.kube.delete(ref, { preconditions: { resourceVersion: o.record }, signal });
         this.options.logger.info({ member: identity }, 'sharding: removed the member lease of a replica gone');
@@ -528,7 +512,7 @@ export class LayoutWatch {
     try {
       // Bounded: a listing older than two retry periods counts for nothing anyway.
       const bounded = AbortSignal.any([signal, AbortSignal.timeout(2 * this.options.retryPeriodMs)]);
-      const list = await kube.list<MemberLease>({ ...LEASES, namespace }, { labelSelector: `${MEMBER_LABEL}=${name}`, signal: bounded });
+      const list = await kube.list(LEASES.at(namespace), { labelSelector: `${MEMBER_LABEL}=${name}`, signal: bounded });
       const listed = new Map<string, MemberListing>();
       for (const lease of list.items) {
         const holder = lease.spec?.holderIdentity;

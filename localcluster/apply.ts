@@ -4,7 +4,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { APPLY_PATCH, type KubeClient, type ResourceRef } from '../kube/client.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
+import { CUSTOM_RESOURCE_DEFINITIONS } from '../kube/resources.ts';
 
 export interface KubeObject {
   apiVersion: string;
@@ -12,8 +13,6 @@ export interface KubeObject {
   metadata: { name: string; namespace?: string; [key: string]: unknown };
   [key: string]: unknown;
 }
-
-const CRDS = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' } as const;
 
 interface ApiResource {
   name: string;
@@ -45,7 +44,7 @@ export class Discovery {
   }
 
   /** The object's resource (namespace defaulted for namespaced kinds). */
-  async refOf(obj: KubeObject, defaultNamespace = 'default'): Promise<ResourceRef> {
+  async refOf(obj: KubeObject, defaultNamespace = 'default'): Promise<ResourceRef<KubeObject>> {
     const r = await this.resourceFor(obj.apiVersion, obj.kind);
     const [group, version] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
     return {
@@ -71,7 +70,7 @@ export interface ApplyOptions {
 /** Server-side applies one object; resolves with what the server returned. */
 export async function applyObject(kube: KubeClient, obj: KubeObject, options: ApplyOptions = {}): Promise<KubeObject> {
   const discovery = options.discovery ?? new Discovery(kube);
-  return kube.patch<KubeObject>(await discovery.refOf(obj), obj, APPLY_PATCH, {
+  return kube.patch(await discovery.refOf(obj), obj, APPLY_PATCH, {
     query: { fieldManager: options.fieldManager ?? 'raykeeper', force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined },
     warnings: options.warnings,
   });
@@ -102,7 +101,7 @@ export async function waitForCrdsEstablished(kube: KubeClient, names: string[], 
   for (;;) {
     const pending: string[] = [];
     for (const name of names) {
-      const crd = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ ...CRDS, name });
+      const crd = await kube.get(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, name));
       if (!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) pending.push(name);
     }
     if (pending.length === 0) return;

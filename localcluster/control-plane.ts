@@ -14,7 +14,7 @@ import { applyCrds } from './apply.ts';
 import { freePort, get } from './net.ts';
 import { onExitCleanup, spawnSupervised, startWatchdog, terminate, type Supervised } from './process.ts';
 import { KubeClient } from '../kube/client.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 
 /** Everything needed to reach (and to stop) a running control plane; JSON-serialisable. */
 export interface ControlPlaneInfo {

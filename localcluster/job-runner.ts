@@ -31,13 +31,14 @@ import { EventEmitter, once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { type Informer, InformerFactory } from '../kube/informer.ts';
+import type { BatchJob, ObjectWithMeta } from '../kube/model.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey, splitKey } from '../kube/reconciler.ts';
 import { isConflict, isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
-import { CONFIGMAPS, JOBS, SECRETS } from '../kube/resources.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { CONFIGMAPS, JOBS, SECRETS, type Resource } from '../kube/resources.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { REPO_ROOT } from './binaries.ts';
 import {
   backoffLimit,
@@ -149,7 +150,7 @@ export class JobRunner extends EventEmitter {
   private readonly kube: KubeClient;
   private readonly factory: InformerFactory;
   /** namespace ('' for all) -> the informer caching its Jobs. */
-  private readonly informers = new Map<string, Informer>();
+  private readonly informers = new Map<string, Informer<BatchJob>>();
   private readonly queue = new WorkQueue({ retry: { baseMs: 200, maxMs: 10_000, factor: 2, jitter: 0.2 } });
   private readonly log: Logger;
   private readonly commands: CommandTable;
@@ -387,16 +388,16 @@ export class JobRunner extends EventEmitter {
     const ref = { ...JOBS, namespace: job.metadata.namespace, name: job.metadata.name };
     let fresh: RunnerJob | undefined = job.metadata.resourceVersion ? job : undefined;
     for (let attempt = 0; attempt < 10; attempt++) {
-      fresh ??= await this.kube.getOrUndefined<RunnerJob>(ref);
+      fresh ??= (await this.kube.getOrUndefined(ref)) as RunnerJob | undefined; // the API server's Job has what RunnerJob requires
       if (!fresh || (job.metadata.uid && fresh.metadata.uid !== job.metadata.uid)) return undefined;
       const status = compute(fresh);
       if (status === null) return undefined;
       try {
-        return await this.kube.patch<RunnerJob>(
+        return (await this.kube.patch(
           { ...ref, subresource: 'status' },
           { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status },
           MERGE_PATCH,
-        );
+        )) as RunnerJob;
       } catch (err) {
         if (isNotFound(err)) return undefined;
         if (!isConflict(err)) throw err;
@@ -492,8 +493,8 @@ export class JobRunner extends EventEmitter {
   }
 
   private lookups(): EnvLookups {
-    const read = (resource: typeof SECRETS | typeof CONFIGMAPS, namespace: string, name: string) =>
-      this.kube.getOrUndefined<{ data?: Record<string, string>; binaryData?: Record<string, string> }>({ ...resource, namespace, name });
+    const read = <K extends ObjectWithMeta>(resource: Resource<K>, namespace: string, name: string) =>
+      this.kube.getOrUndefined({ ...resource, namespace, name });
     const decode = (m: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     return {

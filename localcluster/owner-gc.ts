@@ -11,12 +11,13 @@
 // Orphan, keeps its finalizer for ever here).
 import type { KubeConfig } from '@kubernetes/client-node';
 import { InformerFactory, type Informer } from '../kube/informer.ts';
-import type { KubeObject, OwnerReference } from '../kube/model.ts';
-import { isNotFound, KubeClient, type ResourceRef } from '../kube/client.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYCRONJOBS, RAYJOBS, SERVICES } from '../kube/resources.ts';
+import type { ApiObject, ObjectWithMeta, OwnerReference } from '../kube/model.ts';
+import { isNotFound, KubeClient } from '../kube/client.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
+import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS } from '../src/types.ts';
+import { JOBS, PODS, SERVICES, type Resource } from '../kube/resources.ts';
 
-type Kind = Omit<ResourceRef, 'name' | 'namespace' | 'subresource'>;
+type Kind = Resource<ApiObject>;
 
 /** Owner kinds (apiVersion + kind) this collector can look up. */
 export const OWNER_KINDS: Record<string, Kind> = {
@@ -35,7 +36,7 @@ const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;
  * Whether an object is a candidate for collection: it has owners, all of kinds we know, and none of
  * them exists (`exists(namespace, owner)`). Being deleted already: not a candidate.
  */
-export function orphaned(obj: KubeObject, exists: (namespace: string, owner: OwnerReference) => boolean): boolean {
+export function orphaned(obj: ObjectWithMeta, exists: (namespace: string, owner: OwnerReference) => boolean): boolean {
   const owners = obj.metadata?.ownerReferences ?? [];
   if (owners.length === 0 || obj.metadata?.deletionTimestamp) return false;
   if (!owners.every((o) => OWNER_KINDS[ownerKey(o)] !== undefined)) return false;
@@ -52,7 +53,7 @@ export interface OwnerGcOptions {
 export class OwnerGarbageCollector {
   private readonly kube: KubeClient;
   private readonly factory: InformerFactory;
-  private readonly dependents: Array<{ kind: Kind; informer: Informer }>;
+  private readonly dependents: Array<{ kind: Kind; informer: Informer<ApiObject> }>;
   private readonly owners = new Map<string, Informer>();
   private readonly log: Logger;
   private readonly deleting = new Set<string>();
@@ -97,7 +98,7 @@ export class OwnerGarbageCollector {
   /** The cache can lag behind (an owner created just before its dependent): ask the API. */
   private async ownerGone(namespace: string, o: OwnerReference): Promise<boolean> {
     try {
-      const found = await this.kube.get<KubeObject>({ ...OWNER_KINDS[ownerKey(o)]!, namespace, name: o.name });
+      const found = await this.kube.get(OWNER_KINDS[ownerKey(o)]!.at(namespace, o.name));
       return found.metadata?.uid !== o.uid;
     } catch (err) {
       if (isNotFound(err)) return true;

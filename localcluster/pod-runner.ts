@@ -29,14 +29,14 @@ import { InformerFactory, type Informer } from '../kube/informer.ts';
 import { runWorkers, WorkQueue } from '../kube/queue.ts';
 import { objectKey, type ObjectKey } from '../kube/reconciler.ts';
 import { isNotFound, KubeClient, MERGE_PATCH } from '../kube/client.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
-import type { Pod } from '../kube/model.ts';
+import type { ConfigMap, Pod, Secret } from '../kube/model.ts';
 import type { EnvLookups } from '../kube/env.ts';
 import { freePort } from './net.ts';
 import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
-import { PODS } from '../kube/resources.ts';
+import { CONFIGMAPS, PODS, SECRETS, type Resource } from '../kube/resources.ts';
 import { DASHBOARD_PORT, SUBMITTER_CONTAINER_NAME } from '../src/rayjob/constants.ts';
 import { AUTOSCALER_CONTAINER_NAME } from '../src/raycluster/autoscaler.ts';
 
@@ -202,7 +202,8 @@ export class RayPodRunner {
   private lookups(): EnvLookups {
     const read = async (plural: 'secrets' | 'configmaps', namespace: string, name: string) => {
       try {
-        const obj = await this.kube.get<{ data?: Record<string, string> }>({ version: 'v1', plural, namespace, name });
+        const resource: Resource<Secret | ConfigMap> = plural === 'secrets' ? SECRETS : CONFIGMAPS;
+        const obj = await this.kube.get({ ...resource, namespace, name });
         const data: Record<string, string> = {};
         for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = plural === 'secrets' ? Buffer.from(v, 'base64').toString('utf8') : v;
         return data;

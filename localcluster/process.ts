@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 
 export interface SuperviseOptions {
   env?: NodeJS.ProcessEnv;

@@ -4,7 +4,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from './binaries.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 
 export interface RayInstall {
   /** The `ray` executable. */

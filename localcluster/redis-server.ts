@@ -19,7 +19,7 @@ import { connect as netConnect, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './net.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import { errorMessage } from '../src/errors.ts';
 
 export { freePort };

@@ -1,7 +1,7 @@
 // The reasons of every Kubernetes Event the controller writes: KubeRay's names where KubeRay has the
 // event (so `kubectl get events` reads the same under either operator), ours where it has none.
 
-export type EventType = 'Normal' | 'Warning';
+import type { EventType } from '../kube/events.ts';
 
 /** An Event a pure decision asks for; the reconciler writes it on the object it decided about. */
 export interface EventSpec {

@@ -13,7 +13,7 @@
 import { COND_PROVISIONED } from './raycluster/status.ts';
 import { ORIGINATED_FROM_CRD_LABEL } from './rayjob/constants.ts';
 import type { RayCluster, RayJob } from './types.ts';
-import type { Sample } from './metrics.ts';
+import type { Sample } from '../kube/metrics.ts';
 import { parseTime } from './time.ts';
 
 export type ClusterLabel = 'name' | 'namespace' | 'uid';

@@ -1,7 +1,9 @@
-// The parts of KubeRay's ray.io/v1 API that raykeeper reads or writes. Everything else is kept as-is
-// (index signatures), because the webhook must never drop fields it does not know. The Kubernetes kinds
-// they are built from are in kube/model.ts.
-import type { EnvVarSource, ObjectMeta, PodTemplateSpec } from '../kube/model.ts';
+// The parts of KubeRay's ray.io/v1 API that raykeeper reads or writes, and their resources (RAYCLUSTERS,
+// RAYJOBS, RAYCRONJOBS: kube/resources.ts says how a descriptor types the calls and caches that name it).
+// Everything else is kept as-is (index signatures), because the webhook must never drop fields it does
+// not know. The Kubernetes kinds they are built from, and their one base ApiObject, are in kube/model.ts.
+import type { ApiObject, EnvVarSource, PodTemplateSpec } from '../kube/model.ts';
+import { Resource } from '../kube/resources.ts';
 
 /** KubeRay's RedisCredential: `{value}` or `{valueFrom}` (a core/v1 EnvVarSource). */
 export interface RedisCredential {
@@ -23,19 +25,39 @@ export interface GcsFaultToleranceOptions {
 export interface RayClusterSpec {
   gcsFaultToleranceOptions?: GcsFaultToleranceOptions | null;
   headGroupSpec?: { rayStartParams?: Record<string, string>; template?: PodTemplateSpec; [key: string]: unknown };
-  workerGroupSpecs?: Array<{ groupName?: string; suspend?: boolean; [key: string]: unknown }>;
+  workerGroupSpecs?: Array<{
+    groupName?: string;
+    suspend?: boolean;
+    replicas?: number;
+    minReplicas?: number;
+    maxReplicas?: number;
+    scaleStrategy?: { workersToDelete?: string[] };
+    [key: string]: unknown;
+  }>;
   enableInTreeAutoscaling?: boolean;
   suspend?: boolean;
+  /** Which controller reconciles the cluster (KubeRay's ManagedBy; src/gcsft/rules.ts isManagedExternally). */
+  managedBy?: string;
   [key: string]: unknown;
 }
 
-export interface RayCluster {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface RayCluster extends ApiObject {
   spec?: RayClusterSpec;
   status?: { state?: string; [key: string]: unknown };
   [key: string]: unknown;
+}
+
+export const RAYCLUSTERS = new Resource<RayCluster>({ group: 'ray.io', version: 'v1', plural: 'rayclusters' });
+
+/**
+ * A RayCluster as far as its GCS fault tolerance goes: its metadata, gcsFaultToleranceOptions, managedBy and
+ * the head's Redis settings (rayStartParams' redis-password, the head container's Redis env, envFrom and TLS
+ * mounts). What a cache that needs no more keeps (controller/raycluster/informers.ts FT_RAYCLUSTER), and
+ * what the GCS-FT rules, the cleanup decision, the storage-namespace claims and the orphan finder read
+ * (src/gcsft/): a whole RayCluster is one too.
+ */
+export interface RayClusterFtView extends ApiObject {
+  spec?: Pick<RayClusterSpec, 'gcsFaultToleranceOptions' | 'headGroupSpec' | 'managedBy'> | undefined;
 }
 
 export type JobDeploymentStatus =
@@ -120,14 +142,13 @@ export interface RayJobStatus {
   [key: string]: unknown;
 }
 
-export interface RayJob {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface RayJob extends ApiObject {
   spec?: RayJobSpec;
   status?: RayJobStatus;
   [key: string]: unknown;
 }
+
+export const RAYJOBS = new Resource<RayJob>({ group: 'ray.io', version: 'v1', plural: 'rayjobs' });
 
 /** batch/v1 CronJob's concurrencyPolicy, which raykeeper adds to RayCronJob (KubeRay has no such field). */
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
@@ -155,11 +176,10 @@ export interface RayCronJobStatus {
   [key: string]: unknown;
 }
 
-export interface RayCronJob {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+export interface RayCronJob extends ApiObject {
   spec?: RayCronJobSpec;
   status?: RayCronJobStatus;
   [key: string]: unknown;
 }
+
+export const RAYCRONJOBS = new Resource<RayCronJob>({ group: 'ray.io', version: 'v1', plural: 'raycronjobs' });

@@ -7,8 +7,8 @@ import { mutate, type MutateOptions, type TargetKind } from '../src/admission/mu
 import { ANSWER_CONTENT_TYPE, answerJson, denied, type AdmissionReviewAnswer } from '../src/admission/response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, type AdmissionRequest } from '../src/admission/review.ts';
 import { redisCleanupEnabled } from '../src/gcsft/rules.ts';
-import { createLogger, type Logger } from '../src/logger.ts';
-import { createMetricsRegistry, type Registry } from '../src/metrics.ts';
+import { createLogger, type Logger } from '../kube/logger.ts';
+import { createMetricsRegistry, type Registry } from '../kube/metrics.ts';
 import {
   ENABLE_GCS_FT_REDIS_CLEANUP_ENV,
   MUTATE_RAYCLUSTER_PATH,
@@ -24,7 +24,7 @@ import { createWebhookMetrics, type ErrorReason, type MetricOperation, type Reso
 import { ByteBudget, CONTAINER_SCAN_THRESHOLD, jsonContainerCount, MAX_JSON_CONTAINERS } from './budget.ts';
 import { BodyGate } from './body-gate.ts';
 import { CertificateReloader, loadTlsMaterial, secureContextOptions } from './tls.ts';
-import { sleep } from '../src/backoff.ts';
+import { sleep } from '../kube/backoff.ts';
 import type { KubeCredentials } from '../kube/kubeconfig.ts';
 import { startClaimsCache, type ClaimsCache } from './claims.ts';
 import { errorMessage } from '../src/errors.ts';

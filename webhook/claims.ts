@@ -18,24 +18,24 @@
 // the check, logs why, and keeps retrying (RBAC created with the pod may take a moment to count).
 import type { Registry } from 'prom-client';
 import { isForbidden, KubeClient } from '../kube/client.ts';
-import { InformerFactory, type Informer } from '../kube/informer.ts';
+import { InformerFactory } from '../kube/informer.ts';
 import type { KubeCredentials } from '../kube/kubeconfig.ts';
-import type { KubeObject } from '../kube/model.ts';
-import { RAYCLUSTERS } from '../kube/resources.ts';
+import type { ApiObject } from '../kube/model.ts';
+import type { Projection } from '../kube/resources.ts';
 import type { ClaimLookup } from '../src/admission/storage-claims.ts';
 import { ClaimIndex, claimEntry, watchClaims, type ClaimEntry } from '../src/gcsft/claims.ts';
 import { errorMessage } from '../src/errors.ts';
-import type { Logger } from '../src/logger.ts';
-import { sharedGauge } from '../src/metrics.ts';
-import type { RayCluster } from '../src/types.ts';
+import type { Logger } from '../kube/logger.ts';
+import { sharedGauge } from '../kube/metrics.ts';
+import { RAYCLUSTERS, type RayCluster } from '../src/types.ts';
 
 /** What the cache keeps of a RayCluster. */
-interface ClaimProjection extends KubeObject {
+interface ClaimProjection extends ApiObject {
   claim?: ClaimEntry;
 }
 
 /** The projection: metadata the informer needs, and the claim computed from the whole object. */
-export function claimProjection(obj: KubeObject): KubeObject {
+export function claimProjection(obj: RayCluster): ClaimProjection {
   const m = obj.metadata ?? {};
   const projection: ClaimProjection = {
     metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
@@ -43,13 +43,15 @@ export function claimProjection(obj: KubeObject): KubeObject {
   // The transform runs inside the watch's data handler: an exception there would end the process, and
   // inside every LIST (the cache would never sync). An object it cannot read claims nothing.
   try {
-    const entry = claimEntry(obj as RayCluster);
+    const entry = claimEntry(obj);
     if (entry) projection.claim = entry;
   } catch {
     // no claim
   }
   return projection;
 }
+
+const CLAIMS: Projection<RayCluster, ClaimProjection> = { id: 'storage-claims', transform: claimProjection };
 
 export interface ClaimsCache {
   /** The lookup admission uses; undefined until the first LIST is in (nothing is checked then). */
@@ -65,12 +67,7 @@ export interface ClaimsCache {
 export function startClaimsCache(options: { kubeConfig: KubeCredentials; logger: Logger; registry?: Registry }): ClaimsCache {
   const kube = new KubeClient(options.kubeConfig);
   const factory = new InformerFactory(kube);
-  const informer: Informer<ClaimProjection> = factory.get<ClaimProjection>({
-    ...RAYCLUSTERS,
-    namespace: '',
-    transform: claimProjection,
-    transformId: 'storage-claims',
-  });
+  const informer = factory.get({ ...RAYCLUSTERS, namespace: '' }, CLAIMS);
   const index = new ClaimIndex();
   watchClaims(informer, index, (p) => p.claim);
   let lastError = '';

@@ -14,7 +14,7 @@ import { errorMessage } from '../src/errors.ts';
 import { companionWarningOptions } from '../src/admission/warnings.ts';
 import { finish, parseCommandLine, usageError } from '../bin/args.ts';
 import { loadKubeConfig, type KubeCredentials } from '../kube/kubeconfig.ts';
-import { createLogger } from '../src/logger.ts';
+import { createLogger } from '../kube/logger.ts';
 
 const USAGE = `Usage: raykeeper webhook --cert FILE --key FILE [--host H] [--port P] [--drain-seconds N] [--companion on|off]
                          [--storage-claims auto|on|off] [--kubeconfig FILE]

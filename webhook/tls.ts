@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { X509Certificate } from 'node:crypto';
 import { dirname } from 'node:path';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from '../kube/logger.ts';
 import { errorMessage } from '../src/errors.ts';
 
 /** TLS 1.2 is the oldest protocol the webhook accepts. */

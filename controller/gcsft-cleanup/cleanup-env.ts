@@ -3,10 +3,11 @@
 // the kubelet would. ONE resolver for the in-process cleanup (./reconciler.ts) and the orphan finder
 // (../gcsft-orphans/), so a Redis password reaches the controller only this way and only in memory.
 import { resolveEnv } from '../../kube/env.ts';
-import { isForbidden, isNotFound, type KubeClient } from '../../kube/client.ts';
+import { isForbidden, isNotFound, type KubeClient, type ResourceRef } from '../../kube/client.ts';
+import type { ConfigMap, Secret } from '../../kube/model.ts';
 import { CONFIGMAPS, SECRETS } from '../../kube/resources.ts';
 import { planContainer, type InProcessPlan } from '../../src/gcsft/inprocess.ts';
-import type { RayCluster } from '../../src/types.ts';
+import type { RayClusterFtView } from '../../src/types.ts';
 
 type Data = Record<string, string> | undefined;
 
@@ -15,7 +16,7 @@ export type ObjectDataCache = Map<string, Promise<Data>>;
 
 export async function resolveCleanupEnv(
   kube: KubeClient,
-  cluster: RayCluster,
+  cluster: RayClusterFtView,
   plan: InProcessPlan,
   signal: AbortSignal | undefined,
   cache: ObjectDataCache = new Map(),
@@ -23,13 +24,12 @@ export async function resolveCleanupEnv(
   const namespace = cluster.metadata.namespace ?? '';
   const read = async (kind: 'secret' | 'configMap', name: string): Promise<Data> => {
     try {
-      const obj = await kube.get<{ data?: Record<string, string>; binaryData?: Record<string, string> }>(
-        { ...(kind === 'secret' ? SECRETS : CONFIGMAPS), namespace, name },
-        { signal },
-      );
+      const ref: ResourceRef<Secret | ConfigMap> = (kind === 'secret' ? SECRETS : CONFIGMAPS).at(namespace, name);
+      const obj = await kube.get(ref, { signal });
       const data: Record<string, string> = {};
       for (const [k, v] of Object.entries(obj.data ?? {})) data[k] = kind === 'secret' ? Buffer.from(v, 'base64').toString('utf8') : v;
-      for (const [k, v] of Object.entries(obj.binaryData ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+      const binary = 'binaryData' in obj ? obj.binaryData : undefined;
+      for (const [k, v] of Object.entries(binary ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
       return data;
     } catch (err) {
       if (isForbidden(err)) throw new Error(`the controller may not read ${kind} ${namespace}/${name} (403)`);

@@ -63,7 +63,7 @@ export const gcsFtCleanupModule: ReconcilerModule = {
   // The reconciler (and @kubernetes/client-node behind it) loads only when the controller starts, so
   // `raykeeper controller --help` and flag errors stay fast.
   async create(ctx, flags) {
-    const { createRayClusterController } = await import('./reconciler.ts');
+    const { createGcsFtCleanupController } = await import('./reconciler.ts');
     const cpu = str(flags['cleanup-cpu']) ?? DEFAULT_CLEANUP_CPU;
     const memory = str(flags['cleanup-memory']) ?? DEFAULT_CLEANUP_MEMORY;
     if (!isQuantity(cpu)) throw new Error(`--cleanup-cpu: ${JSON.stringify(cpu)} is not a positive quantity`);
@@ -75,7 +75,7 @@ export const gcsFtCleanupModule: ReconcilerModule = {
     const image = str(flags['cleanup-image']) ?? str(ctx.env[IMAGE_ENV]) ?? DEFAULT_CLEANUP_IMAGE;
     const gateEnabled = redisCleanupEnabled(ctx.env.ENABLE_GCS_FT_REDIS_CLEANUP);
     ctx.logger.info({ image, cpu, memory, sweep, commandBudgetMs, gateEnabled }, 'raycluster reconciler configured');
-    return createRayClusterController(ctx, {
+    return createGcsFtCleanupController(ctx, {
       gateEnabled,
       inProcessCleanup: flags['disable-in-process-cleanup'] !== true,
       job: {

@@ -1,5 +1,7 @@
-// The RayCluster GCS fault-tolerance reconciler: reads the world, asks src/gcsft/decide.ts what to
-// do, does that one thing, requeues. All decisions are in the pure module; this file is I/O only.
+// The GCS fault-tolerance cleanup reconciler (GcsFtCleanupReconciler; `--reconcilers raycluster`): reads the
+// world, asks src/gcsft/decide.ts what to do, does that one thing, requeues. All decisions are in pure
+// modules (what to do: src/gcsft/decide.ts; how far the caches are trusted for it: src/gcsft/cache-trust.ts);
+// this file is I/O only.
 //
 // Reads (fresh reads only where a stale cache could do harm; every other step acts on the caches with
 // writes that guard themselves):
@@ -63,7 +65,7 @@
 // and never releases the finalizer of a cleanup it did not finish.
 import { MODULE } from '../module-names.ts';
 import type { Counter, Histogram } from 'prom-client';
-import { cachedGauge, sharedCounter, sharedHistogram } from '../../src/metrics.ts';
+import { cachedGauge, sharedCounter, sharedHistogram } from '../../kube/metrics.ts';
 import {
   GCS_FT_REDIS_CLEANUP_FINALIZER,
   RAY_API_VERSION,
@@ -73,8 +75,8 @@ import {
   NODE_TYPE_REDIS_CLEANUP,
 } from '../../src/names.ts';
 import { deletionTimeoutProblem, heldFinalizer, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
-import type { RayCluster } from '../../src/types.ts';
-import type { BatchJob, KubeObject, Pod } from '../../kube/model.ts';
+import { RAYCLUSTERS, type RayCluster, type RayClusterFtView } from '../../src/types.ts';
+import type { ApiObject, BatchJob, JobCondition, KubeObject, Pod, PodCondition } from '../../kube/model.ts';
 import {
   decideRayClusterCleanup,
   clusterPods,
@@ -85,7 +87,7 @@ import {
   type PodLite,
   type RayClusterCleanupDecision,
 } from '../../src/gcsft/decide.ts';
-import { isDeleting } from '../../src/finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { maskInlineSecrets } from '../../src/inline-secrets.ts';
 import {
   buildCleanupJob,
@@ -100,6 +102,7 @@ import {
 } from '../../src/gcsft/cleanup-job.ts';
 import type { SweepDecision } from '../../src/redis/sweep.ts';
 import { asJobInNamespace, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
+import { cachedStep, createJobPods, decisionStands } from '../../src/gcsft/cache-trust.ts';
 import {
   ClaimIndex,
   claimantsAmong,
@@ -114,6 +117,7 @@ import { resolveCleanupEnv } from './cleanup-env.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isConflict, isForbidden, isNamespaceTerminating, type KubeClient } from '../../kube/client.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import { operatorRayClusterInformer, rayClusterInformer, rayPodInformer } from '../raycluster/informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
 export { slimRayCluster } from '../raycluster/informers.ts';
@@ -126,7 +130,7 @@ import {
   type ObjectKey,
   type ReconcileResult,
 } from '../../kube/reconciler.ts';
-import { JOBS, PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { JOBS, PODS, type Projection } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_REDIS_CLEANUP_JOB,
   EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
@@ -139,7 +143,7 @@ import {
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 
-export interface RayClusterReconcilerConfig {
+export interface GcsFtCleanupConfig {
   /** ENABLE_GCS_FT_REDIS_CLEANUP; default from ctx.env. */
   gateEnabled?: boolean;
   job: CleanupJobConfig;
@@ -157,18 +161,26 @@ export type InProcessRunner = (
   options: { deadlineMs: number; sweep: SweepDecision; commandBudgetMs?: number | undefined; signal?: AbortSignal | undefined },
 ) => Promise<{ ok: boolean; message: string; detail?: Record<string, unknown> }>;
 
-/** Jobs and pods: only what maps them to their cluster and tells their state. */
-function slimDependent(obj: KubeObject): KubeObject {
-  const slim: KubeObject = { metadata: slimMetadata(obj) };
-  const status = obj.status as { conditions?: unknown } | undefined;
-  if (status?.conditions) slim.status = { conditions: status.conditions };
+/** What the cleanup keeps of a Job or a pod: what maps it to its cluster (metadata) and tells its state (conditions). */
+export interface SlimDependent<C> extends ApiObject {
+  status?: { conditions?: C[] | null };
+}
+export type SlimJob = SlimDependent<JobCondition>;
+export type SlimPod = SlimDependent<PodCondition>;
+
+function slimDependent<C>(obj: ApiObject & { status?: { conditions?: C[] | null } | undefined }): SlimDependent<C> {
+  const slim: SlimDependent<C> = { metadata: slimMetadata(obj) };
+  const conditions = obj.status?.conditions;
+  if (conditions) slim.status = { conditions };
   return slim;
 }
 
-/** Decide again on fresh reads (RayClusterReconciler.reconcileCached). */
+/** The cleanup Jobs, and every pod labelled with a cluster when the operator (and its pod cache) does not run here. */
+export const SLIM_JOB: Projection<BatchJob, SlimJob> = { id: 'slim', transform: slimDependent };
+export const SLIM_POD: Projection<Pod, SlimPod> = { id: 'slim', transform: slimDependent };
+
+/** Decide again on fresh reads (GcsFtCleanupReconciler.reconcileCached; src/gcsft/cache-trust.ts). */
 const FRESH = Symbol('fresh');
-/** The cached decision stands on pods listed from the API. */
-const CONFIRMED = Symbol('confirmed');
 
 /** Keys of the clusters a head pod belongs to (owner reference, else the ray.io/cluster label). */
 function podKeys(obj: KubeObject): ObjectKey[] {
@@ -192,16 +204,20 @@ export const defaultInProcessRunner: InProcessRunner = async (env, options) => {
   }
 };
 
-export class RayClusterReconciler {
+export class GcsFtCleanupReconciler {
   private readonly ctx: ControllerContext;
   private readonly kube: KubeClient;
-  private readonly config: Required<Omit<RayClusterReconcilerConfig, 'workers'>>;
-  private readonly clusters: Informer<RayCluster>;
-  /** The cluster cache keeps whole specs (the operator's): a cleanup Job can be built from it. */
-  private readonly wholeClusters: boolean;
-  private readonly jobs: Informer<BatchJob>;
+  private readonly config: Required<Omit<GcsFtCleanupConfig, 'workers'>>;
+  /** The clusters as far as GCS fault tolerance goes (the operator's whole ones when it runs here). */
+  private readonly clusters: Informer<RayClusterFtView>;
+  /**
+   * The operator's cache of whole clusters, when the operator runs in this process (the same informer as
+   * `clusters`): a cleanup Job can be built from a cached copy, and the operator here makes the pods.
+   */
+  private readonly wholeClusters: Informer<RayCluster> | undefined;
+  private readonly jobs: Informer<SlimJob>;
   /** The clusters' pods (head and workers). */
-  private readonly pods: Informer<Pod>;
+  private readonly pods: Informer<SlimPod | Pod>;
   /**
    * UIDs of the cleanup Jobs this process created and has not deleted since (oldest first): only their
    * cached copies are judged finished without a fresh read.
@@ -220,7 +236,7 @@ export class RayClusterReconciler {
     inProcess: Counter<'result'>;
   };
 
-  constructor(ctx: ControllerContext, config: RayClusterReconcilerConfig) {
+  constructor(ctx: ControllerContext, config: GcsFtCleanupConfig) {
     this.ctx = ctx;
     this.kube = ctx.kube;
     this.config = {
@@ -230,24 +246,20 @@ export class RayClusterReconciler {
       runCleanup: config.runCleanup ?? defaultInProcessRunner,
     };
     this.clusters = rayClusterInformer(ctx);
-    this.wholeClusters = operatorRayClusterInformer(ctx) !== undefined;
-    this.jobs = ctx.informers.get<BatchJob>({
-      ...JOBS,
-      labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}`,
-      transform: slimDependent,
-      transformId: 'slim',
-    });
+    this.wholeClusters = operatorRayClusterInformer(ctx);
+    this.jobs = ctx.informers.get({ ...JOBS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_REDIS_CLEANUP}` }, SLIM_JOB);
     // The operator's pod cache when it runs here (no second copy), else every pod labelled with a cluster, slim.
     this.pods =
-      operatorRayClusterInformer(ctx) !== undefined
+      this.wholeClusters !== undefined
         ? rayPodInformer(ctx.informers)
-        : ctx.informers.get<Pod>({ ...PODS, labelSelector: RAY_CLUSTER_LABEL, transform: slimDependent, transformId: 'slim' });
+        : ctx.informers.get({ ...PODS, labelSelector: RAY_CLUSTER_LABEL }, SLIM_POD);
     this.finalizers = new FinalizerPatcher({
       kube: ctx.kube,
       events: ctx.events,
       metrics: ctx.metrics,
       kind: 'RayCluster',
       apiVersion: RAY_API_VERSION,
+      refusal: FINALIZER_REFUSAL,
     });
     this.gate = ctx.creationGate;
     watchClaims(this.clusters, this.claims, claimEntry);
@@ -260,7 +272,7 @@ export class RayClusterReconciler {
         for (const o of pod.metadata.ownerReferences ?? []) if (o.kind === 'RayCluster' && o.uid) this.gate.observe(o.uid, uid);
       });
     }
-    const held = (pick: (h: { heldSeconds: number; timeoutSeconds: number }) => number) => (c: RayCluster) => {
+    const held = (pick: (h: { heldSeconds: number; timeoutSeconds: number }) => number) => (c: RayClusterFtView) => {
       const h = heldFinalizer(c, ctx.now());
       const { namespace = '', name = '' } = c.metadata;
       return h && { labels: { namespace, name }, value: pick(h) };
@@ -347,7 +359,7 @@ export class RayClusterReconciler {
 
   async reconcile(key: ObjectKey, signal?: AbortSignal): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
-    const cached = this.clusters.get(key) as RayCluster | undefined;
+    const cached = this.clusters.get(key);
     if (!cached) return this.kube.forgetVersions(this.ref(namespace, name)); // gone
     if (!isDeleting(cached)) {
       // A write of this process (the pod operator's status) replaced this copy: its watch event queues us again.
@@ -379,7 +391,7 @@ export class RayClusterReconciler {
    * fresh reads.
    */
   private async reconcileCached(
-    cached: RayCluster,
+    cached: RayClusterFtView,
     namespace: string | undefined,
     name: string,
     signal: AbortSignal | undefined,
@@ -388,102 +400,68 @@ export class RayClusterReconciler {
     if (this.kube.isStale(this.ref(namespace, name), cached.metadata.resourceVersion)) return;
     const uid = cached.metadata.uid;
     const job = this.jobs.getByName(namespace, cleanupJobName(name)) as BatchJob | undefined;
-    // A finished Job is judged from the cache only if this process created it and has not deleted it since
-    // (after a rerun, a restart or another replica's work, its cached copy may be one already deleted).
-    if (job && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? '')) return FRESH;
     const now = this.ctx.now();
     const pods = clusterPods(this.pods.list(namespace), name, uid);
-    const d = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
-    switch (d.action) {
-      case 'waitForJob':
-      case 'waitForHeadGone':
-        this.metrics.actions.inc({ action: d.action });
-        return { requeueAfterMs: d.requeueAfterMs };
+    const decision = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
+    // How far the caches are trusted: src/gcsft/cache-trust.ts.
+    const s = cachedStep({
+      decision,
+      finishedJobNotCreatedHere: job !== undefined && jobOutcome(job) !== undefined && !this.createdJobs.has(job.metadata.uid ?? ''),
+      wholeCluster: this.wholeClusters !== undefined,
+      hasUid: !!uid,
+    });
+    const stands = (on: PodLite[], cluster: RayClusterFtView) =>
+      decisionStands({ decision, cluster, pods: on, job, now, gateEnabled: this.config.gateEnabled });
+    switch (s.step) {
+      case 'fresh':
+        return FRESH;
+      case 'wait':
+        this.metrics.actions.inc({ action: s.decision.action });
+        return { requeueAfterMs: s.decision.requeueAfterMs };
       case 'deletePods': {
         if (uid) await this.gate.close(uid);
-        this.metrics.actions.inc({ action: d.action });
+        this.metrics.actions.inc({ action: s.decision.action });
         const uids = new Map(pods.map((p) => [p.metadata.name ?? '', p.metadata.uid]));
         try {
-          return await this.act(cached, d, now, signal, uids);
+          return await this.deletePods(cached, s.decision, signal, uids);
         } catch (err) {
           if (isConflict(err)) return FRESH; // a pod was replaced since cached (its UID precondition failed)
           throw err;
         }
       }
       case 'createJob': {
-        // Built from the cached cluster only when the cache keeps whole specs.
-        if (!this.wholeClusters || !uid) return FRESH;
+        // Built from the operator's whole copy: the same object as `cached` (one informer).
+        const whole = this.wholeClusters?.getByName(namespace, name);
+        if (whole !== cached || !whole || !uid) return FRESH;
         // Another live cluster holds the namespace: decided (and released) on fresh reads. A deleting one
         // does not hold it (the last of them cleans), so the cached decision stands.
-        if ((await this.claimants(cached, signal)).some((c) => !c.deleting)) return FRESH;
+        if ((await this.claimants(whole, signal)).some((c) => !c.deleting)) return FRESH;
         await this.gate.close(uid);
-        const confirmed = this.gate.cacheShowsCreates(uid)
-          ? this.confirmOnCachedPods(cached, d, job, now)
-          : await this.confirmOnListedPods(cached, d, job, now, signal);
-        if (confirmed === FRESH) return FRESH;
-        this.metrics.actions.inc({ action: d.action });
-        return this.act(cached, d, now, signal);
+        const on =
+          createJobPods(this.gate.cacheShowsCreates(uid)) === 'cached'
+            ? this.cachedPodsOf(whole)
+            : await this.listPods(namespace, name, signal);
+        if (!stands(on, whole)) return FRESH;
+        this.metrics.actions.inc({ action: s.decision.action });
+        return this.act(whole, s.decision, now, signal);
       }
-      case 'releaseFinalizer': {
-        if (d.reason !== 'job-complete' && d.reason !== 'job-failed') return FRESH;
+      case 'release': {
         // Without our operator in this process another one makes the pods (KubeRay beside us): a head it
         // made while the Job ran must be seen before the release, not only once its watch event arrives.
-        if (!this.wholeClusters && (await this.confirmOnListedPods(cached, d, job, now, signal)) === FRESH) return FRESH;
-        const r = await this.removeFinalizer(cached, d.reason, signal);
+        if (s.confirmOnListedPods && !stands(await this.listPods(namespace, name, signal), cached)) return FRESH;
+        const r = await this.removeFinalizer(cached, s.decision.reason, signal);
         if (r === 'conflict') return FRESH;
-        this.metrics.actions.inc({ action: d.action });
-        if (r === 'patched' && d.event) this.event(cached, d.event);
+        this.metrics.actions.inc({ action: s.decision.action });
+        if (r === 'patched' && s.decision.event) this.event(cached, s.decision.event);
         return;
       }
-      default:
-        // The timeout (its annotation may have changed since cached), a stale or rerun Job, a release for
-        // the configuration: on fresh reads.
-        return FRESH;
     }
   }
 
-  /**
-   * `d` again on the cluster's pods listed from the API: CONFIRMED when it stands, FRESH when it does not,
-   * or when a listed pod belongs to another RayCluster (a newer one of the same name: this cached copy is old).
-   */
-  private async confirmOnListedPods(
-    cached: RayCluster,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-    signal: AbortSignal | undefined,
-  ): Promise<typeof CONFIRMED | typeof FRESH> {
-    const listed = await this.listPods(cached.metadata.namespace, cached.metadata.name ?? '', signal);
-    return this.confirmOn(listed, cached, d, job, now);
-  }
-
-  /**
-   * The same on the pod cache, once the creation gate is closed and shows that cache has every pod this
-   * process created for the cluster (the operator here is the one that makes them).
-   */
-  private confirmOnCachedPods(
-    cached: RayCluster,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-  ): typeof CONFIRMED | typeof FRESH {
-    const name = cached.metadata.name ?? '';
-    const labelled = this.pods
-      .list(cached.metadata.namespace)
-      .filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === clusterLabelValue(name));
-    return this.confirmOn(labelled, cached, d, job, now);
-  }
-
-  private confirmOn(
-    pods: PodLite[],
-    cached: RayCluster,
-    d: RayClusterCleanupDecision,
-    job: BatchJob | undefined,
-    now: number,
-  ): typeof CONFIRMED | typeof FRESH {
-    if (clusterPods(pods, cached.metadata.name ?? '', cached.metadata.uid).length !== pods.length) return FRESH;
-    const again = decideRayClusterCleanup({ cluster: cached, pods, job, now, gateEnabled: this.config.gateEnabled });
-    return again.action === d.action ? CONFIRMED : FRESH;
+  /** The pod cache's pods labelled with the cluster's name (the gate showed it holds every pod this process created). */
+  private cachedPodsOf(cluster: RayClusterFtView): PodLite[] {
+    const name = cluster.metadata.name ?? '';
+    return this.pods.list(cluster.metadata.namespace).filter((p) => p.metadata.labels?.[RAY_CLUSTER_LABEL] === clusterLabelValue(name));
   }
 
   /** Reconcile from a fresh read of everything (the deletion path). */
@@ -492,7 +470,7 @@ export class RayClusterReconciler {
     name: string,
     signal: AbortSignal | undefined,
   ): Promise<ReconcileResult | void> {
-    const cluster = await this.kube.getOrUndefined<RayCluster>(this.ref(namespace, name), { signal });
+    const cluster = await this.kube.getOrUndefined(this.ref(namespace, name), { signal });
     if (!cluster) return;
     // Two passes at most: pods that were never scheduled vanish as soon as they are deleted, so
     // the cleanup can start in the same reconcile instead of one requeue later (not when a head pod
@@ -505,8 +483,7 @@ export class RayClusterReconciler {
         const jobName = cleanupJobName(name);
         job = this.jobs.getByName(namespace, jobName) as BatchJob | undefined;
         // A finished Job may release the finalizer, and a rerun deletes one: never decide that on a cached copy.
-        if (job && jobOutcome(job) !== undefined)
-          job = await this.kube.getOrUndefined<BatchJob>({ ...JOBS, namespace, name: jobName }, { signal });
+        if (job && jobOutcome(job) !== undefined) job = await this.kube.getOrUndefined({ ...JOBS, namespace, name: jobName }, { signal });
         const ours = job?.metadata.ownerReferences?.some((o) => o.kind === 'RayCluster' && o.uid === cluster.metadata.uid);
         const finished = job !== undefined && jobOutcome(job) !== undefined;
         // Pods matter until our Job exists (it is created once no head pod is left) and once it has
@@ -534,7 +511,7 @@ export class RayClusterReconciler {
    * The other clusters claiming `cluster`'s storage namespace on its Redis (src/gcsft/claims.ts): the cache's
    * index; under --watch-namespace a fresh LIST of every namespace (clusters elsewhere may share the Redis).
    */
-  private async claimants(cluster: RayCluster, signal: AbortSignal | undefined): Promise<Claimant[]> {
+  private async claimants(cluster: RayClusterFtView, signal: AbortSignal | undefined): Promise<Claimant[]> {
     const claim = storageClaim(cluster);
     // A UID namespace is in no manifest, so no copy shares it: no lookup (and no LIST) for the default case.
     if (claim === undefined || claim.byDefault) return [];
@@ -561,7 +538,7 @@ export class RayClusterReconciler {
   /** The pods labelled with cluster `name`, from the API. */
   private async listPods(namespace: string | undefined, name: string, signal: AbortSignal | undefined): Promise<PodLite[]> {
     const selector = `${RAY_CLUSTER_LABEL}=${clusterLabelValue(name)}`;
-    return (await this.kube.list<PodLite>({ ...PODS, namespace }, { labelSelector: selector, signal })).items;
+    return (await this.kube.list({ ...PODS, namespace }, { labelSelector: selector, signal })).items;
   }
 
   /** `podUids`: the deleted pods' UIDs as cached, sent as preconditions (the fresh path lists them just before). */
@@ -583,14 +560,8 @@ export class RayClusterReconciler {
         if (r === 'conflict') throw new Error('finalizers changed while adding ours; retrying');
         return;
       }
-      case 'deletePods': {
-        for (const pod of d.pods) {
-          const uid = podUids?.get(pod);
-          await this.kube.delete({ ...PODS, namespace, name: pod }, { preconditions: uid ? { uid } : undefined, signal });
-        }
-        log.info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
-        return { requeueAfterMs: d.requeueAfterMs };
-      }
+      case 'deletePods':
+        return this.deletePods(cluster, d, signal, podUids);
       case 'waitForHeadGone':
       case 'waitForJob':
         return { requeueAfterMs: d.requeueAfterMs };
@@ -619,6 +590,24 @@ export class RayClusterReconciler {
     }
   }
 
+  /** `podUids`: the pods' UIDs as cached, sent as preconditions (the fresh path lists them just before). */
+  private async deletePods(
+    cluster: RayClusterFtView,
+    d: Extract<RayClusterCleanupDecision, { action: 'deletePods' }>,
+    signal: AbortSignal | undefined,
+    podUids?: Map<string, string | undefined>,
+  ): Promise<ReconcileResult> {
+    const namespace = cluster.metadata.namespace;
+    for (const pod of d.pods) {
+      const uid = podUids?.get(pod);
+      await this.kube.delete({ ...PODS, namespace, name: pod }, { preconditions: uid ? { uid } : undefined, signal });
+    }
+    this.ctx.logger
+      .child({ cluster: `${namespace}/${cluster.metadata.name}` })
+      .info({ pods: d.pods }, 'deleted the cluster pods before the Redis cleanup');
+    return { requeueAfterMs: d.requeueAfterMs };
+  }
+
   /** Deletes a cleanup Job (this UID only; already gone is fine, as for every kube.delete), its pods in the background. */
   private async deleteJob(
     namespace: string | undefined,
@@ -633,7 +622,7 @@ export class RayClusterReconciler {
     );
   }
 
-  private event(cluster: RayCluster, e: EventSpec): void {
+  private event(cluster: RayClusterFtView, e: EventSpec): void {
     this.ctx.events.event(cluster, e.type, e.reason, e.message);
   }
 
@@ -641,7 +630,10 @@ export class RayClusterReconciler {
    * 'changed' | 'unchanged' (already there) | 'conflict' (object changed: re-read) | 'gone'.
    * A refusal by the API (validation, admission policy) throws after a Warning: the queue backs off.
    */
-  private async addFinalizer(cluster: RayCluster, signal: AbortSignal | undefined): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
+  private async addFinalizer(
+    cluster: RayClusterFtView,
+    signal: AbortSignal | undefined,
+  ): Promise<'changed' | 'unchanged' | 'conflict' | 'gone'> {
     const r = await this.finalizers.patch(
       this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''),
       cluster,
@@ -659,14 +651,14 @@ export class RayClusterReconciler {
    * Removes our finalizer from the FRESH object, guarded by `test`; a conflict is retried within 200 ms
    * (re-read). A refusal by the API throws after a Warning: the queue backs off.
    */
-  private async release(cluster: RayCluster, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
+  private async release(cluster: RayClusterFtView, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
     if ((await this.removeFinalizer(cluster, reason, signal)) === 'conflict')
       throw new RetryNoLaterError('finalizers changed while removing ours; re-reading', 200);
   }
 
   /** Removes our finalizer from `cluster` as read (the patch tests its UID and finalizers); a removal is counted and logged. */
   private async removeFinalizer(
-    cluster: RayCluster,
+    cluster: RayClusterFtView,
     reason: FinalizerReleaseReason,
     signal: AbortSignal | undefined,
   ): Promise<'patched' | 'unchanged' | 'gone' | 'conflict'> {
@@ -703,7 +695,7 @@ export class RayClusterReconciler {
     const timeoutProblem = deletionTimeoutProblem(cluster);
     if (timeoutProblem) this.event(cluster, { type: 'Warning', reason: EVENT_INVALID_DELETION_TIMEOUT, message: timeoutProblem });
     try {
-      const created = await this.kube.create<BatchJob>({ ...JOBS, namespace }, job, { signal });
+      const created = await this.kube.create({ ...JOBS, namespace }, job, { signal });
       const uid = created?.metadata?.uid;
       if (uid) {
         // Oldest first: past 10,000 the oldest is judged on a fresh read again (one GET), never wrongly.
@@ -804,13 +796,13 @@ export class RayClusterReconciler {
 
   /** Re-reads the cluster (the cleanup took time) and releases the finalizer from that copy. */
   private async releaseFresh(cluster: RayCluster, reason: FinalizerReleaseReason, signal: AbortSignal | undefined): Promise<void> {
-    const fresh = await this.kube.getOrUndefined<RayCluster>(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
+    const fresh = await this.kube.getOrUndefined(this.ref(cluster.metadata.namespace, cluster.metadata.name ?? ''), { signal });
     if (!fresh || fresh.metadata.uid !== cluster.metadata.uid) return;
     await this.release(fresh, reason, signal);
   }
 }
 
 /** Registration for the runtime (see controller/reconcilers.ts). */
-export function createRayClusterController(ctx: ControllerContext, config: RayClusterReconcilerConfig): ControllerRegistration {
-  return new RayClusterReconciler(ctx, config).registration(config.workers);
+export function createGcsFtCleanupController(ctx: ControllerContext, config: GcsFtCleanupConfig): ControllerRegistration {
+  return new GcsFtCleanupReconciler(ctx, config).registration(config.workers);
 }

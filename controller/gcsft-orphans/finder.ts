@@ -16,12 +16,11 @@ import { errorMessage, oneLine } from '../../src/errors.ts';
 import { EVENT_DELETED_ORPHANED_GCS_NAMESPACE, EVENT_ORPHANED_GCS_NAMESPACE } from '../../src/event-reasons.ts';
 import { decideGc, findOrphans, groupByRedis, orphanId, trackOrphans, type NamespaceOwner, type Orphan } from '../../src/gcsft/orphans.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
-import { cachedGauge, sharedCounter, type Registry } from '../../src/metrics.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { cachedGauge, sharedCounter, type Registry } from '../../kube/metrics.ts';
+import type { RayClusterFtView } from '../../src/types.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ControllerContext, ControllerRegistration } from '../../kube/reconciler.ts';
 import { LEASES } from '../../kube/resources.ts';
-import type { ObjectWithMeta } from '../../kube/model.ts';
 import type { ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
 import { clusterOwners, listAllClusters, resolvedHeadEnv } from './owners.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
@@ -73,7 +72,7 @@ const noSecrets = (t: Target | undefined) => [t?.password];
 export class OrphanFinder {
   private readonly ctx: ControllerContext;
   private readonly config: OrphanFinderConfig;
-  private readonly clusters: Informer<RayCluster>;
+  private readonly clusters: Informer<RayClusterFtView>;
   private readonly now: () => number;
   /** Since when each orphan (orphanId) has been seen orphaned, continuously. */
   private firstSeen = new Map<string, number>();
@@ -214,7 +213,7 @@ export class OrphanFinder {
    * first) whose credentials resolve and are accepted; at most MAX_CREDENTIALS distinct ones are tried.
    */
   private async listRedis(
-    clusters: readonly RayCluster[],
+    clusters: readonly RayClusterFtView[],
     users: readonly NamespaceOwner[],
     cache: ObjectDataCache,
     signal: AbortSignal | undefined,
@@ -271,7 +270,7 @@ export class OrphanFinder {
   private async event(reason: string, message: string, signal: AbortSignal | undefined): Promise<void> {
     const lease = this.ctx.lease;
     if (!lease) return;
-    const obj = await this.ctx.kube.getOrUndefined<ObjectWithMeta>({ ...LEASES, ...lease }, { signal }).catch(() => undefined);
+    const obj = await this.ctx.kube.getOrUndefined({ ...LEASES, ...lease }, { signal }).catch(() => undefined);
     if (obj) this.ctx.events.event({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...obj }, 'Normal', reason, message);
   }
 

@@ -3,15 +3,14 @@
 // in-process cleanup: ONE way for the controller's orphan finder and `redis-cleanup --list --orphans`.
 import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { ownerNeedsEnv, ownerOf, type NamespaceOwner } from '../../src/gcsft/orphans.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster, type RayClusterFtView } from '../../src/types.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
 import { resolveCleanupEnv, type ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
 
 /** The environment the cluster's cleanup would have; throws when part of it cannot be resolved. */
 export async function resolvedHeadEnv(
   kube: KubeClient,
-  cluster: RayCluster,
+  cluster: RayClusterFtView,
   signal: AbortSignal | undefined,
   cache: ObjectDataCache,
 ): Promise<Record<string, string>> {
@@ -23,7 +22,7 @@ export async function resolvedHeadEnv(
 /** Each cluster as an owner; one whose references cannot be read has an unknown namespace (it holds GC back). */
 export async function clusterOwners(
   kube: KubeClient,
-  clusters: readonly RayCluster[],
+  clusters: readonly RayClusterFtView[],
   signal: AbortSignal | undefined,
   cache: ObjectDataCache = new Map(),
 ): Promise<NamespaceOwner[]> {
@@ -37,5 +36,5 @@ export async function clusterOwners(
 
 /** Every RayCluster in every namespace, read from the API (never a cache). */
 export async function listAllClusters(kube: KubeClient, signal?: AbortSignal): Promise<RayCluster[]> {
-  return (await kube.list<RayCluster>(RAYCLUSTERS, signal ? { signal } : {})).items;
+  return (await kube.list(RAYCLUSTERS, signal ? { signal } : {})).items;
 }

@@ -36,7 +36,7 @@ import {
   RAY_HEADLESS_WORKER_SVC_LABEL,
   RAY_NODE_TYPE_LABEL,
 } from '../../src/names.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import {
   describeUnsupported,
   plan,
@@ -47,7 +47,7 @@ import {
 } from '../../src/raycluster/desired.ts';
 import { Expectations, type CacheLookup } from '../../src/raycluster/expectations.ts';
 import type { BuildOptions } from '../../src/raycluster/pods.ts';
-import type { KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
+import type { ApiObject, KubeObject, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import { computeStatus, COND_UNSUPPORTED, rayClusterStatusChanged, type RayClusterStatus } from '../../src/raycluster/status.ts';
 import { isAlreadyExists, isForbidden, isNotFound, MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
 import { slimMetadata, type Informer } from '../../kube/informer.ts';
@@ -60,9 +60,9 @@ import {
   type ObjectKey,
   type ReconcileResult,
 } from '../../kube/reconciler.ts';
-import { rayClusterInformer, rayPodInformer } from './informers.ts';
+import { rayPodInformer, wholeRayClusterInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
-import { PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
+import { PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES, type Projection, type Resource } from '../../kube/resources.ts';
 import { userServiceAccount, type AutoscalerRbacObject } from '../../src/raycluster/autoscaler.ts';
 import {
   AUTH_TOKEN_SECRET_KEY,
@@ -98,7 +98,7 @@ import {
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
-import { isDeleting } from '../../src/finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
@@ -109,11 +109,11 @@ const STALE_REQUEUE_MS = 1_000;
 /** A token-auth cluster waiting for its Secret (not watched) looks again this often. */
 const BLOCKED_REQUEUE_MS = 10_000;
 
-const RBAC_KINDS = {
+const RBAC_KINDS: Record<AutoscalerRbacObject['kind'], { ref: Resource<ApiObject>; created: string; failed: string }> = {
   ServiceAccount: { ref: SERVICEACCOUNTS, created: EVENT_CREATED_SERVICE_ACCOUNT, failed: EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT },
   Role: { ref: ROLES, created: EVENT_CREATED_ROLE, failed: EVENT_FAILED_TO_CREATE_ROLE },
   RoleBinding: { ref: ROLEBINDINGS, created: EVENT_CREATED_ROLE_BINDING, failed: EVENT_FAILED_TO_CREATE_ROLE_BINDING },
-} as const;
+};
 /** An autoscaler ServiceAccount / Role / RoleBinding seen is looked up again after this long (re-created if deleted). */
 const RBAC_RECHECK_MS = 5 * 60_000;
 
@@ -128,13 +128,14 @@ export interface RayClusterOperatorConfig {
   workers?: number;
 }
 
-function slimService(obj: KubeObject): KubeObject {
-  const spec = obj.spec as { clusterIP?: string; ports?: unknown[]; type?: string } | undefined;
+function slimService(obj: Service): Service {
+  const spec = obj.spec;
   return {
     metadata: slimMetadata(obj),
     spec: { clusterIP: spec?.clusterIP, ports: spec?.ports, type: spec?.type },
   };
 }
+const SLIM_SERVICE: Projection<Service, Service> = { id: 'slim', transform: slimService };
 
 /** The cluster a pod or Service belongs to: its RayCluster owner, else its ray.io/cluster label. */
 function clusterKeys(obj: KubeObject): ObjectKey[] {
@@ -187,20 +188,10 @@ export class RayClusterOperator {
     this.ctx = ctx;
     this.kube = ctx.kube;
     this.config = config;
-    this.clusters = rayClusterInformer(ctx);
+    this.clusters = wholeRayClusterInformer(ctx.informers);
     this.pods = rayPodInformer(ctx.informers);
-    this.services = ctx.informers.get<Service>({
-      ...SERVICES,
-      labelSelector: RAY_CLUSTER_LABEL,
-      transform: slimService,
-      transformId: 'slim',
-    });
-    this.headless = ctx.informers.get<Service>({
-      ...SERVICES,
-      labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL,
-      transform: slimService,
-      transformId: 'slim',
-    });
+    this.services = ctx.informers.get({ ...SERVICES, labelSelector: RAY_CLUSTER_LABEL }, SLIM_SERVICE);
+    this.headless = ctx.informers.get({ ...SERVICES, labelSelector: RAY_HEADLESS_WORKER_SVC_LABEL }, SLIM_SERVICE);
     this.expectations = new Expectations({ now: ctx.now, timeoutMs: config.expectationTimeoutMs });
     this.gate = ctx.creationGate;
     const registers = [ctx.metrics];
@@ -433,7 +424,7 @@ export class RayClusterOperator {
     const ref = { ...SECRETS, namespace: cluster.metadata.namespace, name: authSecretName(cluster) };
     let secret: Secret | undefined;
     try {
-      secret = await this.kube.getOrUndefined<Secret>(ref, { signal });
+      secret = await this.kube.getOrUndefined(ref, { signal });
     } catch (err) {
       if (isForbidden(err)) return 'unreadable';
       throw err;
@@ -506,7 +497,7 @@ export class RayClusterOperator {
       if (a.kind === 'createPod') {
         const head = a.nodeType === 'head';
         try {
-          const gated = await this.gate.create(cluster.metadata.uid, () => this.kube.create<Pod>({ ...PODS, namespace: ns }, a.pod));
+          const gated = await this.gate.create(cluster.metadata.uid, () => this.kube.create({ ...PODS, namespace: ns }, a.pod));
           if (!gated.created) {
             this.ctx.logger.debug({ cluster: key }, 'raycluster operator: the cluster is being deleted, no more pods');
             return undefined;

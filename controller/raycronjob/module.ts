@@ -6,22 +6,21 @@ import { MODULE } from '../module-names.ts';
 import { ownerKeys, runsModule, type ControllerContext, type ReconcilerModule } from '../../kube/reconciler.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { RAYCRONJOB_NAME_LABEL } from '../../src/names.ts';
-import { RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
-import type { RayCronJob, RayJob } from '../../src/types.ts';
+import { RAYCRONJOBS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { RayCronJobReconciler } from './reconciler.ts';
 
 /** The RayJobs RayCronJobs own: the rayjob module's cache of all RayJobs when it runs, else only labelled ones. */
 export function cronJobChildrenInformer(ctx: ControllerContext): Informer<RayJob> {
   // When the RayJob state machine runs here, its cache of every RayJob is shared.
   const shared = runsModule(ctx, MODULE.rayJob);
-  return ctx.informers.get<RayJob>(shared ? { ...RAYJOBS } : { ...RAYJOBS, labelSelector: RAYCRONJOB_NAME_LABEL });
+  return ctx.informers.get(shared ? { ...RAYJOBS } : { ...RAYJOBS, labelSelector: RAYCRONJOB_NAME_LABEL });
 }
 
 export const rayCronJobModule: ReconcilerModule = {
   name: MODULE.rayCronJob,
   summary: 'RayCronJob: one RayJob a schedule tick (KubeRay v1.7 names, timeZone; CronJob concurrencyPolicy, deadlines, history limits)',
   create(ctx) {
-    const cronJobs = ctx.informers.get<RayCronJob>({ ...RAYCRONJOBS });
+    const cronJobs = ctx.informers.get({ ...RAYCRONJOBS });
     const rayJobs = cronJobChildrenInformer(ctx);
     const reconciler = new RayCronJobReconciler({
       kube: ctx.kube,

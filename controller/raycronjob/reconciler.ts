@@ -7,15 +7,14 @@
 // must not delete a RayJob. A 409 on the status write means "re-read from the API and decide again".
 import type { Counter } from 'prom-client';
 import { RAY_API_VERSION, RAYCRONJOB_NAME_LABEL } from '../../src/names.ts';
-import type { Logger } from '../../src/logger.ts';
-import { sharedCounter, type Registry } from '../../src/metrics.ts';
+import type { Logger } from '../../kube/logger.ts';
+import { sharedCounter, type Registry } from '../../kube/metrics.ts';
 import { decideRayCronJob, type RayCronJobDecision } from '../../src/raycronjob/decide.ts';
-import type { RayCronJob, RayJob } from '../../src/types.ts';
+import { RAYCRONJOBS, RAYJOBS, type RayCronJob, type RayJob } from '../../src/types.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
 import { isAlreadyExists, isConflict, isNotFound, type KubeClient, type ResourceRef } from '../../kube/client.ts';
 import { Moved, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
-import { RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
 import {
   EVENT_CREATED_RAYJOB,
   EVENT_DELETED_RAYJOB,
@@ -125,7 +124,7 @@ export class RayCronJobReconciler implements Reconciler {
   ): Promise<RayCronJob | null> {
     const cached = fromCache ? this.caches?.cronJobs.getByName(namespace, name) : undefined;
     if (cached !== undefined) return cached;
-    return (await this.kube.getOrUndefined<RayCronJob>({ ...RAYCRONJOBS, namespace, name }, { signal })) ?? null;
+    return (await this.kube.getOrUndefined({ ...RAYCRONJOBS, namespace, name }, { signal })) ?? null;
   }
 
   /** The RayJobs labelled with this RayCronJob's name (the decision keeps those it controls). */
@@ -135,7 +134,7 @@ export class RayCronJobReconciler implements Reconciler {
     if (fromCache && this.caches) {
       return this.caches.rayJobs.list(namespace).filter((j) => j.metadata.labels?.[RAYCRONJOB_NAME_LABEL] === name);
     }
-    const list = await this.kube.list<RayJob>({ ...RAYJOBS, namespace }, { labelSelector: `${RAYCRONJOB_NAME_LABEL}=${name}`, signal });
+    const list = await this.kube.list({ ...RAYJOBS, namespace }, { labelSelector: `${RAYCRONJOB_NAME_LABEL}=${name}`, signal });
     return list.items;
   }
 
@@ -154,7 +153,7 @@ export class RayCronJobReconciler implements Reconciler {
         );
         throw err;
       }
-      const existing = await this.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace, name }, { signal });
+      const existing = await this.kube.getOrUndefined({ ...RAYJOBS, namespace, name }, { signal });
       if (existing === undefined) throw new Moved(`RayJob ${name} existed, then did not`);
       if (!(existing.metadata.ownerReferences ?? []).some((o) => o.controller === true && o.uid === cronJob.metadata.uid)) {
         const message = `RayJob ${namespace}/${name} exists and is not owned by RayCronJob ${namespace}/${cronJob.metadata.name}; rename or delete it`;

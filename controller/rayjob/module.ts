@@ -7,9 +7,9 @@ import { ownerKeys, type ModuleFlag, type ObjectKey, type ReconcilerModule } fro
 import type { Informer, InformerFactory } from '../../kube/informer.ts';
 import { headPodInformer, operatorRayClusterInformer } from '../raycluster/informers.ts';
 import { RayJobReconciler, type RayJobCaches } from './reconciler.ts';
-import { JOBS, RAYCLUSTERS, RAYJOBS, SERVICES } from '../../kube/resources.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
-import type { BatchJob, Pod, Service } from '../../kube/model.ts';
+import { JOBS, SERVICES } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
+import type { Pod } from '../../kube/model.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { MODULE } from '../module-names.ts';
 
@@ -27,11 +27,11 @@ for (const [name, spec] of Object.entries(RAYJOB_FLAGS) as Array<[RayJobFlagName
 export function rayJobCaches(informers: InformerFactory, allClusters?: Informer<RayCluster>): RayJobCaches {
   const owned = `${ORIGINATED_FROM_CRD_LABEL}=${ORIGINATED_FROM_CRD_RAYJOB}`;
   return {
-    rayJobs: informers.get<RayJob>({ ...RAYJOBS }),
-    clusters: allClusters ?? informers.get<RayCluster>({ ...RAYCLUSTERS, labelSelector: owned }),
-    submitters: informers.get<BatchJob>({ ...JOBS, labelSelector: owned }),
+    rayJobs: informers.get({ ...RAYJOBS }),
+    clusters: allClusters ?? informers.get({ ...RAYCLUSTERS, labelSelector: owned }),
+    submitters: informers.get({ ...JOBS, labelSelector: owned }),
     // The RayJobs' own head Services carry the same label (src/rayjob/head-service.ts); the clusters' do not.
-    headServices: informers.get<Service>({ ...SERVICES, labelSelector: owned }),
+    headServices: informers.get({ ...SERVICES, labelSelector: owned }),
   };
 }
 

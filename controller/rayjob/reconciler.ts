@@ -30,8 +30,8 @@
 // a miss taken as absent, since a create it had not seen answers AlreadyExists and changes nothing.
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
-import type { Logger } from '../../src/logger.ts';
-import { sharedCounter, sharedGauge, type Registry } from '../../src/metrics.ts';
+import type { Logger } from '../../kube/logger.ts';
+import { sharedCounter, sharedGauge, type Registry } from '../../kube/metrics.ts';
 import type { BatchJob, ObjectWithMeta, Pod, Secret, Service } from '../../kube/model.ts';
 import type { RayJobSettings } from '../../src/rayjob/config.ts';
 import { DELETION_RECORD_ANNOTATION, STATUS_CHECK_FAILING_SINCE_ANNOTATION, SUBMITTER_CONTAINER_NAME } from '../../src/rayjob/constants.ts';
@@ -49,7 +49,7 @@ import {
   type RayJobStep,
   type SubmitterAttempt,
 } from '../../src/rayjob/machine/vocabulary.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { NODE_TYPE_HEAD, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import type { EventRecorder } from '../../kube/events.ts';
 import type { Informer } from '../../kube/informer.ts';
@@ -64,12 +64,13 @@ import {
   type KubeClient,
   type ResourceRef,
 } from '../../kube/client.ts';
-import type { JsonPatchOp } from '../../src/json-patch.ts';
+import type { JsonPatchOp } from '../../kube/json-patch.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
-import type { FinalizerChange } from '../../src/finalizer.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
+import type { FinalizerChange } from '../../kube/finalizer-patches.ts';
 import { Moved, objectKey, splitKey, type ObjectKey, type Reconciler, type ReconcileResult } from '../../kube/reconciler.ts';
 import { DashboardClient, type DashboardAddress } from './dashboard.ts';
-import { JOBS, PODS, RAYCLUSTERS, RAYJOBS, SECRETS, SERVICES } from '../../kube/resources.ts';
+import { JOBS, PODS, SECRETS, SERVICES } from '../../kube/resources.ts';
 import { rayJobHeadServiceName } from '../../src/rayjob/head-service.ts';
 import { AUTH_TOKEN_SECRET_KEY, authSecretName, isTokenAuth, tokenOf } from '../../src/raycluster/auth.ts';
 import {
@@ -213,6 +214,7 @@ export class RayJobReconciler implements Reconciler {
       metrics: deps.metrics,
       kind: 'RayJob',
       apiVersion: RAY_API_VERSION,
+      refusal: FINALIZER_REFUSAL,
     });
     this.transitions = sharedCounter(deps.metrics, {
       name: 'raykeeper_rayjob_transitions_total',
@@ -297,10 +299,14 @@ export class RayJobReconciler implements Reconciler {
   }
 
   /** From the cache when it has the object; a miss (or no cache) is a GET. `null`: it does not exist. */
-  private async read<T extends ObjectWithMeta>(cache: Informer<T> | undefined, ref: ResourceRef, signal?: AbortSignal): Promise<T | null> {
+  private async read<T extends ObjectWithMeta>(
+    cache: Informer<T> | undefined,
+    ref: ResourceRef<T>,
+    signal?: AbortSignal,
+  ): Promise<T | null> {
     const cached = cache?.getByName(ref.namespace, ref.name ?? '');
     if (cached !== undefined) return cached;
-    return (await this.kube.getOrUndefined<T>(ref, { signal })) ?? null;
+    return (await this.kube.getOrUndefined(ref, { signal })) ?? null;
   }
 
   /**
@@ -326,7 +332,7 @@ export class RayJobReconciler implements Reconciler {
       const unguarded = decision.actions.filter((a) => !isSelfGuarded(a));
       const trusted = !cachesLag && unguarded.every(isRepeatableCreate) && this.cacheIsOurLastWrite(key, job);
       if (unguarded.length > 0 && !trusted) {
-        const stored = await this.kube.getOrUndefined<RayJob>(this.ref(job), { signal });
+        const stored = await this.kube.getOrUndefined(this.ref(job), { signal });
         if (stored === undefined) return { kind: 'done', result: {} };
         if (stored.metadata.resourceVersion !== job.metadata.resourceVersion) {
           throw new Moved(`stored resourceVersion ${stored.metadata.resourceVersion} is not the decided ${job.metadata.resourceVersion}`);
@@ -370,8 +376,8 @@ export class RayJobReconciler implements Reconciler {
     return written;
   }
 
-  private ref(job: RayJob, subresource?: string): ResourceRef {
-    const ref: ResourceRef = { ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' };
+  private ref(job: RayJob, subresource?: string): ResourceRef<RayJob> {
+    const ref: ResourceRef<RayJob> = { ...RAYJOBS, namespace: job.metadata.namespace, name: job.metadata.name ?? '' };
     if (subresource) ref.subresource = subresource;
     return ref;
   }
@@ -401,7 +407,7 @@ export class RayJobReconciler implements Reconciler {
     const name = authSecretName(cluster);
     let secret: Secret | undefined;
     try {
-      secret = await this.kube.getOrUndefined<Secret>({ ...SECRETS, namespace, name }, { signal });
+      secret = await this.kube.getOrUndefined({ ...SECRETS, namespace, name }, { signal });
     } catch (err) {
       if (!isForbidden(err)) throw err;
       const message = `failed to get auth secret ${namespace}/${name}: forbidden; the controller's RBAC must grant get on Secrets in this namespace (manifests/base/rbac-controller.yaml, the chart's controller ClusterRole or Role: docs/reference/controller-rbac.md)`;
@@ -469,7 +475,7 @@ export class RayJobReconciler implements Reconciler {
       const cache = this.caches?.headServices;
       observed.headService = cache
         ? (cache.getByName(namespace, name) ?? null)
-        : ((await this.kube.getOrUndefined<Service>({ ...SERVICES, namespace, name }, { signal })) ?? null);
+        : ((await this.kube.getOrUndefined({ ...SERVICES, namespace, name }, { signal })) ?? null);
     }
     if (plan.headPod) observed.headPod = clusterName === '' ? null : await this.headPod(namespace ?? '', clusterName, signal);
     const jobId = status.jobId ?? '';
@@ -496,7 +502,7 @@ export class RayJobReconciler implements Reconciler {
     let pods: Pod[];
     try {
       pods = (
-        await this.kube.list<Pod>({ ...PODS, namespace: submitter.metadata.namespace }, { labelSelector: `controller-uid=${uid}`, signal })
+        await this.kube.list({ ...PODS, namespace: submitter.metadata.namespace }, { labelSelector: `controller-uid=${uid}`, signal })
       ).items;
     } catch (err) {
       this.log.debug({ err: errorMessage(err), job: submitter.metadata.name }, "could not list the submitter's pods");
@@ -529,7 +535,7 @@ export class RayJobReconciler implements Reconciler {
     const cached = this.caches?.headPods?.list(namespace).find(isHead);
     if (cached !== undefined) return cached;
     const selector = `${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}`;
-    const listed = await this.kube.list<Pod>({ ...PODS, namespace }, { labelSelector: selector, signal });
+    const listed = await this.kube.list({ ...PODS, namespace }, { labelSelector: selector, signal });
     return listed.items[0] ?? null;
   }
 
@@ -543,7 +549,7 @@ export class RayJobReconciler implements Reconciler {
       status: decision.status,
     };
     try {
-      return this.wrote(await this.kube.replace<RayJob>(this.ref(current, 'status'), body, { signal }));
+      return this.wrote(await this.kube.replace(this.ref(current, 'status'), body, { signal }));
     } catch (err) {
       if (isConflict(err)) throw new Moved(`status write conflicted (${decision.from} -> ${decision.next})`);
       if (isNotFound(err)) return undefined;
@@ -553,7 +559,7 @@ export class RayJobReconciler implements Reconciler {
 
   /** A failed `test` (or the RayJob gone) means re-read; a refusal by the API throws (Warning, backoff). */
   private async patchFinalizer(current: RayJob, change: FinalizerChange, signal?: AbortSignal): Promise<RayJob> {
-    const r = await this.finalizers.patch<RayJob>(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
+    const r = await this.finalizers.patch(this.ref(current), current, change, RAYJOB_FINALIZER, signal);
     if (r.result === 'patched') return this.wrote(r.object);
     if (r.result === 'unchanged') return current;
     throw new Moved(r.result === 'gone' ? 'the RayJob is gone' : 'finalizers changed since read');
@@ -564,7 +570,7 @@ export class RayJobReconciler implements Reconciler {
     const patch = { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [key]: value } } };
     try {
       return this.wrote(
-        await this.kube.patch<RayJob>(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion }),
+        await this.kube.patch(this.ref(current), patch, MERGE_PATCH, { signal, basedOn: current.metadata.resourceVersion }),
       );
     } catch (err) {
       if (isConflict(err)) throw new Moved(`the RayJob changed before ${what} was written`);

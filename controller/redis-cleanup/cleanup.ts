@@ -35,7 +35,7 @@ import { classifyRedisError } from './errors.ts';
 import { batchKeys } from './slots.ts';
 import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
 import { pacedPipelines, ServerClock, type Measure } from './meter.ts';
-import type { BackoffOptions } from '../../src/backoff.ts';
+import type { BackoffOptions } from '../../kube/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
 import { autoSweep, type SweepDecision } from '../../src/redis/sweep.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type Session } from './connect.ts';

@@ -1,6 +1,6 @@
 // How a Redis failure is handled: retried with backoff (the server may come back), or reported at once.
 // Pure: decisions on error codes and messages, and the backoff schedule.
-import { backoffDelay, type BackoffOptions } from '../../src/backoff.ts';
+import { backoffDelay, type BackoffOptions } from '../../kube/backoff.ts';
 
 export type ErrorKind =
   /** Wrong password / user, missing AUTH: retrying cannot help and may lock the account. */

@@ -6,7 +6,7 @@
 // Redis (a person's --list, the controller's orphan finder every 10 minutes) never stalls its clusters' GCS.
 import type { Redis } from 'ioredis';
 import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from './keys.ts';
-import type { BackoffOptions } from '../../src/backoff.ts';
+import type { BackoffOptions } from '../../kube/backoff.ts';
 import { classifyRedisError } from './errors.ts';
 import { errorMessage } from '../../src/errors.ts';
 import type { RedisConnectionOptions, Session } from './connect.ts';

@@ -4,7 +4,7 @@
 // on after the connection budget (Ray's own cleanup: 120 x 500 ms = 60 s), so a deleted cluster whose
 // Redis is gone is released in about a minute; a Redis that accepts connections but is slow (or
 // restarts, loads, fails over) keeps the whole deadline.
-import { sleep, type BackoffOptions } from '../../src/backoff.ts';
+import { sleep, type BackoffOptions } from '../../kube/backoff.ts';
 import { delayWithin, isUnreachable, REDIS_BACKOFF } from './errors.ts';
 import type { Redis } from 'ioredis';
 import { openSession, RedisCleanupError, wrapError, type RedisConnectionOptions, type Session } from './connect.ts';

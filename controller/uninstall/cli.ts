@@ -3,7 +3,7 @@
 // it (charts/raykeeper/templates/uninstall-hook.yaml); kustomize users run it before `kubectl delete -k`.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { errorMessage } from '../../src/errors.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../kube/logger.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { uninstallExitCode, type UninstallReport } from '../../src/uninstall/decide.ts';
 import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL } from '../../src/event-reasons.ts';

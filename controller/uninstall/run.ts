@@ -22,21 +22,21 @@ import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { FIELD_MANAGER, isConflict, isForbidden, isNotFound, isPatchTestFailed, JSON_PATCH, KubeClient } from '../../kube/client.ts';
 import { KubeEventRecorder, type EventRecorder } from '../../kube/events.ts';
 import { FinalizerPatcher } from '../../kube/finalizers.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import { InformerFactory, type Informer } from '../../kube/informer.ts';
 import type { ObjectWithMeta } from '../../kube/model.ts';
 import { runWorkers, WorkQueue } from '../../kube/queue.ts';
 import { CreationGate } from '../../kube/creation-gate.ts';
 import { objectKey, RetryNoLaterError, splitKey, type ControllerContext, type Reconciler } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
 import { hostname } from 'node:os';
-import { createMetricsRegistry } from '../../src/metrics.ts';
-import { sleep } from '../../src/backoff.ts';
-import type { Logger } from '../../src/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
+import { sleep } from '../../kube/backoff.ts';
+import type { Logger } from '../../kube/logger.ts';
 import { errorMessage } from '../../src/errors.ts';
-import type { EventType } from '../../src/event-reasons.ts';
+import type { EventType } from '../../kube/events.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
-import { hasFinalizer, isDeleting } from '../../src/finalizer.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayClusterFtView, type RayJob } from '../../src/types.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
 import {
@@ -165,7 +165,7 @@ export async function runUninstall(o: UninstallOptions): Promise<UninstallReport
 }
 
 async function dryRun(kube: KubeClient, namespace: string | undefined, signal: AbortSignal | undefined): Promise<Row[]> {
-  const clusters = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace }, { signal })).items;
+  const clusters = (await kube.list({ ...RAYCLUSTERS, namespace }, { signal })).items;
   const rows: Row[] = [];
   for (const c of clusters) {
     const d = decideUninstall(c, new Set());
@@ -191,7 +191,7 @@ async function settleRayJobs(
 ): Promise<void> {
   let jobs: RayJob[];
   try {
-    jobs = (await kube.list<RayJob>({ ...RAYJOBS, namespace }, { signal: o.signal })).items;
+    jobs = (await kube.list({ ...RAYJOBS, namespace }, { signal: o.signal })).items;
   } catch (err) {
     if (isNotFound(err) || isForbidden(err))
       return o.say(`RayJobs: not looked at (${isNotFound(err) ? 'no RayJob API' : 'not allowed to list them'})`);
@@ -266,7 +266,7 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     new KubeEventRecorder({ kube, component: UNINSTALL_COMPONENT, instance: hostname(), logger: o.logger.child({}, { level: 'error' }) }),
     o.say,
   );
-  const finalizers = new FinalizerPatcher({ kube, events, kind: 'RayCluster', apiVersion: RAY_API_VERSION });
+  const finalizers = new FinalizerPatcher({ kube, events, kind: 'RayCluster', apiVersion: RAY_API_VERSION, refusal: FINALIZER_REFUSAL });
   const rows = new Map<string, Row>(); // by UID
   const released = new Set<string>();
   const tries = new Map<string, number>();
@@ -274,8 +274,8 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
   try {
     cleanup = await CleanupDriver.start(kube, o, run, events, finalizers);
     for (let pass = 1; pass <= MAX_PASSES && !o.signal?.aborted; pass++) {
-      const held = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter(
-        (c) => hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
+      const held = (await kube.list({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
+        hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
       );
       const deleting = held.filter((c) => isDeleting(c)).length;
       o.say(
@@ -319,7 +319,7 @@ async function passes(kube: KubeClient, o: UninstallOptions, run: Run, report: U
     // cluster within a reconcile: give it that long before the last look, so the report and the Events say so.
     if (released.size > 0) await sleep(Math.max(0, Math.min(ADDED_BACK_SETTLE_MS, deadline - now())), o.signal);
     // What is left, from the API.
-    const left = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
+    const left = (await kube.list({ ...RAYCLUSTERS, namespace: run.watchNamespace }, { signal: o.signal })).items.filter((c) =>
       hasFinalizer(c.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER),
     );
     for (const c of left) {
@@ -369,7 +369,7 @@ class CleanupDriver {
   private readonly events: RememberingRecorder;
   private readonly finalizers: FinalizerPatcher;
   private readonly informers: InformerFactory;
-  private readonly clusters: Informer<RayCluster>;
+  private readonly clusters: Informer<RayClusterFtView>;
   private readonly reconciler: Reconciler;
 
   private constructor(parts: {
@@ -379,7 +379,7 @@ class CleanupDriver {
     events: RememberingRecorder;
     finalizers: FinalizerPatcher;
     informers: InformerFactory;
-    clusters: Informer<RayCluster>;
+    clusters: Informer<RayClusterFtView>;
     reconciler: Reconciler;
   }) {
     this.kube = parts.kube;
@@ -504,13 +504,13 @@ class CleanupDriver {
     const cached = this.clusters.get(key);
     if (cached && cached.metadata.uid === uid && hasFinalizer(cached.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER)) return false;
     const { namespace, name } = splitKey(key);
-    const fresh = await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
+    const fresh = await this.kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
     return !fresh || fresh.metadata.uid !== uid || !hasFinalizer(fresh.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER);
   }
 
   private async releaseAtDeadline(key: string, uid: string): Promise<void> {
     const { namespace, name } = splitKey(key);
-    const fresh = await this.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
+    const fresh = await this.kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name }, { signal: this.o.signal });
     if (!fresh || fresh.metadata.uid !== uid || !hasFinalizer(fresh.metadata, GCS_FT_REDIS_CLEANUP_FINALIZER))
       return this.finished(key, uid);
     const r = await this.finalizers.patch(

@@ -4,7 +4,7 @@
 // win; then the Deployment's; then this process's environment (the chart's hook sets RAYKEEPER_IMAGE and
 // ENABLE_GCS_FT_REDIS_CLEANUP like the controller). Pure.
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import type { Container, KubeObject } from '../../kube/model.ts';
+import type { Container } from '../../kube/model.ts';
 import { gcsFtCleanupModule, IMAGE_ENV } from '../gcsft-cleanup/module.ts';
 
 export const GATE_ENV = 'ENABLE_GCS_FT_REDIS_CLEANUP';
@@ -25,13 +25,13 @@ export function cleanupFlagOptions(): ParseArgsOptionsConfig {
   return options;
 }
 
-function controllerContainer(deployment: KubeObject): Container | undefined {
+function controllerContainer(deployment: { spec?: unknown }): Container | undefined {
   const containers = ((deployment.spec as { template?: { spec?: { containers?: Container[] } } } | undefined)?.template?.spec?.containers ??
     []) as Container[];
   return containers.find((c) => c.name === 'controller') ?? containers[0];
 }
 
-export function controllerSettings(deployment: KubeObject | undefined): ControllerSettings {
+export function controllerSettings(deployment: { spec?: unknown } | undefined): ControllerSettings {
   const container = deployment ? controllerContainer(deployment) : undefined;
   const env: Record<string, string> = {};
   for (const e of container?.env ?? [])

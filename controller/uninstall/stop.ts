@@ -8,9 +8,9 @@
 // Gone already counts as done: the command can run again after a partial run.
 import type { KubeClient } from '../../kube/client.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import type { KubeObject } from '../../kube/model.ts';
+import type { Deployment } from '../../kube/model.ts';
 import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 export interface StopTargets {
   /** Where raykeeper runs (the controller Deployment's namespace). */
@@ -43,8 +43,8 @@ export async function stopWebhooks(kube: KubeClient, targets: StopTargets, dryRu
   }
 }
 
-function selectorOf(deployment: KubeObject): string {
-  const labels = (deployment.spec as { selector?: { matchLabels?: Record<string, string> } } | undefined)?.selector?.matchLabels ?? {};
+function selectorOf(deployment: Deployment): string {
+  const labels = deployment.spec?.selector?.matchLabels ?? {};
   return Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
@@ -61,19 +61,19 @@ export async function stopController(
   options: { dryRun: boolean; waitUntil: number; now: () => number; pollMs?: number },
   say: Say,
   signal?: AbortSignal,
-): Promise<KubeObject | undefined> {
+): Promise<Deployment | undefined> {
   const { namespace, controllerDeployment: name } = targets;
   if (!name) {
     say('controller Deployment: left alone (--controller-deployment "")');
     return undefined;
   }
-  const ref = { ...DEPLOYMENTS, namespace, name };
-  const deployment = await kube.getOrUndefined<KubeObject>(ref, { signal });
+  const ref = DEPLOYMENTS.at(namespace, name);
+  const deployment = await kube.getOrUndefined(ref, { signal });
   if (!deployment) {
     say(`Deployment ${namespace}/${name}: not there`);
     return undefined;
   }
-  const replicas = (deployment.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+  const replicas = deployment.spec?.replicas ?? 1;
   if (options.dryRun) {
     say(`would scale Deployment ${namespace}/${name} from ${replicas} to 0 replicas`);
     return deployment;
@@ -86,9 +86,7 @@ export async function stopController(
   if (!selector) return deployment;
   let pods: string[] = [];
   for (;;) {
-    pods = (await kube.list<KubeObject>({ ...PODS, namespace }, { labelSelector: selector, signal })).items.map(
-      (p) => p.metadata?.name ?? '',
-    );
+    pods = (await kube.list({ ...PODS, namespace }, { labelSelector: selector, signal })).items.map((p) => p.metadata?.name ?? '');
     if (pods.length === 0 || options.now() >= options.waitUntil) break;
     await sleep(Math.min(options.pollMs ?? 1000, Math.max(0, options.waitUntil - options.now())), signal);
   }

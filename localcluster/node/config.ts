@@ -3,6 +3,7 @@
 // The settings are the ones that work on a cgroup-v1 VM without CAP_SYS_RESOURCE (see README, "A real
 // node").
 import { SERVICE_CLUSTER_IP_RANGE } from '../control-plane.ts';
+import type { EndpointSlice } from '../../kube/model.ts';
 
 /** The node's network: one Linux bridge with a private pod subnet; nothing is routed off the machine. */
 export interface NodeNetwork {
@@ -237,12 +238,6 @@ export function endpointAddresses(slices: EndpointSlice[]): Map<string, string[]
     out.set(key, [...(out.get(key) ?? []), ...ready].sort());
   }
   return out;
-}
-
-export interface EndpointSlice {
-  metadata: { namespace: string; labels?: Record<string, string> };
-  addressType?: string;
-  endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }>;
 }
 
 /** dnsmasq's arguments: on the bridge address only, no upstream (nothing leaves), answers from the hosts file. */

@@ -9,7 +9,7 @@ import { rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { NodeNetwork } from './config.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { errorMessage } from '../../src/errors.ts';
 
 const execFileP = promisify(execFile);

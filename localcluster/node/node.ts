@@ -21,7 +21,6 @@ import {
   controllerComponentsArgs,
   dnsHosts,
   endpointAddresses,
-  type EndpointSlice,
   dnsmasqArgs,
   kubeletConfig,
   kubeProxyConfig,
@@ -33,7 +32,7 @@ import {
   type ServiceRecord,
 } from './config.ts';
 import { NODE_STATE_PREFIX, restoreHost, run, setUpNetwork, snapshotHost, sweepKilledNode } from './host.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 export interface NodeClusterOptions {
   /** Where to write the admin kubeconfig (default <state dir>/kubeconfig). */
@@ -113,7 +112,7 @@ async function writePrivate(path: string, text: string): Promise<void> {
 
 /** Node `name` is Ready (its Ready condition True). */
 export async function nodeReady(kube: KubeClient, name = NODE_NAME): Promise<boolean> {
-  const node = await kube.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>({ ...NODES, name });
+  const node = await kube.get({ ...NODES, name });
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
@@ -339,11 +338,11 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       progress(`starting the cluster DNS (dnsmasq on ${net.gateway}:53)`);
       const hostsFile = join(dirs.dns, 'hosts');
       const servicesText = async (): Promise<string> => {
-        const list = await kube.list<{ metadata: { name: string; namespace: string }; spec?: { clusterIP?: string } }>(SERVICES);
-        const slices = endpointAddresses((await kube.list<EndpointSlice>(ENDPOINT_SLICES)).items);
+        const list = await kube.list(SERVICES);
+        const slices = endpointAddresses((await kube.list(ENDPOINT_SLICES)).items);
         const records: ServiceRecord[] = list.items.map((s) => ({
-          name: s.metadata.name,
-          namespace: s.metadata.namespace,
+          name: s.metadata.name ?? '',
+          namespace: s.metadata.namespace ?? '',
           clusterIP: s.spec?.clusterIP,
           addresses: slices.get(`${s.metadata.namespace}/${s.metadata.name}`),
         }));

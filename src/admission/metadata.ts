@@ -1,6 +1,6 @@
 // Reading and changing metadata on a (copied) object, each change recorded as patch operations.
 // Absent and null maps/lists are treated alike.
-import { hasFinalizer } from '../finalizer.ts';
+import { hasFinalizer } from '../../kube/finalizer-patches.ts';
 import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
 import { appendItem, setContainer, setMember, type PatchOperation } from './patch.ts';

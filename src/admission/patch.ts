@@ -5,7 +5,7 @@
 // of its own, so later writes into the copy never change an operation already recorded. No diff, no
 // deep comparison, no deep clone. test/admission/patch-property.test.ts checks every patch with an
 // independent RFC 6902 applier against the rules run on a full deep copy.
-import type { JsonPatchOp } from '../json-patch.ts';
+import type { JsonPatchOp } from '../../kube/json-patch.ts';
 import type { Json, JsonObject } from '../../kube/model.ts';
 
 /** What the defaulting rules write: no `test` guards (an admission patch applies to the request's object). */

@@ -31,7 +31,7 @@ import { headSetsStorageNamespace } from '../gcsft/redis-env.ts';
 import type { RayCluster } from '../types.ts';
 import type { JsonObject } from '../../kube/model.ts';
 import { isJsonObject } from './json.ts';
-import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
 import { addFinalizer, metadataOf, metadataShapeProblem, setAnnotation } from './metadata.ts';
 import { setMember, type PatchOperation } from './patch.ts';
 

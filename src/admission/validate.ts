@@ -30,7 +30,7 @@ import type { RayCluster, RayCronJob, RayJob } from '../types.ts';
 import { validateRayCronJob } from '../raycronjob/decide.ts';
 import { parseGoDuration } from '../raycronjob/schedule.ts';
 import { rayCronJobShapeProblem } from './raycronjob.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../raycluster/validation.ts';
 import { embeddedGcsStorageBackend, embeddedGcsStorageWhy } from '../raycluster/desired.ts';
 import { validateRayJobMetadata, validateRayJobSpec } from '../rayjob/validation.ts';

@@ -22,9 +22,9 @@
 // copied with a manifest): the index is keyed by namespace and a lookup costs one map read.
 import { ENV_REDIS_ADDRESS } from '../names.ts';
 import { redisIdentity } from '../redis/identity.ts';
-import type { RayCluster } from '../types.ts';
+import type { RayClusterFtView } from '../types.ts';
 import type { EnvVar } from '../../kube/model.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { gcsFtFinalizerRule } from './rules.ts';
 import {
   cleanupEnv,
@@ -68,7 +68,7 @@ function envReference(e: EnvVar): EnvReference | undefined {
 const UNKNOWN_REDIS = { redis: undefined, redisText: '(not known here)' };
 
 /** The Redis `cluster` writes to (undefined: none, no claim), or UNKNOWN_REDIS. */
-function redisOf(cluster: RayCluster, k8sNamespace: string): Pick<StorageClaim, 'redis' | 'redisText'> | undefined {
+function redisOf(cluster: RayClusterFtView, k8sNamespace: string): Pick<StorageClaim, 'redis' | 'redisText'> | undefined {
   const entry = cleanupEnv(cluster).find((e) => e.name === ENV_REDIS_ADDRESS);
   if (entry === undefined) {
     const envFrom = headContainer(cluster)?.envFrom;
@@ -85,7 +85,7 @@ function redisOf(cluster: RayCluster, k8sNamespace: string): Pick<StorageClaim, 
 }
 
 /** The storage namespace and Redis `cluster` claims, or undefined when it claims none (see the header). */
-export function storageClaim(cluster: RayCluster): StorageClaim | undefined {
+export function storageClaim(cluster: RayClusterFtView): StorageClaim | undefined {
   if (!gcsFtFinalizerRule(cluster).wanted) return undefined;
   const k8sNamespace = cluster.metadata?.namespace ?? '';
   const source = storageNamespaceSource(cluster);
@@ -116,7 +116,7 @@ export interface ClaimEntry {
 }
 
 /** A cluster's entry for the index, or undefined when it claims nothing. */
-export function claimEntry(cluster: RayCluster): ClaimEntry | undefined {
+export function claimEntry(cluster: RayClusterFtView): ClaimEntry | undefined {
   const claim = storageClaim(cluster);
   if (claim === undefined) return undefined;
   const { namespace = '', name = '' } = cluster.metadata ?? {};

@@ -37,7 +37,7 @@ import {
   RAY_NODE_TYPE_LABEL,
   REDIS_TLS_ENV,
 } from '../names.ts';
-import type { RayCluster } from '../types.ts';
+import type { RayCluster, RayClusterFtView } from '../types.ts';
 import type { BatchJob, EnvVar } from '../../kube/model.ts';
 import { parseRedisAddress, redactAddress } from '../redis/address.ts';
 import { shellQuote } from '../shell.ts';
@@ -304,7 +304,7 @@ export const STORAGE_NAMESPACE_FROM_ANNOTATION = 'raykeeper.io/storage-namespace
  * or the Secret / ConfigMap key its env reads it from, as the by-hand command names it. The content of a
  * Secret is never read: the kubelet resolves it into the Job's env only.
  */
-export function storageNamespaceAnnotations(cluster: RayCluster): Record<string, string> {
+export function storageNamespaceAnnotations(cluster: RayClusterFtView): Record<string, string> {
   const source = storageNamespaceSource(cluster);
   if ('value' in source) return { [STORAGE_NAMESPACE_ANNOTATION]: source.value };
   if (source.from === 'head-ref') return { [STORAGE_NAMESPACE_FROM_ANNOTATION]: describeReference(source.ref) };
@@ -346,7 +346,7 @@ function urlCredentials(address: string): { username?: boolean; password?: boole
  * The command an admin runs by hand to clean what was left behind. Passwords are never shown: a
  * plain-value password is replaced by a placeholder, a Secret is named (name and key).
  */
-export function manualCleanupCommand(cluster: RayCluster): string {
+export function manualCleanupCommand(cluster: RayClusterFtView): string {
   const env = cleanupEnv(cluster);
   const get = (n: string) => env.find((e) => e.name === n);
   const parts: string[] = [];

@@ -40,10 +40,10 @@ import {
   RAY_CLUSTER_LABEL,
   RAY_NODE_TYPE_LABEL,
 } from '../names.ts';
-import type { RayCluster } from '../types.ts';
+import type { RayClusterFtView } from '../types.ts';
 import type { BatchJob } from '../../kube/model.ts';
 import { redactAddress } from '../redis/address.ts';
-import { hasFinalizer, isDeleting } from '../finalizer.ts';
+import { hasFinalizer, isDeleting } from '../../kube/finalizer-patches.ts';
 import { describeClaimants, type Claimant } from './claims.ts';
 import { cleanupJobName, clusterLabelValue, jobOutcome, manualCleanupCommand } from './cleanup-job.ts';
 import { cleanupEnv, describeStorageNamespace, headContainer, storageNamespaceSourceProblem } from './redis-env.ts';
@@ -104,7 +104,7 @@ export function clusterPods<P extends PodLite>(pods: P[], name: string, uid: str
 }
 
 export interface RayClusterCleanupInput {
-  cluster: RayCluster;
+  cluster: RayClusterFtView;
   /** The cluster's pods (head and workers): cached, or read fresh before the Job is created. Read only while deleting; pass [] otherwise. */
   pods: PodLite[];
   /** The Job named cleanupJobName(cluster), if it exists. */
@@ -152,7 +152,7 @@ export type RayClusterCleanupDecision =
   | { action: 'forceRelease'; event: EventSpec };
 
 /** deletionTimestamp + timeout, in ms epoch (NaN-safe: an unparsable timestamp counts as now). */
-export function deletionDeadlineMs(cluster: RayCluster, now: number): number {
+export function deletionDeadlineMs(cluster: RayClusterFtView, now: number): number {
   const parsed = Date.parse(cluster.metadata?.deletionTimestamp ?? '');
   const start = Number.isFinite(parsed) ? parsed : now;
   return start + deletionTimeoutSeconds(cluster) * 1000;
@@ -162,7 +162,7 @@ function capped(ms: number, deadline: number, now: number): number {
   return Math.max(MIN_REQUEUE_MS, Math.min(ms, deadline - now + 50));
 }
 
-function ownedBy(job: BatchJob, cluster: RayCluster): boolean {
+function ownedBy(job: BatchJob, cluster: RayClusterFtView): boolean {
   const uid = cluster.metadata?.uid;
   return (job.metadata.ownerReferences ?? []).some((o) => o.kind === 'RayCluster' && o.uid === uid);
 }
@@ -172,18 +172,18 @@ function nodeType(pod: PodLite): string | undefined {
 }
 
 /** Where the data is, in words, for events: `storage namespace "x" in Redis at host:port`. */
-export function describeTarget(cluster: RayCluster): string {
+export function describeTarget(cluster: RayClusterFtView): string {
   const addr = cleanupEnv(cluster).find((e) => e.name === ENV_REDIS_ADDRESS);
   const where = addr?.valueFrom === undefined && addr?.value ? ` at ${redactAddress(addr.value)}` : '';
   return `storage namespace ${describeStorageNamespace(cluster)} in Redis${where}`;
 }
 
-function byHand(cluster: RayCluster): string {
+function byHand(cluster: RayClusterFtView): string {
   return `To delete it by hand run: ${manualCleanupCommand(cluster)}`;
 }
 
 /** Why the cleanup cannot work with this cluster's configuration, if it cannot. */
-export function unusableConfig(cluster: RayCluster): string | undefined {
+export function unusableConfig(cluster: RayClusterFtView): string | undefined {
   const problem = storageNamespaceSourceProblem(cluster);
   if (problem) return problem;
   const env = cleanupEnv(cluster);

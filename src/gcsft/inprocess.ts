@@ -16,7 +16,7 @@
 import { ENV_REDIS_ADDRESS, REDIS_TLS_ENV } from '../names.ts';
 import { AddressError, mapAddressHost, parseRedisAddress } from '../redis/address.ts';
 import { asSeenFromNamespace } from '../redis/identity.ts';
-import type { RayCluster } from '../types.ts';
+import type { RayClusterFtView } from '../types.ts';
 import { cleanupEnv, headContainer } from './redis-env.ts';
 import type { Container, EnvFromSource, EnvVar } from '../../kube/model.ts';
 
@@ -55,7 +55,7 @@ interface KeyToPath {
 }
 
 /** Which Secret / ConfigMap key backs a file path in the head container, if any. */
-export function fileSource(cluster: RayCluster, path: string): Source | undefined {
+export function fileSource(cluster: RayClusterFtView, path: string): Source | undefined {
   const container = headContainer(cluster);
   const mounts = (container?.volumeMounts ?? []) as Mount[];
   const volumes = (cluster.spec?.headGroupSpec?.template?.spec?.volumes ?? []) as Array<Record<string, unknown>>;
@@ -83,7 +83,7 @@ export function fileSource(cluster: RayCluster, path: string): Source | undefine
   return undefined;
 }
 
-export function planInProcessCleanup(cluster: RayCluster): InProcessPlan {
+export function planInProcessCleanup(cluster: RayClusterFtView): InProcessPlan {
   const env: Record<string, Source> = {};
   const unresolvable: string[] = [];
   const fileVars = new Set<string>(REDIS_TLS_ENV.filter((n) => n !== 'RAY_REDIS_SERVER_NAME'));

@@ -10,9 +10,9 @@
 import { AddressError, formatHostPort, parseRedisAddress } from '../redis/address.ts';
 import { storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { cleanupEnv, effectiveStorageNamespace } from './redis-env.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { ENV_REDIS_ADDRESS, ENV_STORAGE_NAMESPACE } from '../names.ts';
-import type { RayCluster } from '../types.ts';
+import type { RayClusterFtView } from '../types.ts';
 import type { EnvVar } from '../../kube/model.ts';
 
 /** A live GCS-FT RayCluster as the finder sees it. */
@@ -156,7 +156,7 @@ function plain(env: readonly EnvVar[], name: string): string | undefined {
  * Whether the cluster's storage namespace or Redis address is known only to its head pod's environment
  * (a Secret, a ConfigMap, envFrom): the caller resolves it (the in-process cleanup's resolver) first.
  */
-export function ownerNeedsEnv(cluster: RayCluster): boolean {
+export function ownerNeedsEnv(cluster: RayClusterFtView): boolean {
   if (!usesRedisBackend(cluster)) return false;
   const env = cleanupEnv(cluster);
   return plain(env, ENV_STORAGE_NAMESPACE) === undefined || plain(env, ENV_REDIS_ADDRESS) === undefined;
@@ -167,7 +167,7 @@ export function ownerNeedsEnv(cluster: RayCluster): boolean {
  * from plain values or, when given, the head's resolved environment. A cluster without GCS FT in Redis
  * still owns its namespace (a switch of backend must not make its data an orphan) but points at no Redis.
  */
-export function ownerOf(cluster: RayCluster, resolved?: Readonly<Record<string, string>>): NamespaceOwner {
+export function ownerOf(cluster: RayClusterFtView, resolved?: Readonly<Record<string, string>>): NamespaceOwner {
   const { namespace = '', name = '' } = cluster.metadata;
   const owner = { cluster: `${namespace}/${name}`, deleting: isDeleting(cluster) };
   if (!usesRedisBackend(cluster)) return { ...owner, redis: undefined, namespace: literal(effectiveStorageNamespace(cluster)) };

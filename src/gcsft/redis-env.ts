@@ -4,17 +4,17 @@
 // (./cleanup-job.ts) deletes what it names with the same address and credentials.
 import { explicitStorageNamespace, storageNamespace, storageNamespaceProblem } from './rules.ts';
 import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE, REDIS_TLS_ENV } from '../names.ts';
-import type { RayCluster, RedisCredential } from '../types.ts';
+import type { RedisCredential, RayClusterFtView } from '../types.ts';
 import type { Container, EnvVar } from '../../kube/model.ts';
 
 /** The head pod's Ray container (KubeRay: the first container). Safe on any JSON (the webhook reads unvalidated objects). */
-export function headContainer(cluster: RayCluster): Container | undefined {
+export function headContainer(cluster: RayClusterFtView): Container | undefined {
   const containers = cluster.spec?.headGroupSpec?.template?.spec?.containers;
   const first: unknown = Array.isArray(containers) ? containers[0] : undefined;
   return first !== null && typeof first === 'object' ? (first as Container) : undefined;
 }
 
-function headEnv(cluster: RayCluster, name: string): EnvVar | undefined {
+function headEnv(cluster: RayClusterFtView, name: string): EnvVar | undefined {
   const env: unknown = headContainer(cluster)?.env;
   if (!Array.isArray(env)) return undefined;
   return (env as unknown[]).find((e): e is EnvVar => e !== null && typeof e === 'object' && (e as EnvVar).name === name);
@@ -56,7 +56,7 @@ export type StorageNamespaceSource =
   | { from: 'options' | 'annotation' | 'uid'; value: string }
   | { from: 'none' };
 
-export function storageNamespaceSource(cluster: RayCluster): StorageNamespaceSource {
+export function storageNamespaceSource(cluster: RayClusterFtView): StorageNamespaceSource {
   const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
   if (own) {
     const from = own.valueFrom;
@@ -76,12 +76,12 @@ export function storageNamespaceSource(cluster: RayCluster): StorageNamespaceSou
 }
 
 /** Whether the head container sets RAY_external_storage_namespace itself (KubeRay then leaves it, and so does admission). */
-export function headSetsStorageNamespace(cluster: RayCluster): boolean {
+export function headSetsStorageNamespace(cluster: RayClusterFtView): boolean {
   return headEnv(cluster, ENV_STORAGE_NAMESPACE) !== undefined;
 }
 
 /** The storage namespace the head writes, when it is known here (not a reference the kubelet resolves). */
-export function effectiveStorageNamespace(cluster: RayCluster): string | undefined {
+export function effectiveStorageNamespace(cluster: RayClusterFtView): string | undefined {
   const source = storageNamespaceSource(cluster);
   return 'value' in source ? source.value : undefined;
 }
@@ -95,7 +95,7 @@ export function describeReference(ref: EnvReference): string {
  * The storage namespace for people (events, the Job's annotation, the by-hand command): the value quoted,
  * or where the head reads it (`from secret NAME key KEY`). Never a Secret's content: it is not read.
  */
-export function describeStorageNamespace(cluster: RayCluster): string {
+export function describeStorageNamespace(cluster: RayClusterFtView): string {
   const source = storageNamespaceSource(cluster);
   switch (source.from) {
     case 'head':
@@ -113,7 +113,7 @@ export function describeStorageNamespace(cluster: RayCluster): string {
 }
 
 /** Why the cleanup cannot clean this storage namespace, or undefined. */
-export function storageNamespaceSourceProblem(cluster: RayCluster): string | undefined {
+export function storageNamespaceSourceProblem(cluster: RayClusterFtView): string | undefined {
   const source = storageNamespaceSource(cluster);
   switch (source.from) {
     case 'none':
@@ -132,7 +132,7 @@ export function storageNamespaceSourceProblem(cluster: RayCluster): string | und
  * own as written, else options > annotation > UID. ONE function for both sides: the head pod
  * (../raycluster/pods.ts) is started with it and the cleanup Job deletes what it names.
  */
-export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
+export function storageNamespaceEnv(cluster: RayClusterFtView): EnvVar | undefined {
   const own = headEnv(cluster, ENV_STORAGE_NAMESPACE);
   if (own) return copyEnv(own);
   const ns = effectiveStorageNamespace(cluster);
@@ -140,7 +140,7 @@ export function storageNamespaceEnv(cluster: RayCluster): EnvVar | undefined {
 }
 
 /** The env of the cleanup container (names and sources, never resolved secrets). */
-export function cleanupEnv(cluster: RayCluster): EnvVar[] {
+export function cleanupEnv(cluster: RayClusterFtView): EnvVar[] {
   const env: EnvVar[] = [];
   const options = cluster.spec?.gcsFaultToleranceOptions ?? undefined;
   const ns = storageNamespaceEnv(cluster);
@@ -183,7 +183,7 @@ function isUnder(path: string, mountPath: string): boolean {
 }
 
 /** The head container's mounts (and their volumes) that hold a file a TLS env entry points at. */
-export function tlsVolumes(cluster: RayCluster): { volumeMounts: VolumeMount[]; volumes: Array<Record<string, unknown>> } {
+export function tlsVolumes(cluster: RayClusterFtView): { volumeMounts: VolumeMount[]; volumes: Array<Record<string, unknown>> } {
   const container = headContainer(cluster);
   const paths = REDIS_TLS_ENV.filter((n) => n !== 'RAY_REDIS_SERVER_NAME')
     .map((n) => headEnv(cluster, n))
@@ -207,7 +207,7 @@ export function tlsVolumes(cluster: RayCluster): { volumeMounts: VolumeMount[]; 
  * mounts and volumes, rayStartParams' redis-password): what a cache that needs a cluster's Redis, but
  * not its pods, keeps (controller/raycluster/informers.ts ftRayCluster). Undefined when there is none.
  */
-export function headRedisSettings(cluster: RayCluster): Record<string, unknown> | undefined {
+export function headRedisSettings(cluster: RayClusterFtView): Record<string, unknown> | undefined {
   const head = headContainer(cluster);
   const password = cluster.spec?.headGroupSpec?.rayStartParams?.['redis-password'];
   if (!head && password === undefined) return undefined;

@@ -7,7 +7,7 @@
 // spec.workerGroupSpecs[].replicas and scaleStrategy.workersToDelete; the operator creates and deletes
 // the pods. Which version runs, the idle timeouts and upscalingMode are read by the autoscaler from the
 // RayCluster itself; the operator only sets RAY_enable_autoscaler_v2 and restartPolicy Never for v2.
-import type { Container, EnvVar, KubeObject, OwnerReference, PodSpec, VolumeMount } from '../../kube/model.ts';
+import type { Container, EnvVar, OwnerReference, PodSpec, Role, RoleBinding, ServiceAccount, VolumeMount } from '../../kube/model.ts';
 import { APP_CREATED_BY_LABEL, APP_NAME_LABEL, RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { APP_NAME, checkName, CREATED_BY } from './names.ts';
@@ -140,7 +140,7 @@ export interface AutoscalerRbacObject {
   kind: 'ServiceAccount' | 'Role' | 'RoleBinding';
   /** The name KubeRay looks the object up by (before CheckName): found means nothing is created. */
   lookupName: string;
-  body: KubeObject;
+  body: ServiceAccount | Role | RoleBinding;
 }
 
 /**

@@ -23,7 +23,7 @@
 // are already gone for every rule.
 import { formatTime, parseTime } from '../time.ts';
 import { RAY_API_VERSION, RAYCRONJOB_NAME_LABEL, RAYCRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../names.ts';
-import { isDeleting } from '../finalizer.ts';
+import { isDeleting } from '../../kube/finalizer-patches.ts';
 import type { ConcurrencyPolicy, RayCronJob, RayCronJobStatus, RayJob } from '../types.ts';
 import {
   EVENT_INVALID_RAYCRONJOB_SPEC,

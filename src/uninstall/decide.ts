@@ -31,12 +31,12 @@
 // selected cluster). Nothing else of a RayJob is touched.
 import { GCS_FT_REDIS_CLEANUP_FINALIZER, RAYJOB_FINALIZER } from '../names.ts';
 import type { RayCluster, RayJob } from '../types.ts';
-import { hasFinalizer, isDeleting, removeFinalizerPatch } from '../finalizer.ts';
+import { hasFinalizer, isDeleting, removeFinalizerPatch } from '../../kube/finalizer-patches.ts';
 import { describeTarget } from '../gcsft/decide.ts';
 import { manualCleanupCommand } from '../gcsft/cleanup-job.ts';
 import { usesRedisBackend } from '../gcsft/rules.ts';
 import { EVENT_FINALIZER_RELEASED_FOR_UNINSTALL, EVENT_RAYJOB_STATUS_NEW_CLEARED, type EventSpec } from '../event-reasons.ts';
-import type { JsonPatchOp } from '../json-patch.ts';
+import type { JsonPatchOp } from '../../kube/json-patch.ts';
 
 export type UninstallDecision = { action: 'none' } | { action: 'finish' } | { action: 'readded' } | { action: 'release'; event: EventSpec };
 

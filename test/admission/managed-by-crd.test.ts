@@ -11,7 +11,7 @@ import t from 'tap';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS } from '../../src/types.ts';
 import { metricTextSum } from '../../bench/controller.ts';
 import { env } from '../raycluster/harness.ts';
 import { refusal, registerWebhooks } from '../helpers/webhook.ts';
@@ -150,7 +150,7 @@ t.test('the real API server with our CRDs and both webhooks: 422 Invalid from th
     'the managedBy field is immutable',
   );
   t.equal(
-    (await e.kube.get<{ spec: { managedBy?: string } }>({ ...clusters, name: 'raycluster-skip' })).spec.managedBy,
+    (await e.kube.get({ ...clusters, name: 'raycluster-skip' })).spec!.managedBy,
     'kueue.x-k8s.io/multikueue',
     'the stored value is kept',
   );
@@ -165,25 +165,13 @@ t.test('the real API server with our CRDs and both webhooks: 422 Invalid from th
 
   // What KubeRay's CRD lets through, we let through: set on an existing object, then removed.
   await e.kube.create(clusters, cluster('late'));
-  const set = await e.kube.patch<{ spec: { managedBy?: string } }>(
-    { ...clusters, name: 'late' },
-    { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } },
-    MERGE_PATCH,
-  );
-  t.equal(set.spec.managedBy, 'kueue.x-k8s.io/multikueue', 'set on an existing RayCluster: accepted');
-  const unset = await e.kube.patch<{ spec: { managedBy?: string } }>(
-    { ...clusters, name: 'late' },
-    { spec: { managedBy: null } },
-    MERGE_PATCH,
-  );
-  t.equal(unset.spec.managedBy, undefined, 'removed: accepted');
+  const set = await e.kube.patch({ ...clusters, name: 'late' }, { spec: { managedBy: 'kueue.x-k8s.io/multikueue' } }, MERGE_PATCH);
+  t.equal(set.spec!.managedBy, 'kueue.x-k8s.io/multikueue', 'set on an existing RayCluster: accepted');
+  const unset = await e.kube.patch({ ...clusters, name: 'late' }, { spec: { managedBy: null } }, MERGE_PATCH);
+  t.equal(unset.spec!.managedBy, undefined, 'removed: accepted');
   await e.kube.create(jobs, job('late-job', {}));
-  const jobSet = await e.kube.patch<{ spec: { managedBy?: string } }>(
-    { ...jobs, name: 'late-job' },
-    { spec: { managedBy: 'ray.io/kuberay-operator' } },
-    MERGE_PATCH,
-  );
-  t.equal(jobSet.spec.managedBy, 'ray.io/kuberay-operator', 'set on an existing RayJob: accepted');
+  const jobSet = await e.kube.patch({ ...jobs, name: 'late-job' }, { spec: { managedBy: 'ray.io/kuberay-operator' } }, MERGE_PATCH);
+  t.equal(jobSet.spec!.managedBy, 'ray.io/kuberay-operator', 'set on an existing RayJob: accepted');
 
   t.equal(await denials(), deniedBefore, 'our validating webhook refused none of these writes');
 });

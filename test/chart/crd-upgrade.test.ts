@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { startControlPlane } from '../../localcluster/control-plane.ts';
 import { KubeClient, type KubeApiError } from '../../kube/client.ts';
-import { RAYJOBS } from '../../kube/resources.ts';
+import { RAYJOBS } from '../../src/types.ts';
 import { CHART_DIR, HELM_MAJORS, helmOk, requireHelm } from './helm.ts';
 
 requireHelm();
@@ -50,7 +50,7 @@ for (const major of HELM_MAJORS) {
     writeFileSync(join(old, 'Chart.yaml'), 'apiVersion: v2\nname: raykeeper\nversion: 0.1.0\nappVersion: "0.1.0"\n');
     helmOk(['install', 'old', old, '--namespace', 'default', '--kubeconfig', kubeconfig], major);
     t.equal(await kube.getOrUndefined({ ...CRDS, name: 'raycronjobs.ray.io' }), undefined, 'the old chart had no RayCronJob');
-    const stored = await kube.create<{ metadata: { uid: string }; spec: unknown }>({ ...RAYJOBS, namespace: 'default' }, rayJob('kept'));
+    const stored = await kube.create({ ...RAYJOBS, namespace: 'default' }, rayJob('kept'));
     // Helm never upgrades crds/: an upgrade to the current chart leaves them as they were.
     helmOk(['upgrade', 'old', CHART_DIR, '--namespace', 'default', '--kubeconfig', kubeconfig, '--set', 'uninstall.hook=false'], major);
     t.equal(await kube.getOrUndefined({ ...CRDS, name: 'raycronjobs.ray.io' }), undefined, 'helm upgrade did not add the new CRD');
@@ -90,7 +90,7 @@ for (const major of HELM_MAJORS) {
       /legacy policies \(onSuccess\/onFailure\) and deletionRules cannot be used together/,
       'the new CEL rule is enforced',
     );
-    const kept = await kube.get<{ metadata: { uid: string }; spec: unknown }>({ ...RAYJOBS, namespace: 'default', name: 'kept' });
+    const kept = await kube.get({ ...RAYJOBS, namespace: 'default', name: 'kept' });
     t.equal(kept.metadata.uid, stored.metadata.uid, 'the RayJob stored under the old CRD is still there');
     t.same(kept.spec, stored.spec, 'unchanged');
     helmOk(

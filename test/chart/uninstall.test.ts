@@ -21,8 +21,8 @@ import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { defaultBaseEnv, JobRunner } from '../../localcluster/job-runner.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { FINALIZER, quiet, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { PODS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { eventsOf } from '../uninstall/helpers.ts';
 import { CHART_DIR, find, HELM_MAJORS, type HelmMajor, helmAsync, helmOk, key, requireHelm, template, valuesFile } from './helm.ts';
 

@@ -20,7 +20,7 @@ import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../l
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { KubeApiError, KubeClient } from '../../kube/client.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 // Child node processes without tap's coverage instrumentation (it only slows them down here).
 const plainEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({

@@ -8,12 +8,12 @@ import {
   dnsHosts,
   dnsmasqArgs,
   endpointAddresses,
-  type EndpointSlice,
   kubeletConfig,
   kubeProxyConfig,
   NODE_NETWORK,
   nodeDirs,
 } from '../../localcluster/node/config.ts';
+import type { EndpointSlice } from '../../kube/model.ts';
 import { splitRule } from '../../localcluster/node/host.ts';
 import { parseImageLines } from '../../localcluster/node/images.ts';
 import { redisManifests, setOverlayImage } from '../../dev/kubelet.ts';

@@ -7,7 +7,7 @@ import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { JSON_PATCH, type KubeApiError } from '../../kube/client.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 interface Review {
   apiVersion: string;

@@ -12,7 +12,7 @@ import { DEFAULT_CONTROLLER_HEALTH_PORT, DEFAULT_WEBHOOK_PORT } from '../../src/
 import { gcsFtCleanupModule, operatorCommandBudget } from '../../controller/gcsft-cleanup/module.ts';
 import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger } from '../../kube/logger.ts';
 
 function raykeeper(...args: string[]) {
   return spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'raykeeper.js'), ...args], {

@@ -6,8 +6,8 @@ import t from 'tap';
 import { CreationGate, KEEP_CLOSED_MS } from '../../kube/creation-gate.ts';
 import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { Manager } from '../../kube/manager.ts';
-import { createLogger, type Logger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger, type Logger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;

@@ -7,21 +7,21 @@ import t, { type Test } from 'tap';
 import type { Counter } from 'prom-client';
 import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
-import { RayClusterReconciler } from '../../controller/gcsft-cleanup/reconciler.ts';
+import { GcsFtCleanupReconciler } from '../../controller/gcsft-cleanup/reconciler.ts';
 import { FinalizerPatchRejectedError } from '../../kube/finalizers.ts';
 import { KubeEventRecorder } from '../../kube/events.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { addFinalizerPatch, removeFinalizerPatch } from '../../src/finalizer.ts';
+import { addFinalizerPatch, removeFinalizerPatch } from '../../kube/finalizer-patches.ts';
 import { EVENT_FINALIZER_PATCH_REJECTED } from '../../src/event-reasons.ts';
 import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
-import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
+import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../raycluster/harness.ts';
 import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
-import { RAYCLUSTERS, VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../kube/resources.ts';
+import { VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../kube/resources.ts';
 
 const FROZEN_LABEL = 'raykeeper.test/frozen-finalizers';
 const SECRET = 'sup3r-secret-pw';
@@ -319,7 +319,7 @@ t.test('a failed `test` op (stale cache) is re-read and retried in the same reco
     creationGate: new CreationGate(),
     isLeader: () => true,
   };
-  const reconciler = new RayClusterReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
+  const reconciler = new GcsFtCleanupReconciler(ctx, { gateEnabled: true, job: { image: 'raykeeper:test', cpu: '100m', memory: '64Mi' } });
   tt.teardown(() => factory.stop());
   factory.start();
   await factory.waitForSync();

@@ -6,9 +6,9 @@ import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
-import { PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { PODS } from '../../kube/resources.ts';
 import type { Pod } from '../../kube/model.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { env, metricsOf, quiet, until, type Env } from '../raycluster/harness.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
 

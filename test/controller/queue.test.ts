@@ -1,6 +1,6 @@
 import t from 'tap';
 import { runWorkers, WorkQueue } from '../../kube/queue.ts';
-import { Backoff, backoffDelay, sleep } from '../../src/backoff.ts';
+import { Backoff, backoffDelay, sleep } from '../../kube/backoff.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 
 /** Resolves after every promise callback queued so far has run (a resolved get() would have landed). */

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { Manager } from '../../kube/manager.ts';
 import { KubeApiError } from '../../kube/client.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { CONFIGMAPS } from '../../kube/resources.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';

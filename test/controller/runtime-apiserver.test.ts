@@ -16,8 +16,8 @@ import { LeaderElector, microTime } from '../../kube/leader.ts';
 import { KubeEventRecorder } from '../../kube/events.ts';
 import { Manager } from '../../kube/manager.ts';
 import { buildHealthServer, close, listen } from '../../kube/health-server.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 import { CONFIGMAPS, EVENTS, LEASES, NAMESPACES } from '../../kube/resources.ts';
@@ -118,7 +118,7 @@ t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace term
       () => tt.fail('a failed test op must fail the patch'),
       (err) => tt.ok(isPatchTestFailed(err), `test op failure is recognised: ${(err as Error).message}`),
     );
-  const patched = await kube.patch<{ data: Record<string, string> }>(
+  const patched = await kube.patch(
     { ...cm, name: 'a' },
     [
       { op: 'test', path: '/data/k', value: 'v' },
@@ -126,7 +126,7 @@ t.test('REST client: CRUD, typed errors, JSON patch test failure, namespace term
     ],
     JSON_PATCH,
   );
-  tt.equal(patched.data.k, 'w');
+  tt.equal(patched.data!.k, 'w');
   for (let i = 0; i < 7; i++) await kube.create(cm, { metadata: { name: `page-${i}` } });
   const listed = await kube.list(cm, { limit: 3 });
   tt.equal(listed.items.length, 8, 'pagination follows continue tokens');
@@ -196,7 +196,7 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
     return { ctl, done };
   };
   const leaseRef = { ...LEASES, namespace: ns.name, name: 'lock' };
-  const renewTime = async () => (await kubes[2]!.get<{ spec: { renewTime?: string } }>(leaseRef)).spec.renewTime;
+  const renewTime = async () => (await kubes[2]!.get(leaseRef)).spec!.renewTime;
   /** Resolves once the holder has renewed the Lease `times` more times (its renewTime moved on). */
   const renewals = async (times: number) => {
     let last = await renewTime();
@@ -222,13 +222,13 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   await renewals(2);
   tt.same([...leading], ['r0'], 'only one leader while it renews');
   tt.equal(b.observedLeader, 'r0');
-  const lease = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseDurationSeconds: number } }>({
+  const lease = await kubes[2]!.get({
     ...LEASES,
     namespace: ns.name,
     name: 'lock',
   });
-  tt.equal(lease.spec.holderIdentity, 'r0');
-  tt.equal(lease.spec.leaseDurationSeconds, 3);
+  tt.equal(lease.spec!.holderIdentity, 'r0');
+  tt.equal(lease.spec!.leaseDurationSeconds, 3);
 
   // r0 "dies": it stops renewing without releasing (simulated by cutting its loop and its connection).
   ra.ctl.abort();
@@ -250,13 +250,13 @@ t.test('leader election: one leader, takeover after it dies, prompt takeover aft
   await rb.done;
   tt.equal(await b.release(), true, `released (terms ended so far: ${stopped.join('; ') || 'none'})`);
   await until(() => leading.has('r2'), 'r2 takes over after the release', 5000);
-  const after = await kubes[2]!.get<{ spec: { holderIdentity: string; leaseTransitions: number } }>({
+  const after = await kubes[2]!.get({
     ...LEASES,
     namespace: ns.name,
     name: 'lock',
   });
-  tt.equal(after.spec.holderIdentity, 'r2');
-  tt.ok(after.spec.leaseTransitions >= 2);
+  tt.equal(after.spec!.holderIdentity, 'r2');
+  tt.ok(after.spec!.leaseTransitions! >= 2);
   rc.ctl.abort();
   await rc.done;
   await c.release();
@@ -267,10 +267,6 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   const kube = new KubeClient(ns.kubeConfig);
   const other = new KubeClient(ns.kubeConfig);
   tt.teardown(() => (kube.close(), other.close()));
-  type HeldLease = {
-    metadata: { name: string; namespace: string; resourceVersion: string };
-    spec: { holderIdentity: string | null; renewTime: string; leaseDurationSeconds: number; leaseTransitions: number };
-  };
   /** Leads on `name`, then stops its loop as the manager's shutdown does (the lease stays held). */
   const ledThenStopped = async (name: string) => {
     // client-go's default timing: the first attempt takes the free Lease, and no stall on a loaded machine
@@ -290,26 +286,26 @@ t.test('release on shutdown: after a renew whose answer was lost, and never a le
   // A renew that reached the API server while its answer was cut off by the shutdown: the Lease is
   // still ours, with a resourceVersion the elector never saw.
   const a = await ledThenStopped('renewed-behind');
-  const seen = await other.get<HeldLease>(ref('renewed-behind'));
-  const renewed = await other.replace<HeldLease>(ref('renewed-behind'), { ...seen, spec: { ...seen.spec, renewTime: later() } });
+  const seen = await other.get(ref('renewed-behind'));
+  const renewed = await other.replace(ref('renewed-behind'), { ...seen, spec: { ...seen.spec, renewTime: later() } });
   tt.not(renewed.metadata.resourceVersion, seen.metadata.resourceVersion, 'the control: the Lease changed behind the elector');
   tt.equal(await a.release(), true, 'released despite the newer resourceVersion');
-  const freed = await other.get<HeldLease>(ref('renewed-behind'));
-  tt.equal(freed.spec.holderIdentity ?? '', '', 'no holder: a standby takes it at its next retry');
-  tt.equal(freed.spec.leaseDurationSeconds, 1);
-  tt.equal(freed.spec.leaseTransitions, renewed.spec.leaseTransitions, 'transitions kept');
+  const freed = await other.get(ref('renewed-behind'));
+  tt.equal(freed.spec!.holderIdentity ?? '', '', 'no holder: a standby takes it at its next retry');
+  tt.equal(freed.spec!.leaseDurationSeconds, 1);
+  tt.equal(freed.spec!.leaseTransitions, renewed.spec!.leaseTransitions, 'transitions kept');
   tt.equal(await a.release(), false, 'a second release has nothing to give back');
 
   // The Lease was taken by another replica meanwhile: the release must not touch it.
   const b = await ledThenStopped('taken');
-  const held = await other.get<HeldLease>(ref('taken'));
-  const taken = await other.replace<HeldLease>(ref('taken'), {
+  const held = await other.get(ref('taken'));
+  const taken = await other.replace(ref('taken'), {
     ...held,
-    spec: { ...held.spec, holderIdentity: 'successor', renewTime: later(), leaseTransitions: held.spec.leaseTransitions + 1 },
+    spec: { ...held.spec, holderIdentity: 'successor', renewTime: later(), leaseTransitions: held.spec!.leaseTransitions! + 1 },
   });
   tt.equal(await b.release(), false, 'not released');
-  const after = await other.get<HeldLease>(ref('taken'));
-  tt.equal(after.spec.holderIdentity, 'successor', 'the successor still holds it');
+  const after = await other.get(ref('taken'));
+  tt.equal(after.spec!.holderIdentity, 'successor', 'the successor still holds it');
   tt.equal(after.metadata.resourceVersion, taken.metadata.resourceVersion, 'not written');
 
   // The Lease is gone (deleted by an admin): the release fails without creating one.
@@ -355,7 +351,7 @@ t.test('a leader that cannot renew steps down (renew deadline)', async (tt) => {
   const ref = { ...LEASES, namespace: ns.name, name: 'lock2' };
   // The leader renews every 200 ms: a read-then-replace can lose that race (409); read again and retry.
   for (;;) {
-    const lease = await kube.get<{ spec: Record<string, unknown> }>(ref);
+    const lease = await kube.get(ref);
     try {
       await kube.replace(ref, {
         ...lease,
@@ -375,10 +371,7 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const cm = await kube.create<{ apiVersion: string; kind: string; metadata: { name: string; namespace: string; uid: string } }>(
-    { ...CONFIGMAPS, namespace: ns.name },
-    { metadata: { name: 'target' } },
-  );
+  const cm = await kube.create({ ...CONFIGMAPS, namespace: ns.name }, { metadata: { name: 'target' } });
   const rec = new KubeEventRecorder({ kube, component: 'raykeeper-test', instance: 'i1', logger: quiet });
   const obj = { ...cm, apiVersion: 'v1', kind: 'ConfigMap' };
   rec.event(obj, 'Warning', 'SomethingBroke', 'the same message');
@@ -387,7 +380,7 @@ t.test('events: written as core/v1 Events, repeats counted on one Event', async 
   rec.event(obj, 'Normal', 'Other', 'different');
   await rec.flush();
   const events = (
-    await kube.list<{ reason: string; count: number; type: string; involvedObject: { uid: string; kind: string } }>({
+    await kube.list({
       ...EVENTS,
       namespace: ns.name,
     })

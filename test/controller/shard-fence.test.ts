@@ -38,7 +38,7 @@ t.test('two replicas, two shards: each writes only in its own shard', async (tt)
   });
   const holder = async (shard: number) =>
     (
-      await ns.kube.getOrUndefined<{ spec?: { holderIdentity?: string } }>({
+      await ns.kube.getOrUndefined({
         ...LEASES,
         namespace: ns.name,
         name: shardLeaseName('fence', shard),

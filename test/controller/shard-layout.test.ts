@@ -8,8 +8,8 @@ import { pino } from 'pino';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { LEASES } from '../../kube/resources.ts';
 import { memberLeaseName, SHARDS_ANNOTATION } from '../../kube/shards.ts';
-import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
-import { sleep } from '../../src/backoff.ts';
+import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../raycluster/harness.ts';
 
@@ -107,7 +107,7 @@ t.test('--shards 3 beside a live --shards 2: takes no shard until the --shards 2
   const ns = await testNamespace(tt);
   const a = await replica(tt, ns, 'a', 2);
   await until(() => a.c.manager.sharding!.held().length === 2, 'a (--shards 2) holds both shards', 30_000);
-  const member = await ns.kube.get<{ metadata: { annotations?: Record<string, string> } }>({
+  const member = await ns.kube.get({
     ...LEASES,
     namespace: ns.name,
     name: memberLeaseName(LEASE, 'a'),
@@ -124,7 +124,7 @@ t.test('--shards 3 beside a live --shards 2: takes no shard until the --shards 2
   const lines = blockedLines(b);
   tt.equal(lines.length, 1, 'logged once');
   tt.match(JSON.parse(lines[0]!), { level: 50, other: 'a', otherShards: 2, shards: 3 }, 'at error level, naming a and its N');
-  const shard2 = await ns.kube.getOrUndefined<{ spec?: { holderIdentity?: string } }>({
+  const shard2 = await ns.kube.getOrUndefined({
     ...LEASES,
     namespace: ns.name,
     name: `${LEASE}-shard-2`,
@@ -150,8 +150,7 @@ t.test('a single leader beside a live --shards 2 replica: does not lead until it
   tt.equal(lines.length, 1, 'logged once');
   tt.match(JSON.parse(lines[0]!), { level: 50, other: 's', otherShards: 2 }, 'at error level, naming s and its N');
   tt.notOk(
-    (await ns.kube.getOrUndefined<{ spec?: { holderIdentity?: string } }>({ ...LEASES, namespace: ns.name, name: LEASE }))?.spec
-      ?.holderIdentity,
+    (await ns.kube.getOrUndefined({ ...LEASES, namespace: ns.name, name: LEASE }))?.spec?.holderIdentity,
     'the single leader’s Lease not taken',
   );
 

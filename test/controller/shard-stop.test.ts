@@ -10,16 +10,11 @@ import { LEASES } from '../../kube/resources.ts';
 import { ShardCoordinator } from '../../kube/sharding.ts';
 import { microTime } from '../../kube/leader.ts';
 import { shardLeaseName } from '../../kube/shards.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 
 const LEASE = 'stopping';
-
-interface Lease {
-  metadata: { resourceVersion?: string };
-  spec?: Record<string, unknown>;
-}
 
 t.test('a stop issued while a round follows a lost shard: run returns, no term campaigns after it', async (tt) => {
   const ns = await testNamespace(tt);
@@ -70,7 +65,7 @@ t.test('a stop issued while a round follows a lost shard: run returns, no term c
   });
   await until(() => held, 'a round held at its read of the single leader’s Lease', 10_000);
   const ref = { ...LEASES, namespace: ns.name, name: shardLeaseName(LEASE, 1) };
-  const lease = await ns.kube.get<Lease>(ref);
+  const lease = await ns.kube.get(ref);
   const now = microTime(Date.now());
   await ns.kube.replace(ref, { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', leaseDurationSeconds: 300, renewTime: now } });
   await until(() => stopped.includes(1), 'a noticed shard 1 taken', 10_000);
@@ -84,5 +79,5 @@ t.test('a stop issued while a round follows a lost shard: run returns, no term c
   const campaigning = log.length;
   await sleep(1_500); // more than three retry periods: a term left running would campaign and log
   tt.equal(log.slice(campaigning).length, 0, 'no log line after run returned (no term left campaigning)');
-  tt.equal((await ns.kube.get<Lease>(ref)).spec?.holderIdentity, 'intruder', 'shard 1 still the intruder’s');
+  tt.equal((await ns.kube.get(ref)).spec?.holderIdentity, 'intruder', 'shard 1 still the intruder’s');
 });

@@ -6,10 +6,10 @@ import t from 'tap';
 import { startControlPlane } from '../../localcluster/control-plane.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { EVENTS, JOBS, LEASES, NAMESPACES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { EVENTS, JOBS, LEASES, NAMESPACES } from '../../kube/resources.ts';
 import { shardLeaseName, shardOf } from '../../kube/shards.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import {
   controllerChild,
   FINALIZER,
@@ -140,9 +140,7 @@ t.test(
     for (const { namespace, uid } of clusters) {
       tt.same(await rayKeys(client, uid), [], `${namespace}: Redis cleaned`);
       tt.equal(await jobs(namespace), 1, `${namespace}: exactly one cleanup Job`);
-      const created = (await kube.list<{ reason: string; count?: number }>({ ...EVENTS, namespace })).items.filter(
-        (x) => x.reason === EVENT_CREATED_REDIS_CLEANUP_JOB,
-      );
+      const created = (await kube.list({ ...EVENTS, namespace })).items.filter((x) => x.reason === EVENT_CREATED_REDIS_CLEANUP_JOB);
       tt.same(
         created.map((x) => x.count ?? 1),
         [1],

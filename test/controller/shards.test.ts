@@ -2,7 +2,7 @@
 import t from 'tap';
 import { KubeClient, writeTarget } from '../../kube/client.ts';
 import type { KubeCredentials } from '../../kube/kubeconfig.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import {
   fnv1a32,
   isOlder,

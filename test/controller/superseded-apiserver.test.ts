@@ -3,8 +3,7 @@
 // one that changed nothing, marks nothing, and a copy at the API's current version is never stale.
 import t from 'tap';
 import { JSON_PATCH, KubeClient, MERGE_PATCH, isConflict } from '../../kube/client.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { rayCluster } from '../raycluster/harness.ts';
 

@@ -13,18 +13,14 @@ import { isNotLeader, KubeClient, MERGE_PATCH, NotLeaderError } from '../../kube
 import { LeaderElector } from '../../kube/leader.ts';
 import { Manager } from '../../kube/manager.ts';
 import { RetryNoLaterError } from '../../kube/reconciler.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CONFIGMAPS, LEASES } from '../../kube/resources.ts';
+import type { ConfigMap } from '../../kube/model.ts';
 import { metricValue } from '../raycluster/harness.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
-
-interface ConfigMap {
-  metadata: { name: string; resourceVersion: string; managedFields?: unknown[] };
-  data?: Record<string, string>;
-}
 
 /** Rejects with a NotLeaderError for `method`, else fails the test. */
 async function refused(tt: Test, p: Promise<unknown>, method: string, what: string): Promise<void> {
@@ -46,7 +42,7 @@ t.test(
     const fenced = base.fenced(() => open);
     const cm = { ...CONFIGMAPS, namespace: ns.name };
     await fenced.create(cm, { metadata: { name: 'held' }, data: { k: 'v' } });
-    const before = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
+    const before = await ns.kube.get({ ...cm, name: 'held' });
 
     open = false;
     tt.equal(fenced.mayWrite(), false);
@@ -55,13 +51,13 @@ t.test(
     await refused(tt, fenced.replace({ ...cm, name: 'held' }, { ...before, data: { k: 'replaced' } }), 'PUT', 'replace');
     await refused(tt, fenced.create(cm, { metadata: { name: 'new' } }), 'POST', 'create');
     await refused(tt, fenced.delete({ ...cm, name: 'held' }), 'DELETE', 'delete');
-    tt.same((await fenced.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'v' }, 'a read through the fenced client works');
+    tt.same((await fenced.get({ ...cm, name: 'held' })).data, { k: 'v' }, 'a read through the fenced client works');
     tt.ok(
-      (await fenced.list<ConfigMap>(cm)).items.some((c) => c.metadata.name === 'held'),
+      (await fenced.list(cm)).items.some((c) => c.metadata.name === 'held'),
       'a list too',
     );
 
-    const after = await ns.kube.get<ConfigMap>({ ...cm, name: 'held' });
+    const after = await ns.kube.get({ ...cm, name: 'held' });
     tt.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, 'the object is unchanged on the server');
     tt.same(after.data, { k: 'v' });
     tt.same(after.metadata.managedFields, before.metadata.managedFields, 'no field manager touched it');
@@ -79,13 +75,13 @@ t.test(
 
     await base.patch({ ...cm, name: 'held' }, { data: { k: 'by-base' } }, MERGE_PATCH);
     tt.same(
-      (await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data,
+      (await ns.kube.get({ ...cm, name: 'held' })).data,
       { k: 'by-base' },
       'the unfenced client (the Lease client) on the same connections still writes',
     );
     open = true;
     await fenced.patch({ ...cm, name: 'held' }, { data: { k: 'reopened' } }, MERGE_PATCH);
-    tt.same((await ns.kube.get<ConfigMap>({ ...cm, name: 'held' })).data, { k: 'reopened' }, 'open again: the fenced client writes');
+    tt.same((await ns.kube.get({ ...cm, name: 'held' })).data, { k: 'reopened' }, 'open again: the fenced client writes');
   },
 );
 
@@ -93,7 +89,7 @@ t.test('the guard is asked as the request meets its socket: closed after the cal
   const ns = await testNamespace(tt);
   const cm = { ...CONFIGMAPS, namespace: ns.name };
   await ns.kube.create(cm, { metadata: { name: 'late' }, data: { k: 'v' } });
-  const before = await ns.kube.get<ConfigMap>({ ...cm, name: 'late' });
+  const before = await ns.kube.get({ ...cm, name: 'late' });
   // A fresh client opens its connection (TLS handshake) for the write; a warmed one reuses a pooled one.
   for (const connection of ['a new connection', 'a pooled connection']) {
     const base = new KubeClient(ns.kubeConfig);
@@ -109,7 +105,7 @@ t.test('the guard is asked as the request meets its socket: closed after the cal
     open = false; // the call has passed its first check; the bytes are not written yet
     await refused(tt, write, 'PATCH', connection);
     tt.equal(asked, 2, `${connection}: asked when called and again at the socket`);
-    const after = await ns.kube.get<ConfigMap>({ ...cm, name: 'late' });
+    const after = await ns.kube.get({ ...cm, name: 'late' });
     tt.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, `${connection}: the object is unchanged`);
     open = true;
     await fenced.get({ ...cm, name: 'late' });
@@ -217,7 +213,7 @@ t.test(
         reconciler: {
           reconcile: async (key) => {
             if (key !== `${ns.name}/trigger` || takeover) return;
-            before = await ctx.kube.get<ConfigMap>(cm);
+            before = await ctx.kube.get(cm);
             await new Promise((resolve) => setImmediate(resolve)); // the read's connection is back in the pool
             takeover = spawnSync(
               process.execPath,
@@ -251,11 +247,8 @@ t.test(
       0,
       `two took the lease during the stall (${String(takeover?.stdout).trim()} ${String(takeover?.stderr).trim()})`,
     );
-    tt.equal(
-      (await ns.kube.get<{ spec: { holderIdentity: string } }>({ ...LEASES, namespace: ns.name, name: 'stall' })).spec.holderIdentity,
-      'two',
-    );
-    const after = await ns.kube.get<ConfigMap>(cm);
+    tt.equal((await ns.kube.get({ ...LEASES, namespace: ns.name, name: 'stall' })).spec!.holderIdentity, 'two');
+    const after = await ns.kube.get(cm);
     tt.equal(after.metadata.resourceVersion, before?.metadata.resourceVersion, 'the object is unchanged on the server');
     tt.same(after.data, { k: 'v' });
     const text = await metrics.metrics();

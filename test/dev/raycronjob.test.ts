@@ -9,7 +9,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { until } from '../raycluster/harness.ts';
 import { run, startDevProcess, stopDev, watchRayJob } from './dev-process.ts';
 

@@ -68,16 +68,16 @@ t.test(
     const jobs = { ...JOBS, namespace: ns } as const;
     const services = { ...SERVICES, namespace: ns } as const;
     const configMaps = { ...CONFIGMAPS, namespace: ns } as const;
-    const owner = await e.kube.create<{ metadata: { name: string; uid: string } }>(jobs, {
+    const owner = await e.kube.create(jobs, {
       metadata: { name: 'owner' },
       spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
     });
-    const other = await e.kube.create<{ metadata: { name: string; uid: string } }>(configMaps, { metadata: { name: 'not-an-owner-kind' } });
+    const other = await e.kube.create(configMaps, { metadata: { name: 'not-an-owner-kind' } });
     const svc = (name: string, ref: OwnerReference) => ({ metadata: { name, ownerReferences: [ref] }, spec: { ports: [{ port: 80 }] } });
-    await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid }));
+    await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid! }));
     await e.kube.create(
       services,
-      svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name, uid: 'gone-but-unknown-kind' }),
+      svc('owned-by-configmap', { apiVersion: 'v1', kind: 'ConfigMap', name: other.metadata.name!, uid: 'gone-but-unknown-kind' }),
     );
     await e.kube.create(
       services,

@@ -6,12 +6,12 @@ import t from 'tap';
 import { parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
 import { controllerChild, createCluster, env, getCluster, jobRunner, rayKeys, redis, seedRay, until } from '../raycluster/harness.ts';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { JOBS, RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { JOBS, SECRETS } from '../../kube/resources.ts';
 
 const PASSWORD = 'e2e-s3cret-pw';
 
@@ -91,15 +91,12 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.same(await rayKeys(client, nsAnnotated!), [...annotatedKeys].sort(), 'the other cluster data is intact');
   t.equal(await client.get('unrelated'), 'x');
   t.equal(optionsKeys.length, 5);
-  const job = await e.kube.getOrUndefined<{
-    status?: { conditions?: Array<{ type: string; status: string }> };
-    spec: { template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string; valueFrom?: unknown }> }> } } };
-  }>({ ...JOBS, namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
+  const job = await e.kube.getOrUndefined({ ...JOBS, namespace: e.ns.name, name: 'external-redis-redis-cleanup' });
   t.ok(
     job?.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True'),
     'the cleanup Job completed',
   );
-  const pw = job?.spec.template.spec.containers[0]?.env?.find((x) => x.name === 'REDIS_PASSWORD');
+  const pw = job?.spec?.template?.spec?.containers?.[0]?.env?.find((x) => x.name === 'REDIS_PASSWORD');
   t.same(
     pw?.valueFrom,
     { secretKeyRef: { name: 'redis-password-secret', key: 'password' } },

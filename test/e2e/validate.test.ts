@@ -6,15 +6,9 @@
 import t, { type Test } from 'tap';
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
-import { KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
-import {
-  MUTATING_WEBHOOK_CONFIGURATIONS,
-  RAYCLUSTERS,
-  RAYCRONJOBS,
-  RAYJOBS,
-  VALIDATING_WEBHOOK_CONFIGURATIONS,
-} from '../../kube/resources.ts';
-import type { RayCluster, RayCronJob, RayJob } from '../../src/types.ts';
+import { KubeApiError, MERGE_PATCH, type ResourceRef } from '../../kube/client.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS, type RayCluster, type RayCronJob, type RayJob } from '../../src/types.ts';
 import { env, until, type Env } from '../raycluster/harness.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
 import { metricTextSum } from '../../bench/controller.ts';
@@ -40,7 +34,7 @@ async function registerWebhooks(tt: Test, e: Env): Promise<Awaited<ReturnType<ty
 }
 
 /** Waits until a dry-run create of `invalid` is refused: the API server calls our validating webhook. */
-async function untilValidating(e: Env, ref: typeof RAYCLUSTERS & { namespace: string }, invalid: object): Promise<void> {
+async function untilValidating(e: Env, ref: ResourceRef<RayCluster>, invalid: object): Promise<void> {
   await until(
     async () =>
       e.kube.create(ref, invalid, { query: { dryRun: 'All' } }).then(

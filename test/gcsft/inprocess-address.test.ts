@@ -13,10 +13,11 @@
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
-import { createRayClusterController, defaultInProcessRunner, type InProcessRunner } from '../../controller/gcsft-cleanup/reconciler.ts';
+import { createGcsFtCleanupController, defaultInProcessRunner, type InProcessRunner } from '../../controller/gcsft-cleanup/reconciler.ts';
 import { DEFAULT_CLEANUP_CONFIG } from '../../src/gcsft/cleanup-job.ts';
 import { parseRedisAddress } from '../../src/redis/address.ts';
-import { NAMESPACES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { NAMESPACES } from '../../kube/resources.ts';
 import {
   createCluster,
   env,
@@ -55,7 +56,7 @@ t.test('namespace terminating: the in-process cleanup resolves `redis` in the cl
       {
         ...gcsFtCleanupModule,
         create: (ctx) =>
-          createRayClusterController(ctx, { job: { ...DEFAULT_CLEANUP_CONFIG, image: 'raykeeper:test' }, runCleanup: clusterDns }),
+          createGcsFtCleanupController(ctx, { job: { ...DEFAULT_CLEANUP_CONFIG, image: 'raykeeper:test' }, runCleanup: clusterDns }),
       },
     ],
     env: {},

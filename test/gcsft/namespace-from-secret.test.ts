@@ -24,7 +24,8 @@ import {
   seedRay,
   until,
 } from '../raycluster/harness.ts';
-import { JOBS, RAYCLUSTERS, SECRETS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { JOBS, SECRETS } from '../../kube/resources.ts';
 import type { BatchJob } from '../../kube/model.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
@@ -96,11 +97,11 @@ t.test('the by-hand command names the Secret key; run with it, it deletes the sa
   tt.equal((await rayKeys(client, ns)).length, 5, 'still there: the Job never ran');
 
   // An admin runs it, reading the Secret as the placeholder says (kubectl get secret gcs-ns -o jsonpath='{.data.ns}' | base64 -d).
-  const secret = await e.kube.get<{ data: Record<string, string> }>({ ...SECRETS, namespace: e.ns.name, name: 'gcs-ns' });
+  const secret = await e.kube.get({ ...SECRETS, namespace: e.ns.name, name: 'gcs-ns' });
   const vars: Record<string, string> = {};
   for (const m of command.matchAll(/(\w+)=('[^']*'|\S+)/g)) vars[m[1]!] = m[2]!.replace(/^'|'$/g, '');
   if (vars.RAY_external_storage_namespace === '<secret gcs-ns key ns>')
-    vars.RAY_external_storage_namespace = Buffer.from(secret.data.ns!, 'base64').toString('utf8');
+    vars.RAY_external_storage_namespace = Buffer.from(secret.data!.ns!, 'base64').toString('utf8');
   const code = await new Promise<number | null>((resolve) => {
     const child = spawn(process.execPath, [BIN, 'redis-cleanup'], { env: { ...process.env, ...vars }, stdio: 'ignore' });
     child.on('exit', resolve);

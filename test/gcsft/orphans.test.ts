@@ -21,8 +21,8 @@ import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import { KubeClient } from '../../kube/client.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { cluster, T0 } from '../raycluster/fixtures.ts';
 
 const R = 'redis://redis:6379';

@@ -32,8 +32,8 @@ import {
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError } from '../../kube/client.ts';
-import { MUTATING_WEBHOOK_CONFIGURATIONS, RAYCLUSTERS, SERVICEACCOUNTS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS, SERVICEACCOUNTS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
-// Time that moves only when the test says, for code that takes `now` and `timers` (src/backoff.ts).
-import type { Timers } from '../../src/backoff.ts';
+// Time that moves only when the test says, for code that takes `now` and `timers` (kube/backoff.ts).
+import type { Timers } from '../../kube/backoff.ts';
 
 export class FakeClock implements Timers {
   private at: number;

@@ -11,7 +11,8 @@ import {
 } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError, type KubeClient } from '../../kube/client.ts';
-import { MUTATING_WEBHOOK_CONFIGURATIONS, RAYJOBS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { RAYJOBS } from '../../src/types.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { until } from './until.ts';
 import { runWebhook } from '../../webhook/main.ts';
 import type { WebhookApp } from '../../webhook/app.ts';

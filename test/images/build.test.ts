@@ -15,7 +15,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { freePort, redisServerMissing, startRedisServer, waitForRedis } from '../helpers/redis-server.ts';
 import { client, seedCurrent, seedLegacy, snapshot } from '../redis/fixtures.ts';
 import { normalizeRef, type OciImage, readArchive, runImage, scratch, unpackRootfs, waitRunning } from './oci.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const SCRIPT = join(REPO_ROOT, 'tools/build-images.sh');

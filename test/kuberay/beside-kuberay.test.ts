@@ -14,32 +14,15 @@ import { startController, type RunningController } from '../../controller/main.t
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
-import { createMetricsRegistry, type Registry } from '../../src/metrics.ts';
+import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
 import { rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
-import {
-  capturingLogger,
-  kubeRayControlPlane,
-  missingKubeRay,
-  startKubeRay,
-  type KubeRayOperator,
-  type ManagedFieldsEntry,
-} from './helpers.ts';
-import {
-  EVENTS,
-  JOBS,
-  LEASES,
-  NAMESPACES,
-  PODS,
-  RAYCLUSTERS,
-  RAYJOBS,
-  ROLEBINDINGS,
-  ROLES,
-  SERVICEACCOUNTS,
-} from '../../kube/resources.ts';
+import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from './helpers.ts';
+import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, type Resource } from '../../kube/resources.ts';
+import type { ApiObject } from '../../kube/model.ts';
 import { EVENT_KUBERAY_CLEANUP_ENABLED } from '../../src/event-reasons.ts';
 import { missingPart } from '../helpers/parts.ts';
 
@@ -214,7 +197,7 @@ if (!missing)
         async () => kube.getOrUndefined({ ...RAYCLUSTERS, namespace: ns, name: driven.status?.rayClusterName ?? '' }),
         "KubeRay's RayCluster for the RayJob",
       );
-      const stored = await kube.get<RayJob & { metadata: { managedFields?: ManagedFieldsEntry[] } }>({
+      const stored = await kube.get({
         ...RAYJOBS,
         namespace: ns,
         name: 'rj',
@@ -256,11 +239,8 @@ if (!missing)
           },
         },
       );
-      for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS]) {
-        const o = await until(
-          () => kube.getOrUndefined<{ metadata: { labels?: Record<string, string> } }>({ ...ref, namespace: ns, name: 'scaler' }),
-          `KubeRay's ${ref.plural}/scaler`,
-        );
+      for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS] as Resource<ApiObject>[]) {
+        const o = await until(() => kube.getOrUndefined({ ...ref, namespace: ns, name: 'scaler' }), `KubeRay's ${ref.plural}/scaler`);
         t.equal(
           o.metadata.labels?.['app.kubernetes.io/created-by'],
           'kuberay-operator',
@@ -289,7 +269,7 @@ if (!missing)
       await first.controller.stop();
       await kube.delete({ ...RAYCLUSTERS, namespace: ns, name: 'both' });
       const theirs = await until(async () => {
-        const j = await kube.getOrUndefined<{ metadata: { labels?: Record<string, string> } }>({
+        const j = await kube.getOrUndefined({
           ...JOBS,
           namespace: ns,
           name: 'both-redis-cleanup',
@@ -300,9 +280,7 @@ if (!missing)
       const second = await ours(cp, ns, 'auto');
       controllers.push(second.controller);
       const warning = await until(async () => {
-        const events = (
-          await kube.list<{ reason: string; type: string; message: string; involvedObject: { name: string } }>({ ...EVENTS, namespace: ns })
-        ).items;
+        const events = (await kube.list({ ...EVENTS, namespace: ns })).items;
         return events.find((e) => e.reason === EVENT_KUBERAY_CLEANUP_ENABLED && e.involvedObject.name === 'both');
       }, 'the Warning on the RayCluster');
       t.equal(warning.type, 'Warning');
@@ -333,7 +311,7 @@ if (!missing)
       );
       const fight = await until(
         async () => {
-          const j = await kube.get<RayJob & { metadata: { managedFields?: ManagedFieldsEntry[] } }>({
+          const j = await kube.get({
             ...RAYJOBS,
             namespace: ns,
             name: 'fight',

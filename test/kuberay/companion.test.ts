@@ -3,7 +3,7 @@
 import t from 'tap';
 import { kustomize } from '../helpers/kustomize.ts';
 import { pino } from 'pino';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import {
   COMPANION_SKIPPED,
   KUBERAY_CLEANUP_WATCH,

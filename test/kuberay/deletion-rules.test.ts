@@ -26,14 +26,14 @@ import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import { startController } from '../../controller/main.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
 import { readDeletionRecord } from '../../src/rayjob/deletion.ts';
-import { EVENTS, NAMESPACES, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { EVENTS, NAMESPACES } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { EVENT_DELETION_RULES_UNMATCHED } from '../../src/event-reasons.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { until } from '../raycluster/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay } from './helpers.ts';
@@ -304,11 +304,10 @@ if (!missing)
     // Warning: none from KubeRay; ours, by design (src/event-reasons.ts), RayJobFailed on each failure,
     // FailedToStopRayJob where DeleteSelf's stop request found no Ray (KubeRay only logs it), and the
     // #5184 Warning checked below.
-    type Ev = { type: string; reason: string; message: string; count?: number; involvedObject: { name: string; kind: string } };
     const rayJobEvents = async (ns: Ns, type: string) =>
-      (await kube.list<Ev>({ ...EVENTS, namespace: ns })).items
+      (await kube.list({ ...EVENTS, namespace: ns })).items
         .filter((e) => e.involvedObject.kind === 'RayJob' && e.type === type)
-        .map((e) => `${e.involvedObject.name} ${e.reason}: ${e.message.replaceAll(`${ns}/`, '<ns>/').replace(/-[a-z0-9]{5}\b/g, '-<x>')}`)
+        .map((e) => `${e.involvedObject.name} ${e.reason}: ${e.message!.replaceAll(`${ns}/`, '<ns>/').replace(/-[a-z0-9]{5}\b/g, '-<x>')}`)
         .sort();
     await until(
       async () =>
@@ -348,7 +347,7 @@ if (!missing)
 
     // 4. Ours only (kuberay #5184): one Warning for the RayJob whose rules cannot match, none for the others.
     const unmatched = async (ns: Ns) =>
-      (await kube.list<Ev>({ ...EVENTS, namespace: ns })).items.filter((e) => e.reason === EVENT_DELETION_RULES_UNMATCHED);
+      (await kube.list({ ...EVENTS, namespace: ns })).items.filter((e) => e.reason === EVENT_DELETION_RULES_UNMATCHED);
     await until(async () => (await unmatched('raykeeper')).length > 0, 'our DeletionRulesUnmatched Warning', 10_000, 200);
     const warnings = await unmatched('raykeeper');
     t.same(

@@ -110,9 +110,3 @@ export function capturingLogger(level = 'info'): { logger: Logger; lines: string
   const lines: string[] = [];
   return { logger: pino({ level }, { write: (l: string) => void lines.push(l) }), lines };
 }
-
-export interface ManagedFieldsEntry {
-  manager?: string;
-  operation?: string;
-  subresource?: string;
-}

@@ -18,13 +18,13 @@ import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../controller/companion.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { finalizerWriter } from '../../src/uninstall/decide.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
 import { quiet, rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
 import { cli, eventsOf } from '../uninstall/helpers.ts';
 import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from './helpers.ts';
-import { JOBS, LEASES, NAMESPACES, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { JOBS, LEASES, NAMESPACES } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
@@ -47,8 +47,6 @@ function rayJob(name: string): RayJob {
     },
   };
 }
-
-type Managed = { metadata: { managedFields?: Array<{ manager?: string; time?: string; fieldsV1?: unknown }> } };
 
 if (!missing)
   t.test('moves between raykeeper and KubeRay v1.6.2 (the real operator)', async (t) => {
@@ -116,7 +114,7 @@ if (!missing)
       running.push(r);
       return r;
     };
-    const cluster = (ns: string, name: string) => kube.getOrUndefined<RayCluster & Managed>({ ...RAYCLUSTERS, namespace: ns, name });
+    const cluster = (ns: string, name: string) => kube.getOrUndefined({ ...RAYCLUSTERS, namespace: ns, name });
     const job = (ns: string, name: string) => kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: ns, name });
     const gone = (get: () => Promise<unknown>, what: string) => until(async () => (await get()) === undefined, what, 90_000);
 
@@ -206,7 +204,7 @@ if (!missing)
       await gone(() => cluster(ns, 'ft'), 'the GCS-FT cluster, released by raykeeper');
       t.same(await rayKeys(client, 'ft-data'), [], "raykeeper's cleanup deleted its data");
       t.ok(keys.length > 0);
-      const cleanup = await kube.get<{ metadata: { labels?: Record<string, string> } }>({
+      const cleanup = await kube.get({
         ...JOBS,
         namespace: ns,
         name: 'ft-redis-cleanup',

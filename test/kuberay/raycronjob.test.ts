@@ -12,11 +12,11 @@
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
 import { rayCronJobModule } from '../../controller/raycronjob/module.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
-import { NAMESPACES, RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
-import type { RayCronJob, RayJob } from '../../src/types.ts';
-import { sleep } from '../../src/backoff.ts';
+import { NAMESPACES } from '../../kube/resources.ts';
+import { RAYCRONJOBS, RAYJOBS, type RayCronJob, type RayJob } from '../../src/types.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { until } from '../raycluster/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay } from './helpers.ts';

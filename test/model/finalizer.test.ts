@@ -6,9 +6,16 @@ import {
   hasFinalizer,
   isDeleting,
   removeFinalizerPatch,
+  type FinalizerChange,
   type PatchOp,
-} from '../../src/finalizer.ts';
+  type Refusal,
+} from '../../kube/finalizer-patches.ts';
+import { FINALIZER_REFUSAL } from '../../src/finalizer.ts';
 import { inlineSecrets } from '../../src/inline-secrets.ts';
+
+/** The Warning's message as every FinalizerPatcher writes it: the API's words, the objects' inline secrets masked. */
+const finalizerRejected = (change: FinalizerChange, finalizer: string, refusal: Refusal, objects: unknown): string =>
+  FINALIZER_REFUSAL.mask(finalizerRejectedMessage(change, finalizer, refusal), objects);
 
 const F = 'ray.io/gcs-ft-redis-cleanup-finalizer';
 
@@ -220,17 +227,17 @@ t.test("the refusal Warning: the API's message, one line, no secret of the objec
     },
   ];
   for (const row of fromStored) {
-    const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, row.objects);
+    const text = finalizerRejected('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, row.objects);
     tt.match(text, /denied: frozen \(\*\*\*(, \*\*\*)?\)/, `${row.name}: masked`);
     for (const s of row.never) tt.notOk(text.includes(s), `${row.name}: no ${s}`);
   }
   for (const row of rows) {
-    const text = finalizerRejectedMessage('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, obj);
+    const text = finalizerRejected('add', F, { statusCode: 422, reason: 'Invalid', message: row.message }, obj);
     for (const re of row.want) tt.match(text, re, `${row.name}: ${re}`);
     for (const s of row.never) tt.notOk(text.includes(s), `${row.name}: no ${JSON.stringify(s)}`);
   }
   tt.match(
-    finalizerRejectedMessage('remove', F, { statusCode: 403, reason: 'Forbidden', message: 'no' }, obj),
+    finalizerRejected('remove', F, { statusCode: 403, reason: 'Forbidden', message: 'no' }, obj),
     /^Cannot remove finalizer .*\(403 Forbidden\): no\./,
   );
 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { parse, stringify } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { CHART_DIR, helm, requireHelm, template, valuesFile } from '../chart/helm.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { kustomizeCopies } from './kustomize-copy.ts';

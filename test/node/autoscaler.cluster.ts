@@ -9,7 +9,9 @@
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { run } from '../../localcluster/node/host.ts';
 import t from 'tap';
-import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { NAMESPACES, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, type Resource } from '../../kube/resources.ts';
+import type { ApiObject } from '../../kube/model.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { nodeUnderTest, until } from './helpers.ts';
 
@@ -17,9 +19,6 @@ interface Pod {
   metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
   spec: { restartPolicy?: string; serviceAccountName?: string; containers: Array<{ name: string }> };
   status?: { conditions?: Array<{ type: string; status: string }> };
-}
-interface Cluster {
-  spec: { workerGroupSpecs: Array<{ replicas?: number; scaleStrategy?: { workersToDelete?: string[] } }> };
 }
 
 const NS = 'ray-autoscale';
@@ -33,10 +32,10 @@ const kubectl = (args: string[], timeoutMs = 120_000) =>
 
 const ready = (p: Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const rayPods = async (): Promise<Pod[]> =>
-  (await kube.list<Pod>({ ...PODS, namespace: NS }, { labelSelector: `ray.io/cluster=${NAME}` })).items.filter(
+  ((await kube.list({ ...PODS, namespace: NS }, { labelSelector: `ray.io/cluster=${NAME}` })).items as Pod[]).filter(
     (p) => !p.metadata.deletionTimestamp,
   );
-const cluster = () => kube.get<Cluster>({ ...RAYCLUSTERS, namespace: NS, name: NAME });
+const cluster = () => kube.get({ ...RAYCLUSTERS, namespace: NS, name: NAME });
 
 // Small requests: the machine has 2 cores for the node, raykeeper, Redis and these three containers.
 const container = (name: string, cpu: string, memory: string) => ({
@@ -80,12 +79,9 @@ t.test('a task needing a resource only a worker at 0 offers: the autoscaler adds
   );
 
   // What the operator made for the autoscaler: its ServiceAccount, Role and RoleBinding, owned by the cluster.
-  for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS]) {
+  for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS] as Resource<ApiObject>[]) {
     const o = await until(
-      () =>
-        kube
-          .get<{ metadata: { ownerReferences?: Array<{ kind: string; controller?: boolean }> } }>({ ...ref, namespace: NS, name: NAME })
-          .catch(() => undefined),
+      () => kube.get({ ...ref, namespace: NS, name: NAME }).catch(() => undefined),
       `${ref.plural}/${NAME}`,
       60_000,
       500,
@@ -144,7 +140,7 @@ t.test('a task needing a resource only a worker at 0 offers: the autoscaler adds
   // request (cloud_provider.py: worker_groups_without_pending_deletes), so it may still name the gone pod.
   const group = await until(
     async () => {
-      const g = (await cluster()).spec.workerGroupSpecs[0];
+      const g = (await cluster()).spec!.workerGroupSpecs![0];
       return g?.replicas === 0 ? g : undefined;
     },
     'replicas 0 (written by the autoscaler)',

@@ -97,7 +97,7 @@ export interface NodeTestEvent {
 
 /** Every Event in the namespace, as the API server lists them. */
 export async function namespaceEvents(kube: KubeClient, namespace: string): Promise<NodeTestEvent[]> {
-  return (await kube.list<NodeTestEvent>({ ...EVENTS, namespace })).items;
+  return (await kube.list({ ...EVENTS, namespace })).items as NodeTestEvent[];
 }
 
 /**

@@ -13,7 +13,7 @@ import { startKubeletDev, SYSTEM_NAMESPACE, waitForAdmission } from '../../dev/k
 import { Discovery, parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { isNotFound, KubeClient, type ResourceRef } from '../../kube/client.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { APP_CREATED_BY_LABEL, GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE } from '../../src/ray-release.ts';
 import { CHART_DIR, helmOk, key, requireHelm } from '../chart/helm.ts';
@@ -72,19 +72,17 @@ const podSummary = async (namespace: string): Promise<unknown> =>
   }));
 
 /** Waits (10 min at most) until the RayJob is Complete or Failed; a timeout says where it and its pods were. */
-const finished = (rayjob: ResourceRef): Promise<RayJob> =>
+const finished = (rayjob: ResourceRef<RayJob>): Promise<RayJob> =>
   until(
     async () => {
-      const j = await kube.get<RayJob>(rayjob);
+      const j = await kube.get(rayjob);
       return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
     },
     `the RayJob ${rayjob.name} to finish`,
     600_000,
     1000,
   ).catch(async (err: Error) => {
-    throw new Error(
-      `${err.message}: ${JSON.stringify({ job: (await kube.get<RayJob>(rayjob)).status, pods: await podSummary('default') })}`,
-    );
+    throw new Error(`${err.message}: ${JSON.stringify({ job: (await kube.get(rayjob)).status, pods: await podSummary('default') })}`);
   });
 
 t.test(

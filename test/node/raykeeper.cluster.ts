@@ -10,15 +10,8 @@ import t from 'tap';
 import { devSampleCluster } from '../../dev/dev.ts';
 import { startKubeletDev, SYSTEM_NAMESPACE, WEBHOOK_SERVICE } from '../../dev/kubelet.ts';
 import { KubeClient } from '../../kube/client.ts';
-import {
-  DEPLOYMENTS,
-  ENDPOINT_SLICES,
-  LEASES,
-  MUTATING_WEBHOOK_CONFIGURATIONS,
-  NAMESPACES,
-  PODS,
-  RAYCLUSTERS,
-} from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { DEPLOYMENTS, ENDPOINT_SLICES, LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS } from '../../kube/resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { rayKeys, seedRay } from '../raycluster/harness.ts';
 import { assertCleanupJobRan, kubectl, namespaceEvents, until } from './helpers.ts';
@@ -32,32 +25,26 @@ t.teardown(() => redis.disconnect());
 const NS = 'ray-users';
 const SYSTEM_PODS = { ...PODS, namespace: SYSTEM_NAMESPACE };
 
-interface Pod {
-  metadata: { name: string };
-  spec: { containers: Array<{ image: string }> };
-  status?: { conditions?: Array<{ type: string; status: string }>; podIP?: string };
-}
-
 t.test('dev --kubelet prints its node Ready and installs from manifests/', async (t) => {
   t.equal(env.node, 'localhost Ready');
-  const pods = await kube.list<Pod>(SYSTEM_PODS);
+  const pods = await kube.list(SYSTEM_PODS);
   t.ok(pods.items.length >= 4, 'webhook and controller pods');
   for (const p of pods.items)
-    t.equal(p.spec.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
+    t.equal(p.spec!.containers[0]?.image, 'docker.io/library/raykeeper:0.1.0', `${p.metadata.name} runs our image`);
 });
 
 t.test('the webhook pods are Ready behind their Service and the API server calls them by it', async (t) => {
-  const config = await kube.get<{ webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }> }>({
+  const config = await kube.get({
     ...MUTATING_WEBHOOK_CONFIGURATIONS,
     name: 'raykeeper',
   });
-  for (const w of config.webhooks)
+  for (const w of config.webhooks!)
     t.same(
       w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace },
       { name: WEBHOOK_SERVICE, namespace: SYSTEM_NAMESPACE },
       'by Service, no url',
     );
-  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const pods = await kube.list(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
   const readyAddresses = async () => {
@@ -87,12 +74,9 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
   const sample = devSampleCluster(env.redisInCluster) as { metadata: Record<string, unknown> };
   t.notOk('annotations' in sample.metadata, 'metadata.annotations absent');
   // The object the CREATE returns is the admitted one: only the webhook can have changed it.
-  const created = await kube.create<{
-    metadata: { finalizers?: string[] };
-    spec: { gcsFaultToleranceOptions: { externalStorageNamespace?: string } };
-  }>({ ...RAYCLUSTERS, namespace: NS }, { ...sample, metadata: { name: 'pinned' } });
+  const created = await kube.create({ ...RAYCLUSTERS, namespace: NS }, { ...sample, metadata: { name: 'pinned' } });
   t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
-  t.match(created.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
+  t.match(created.spec!.gcsFaultToleranceOptions!.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
 
   // The validating webhook, by the same Service: kubectl sees KubeRay's reason, a warning, a refused UPDATE.
   const invalid = structuredClone(sample) as {
@@ -141,8 +125,7 @@ t.test(
   async (t) => {
     const scale = (replicas: number) =>
       kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'scale', 'deployment', 'raykeeper-webhook', `--replicas=${replicas}`]);
-    const webhookPods = async () =>
-      (await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' })).items.length;
+    const webhookPods = async () => (await kube.list(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' })).items.length;
     t.equal(scale(0).status, 0, 'webhook scaled to 0');
     t.teardown(async () => {
       scale(2);
@@ -185,7 +168,7 @@ t.test(
       500,
     );
     t.match(refusal?.message, /The RayCluster spec is invalid: worker group/, "KubeRay's message, as the webhook would have said it");
-    const pods = await kube.list<Pod>({ ...PODS, namespace: NS }, { labelSelector: 'ray.io/cluster=admitted-invalid' });
+    const pods = await kube.list({ ...PODS, namespace: NS }, { labelSelector: 'ray.io/cluster=admitted-invalid' });
     t.same(
       pods.items.map((p) => p.metadata.name),
       [],
@@ -198,8 +181,8 @@ t.test(
 t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against the in-cluster Redis', async (t) => {
   const name = 'pinned';
   const ref = { ...RAYCLUSTERS, namespace: NS, name };
-  const rc = await kube.get<{ spec: { gcsFaultToleranceOptions: { externalStorageNamespace: string } } }>(ref);
-  const storage = rc.spec.gcsFaultToleranceOptions.externalStorageNamespace;
+  const rc = await kube.get(ref);
+  const storage = rc.spec!.gcsFaultToleranceOptions!.externalStorageNamespace!;
   const seeded = await seedRay(redis, storage);
   const neighbour = await seedRay(redis, 'neighbour-cluster');
   t.same(await rayKeys(redis, storage), seeded.sort(), 'the cluster has GCS data in the in-cluster Redis');
@@ -220,25 +203,29 @@ t.test('deleting a RayCluster runs our cleanup Job as a pod of our image against
 });
 
 t.test('controller leader failover: deleting the leader pod moves the Lease to another live controller pod', async (t) => {
-  const lease = (): Promise<{ spec: { holderIdentity?: string } }> =>
-    kube.get({ ...LEASES, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
-  const leader = await until(async () => (await lease().catch(() => undefined))?.spec.holderIdentity, 'a controller leader', 120_000, 500);
-  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
-  const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name));
+  const lease = () => kube.get({ ...LEASES, namespace: SYSTEM_NAMESPACE, name: 'raykeeper-controller' });
+  const leader = await until(
+    async () => (await lease().catch(() => undefined))?.spec?.holderIdentity ?? undefined,
+    'a controller leader',
+    120_000,
+    500,
+  );
+  const pods = await kube.list(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const leaderPod = pods.items.find((p) => leader.startsWith(p.metadata.name!));
   t.ok(leaderPod, `the leader ${leader} is one of the controller pods`);
-  const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name, '--wait=false']);
+  const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', leaderPod!.metadata.name!, '--wait=false']);
   t.equal(r.status, 0, r.stderr);
   const next = await until(
     async () => {
-      const h = (await lease()).spec.holderIdentity;
-      return h && !h.startsWith(leaderPod!.metadata.name) ? h : undefined;
+      const h = (await lease()).spec?.holderIdentity;
+      return h && !h.startsWith(leaderPod!.metadata.name!) ? h : undefined;
     },
     'a new leader',
     180_000,
     500,
   );
   // The standby, or the ReplicaSet's replacement when it starts first after the old leader released the Lease.
-  const now = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
+  const now = await kube.list(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=controller' });
   const holder = now.items.find((p) => next.startsWith(`${p.metadata.name}_`));
   t.ok(holder && holder.metadata.name !== leaderPod!.metadata.name, `a live controller pod leads now (${next})`);
 });
@@ -259,7 +246,7 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
     while (running) {
       const name = `load-${n++}`;
       try {
-        created.push(await kube.create<Created>({ ...RAYCLUSTERS, namespace: ns }, { ...sample, metadata: { name } }));
+        created.push((await kube.create({ ...RAYCLUSTERS, namespace: ns }, { ...sample, metadata: { name } })) as Created);
       } catch (err) {
         failures.push(`${name}: ${(err as Error).message}`);
       }
@@ -267,8 +254,8 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
   };
   const loaders = [loader(), loader(), loader()];
   await until(() => created.length >= 30, '30 creates before the deletion', 120_000);
-  const pods = await kube.list<Pod>(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
-  const victim = pods.items[0]!.metadata.name;
+  const pods = await kube.list(SYSTEM_PODS, { labelSelector: 'app.kubernetes.io/component=webhook' });
+  const victim = pods.items[0]!.metadata.name!;
   const r = kubectl(env.kubeconfig, ['-n', SYSTEM_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
   t.equal(r.status, 0, r.stderr);
   await until(

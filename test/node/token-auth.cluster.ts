@@ -8,7 +8,8 @@
 // authenticates. The token is in none of the namespace's events. Then the host is restored.
 import t from 'tap';
 import type { Secret } from '../../kube/model.ts';
-import { RAYCLUSTERS, RAYJOBS, SECRETS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
+import { SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { tokenOf } from '../../src/raycluster/auth.ts';

@@ -8,9 +8,9 @@ import { startController } from '../../controller/main.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { isConflict, type KubeClient, type ResourceRef } from '../../kube/client.ts';
 import type { Pod } from '../../kube/model.ts';
-import { PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources.ts';
 import { AUTOSCALER_ROLE_RULES } from '../../src/raycluster/autoscaler.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
 import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
@@ -42,8 +42,7 @@ const pods = async (e: Env, selector: string): Promise<Pod[]> =>
   (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
 const workers = async (e: Env, cluster: string) =>
   (await pods(e, `ray.io/cluster=${cluster},ray.io/node-type=worker`)).map((p) => p.metadata.name!).sort();
-const found = (e: Env, ref: ResourceRef, name: string) =>
-  e.kube.get<Record<string, any>>({ ...ref, namespace: e.ns.name, name }).catch(() => undefined);
+const found = <K>(e: Env, ref: ResourceRef<K>, name: string) => e.kube.get({ ...ref, namespace: e.ns.name, name }).catch(() => undefined);
 
 t.test(
   "an autoscaling cluster: KubeRay's ServiceAccount, Role and RoleBinding, owned; the head runs the autoscaler under it",

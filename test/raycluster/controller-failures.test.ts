@@ -17,11 +17,11 @@ import {
   seedRay,
   until,
 } from './harness.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import {
   JOBS,
   LEASES,
   NAMESPACES,
-  RAYCLUSTERS,
   SECRETS,
   VALIDATING_ADMISSION_POLICIES,
   VALIDATING_ADMISSION_POLICY_BINDINGS,
@@ -84,17 +84,17 @@ t.test('a Job that never finishes: released at the timeout annotation with Force
   const job = await until(async () => (await listJobs(e))[0], 'the Job is created');
   tt.equal(job.metadata.name, 'stuck-redis-cleanup');
   const spec = (
-    await e.kube.get<{ spec: { activeDeadlineSeconds: number; backoffLimit: number } }>({
+    await e.kube.get({
       ...JOBS,
       namespace: e.ns.name,
       name: 'stuck-redis-cleanup',
     })
   ).spec;
   tt.ok(
-    spec.activeDeadlineSeconds >= 1 && spec.activeDeadlineSeconds <= 4,
-    `activeDeadlineSeconds from the remaining timeout: ${spec.activeDeadlineSeconds}`,
+    spec!.activeDeadlineSeconds! >= 1 && spec!.activeDeadlineSeconds! <= 4,
+    `activeDeadlineSeconds from the remaining timeout: ${spec!.activeDeadlineSeconds}`,
   );
-  tt.equal(spec.backoffLimit, 0);
+  tt.equal(spec!.backoffLimit, 0);
   // While the finalizer holds it, the cluster is in the gauges an admin alerts on, with its own timeout.
   const age = await until(async () => (await held('raykeeper_gcsft_finalizer_held_seconds'))[0], 'the held-finalizer gauge');
   tt.same(age.labels, { namespace: e.ns.name, name: 'stuck' });
@@ -193,12 +193,12 @@ t.test('a Job left by an earlier cluster of the same name is not taken for ours'
   const jobs = await listJobs(e);
   tt.equal(jobs.length, 1);
   const owner = (
-    await e.kube.get<{ metadata: { ownerReferences: Array<{ uid: string }> } }>({
+    await e.kube.get({
       ...JOBS,
       namespace: e.ns.name,
       name: 'reborn-redis-cleanup',
     })
-  ).metadata.ownerReferences[0]!.uid;
+  ).metadata.ownerReferences![0]!.uid;
   tt.equal(owner, c.metadata.uid, 'the stale Job was replaced by one owned by this cluster');
 });
 
@@ -235,7 +235,7 @@ t.test('leadership lost during the in-process cleanup: the cleanup stops, nothin
   // Another replica takes the Lease (it saw it expire, say): at its next renew this one has lost it.
   let taken = 0;
   for (;;) {
-    const current = await e.kube.get<{ spec: Record<string, unknown> }>(lease);
+    const current = await e.kube.get(lease);
     taken = Date.now();
     try {
       await e.kube.replace(lease, {

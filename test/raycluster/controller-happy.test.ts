@@ -19,8 +19,9 @@ import {
   seedRay,
   until,
 } from './harness.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { PODS } from '../../kube/resources.ts';
+import { sleep } from '../../kube/backoff.ts';
 import type { RunningController } from '../../controller/main.ts';
 
 t.test('happy path: webhook absent, finalizer added; on delete pods go, one Job cleans Redis, finalizer released', async (tt) => {
@@ -94,7 +95,7 @@ t.test('a cluster deleted while its head pod is still terminating waits for it, 
   await createPods(e, created, { headNodeName: 'node-1' });
   await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'slowhead' });
   const head = await until(async () => {
-    const p = await e.kube.getOrUndefined<{ metadata: { deletionTimestamp?: string } }>({
+    const p = await e.kube.getOrUndefined({
       ...PODS,
       namespace: e.ns.name,
       name: 'slowhead-head',

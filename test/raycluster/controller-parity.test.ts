@@ -9,10 +9,10 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import type { Pod } from '../../kube/model.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { PODS } from '../../kube/resources.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
 

@@ -33,12 +33,13 @@ import {
   until,
   type Env,
 } from './harness.ts';
-import { CONFIGMAPS, NAMESPACES, PODS, RAYCLUSTERS, RAYJOBS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { CONFIGMAPS, NAMESPACES, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, type Resource } from '../../kube/resources.ts';
+import type { ApiObject } from '../../kube/model.ts';
 import { startFakeDashboard } from '../rayjob/helpers/fake-dashboard.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { metricTextSum } from '../../bench/controller.ts';
-import type { RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { kuberaySample } from './samples.ts';
 
 interface Rule {
@@ -217,7 +218,7 @@ t.test(
     sample.spec!.enableInTreeAutoscaling = true;
     await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
     const name = sample.metadata.name!;
-    for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS])
+    for (const ref of [SERVICEACCOUNTS, ROLES, ROLEBINDINGS] as Resource<ApiObject>[])
       await until(
         () => e.kube.get({ ...ref, namespace: e.ns.name, name }).catch(() => undefined),
         `${ref.plural}/${name} created under RBAC`,

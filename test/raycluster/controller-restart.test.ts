@@ -32,7 +32,8 @@ import {
   type ChildController,
   type Env,
 } from './harness.ts';
-import { LEASES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { LEASES } from '../../kube/resources.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
 
 t.test('controller killed after creating the Job, restarted twice: exactly one Job, finalizer released once cleaned', async (tt) => {
@@ -74,10 +75,6 @@ t.test('controller killed after creating the Job, restarted twice: exactly one J
   tt.equal((await listJobs(e)).length, 1, 'exactly one Job over three controller lifetimes');
 });
 
-interface Lease {
-  spec: { holderIdentity?: string | null; leaseTransitions?: number };
-}
-
 t.test(
   'two replicas: only the leader reconciles; the standby takes over when the leader is killed; SIGTERM releases the Lease',
   async (tt) => {
@@ -86,7 +83,7 @@ t.test(
     const flags = (id: string) => leaderFlags(e.ns.name, 'rk', id);
     const replicas = { one: await controllerChild(tt, e, flags('one')), two: await controllerChild(tt, e, flags('two')) };
     const leaseRef = { ...LEASES, namespace: e.ns.name, name: 'rk' };
-    const holder = async () => (await e.kube.getOrUndefined<Lease>(leaseRef))?.spec.holderIdentity ?? undefined;
+    const holder = async () => (await e.kube.getOrUndefined(leaseRef))?.spec!.holderIdentity ?? undefined;
     const first = (await until(holder, 'a leader')) as 'one' | 'two';
     const second = first === 'one' ? 'two' : 'one';
     const leader = replicas[first];
@@ -277,16 +274,15 @@ t.test('a slow API server: the leader stops leading and exits before the lease c
     '--retry-period',
     '0.5',
   ]);
-  const lease = async () =>
-    e.kube.getOrUndefined<{ spec: { holderIdentity?: string; renewTime?: string } }>({ ...LEASES, namespace: e.ns.name, name: 'slow' });
-  await until(async () => (await lease())?.spec.holderIdentity === 'slow', 'the leader holds the lease');
+  const lease = async () => e.kube.getOrUndefined({ ...LEASES, namespace: e.ns.name, name: 'slow' });
+  await until(async () => (await lease())?.spec!.holderIdentity === 'slow', 'the leader holds the lease');
   await until(() => logLines(leader, 'reconciler started').length > 0, 'the leader runs its reconcilers');
 
   proxy.delayMs = 20_000; // every answer now comes 20 s late: longer than the renew deadline
   const slowFrom = Date.now();
   tt.equal(await leader.exited, 1, 'the leader exits 1');
   const exitedAt = Date.now();
-  const lastRenew = ms((await lease())!.spec.renewTime); // the API server's view: the latest renew that reached it
+  const lastRenew = ms((await lease())!.spec!.renewTime); // the API server's view: the latest renew that reached it
   tt.comment(
     `slow from ${slowFrom - lastRenew} ms after the last renew; exited ${exitedAt - lastRenew} ms after it (lease ${leaseDurationMs} ms)`,
   );

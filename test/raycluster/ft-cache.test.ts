@@ -8,7 +8,6 @@ import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
 import { planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { ftRayCluster, rayClusterInformer, slimRayCluster } from '../../controller/raycluster/informers.ts';
 import { InformerFactory } from '../../kube/informer.ts';
-import type { KubeObject } from '../../kube/model.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { KubeClient } from '../../kube/client.ts';
 import type { RayCluster } from '../../src/types.ts';
@@ -66,7 +65,7 @@ const CLUSTERS: Array<[string, RayCluster]> = [
 
 for (const [name, full] of CLUSTERS) {
   t.test(name, async (t) => {
-    const projected = ftRayCluster(full as unknown as KubeObject) as unknown as RayCluster;
+    const projected = ftRayCluster(full);
     for (const gateEnabled of [true, false]) {
       t.same(
         decideRayClusterCleanup({ cluster: projected, pods: [], job: undefined, now: T0, gateEnabled }),
@@ -74,12 +73,12 @@ for (const [name, full] of CLUSTERS) {
         `same decision, gate ${gateEnabled ? 'on' : 'off'}`,
       );
     }
-    t.same(projected.metadata, slimRayCluster(full as unknown as KubeObject).metadata, 'metadata as the operator cache keeps it');
+    t.same(projected.metadata, slimRayCluster(full).metadata, 'metadata as the operator cache keeps it');
     t.notOk((projected as { status?: unknown }).status, 'no status');
     t.same(cleanupEnv(projected), cleanupEnv(full), 'the Redis settings the orphan finder reads');
     t.same(planInProcessCleanup(projected), planInProcessCleanup(full), 'and their sources');
     t.notOk(projected.spec?.headGroupSpec?.template?.spec?.containers?.[0]?.image, 'no pod template beyond them');
-    t.notOk(projected.spec?.workerGroupSpecs, 'no worker groups');
+    t.notOk((projected.spec as RayCluster['spec'])?.workerGroupSpecs, 'no worker groups');
   });
 }
 
@@ -91,10 +90,9 @@ t.test('the informer keeps the projection only without the RayCluster operator',
   });
   const ctxWith = (reconcilers: string[] | undefined) =>
     ({ informers: new InformerFactory(kube), reconcilers }) as unknown as ControllerContext;
-  const full = cluster() as unknown as KubeObject;
+  const full = cluster();
   const cachedBy = (reconcilers: string[] | undefined) => {
-    const spec = rayClusterInformer(ctxWith(reconcilers)).spec;
-    return spec.transform!(full);
+    return rayClusterInformer(ctxWith(reconcilers)).projection.transform(full);
   };
   t.same(cachedBy(['raycluster']), ftRayCluster(full), 'cleanup alone: projection');
   t.same(cachedBy(['raycluster', 'rayjob']), ftRayCluster(full), 'cleanup and RayJob: projection');

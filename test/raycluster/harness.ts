@@ -8,14 +8,14 @@ import { KubeClient } from '../../kube/client.ts';
 import { startController, type RunningController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
-import { createLogger, type Logger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../kube/logger.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { kubeconfigFile, testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
-import { EVENTS, JOBS, PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { EVENTS, JOBS, PODS } from '../../kube/resources.ts';
 
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
@@ -133,7 +133,10 @@ export async function createPods(e: Env, cluster: RayCluster, opts: { headNodeNa
 export async function listJobs(
   e: Env,
 ): Promise<Array<{ metadata: { name: string; uid: string }; status?: { conditions?: Array<{ type: string; status: string }> } }>> {
-  return (await e.kube.list<{ metadata: { name: string; uid: string } }>({ ...JOBS, namespace: e.ns.name })).items;
+  return (await e.kube.list({ ...JOBS, namespace: e.ns.name })).items as Array<{
+    metadata: { name: string; uid: string };
+    status?: { conditions?: Array<{ type: string; status: string }> };
+  }>;
 }
 
 export interface EventLite {
@@ -145,7 +148,7 @@ export interface EventLite {
 }
 
 export async function events(e: Env, reason?: string): Promise<EventLite[]> {
-  const items = (await e.kube.list<EventLite>({ ...EVENTS, namespace: e.ns.name })).items;
+  const items = (await e.kube.list({ ...EVENTS, namespace: e.ns.name })).items as EventLite[];
   return reason ? items.filter((x) => x.reason === reason) : items;
 }
 

@@ -9,8 +9,9 @@ import { startController } from '../../controller/main.ts';
 import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import type { ControllerContext, ReconcilerModule } from '../../kube/reconciler.ts';
-import { sleep } from '../../src/backoff.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { sleep } from '../../kube/backoff.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { PODS } from '../../kube/resources.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import {
   createCluster,

@@ -12,10 +12,10 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { PODS, RAYCLUSTERS, SERVICES } from '../../kube/resources.ts';
+import { PODS, SERVICES } from '../../kube/resources.ts';
 
 async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
   const c = await startController({

@@ -26,16 +26,16 @@ import { buildHeadPod, buildWorkerPod } from '../../src/raycluster/pods.ts';
 import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
 import { ownerReference } from '../../src/raycluster/names.ts';
 import { autoscalerRbac } from '../../src/raycluster/autoscaler.ts';
-import type { Pod, Secret, Service } from '../../kube/model.ts';
+import type { ApiObject, Pod, Secret, Service } from '../../kube/model.ts';
 import { buildAuthSecret } from '../../src/raycluster/auth.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
 import { until } from './harness.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 import { kuberaySample } from './samples.ts';
-import { NAMESPACES, PODS, RAYCLUSTERS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
+import { NAMESPACES, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES, type Resource } from '../../kube/resources.ts';
 
 const VERSION = 'v1.6.2';
 
@@ -264,9 +264,9 @@ if ('missing' in where) {
       const name = sample.metadata.name!;
       const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
       for (const ours of autoscalerRbac(stored, ownerReference(stored))) {
-        const ref = { ServiceAccount: SERVICEACCOUNTS, Role: ROLES, RoleBinding: ROLEBINDINGS }[ours.kind];
+        const ref: Resource<ApiObject> = { ServiceAccount: SERVICEACCOUNTS, Role: ROLES, RoleBinding: ROLEBINDINGS }[ours.kind];
         const theirs = await until(
-          () => kube.getOrUndefined<Record<string, unknown>>({ ...ref, namespace: ns, name: ours.lookupName }),
+          () => kube.getOrUndefined({ ...ref, namespace: ns, name: ours.lookupName }),
           `KubeRay's ${ours.kind} of ${name}`,
           60_000,
           500,

@@ -14,7 +14,8 @@ import type { Pod } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { env, getCluster, quiet, until } from './harness.ts';
 import { kuberaySample } from './samples.ts';
-import { PODS, RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { PODS } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

@@ -16,9 +16,8 @@ import { JobRunner } from '../../localcluster/job-runner.ts';
 import { freePort } from '../../localcluster/net.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
-import type { RayJob } from '../../src/types.ts';
+import { RAYJOBS, type RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
-import { RAYJOBS } from '../../kube/resources.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

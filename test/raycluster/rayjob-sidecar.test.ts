@@ -20,10 +20,10 @@ import { startDashboardProxy } from '../../localcluster/dashboard-proxy.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { BatchJob, Pod } from '../../kube/model.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { env, quiet, until } from './harness.ts';
-import { EVENTS, JOBS, PODS, RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { EVENTS, JOBS, PODS } from '../../kube/resources.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

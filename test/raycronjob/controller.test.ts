@@ -6,12 +6,12 @@
 import t, { type Test } from 'tap';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { KubeClient, MERGE_PATCH } from '../../kube/client.ts';
-import { EVENTS, RAYCRONJOBS, RAYJOBS } from '../../kube/resources.ts';
+import { EVENTS } from '../../kube/resources.ts';
 import { parseSchedule } from '../../src/raycronjob/schedule.ts';
-import type { RayCronJob, RayCronJobSpec, RayJob } from '../../src/types.ts';
+import { RAYCRONJOBS, RAYJOBS, type RayCronJob, type RayCronJobSpec, type RayJob } from '../../src/types.ts';
 import { KubeEventRecorder } from '../../kube/events.ts';
 import { RayCronJobReconciler } from '../../controller/raycronjob/reconciler.ts';
 import { rayCronJobModule } from '../../controller/raycronjob/module.ts';
@@ -88,13 +88,13 @@ async function cronHarness(t: Test) {
       kube.patch({ ...RAYJOBS, namespace, name: child, subresource: 'status' }, { status: { jobDeploymentStatus: state } }, MERGE_PATCH),
     async events(name: string): Promise<Array<{ type: string; reason: string; message: string }>> {
       await Promise.all(recorders.map((r) => r.flush()));
-      const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { name: string; kind: string } }>({
+      const list = await kube.list({
         ...EVENTS,
         namespace,
       });
       return list.items
         .filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayCronJob')
-        .map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
+        .map((e) => ({ type: e.type!, reason: e.reason!, message: e.message! }));
     },
   };
   return h;

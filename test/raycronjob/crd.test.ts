@@ -7,7 +7,7 @@ import t from 'tap';
 import { parse } from 'yaml';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { type KubeApiError, MERGE_PATCH } from '../../kube/client.ts';
-import { RAYCRONJOBS } from '../../kube/resources.ts';
+import { RAYCRONJOBS } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 const schemaOf = (file: string) =>

@@ -4,8 +4,7 @@
 // UPDATE is left alone.
 import t from 'tap';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { RAYCRONJOBS } from '../../kube/resources.ts';
-import type { RayCronJob } from '../../src/types.ts';
+import { RAYCRONJOBS, type RayCronJob } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
 import { env } from '../raycluster/harness.ts';
 

@@ -9,9 +9,9 @@ import { headSpec, inState, manifest, rayJobHarness } from './helpers/harness.ts
 import { countingClient } from './helpers/counting-client.ts';
 import { operatorRayClusterInformer, rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 /** A harness and a replica reading the RayJob caches, its API requests recorded in `calls`. */
 async function cachedReplica(t: Test) {

@@ -4,14 +4,14 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startController } from '../../controller/main.ts';
 import { RECONCILER_MODULES } from '../../controller/reconcilers.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { FAKE_RAY_COMMAND, manifest, rayJobHarness } from './helpers/harness.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import type { RayJob } from '../../src/types.ts';
 
 t.test('registered in controller/reconcilers.ts, its flags in `raykeeper controller --help`', async (t) => {

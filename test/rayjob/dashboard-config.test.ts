@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { DashboardClient } from '../../controller/rayjob/dashboard.ts';
 import { parseDashboardUrls, rayJobSettings, SettingsError } from '../../src/rayjob/config.ts';
 import { startFakeDashboard } from './helpers/fake-dashboard.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 async function serve(t: { teardown(fn: () => unknown): void }, handler: Parameters<typeof createServer>[1]): Promise<string> {
   const server: Server = createServer(handler);

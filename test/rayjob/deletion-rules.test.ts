@@ -4,8 +4,7 @@
 import t from 'tap';
 import { Registry } from 'prom-client';
 import { inState, manifest, rayJobHarness, headSpec } from './helpers/harness.ts';
-import type { RayCluster } from '../../src/types.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
 import { readDeletionRecord } from '../../src/rayjob/deletion.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import { rayJobCaches } from '../../controller/rayjob/module.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { FAKE_RAY_COMMAND, inState, manifest, rayJobHarness } from './helpers/harness.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 
 /** A submitterPodTemplate whose own command runs `script` (KubeRay keeps a user command as is). */
 function customSubmitter(script: string) {

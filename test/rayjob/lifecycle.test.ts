@@ -5,7 +5,7 @@
 import t from 'tap';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 t.test('K8sJobMode: New -> Initializing -> Running -> Complete, then the RayCluster goes after ttl', async (t) => {
   const h = await rayJobHarness(t);

@@ -2,13 +2,13 @@
 // the RayJob is created sees the state New stored (with jobId and rayClusterName) before Initializing.
 import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
-import { createLogger } from '../../src/logger.ts';
-import { createMetricsRegistry } from '../../src/metrics.ts';
+import { createLogger } from '../../kube/logger.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { startController } from '../../controller/main.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import type { RayJob } from '../../src/types.ts';
 import { FAKE_RAY_COMMAND, manifest, rayJobHarness } from './helpers/harness.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 t.test('a watch from creation sees New (with its names) before Initializing', async (t) => {
   const h = await rayJobHarness(t);

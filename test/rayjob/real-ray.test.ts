@@ -5,8 +5,8 @@
 import t from 'tap';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
 import { rayCommand, startRayHead, type RayHead } from './helpers/ray-head.ts';
-import { sleep } from '../../src/backoff.ts';
-import { RAYJOBS } from '../../kube/resources.ts';
+import { sleep } from '../../kube/backoff.ts';
+import { RAYJOBS } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { startDashboardProxy } from '../../localcluster/dashboard-proxy.ts';
 

@@ -11,7 +11,7 @@ import { rayPodInformer } from '../../controller/raycluster/informers.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import { JOBS, PODS } from '../../kube/resources.ts';
 import type { Pod } from '../../kube/model.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { manifest, rayJobHarness } from './helpers/harness.ts';
 import { countingClient } from './helpers/counting-client.ts';
 import { until } from '../helpers/until.ts';

@@ -5,7 +5,7 @@ import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import type { RayJob } from '../../src/types.ts';
 import { inState, manifest, rayJobHarness, type Harness } from './helpers/harness.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 /** Every stored version of a RayJob, in order, from a real watch. */
 interface VersionLog {

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
-import { RAYJOBS } from '../../kube/resources.ts';
+import { RAYJOBS } from '../../src/types.ts';
 
 t.test('suspend a running RayJob: Suspending deletes cluster and submitter, Suspended; resume: New and a new run', async (t) => {
   const h = await rayJobHarness(t);

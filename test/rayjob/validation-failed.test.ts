@@ -17,8 +17,8 @@ import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { EVENTS, NAMESPACES, RAYJOBS } from '../../kube/resources.ts';
-import type { RayJob } from '../../src/types.ts';
+import { EVENTS, NAMESPACES } from '../../kube/resources.ts';
+import { RAYJOBS, type RayJob } from '../../src/types.ts';
 import { until } from '../helpers/until.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { refusal, startLoopbackWebhook, untilValidatingCalled } from '../helpers/webhook.ts';
@@ -54,13 +54,13 @@ const rayJob = (name: string, spec: Record<string, unknown>): RayJob =>
   ({ apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name }, spec }) as RayJob;
 
 async function warnings(kube: KubeClient, namespace: string, name: string): Promise<Array<{ reason: string; message: string }>> {
-  const list = await kube.list<{ type: string; reason: string; message: string; involvedObject: { kind: string; name: string } }>({
+  const list = await kube.list({
     ...EVENTS,
     namespace,
   });
   return list.items
     .filter((e) => e.type === 'Warning' && e.involvedObject.kind === 'RayJob' && e.involvedObject.name === name)
-    .map((e) => ({ reason: e.reason, message: e.message }));
+    .map((e) => ({ reason: e.reason!, message: e.message! }));
 }
 
 if (!missing)

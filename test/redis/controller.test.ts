@@ -12,9 +12,9 @@ import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
-import type { RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { client } from './fixtures.ts';
-import { JOBS, NAMESPACES, RAYCLUSTERS } from '../../kube/resources.ts';
+import { JOBS, NAMESPACES } from '../../kube/resources.ts';
 
 const SECRET = 'Adm1n-S3cret#9';
 
@@ -147,14 +147,14 @@ if (missing) {
     await e.kube.delete({ ...RAYCLUSTERS, namespace: e.ns.name, name: 'huge' });
     await released(e, 'huge');
     tt.same(await rayKeys(r, cluster.metadata.uid!), [], 'cleaned up');
-    const job = await e.kube.get<{ spec: { activeDeadlineSeconds: number } }>({
+    const job = await e.kube.get({
       ...JOBS,
       namespace: e.ns.name,
       name: 'huge-redis-cleanup',
     });
     tt.ok(
-      job.spec.activeDeadlineSeconds <= 300 && job.spec.activeDeadlineSeconds > 0,
-      `the Job's deadline comes from the 300 s default (${job.spec.activeDeadlineSeconds})`,
+      job.spec!.activeDeadlineSeconds! <= 300 && job.spec!.activeDeadlineSeconds! > 0,
+      `the Job's deadline comes from the 300 s default (${job.spec!.activeDeadlineSeconds})`,
     );
     const warning = await until(async () => (await events(e, 'InvalidGcsFtDeletionTimeout'))[0], 'the Warning event');
     tt.equal(warning.type, 'Warning');
@@ -178,12 +178,12 @@ if (missing) {
   };
   const jobArgs = async (e: Env, name: string): Promise<string[]> =>
     (
-      await e.kube.get<{ spec: { template: { spec: { containers: Array<{ args: string[] }> } } } }>({
+      await e.kube.get({
         ...JOBS,
         namespace: e.ns.name,
         name: `${name}-redis-cleanup`,
       })
-    ).spec.template.spec.containers[0]!.args;
+    ).spec!.template!.spec!.containers![0]!.args!;
 
   t.test('the cleanup Job sweeps the keyspace only for a Ray newer than the known tables, or auto without one', async (tt) => {
     const { e, server, r, log } = await stage(tt);

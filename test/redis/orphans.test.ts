@@ -13,13 +13,14 @@ import { rayClusterInformer } from '../../controller/raycluster/informers.ts';
 import { MODULE } from '../../controller/module-names.ts';
 import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
-import { RAYCLUSTERS, SECRETS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { SECRETS } from '../../kube/resources.ts';
 import { JSON_PATCH } from '../../kube/client.ts';
 import { redisServerMissing } from '../helpers/redis-server.ts';
 import { kubeconfigFile } from '../helpers/control-plane.ts';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import {
   createCluster,
   env,

@@ -8,7 +8,7 @@ import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import type { RedisCleanupError } from '../../controller/redis-cleanup/connect.ts';
 import { freePort, redisServerMissing, startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
 import { client, seedCurrent, seedFiller, snapshot } from './fixtures.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 const FAST = { baseMs: 100, maxMs: 400, factor: 2, jitter: 0 };
 

@@ -11,7 +11,7 @@ import type { Pod } from '../../kube/model.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { until } from '../helpers/until.ts';
 
-type Conditions = { conditions?: Array<{ type: string; status: string }> };
+type Conditions = { conditions?: Array<{ type: string; status: string }> | null };
 const isTrue = (s: Conditions | undefined, type: string): boolean =>
   s?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
 
@@ -32,7 +32,7 @@ if (missing.length > 0) {
   await k.create(NAMESPACES, { metadata: { name: namespace } });
 
   t.test('the fake nodes are Ready', async (t) => {
-    const nodes = await k.list<{ metadata: { name: string }; status?: Conditions }>(NODES);
+    const nodes = await k.list(NODES);
     t.same(nodes.items.map((n) => n.metadata.name).sort(), cluster!.nodeNames);
     for (const n of nodes.items) t.ok(isTrue(n.status, 'Ready'), `${n.metadata.name} Ready`);
   });
@@ -82,7 +82,7 @@ if (missing.length > 0) {
       },
     );
     const job = await until(async () => {
-      const j = await k.get<{ status?: Conditions & { succeeded?: number } }>({ ...JOBS, namespace, name: 'cleanup' });
+      const j = await k.get({ ...JOBS, namespace, name: 'cleanup' });
       return isTrue(j.status, 'Complete') ? j : undefined;
     }, 'the Job Complete');
     t.equal(job.status?.succeeded, 1, 'one pod succeeded');

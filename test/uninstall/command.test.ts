@@ -15,17 +15,10 @@
 import t from 'tap';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { createCluster, env, FINALIZER, getCluster, jobRunner, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
-import {
-  DEPLOYMENTS,
-  MUTATING_WEBHOOK_CONFIGURATIONS,
-  PODS,
-  RAYCLUSTERS,
-  RAYJOBS,
-  VALIDATING_WEBHOOK_CONFIGURATIONS,
-} from '../../kube/resources.ts';
+import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { JSON_PATCH, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
-import type { RayCluster, RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { cli, controllerDeployment, eventsOf, webhookConfigurations } from './helpers.ts';
 
 const STORAGE_NS = 'ray.io/external-storage-namespace';
@@ -109,10 +102,7 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   t.match(dry.stdout, new RegExp(`${ns}/running: RayJob: would remove ray.io/rayjob-finalizer`));
   t.notMatch(dry.stdout, /kuberays: RayJob/, "KubeRay's finalizer is not in it");
   t.ok(await e.kube.getOrUndefined({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: webhooks }), 'dry run: the webhook configuration stays');
-  t.equal(
-    (await e.kube.get<{ spec: { replicas: number } }>({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec.replicas,
-    2,
-  );
+  t.equal((await e.kube.get({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec!.replicas, 2);
   t.same((await getCluster(e, 'live'))?.metadata.finalizers, [FINALIZER], 'dry run: the finalizers stay');
   t.ok(await getCluster(e, 'going'));
 
@@ -133,10 +123,7 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
     t.match(run.stdout, line, `progress: ${line.source}`);
   t.equal(await e.kube.getOrUndefined({ ...MUTATING_WEBHOOK_CONFIGURATIONS, name: webhooks }), undefined, 'the mutating webhook is gone');
   t.equal(await e.kube.getOrUndefined({ ...VALIDATING_WEBHOOK_CONFIGURATIONS, name: webhooks }), undefined, 'and the validating one');
-  t.equal(
-    (await e.kube.get<{ spec: { replicas: number } }>({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec.replicas,
-    0,
-  );
+  t.equal((await e.kube.get({ ...DEPLOYMENTS, namespace: ns, name: 'raykeeper-controller' })).spec!.replicas, 0);
 
   t.equal(await getCluster(e, 'going'), undefined, 'the deleting cluster is gone');
   t.same(await rayKeys(client, 'going-data'), [], 'its GCS data was cleaned by the cleanup Job');

@@ -85,5 +85,5 @@ export interface EventSeen {
 
 /** The Events about one object of a namespace. */
 export async function eventsOf(kube: KubeClient, namespace: string, name: string): Promise<EventSeen[]> {
-  return (await kube.list<EventSeen>({ ...EVENTS, namespace })).items.filter((e) => e.involvedObject.name === name);
+  return ((await kube.list({ ...EVENTS, namespace })).items as EventSeen[]).filter((e) => e.involvedObject.name === name);
 }

@@ -1,7 +1,7 @@
 // The request-byte budget as pure bookkeeping (tables), and the JSON container count that guards parsing.
 import t from 'tap';
 import { ByteBudget, jsonContainerCount } from '../../webhook/budget.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 const budget = (capacity = 100, maxWaiters = 2, maxWaitMs = 50) => new ByteBudget({ capacity, maxWaitMs, maxWaiters });
 

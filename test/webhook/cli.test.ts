@@ -8,7 +8,7 @@ import { rayCluster, review, FT } from '../admission/fixtures.ts';
 import { certDir, httpsCall } from './helpers.ts';
 import { run } from '../../webhook/cli.ts';
 import { runCapturing } from '../helpers/capture.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { generateCertificates, type CertificateBundle } from '../../certs/generate.ts';
 import { writeBundle } from '../../certs/files.ts';
-import type { Logger } from '../../src/logger.ts';
+import type { Logger } from '../../kube/logger.ts';
 
 export interface CertDir {
   dir: string;

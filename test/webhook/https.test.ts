@@ -8,7 +8,7 @@ import { writeBundle } from '../../certs/files.ts';
 import { buildApp } from '../../webhook/app.ts';
 import { rayCluster, review, FT, FINALIZER } from '../admission/fixtures.ts';
 import { capturingLogger, certDir, decodePatch, httpsCall } from './helpers.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 const CLUSTER = '/mutate-ray-io-v1-raycluster';
 const certs = await certDir(t);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../../webhook/app.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
 import { freePort } from '../../localcluster/net.ts';
-import { RAYCLUSTERS } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';

@@ -30,7 +30,7 @@
 // decided inside the case of the state it leaves, including Failed -> Retrying (outcome.ts fail() decides
 // it from backoffLimit) and the counters and endTime that go with Complete and Failed. finish() only merges
 // the case's status changes and stamps the next state.
-import { isDeleting } from '../../finalizer.ts';
+import { isDeleting } from '../../../kube/finalizer-patches.ts';
 import type { JobDeploymentStatus, RayJob, RayJobStatus } from '../../types.ts';
 import { submissionMode } from '../validation.ts';
 import { decideDeletion, decideValidation, leftAlone } from './before-switch.ts';

@@ -1,7 +1,7 @@
 // What the reconciler reads before a decision, per state: only what that state's case looks at, so a
 // steady RayJob costs no reads it does not need. Every state says what it observes (no default): a new
 // state does not compile until someone chooses.
-import { isDeleting } from '../../finalizer.ts';
+import { isDeleting } from '../../../kube/finalizer-patches.ts';
 import type { RayJob } from '../../types.ts';
 import { finishedNeedsCluster } from '../deletion.ts';
 import { usesClusterSelector } from '../ids.ts';

@@ -9,7 +9,7 @@
 // Then the status-check clock follows the outcome. Every way KubeRay's users saw "Running for ever"
 // (kuberay #1233, #2154, #3553, #3903) has an exit here.
 import { formatTime, parseTime } from '../../time.ts';
-import { isDeleting } from '../../finalizer.ts';
+import { isDeleting } from '../../../kube/finalizer-patches.ts';
 import type { RayJobStatus } from '../../types.ts';
 import { EVENT_FAILED_TO_CREATE_SERVICE } from '../../event-reasons.ts';
 import { chooseHeadService, rayJobHeadServiceName } from '../head-service.ts';

@@ -3,7 +3,7 @@
 // spec.jobId). Each case decides only the exits of its own state.
 import { formatTime } from '../../time.ts';
 import { RAYJOB_FINALIZER } from '../../names.ts';
-import { isDeleting } from '../../finalizer.ts';
+import { isDeleting } from '../../../kube/finalizer-patches.ts';
 import type { RayJob, RayJobStatus } from '../../types.ts';
 import { EVENT_RAYCLUSTER_NOT_FOUND, type EventSpec } from '../../event-reasons.ts';
 import { selectedClusterNotFoundMessage } from './messages.ts';

@@ -1,7 +1,7 @@
 // The states that release what an attempt made: Suspending (spec.suspend) and Retrying (a failed attempt
 // with retries left) delete the RayCluster and the submitter Job and wait until both are gone, then reset
 // the status (KubeRay resets the same fields) to Suspended or New; Suspended waits for spec.suspend=false.
-import { isDeleting } from '../../finalizer.ts';
+import { isDeleting } from '../../../kube/finalizer-patches.ts';
 import { submitterJobName, usesClusterSelector } from '../ids.ts';
 import { stay, type Ctx, type Outcome } from './outcome.ts';
 import type { RayJobAction } from './vocabulary.ts';

@@ -7,20 +7,21 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createLogger } from '../../../src/logger.ts';
+import { createLogger } from '../../../kube/logger.ts';
 import { startJobRunner, type JobRunner } from '../../../localcluster/job-runner.ts';
 import { rayJobSettings } from '../../../src/rayjob/config.ts';
 import { shellQuote } from '../../../src/shell.ts';
 import { storedState } from '../../../src/rayjob/machine/status.ts';
 import type { MachineConfig } from '../../../src/rayjob/machine/vocabulary.ts';
-import type { RayCluster, RayJob } from '../../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../../src/types.ts';
 import { KubeEventRecorder } from '../../../kube/events.ts';
 import { KubeClient } from '../../../kube/client.ts';
 import { RayJobReconciler, type RayJobReconcilerDeps } from '../../../controller/rayjob/reconciler.ts';
 import { testNamespace, type Teardownable, type TestNamespace } from '../../helpers/control-plane.ts';
 import { startFakeDashboard, type FakeDashboard } from './fake-dashboard.ts';
-import { sleep } from '../../../src/backoff.ts';
-import { EVENTS, JOBS, RAYCLUSTERS, RAYJOBS } from '../../../kube/resources.ts';
+import { sleep } from '../../../kube/backoff.ts';
+import { EVENTS, JOBS } from '../../../kube/resources.ts';
+import type { BatchJob } from '../../../kube/model.ts';
 
 export const FAKE_RAY = join(dirname(fileURLToPath(import.meta.url)), 'fake-ray.mjs');
 /** The submitter's `ray` command: our stand-in under the Node running the tests. */
@@ -55,7 +56,7 @@ export interface Harness {
   patchSpec(name: string, spec: Record<string, unknown>): Promise<void>;
   cluster(name: string): Promise<RayCluster | undefined>;
   clusters(): Promise<RayCluster[]>;
-  submitterJob(name: string): Promise<Record<string, unknown> | undefined>;
+  submitterJob(name: string): Promise<BatchJob | undefined>;
   /** Plays KubeRay's RayCluster controller: status.state = ready. */
   markReady(clusterName: string): Promise<void>;
   /**
@@ -178,7 +179,7 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     async clusters() {
       return (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace })).items;
     },
-    submitterJob: (name) => kube.getOrUndefined<Record<string, unknown>>({ ...JOBS, namespace, name }),
+    submitterJob: (name) => kube.getOrUndefined({ ...JOBS, namespace, name }),
     async markReady(clusterName) {
       await kube.patch(
         { ...RAYCLUSTERS, namespace, name: clusterName, subresource: 'status' },
@@ -222,19 +223,13 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     async events(name) {
       await Promise.all(recorders.map((r) => r.flush()));
-      const list = await kube.list<{
-        type: string;
-        reason: string;
-        message: string;
-        count?: number;
-        involvedObject: { name: string; kind: string };
-      }>({
+      const list = await kube.list({
         ...EVENTS,
         namespace,
       });
       return list.items
         .filter((e) => e.involvedObject.name === name && e.involvedObject.kind === 'RayJob')
-        .map((e) => ({ type: e.type, reason: e.reason, message: e.message, count: e.count ?? 1 }));
+        .map((e) => ({ type: e.type!, reason: e.reason!, message: e.message!, count: e.count ?? 1 }));
     },
   };
   return h;

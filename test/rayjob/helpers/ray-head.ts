@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { freePort } from '../../../localcluster/net.ts';
 import { findRay } from '../../../localcluster/ray.ts';
 import { spawnSupervised } from '../../../localcluster/process.ts';
-import { sleep } from '../../../src/backoff.ts';
+import { sleep } from '../../../kube/backoff.ts';
 import { authHeaders } from '../../../src/raycluster/auth.ts';
 import { shellQuote } from '../../../src/shell.ts';
 
