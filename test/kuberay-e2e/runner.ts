@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { loopbackEnv } from '../../localcluster/control-plane.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { NAMESPACES } from '../../kube/resources.ts';
-import { sleep } from '../../src/backoff.ts';
+import { sleep } from '../../kube/backoff.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { outcome, parseEvents } from './outcome.ts';
 import { exactPattern, groupUnits, type SuiteTest } from './suite.ts';
@@ -57,9 +57,7 @@ export function runDirName(index: number, test: string): string {
 async function waitForTestNamespaces(kube: KubeClient): Promise<string[]> {
   const deadline = Date.now() + NAMESPACE_WAIT_MS;
   for (;;) {
-    const left = (await kube.list<{ metadata: { name: string } }>(NAMESPACES)).items
-      .map((n) => n.metadata.name)
-      .filter((n) => n.startsWith(TEST_NAMESPACE_PREFIX));
+    const left = (await kube.list(NAMESPACES)).items.map((n) => n.metadata?.name ?? '').filter((n) => n.startsWith(TEST_NAMESPACE_PREFIX));
     if (left.length === 0 || Date.now() > deadline) return left;
     await sleep(2000);
   }
