@@ -7,6 +7,7 @@
 #   name=<full image ref> archive=<path>
 # ready for `ctr -n k8s.io images import <archive>` (the ref is the archive's image name).
 #   tools/build-images.sh [--print] [IMAGE...]   IMAGE: pause node raykeeper redis busybox ray (default: all)
+#                                                or rayupgrade (Ray 2.51.0, one KubeRay e2e test; only when named)
 #   --print  builds nothing: prints the lines (the archive may not exist yet)
 #   --check  builds nothing: exit 0 when every archive exists, 1 otherwise
 # Needs root, buildah (vfs storage, chroot isolation: no mounts of its own, no runtime), debootstrap and

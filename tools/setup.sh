@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs before `npm start` or `npm test`: Debian packages (Redis),
 # npm packages (incl. the pinned Node 22), the locally built etcd, kube-apiserver and kubectl,
-# helm 3/4 (chart tests), KubeRay's operator (test/kuberay), kwok (test/scale) and Ray (a venv: RayJobs in `raykeeper dev`
-# and the real-Ray tests), all cached by version. Idempotent: a second run only checks (seconds).
+# helm 3/4 (chart tests), KubeRay's operator (test/kuberay) and its e2e suites (npm run test:kuberay),
+# kwok (test/scale) and Ray (a venv: RayJobs in `raykeeper dev` and the real-Ray tests), all cached by
+# version. Idempotent: a second run only checks (seconds).
 #   --images  also the container images of the local real node (tools/build-images.sh: buildah,
 #             debootstrap; needs root); test/images runs them
 #   --node    also the real node's packages (containerd, runc, CNI plugins, dnsmasq) and commands
@@ -48,6 +49,10 @@ step etcd "$(state bash tools/build-control-plane.sh "${build[@]}" --part tools 
   -- bash tools/build-control-plane.sh "${build[@]}" --part tools
 step helm "$(state bash tools/build-helm.sh --check)" "go build helm 3 and helm 4 (chart tests)" -- bash tools/build-helm.sh
 step kuberay "$(state bash tools/build-kuberay.sh --check)" "go build KubeRay's ray-operator v1.6.2 (tests beside KubeRay)" -- bash tools/build-kuberay.sh
+# KubeRay's own e2e suites, from the same module: after the operator, whose packages they share in the Go
+# build cache (a minute or two then, instead of a cold build beside it).
+step kuberay-e2e "$(state bash tools/build-kuberay-e2e.sh --check)" "go test -c KubeRay's e2e suites v1.6.2 (npm run test:kuberay, its CI subset in test:cluster)" \
+  --after kuberay -- bash tools/build-kuberay-e2e.sh
 step kwok "$(state bash tools/build-kwok.sh --check)" "go build kwok (simulated nodes: test/scale, npm run bench -- scale)" -- bash tools/build-kwok.sh
 if $ray; then
   step ray "$(state bash tools/install-ray.sh --check)" "Ray from PyPI into a venv (tools/install-ray.sh)" --after system -- bash tools/install-ray.sh

@@ -280,7 +280,13 @@ if (why) {
         const { img, root } = image(REFS.ray);
         t.match(img.config.config, { User: '1000:100', WorkingDir: '/home/ray', Labels: { 'io.raykeeper.ray-version': rayVersion } });
         const tools = await runImage(img, root, work, {
-          command: ['/bin/bash', '-lc', '--', 'ray --version && command -v python wget'],
+          // pkill: KubeRay's GCS fault-tolerance e2e test kills the head's gcs_server with it; ray from bytecode
+          command: [
+            '/bin/bash',
+            '-lc',
+            '--',
+            'ray --version && command -v python wget pkill && python -c "import ray, importlib.util as u, os; assert os.path.exists(u.cache_from_source(ray.__file__))"',
+          ],
           readonlyRoot: false,
         }).done;
         t.equal(tools.code, 0, tools.stderr);

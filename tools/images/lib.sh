@@ -8,7 +8,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${RAYKEEPER_CACHE:-$HOME/.cache/raykeeper}"
 IMAGES_DIR="$CACHE/images"
 # Build order; `debian` is the shared base the others start from (built, not printed).
-IMAGES_ALL=(pause debian node raykeeper redis busybox ray)
+# rayupgrade (another Ray release, for one KubeRay e2e test) is built only when named.
+IMAGES_ALL=(pause debian node raykeeper redis busybox ray rayupgrade)
 IMAGES_PRINTED=(pause node raykeeper redis busybox ray)
 export BUILDAH_ISOLATION=chroot # no runtime, no user namespaces; RUN steps use the host network
 export STORAGE_DRIVER=vfs       # plain copies: no overlay mounts
