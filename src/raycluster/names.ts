@@ -11,6 +11,7 @@
 // from making a second one.
 import { RAY_API_VERSION, RAY_ORIGINATED_FROM_CRD_LABEL } from '../names.ts';
 import type { OwnerReference } from '../../kube/model.ts';
+import { controllerReference } from '../../kube/owner.ts';
 import type { RayCluster } from '../types.ts';
 import { headGroup } from './groups.ts';
 
@@ -80,14 +81,7 @@ export function headPort(cluster: RayCluster): string {
 
 /** The controller owner reference every child carries (SetControllerReference). */
 export function ownerReference(cluster: RayCluster): OwnerReference {
-  return {
-    apiVersion: RAY_API_VERSION,
-    kind: 'RayCluster',
-    name: cluster.metadata.name ?? '',
-    uid: cluster.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
+  return controllerReference(RAY_API_VERSION, 'RayCluster', cluster.metadata);
 }
 
 /** KubeRay's creator CRD (label ray.io/originated-from-crd), RayCluster by default. */

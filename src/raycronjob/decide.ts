@@ -24,6 +24,7 @@
 import { formatTime, parseTime } from '../time.ts';
 import { RAY_API_VERSION, RAYCRONJOB_NAME_LABEL, RAYCRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../names.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
+import { controllerReference } from '../../kube/owner.ts';
 import type { ConcurrencyPolicy, RayCronJob, RayCronJobStatus, RayJob } from '../types.ts';
 import {
   EVENT_INVALID_RAYCRONJOB_SPEC,
@@ -101,14 +102,7 @@ export function buildChild(cronJob: RayCronJob, scheduledAt: number): RayJob {
     labels: { [RAYCRONJOB_NAME_LABEL]: name },
     annotations: { [RAYCRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION]: formatTime(scheduledAt) },
     ownerReferences: [
-      {
-        apiVersion: cronJob.apiVersion ?? RAY_API_VERSION,
-        kind: cronJob.kind ?? 'RayCronJob',
-        name,
-        uid: cronJob.metadata.uid ?? '',
-        controller: true,
-        blockOwnerDeletion: true,
-      },
+      controllerReference(cronJob.apiVersion ?? RAY_API_VERSION, cronJob.kind ?? 'RayCronJob', { name, uid: cronJob.metadata.uid }),
     ],
   };
   if (cronJob.metadata.namespace !== undefined) metadata.namespace = cronJob.metadata.namespace;

@@ -3,6 +3,7 @@
 import { shellQuote } from '../shell.ts';
 import { parse as parseYaml } from 'yaml';
 import { DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION, RAY_API_VERSION } from '../names.ts';
+import { controllerReference } from '../../kube/owner.ts';
 import type { RayCluster, RayJob } from '../types.ts';
 import type { BatchJob, Container, EnvVar, JobCondition, ObjectMeta, OwnerReference, PodTemplateSpec } from '../../kube/model.ts';
 import {
@@ -28,14 +29,7 @@ import { isTokenAuth, withTokenAuthEnv } from '../raycluster/auth.ts';
 const NOT_COPIED_ANNOTATIONS = new Set(['kubectl.kubernetes.io/last-applied-configuration']);
 
 export function ownerReferenceTo(job: RayJob): OwnerReference {
-  return {
-    apiVersion: RAY_API_VERSION,
-    kind: 'RayJob',
-    name: job.metadata.name ?? '',
-    uid: job.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
+  return controllerReference(RAY_API_VERSION, 'RayJob', job.metadata);
 }
 
 function originLabels(job: RayJob): Record<string, string> {
