@@ -23,13 +23,13 @@
 import { ENV_REDIS_ADDRESS } from '../names.ts';
 import { redisIdentity } from '../redis/identity.ts';
 import type { RayClusterFtView } from '../types.ts';
-import type { EnvVar } from '../../kube/model.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { gcsFtFinalizerRule } from './rules.ts';
 import {
   cleanupEnv,
   describeReference,
   describeStorageNamespace,
+  envReference,
   headContainer,
   storageNamespaceSource,
   type EnvReference,
@@ -55,14 +55,6 @@ export type ClaimMatch = 'same' | 'maybe' | 'different';
 
 function referenceKey(ref: EnvReference, k8sNamespace: string): string {
   return `${ref.kind}:${k8sNamespace}/${ref.name}#${ref.key}`;
-}
-
-function envReference(e: EnvVar): EnvReference | undefined {
-  const s = e.valueFrom?.secretKeyRef;
-  if (s) return { kind: 'secret', name: s.name ?? '', key: s.key };
-  const c = e.valueFrom?.configMapKeyRef;
-  if (c) return { kind: 'configMap', name: c.name ?? '', key: c.key };
-  return undefined;
 }
 
 const UNKNOWN_REDIS = { redis: undefined, redisText: '(not known here)' };

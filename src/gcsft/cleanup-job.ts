@@ -25,7 +25,7 @@
 //   requests = limits (Guaranteed QoS, what Autopilot expects), restricted-PSS security context,
 //   no service-account token (the Job never talks to Kubernetes).
 import { createHash } from 'node:crypto';
-import { cleanupEnv, describeReference, headContainer, storageNamespaceSource, tlsVolumes } from './redis-env.ts';
+import { cleanupEnv, describeReference, envReference, headContainer, storageNamespaceSource, tlsVolumes } from './redis-env.ts';
 import {
   ENV_REDIS_ADDRESS,
   ENV_REDIS_PASSWORD,
@@ -324,11 +324,8 @@ export function jobOutcome(job: BatchJob): { outcome: 'complete' } | { outcome: 
 function describeSource(e: EnvVar | undefined): string | undefined {
   if (!e) return undefined;
   if (e.valueFrom === undefined) return e.value;
-  const s = e.valueFrom.secretKeyRef;
-  if (s) return `<${describeReference({ kind: 'secret', name: s.name ?? '', key: s.key })}>`;
-  const c = e.valueFrom.configMapKeyRef;
-  if (c) return `<${describeReference({ kind: 'configMap', name: c.name ?? '', key: c.key })}>`;
-  return '<from the head pod env>';
+  const ref = envReference(e);
+  return ref ? `<${describeReference(ref)}>` : '<from the head pod env>';
 }
 
 /** Whether the address carries a user / password (an unparsable one: assume both). */

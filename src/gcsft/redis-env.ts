@@ -38,6 +38,15 @@ export interface EnvReference {
   key: string;
 }
 
+/** The Secret or ConfigMap key an env var's valueFrom names; undefined for a plain value or another source. */
+export function envReference(e: Pick<EnvVar, 'valueFrom'>): EnvReference | undefined {
+  const s = e.valueFrom?.secretKeyRef;
+  if (s) return { kind: 'secret', name: s.name ?? '', key: s.key };
+  const c = e.valueFrom?.configMapKeyRef;
+  if (c) return { kind: 'configMap', name: c.name ?? '', key: c.key };
+  return undefined;
+}
+
 /**
  * Where the head's RAY_external_storage_namespace comes from: THE rule, which the head pod
  * (../raycluster/pods.ts), the cleanup Job, its annotation and by-hand command (./cleanup-job.ts), the events
@@ -61,10 +70,8 @@ export function storageNamespaceSource(cluster: RayClusterFtView): StorageNamesp
   if (own) {
     const from = own.valueFrom;
     if (from === undefined || from === null) return { from: 'head', value: typeof own.value === 'string' ? own.value : '' };
-    if (from.secretKeyRef)
-      return { from: 'head-ref', ref: { kind: 'secret', name: from.secretKeyRef.name ?? '', key: from.secretKeyRef.key } };
-    if (from.configMapKeyRef)
-      return { from: 'head-ref', ref: { kind: 'configMap', name: from.configMapKeyRef.name ?? '', key: from.configMapKeyRef.key } };
+    const ref = envReference(own);
+    if (ref) return { from: 'head-ref', ref };
     return { from: 'head-field', field: Object.keys(from).join(', ') || 'valueFrom' };
   }
   const options = cluster.spec?.gcsFaultToleranceOptions?.externalStorageNamespace;
