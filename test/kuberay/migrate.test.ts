@@ -4,7 +4,8 @@
 // - standalone -> KubeRay: a RayJob raykeeper stored as `New` is not understood by KubeRay (it logs "Unknown
 //   JobDeploymentStatus", adds no finalizer, creates no RayCluster); `raykeeper uninstall` sets it to "" and
 //   KubeRay then starts it with the names raykeeper chose; the GCS-FT finalizer raykeeper's controller added is
-//   removed by the uninstall and added back by KubeRay (its cleanup on): KubeRay holds it (managedFields), and
+//   removed by the uninstall and added back by KubeRay (its cleanup on) at its next pass over the cluster (an
+//   annotation edit starts one): KubeRay holds it (managedFields), and
 //   the uninstall says so (a Normal Event, exit 3) when it sees it come back;
 // - KubeRay -> standalone: KubeRay stopped, raykeeper's controller takes both finalizers over (same names): the
 //   GCS-FT cluster's deletion runs raykeeper's cleanup Job (its Redis data gone), the RayJob KubeRay started
@@ -180,15 +181,18 @@ if (!missing)
       t.ok(started.metadata.finalizers?.includes(RAYJOB_FINALIZER), "KubeRay's RayJob finalizer (the same name as raykeeper's)");
       await until(() => cluster(ns, names.rayClusterName), 'KubeRay creates the RayCluster under the name raykeeper chose');
 
-      const held = await until(
-        async () => {
-          const c = await cluster(ns, 'ft');
-          return c?.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
-          // KubeRay re-adds it at its next pass over that cluster: slow on a loaded machine.
-        },
-        'the GCS-FT finalizer, added back by KubeRay',
-        180_000,
+      // KubeRay adds it back at its next pass over that cluster. A finalizer edit is not one (its predicates
+      // pass generation, label and annotation changes only), so that pass is its periodic requeue (300 s by
+      // default) or the cluster's next change: an annotation, here.
+      await kube.patch(
+        { ...RAYCLUSTERS, namespace: ns, name: 'ft' },
+        { metadata: { annotations: { 'example.com/touched': 'yes' } } },
+        MERGE_PATCH,
       );
+      const held = await until(async () => {
+        const c = await cluster(ns, 'ft');
+        return c?.metadata.finalizers?.includes(FINALIZER) ? c : undefined;
+      }, 'the GCS-FT finalizer, added back by KubeRay at its next pass');
       t.equal(finalizerWriter(held.metadata.managedFields, FINALIZER), 'kuberay-operator', 'KubeRay holds it now (managedFields)');
       const ftEvents = await eventsOf(kube, ns, 'ft');
       t.ok(
