@@ -79,15 +79,26 @@ if ('missing' in found) {
 
       // The head pod of a running job deleted (KubeRay's e2e "RayJob fails when head Pod is deleted").
       const lostHead = (async () => {
+        // What the job and its head were last seen doing, for the failure message.
+        let seen = '';
         const runningJob = await until(
           async () => {
             const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'rayjob-sidecar-head-lost' });
-            return j.status?.jobStatus === 'RUNNING' ? j : undefined;
+            const s = j.status;
+            const head = s?.rayClusterName ? (await headPods(s.rayClusterName))[0] : undefined;
+            const containers = (head?.status?.containerStatuses ?? []).map((c) => `${c.name}=${JSON.stringify(c.state ?? {})}`);
+            seen = `${s?.jobDeploymentStatus ?? '-'}/${s?.jobStatus ?? '-'} ${s?.reason ?? ''} ${s?.message ?? ''}; head ${head?.status?.phase ?? 'none'} ${containers.join(' ')}`;
+            if (s?.jobDeploymentStatus === 'Complete' || s?.jobDeploymentStatus === 'Failed') {
+              throw new Error(`the long job finished before it was seen RUNNING: ${seen}`);
+            }
+            return s?.jobStatus === 'RUNNING' ? j : undefined;
           },
           'the long job RUNNING',
           200_000,
           1000,
-        );
+        ).catch((err: Error) => {
+          throw new Error(`${err.message} (last seen ${seen})`);
+        });
         const cluster = runningJob.status?.rayClusterName ?? '';
         const [head] = await headPods(cluster);
         await e.kube.delete({ ...PODS, namespace: ns, name: head?.metadata.name ?? '' });
