@@ -16,7 +16,11 @@
 //   reports the runtime started, Failed with the Ray container's exit code when that process ends; every
 //   container's state (the submitter: running, then terminated with its exit code, the pod no longer
 //   Ready);
-// - a deleted (or terminating) pod's process group is killed.
+// - a deleted (or terminating) pod's process group is killed;
+// - a Ray container whose `ray start` ended with Ray's own start-up timeout (its raylet did not register
+//   within Ray's fixed 30 s: this 2-core test machine under a full suite) is started again, up to
+//   START_TIMEOUT_RETRIES times, as the real-Ray tests do (localcluster/ray.ts waitForRayStart): a slow
+//   machine, not the pod, failed. Any other exit is the pod's end.
 // Not modelled: the autoscaler container (it needs the in-cluster API: `raykeeper dev --kubelet`), probes, init containers, resources, volumes, restarts (restartPolicy: the operator
 // deletes and re-creates a failed pod, as KubeRay does).
 // Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
@@ -34,8 +38,8 @@ import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { ConfigMap, Pod, Secret } from '../kube/model.ts';
 import type { EnvLookups } from '../kube/env.ts';
 import { freePort } from './net.ts';
-import type { RayInstall } from './ray.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
+import { exitedOnStartTimeout, type RayInstall } from './ray.ts';
 import { CONFIGMAPS, PODS, SECRETS, type Resource } from '../kube/resources.ts';
 import { DASHBOARD_PORT, SUBMITTER_CONTAINER_NAME } from '../src/rayjob/constants.ts';
 import { AUTOSCALER_CONTAINER_NAME } from '../src/raycluster/autoscaler.ts';
@@ -58,8 +62,12 @@ export interface RayPodRunnerOptions {
   dashboardPort?: number;
 }
 
+/** How many times a Ray container that hit Ray's start-up timeout is started again. */
+const START_TIMEOUT_RETRIES = 2;
+
 interface Running {
   uid: string;
+  /** The Ray container's process (a new one after a start-up timeout). */
   proc: RayPodProcess;
   /** SidecarMode's submitter container of a head pod, run beside its Ray container. */
   submitter: RayPodProcess | undefined;
@@ -225,7 +233,8 @@ export class RayPodRunner {
     }
     this.waitingWorkers.delete(key);
     const lookups = this.lookups();
-    const proc = await startRayPod(local.pod, { ray: this.o.ray, lookups, extraEnv: local.extraEnv });
+    const startRay = () => startRayPod(local.pod, { ray: this.o.ray, lookups, extraEnv: local.extraEnv });
+    const proc = await startRay();
     const submitter =
       local.submitter === undefined
         ? undefined
@@ -275,8 +284,8 @@ export class RayPodRunner {
     });
     states.set(rayName, { state: { running: { startedAt: started } }, ready: false });
     if (subName !== undefined) states.set(subName, { state: { running: { startedAt: started } }, ready: true });
-    const onData = () => {
-      if (rayReady || rayExit !== undefined || !/Ray runtime started/.test(proc.log())) return;
+    const onData = (ray: RayPodProcess) => {
+      if (rayReady || rayExit !== undefined || !/Ray runtime started/.test(ray.log())) return;
       rayReady = true;
       states.set(rayName, { state: { running: { startedAt: started } }, ready: true });
       write();
@@ -287,13 +296,23 @@ export class RayPodRunner {
         for (const [k, w] of this.waitingWorkers) if (w === headOf) this.queue.add(k);
       }
     };
-    proc.proc.stdout!.on('data', onData);
-    proc.proc.stderr!.on('data', onData);
     const current = () => this.running.get(key) === entry && !this.stopped;
-    proc.proc.once('exit', (code) => {
+    let retries = 0;
+    const onExit = async (ray: RayPodProcess, code: number | null) => {
+      if (!current()) return;
+      if (!rayReady && retries < START_TIMEOUT_RETRIES && (await exitedOnStartTimeout(ray.proc, ray.log))) {
+        retries++;
+        this.log.warn({ pod: key, retry: retries }, "Ray's start-up timed out (a slow machine): starting the Ray container again");
+        if (!current()) return;
+        const again = await startRay();
+        if (!current()) return void again.stop();
+        entry.proc = again;
+        watch(again);
+        return;
+      }
       if (!current()) return;
       this.running.delete(key);
-      this.log.warn({ pod: key, code, output: proc.log().slice(-1000) }, 'a Ray pod process ended');
+      this.log.warn({ pod: key, code, output: ray.log().slice(-1000) }, 'a Ray pod process ended');
       rayExit = code ?? 137;
       const head = headOf === undefined ? undefined : this.heads.get(headOf);
       if (head !== undefined) head.up = false;
@@ -301,7 +320,13 @@ export class RayPodRunner {
       write();
       // The pod is Failed and forgotten here (the operator deletes it): its submitter must not outlive it.
       void submitter?.stop();
-    });
+    };
+    const watch = (ray: RayPodProcess) => {
+      ray.proc.stdout!.on('data', () => onData(ray));
+      ray.proc.stderr!.on('data', () => onData(ray));
+      ray.proc.once('exit', (code) => void onExit(ray, code));
+    };
+    watch(proc);
     submitter?.proc.once('exit', (code) => {
       if (!current() || subName === undefined) return;
       this.log.info({ pod: key, code, output: submitter.log().slice(-2000) }, 'the submitter container ended');

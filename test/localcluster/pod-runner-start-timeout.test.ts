@@ -1,0 +1,102 @@
+// The ray pod runner (localcluster/pod-runner.ts) starts a Ray container again when its `ray start` ended
+// with Ray's own start-up timeout (a slow machine), and only then: any other exit fails the pod. Stand-in
+// processes print what `ray start` would; the pods are real objects on the real API server, whose status
+// the runner writes as a kubelet would.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { KubeClient } from '../../kube/client.ts';
+import { createLogger } from '../../kube/logger.ts';
+import type { Pod } from '../../kube/model.ts';
+import { PODS } from '../../kube/resources.ts';
+import { RayPodRunner } from '../../localcluster/pod-runner.ts';
+import { RAY_START_TIMED_OUT } from '../../localcluster/ray.ts';
+import { testNamespace } from '../helpers/control-plane.ts';
+import { until } from '../helpers/until.ts';
+
+const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/**
+ * A head pod whose container counts its starts in `counter` and ends each of the first `failures` with
+ * `failure`'s text and exit 1; after that it reports the runtime started and stays up. The runner appends
+ * its port flags to the command line: the trailing `#` makes them a comment.
+ */
+function headPod(name: string, counter: string, failures: number, failure: string): Pod {
+  const script = [
+    `n=$(( $(cat ${counter} 2>/dev/null || echo 0) + 1 )); echo $n > ${counter};`,
+    `if [ $n -le ${failures} ]; then echo ${JSON.stringify(failure)} >&2; exit 1; fi;`,
+    'echo "Ray runtime started."; exec sleep 600 #',
+  ].join(' ');
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels: { 'ray.io/is-ray-node': 'yes', 'ray.io/node-type': 'head', 'ray.io/cluster': name } },
+    spec: { containers: [{ name: 'ray-head', image: 'stand-in', command: ['/bin/sh', '-c'], args: [script] }] },
+  } as Pod;
+}
+
+t.test("a Ray container that hit Ray's start-up timeout is started again; any other exit fails the pod", async (t) => {
+  const ns = await testNamespace(t);
+  const kube = new KubeClient(ns.kubeConfig);
+  t.teardown(() => kube.close());
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-pod-runner-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const runner = new RayPodRunner({
+    kubeConfig: ns.kubeConfig,
+    namespace: ns.name,
+    ray: { ray: '/bin/true', python: '/bin/false' },
+    logger: quiet,
+  });
+  await runner.start();
+  t.teardown(() => runner.stop());
+  const timeout = `Exception: ${RAY_START_TIMED_OUT}. This could happen because some of the raylet failed to startup.`;
+  await kube.create(PODS.at(ns.name), headPod('slow', join(dir, 'slow'), 2, timeout));
+  await kube.create(PODS.at(ns.name), headPod('broken', join(dir, 'broken'), 1, 'ValueError: bad --port'));
+  const phase = (name: string, want: string) =>
+    until(
+      async () => {
+        const p = await kube.get(PODS.at(ns.name, name));
+        return p.status?.phase === want ? p : undefined;
+      },
+      `pod ${name} ${want}`,
+      60_000,
+      200,
+    );
+
+  const slow = await phase('slow', 'Running');
+  t.equal(await readFile(join(dir, 'slow'), 'utf8'), '3\n', 'started three times: two start-up timeouts, then up');
+  t.equal(slow.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'Ready once up');
+
+  const broken = await phase('broken', 'Failed');
+  t.equal(broken.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1, 'the exit code reported');
+  t.equal(await readFile(join(dir, 'broken'), 'utf8'), '1\n', 'another failure: started once, not again');
+});
+
+t.test("Ray's start-up timeout every time: started again at most twice, then the pod is Failed", async (t) => {
+  const ns = await testNamespace(t);
+  const kube = new KubeClient(ns.kubeConfig);
+  t.teardown(() => kube.close());
+  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-pod-runner-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const runner = new RayPodRunner({
+    kubeConfig: ns.kubeConfig,
+    namespace: ns.name,
+    ray: { ray: '/bin/true', python: '/bin/false' },
+    logger: quiet,
+  });
+  await runner.start();
+  t.teardown(() => runner.stop());
+  await kube.create(PODS.at(ns.name), headPod('never', join(dir, 'never'), 99, `Exception: ${RAY_START_TIMED_OUT}.`));
+  const failed = await until(
+    async () => {
+      const p = await kube.get(PODS.at(ns.name, 'never'));
+      return p.status?.phase === 'Failed' ? p : undefined;
+    },
+    'pod never Failed',
+    60_000,
+    200,
+  );
+  t.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
+  t.equal(await readFile(join(dir, 'never'), 'utf8'), '3\n', 'three starts in all');
+});
