@@ -7,7 +7,8 @@
 // written under several addresses (a name and an IP, a Sentinel and its master), so matching by
 // address could call a live cluster's data an orphan; a collision of storage namespaces across Redis
 // servers (both UIDs, or the same explicit name) only hides an orphan, which is the safe way to be wrong.
-import { AddressError, formatHostPort, parseRedisAddress } from '../redis/address.ts';
+import { AddressError, formatHostPort, mapAddressHost, parseRedisAddress } from '../redis/address.ts';
+import { asSeenFromNamespace } from '../redis/identity.ts';
 import { storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { cleanupEnv, effectiveStorageNamespace } from './redis-env.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
@@ -164,7 +165,9 @@ export function ownerNeedsEnv(cluster: RayClusterFtView): boolean {
 
 /**
  * The owner a RayCluster is: its storage namespace and Redis as its head pod got them (src/gcsft/redis-env.ts),
- * from plain values or, when given, the head's resolved environment. A cluster without GCS FT in Redis
+ * from plain values or, when given, the head's resolved environment. A one-label Redis host is the Service
+ * of that name in the cluster's own namespace (`redis` in team-a is `redis.team-a`): two namespaces'
+ * `redis` are two servers, listed apart, each where the cluster's own pods reach it. A cluster without GCS FT in Redis
  * still owns its namespace (a switch of backend must not make its data an orphan) but points at no Redis.
  */
 export function ownerOf(cluster: RayClusterFtView, resolved?: Readonly<Record<string, string>>): NamespaceOwner {
@@ -174,7 +177,18 @@ export function ownerOf(cluster: RayClusterFtView, resolved?: Readonly<Record<st
   const env = cleanupEnv(cluster);
   const ns = plain(env, ENV_STORAGE_NAMESPACE) ?? resolved?.[ENV_STORAGE_NAMESPACE];
   const address = literal(plain(env, ENV_REDIS_ADDRESS) ?? resolved?.[ENV_REDIS_ADDRESS]);
-  return { ...owner, redis: address === undefined ? undefined : redisKey(address), namespace: literal(ns) };
+  return { ...owner, redis: address === undefined ? undefined : redisKey(seenFrom(address, namespace)), namespace: literal(ns) };
+}
+
+/** The address as a pod of `clusterNamespace` reaches it (src/redis/identity.ts asSeenFromNamespace); unparsable: as is. */
+function seenFrom(address: string, clusterNamespace: string): string {
+  if (clusterNamespace === '') return address;
+  try {
+    return mapAddressHost(address, (host) => asSeenFromNamespace(host, clusterNamespace));
+  } catch (err) {
+    if (err instanceof AddressError) return address;
+    throw err;
+  }
 }
 
 /**

@@ -95,12 +95,17 @@ t.test('ownerOf: namespace and Redis as the head pod got them', async (t) => {
   const uid = cluster().metadata.uid;
   t.same(
     ownerOf(cluster()),
-    { cluster: 'team-a/demo', deleting: false, redis: 'redis://redis:6379', namespace: uid },
-    'annotation FT: the UID',
+    { cluster: 'team-a/demo', deleting: false, redis: 'redis://redis.team-a:6379', namespace: uid },
+    "annotation FT: the UID; the one-label host `redis` is the Service in the cluster's namespace",
   );
+  const other = cluster();
+  other.metadata.namespace = 'team-b';
+  t.not(ownerOf(other).redis, ownerOf(cluster()).redis, "two namespaces' `redis` are two Redis servers, listed apart");
+  const external = cluster({ ft: 'options', options: { redisAddress: 'redis.corp:6379' } });
+  t.equal(ownerOf(external).redis, 'redis://redis.corp:6379', 'a longer name is kept as written (it may be external)');
   t.same(
     ownerOf(cluster({ ft: 'options', options: { externalStorageNamespace: 'shared', redisAddress: 'redis://:pw@cache:6380' } })),
-    { cluster: 'team-a/demo', deleting: false, redis: 'redis://cache:6380', namespace: 'shared' },
+    { cluster: 'team-a/demo', deleting: false, redis: 'redis://cache.team-a:6380', namespace: 'shared' },
     'options: the explicit namespace; the address without its password',
   );
   t.same(ownerOf(cluster({ deletedAt: T0 })).deleting, true, 'deleting');
@@ -138,7 +143,7 @@ t.test('ownerOf: namespace and Redis as the head pod got them', async (t) => {
   t.notOk(ownerNeedsEnv(cluster({ ft: 'off' })), 'no Redis: no I/O');
   t.same([ownerOf(fromSecret).redis, ownerOf(fromSecret).namespace], [undefined, undefined], 'unresolved: unknown');
   const resolved = ownerOf(fromSecret, { RAY_REDIS_ADDRESS: 'redis://u:pw@r:1', RAY_external_storage_namespace: 'ns-from-cm' });
-  t.same([resolved.redis, resolved.namespace], ['redis://r:1', 'ns-from-cm'], 'resolved');
+  t.same([resolved.redis, resolved.namespace], ['redis://r.team-a:1', 'ns-from-cm'], 'resolved');
 });
 
 t.test('groupByRedis and unknownOwners', async (t) => {

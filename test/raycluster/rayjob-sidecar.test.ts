@@ -125,9 +125,10 @@ if ('missing' in found) {
 
       tt.equal(ok.status?.jobDeploymentStatus, 'Complete', `${ok.status?.reason ?? ''} ${ok.status?.message ?? ''}`);
       tt.equal(ok.status?.jobStatus, 'SUCCEEDED');
-      tt.equal(bad.status?.jobDeploymentStatus, 'Failed');
-      tt.equal(bad.status?.jobStatus, 'FAILED');
-      tt.equal(bad.status?.reason, 'AppFailed', 'the Ray job failed (its submitter exited 1 after it)');
+      const badSeen = `${bad.status?.reason ?? ''}: ${bad.status?.message ?? ''}`;
+      tt.equal(bad.status?.jobDeploymentStatus, 'Failed', badSeen);
+      tt.equal(bad.status?.jobStatus, 'FAILED', badSeen);
+      tt.equal(bad.status?.reason, 'AppFailed', `the Ray job failed (its submitter exited 1 after it): ${badSeen}`);
       tt.equal(bad.status?.failed, 2, 'backoffLimit 1: two tries');
       const created = (
         await e.kube.list<{ involvedObject?: { name?: string }; reason?: string; message?: string }>({ ...EVENTS, namespace: ns })
