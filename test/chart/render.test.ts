@@ -355,6 +355,22 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', asyn
     template().some((o) => o.kind === 'ServiceMonitor'),
     'off by default',
   );
+  t.notOk(
+    objs.some((o) => o.kind === 'ConfigMap' && o.metadata.name === 'raykeeper-webhook-ca'),
+    'generate mode: the CA is in the TLS Secret, no ConfigMap',
+  );
+
+  // certs.mode provided: a kubernetes.io/tls Secret need not hold ca.crt; the admin's caBundle is the CA.
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+  const provided = template({
+    ...(MODES.serviceMonitor as object),
+    certs: { mode: 'provided', provided: { secretName: 'my-tls', caBundle: Buffer.from(pem).toString('base64') } },
+  });
+  const ca = find(provided, 'ConfigMap', 'raykeeper-webhook-ca');
+  t.equal(ca.data['ca.crt'], pem, "provided: the caBundle's PEM in a ConfigMap");
+  t.same(find(provided, 'ServiceMonitor', 'raykeeper-webhook').spec.endpoints[0].tlsConfig.ca, {
+    configMap: { name: 'raykeeper-webhook-ca', key: 'ca.crt' },
+  });
 });
 
 t.test('controller.shards: --shards and delete on Leases only when > 1', async (t) => {
