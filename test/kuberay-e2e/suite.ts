@@ -44,6 +44,8 @@ export const CI_SUBSET: readonly string[] = [
   '^TestRayJob$/^RayCluster_status_update_propagates_to_RayJob$',
   '^TestRayJob$/^Successful_RayJob_in_K8s_Job_mode_with_auth_token$',
   '^TestRayJob$/^RayJob_PreRunningDeadlineSeconds_expires_during_Initializing_state$',
+  '^TestRayJob$/^Successful_RayJob$',
+  '^TestRayJob$/^RayJob_has_exceed_SubmitterFinishedTimeout$',
 ];
 
 /** Images a test needs beyond the node's own (tools/build-images.sh names), by top-level test. */
