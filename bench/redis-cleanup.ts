@@ -121,7 +121,7 @@ export interface RedisCleanupBenchFigures {
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = fileURLToPath(new URL('../bin/raykeeper.js', import.meta.url));
-/** Five of the tables Ray's GCS writes, so the run looks like a real namespace (controller/redis-cleanup/keys.ts RAY_TABLES). */
+/** Five of the tables Ray's GCS writes, so the run looks like a real namespace (src/redis/keys.ts RAY_TABLES). */
 const TABLES = ['JOB', 'ACTOR', 'NODE', 'ACTOR_TASK_SPEC', 'PLACEMENT_GROUP'];
 
 /** CPU ms so far of redis-server `serverPid` plus this process and its waited-for children (Linux /proc, 100 Hz ticks). */

@@ -133,7 +133,7 @@ export const isForbidden = (err: unknown): boolean => code(err) === 403;
  * error itself is dropped: handlers/patch.go, NewGenericServerResponse). Every other 422 names the
  * object (`<kind> "<name>" is invalid: ...`, a ValidatingAdmissionPolicy's `... is forbidden: ...`):
  * the API refuses the change itself, and re-reading cannot help (see isInvalid).
- * Both shapes are asserted against the real API server in test/controller/finalizer-patches.test.ts.
+ * Both shapes are asserted against the real API server in test/kube/finalizer-patches-apiserver.test.ts.
  */
 export function isPatchTestFailed(err: unknown): boolean {
   if (!(err instanceof KubeApiError) || err.statusCode !== 422) return false;

@@ -2,7 +2,7 @@
 //   1. read-only checks of every command the deletions need, on keys of both layouts (SCAN on every node
 //      when the sweep runs, TYPE, HSCAN of an old-layout hash): a user the ACL denies any of them fails
 //      here, with nothing deleted (UNLINK itself is denied before it deletes anything);
-//   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, controller/redis-cleanup/keys.ts RAY_TABLES),
+//   2. UNLINK of the tables Ray is known to write (`RAY<ns>@<TABLE>`, src/redis/keys.ts RAY_TABLES),
 //      each TYPE-checked: the namespace's data is gone after one round trip;
 //   3. UNLINK of the old layout's hash `<ns>` when every field is `<ns>@...`;
 //   4. with `sweep: always` (the default), a SCAN MATCH `RAY<ns>@*` sweep (never KEYS) for whatever else
@@ -12,7 +12,7 @@
 //      controller decides from the RayCluster).
 // The sweep shares the server with live clusters' GCS, so it is paced in server time: every SCAN, and
 // every pipeline of TYPEs or UNLINKs, carries as much work as fits the command budget (default 5 ms),
-// adapted per node from the server time each reply measured (controller/redis-cleanup/pace.ts, meter.ts).
+// adapted per node from the server time each reply measured (src/redis/pace.ts, meter.ts).
 // Steps 1-3 send fixed, tiny work (18 known keys, HSCAN COUNT 200, single-key UNLINKs of lazily freed
 // values): microseconds, not paced.
 // Memory stays bounded by one SCAN batch whatever the size of the keyspace. Connection failures restart
@@ -30,10 +30,10 @@ import {
   knownKeys,
   legacyKey,
   metadataRayVersion,
-} from './keys.ts';
-import { classifyRedisError } from './errors.ts';
-import { batchKeys } from './slots.ts';
-import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
+} from '../../src/redis/keys.ts';
+import { classifyRedisError } from '../../src/redis/errors.ts';
+import { batchKeys } from '../../src/redis/slots.ts';
+import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from '../../src/redis/pace.ts';
 import { pacedPipelines, ServerClock, type Measure } from './meter.ts';
 import type { BackoffOptions } from '../../kube/backoff.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';

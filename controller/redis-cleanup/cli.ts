@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { argumentProblem } from '../../bin/args.ts';
 import { oneLine, errorMessage } from '../../src/errors.ts';
-import { formatNamespaceTable, type NamespaceSummary } from './keys.ts';
+import { formatNamespaceTable, type NamespaceSummary } from '../../src/redis/keys.ts';
 import type { RedisConnectionOptions } from './connect.ts';
 import type { Orphan } from '../../src/gcsft/orphans.ts';
 import { formatHostPort } from '../../src/redis/address.ts';

@@ -7,7 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AddressError, parseRedisAddress, resolveCredentials } from '../../src/redis/address.ts';
 import { errorMessage } from '../../src/errors.ts';
-import { MODE_CHOICES, type ModeChoice } from './topology.ts';
+import { MODE_CHOICES, type ModeChoice } from '../../src/redis/topology.ts';
 import { ENV_REDIS_ADDRESS, ENV_REDIS_PASSWORD, ENV_REDIS_USERNAME, ENV_STORAGE_NAMESPACE } from '../../src/names.ts';
 import { storageNamespaceProblem } from '../../src/gcsft/rules.ts';
 import { RedisCleanupError, type RedisConnectionOptions, type RedisTlsMaterial } from './connect.ts';

@@ -4,8 +4,8 @@
 import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { formatHostPort } from '../../src/redis/address.ts';
-import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters, type ModeChoice, type RedisMode } from './topology.ts';
-import { classifyRedisError } from './errors.ts';
+import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters, type ModeChoice, type RedisMode } from '../../src/redis/topology.ts';
+import { classifyRedisError } from '../../src/redis/errors.ts';
 import { errorMessage } from '../../src/errors.ts';
 
 export interface RedisTlsMaterial {

@@ -1,18 +1,18 @@
 // `--list`: the Ray storage namespaces present in Redis with their key counts and sizes (kuberay #1941:
 // finding namespaces that outlived their RayCluster). SCAN MATCH `RAY*` on every node; with `legacy`,
 // also every hash whose sampled fields all read `<key>@...` (older Ray's single-hash layout).
-// Paced like the cleanup's sweep (./pace.ts, ./meter.ts): no SCAN and no pipeline of TYPE, HLEN,
+// Paced like the cleanup's sweep (src/redis/pace.ts, ./meter.ts): no SCAN and no pipeline of TYPE, HLEN,
 // MEMORY USAGE or HSCAN probes takes more than the command budget of server time, so listing a shared
 // Redis (a person's --list, the controller's orphan finder every 10 minutes) never stalls its clusters' GCS.
 import type { Redis } from 'ioredis';
-import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from './keys.ts';
+import { legacyNamespaceOf, LIST_PATTERN, NamespaceTally, type NamespaceSummary } from '../../src/redis/keys.ts';
 import type { BackoffOptions } from '../../kube/backoff.ts';
-import { classifyRedisError } from './errors.ts';
+import { classifyRedisError } from '../../src/redis/errors.ts';
 import { errorMessage } from '../../src/errors.ts';
 import type { RedisConnectionOptions, Session } from './connect.ts';
 import { DeadlineExceeded, withRetries } from './retry.ts';
 import { DEFAULT_DEADLINE_MS } from './cleanup.ts';
-import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from './pace.ts';
+import { BATCH_PACE, DEFAULT_COMMAND_BUDGET_MS, Pace, SCAN_PACE } from '../../src/redis/pace.ts';
 import { pacedPipelines, ServerClock } from './meter.ts';
 
 export interface ListOptions {

@@ -1,4 +1,4 @@
-// How long Redis itself spent on each pipeline the cleanup sends, for the pace (controller/redis-cleanup/pace.ts).
+// How long Redis itself spent on each pipeline the cleanup sends, for the pace (src/redis/pace.ts).
 //
 // Preferred: `INFO commandstats` appended to the same pipeline (no extra round trip). Its `usec` counters
 // are what Redis times each command with, the same clock SLOWLOG uses, so the difference between two
@@ -9,7 +9,7 @@
 // Fallback when the ACL denies INFO: the round trip on the cleanup's own connection (idle: one pipeline
 // at a time) minus the fastest PING seen at the start. Never less than the server time, often more.
 import type { Redis } from 'ioredis';
-import type { Pace } from './pace.ts';
+import type { Pace } from '../../src/redis/pace.ts';
 
 export type Measure = 'commandstats' | 'round trip';
 

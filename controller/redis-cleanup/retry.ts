@@ -5,7 +5,7 @@
 // Redis is gone is released in about a minute; a Redis that accepts connections but is slow (or
 // restarts, loads, fails over) keeps the whole deadline.
 import { sleep, type BackoffOptions } from '../../kube/backoff.ts';
-import { delayWithin, isUnreachable, REDIS_BACKOFF } from './errors.ts';
+import { delayWithin, isUnreachable, REDIS_BACKOFF } from '../../src/redis/errors.ts';
 import type { Redis } from 'ioredis';
 import { openSession, RedisCleanupError, wrapError, type RedisConnectionOptions, type Session } from './connect.ts';
 

@@ -1,5 +1,5 @@
 // The Redis cleanup's command budget: the most server time any one command (or pipeline) of its sweep may
-// take, so a shared Redis keeps answering the live clusters' GCS (controller/redis-cleanup/pace.ts).
+// take, so a shared Redis keeps answering the live clusters' GCS (pace.ts).
 // Here because the CLI (`--command-budget-ms`) and the controller (the RayCluster annotation, passed to
 // the Job's args and to the in-process cleanup) read it the same way.
 

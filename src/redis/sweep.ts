@@ -1,5 +1,5 @@
 // Whether the cleanup sweeps the keyspace (SCAN MATCH `RAY<ns>@*`) after unlinking the tables it knows
-// by name. Pure. For any Ray up to RAY_RELEASE, the tables of controller/redis-cleanup/keys.ts RAY_TABLES and the old
+// by name. Pure. For any Ray up to RAY_RELEASE, the tables of keys.ts RAY_TABLES and the old
 // layout's hash `<ns>` are all its GCS writes, so the sweep (a walk of the whole keyspace: ~0.6 s of
 // Redis CPU per million keys) finds nothing more; a newer or unknown Ray may write tables we cannot
 // name, and only the sweep finds them.
@@ -16,7 +16,7 @@ export interface SweepDecision {
   reason: string;
   /**
    * `always` only for want of a version: the cleanup may read the one the namespace's own head recorded
-   * (controller/redis-cleanup/keys.ts CLUSTER_METADATA_FIELD) and skip the sweep when it is known.
+   * (keys.ts CLUSTER_METADATA_FIELD) and skip the sweep when it is known.
    */
   fromData?: boolean | undefined;
 }

@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS } from '../../src/types.ts';
 import { metricTextSum } from '../../bench/controller.ts';
-import { env } from '../raycluster/harness.ts';
+import { env } from '../helpers/harness.ts';
 import { refusal, registerWebhooks } from '../helpers/webhook.ts';
 import { kubeRayCrds } from '../kuberay/helpers.ts';
 

@@ -20,7 +20,7 @@ import { Discovery, parseManifests } from '../../localcluster/apply.ts';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { defaultBaseEnv, JobRunner } from '../../localcluster/job-runner.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
-import { FINALIZER, quiet, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
+import { FINALIZER, quiet, rayCluster, rayKeys, redis, seedRay } from '../helpers/harness.ts';
 import { PODS } from '../../kube/resources.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { eventsOf } from '../uninstall/helpers.ts';

@@ -149,3 +149,31 @@ t.test('every source file imports only down the table', async (t) => {
     'src/ imports nothing from controller/, webhook/, dev/, localcluster/',
   );
 });
+
+t.test('the Redis cleanup in one room: src/redis/ holds its pure logic, controller/redis-cleanup/ only the program', async (t) => {
+  const files = sources();
+  const program = [...files.keys()].filter((f) => f.startsWith('controller/redis-cleanup/'));
+  t.ok(program.includes('controller/redis-cleanup/cleanup.ts'), `the program's modules read (${program.length})`);
+  t.ok(files.has('src/redis/keys.ts'), 'the key layout is in src/redis/');
+  // A module of the program does I/O itself (ioredis, the file system) or drives a module of the program
+  // that does; one that does neither is pure Redis logic and belongs in src/redis/.
+  const ownIo = (text: string): boolean => /from\s*['"](ioredis|node:fs(\/promises)?)['"]/.test(text);
+  const usesProgram = (file: string, text: string): boolean =>
+    importsOf(text).some((spec) =>
+      program.includes(
+        normalize(join(dirname(file), spec))
+          .split(sep)
+          .join('/'),
+      ),
+    );
+  t.same(
+    program.filter((f) => !ownIo(files.get(f)!) && !usesProgram(f, files.get(f)!)),
+    [],
+    'no pure module left in controller/redis-cleanup/',
+  );
+  t.same(
+    [...files.keys()].filter((f) => f.startsWith('src/redis/') && /from\s*['"]ioredis['"]/.test(files.get(f)!)),
+    [],
+    'src/redis/ holds no ioredis',
+  );
+});

@@ -11,7 +11,7 @@ import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import type { ApiObject } from '../../kube/model.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { FINALIZER, quiet, rayCluster, until } from '../raycluster/harness.ts';
+import { FINALIZER, quiet, rayCluster, until } from '../helpers/harness.ts';
 import { manifest } from '../rayjob/helpers/harness.ts';
 import { CONFIGMAPS, EVENTS, LEASES, PODS } from '../../kube/resources.ts';
 

@@ -9,7 +9,7 @@ import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { PODS } from '../../kube/resources.ts';
 import type { Pod } from '../../kube/model.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
-import { env, metricsOf, quiet, until, type Env } from '../raycluster/harness.ts';
+import { env, metricsOf, quiet, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
 
 async function controller(tt: Test, e: Env, companion: 'on' | 'off', lease?: { identity: string }) {

@@ -24,7 +24,7 @@ import {
   until,
   type ChildController,
   type Env,
-} from '../raycluster/harness.ts';
+} from '../helpers/harness.ts';
 
 const SHARDS = 3;
 const LEASE = 'rk';

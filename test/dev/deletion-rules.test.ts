@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 import { run, startDevProcess, stopDev, watchRayJob } from './dev-process.ts';
 
 const RECORD_PATH = `jsonpath={.metadata.annotations.${DELETION_RECORD_ANNOTATION.replaceAll('.', '\\.')}}`;

@@ -10,7 +10,7 @@ import { findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { sleep } from '../../kube/backoff.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 import { run, startDevProcess, stopDev, watchRayJob } from './dev-process.ts';
 
 const found = findRay();

@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { identity, processesUnder, run, startDevProcess, stopDev, watchRayJob } from './dev-process.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
 import type { RayJob } from '../../src/types.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

@@ -4,7 +4,7 @@ import t from 'tap';
 import { routeOf } from '../../localcluster/dashboard-proxy.ts';
 import { orphaned, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
 import type { OwnerReference } from '../../kube/model.ts';
-import { env, quiet, until } from '../raycluster/harness.ts';
+import { env, quiet, until } from '../helpers/harness.ts';
 import { CONFIGMAPS, JOBS, SERVICES } from '../../kube/resources.ts';
 
 t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<rest>', async (tt) => {

@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
-import { controllerChild, createCluster, env, getCluster, jobRunner, rayKeys, redis, seedRay, until } from '../raycluster/harness.ts';
+import { controllerChild, createCluster, env, getCluster, jobRunner, rayKeys, redis, seedRay, until } from '../helpers/harness.ts';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JOBS, SECRETS } from '../../kube/resources.ts';

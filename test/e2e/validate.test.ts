@@ -9,7 +9,7 @@ import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError, MERGE_PATCH, type ResourceRef } from '../../kube/client.ts';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS, type RayCluster, type RayCronJob, type RayJob } from '../../src/types.ts';
-import { env, until, type Env } from '../raycluster/harness.ts';
+import { env, until, type Env } from '../helpers/harness.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
 import { metricTextSum } from '../../bench/controller.ts';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { cachedStep, createJobPods, decisionStands, type CachedStep, type CacheTrustInput } from '../../src/gcsft/cache-trust.ts';
 import { decideRayClusterCleanup, type PodLite, type RayClusterCleanupDecision, type ReleaseReason } from '../../src/gcsft/decide.ts';
-import { cluster, job, pod, T0, withFinalizer } from '../raycluster/fixtures.ts';
+import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
 
 const EVENT = { type: 'Normal' as const, reason: 'R', message: 'm' };
 type Action = RayClusterCleanupDecision['action'];

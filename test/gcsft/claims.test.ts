@@ -12,7 +12,7 @@ import {
   type ClaimEntry,
 } from '../../src/gcsft/claims.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { cluster, type ClusterOpts } from '../raycluster/fixtures.ts';
+import { cluster, type ClusterOpts } from './fixtures.ts';
 
 function inNs(ns: string, name: string, o: ClusterOpts = {}): RayCluster {
   const c = cluster({ name, uid: `uid-${ns}-${name}`, ...o });

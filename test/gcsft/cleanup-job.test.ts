@@ -23,7 +23,7 @@ import {
 } from '../../src/gcsft/redis-env.ts';
 import { describeTarget } from '../../src/gcsft/decide.ts';
 import type { RayCluster } from '../../src/types.ts';
-import { cluster, job, T0 } from '../raycluster/fixtures.ts';
+import { cluster, job, T0 } from './fixtures.ts';
 
 const secretRef = (name: string, key: string) => ({ secretKeyRef: { name, key } });
 

@@ -9,7 +9,7 @@ import {
   type RayClusterCleanupDecision,
   type RayClusterCleanupInput,
 } from '../../src/gcsft/decide.ts';
-import { cluster, job, pod, T0, withFinalizer } from '../raycluster/fixtures.ts';
+import { cluster, job, pod, T0, withFinalizer } from './fixtures.ts';
 
 interface Row {
   name: string;

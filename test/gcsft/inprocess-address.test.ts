@@ -31,7 +31,7 @@ import {
   redis,
   seedRay,
   until,
-} from '../raycluster/harness.ts';
+} from '../helpers/harness.ts';
 
 t.test('namespace terminating: the in-process cleanup resolves `redis` in the cluster’s namespace, as its Job would', async (tt) => {
   const e = await env(tt);

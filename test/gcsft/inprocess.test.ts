@@ -1,7 +1,7 @@
 import t from 'tap';
 import { asJobInNamespace, fileSource, planContainer, planInProcessCleanup } from '../../src/gcsft/inprocess.ts';
 import { resolveEnv } from '../../kube/env.ts';
-import { cluster } from '../raycluster/fixtures.ts';
+import { cluster } from './fixtures.ts';
 
 t.test('plain values and secretKeyRefs are planned; fieldRefs are unresolvable', async (tt) => {
   const c = cluster({

@@ -23,7 +23,7 @@ import {
   redis,
   seedRay,
   until,
-} from '../raycluster/harness.ts';
+} from '../helpers/harness.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { JOBS, SECRETS } from '../../kube/resources.ts';
 import type { BatchJob } from '../../kube/model.ts';

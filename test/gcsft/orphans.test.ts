@@ -23,7 +23,7 @@ import { KubeClient } from '../../kube/client.ts';
 import type { ControllerContext } from '../../kube/reconciler.ts';
 import { createLogger } from '../../kube/logger.ts';
 import { createMetricsRegistry } from '../../kube/metrics.ts';
-import { cluster, T0 } from '../raycluster/fixtures.ts';
+import { cluster, T0 } from './fixtures.ts';
 
 const R = 'redis://redis:6379';
 const HOUR_MS = 3_600_000;

@@ -28,7 +28,7 @@ import {
   seedRay,
   until,
   type Env,
-} from '../raycluster/harness.ts';
+} from '../helpers/harness.ts';
 import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts';
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError } from '../../kube/client.ts';

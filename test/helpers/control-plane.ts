@@ -3,7 +3,7 @@
 //
 // tap's `before` script (test/setup/start.ts) starts etcd + kube-apiserver detached and writes their
 // connection info to STATE_FILE; the `after` script (test/setup/stop.ts) stops them. getControlPlane()
-// reads that file. Without it (one file run by hand: `npx tap test/cluster/x.test.ts`), it starts a
+// reads that file. Without it (one file run by hand: `npx tap test/localcluster/x.test.ts`), it starts a
 // private control plane for this process and stops it when the file's tests end.
 //
 // Missing binaries are a FAILURE, not a skip: run tools/build-control-plane.sh (CI does it first).

@@ -20,7 +20,7 @@ import type { KubeCredentials } from '../../kube/kubeconfig.ts';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { quiet, type Env } from '../raycluster/harness.ts';
+import { quiet, type Env } from './harness.ts';
 
 /** Our webhook serving on a free loopback port until the test ends, and what a configuration needs to call it. */
 export async function startLoopbackWebhook(

@@ -19,7 +19,7 @@ import type { KubeClient } from '../../kube/client.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
-import { rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
+import { rayCluster, rayKeys, seedRay, until } from '../helpers/harness.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from './helpers.ts';
 import { EVENTS, JOBS, LEASES, NAMESPACES, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, type Resource } from '../../kube/resources.ts';
 import type { ApiObject } from '../../kube/model.ts';

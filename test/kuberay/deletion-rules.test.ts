@@ -34,7 +34,7 @@ import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/ty
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { EVENT_DELETION_RULES_UNMATCHED } from '../../src/event-reasons.ts';
 import { sleep } from '../../kube/backoff.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay } from './helpers.ts';
 

@@ -22,7 +22,7 @@ import { MERGE_PATCH } from '../../kube/client.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { finalizerWriter } from '../../src/uninstall/decide.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
-import { quiet, rayCluster, rayKeys, seedRay, until } from '../raycluster/harness.ts';
+import { quiet, rayCluster, rayKeys, seedRay, until } from '../helpers/harness.ts';
 import { cli, eventsOf } from '../uninstall/helpers.ts';
 import { kubeRayControlPlane, missingKubeRay, startKubeRay, type KubeRayOperator } from './helpers.ts';
 import { JOBS, LEASES, NAMESPACES } from '../../kube/resources.ts';

@@ -17,7 +17,7 @@ import { MERGE_PATCH, type KubeClient } from '../../kube/client.ts';
 import { NAMESPACES } from '../../kube/resources.ts';
 import { RAYCRONJOBS, RAYJOBS, type RayCronJob, type RayJob } from '../../src/types.ts';
 import { sleep } from '../../kube/backoff.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { capturingLogger, kubeRayControlPlane, missingKubeRay, startKubeRay } from './helpers.ts';
 

@@ -17,7 +17,7 @@ import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { APP_CREATED_BY_LABEL, GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE } from '../../src/ray-release.ts';
 import { CHART_DIR, helmOk, key, requireHelm } from '../chart/helm.ts';
-import { rayKeys, seedRay } from '../raycluster/harness.ts';
+import { rayKeys, seedRay } from '../helpers/harness.ts';
 import { assertCleanupJobRan, assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
 interface Pod {

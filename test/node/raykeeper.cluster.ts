@@ -13,7 +13,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { DEPLOYMENTS, ENDPOINT_SLICES, LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, PODS } from '../../kube/resources.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
-import { rayKeys, seedRay } from '../raycluster/harness.ts';
+import { rayKeys, seedRay } from '../helpers/harness.ts';
 import { assertCleanupJobRan, kubectl, namespaceEvents, until } from './helpers.ts';
 
 const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });

@@ -12,7 +12,7 @@ import { PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS } from '../../kube/resources
 import { AUTOSCALER_ROLE_RULES } from '../../src/raycluster/autoscaler.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import type { WorkerGroupSpec } from '../../src/raycluster/groups.ts';
-import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
+import { env, events, getCluster, quiet, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from './samples.ts';
 
 async function operator(tt: Test, e: Env) {

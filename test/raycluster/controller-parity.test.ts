@@ -13,7 +13,7 @@ import { PODS } from '../../kube/resources.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
-import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
+import { env, events, getCluster, quiet, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from './samples.ts';
 
 async function operator(tt: Test, e: Env): Promise<void> {

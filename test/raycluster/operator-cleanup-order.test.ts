@@ -28,7 +28,7 @@ import {
   redis,
   seedRay,
   until,
-} from './harness.ts';
+} from '../helpers/harness.ts';
 
 function deferred() {
   let resolve!: () => void;

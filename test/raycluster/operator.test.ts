@@ -13,7 +13,7 @@ import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
 import type { Pod, Service } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
-import { env, events, getCluster, quiet, until, type Env } from './harness.ts';
+import { env, events, getCluster, quiet, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from './samples.ts';
 import { PODS, SERVICES } from '../../kube/resources.ts';
 

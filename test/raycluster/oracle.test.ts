@@ -31,7 +31,7 @@ import { buildAuthSecret } from '../../src/raycluster/auth.ts';
 import { buildHeadService } from '../../src/raycluster/service.ts';
 import { RAYCLUSTERS, type RayCluster, type RayJob } from '../../src/types.ts';
 import { buildRayCluster } from '../../src/rayjob/builders.ts';
-import { until } from './harness.ts';
+import { until } from '../helpers/harness.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 import { kuberaySample } from './samples.ts';

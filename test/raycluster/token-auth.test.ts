@@ -11,7 +11,7 @@ import { createMetricsRegistry } from '../../kube/metrics.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
-import { env, events, getCluster, until, type Env } from './harness.ts';
+import { env, events, getCluster, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from './samples.ts';
 
 function authCluster(name: string, authOptions: Record<string, unknown>): RayCluster {

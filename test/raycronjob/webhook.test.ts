@@ -6,7 +6,7 @@ import t from 'tap';
 import { MERGE_PATCH } from '../../kube/client.ts';
 import { RAYCRONJOBS, type RayCronJob } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
-import { env } from '../raycluster/harness.ts';
+import { env } from '../helpers/harness.ts';
 
 const jobTemplate = { entrypoint: 'python -c "print(1)"', rayClusterSpec: { headGroupSpec: { rayStartParams: {} } } };
 

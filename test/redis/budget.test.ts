@@ -7,7 +7,7 @@ import t from 'tap';
 import { Cluster, type Redis } from 'ioredis';
 import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import { listNamespaces } from '../../controller/redis-cleanup/list.ts';
-import { keySlot } from '../../controller/redis-cleanup/slots.ts';
+import { keySlot } from '../../src/redis/slots.ts';
 import { autoSweep } from '../../src/redis/sweep.ts';
 import { redisServerMissing, startRedisCluster, startRedisServer } from '../helpers/redis-server.ts';
 import { client, seedLegacy } from './fixtures.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { redisServerMissing, startRedisServer, freePort } from '../helpers/redis-server.ts';
-import { CLUSTER_METADATA_FIELD } from '../../controller/redis-cleanup/keys.ts';
+import { CLUSTER_METADATA_FIELD } from '../../src/redis/keys.ts';
 import { client, seedCurrent, seedLegacy, snapshot } from './fixtures.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));

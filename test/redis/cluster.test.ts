@@ -4,7 +4,7 @@ import t from 'tap';
 import { Cluster } from 'ioredis';
 import { runCleanup } from '../../controller/redis-cleanup/cleanup.ts';
 import { listNamespaces } from '../../controller/redis-cleanup/list.ts';
-import { keySlot } from '../../controller/redis-cleanup/slots.ts';
+import { keySlot } from '../../src/redis/slots.ts';
 import { redisServerMissing, startRedisCluster } from '../helpers/redis-server.ts';
 import { client, seedLegacy, snapshot } from './fixtures.ts';
 

@@ -3,7 +3,7 @@
 // characters, `SCAN MATCH RAY<escaped ns>@*` returns exactly the keys whose bytes start with `RAY<ns>@`.
 import t from 'tap';
 import fc from 'fast-check';
-import { currentPattern, currentPrefix } from '../../controller/redis-cleanup/keys.ts';
+import { currentPattern, currentPrefix } from '../../src/redis/keys.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { client } from './fixtures.ts';
 

@@ -14,11 +14,11 @@ import {
   legacyNamespaceOf,
   NamespaceTally,
   parseCurrentKey,
-} from '../../controller/redis-cleanup/keys.ts';
-import { batchKeys, crc16, keySlot } from '../../controller/redis-cleanup/slots.ts';
-import { classifyRedisError, delayWithin } from '../../controller/redis-cleanup/errors.ts';
+} from '../../src/redis/keys.ts';
+import { batchKeys, crc16, keySlot } from '../../src/redis/slots.ts';
+import { classifyRedisError, delayWithin } from '../../src/redis/errors.ts';
 import { errorMessage, oneLine } from '../../src/errors.ts';
-import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../controller/redis-cleanup/topology.ts';
+import { chooseSentinelMaster, modeFromInfo, parseSentinelMasters } from '../../src/redis/topology.ts';
 
 const b = (s: string) => Buffer.from(s, 'utf8');
 

@@ -1,7 +1,7 @@
-// The sweep's pace in server time (controller/redis-cleanup/pace.ts) and how server time is read from
-// INFO commandstats (meter.ts): pure, as tables. The real server's SLOWLOG checks it in budget.test.ts.
+// The sweep's pace in server time (src/redis/pace.ts) and how server time is read from
+// INFO commandstats (controller/redis-cleanup/meter.ts): pure, as tables. The real server's SLOWLOG checks it in budget.test.ts.
 import t from 'tap';
-import { AIM, BATCH_PACE, GROW_BELOW, nextSize, Pace, SCAN_PACE, type PaceLimits } from '../../controller/redis-cleanup/pace.ts';
+import { AIM, BATCH_PACE, GROW_BELOW, nextSize, Pace, SCAN_PACE, type PaceLimits } from '../../src/redis/pace.ts';
 import { parseCommandStats, spentUs } from '../../controller/redis-cleanup/meter.ts';
 import { parseCommandBudget } from '../../src/redis/budget.ts';
 

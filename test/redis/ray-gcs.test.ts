@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
-import { CLUSTER_METADATA_FIELD, metadataRayVersion, RAY_TABLES } from '../../controller/redis-cleanup/keys.ts';
+import { CLUSTER_METADATA_FIELD, metadataRayVersion, RAY_TABLES } from '../../src/redis/keys.ts';
 import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { findRay, stopRay, waitForRayStart } from '../../localcluster/ray.ts';
 import { freePort, redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';

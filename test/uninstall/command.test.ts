@@ -14,7 +14,7 @@
 //   waited for a bounded time and named.
 import t from 'tap';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
-import { createCluster, env, FINALIZER, getCluster, jobRunner, rayCluster, rayKeys, redis, seedRay } from '../raycluster/harness.ts';
+import { createCluster, env, FINALIZER, getCluster, jobRunner, rayCluster, rayKeys, redis, seedRay } from '../helpers/harness.ts';
 import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { JSON_PATCH, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';

@@ -2,7 +2,7 @@
 // its exit status, and the controller settings it reads from the controller's Deployment.
 import t from 'tap';
 import type { RayJob } from '../../src/types.ts';
-import { cluster, T0, withFinalizer } from '../raycluster/fixtures.ts';
+import { cluster, T0, withFinalizer } from '../gcsft/fixtures.ts';
 import {
   deadlineReleaseEvent,
   decideUninstall,

@@ -14,7 +14,7 @@ import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 import { FINALIZER, FT, NS_ANNOTATION, rayCluster, review } from '../admission/fixtures.ts';
 import { certDir } from './helpers.ts';
-import { quiet } from '../raycluster/harness.ts';
+import { quiet } from '../helpers/harness.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 

@@ -1,4 +1,4 @@
-// Builders for RayCluster / Pod / Job objects used by the raycluster tests.
+// Builders for RayCluster / Pod / Job objects used by the GCS-FT cleanup tests (and the uninstall decision).
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import type { RayCluster } from '../../src/types.ts';
 import type { BatchJob } from '../../kube/model.ts';

@@ -1,4 +1,4 @@
-// Shared pieces of the RayCluster controller integration tests: the real API server (per-test
+// Shared pieces of the controller integration tests (every folder of test/): the real API server (per-test
 // namespace), a real redis-server, the test job runner, the controller in-process or as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -13,14 +13,14 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
-import { kubeconfigFile, testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
+import { kubeconfigFile, testNamespace, type TestNamespace } from './control-plane.ts';
+import { startRedisServer, type RedisServer } from './redis-server.ts';
 import { EVENTS, JOBS, PODS } from '../../kube/resources.ts';
 
 export const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export { GCS_FT_REDIS_CLEANUP_FINALIZER as FINALIZER };
 
-export { until } from '../helpers/until.ts';
+export { until } from './until.ts';
 
 export interface Env {
   ns: TestNamespace;

@@ -1,7 +1,7 @@
 // randomUuid: RFC 9562 version-4 text, no repeats, and every byte varying (the pool is used once per UUID,
 // across its refills).
 import t from 'tap';
-import { randomUuid } from '../src/uuid.ts';
+import { randomUuid } from '../../src/uuid.ts';
 
 const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -18,7 +18,7 @@ import {
   redis,
   seedRay,
   until,
-} from './harness.ts';
+} from '../helpers/harness.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { PODS } from '../../kube/resources.ts';
 import { sleep } from '../../kube/backoff.ts';

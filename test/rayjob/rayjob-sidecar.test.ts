@@ -21,7 +21,7 @@ import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import type { BatchJob, Pod } from '../../kube/model.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
-import { env, quiet, until } from './harness.ts';
+import { env, quiet, until } from '../helpers/harness.ts';
 import { EVENTS, JOBS, PODS } from '../../kube/resources.ts';
 import { sleep } from '../../kube/backoff.ts';
 import { missingPart } from '../helpers/parts.ts';

@@ -11,9 +11,9 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
 import { redisServerMissing, startRedisServer } from '../helpers/redis-server.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../raycluster/harness.ts';
+import { createCluster, env, events, getCluster, jobRunner, rayCluster, rayKeys, seedRay, until, type Env } from '../helpers/harness.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
-import { client } from './fixtures.ts';
+import { client } from '../redis/fixtures.ts';
 import { JOBS, NAMESPACES } from '../../kube/resources.ts';
 
 const SECRET = 'Adm1n-S3cret#9';

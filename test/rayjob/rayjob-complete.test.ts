@@ -17,7 +17,7 @@ import { freePort } from '../../localcluster/net.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
 import { RAYJOBS, type RayJob } from '../../src/types.ts';
-import { env, quiet, until } from './harness.ts';
+import { env, quiet, until } from '../helpers/harness.ts';
 import { missingPart } from '../helpers/parts.ts';
 
 const found = findRay();

@@ -1,10 +1,10 @@
 // The process registry: prom-client's default metrics under our prefix; the webhook's registry has every
 // one of them except nodejs_gc_duration_seconds (kube/metrics.ts says why), and serves them on /metrics.
 import t from 'tap';
-import { buildApp } from '../webhook/app.ts';
-import { createMetricsRegistry } from '../kube/metrics.ts';
-import { ERROR_REASONS, RESOURCES } from '../webhook/metrics.ts';
-import { capturingLogger, certDir } from './webhook/helpers.ts';
+import { buildApp } from '../../webhook/app.ts';
+import { createMetricsRegistry } from '../../kube/metrics.ts';
+import { ERROR_REASONS, RESOURCES } from '../../webhook/metrics.ts';
+import { capturingLogger, certDir } from '../webhook/helpers.ts';
 
 const GC_DURATIONS = 'raykeeper_nodejs_gc_duration_seconds';
 

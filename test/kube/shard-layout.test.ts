@@ -11,7 +11,7 @@ import { memberLeaseName, SHARDS_ANNOTATION } from '../../kube/shards.ts';
 import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import { sleep } from '../../kube/backoff.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { until } from '../raycluster/harness.ts';
+import { until } from '../helpers/harness.ts';
 
 const LEASE = 'layout';
 const TIMING = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 400 } as const;

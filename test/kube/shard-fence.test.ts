@@ -6,7 +6,7 @@ import { startController } from '../../controller/main.ts';
 import { LEASES } from '../../kube/resources.ts';
 import { shardLeaseName, shardOf } from '../../kube/shards.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { quiet, until } from '../raycluster/harness.ts';
+import { quiet, until } from '../helpers/harness.ts';
 
 /** The first `team-<i>` namespace name in the shard (no such namespace needs to exist: the fence reads the path). */
 const inShard = (shard: number) => {

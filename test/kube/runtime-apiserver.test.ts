@@ -1,7 +1,7 @@
 // The runtime pieces against the REAL kube-apiserver: the REST client, informers, leader election on a
 // coordination.k8s.io/v1 Lease, the Events recorder, the health server.
 import t from 'tap';
-import { metricValue } from '../raycluster/harness.ts';
+import { metricValue } from '../helpers/harness.ts';
 import { InformerFactory } from '../../kube/informer.ts';
 import {
   isAlreadyExists,

@@ -1,5 +1,5 @@
 // The informer's recovery logic, driven through its list/watch seam by a small scripted fake (the
-// real-API-server behaviour is covered by test/controller/runtime-apiserver.test.ts).
+// real-API-server behaviour is covered by test/kube/runtime-apiserver.test.ts).
 import t from 'tap';
 import { Informer, type ListFn, type WatchFn } from '../../kube/informer.ts';
 import type { KubeObject } from '../../kube/model.ts';

@@ -35,7 +35,7 @@ import {
   quiet,
   until,
   type Env,
-} from '../raycluster/harness.ts';
+} from '../helpers/harness.ts';
 
 const SECRET = 'Orph4n-S3cret#7';
 const HOUR = 3_600_000;

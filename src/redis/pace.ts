@@ -1,6 +1,6 @@
 // How much work one command (or one pipeline) of the cleanup may carry so that Redis never spends more
 // than the budget on it: a shared GCS-FT Redis serves the live clusters' GCS between our commands, never
-// during one. Pure: the server time each reply took is measured elsewhere (controller/redis-cleanup/meter.ts).
+// during one. Pure: the caller measures the server time each reply took and hands it to observe().
 //
 // One rule for every size the cleanup adapts (SCAN COUNT, keys per TYPE pipeline, keys per UNLINK
 // pipeline), each with its own state per node:
@@ -10,7 +10,7 @@
 //   - in between: keep. AIM is half the budget because calls of one size vary (key sizes, rehashing,
 //     bucket chains): aiming at the budget itself would put every other call over it.
 
-export { DEFAULT_COMMAND_BUDGET_MS } from '../../src/redis/budget.ts';
+export { DEFAULT_COMMAND_BUDGET_MS } from './budget.ts';
 
 /** Where a growing size aims, as a fraction of the budget. */
 export const AIM = 0.5;

@@ -5,7 +5,7 @@ import t from 'tap';
 import { JSON_PATCH, KubeClient, MERGE_PATCH, isConflict } from '../../kube/client.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
-import { rayCluster } from '../raycluster/harness.ts';
+import { rayCluster } from '../helpers/harness.ts';
 
 t.test('own writes make the copy they replaced stale; the API copy after them is not', async (t) => {
   const ns = await testNamespace(t);

@@ -18,7 +18,7 @@ import { createMetricsRegistry } from '../../kube/metrics.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CONFIGMAPS, LEASES } from '../../kube/resources.ts';
 import type { ConfigMap } from '../../kube/model.ts';
-import { metricValue } from '../raycluster/harness.ts';
+import { metricValue } from '../helpers/harness.ts';
 
 const quiet = createLogger('test', { level: 'silent' });
 

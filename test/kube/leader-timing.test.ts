@@ -1,8 +1,8 @@
 // Leader election timing: which settings are safe, and when a leader renews and when it stops. The
 // loop cases run the real LeaderElector.run on a fake clock (its `now` and `timers`) against a Lease
 // kept in memory, whose requests answer at once, late, with an error, or never (until aborted).
-// Against the real kube-apiserver: test/controller/runtime-apiserver.test.ts (takeover, release,
-// a taken Lease), write-fence.test.ts (mayWrite), test/raycluster/controller-restart.test.ts.
+// Against the real kube-apiserver: test/kube/runtime-apiserver.test.ts (takeover, release,
+// a taken Lease), write-fence.test.ts (mayWrite), test/controller/restart.test.ts.
 import t from 'tap';
 import { pino } from 'pino';
 import {

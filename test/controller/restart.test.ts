@@ -31,7 +31,7 @@ import {
   until,
   type ChildController,
   type Env,
-} from './harness.ts';
+} from '../helpers/harness.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { LEASES } from '../../kube/resources.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB, EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
@@ -429,7 +429,7 @@ t.test('a leader paused in a reconcile about to write: resumed after the takeove
   );
   // On SIGCONT epoll_wait returns EINTR and libuv runs the due timers before polling again, so the renew
   // loop usually aborts the reconcile before the held answer is read; the fence covers the other case
-  // (test/controller/write-fence.test.ts). Either way: no retry, and nothing written.
+  // (test/kube/write-fence.test.ts). Either way: no retry, and nothing written.
   tt.equal(logLines(one, 'reconcile failed; will retry').length, 0, 'no retry');
   tt.match(logLines(one, 'stopped leading')[0]?.reason, /renew deadline/);
   tt.equal(logLines(one, 'lost leadership: exiting (restart as a new candidate)').length, 1);

@@ -32,7 +32,7 @@ import {
   seedRay,
   until,
   type Env,
-} from './harness.ts';
+} from '../helpers/harness.ts';
 import { CONFIGMAPS, NAMESPACES, PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, type Resource } from '../../kube/resources.ts';
 import type { ApiObject } from '../../kube/model.ts';
 import { startFakeDashboard } from '../rayjob/helpers/fake-dashboard.ts';
@@ -40,7 +40,7 @@ import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts'
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { metricTextSum } from '../../bench/controller.ts';
 import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
-import { kuberaySample } from './samples.ts';
+import { kuberaySample } from '../raycluster/samples.ts';
 
 interface Rule {
   apiGroups: string[];

@@ -18,7 +18,7 @@ import { isInvalid, isPatchTestFailed, JSON_PATCH, type KubeApiError, MERGE_PATC
 import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
 import { RAYCLUSTERS, type RayCluster, type RayJob } from '../../src/types.ts';
-import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../raycluster/harness.ts';
+import { env, events, FINALIZER, getCluster, quiet, rayCluster, until, type Env } from '../helpers/harness.ts';
 import { manifest, rayJobHarness } from '../rayjob/helpers/harness.ts';
 import { capturingLogger } from '../webhook/helpers.ts';
 import { VALIDATING_ADMISSION_POLICIES, VALIDATING_ADMISSION_POLICY_BINDINGS } from '../../kube/resources.ts';

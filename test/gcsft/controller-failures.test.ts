@@ -16,7 +16,7 @@ import {
   redis,
   seedRay,
   until,
-} from './harness.ts';
+} from '../helpers/harness.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import {
   JOBS,
