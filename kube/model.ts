@@ -222,7 +222,16 @@ export interface JobCondition {
  */
 export interface BatchJob extends ApiObject {
   spec?: { backoffLimit?: number; activeDeadlineSeconds?: number; suspend?: boolean; template?: PodTemplateSpec; [key: string]: unknown };
-  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
+  status?: {
+    conditions?: JobCondition[] | null;
+    startTime?: string;
+    completionTime?: string;
+    active?: number;
+    ready?: number;
+    succeeded?: number;
+    failed?: number;
+    [key: string]: unknown;
+  };
 }
 
 /** A core/v1 Secret (the cleanup's credentials are read by reference only; the local cluster resolves them). */
@@ -305,7 +314,7 @@ export interface Namespace extends ApiObject {
 
 /** An apps/v1 Deployment, as far as waiting for its rollout reads it. */
 export interface Deployment extends ApiObject {
-  spec?: { replicas?: number; selector?: { matchLabels?: Record<string, string> }; [key: string]: unknown };
+  spec?: { replicas?: number; selector?: { matchLabels?: Record<string, string> }; template?: PodTemplateSpec; [key: string]: unknown };
   status?: { observedGeneration?: number; replicas?: number; readyReplicas?: number; availableReplicas?: number; updatedReplicas?: number };
 }
 

@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import t from 'tap';
 import { pino } from 'pino';
 import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
-import type { RunnerJob } from '../../localcluster/job-logic.ts';
+import type { BatchJob } from '../../kube/model.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
+import { JOBS } from '../../kube/resources.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 
 const quiet = pino({ level: 'silent' });
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 async function scratch(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-jobrunner-test-'));
@@ -47,16 +47,16 @@ function jobSpec(
   };
 }
 
-async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<RunnerJob> {
-  return ns.kube.create<RunnerJob>({ ...JOBS, namespace: ns.name }, body);
+async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<BatchJob> {
+  return ns.kube.create({ ...JOBS, namespace: ns.name }, body);
 }
 
-async function readJob(ns: TestNamespace, name: string): Promise<RunnerJob> {
-  return ns.kube.get<RunnerJob>({ ...JOBS, namespace: ns.name, name });
+async function readJob(ns: TestNamespace, name: string): Promise<BatchJob> {
+  return ns.kube.get({ ...JOBS, namespace: ns.name, name });
 }
 
-async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<RunnerJob> {
-  return ns.kube.patch<RunnerJob>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
+async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<BatchJob> {
+  return ns.kube.patch({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
 }
 
 async function runner(
@@ -69,7 +69,7 @@ async function runner(
   return r;
 }
 
-const conditionTypes = (job: RunnerJob) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
+const conditionTypes = (job: BatchJob) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
 
 t.test('exit 0: SuccessCriteriaMet + Complete, succeeded 1, start and completion times', async (t) => {
   const ns = await testNamespace(t);

@@ -7,7 +7,6 @@
 // Complete; a SidecarMode RayJob's own token-auth cluster gets its Secret and its submitter container
 // authenticates. The token is in none of the namespace's events. Then the host is restored.
 import t from 'tap';
-import type { Secret } from '../../kube/model.ts';
 import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
@@ -53,7 +52,7 @@ function dashboardStatus(head: string, path: string, withToken: boolean): string
 const finished = (name: string): Promise<RayJob> =>
   until(
     async () => {
-      const j = await kube.get<RayJob>({ ...RAYJOBS, namespace: NS, name });
+      const j = await kube.get({ ...RAYJOBS, namespace: NS, name });
       return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
     },
     `the RayJob ${name} to finish`,
@@ -95,12 +94,7 @@ t.test(
         },
       },
     );
-    const secret = await until(
-      () => kube.getOrUndefined<Secret>({ ...SECRETS, namespace: NS, name: NAME }),
-      'the generated Secret',
-      60_000,
-      500,
-    );
+    const secret = await until(() => kube.getOrUndefined({ ...SECRETS, namespace: NS, name: NAME }), 'the generated Secret', 60_000, 500);
     const token = tokenOf(secret) ?? '';
     t.ok(token.length >= 40, 'a generated token');
     const pods = await until(
@@ -182,7 +176,7 @@ t.test(
     t.equal(done.status?.jobDeploymentStatus, 'Complete', 'SidecarMode: Complete', { status: done.status });
     t.equal(done.status?.jobStatus, 'SUCCEEDED', 'SidecarMode: Ray says SUCCEEDED');
     const cluster = done.status?.rayClusterName ?? '';
-    const secret = await kube.getOrUndefined<Secret>({ ...SECRETS, namespace: NS, name: cluster });
+    const secret = await kube.getOrUndefined({ ...SECRETS, namespace: NS, name: cluster });
     t.ok(tokenOf(secret), `the generated Secret ${cluster}`);
     const [head] = await podsOf(`${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=head`);
     const logs = kubectl(env.kubeconfig, ['logs', '-n', NS, head?.metadata.name ?? '', '-c', 'ray-job-submitter']);
