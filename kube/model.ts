@@ -341,6 +341,17 @@ export interface WebhookConfiguration extends ApiObject {
 
 /** An apiextensions.k8s.io/v1 CustomResourceDefinition, as far as waiting for it and reading its schema go. */
 export interface CustomResourceDefinition extends ApiObject {
-  spec?: { group?: string; names?: { plural?: string; kind?: string }; [key: string]: unknown };
+  spec?: {
+    group?: string;
+    names?: { plural?: string; kind?: string };
+    versions?: Array<{
+      name: string;
+      served?: boolean;
+      storage?: boolean;
+      additionalPrinterColumns?: Array<{ name: string; type?: string; jsonPath: string }>;
+      [key: string]: unknown;
+    }>;
+    [key: string]: unknown;
+  };
   status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>; [key: string]: unknown };
 }

@@ -10,7 +10,7 @@ import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localclu
 import type { BatchJob } from '../../kube/model.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { JOBS } from '../../kube/resources.ts';
+import { CONFIGMAPS, JOBS, SECRETS } from '../../kube/resources.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 
@@ -147,14 +147,8 @@ t.test('retries up to backoffLimit: fails once, then succeeds', async (t) => {
 t.test('env: secretKeyRef and configMapKeyRef read through the API, fieldRef, $(VAR) in args', async (t) => {
   const ns = await testNamespace(t);
   const dir = await scratch(t);
-  await ns.kube.create(
-    { version: 'v1', plural: 'secrets', namespace: ns.name },
-    { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } },
-  );
-  await ns.kube.create(
-    { version: 'v1', plural: 'configmaps', namespace: ns.name },
-    { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } },
-  );
+  await ns.kube.create(SECRETS.at(ns.name), { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } });
+  await ns.kube.create(CONFIGMAPS.at(ns.name), { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } });
   const r = await runner(t, ns);
   const out = join(dir, 'env.txt');
   await createJob(
@@ -189,10 +183,7 @@ t.test('a missing Secret makes the Job wait (like the kubelet) until the Secret 
   t.match(r.output(ns.name, 'late'), /CreateContainerConfigError: secret "later" not found/);
   t.ok((await readJob(ns, 'late')).status?.startTime, 'started (the pod exists), waiting');
   t.notOk(existsSync(out), 'the command has not run');
-  await ns.kube.create(
-    { version: 'v1', plural: 'secrets', namespace: ns.name },
-    { metadata: { name: 'later' }, stringData: { pw: 'now' } },
-  );
+  await ns.kube.create(SECRETS.at(ns.name), { metadata: { name: 'later' }, stringData: { pw: 'now' } });
   await r.waitFor(ns.name, 'late');
   t.equal(readFileSync(out, 'utf8'), 'now');
 });

@@ -69,9 +69,6 @@ t.test('a POST is not sent again: its error reaches the caller', async (t) => {
   const kube = client(url);
   t.teardown(() => kube.close());
   await kube.get(ref);
-  await t.rejects(
-    kube.create({ version: 'v1', plural: 'configmaps', namespace: 'n' }, { metadata: { name: 'y' } }),
-    /socket hang up|ECONNRESET/,
-  );
+  await t.rejects(kube.create(CONFIGMAPS.at('n'), { metadata: { name: 'y' } }), /socket hang up|ECONNRESET/);
   t.same(seen, ['GET #1', 'POST #2'], 'one attempt');
 });
