@@ -222,16 +222,19 @@ export interface JobCondition {
  */
 export interface BatchJob extends ApiObject {
   spec?: { backoffLimit?: number; activeDeadlineSeconds?: number; suspend?: boolean; template?: PodTemplateSpec; [key: string]: unknown };
-  status?: {
-    conditions?: JobCondition[] | null;
-    startTime?: string;
-    completionTime?: string;
-    active?: number;
-    ready?: number;
-    succeeded?: number;
-    failed?: number;
-    [key: string]: unknown;
-  };
+  status?: JobStatus;
+}
+
+/** A batch/v1 Job's status. */
+export interface JobStatus {
+  conditions?: JobCondition[] | null;
+  startTime?: string;
+  completionTime?: string;
+  active?: number;
+  ready?: number;
+  succeeded?: number;
+  failed?: number;
+  [key: string]: unknown;
 }
 
 /** A core/v1 Secret (the cleanup's credentials are read by reference only; the local cluster resolves them). */
