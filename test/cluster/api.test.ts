@@ -3,7 +3,7 @@
 // hold a deleted object with deletionTimestamp, stale resourceVersions get 409, schema rules.
 import t from 'tap';
 import { JSON_PATCH, KubeApiError, MERGE_PATCH, type ResourceRef, resourcePath } from '../../kube/client.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
@@ -126,7 +126,7 @@ t.test('a finalizer holds a deleted object; removing it lets the object go', asy
   const { kube, name: ns } = await testNamespace(t);
   const rc = { ...RAYCLUSTERS, namespace: ns, name: 'rc' };
   await kube.create(rc, rayCluster('rc', { metadata: { name: 'rc', finalizers: [FINALIZER] } }));
-  const deleted = await kube.request<any>('DELETE', resourcePath(rc));
+  const deleted = await kube.request<RayCluster>('DELETE', resourcePath(rc)); // held by a finalizer: the answer is the object
   t.ok(deleted.metadata.deletionTimestamp, 'DELETE answers with the object, deletionTimestamp set');
   const held = await kube.get(rc);
   t.ok(held.metadata.deletionTimestamp, 'the object is still there, marked for deletion');
