@@ -186,6 +186,13 @@ export interface ResourceRef<K = unknown> {
 }
 
 /**
+ * The type of the objects `R` names: K for a ResourceRef<K> (a descriptor, a spread of one, an InformerSpec<K>),
+ * unknown for a reference written by hand. The calls below are generic in the reference, not in K, so the
+ * type comes from the resource and a caller cannot choose another (`kube.get<View>(ref)` does not compile).
+ */
+export type ObjectOf<R> = R extends { readonly objectType?: infer K } ? K : unknown;
+
+/**
  * `path` (maybe with a query) under the API server's URL, keeping a path prefix the server URL has
  * (e.g. https://rancher.example/k8s/clusters/c-1, as client-node does); `new URL(path, server)` drops it.
  */
@@ -527,19 +534,21 @@ export class KubeClient {
   }
 
   /**
-   * A watch stream (`GET path?watch=true&...`) on the pooled connections: `onEvent(type, object)` for each
-   * JSON line; `onDone` once, with null when the server ends the stream, the error when it fails (a
-   * KubeApiError for a non-200 answer), or an error named `TimeoutError` after `inactivityMs` without a
-   * byte (client-node's Watch has the same 30 s rule; bookmarks keep a healthy watch talking).
+   * A watch stream on the collection `ref` names (`GET path?watch=true&...`) on the pooled connections:
+   * `onEvent(type, object)` for each JSON line (an ERROR event's object is a Status, a BOOKMARK's only
+   * metadata.resourceVersion); `onDone` once, with null when the server ends the stream, the error when it
+   * fails (a KubeApiError for a non-200 answer), or an error named `TimeoutError` after `inactivityMs`
+   * without a byte (client-node's Watch has the same 30 s rule; bookmarks keep a healthy watch talking).
    */
-  async watch<T = unknown>(
-    path: string,
+  async watch<R extends ResourceRef>(
+    ref: R,
     query: Record<string, string | number | boolean | undefined>,
-    onEvent: (type: string, obj: T) => void,
+    onEvent: (type: string, obj: ObjectOf<R>) => void,
     onDone: (err: Error | null) => void,
     inactivityMs = 30_000,
   ): Promise<WatchHandle> {
     const m = await this.tls();
+    const path = resourcePath(ref);
     const url = this.url(path);
     url.searchParams.set('watch', 'true');
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -597,13 +606,13 @@ export class KubeClient {
             const line = pending.slice(start, nl);
             start = nl + 1;
             if (line.trim() === '') continue;
-            let event: { type?: string; object?: T };
+            let event: { type?: string; object?: ObjectOf<R> };
             try {
-              event = JSON.parse(line) as { type?: string; object?: T };
+              event = JSON.parse(line) as { type?: string; object?: ObjectOf<R> };
             } catch {
               continue; // client-node's Watch skips unparsable lines too
             }
-            onEvent(event.type ?? '', event.object as T);
+            onEvent(event.type ?? '', event.object as ObjectOf<R>);
           }
           pending = pending.slice(start);
         });
@@ -620,12 +629,12 @@ export class KubeClient {
 
   // The calls below return the type of the objects `ref`'s resource holds (kube/resources.ts).
 
-  get<K = unknown>(ref: ResourceRef<K>, options: RequestOptionsLite = {}): Promise<K> {
-    return this.request<K>('GET', resourcePath(ref), options);
+  get<R extends ResourceRef>(ref: R, options: RequestOptionsLite = {}): Promise<ObjectOf<R>> {
+    return this.request('GET', resourcePath(ref), options);
   }
 
   /** GET that answers undefined for 404. */
-  async getOrUndefined<K = unknown>(ref: ResourceRef<K>, options: RequestOptionsLite = {}): Promise<K | undefined> {
+  async getOrUndefined<R extends ResourceRef>(ref: R, options: RequestOptionsLite = {}): Promise<ObjectOf<R> | undefined> {
     try {
       return await this.get(ref, options);
     } catch (err) {
@@ -635,24 +644,24 @@ export class KubeClient {
   }
 
   /** Lists a collection, following `continue` pages; returns items and the list's resourceVersion. */
-  async list<K = unknown>(
-    ref: ResourceRef<K>,
+  async list<R extends ResourceRef>(
+    ref: R,
     options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {},
-  ): Promise<ListResult<K>> {
+  ): Promise<ListResult<ObjectOf<R>>> {
     return this.listMapped(ref, (item) => item, options);
   }
 
   /** `list`, each item mapped page by page (an informer's projection: a big list never holds more than one page of whole objects). */
-  async listMapped<K, P>(
-    ref: ResourceRef<K>,
-    map: (item: K) => P,
+  async listMapped<R extends ResourceRef, P>(
+    ref: R,
+    map: (item: ObjectOf<R>) => P,
     options: { labelSelector?: string; fieldSelector?: string; limit?: number; signal?: AbortSignal } = {},
   ): Promise<ListResult<P>> {
     const items: P[] = [];
     let cont: string | undefined;
     let resourceVersion = '';
     do {
-      const page = await this.request<{ items?: K[]; metadata?: { resourceVersion?: string; continue?: string } }>(
+      const page = await this.request<{ items?: ObjectOf<R>[]; metadata?: { resourceVersion?: string; continue?: string } }>(
         'GET',
         resourcePath({ ...ref, name: undefined } as ResourceRef),
         {
@@ -674,8 +683,8 @@ export class KubeClient {
   }
 
   /** POST to the collection, or to an object's subresource when `subresource` is set (e.g. a ServiceAccount's token). */
-  create<K = unknown>(ref: ResourceRef<K>, body: unknown, options: RequestOptionsLite = {}): Promise<K> {
-    return this.request<K>('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), {
+  create<R extends ResourceRef>(ref: R, body: unknown, options: RequestOptionsLite = {}): Promise<ObjectOf<R>> {
+    return this.request('POST', resourcePath(ref.subresource ? ref : ({ ...ref, name: undefined } as ResourceRef)), {
       ...options,
       body,
     });
@@ -685,21 +694,21 @@ export class KubeClient {
    * PATCH with an explicit content type (JSON_PATCH or MERGE_PATCH). `basedOn`: the resourceVersion of
    * the copy the patch was computed from; once it succeeds with a new version, a cached copy at that version is stale.
    */
-  async patch<K = unknown>(
-    ref: ResourceRef<K>,
+  async patch<R extends ResourceRef>(
+    ref: R,
     body: unknown,
     contentType: string = JSON_PATCH,
     options: RequestOptionsLite & { basedOn?: string | undefined } = {},
-  ): Promise<K> {
+  ): Promise<ObjectOf<R>> {
     const { basedOn, ...rest } = options;
-    const out = await this.request<K>('PATCH', resourcePath(ref), { ...rest, body, contentType });
+    const out = await this.request<ObjectOf<R>>('PATCH', resourcePath(ref), { ...rest, body, contentType });
     this.pool.superseded.replaced(objectPath(ref), basedOn, versionOf(out));
     return out;
   }
 
   /** PUT; once it succeeds with a new version, a cached copy at the body's resourceVersion (the one replaced) is stale. */
-  async replace<K = unknown>(ref: ResourceRef<K>, body: unknown, options: RequestOptionsLite = {}): Promise<K> {
-    const out = await this.request<K>('PUT', resourcePath(ref), { ...options, body });
+  async replace<R extends ResourceRef>(ref: R, body: unknown, options: RequestOptionsLite = {}): Promise<ObjectOf<R>> {
+    const out = await this.request<ObjectOf<R>>('PUT', resourcePath(ref), { ...options, body });
     this.pool.superseded.replaced(objectPath(ref), versionOf(body), versionOf(out));
     return out;
   }

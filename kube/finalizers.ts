@@ -19,6 +19,7 @@ import {
   JSON_PATCH,
   KubeApiError,
   type KubeClient,
+  type ObjectOf,
   type ResourceRef,
 } from './client.ts';
 import { sharedCounter, type Registry } from './metrics.ts';
@@ -83,13 +84,13 @@ export class FinalizerPatcher {
    * to do. Throws FinalizerPatchRejectedError after a Warning event when the API refuses the change,
    * and any other error as it came.
    */
-  async patch<K = unknown>(
-    ref: ResourceRef<K>,
+  async patch<R extends ResourceRef>(
+    ref: R,
     obj: { metadata: ObjectMeta },
     change: FinalizerChange,
     finalizer: string,
     signal?: AbortSignal,
-  ): Promise<FinalizerPatchOutcome<K>> {
+  ): Promise<FinalizerPatchOutcome<ObjectOf<R>>> {
     const ops = change === 'add' ? addFinalizerPatch(obj.metadata, finalizer) : removeFinalizerPatch(obj.metadata, finalizer);
     if (!ops) return { result: 'unchanged' };
     const count = (result: string) => this.patches.inc({ kind: this.kind, change, result });

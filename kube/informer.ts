@@ -14,7 +14,7 @@
 // - A relist diffs the new list against the cache: add / update (resourceVersion changed) / delete
 //   handlers fire exactly as if the events had been watched.
 import { Backoff, sleep, type BackoffOptions } from './backoff.ts';
-import { resourcePath, type KubeClient, type ListResult } from './client.ts';
+import type { KubeClient, ListResult } from './client.ts';
 import type { KubeObject, ObjectMeta, ObjectWithMeta } from './model.ts';
 import type { Projection } from './resources.ts';
 
@@ -55,6 +55,11 @@ export interface InformerSpec<K = KubeObject> {
   readonly objectType?: K;
 }
 
+/** The objects an informer of `S` caches without a projection: its resource's K (KubeObject for a spec written by hand). */
+export type CachedOf<S> = S extends { readonly objectType?: infer K extends ObjectWithMeta } ? K : KubeObject;
+/** What a projection `J` keeps of each object: its P. */
+export type ProjectedOf<J> = J extends Projection<never, infer P> ? P : never;
+
 /** What an informer keeps without a projection: the object less metadata.managedFields. */
 const WHOLE: Projection<KubeObject, KubeObject> = { id: '', transform: stripManagedFields };
 
@@ -75,7 +80,7 @@ export const DEFAULT_INFORMER_TIMINGS: InformerTimings = {
 
 /** One watch connection, the seam tests use to inject failures. */
 export type WatchFn = (
-  path: string,
+  spec: InformerSpec,
   query: Record<string, string | boolean | undefined>,
   onEvent: (type: string, obj: KubeObject) => void,
   onDone: (err: unknown) => void,
@@ -121,7 +126,7 @@ class StopWatch extends Error {}
  */
 export class Informer<T extends ObjectWithMeta = KubeObject> {
   readonly id: string;
-  readonly spec: InformerSpec<unknown>;
+  readonly spec: InformerSpec;
   /** What the cache keeps of each object (WHOLE: the object less managedFields). */
   readonly projection: Projection<KubeObject, KubeObject>;
   readonly stats: InformerStats = {
@@ -162,7 +167,7 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
 
   constructor(
     id: string,
-    spec: InformerSpec<unknown>,
+    spec: InformerSpec,
     deps: {
       watchFn: WatchFn;
       listFn: ListFn;
@@ -402,7 +407,7 @@ export class Informer<T extends ObjectWithMeta = KubeObject> {
         if (e.name === 'AbortError' && !this.running) return finish('aborted');
         finish(err instanceof Error ? err : new Error(String(err)));
       };
-      this.watchFn(resourcePath(this.spec), query, onEvent, onDone).then(
+      this.watchFn(this.spec, query, onEvent, onDone).then(
         (handle) => {
           if (finished) {
             handle.abort();
@@ -478,12 +483,15 @@ export class InformerFactory {
   /**
    * The shared informer of a resource's objects (K), or of their `projection` (P). `namespace` defaults to
    * the process's `--watch-namespace`; pass `namespace: ''` explicitly for an all-namespaces or
-   * cluster-scoped informer.
+   * cluster-scoped informer. Generic in the spec and the projection, not in K or P: the cache's type comes
+   * from them (kube/resources.ts), never from the caller.
    */
-  get<K extends ObjectWithMeta = KubeObject, P extends ObjectWithMeta = K>(
-    spec: InformerSpec<K>,
-    projection?: Projection<K, P>,
-  ): Informer<P> {
+  get<S extends InformerSpec<ObjectWithMeta>>(spec: S): Informer<CachedOf<S>>;
+  get<S extends InformerSpec<ObjectWithMeta>, J extends Projection<CachedOf<S>, ObjectWithMeta>>(
+    spec: S,
+    projection: J,
+  ): Informer<ProjectedOf<J>>;
+  get(spec: InformerSpec<ObjectWithMeta>, projection?: Projection<never, ObjectWithMeta>): Informer<ObjectWithMeta> {
     const namespace = spec.namespace === undefined ? this.defaultNamespace : spec.namespace || undefined;
     // What the wire carries: any object of the resource.
     const full: InformerSpec<KubeObject> = {
@@ -505,9 +513,9 @@ export class InformerFactory {
     ].join('|');
     let informer = this.informers.get(id);
     if (!informer) {
-      const watchFn: WatchFn = (path, query, onEvent, onDone) => this.kube.watch(path, query, onEvent, onDone);
+      const watchFn: WatchFn = (watched, query, onEvent, onDone) => this.kube.watch(watched, query, onEvent, onDone);
       const listFn: ListFn = (signal, transform) =>
-        this.kube.listMapped<KubeObject, KubeObject>(full, transform, {
+        this.kube.listMapped(full, transform, {
           labelSelector: full.labelSelector,
           fieldSelector: full.fieldSelector,
           signal,
@@ -518,7 +526,7 @@ export class InformerFactory {
       this.informers.set(id, informer);
       if (this.started) informer.start();
     }
-    return informer as unknown as Informer<P>; // shared: every caller of this (resource, selectors, projection) reads it as P
+    return informer; // shared: every caller of this (resource, selectors, projection) reads it as the overloads say
   }
 
   all(): Informer[] {

@@ -222,7 +222,19 @@ export interface JobCondition {
  */
 export interface BatchJob extends ApiObject {
   spec?: { backoffLimit?: number; activeDeadlineSeconds?: number; suspend?: boolean; template?: PodTemplateSpec; [key: string]: unknown };
-  status?: { conditions?: JobCondition[] | null; active?: number; succeeded?: number; failed?: number; [key: string]: unknown };
+  status?: JobStatus;
+}
+
+/** A batch/v1 Job's status. */
+export interface JobStatus {
+  conditions?: JobCondition[] | null;
+  startTime?: string;
+  completionTime?: string;
+  active?: number;
+  ready?: number;
+  succeeded?: number;
+  failed?: number;
+  [key: string]: unknown;
 }
 
 /** A core/v1 Secret (the cleanup's credentials are read by reference only; the local cluster resolves them). */
@@ -305,7 +317,7 @@ export interface Namespace extends ApiObject {
 
 /** An apps/v1 Deployment, as far as waiting for its rollout reads it. */
 export interface Deployment extends ApiObject {
-  spec?: { replicas?: number; selector?: { matchLabels?: Record<string, string> }; [key: string]: unknown };
+  spec?: { replicas?: number; selector?: { matchLabels?: Record<string, string> }; template?: PodTemplateSpec; [key: string]: unknown };
   status?: { observedGeneration?: number; replicas?: number; readyReplicas?: number; availableReplicas?: number; updatedReplicas?: number };
 }
 
@@ -332,6 +344,17 @@ export interface WebhookConfiguration extends ApiObject {
 
 /** An apiextensions.k8s.io/v1 CustomResourceDefinition, as far as waiting for it and reading its schema go. */
 export interface CustomResourceDefinition extends ApiObject {
-  spec?: { group?: string; names?: { plural?: string; kind?: string }; [key: string]: unknown };
+  spec?: {
+    group?: string;
+    names?: { plural?: string; kind?: string };
+    versions?: Array<{
+      name: string;
+      served?: boolean;
+      storage?: boolean;
+      additionalPrinterColumns?: Array<{ name: string; type?: string; jsonPath: string }>;
+      [key: string]: unknown;
+    }>;
+    [key: string]: unknown;
+  };
   status?: { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>; [key: string]: unknown };
 }

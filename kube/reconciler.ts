@@ -13,9 +13,8 @@
 //     name: 'rayjob',
 //     flags: { 'rayjob-grace-seconds': { type: 'string' } },
 //     create(ctx, flags) {
-//       const jobs = ctx.informers.get({ group: 'ray.io', version: 'v1', plural: 'rayjobs' });
-//       const submitters = ctx.informers.get({ group: 'batch', version: 'v1', plural: 'jobs',
-//                                              labelSelector: 'app.kubernetes.io/created-by=rayjob' });
+//       const jobs = ctx.informers.get(RAYJOBS);                                   // Informer<RayJob>
+//       const submitters = ctx.informers.get({ ...JOBS, labelSelector: 'app.kubernetes.io/created-by=rayjob' });
 //       return {
 //         name: 'rayjob',
 //         reconciler: { reconcile: (key, signal) => reconcileRayJob(ctx, jobs, key, signal) },

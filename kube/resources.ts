@@ -13,11 +13,15 @@
 //   RAYCRONJOBS are src/types.ts's, beside the kinds). `at(namespace, name)` names one object, `at(namespace)`
 //   the collection in a namespace (undefined: a cluster-scoped resource, or every namespace); both are a
 //   ResourceRef<K> (kube/client.ts), and so is a spread of one (`{ ...RAYJOBS.at(ns, name), subresource: 'status' }`).
-// - The client's calls take a ResourceRef<K> and return K (get, create, patch, replace) or a ListResult<K>:
-//   the caller does not choose the type. A ResourceRef written by hand (a kind read from a manifest) has
-//   no K, and its calls return `unknown`.
+// - The client's calls (get, getOrUndefined, create, patch, replace, list, listMapped, watch) take a
+//   ResourceRef<K> and return K or a ListResult<K>: they are generic in the reference (`ObjectOf<R>`,
+//   kube/client.ts), not in K, so the caller does not choose the type (`kube.get<View>(ref)` does not
+//   compile). A ResourceRef written by hand (a kind read from a manifest) has no K, and its calls return
+//   `unknown`. A ref whose answer is not K says so where it is built, annotated (a ServiceAccount's `token`
+//   subresource answers a TokenRequest); an answer that is no object of the resource (a List's own fields,
+//   a Table, /version) is read with `request<T>` on the path.
 // - An informer caches K, or P when given a Projection<K, P>: a named value with an `id` and a `transform`
-//   from K to P. The projection's type says what its cache holds: code reading the cache sees P's fields
+//   from K to P (`informers.get` is generic in the spec and the projection, not in K or P). The projection's type says what its cache holds: code reading the cache sees P's fields
 //   only. Informers are shared by (resource, namespace, selectors, projection id): a transform has one id,
 //   and two transforms of one resource never share one. Without a projection an informer keeps K less
 //   metadata.managedFields.

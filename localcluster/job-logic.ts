@@ -2,7 +2,7 @@
 // 1.35 job controller would write, $(VAR) expansion and env resolution as the kubelet does it, and the
 // mapping of a container command to a local program. See job-runner.ts.
 
-import type { Container, JobCondition } from '../kube/model.ts';
+import type { Container, JobCondition, JobStatus } from '../kube/model.ts';
 import { expand, type LocalPod } from '../kube/env.ts';
 
 export interface RunnerJob {
@@ -30,16 +30,7 @@ export interface RunnerJob {
     };
     [key: string]: unknown;
   };
-  status?: {
-    startTime?: string;
-    completionTime?: string;
-    active?: number;
-    ready?: number;
-    succeeded?: number;
-    failed?: number;
-    conditions?: JobCondition[];
-    [key: string]: unknown;
-  };
+  status?: JobStatus;
 }
 
 /** Kubernetes timestamps have second precision (RFC 3339, UTC). */

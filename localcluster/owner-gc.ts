@@ -54,7 +54,7 @@ export class OwnerGarbageCollector {
   private readonly kube: KubeClient;
   private readonly factory: InformerFactory;
   private readonly dependents: Array<{ kind: Kind; informer: Informer<ApiObject> }>;
-  private readonly owners = new Map<string, Informer>();
+  private readonly owners = new Map<string, Informer<ApiObject>>();
   private readonly log: Logger;
   private readonly deleting = new Set<string>();
   private scheduled = false;

@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { caBundle, generateCertificates } from '../../certs/generate.ts';
 import { JSON_PATCH, type KubeApiError } from '../../kube/client.ts';
+import { MUTATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { sleep } from '../../kube/backoff.ts';
 
@@ -55,8 +57,8 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
   const port = (server.address() as AddressInfo).port;
 
   const name = `stand-in-${ns.name}`;
-  const config = { group: 'admissionregistration.k8s.io', version: 'v1', plural: 'mutatingwebhookconfigurations', name };
-  const rayclusters = { group: 'ray.io', version: 'v1', plural: 'rayclusters', namespace: ns.name };
+  const config = MUTATING_WEBHOOK_CONFIGURATIONS.at(undefined, name);
+  const rayclusters = RAYCLUSTERS.at(ns.name);
   await ns.kube.create(config, {
     metadata: { name },
     webhooks: [
@@ -82,7 +84,7 @@ t.test('the API server calls an HTTPS webhook on 127.0.0.1 and applies its patch
     spec: { headGroupSpec: { template: { spec: { containers: [{ name: 'ray-head', image: 'rayproject/ray:2.46.0' }] } } } },
   };
   // A new webhook configuration takes a moment to reach the admission chain: retry until it is called.
-  let stored: { metadata: { annotations?: Record<string, string> } } | undefined;
+  let stored: RayCluster | undefined;
   for (let i = 0; i < 100 && seen.length === 0; i++) {
     stored = await ns.kube.create(rayclusters, { ...cluster, metadata: { name: `rc-${i}` } });
     if (seen.length === 0) await sleep(100);

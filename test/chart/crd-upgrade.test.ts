@@ -15,13 +15,13 @@ import { parse } from 'yaml';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { startControlPlane } from '../../localcluster/control-plane.ts';
 import { KubeClient, type KubeApiError } from '../../kube/client.ts';
+import { CUSTOM_RESOURCE_DEFINITIONS } from '../../kube/resources.ts';
 import { RAYJOBS } from '../../src/types.ts';
 import { CHART_DIR, HELM_MAJORS, helmOk, requireHelm } from './helm.ts';
 
 requireHelm();
 
 const OLD_CRDS = join(import.meta.dirname, 'fixtures', 'crds-e3ed8fa');
-const CRDS = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions' } as const;
 
 const rayJob = (name: string, deletionStrategy?: unknown) => ({
   apiVersion: 'ray.io/v1',
@@ -49,11 +49,19 @@ for (const major of HELM_MAJORS) {
     for (const f of readdirSync(OLD_CRDS)) cpSync(join(OLD_CRDS, f), join(old, 'crds', f));
     writeFileSync(join(old, 'Chart.yaml'), 'apiVersion: v2\nname: raykeeper\nversion: 0.1.0\nappVersion: "0.1.0"\n');
     helmOk(['install', 'old', old, '--namespace', 'default', '--kubeconfig', kubeconfig], major);
-    t.equal(await kube.getOrUndefined({ ...CRDS, name: 'raycronjobs.ray.io' }), undefined, 'the old chart had no RayCronJob');
+    t.equal(
+      await kube.getOrUndefined(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, 'raycronjobs.ray.io')),
+      undefined,
+      'the old chart had no RayCronJob',
+    );
     const stored = await kube.create({ ...RAYJOBS, namespace: 'default' }, rayJob('kept'));
     // Helm never upgrades crds/: an upgrade to the current chart leaves them as they were.
     helmOk(['upgrade', 'old', CHART_DIR, '--namespace', 'default', '--kubeconfig', kubeconfig, '--set', 'uninstall.hook=false'], major);
-    t.equal(await kube.getOrUndefined({ ...CRDS, name: 'raycronjobs.ray.io' }), undefined, 'helm upgrade did not add the new CRD');
+    t.equal(
+      await kube.getOrUndefined(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, 'raycronjobs.ray.io')),
+      undefined,
+      'helm upgrade did not add the new CRD',
+    );
     await kube.create({ ...RAYJOBS, namespace: 'default' }, rayJob('old-schema', BOTH));
     t.pass('the old RayJob CRD knows no deletionStrategy rules: a RayJob with both legacy and rules is stored');
 
@@ -78,8 +86,8 @@ for (const major of HELM_MAJORS) {
 
     for (const f of readdirSync(join(CHART_DIR, 'crds'))) {
       const want = parse(readFileSync(join(CHART_DIR, 'crds', f), 'utf8')) as { metadata: { name: string }; spec: { versions: unknown } };
-      const got = await kube.get<{ spec: { versions: unknown } }>({ ...CRDS, name: want.metadata.name });
-      t.same(got.spec.versions, want.spec.versions, `${want.metadata.name}: the chart's current schema is served`);
+      const got = await kube.get(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, want.metadata.name));
+      t.same(got.spec?.versions, want.spec.versions, `${want.metadata.name}: the chart's current schema is served`);
     }
     const refused = await kube.create({ ...RAYJOBS, namespace: 'default' }, rayJob('new-schema', BOTH)).then(
       () => undefined,

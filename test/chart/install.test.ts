@@ -6,8 +6,15 @@
 // plane's other tests never see them.
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
+import { Discovery, parseManifests } from '../../localcluster/apply.ts';
 import type { KubeApiError, KubeClient } from '../../kube/client.ts';
+import {
+  CUSTOM_RESOURCE_DEFINITIONS,
+  DEPLOYMENTS,
+  MUTATING_WEBHOOK_CONFIGURATIONS,
+  SECRETS,
+  VALIDATING_WEBHOOK_CONFIGURATIONS,
+} from '../../kube/resources.ts';
 import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, HELM_MAJORS, helmOk, key, requireHelm, valuesFile } from './helm.ts';
 
@@ -26,27 +33,20 @@ interface Certs {
   caBundles: string[];
 }
 
-const tlsSecret = (namespace: string, fullname: string) => ({
-  version: 'v1',
-  plural: 'secrets',
-  namespace,
-  name: `${fullname}-webhook-tls`,
-});
+const tlsSecret = (namespace: string, fullname: string) => SECRETS.at(namespace, `${fullname}-webhook-tls`);
 
 async function certsOf(kube: KubeClient, namespace: string, fullname: string): Promise<Certs> {
-  const secret = await kube.get<any>(tlsSecret(namespace, fullname));
+  const data = (await kube.get(tlsSecret(namespace, fullname))).data ?? {};
   const caBundles: string[] = [];
-  for (const plural of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
-    const config = await kube.get<any>({ group: 'admissionregistration.k8s.io', version: 'v1', plural, name: fullname });
-    caBundles.push(...config.webhooks.map((w: any) => w.clientConfig.caBundle));
+  for (const configs of [MUTATING_WEBHOOK_CONFIGURATIONS, VALIDATING_WEBHOOK_CONFIGURATIONS]) {
+    const config = await kube.get(configs.at(undefined, fullname));
+    caBundles.push(...(config.webhooks ?? []).map((w) => w.clientConfig.caBundle ?? ''));
   }
-  return { ca: secret.data['ca.crt'], crt: secret.data['tls.crt'], key: secret.data['tls.key'], caBundles };
+  return { ca: data['ca.crt'] ?? '', crt: data['tls.crt'] ?? '', key: data['tls.key'] ?? '', caBundles };
 }
 
-const envOf = async (kube: KubeClient, namespace: string, name: string, variable: string): Promise<string> =>
-  (await kube.get<any>({ group: 'apps', version: 'v1', plural: 'deployments', namespace, name })).spec.template.spec.containers[0].env.find(
-    (e: any) => e.name === variable,
-  )?.value;
+const envOf = async (kube: KubeClient, namespace: string, name: string, variable: string): Promise<string | undefined> =>
+  (await kube.get(DEPLOYMENTS.at(namespace, name))).spec?.template?.spec?.containers?.[0]?.env?.find((e) => e.name === variable)?.value;
 
 for (const major of HELM_MAJORS) {
   t.test(`helm ${major}: install, upgrade (the CA is kept), rotation on request, uninstall`, async (t) => {
@@ -72,7 +72,7 @@ for (const major of HELM_MAJORS) {
     t.ok(manifest.length >= 12, `${manifest.length} objects in the release`);
     const discovery = new Discovery(kube);
     for (const o of manifest) {
-      const stored = await kube.get<KubeObject>(await discovery.refOf(o, ns.name));
+      const stored = await kube.get(await discovery.refOf(o, ns.name));
       t.equal(stored.metadata.name, o.metadata.name, `${key(o)} stored`);
       t.equal(
         (stored.metadata.annotations as Record<string, string> | undefined)?.['meta.helm.sh/release-name'],
@@ -101,9 +101,7 @@ for (const major of HELM_MAJORS) {
     helm('uninstall', release, '--no-hooks');
     for (const o of manifest) t.equal(await statusOf(kube.get(await discovery.refOf(o, ns.name))), 404, `${key(o)} removed`);
     t.equal(
-      await statusOf(
-        kube.get({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name: 'rayclusters.ray.io' }),
-      ),
+      await statusOf(kube.get(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, 'rayclusters.ray.io'))),
       200,
       'CRDs stay (Helm never deletes crds/)',
     );

@@ -5,6 +5,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import t from 'tap';
 import { applyObject, Discovery, type KubeObject, waitForCrdsEstablished } from '../../localcluster/apply.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { PODS } from '../../kube/resources.ts';
 import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
 import { CHART_DIR, find, HELM_MAJORS, helm, isHook, key, requireHelm, normalise, template, valuesFile } from './helm.ts';
 
@@ -544,9 +545,7 @@ t.test('every object of every mode is accepted by the real API server (server-si
     // The Pods of both Deployments meet the restricted profile enforced on the release namespace.
     for (const d of objs.filter((o) => o.kind === 'Deployment') as any[]) {
       const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: `psa-${d.metadata.name}` }, spec: d.spec.template.spec };
-      const r = await kube.create<{ metadata: { name: string } }>({ version: 'v1', plural: 'pods', namespace: release.name }, pod, {
-        query: { dryRun: 'All' },
-      });
+      const r = await kube.create(PODS.at(release.name), pod, { query: { dryRun: 'All' } });
       t.equal(r.metadata.name, pod.metadata.name, `${name}: ${d.metadata.name} Pods admitted under Pod Security restricted`);
     }
   }

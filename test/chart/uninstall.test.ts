@@ -63,14 +63,14 @@ for (const { major, companion } of SCENARIOS) {
       helmOk(helm('install', release, CHART_DIR, '-f', values), major);
       const manifest = parseManifests(helmOk(helm('get', 'manifest', release), major));
 
-      const create = (ns: string, body: RayCluster) => kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+      const create = (ns: string, body: RayCluster) => kube.create({ ...RAYCLUSTERS, namespace: ns }, body);
       await create(work.name, rayCluster('live', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'live-data' } }));
       await create(work.name, rayCluster('going', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'going-data' } }));
       const elsewhere = await create(outside.name, rayCluster('elsewhere', address, { finalizers: [FINALIZER] }));
       const liveKeys = (await seedRay(client, 'live-data')).sort();
       await seedRay(client, 'going-data');
       if (companion) {
-        const going = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: work.name, name: 'going' });
+        const going = await kube.get({ ...RAYCLUSTERS, namespace: work.name, name: 'going' });
         await kube.create(
           { ...PODS, namespace: work.name },
           {
@@ -137,7 +137,7 @@ for (const { major, companion } of SCENARIOS) {
           message: /deleted storage namespace "going-data"/,
         },
       );
-      const live = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
+      const live = await kube.get({ ...RAYCLUSTERS, namespace: work.name, name: 'live' });
       t.notOk(live.metadata.finalizers?.includes(FINALIZER), 'the live cluster lost the finalizer');
       t.same(await rayKeys(client, 'live-data'), liveKeys, 'and keeps its data');
       t.match(
@@ -153,7 +153,7 @@ for (const { major, companion } of SCENARIOS) {
         undefined,
         'deleting it completes at once',
       );
-      const kept = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: outside.name, name: 'elsewhere' });
+      const kept = await kube.get({ ...RAYCLUSTERS, namespace: outside.name, name: 'elsewhere' });
       t.equal(kept.metadata.resourceVersion, elsewhere.metadata.resourceVersion, 'a RayCluster outside the release scope is untouched');
 
       const discovery = new Discovery(kube);

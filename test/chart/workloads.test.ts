@@ -14,7 +14,7 @@ import { stringify } from 'yaml';
 import { applyObject, Discovery, type KubeObject } from '../../localcluster/apply.ts';
 import { kubeconfigDocument } from '../../localcluster/control-plane.ts';
 import { FINALIZER, FT, rayCluster, review } from '../admission/fixtures.ts';
-import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
+import { kubeconfigFile, serviceAccountToken, testNamespace } from '../helpers/control-plane.ts';
 import { decodePatch, httpsCall } from '../webhook/helpers.ts';
 import { find, requireHelm, template } from './helm.ts';
 
@@ -182,12 +182,7 @@ t.test(
         for (const o of rbac.filter((x) => !x.metadata.namespace)) await admin.delete(await discovery.refOf(o)).catch(() => {});
       });
       const sa = `${rel}-raykeeper-controller`;
-      const token = (
-        await admin.create<{ status: { token: string } }>(
-          { version: 'v1', plural: 'serviceaccounts', namespace: release.name, name: sa, subresource: 'token' },
-          { spec: { expirationSeconds: 600 } },
-        )
-      ).status.token;
+      const token = await serviceAccountToken(admin, release.name, sa);
       const kubeconfig = join(t.testdir(), 'kubeconfig');
       await writeFile(kubeconfig, stringify(kubeconfigDocument({ ...release.cp.info, token }, release.name)), { mode: 0o600 });
       const container: Container = find(objs, 'Deployment', sa).spec.template.spec.containers[0];

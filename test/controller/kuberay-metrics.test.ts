@@ -7,8 +7,7 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { PODS } from '../../kube/resources.ts';
-import type { Pod } from '../../kube/model.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { env, metricsOf, quiet, until, type Env } from '../helpers/harness.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
 
@@ -38,7 +37,7 @@ t.test('standalone: kuberay_cluster_* and kuberay_job_* follow their objects and
   const e = await env(tt);
   const c = await controller(tt, e, 'off');
   const port = c.port!;
-  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
   const uid = created.metadata.uid!;
   const info = await until(async () => series(await metricsOf(port), 'kuberay_cluster_info', uid)[0], 'kuberay_cluster_info');
   tt.equal(info, `kuberay_cluster_info{name="raycluster-kuberay",namespace="${e.ns.name}",uid="${uid}",owner_kind="None"} 1`);
@@ -49,7 +48,7 @@ t.test('standalone: kuberay_cluster_* and kuberay_job_* follow their objects and
 
   // The kubelet's part: every pod of the cluster Running and Ready; the operator then writes Provisioned.
   const pods = await until(async () => {
-    const list = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=raycluster-kuberay' })).items;
+    const list = (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/cluster=raycluster-kuberay' })).items;
     return list.length >= 2 ? list : undefined;
   }, 'the head and worker pods');
   let ip = 10;
@@ -67,7 +66,7 @@ t.test('standalone: kuberay_cluster_* and kuberay_job_* follow their objects and
   tt.ok(seconds >= 0 && seconds < 120, `provisioned after ${seconds} s`);
   tt.match(series(await metricsOf(port), 'kuberay_cluster_condition_provisioned', uid)[0], /condition="true"\} 1$/);
 
-  const job = await e.kube.create<RayJob>(
+  const job = await e.kube.create(
     { ...RAYJOBS, namespace: e.ns.name },
     {
       apiVersion: 'ray.io/v1',
@@ -112,7 +111,7 @@ t.test('standalone: kuberay_cluster_* and kuberay_job_* follow their objects and
 t.test('beside KubeRay (companion mode): no kuberay_* metric of ours', async (tt) => {
   const e = await env(tt);
   const c = await controller(tt, e, 'on');
-  await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
   const text = await metricsOf(c.port!);
   tt.match(text, /raykeeper_/, 'the metrics endpoint answers');
   tt.same(
@@ -127,7 +126,7 @@ t.test('two replicas: only the leader exports the cache-derived series (a standb
   const a = await controller(tt, e, 'off', { identity: 'replica-a' });
   await until(() => a.manager.isLeader(), 'replica-a to lead');
   const b = await controller(tt, e, 'off', { identity: 'replica-b' });
-  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
   const uid = created.metadata.uid!;
   await until(async () => series(await metricsOf(a.port!), 'kuberay_cluster_info', uid).length === 1, "the leader's series");
   // The standby caches the same cluster (its informers run) but exports nothing for it.

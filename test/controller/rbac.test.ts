@@ -39,7 +39,7 @@ import { startFakeDashboard } from '../rayjob/helpers/fake-dashboard.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import { metricTextSum } from '../../bench/controller.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
 
 interface Rule {
@@ -248,10 +248,7 @@ const podsOf = async (e: Env, name: string) =>
 t.test('token auth with only the shipped RBAC (Secrets: create, get): ours created, a given one checked before any pod', async (tt) => {
   const e = await operatorUnderShippedRbac(tt);
   await tokenClusters(e);
-  const secret = await until(
-    () => e.kube.getOrUndefined<{ data?: Record<string, string> }>({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }),
-    'the generated Secret',
-  );
+  const secret = await until(() => e.kube.getOrUndefined({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }), 'the generated Secret');
   tt.same(Object.keys(secret.data ?? {}), ['auth_token']);
   await until(async () => (await podsOf(e, 'token-gen')) === 2, 'token-gen: head and worker');
   const [notFound] = await until(async () => {
@@ -268,10 +265,7 @@ t.test('token auth with only the shipped RBAC (Secrets: create, get): ours creat
 t.test('token auth where the RBAC lacks get on Secrets (403 on reading): as KubeRay, ours created, a given one not checked', async (tt) => {
   const e = await operatorUnderShippedRbac(tt, withoutSecretGet);
   await tokenClusters(e);
-  const secret = await until(
-    () => e.kube.getOrUndefined<{ data?: Record<string, string> }>({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }),
-    'the generated Secret',
-  );
+  const secret = await until(() => e.kube.getOrUndefined({ ...SECRETS, namespace: e.ns.name, name: 'token-gen' }), 'the generated Secret');
   tt.same(Object.keys(secret.data ?? {}), ['auth_token']);
   for (const name of ['token-gen', 'token-given'])
     await until(async () => (await podsOf(e, name)) === 2, `${name}: head and worker (unchecked without get)`);
@@ -287,7 +281,7 @@ async function tokenRayJob(tt: Test, e: Env, kc: KubeConfig, dashboardUrl: strin
   const cluster = kuberaySample();
   cluster.metadata.name = 'token-shared';
   (cluster.spec as Record<string, unknown>).authOptions = { mode: 'token', secretName: 'token-shared' };
-  const created = await e.kube.create<typeof cluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, cluster);
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, cluster);
   await e.kube.replace(
     { ...RAYCLUSTERS, namespace: e.ns.name, name: 'token-shared', subresource: 'status' },
     { ...created, status: { state: 'ready' } },
@@ -326,7 +320,7 @@ t.test(
     await tokenRayJob(tt, e, kc, dashboard.url, token);
     const job = await until(
       async () => {
-        const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'uses-token' });
+        const j = await e.kube.get({ ...RAYJOBS, namespace: e.ns.name, name: 'uses-token' });
         return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
       },
       'the RayJob finished',
@@ -382,7 +376,7 @@ t.test(
     const after = await events(e, 'FailedToGetAuthSecret');
     tt.equal(after.length, 1, 'one Event');
     tt.equal(after[0]!.count ?? 1, 1, 'told once, not every retry');
-    const job = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'uses-token' });
+    const job = await e.kube.get({ ...RAYJOBS, namespace: e.ns.name, name: 'uses-token' });
     // HTTPMode goes Running first and submits from there (KubeRay's order); the status check's timeout, not this, would fail it.
     tt.equal(job.status?.jobDeploymentStatus, 'Running', 'Running, not Failed: waiting for the token');
     tt.equal(job.status?.jobStatus ?? '', '', 'and nothing submitted');

@@ -9,7 +9,7 @@ import { KubeClient } from '../../kube/client.ts';
 import { EVENTS, JOBS, LEASES, NAMESPACES } from '../../kube/resources.ts';
 import { shardLeaseName, shardOf } from '../../kube/shards.ts';
 import { EVENT_CREATED_REDIS_CLEANUP_JOB } from '../../src/event-reasons.ts';
-import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import {
   controllerChild,
   FINALIZER,
@@ -45,10 +45,6 @@ function namespacesPerShard(): string[] {
   return picked;
 }
 
-interface Lease {
-  spec?: { holderIdentity?: string | null };
-}
-
 t.test(
   'three replicas, three shards: one shard each; one killed with -9: its shard taken over, every cluster released once',
   { timeout: 280_000 },
@@ -75,8 +71,7 @@ t.test(
         Array.from(
           { length: SHARDS },
           async (_, shard) =>
-            (await kube.getOrUndefined<Lease>({ ...LEASES, namespace: SYSTEM, name: shardLeaseName(LEASE, shard) }))?.spec
-              ?.holderIdentity ?? '',
+            (await kube.getOrUndefined({ ...LEASES, namespace: SYSTEM, name: shardLeaseName(LEASE, shard) }))?.spec?.holderIdentity ?? '',
         ),
       );
     const settled = async (live: string[]) => {
@@ -93,11 +88,11 @@ t.test(
     const clusters: Array<{ namespace: string; uid: string }> = [];
     for (const namespace of namespaces) {
       const body = rayCluster('c', `127.0.0.1:${server.port}`);
-      const c = await kube.create<RayCluster>({ ...RAYCLUSTERS, namespace }, body);
+      const c = await kube.create({ ...RAYCLUSTERS, namespace }, body);
       await seedRay(client, c.metadata.uid!);
       clusters.push({ namespace, uid: c.metadata.uid! });
     }
-    const get = (namespace: string) => kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name: 'c' });
+    const get = (namespace: string) => kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name: 'c' });
     for (const { namespace } of clusters)
       await until(async () => (await get(namespace))?.metadata.finalizers?.includes(FINALIZER), `the finalizer in ${namespace}`);
     for (const [id, c] of Object.entries(replicas)) {
@@ -115,7 +110,7 @@ t.test(
     const jobs = async (namespace: string) => (await kube.list({ ...JOBS, namespace })).items.length;
     for (const { namespace } of clusters) await until(async () => (await jobs(namespace)) === 1, `${namespace}: the cleanup Job`);
     for (const { namespace } of clusters) {
-      const reporters = (await kube.list<{ reportingInstance?: string }>({ ...EVENTS, namespace })).items.map((x) => x.reportingInstance);
+      const reporters = (await kube.list({ ...EVENTS, namespace })).items.map((x) => x.reportingInstance);
       const holder = first[shardOf(namespace, SHARDS)];
       tt.ok(
         reporters.length > 0 && reporters.every((r) => r === holder),

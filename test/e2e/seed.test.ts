@@ -6,7 +6,7 @@ import t from 'tap';
 import { parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { EXTERNAL_STORAGE_NAMESPACE_ANNOTATION, FT_ENABLED_ANNOTATION, GCS_FT_REDIS_CLEANUP_FINALIZER } from '../../src/names.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
 import { controllerChild, createCluster, env, getCluster, jobRunner, rayKeys, redis, seedRay, until } from '../helpers/harness.ts';
 import { readFile } from 'node:fs/promises';
@@ -110,7 +110,7 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.equal(await client.get('unrelated'), 'x', 'unrelated keys survive every cleanup');
 
   // 4. A RayJob created without status: defaulted by the webhook, driven from New by the controller.
-  const created = await e.kube.create<RayJob>(
+  const created = await e.kube.create(
     { ...RAYJOBS, namespace: e.ns.name },
     {
       apiVersion: 'ray.io/v1',
@@ -123,7 +123,7 @@ t.test('seed: webhook pins, controller cleans Redis on delete, RayJob starts at 
   t.notOk(created.status?.jobDeploymentStatus, 'a status sent at CREATE is dropped by the status subresource');
   const driven = await until(
     async () => {
-      const j = await e.kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'sample' });
+      const j = await e.kube.getOrUndefined({ ...RAYJOBS, namespace: e.ns.name, name: 'sample' });
       return j?.status?.jobDeploymentStatus === 'Initializing' ? j : undefined;
     },
     'RayJob to leave New',

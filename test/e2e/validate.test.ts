@@ -119,20 +119,20 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   const cronDenied = await refusal(e.kube.create(cronJobs, cronJob));
   tt.equal(cronDenied.statusCode, 422, 'invalid RayCronJob: 422');
   tt.match(cronDenied.status?.message ?? '', /"raycronjob.validate.raykeeper.io" denied the request: .*exactly 5 fields, found 6/);
-  const goodCron = await e.kube.create<RayCronJob>(cronJobs, {
+  const goodCron = await e.kube.create(cronJobs, {
     ...cronJob,
     metadata: { name: 'good-cron' },
     spec: { ...cronJob.spec, schedule: '*/5 * * * *' },
   });
   tt.ok(goodCron.metadata.uid, 'a valid RayCronJob is created');
 
-  const valid = await e.kube.create<RayCluster>(clusters, cluster('valid'));
+  const valid = await e.kube.create(clusters, cluster('valid'));
   tt.ok(valid.metadata.uid, 'a valid RayCluster is created');
-  const goodJob = await e.kube.create<RayJob>(jobs, { ...job, metadata: { name: 'good-job' }, spec: { ...job.spec, backoffLimit: 0 } });
+  const goodJob = await e.kube.create(jobs, { ...job, metadata: { name: 'good-job' }, spec: { ...job.spec, backoffLimit: 0 } });
   tt.ok(goodJob.metadata.uid, 'a valid RayJob is created');
 
   const warnings: string[] = [];
-  const warned = await e.kube.create<RayCluster>(
+  const warned = await e.kube.create(
     clusters,
     cluster('warned', (c) => {
       if (c.spec) c.spec['autoscalerOptions'] = { version: 'v2' };
@@ -147,7 +147,7 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   );
 
   // A GCS-FT cluster (options form): the mutating webhook adds the finalizer; its storage namespace is kept.
-  const ft = await e.kube.create<RayCluster>(
+  const ft = await e.kube.create(
     clusters,
     cluster('ft', (c) => {
       if (c.spec) c.spec.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', externalStorageNamespace: 'ns-a' };
@@ -166,18 +166,14 @@ t.test('validating admission through the kube-apiserver', async (tt) => {
   tt.match(addressDenied.status?.message ?? '', /cannot change the Redis address/);
 
   // Dropping the namespace: the mutating webhook restores it, so the validating one sees no change.
-  const dropped = await e.kube.patch<RayCluster>(
-    ftRef,
-    { spec: { gcsFaultToleranceOptions: { externalStorageNamespace: null } } },
-    MERGE_PATCH,
-  );
+  const dropped = await e.kube.patch(ftRef, { spec: { gcsFaultToleranceOptions: { externalStorageNamespace: null } } }, MERGE_PATCH);
   tt.equal(dropped.spec?.gcsFaultToleranceOptions?.externalStorageNamespace, 'ns-a', 'a dropped namespace is restored, not refused');
 
-  const labelled = await e.kube.patch<RayCluster>(ftRef, { metadata: { labels: { team: 'a' } } }, MERGE_PATCH);
+  const labelled = await e.kube.patch(ftRef, { metadata: { labels: { team: 'a' } } }, MERGE_PATCH);
   tt.equal(labelled.metadata.labels?.['team'], 'a', 'a label edit passes');
-  const status = await e.kube.patch<RayCluster>({ ...ftRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
+  const status = await e.kube.patch({ ...ftRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
   tt.equal(status.status?.state, 'ready', 'a status edit passes');
-  const released = await e.kube.patch<RayCluster>(ftRef, { metadata: { finalizers: null } }, MERGE_PATCH);
+  const released = await e.kube.patch(ftRef, { metadata: { finalizers: null } }, MERGE_PATCH);
   tt.equal(released.metadata.finalizers, undefined, 'a finalizer removal passes');
   await e.kube.delete(ftRef);
 });
@@ -236,7 +232,7 @@ t.test('matchConditions: UPDATEs the rules do not read, and finalizer removals, 
   );
   tt.same(await calls('rayjob'), { validating: 1, mutating: 0 }, 'one call');
   await e.kube.delete(jobRef);
-  await e.kube.patch<RayJob>(jobRef, { metadata: { finalizers: null } }, MERGE_PATCH);
+  await e.kube.patch(jobRef, { metadata: { finalizers: null } }, MERGE_PATCH);
   await until(async () => (await e.kube.getOrUndefined(jobRef)) === undefined, 'the RayJob gone', 30_000);
   tt.same(await calls('rayjob'), { validating: 0, mutating: 0 }, 'its finalizer removed while deleting: no webhook call');
 
@@ -247,12 +243,12 @@ t.test('matchConditions: UPDATEs the rules do not read, and finalizer removals, 
     if (c.spec) c.spec.gcsFaultToleranceOptions = { redisAddress: 'redis:6379', externalStorageNamespace: 'ns-a' };
   });
   await until(
-    async () => ((await e.kube.create<RayCluster>(clusters, ftCluster, { query: { dryRun: 'All' } })).metadata.finalizers ?? []).length > 0,
+    async () => ((await e.kube.create(clusters, ftCluster, { query: { dryRun: 'All' } })).metadata.finalizers ?? []).length > 0,
     'the mutating webhook to be called',
     30_000,
     200,
   );
-  const ft = await e.kube.create<RayCluster>(clusters, ftCluster);
+  const ft = await e.kube.create(clusters, ftCluster);
   tt.same(ft.metadata.finalizers, ['ray.io/gcs-ft-redis-cleanup-finalizer'], 'the mutating webhook added its finalizer');
   await calls('raycluster');
   await e.kube.patch(ftRef, { metadata: { finalizers: ['ray.io/gcs-ft-redis-cleanup-finalizer', 'raykeeper.test/hold'] } }, MERGE_PATCH);

@@ -26,7 +26,6 @@ import {
 } from '../helpers/harness.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { JOBS, SECRETS } from '../../kube/resources.ts';
-import type { BatchJob } from '../../kube/model.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/raykeeper.js', import.meta.url));
 const fromSecret = { name: 'RAY_external_storage_namespace', valueFrom: { secretKeyRef: { name: 'gcs-ns', key: 'ns' } } };
@@ -50,7 +49,7 @@ t.test('the Job cleans the namespace the Secret names; its annotation and the ev
   tt.same(await rayKeys(client, ns), [], 'the namespace the head wrote (the Secret’s) is deleted');
   tt.equal((await rayKeys(client, c.metadata.uid!)).length, 5, 'the UID namespace is not touched');
   const [job] = await listJobs(e);
-  const full = await e.kube.get<BatchJob>({ ...JOBS, namespace: e.ns.name, name: job!.metadata.name });
+  const full = await e.kube.get({ ...JOBS, namespace: e.ns.name, name: job!.metadata.name });
   tt.same(
     full.metadata.annotations,
     { 'raykeeper.io/cluster-name': 'fromsecret', 'raykeeper.io/storage-namespace-from': 'secret gcs-ns key ns' },

@@ -33,7 +33,7 @@ import { localWebhookConfigurations } from '../../localcluster/webhook-config.ts
 import { applyObject } from '../../localcluster/apply.ts';
 import { KubeApiError } from '../../kube/client.ts';
 import { MUTATING_WEBHOOK_CONFIGURATIONS, SERVICEACCOUNTS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
-import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import { startLoopbackWebhook } from '../helpers/webhook.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -147,7 +147,7 @@ t.test('through the webhook: B (n2) is refused, naming the namespace and A (n1);
   const refused = await until(
     async () => {
       try {
-        await n2.kube.create<RayCluster>(
+        await n2.kube.create(
           { ...RAYCLUSTERS, namespace: n2.ns.name },
           rayCluster('b', `redis://127.0.0.1:${server.port}`, { annotations: { [NS_ANNOTATION]: ns } }),
           { query: { dryRun: 'All' } },

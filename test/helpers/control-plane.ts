@@ -23,7 +23,8 @@ import {
 } from '../../localcluster/control-plane.ts';
 import { get } from '../../localcluster/net.ts';
 import { isAlive } from '../../localcluster/process.ts';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient, type ResourceRef } from '../../kube/client.ts';
+import { NAMESPACES } from '../../kube/resources.ts';
 import { readState, STATE_FILE } from './control-plane-state.ts';
 
 export { readState, STATE_FILE, stateFile, type ControlPlaneState } from './control-plane-state.ts';
@@ -101,15 +102,23 @@ export async function testNamespace(tt: Teardownable, labels: Record<string, str
   const cp = await getControlPlane();
   const name = namespaceName(tt.name);
   const kube = new KubeClient(cp.kubeConfig(name));
-  await kube.create(
-    { version: 'v1', plural: 'namespaces' },
-    { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } },
-  );
+  await kube.create(NAMESPACES, { metadata: { name, labels: { 'raykeeper.test/namespace': 'true', ...labels } } });
   tt.teardown(async () => {
-    await kube.delete({ version: 'v1', plural: 'namespaces', name }); // false when already gone
+    await kube.delete({ ...NAMESPACES, name }); // false when already gone
     kube.close();
   });
   return { name, cp, kubeConfig: cp.kubeConfig(name), kube };
+}
+
+/** What a ServiceAccount's `token` subresource answers a create with (an authentication.k8s.io/v1 TokenRequest). */
+interface TokenRequest {
+  status: { token: string; expirationTimestamp: string };
+}
+
+/** A token of ServiceAccount `namespace/name`, valid for 10 minutes (a create of its `token` subresource). */
+export async function serviceAccountToken(kube: KubeClient, namespace: string, name: string): Promise<string> {
+  const ref: ResourceRef<TokenRequest> = { version: 'v1', plural: 'serviceaccounts', namespace, name, subresource: 'token' };
+  return (await kube.create(ref, { spec: { expirationSeconds: 600 } })).status.token;
 }
 
 /**

@@ -100,11 +100,11 @@ export function rayCluster(
 }
 
 export async function createCluster(e: Env, body: RayCluster): Promise<RayCluster> {
-  return e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, body);
+  return e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, body);
 }
 
 export async function getCluster(e: Env, name: string): Promise<RayCluster | undefined> {
-  return e.kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name, name });
+  return e.kube.getOrUndefined({ ...RAYCLUSTERS, namespace: e.ns.name, name });
 }
 
 /** Head and worker pods as KubeRay would have made them (no nodeName: the API server deletes them at once). */

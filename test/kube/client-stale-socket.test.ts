@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { KubeClient } from '../../kube/client.ts';
 import type { KubeCredentials } from '../../kube/kubeconfig.ts';
+import { CONFIGMAPS } from '../../kube/resources.ts';
 
 async function droppingServer(t: Test): Promise<{ url: string; seen: string[] }> {
   const seen: string[] = [];
@@ -41,14 +42,14 @@ function client(url: string): KubeClient {
   return new KubeClient(credentials, { fieldManager: '' });
 }
 
-const ref = { version: 'v1', plural: 'configmaps', namespace: 'n', name: 'x' } as const;
+const ref = CONFIGMAPS.at('n', 'x');
 
 t.test('a GET on a connection the server dropped is sent again on a new one', async (t) => {
   const { url, seen } = await droppingServer(t);
   const kube = client(url);
   t.teardown(() => kube.close());
   await kube.get(ref);
-  const second = await kube.get<{ metadata: { name: string } }>(ref);
+  const second = await kube.get(ref);
   t.equal(second.metadata.name, 'x', 'answered');
   t.same(seen, ['GET #1', 'GET #2', 'GET #1'], 'the second went out on the kept-alive connection, was dropped, and again on a new one');
   t.equal(kube.requestCount('GET', 200), 2, 'counted once per answer');
@@ -68,9 +69,6 @@ t.test('a POST is not sent again: its error reaches the caller', async (t) => {
   const kube = client(url);
   t.teardown(() => kube.close());
   await kube.get(ref);
-  await t.rejects(
-    kube.create({ version: 'v1', plural: 'configmaps', namespace: 'n' }, { metadata: { name: 'y' } }),
-    /socket hang up|ECONNRESET/,
-  );
+  await t.rejects(kube.create(CONFIGMAPS.at('n'), { metadata: { name: 'y' } }), /socket hang up|ECONNRESET/);
   t.same(seen, ['GET #1', 'POST #2'], 'one attempt');
 });

@@ -111,7 +111,7 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
   const e = await env(tt);
   await freezeFinalizers(tt, e);
   const ns = e.ns.name;
-  const plain = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, gcsFtCluster('plain'));
+  const plain = await e.kube.create({ ...RAYCLUSTERS, namespace: ns }, gcsFtCluster('plain'));
   const ref = { ...RAYCLUSTERS, namespace: ns, name: 'plain' };
   const caught = (p: Promise<unknown>) =>
     p.then(
@@ -135,7 +135,7 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
   tt.notOk(isInvalid(testFailed), 'and is not a refusal');
 
   // Validation: a finalizer name the API does not accept.
-  const current = await e.kube.get<RayCluster>(ref);
+  const current = await e.kube.get(ref);
   const invalid = await caught(
     e.kube.patch(
       ref,
@@ -159,7 +159,7 @@ t.test('what kube-apiserver 1.35 answers: a failed `test` op vs. a refusal of th
 
   // The admission policy refuses the change (its default reason is Invalid: 422 as well).
   await e.kube.patch(ref, { metadata: { labels: { [FROZEN_LABEL]: 'yes' } } }, MERGE_PATCH);
-  const frozen = await e.kube.get<RayCluster>(ref);
+  const frozen = await e.kube.get(ref);
   const refused = await caught(e.kube.patch(ref, addFinalizerPatch(frozen.metadata, FINALIZER), JSON_PATCH));
   tt.equal(refused.statusCode, 422);
   tt.equal(refused.status?.reason, 'Invalid');
@@ -283,11 +283,11 @@ t.test(
     const ns = e.ns.name;
     const ref = { ...RAYCLUSTERS, namespace: ns, name: 'again' };
     const body = { ...gcsFtCluster('again'), metadata: { ...gcsFtCluster('again').metadata, finalizers: [FINALIZER] } };
-    const old = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+    const old = await e.kube.create({ ...RAYCLUSTERS, namespace: ns }, body);
     await e.kube.patch(ref, [{ op: 'replace', path: '/metadata/finalizers', value: [] }], JSON_PATCH);
     await e.kube.delete(ref);
     await until(async () => (await getCluster(e, 'again')) === undefined, 'the first cluster is gone');
-    const current = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, body);
+    const current = await e.kube.create({ ...RAYCLUSTERS, namespace: ns }, body);
     tt.not(current.metadata.uid, old.metadata.uid);
     tt.same(current.metadata.finalizers, old.metadata.finalizers, 'the same finalizers: only the UID tells them apart');
     const err = await e.kube.patch(ref, removeFinalizerPatch(old.metadata, FINALIZER)!, JSON_PATCH).then(

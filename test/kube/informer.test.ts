@@ -27,7 +27,7 @@ class FakeApi {
     }
     return { items: [...this.objects.values()].map((o) => transform(structuredClone(o))), resourceVersion: String(this.rv) };
   };
-  watchFn: WatchFn = async (_path, query, onEvent, onDone) => {
+  watchFn: WatchFn = async (_spec, query, onEvent, onDone) => {
     const w: OpenWatch = { query, onEvent, onDone, aborted: false };
     this.watches.push(w);
     if (this.watchFailures > 0) {

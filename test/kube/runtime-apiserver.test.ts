@@ -28,17 +28,16 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   const ns = await testNamespace(tt);
   const kube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => kube.close());
-  const path = `/api/v1/namespaces/${ns.name}/configmaps`;
-  const { resourceVersion } = await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name });
+  const cm = CONFIGMAPS.at(ns.name);
+  const { resourceVersion } = await kube.list(cm);
   const events: string[] = [];
   let done: Error | null | undefined;
-  const handle = await kube.watch<{ metadata: { name: string } }>(
-    path,
+  const handle = await kube.watch(
+    cm,
     { resourceVersion },
     (type, obj) => events.push(`${type} ${obj.metadata.name}`),
     (err) => (done = err),
   );
-  const cm = { version: 'v1', plural: 'configmaps', namespace: ns.name };
   await kube.create(cm, { metadata: { name: 'w1' }, data: { a: '1' } });
   await kube.patch({ ...cm, name: 'w1' }, { data: { a: '2' } }, 'application/merge-patch+json');
   await kube.delete({ ...cm, name: 'w1' });
@@ -51,8 +50,8 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   const witnessKube = new KubeClient(ns.kubeConfig);
   tt.teardown(() => witnessKube.close());
   const witnessed: string[] = [];
-  const witness = await witnessKube.watch<{ metadata: { name: string } }>(
-    path,
+  const witness = await witnessKube.watch(
+    cm,
     { resourceVersion },
     (type, obj) => witnessed.push(`${type} ${obj.metadata.name}`),
     () => {},
@@ -70,7 +69,7 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
 
   let refused: unknown;
   await kube.watch(
-    `/apis/example.com/v1/namespaces/${ns.name}/nothings`,
+    { group: 'example.com', version: 'v1', plural: 'nothings', namespace: ns.name },
     {},
     () => {},
     (err) => (refused = err),
@@ -82,8 +81,8 @@ t.test('watch stream: events in order, a refused watch as KubeApiError, the inac
   let quiet: Error | null | undefined;
   const started = Date.now();
   await kube.watch(
-    path,
-    { resourceVersion: (await kube.list({ version: 'v1', plural: 'configmaps', namespace: ns.name })).resourceVersion },
+    cm,
+    { resourceVersion: (await kube.list(cm)).resourceVersion },
     () => {},
     (err) => (quiet = err),
     400,
@@ -429,7 +428,7 @@ t.test('health server and manager readiness / liveness / metrics', async (tt) =>
   await until(async () => (await get('/readyz')).statusCode === 200, 'ready');
   tt.equal((await get('/healthz')).statusCode, 200);
   tt.equal((await get('/nothing')).statusCode, 404);
-  await new KubeClient(ns.kubeConfig).create({ version: 'v1', plural: 'configmaps', namespace: ns.name }, { metadata: { name: 'ping' } });
+  await new KubeClient(ns.kubeConfig).create(CONFIGMAPS.at(ns.name), { metadata: { name: 'ping' } });
   await until(() => keys.includes(`${ns.name}/ping`), 'reconciled');
   const text = (await get('/metrics')).body;
   tt.match(text, /raykeeper_controller_reconcile_total\{controller="probe",result="success"\} \d+/);

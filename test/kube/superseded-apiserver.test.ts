@@ -3,7 +3,7 @@
 // one that changed nothing, marks nothing, and a copy at the API's current version is never stale.
 import t from 'tap';
 import { JSON_PATCH, KubeClient, MERGE_PATCH, isConflict } from '../../kube/client.ts';
-import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { rayCluster } from '../helpers/harness.ts';
 
@@ -12,15 +12,15 @@ t.test('own writes make the copy they replaced stale; the API copy after them is
   const kube = new KubeClient(ns.kubeConfig);
   t.teardown(() => kube.close());
   const ref = { ...RAYCLUSTERS, namespace: ns.name, name: 'stale' };
-  const a = await kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns.name }, rayCluster('stale', 'redis:6379'));
+  const a = await kube.create({ ...RAYCLUSTERS, namespace: ns.name }, rayCluster('stale', 'redis:6379'));
   t.equal(kube.isStale(ref, a.metadata.resourceVersion), false, 'a copy nobody replaced');
 
   // A /status PUT (what the pod operator and the RayJob reconciler send) from copy a.
-  const b = await kube.replace<RayCluster>({ ...ref, subresource: 'status' }, { ...a, status: { state: 'ready' } });
+  const b = await kube.replace({ ...ref, subresource: 'status' }, { ...a, status: { state: 'ready' } });
   t.not(b.metadata.resourceVersion, a.metadata.resourceVersion);
   t.equal(kube.isStale(ref, a.metadata.resourceVersion), true, 'the copy the status write started from');
   t.equal(kube.isStale(ref, a.metadata.resourceVersion), true, 'still, until the cache moves on');
-  const fresh = await kube.get<RayCluster>(ref);
+  const fresh = await kube.get(ref);
   t.equal(kube.isStale(ref, fresh.metadata.resourceVersion), false, 'the API copy after the write');
   t.equal(kube.isStale(ref, a.metadata.resourceVersion), false, 'once caught up, the entries are gone');
 
@@ -31,7 +31,7 @@ t.test('own writes make the copy they replaced stale; the API copy after them is
   t.equal(kube.isStale(ref, fresh.metadata.resourceVersion), true, 'the copy the patch started from');
 
   // A refused write marks nothing: the PUT from the old copy a conflicts.
-  const now = await kube.get<RayCluster>(ref);
+  const now = await kube.get(ref);
   t.equal(kube.isStale(ref, now.metadata.resourceVersion), false);
   const err = await kube.replace({ ...ref, subresource: 'status' }, { ...a, status: { state: 'suspended' } }).catch((e: unknown) => e);
   t.ok(isConflict(err), 'the old copy conflicts');
@@ -40,10 +40,10 @@ t.test('own writes make the copy they replaced stale; the API copy after them is
 
   // Writes that change nothing: the API server keeps the version and sends no watch event, so marking
   // the copy stale would skip the object for good.
-  const same = await kube.replace<RayCluster>({ ...ref, subresource: 'status' }, now);
+  const same = await kube.replace({ ...ref, subresource: 'status' }, now);
   t.equal(same.metadata.resourceVersion, now.metadata.resourceVersion, 'a no-op status PUT keeps the version');
   t.equal(kube.isStale(ref, now.metadata.resourceVersion), false, 'a no-op PUT marks nothing');
-  const patched = await kube.patch<RayCluster>(ref, { metadata: { labels: { x: 'y' } } }, MERGE_PATCH, {
+  const patched = await kube.patch(ref, { metadata: { labels: { x: 'y' } } }, MERGE_PATCH, {
     basedOn: now.metadata.resourceVersion,
   });
   t.equal(patched.metadata.resourceVersion, now.metadata.resourceVersion, 'a no-op merge patch keeps the version');

@@ -16,7 +16,7 @@ import { KUBERAY_LEASE_NAME, leaseIsHeld, type CompanionSetting } from '../../co
 import { JobRunner } from '../../localcluster/job-runner.ts';
 import { createMetricsRegistry, type Registry } from '../../kube/metrics.ts';
 import type { KubeClient } from '../../kube/client.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import type { ControlPlane } from '../../localcluster/control-plane.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
 import { rayCluster, rayKeys, seedRay, until } from '../helpers/harness.ts';
@@ -89,7 +89,7 @@ async function record<T>(t: Tap, cp: ControlPlane, path: string): Promise<Array<
 type Tap = { teardown(fn: () => unknown): void };
 
 async function leaseHeld(kube: KubeClient, ns: string): Promise<boolean> {
-  const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({ ...LEASES, namespace: ns, name: KUBERAY_LEASE_NAME });
+  const lease = await kube.getOrUndefined({ ...LEASES, namespace: ns, name: KUBERAY_LEASE_NAME });
   return lease !== undefined && leaseIsHeld(lease, Date.now());
 }
 
@@ -160,13 +160,12 @@ if (!missing)
       // Created with the finalizer, as our webhook's answer makes it at CREATE in companion mode: nothing
       // of ours writes the RayCluster until it is deleted. (Without the webhook the controller adds it
       // later, and KubeRay's next status update from its older copy gets one 409, which it retries.)
-      const created = await kube.create<RayCluster>(
+      const created = await kube.create(
         { ...RAYCLUSTERS, namespace: ns },
         rayCluster('ft', `127.0.0.1:${redis.port}`, { finalizers: [FINALIZER] }),
       );
       await until(
-        async () =>
-          (await kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'ft' }))?.metadata.finalizers?.includes(FINALIZER),
+        async () => (await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: ns, name: 'ft' }))?.metadata.finalizers?.includes(FINALIZER),
         'the GCS-FT finalizer (ours)',
       );
       await headPodOf(ns, 'ft');
@@ -190,7 +189,7 @@ if (!missing)
       const versions = await record<RayJob>(t, cp, `/apis/ray.io/v1/namespaces/${ns}/rayjobs`);
       await kube.create({ ...RAYJOBS, namespace: ns }, rayJob('rj'));
       const driven = await until(async () => {
-        const j = await kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: ns, name: 'rj' });
+        const j = await kube.getOrUndefined({ ...RAYJOBS, namespace: ns, name: 'rj' });
         return j?.status?.jobDeploymentStatus === 'Initializing' && j.status.rayClusterName ? j : undefined;
       }, 'KubeRay moves the RayJob to Initializing');
       await until(
@@ -255,12 +254,9 @@ if (!missing)
       const ns = await namespace(kube, 'unsafe');
       const kuberay = await kubeRayLeading('kuberay-system-2', true);
       const first = await ours(cp, ns, 'auto');
-      await kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, rayCluster('both', `127.0.0.1:${redis.port}`));
+      await kube.create({ ...RAYCLUSTERS, namespace: ns }, rayCluster('both', `127.0.0.1:${redis.port}`));
       await until(
-        async () =>
-          (await kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'both' }))?.metadata.finalizers?.includes(
-            FINALIZER,
-          ),
+        async () => (await kube.getOrUndefined({ ...RAYCLUSTERS, namespace: ns, name: 'both' }))?.metadata.finalizers?.includes(FINALIZER),
         'the finalizer',
       );
       await headPodOf(ns, 'both');
@@ -325,10 +321,10 @@ if (!missing)
       t.comment(
         `companion off: status of a RayJob without managedBy written by ${writers.join(' and ')}; KubeRay Reconciler errors: ${kuberay.reconcilerErrors(logFrom).length}`,
       );
-      const kueue = await kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'kueue' });
+      const kueue = await kube.get({ ...RAYJOBS, namespace: ns, name: 'kueue' });
       t.equal(kueue.status, undefined, 'no status');
       t.same(kueue.metadata.finalizers ?? [], [], 'no finalizer');
-      const clusters = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: ns })).items;
+      const clusters = (await kube.list({ ...RAYCLUSTERS, namespace: ns })).items;
       t.notOk(
         clusters.some((c) => (c.metadata.ownerReferences ?? []).some((o) => o.name === 'kueue')),
         'no RayCluster for it',

@@ -90,8 +90,8 @@ const ownerOf = (c: RayCluster) => (c.metadata.ownerReferences ?? []).find((o) =
 
 /** Which RayJobs (with their deployment status) and RayClusters (by owning RayJob) exist now. */
 async function snapshot(kube: KubeClient, namespace: string): Promise<{ rayJobs: string[]; rayClusters: string[] }> {
-  const jobs = (await kube.list<RayJob>({ ...RAYJOBS, namespace })).items;
-  const clusters = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace })).items;
+  const jobs = (await kube.list({ ...RAYJOBS, namespace })).items;
+  const clusters = (await kube.list({ ...RAYCLUSTERS, namespace })).items;
   const live = new Set(jobs.map((j) => j.metadata.uid));
   return {
     rayJobs: jobs.map((j) => `${j.metadata.name} ${j.status?.jobDeploymentStatus || 'New'}`).sort(),
@@ -157,7 +157,7 @@ if (!missing)
       };
 
     await Promise.all(
-      NAMESPACES_UNDER_TEST.flatMap((namespace) => NAMES.map((name) => kube.create<RayJob>({ ...RAYJOBS, namespace }, rayJob(name)))),
+      NAMESPACES_UNDER_TEST.flatMap((namespace) => NAMES.map((name) => kube.create({ ...RAYJOBS, namespace }, rayJob(name)))),
     );
 
     // 1. Initializing: every RayJob has its RayCluster (never ready), under both.
@@ -182,7 +182,7 @@ if (!missing)
 
     // 2. Past the deadline: every RayJob Failed (or, DeleteSelf, gone); then what ttl 0 does, before the TTL.
     const finished = async (ns: Ns) =>
-      (await kube.list<RayJob>({ ...RAYJOBS, namespace: ns })).items.every((j) => j.status?.jobDeploymentStatus === 'Failed');
+      (await kube.list({ ...RAYJOBS, namespace: ns })).items.every((j) => j.status?.jobDeploymentStatus === 'Failed');
     await until(
       async () => (await finished('kuberay')) && (await finished('raykeeper')),
       'every RayJob Failed or gone in both',
@@ -235,7 +235,7 @@ if (!missing)
     for (const ns of NAMESPACES_UNDER_TEST) {
       const gone = watched[ns].jobs.find((e) => e.obj.metadata.name === 'delete-self' && e.type === 'DELETED');
       t.ok(gone, `${ns}: the delete-self RayJob was deleted`);
-      const left = (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace: ns })).items.find((c) => ownerOf(c)?.name === 'delete-self');
+      const left = (await kube.list({ ...RAYCLUSTERS, namespace: ns })).items.find((c) => ownerOf(c)?.name === 'delete-self');
       t.same(
         {
           ...ownerOf(left as RayCluster),
@@ -370,7 +370,7 @@ if (!missing)
     // record in an annotation (raykeeper.io/deletion-rules): it survives, and a reconcile caused by any
     // update of the RayJob (here an annotation added by hand, which made the Event's count 2 while the
     // record was a status field) neither repeats the Warning nor a done rule.
-    const recordOf = async (name: string) => readDeletionRecord(await kube.get<RayJob>({ ...RAYJOBS, namespace: 'raykeeper', name }));
+    const recordOf = async (name: string) => readDeletionRecord(await kube.get({ ...RAYJOBS, namespace: 'raykeeper', name }));
     t.same(
       [await recordOf('jobstatus-only'), await recordOf('delete-cluster')],
       [

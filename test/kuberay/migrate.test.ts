@@ -91,7 +91,7 @@ if (!missing)
       running.push(k);
       await until(
         async () => {
-          const lease = await kube.getOrUndefined<Parameters<typeof leaseIsHeld>[0]>({
+          const lease = await kube.getOrUndefined({
             ...LEASES,
             namespace: leaseNamespace,
             name: KUBERAY_LEASE_NAME,
@@ -116,7 +116,7 @@ if (!missing)
       return r;
     };
     const cluster = (ns: string, name: string) => kube.getOrUndefined({ ...RAYCLUSTERS, namespace: ns, name });
-    const job = (ns: string, name: string) => kube.getOrUndefined<RayJob>({ ...RAYJOBS, namespace: ns, name });
+    const job = (ns: string, name: string) => kube.getOrUndefined({ ...RAYJOBS, namespace: ns, name });
     const gone = (get: () => Promise<unknown>, what: string) => until(async () => (await get()) === undefined, what, 90_000);
 
     await t.test('standalone -> KubeRay -> standalone', async (t) => {

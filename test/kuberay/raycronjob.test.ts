@@ -53,7 +53,7 @@ function withoutEmptyObjects(value: unknown): unknown {
 }
 
 async function children(kube: KubeClient, namespace: string): Promise<RayJob[]> {
-  return (await kube.list<RayJob>({ ...RAYJOBS, namespace }, { labelSelector: `ray.io/cronjob-name=${NAME}` })).items;
+  return (await kube.list({ ...RAYJOBS, namespace }, { labelSelector: `ray.io/cronjob-name=${NAME}` })).items;
 }
 
 if (!missing)
@@ -82,9 +82,7 @@ if (!missing)
     t.teardown(() => ours.stop().catch(() => undefined));
     await until(() => kuberay.log().includes('RayCronJob feature gate is enabled'), "KubeRay's RayCronJob controller", 60_000, 200);
 
-    const [kr, rk] = await Promise.all(
-      ['kuberay', 'raykeeper'].map((namespace) => kube.create<RayCronJob>({ ...RAYCRONJOBS, namespace }, cronJob)),
-    );
+    const [kr, rk] = await Promise.all(['kuberay', 'raykeeper'].map((namespace) => kube.create({ ...RAYCRONJOBS, namespace }, cronJob)));
     const tickOf = (owner: RayCronJob | undefined) => Date.parse(owner?.metadata.creationTimestamp ?? '') + 30_000;
     const tick = tickOf(rk);
     t.same(await children(kube, 'kuberay'), [], 'KubeRay: nothing before the tick');
@@ -123,7 +121,7 @@ if (!missing)
     t.match(a?.metadata.name, new RegExp(`^${NAME}-[a-z0-9]{5}$`), 'KubeRay v1.6.2: 5 random characters');
     t.equal(b?.metadata.name, `${NAME}-${Math.floor(tick / 60_000)}`, 'raykeeper: KubeRay v1.7 <cronjob>-<unix minutes>');
     const last = async (namespace: string) =>
-      Date.parse((await kube.get<RayCronJob>({ ...RAYCRONJOBS, namespace, name: NAME })).status?.lastScheduleTime ?? '');
+      Date.parse((await kube.get({ ...RAYCRONJOBS, namespace, name: NAME })).status?.lastScheduleTime ?? '');
     t.equal(await last('raykeeper'), tick, 'raykeeper: lastScheduleTime is the tick');
     const theirs = await last('kuberay');
     t.ok(theirs >= tickOf(kr) && theirs < tickOf(kr) + 15_000, 'KubeRay v1.6.2: lastScheduleTime is when it created the RayJob');

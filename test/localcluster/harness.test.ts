@@ -18,7 +18,9 @@ import {
 } from '../../localcluster/binaries.ts';
 import { type ControlPlaneInfo, kubeConfigFor, startControlPlane } from '../../localcluster/control-plane.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
-import { KubeApiError, KubeClient } from '../../kube/client.ts';
+import { KubeApiError, KubeClient, resourcePath } from '../../kube/client.ts';
+import { CONFIGMAPS, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
 import { getControlPlane, readState, testNamespace } from '../helpers/control-plane.ts';
 import { sleep } from '../../kube/backoff.ts';
 
@@ -50,16 +52,16 @@ t.test('a private control plane starts, serves, and stops without leaving proces
   t.teardown(() => kube.close());
   t.match((await kube.request<{ gitVersion: string }>('GET', '/version')).gitVersion, /^v1\.35\./, 'a 1.35 kube-apiserver');
   for (const name of ['rayclusters.ray.io', 'rayjobs.ray.io', 'raycronjobs.ray.io']) {
-    const crd = await kube.get<any>({ group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', name });
+    const crd = await kube.get(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, name));
     t.ok(
-      crd.status.conditions.some((c: { type: string; status: string }) => c.type === 'Established' && c.status === 'True'),
+      crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'),
       `${name} Established`,
     );
   }
 
   // Token auth is real: a wrong token is refused; RBAC is on (no anonymous admin).
   const wrong = new KubeClient(kubeConfigFor({ ...info, token: 'wrong' }));
-  const status = await wrong.list({ version: 'v1', plural: 'namespaces' }).then(
+  const status = await wrong.list(NAMESPACES).then(
     () => 200,
     (err: KubeApiError) => err.statusCode,
   );
@@ -127,11 +129,7 @@ t.test('tap before/after scripts: start a detached control plane, record it, sto
   t.equal(info.ownerPid, process.pid, 'owned by the process that ran the script (tap)');
   t.ok(isAlive(info.pids.kubeApiserver), 'still running after the before script exited');
   const kube = new KubeClient(kubeConfigFor(info));
-  t.equal(
-    (await kube.get<{ kind: string }>({ group: 'ray.io', version: 'v1', plural: 'rayclusters' })).kind,
-    'RayClusterList',
-    'serves our CRDs',
-  );
+  t.equal((await kube.request<{ kind: string }>('GET', resourcePath(RAYCLUSTERS))).kind, 'RayClusterList', 'serves our CRDs');
   kube.close();
 
   const stop = spawnSync(process.execPath, [join(REPO_ROOT, 'test/setup/stop.ts')], { env, encoding: 'utf8' });
@@ -170,12 +168,9 @@ t.test('getControlPlane + testNamespace: a namespace of its own on the shared co
   const ns = await testNamespace(t);
   t.match(ns.name, /^rk-getcontrolplane-testnamespace-a-[a-z-]*-[0-9a-f]{6}$/);
   t.ok(ns.name.length <= 63, 'a valid label');
-  t.equal(
-    (await ns.kube.get<{ status: { phase: string } }>({ version: 'v1', plural: 'namespaces', name: ns.name })).status.phase,
-    'Active',
-  );
+  t.equal((await ns.kube.get({ ...NAMESPACES, name: ns.name })).status?.phase, 'Active');
   t.equal(ns.kubeConfig.getContextObject(ns.kubeConfig.getCurrentContext())?.namespace, ns.name, 'the KubeConfig defaults to it');
   const again = await getControlPlane();
   t.equal(again.info.server, ns.cp.info.server, 'one control plane per test process');
-  await t.rejects(ns.kube.get({ version: 'v1', plural: 'configmaps', namespace: ns.name, name: 'none' }), KubeApiError);
+  await t.rejects(ns.kube.get(CONFIGMAPS.at(ns.name, 'none')), KubeApiError);
 });

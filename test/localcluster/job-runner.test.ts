@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import t from 'tap';
 import { pino } from 'pino';
 import { JobRunner, type JobRunnerOptions, startJobRunner } from '../../localcluster/job-runner.ts';
-import type { RunnerJob } from '../../localcluster/job-logic.ts';
+import type { BatchJob } from '../../kube/model.ts';
 import { isAlive, waitForExit } from '../../localcluster/process.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
+import { CONFIGMAPS, JOBS, SECRETS } from '../../kube/resources.ts';
 import { testNamespace, type TestNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 
 const quiet = pino({ level: 'silent' });
-const JOBS = { group: 'batch', version: 'v1', plural: 'jobs' } as const;
 
 async function scratch(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-jobrunner-test-'));
@@ -47,16 +47,16 @@ function jobSpec(
   };
 }
 
-async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<RunnerJob> {
-  return ns.kube.create<RunnerJob>({ ...JOBS, namespace: ns.name }, body);
+async function createJob(ns: TestNamespace, body: Record<string, unknown>): Promise<BatchJob> {
+  return ns.kube.create({ ...JOBS, namespace: ns.name }, body);
 }
 
-async function readJob(ns: TestNamespace, name: string): Promise<RunnerJob> {
-  return ns.kube.get<RunnerJob>({ ...JOBS, namespace: ns.name, name });
+async function readJob(ns: TestNamespace, name: string): Promise<BatchJob> {
+  return ns.kube.get({ ...JOBS, namespace: ns.name, name });
 }
 
-async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<RunnerJob> {
-  return ns.kube.patch<RunnerJob>({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
+async function patchJob(ns: TestNamespace, name: string, body: Record<string, unknown>, subresource?: 'status'): Promise<BatchJob> {
+  return ns.kube.patch({ ...JOBS, namespace: ns.name, name, subresource }, body, MERGE_PATCH);
 }
 
 async function runner(
@@ -69,7 +69,7 @@ async function runner(
   return r;
 }
 
-const conditionTypes = (job: RunnerJob) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
+const conditionTypes = (job: BatchJob) => (job.status?.conditions ?? []).map((c) => [c.type, c.status, c.reason]);
 
 t.test('exit 0: SuccessCriteriaMet + Complete, succeeded 1, start and completion times', async (t) => {
   const ns = await testNamespace(t);
@@ -147,14 +147,8 @@ t.test('retries up to backoffLimit: fails once, then succeeds', async (t) => {
 t.test('env: secretKeyRef and configMapKeyRef read through the API, fieldRef, $(VAR) in args', async (t) => {
   const ns = await testNamespace(t);
   const dir = await scratch(t);
-  await ns.kube.create(
-    { version: 'v1', plural: 'secrets', namespace: ns.name },
-    { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } },
-  );
-  await ns.kube.create(
-    { version: 'v1', plural: 'configmaps', namespace: ns.name },
-    { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } },
-  );
+  await ns.kube.create(SECRETS.at(ns.name), { metadata: { name: 'redis' }, stringData: { password: 's3cr3t pass' } });
+  await ns.kube.create(CONFIGMAPS.at(ns.name), { metadata: { name: 'cfg' }, data: { address: '127.0.0.1:6379' } });
   const r = await runner(t, ns);
   const out = join(dir, 'env.txt');
   await createJob(
@@ -189,10 +183,7 @@ t.test('a missing Secret makes the Job wait (like the kubelet) until the Secret 
   t.match(r.output(ns.name, 'late'), /CreateContainerConfigError: secret "later" not found/);
   t.ok((await readJob(ns, 'late')).status?.startTime, 'started (the pod exists), waiting');
   t.notOk(existsSync(out), 'the command has not run');
-  await ns.kube.create(
-    { version: 'v1', plural: 'secrets', namespace: ns.name },
-    { metadata: { name: 'later' }, stringData: { pw: 'now' } },
-  );
+  await ns.kube.create(SECRETS.at(ns.name), { metadata: { name: 'later' }, stringData: { pw: 'now' } });
   await r.waitFor(ns.name, 'late');
   t.equal(readFileSync(out, 'utf8'), 'now');
 });

@@ -10,7 +10,6 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { descendants, findRay } from '../../localcluster/ray.ts';
-import type { Pod } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { env, getCluster, quiet, until } from '../helpers/harness.ts';
 import { kuberaySample } from '../raycluster/samples.ts';
@@ -64,7 +63,7 @@ if ('missing' in found) {
       tt.ok(tempDirs.every((d) => d !== undefined) && new Set(tempDirs).size === 2, `a temp dir per pod: ${tempDirs.join(', ')}`);
 
       // Kill the head's Ray processes (as an OOM kill would): the pod goes Failed, the operator replaces it.
-      const head = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
+      const head = (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items[0]!;
       const running = (runner as unknown as { running: Map<string, { proc: { proc: { pid?: number } } }> }).running.get(
         `${e.ns.name}/${head.metadata.name}`,
       )!;
@@ -78,7 +77,7 @@ if ('missing' in found) {
       }
       const next = await until(
         async () => {
-          const hs = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
+          const hs = (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: 'ray.io/node-type=head' })).items;
           return hs.length === 1 && hs[0]!.metadata.uid !== head.metadata.uid && hs[0]!.status?.phase === 'Running' ? hs[0] : undefined;
         },
         'a new head pod running',

@@ -2,12 +2,11 @@
 // our CRDs: round-trips keep unknown fields, /status is separate from the main resource, finalizers
 // hold a deleted object with deletionTimestamp, stale resourceVersions get 409, schema rules.
 import t from 'tap';
-import { JSON_PATCH, KubeApiError, MERGE_PATCH, resourcePath } from '../../kube/client.ts';
+import { JSON_PATCH, KubeApiError, MERGE_PATCH, type ResourceRef, resourcePath } from '../../kube/client.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayCluster } from '../../src/types.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 
 const FINALIZER = 'ray.io/gcs-ft-redis-cleanup-finalizer';
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
-const RAYJOBS = { group: 'ray.io', version: 'v1', plural: 'rayjobs' } as const;
 
 function rayCluster(name: string, extra: Record<string, unknown> = {}): Record<string, any> {
   return {
@@ -45,11 +44,11 @@ t.test('RayCluster round-trips; unknown fields are kept where KubeRay has them, 
   const { kube, name: ns } = await testNamespace(t);
   const base = { ...RAYCLUSTERS, namespace: ns };
   const rc = { ...base, name: 'rc' };
-  const created = await kube.create<any>(base, { ...rayCluster('rc'), notInAnySchema: 1, status: { state: 'ready' } });
+  const created = await kube.create(base, { ...rayCluster('rc'), notInAnySchema: 1, status: { state: 'ready' } });
   t.same(created.spec, rayCluster('rc').spec, 'spec stored exactly as sent (typed + preserved fields)');
   t.equal(created.notInAnySchema, undefined, 'a root-level unknown field is pruned (structural schema)');
   t.equal(created.status, undefined, 'status on CREATE is dropped (status subresource)');
-  const read = await kube.get<any>(rc);
+  const read = await kube.get(rc);
   t.same(read.spec, created.spec);
 
   // Typed fields are validated.
@@ -79,21 +78,21 @@ t.test('/status is its own subresource', async (t) => {
   const rc = { ...RAYCLUSTERS, namespace: ns, name: 'rc' };
   const rcStatus = { ...rc, subresource: 'status' };
   await kube.create(rc, rayCluster('rc'));
-  const afterStatus = await kube.patch<any>(
+  const afterStatus = await kube.patch(
     rcStatus,
     { status: { state: 'ready', desiredWorkerReplicas: 1 }, spec: { rayVersion: 'changed' } },
     MERGE_PATCH,
   );
   t.same(afterStatus.status, { state: 'ready', desiredWorkerReplicas: 1 }, 'status written through /status');
-  t.equal(afterStatus.spec.rayVersion, '2.46.0', 'a spec change sent to /status is ignored');
-  const afterMain = await kube.patch<any>(rc, { status: { state: 'suspended' }, metadata: { labels: { a: 'b' } } }, MERGE_PATCH);
-  t.equal(afterMain.status.state, 'ready', 'a status change sent to the main resource is ignored');
-  t.equal(afterMain.metadata.labels.a, 'b');
+  t.equal(afterStatus.spec?.rayVersion, '2.46.0', 'a spec change sent to /status is ignored');
+  const afterMain = await kube.patch(rc, { status: { state: 'suspended' }, metadata: { labels: { a: 'b' } } }, MERGE_PATCH);
+  t.equal(afterMain.status?.state, 'ready', 'a status change sent to the main resource is ignored');
+  t.equal(afterMain.metadata.labels?.a, 'b');
   t.equal(await status(kube.patch(rcStatus, { status: { desiredWorkerReplicas: 'many' } }, MERGE_PATCH)), 422, 'status is typed');
 
   // RayJob: the deployment status enum includes "" (KubeRay's encoding of New) and New.
   const jobStatus = { ...RAYJOBS, namespace: ns, name: 'j', subresource: 'status' };
-  const job = await kube.create<any>(
+  const job = await kube.create(
     { ...RAYJOBS, namespace: ns },
     {
       apiVersion: 'ray.io/v1',
@@ -104,10 +103,10 @@ t.test('/status is its own subresource', async (t) => {
     },
   );
   t.equal(job.status, undefined, 'a RayJob created with status is stored without it');
-  t.equal(job.spec.futureField, 'kept');
+  t.equal(job.spec?.futureField, 'kept');
   for (const value of ['', 'New', 'Initializing', 'Complete']) {
-    const r = await kube.patch<any>(jobStatus, { status: { jobDeploymentStatus: value } }, MERGE_PATCH);
-    t.equal(r.status.jobDeploymentStatus, value, `jobDeploymentStatus ${JSON.stringify(value)} accepted`);
+    const r = await kube.patch(jobStatus, { status: { jobDeploymentStatus: value } }, MERGE_PATCH);
+    t.equal(r.status?.jobDeploymentStatus, value, `jobDeploymentStatus ${JSON.stringify(value)} accepted`);
   }
   t.equal(
     await status(kube.patch(jobStatus, { status: { jobDeploymentStatus: 'Bogus' } }, MERGE_PATCH)),
@@ -115,7 +114,7 @@ t.test('/status is its own subresource', async (t) => {
     'an unknown deployment status is refused',
   );
   t.equal(await status(kube.patch(jobStatus, { status: { startTime: 'yesterday' } }, MERGE_PATCH)), 422, 'times are date-time');
-  const times = await kube.patch<any>(
+  const times = await kube.patch(
     jobStatus,
     { status: { startTime: '2026-01-01T00:00:00Z', jobStatus: 'RUNNING', succeeded: 0, failed: 1 } },
     MERGE_PATCH,
@@ -127,9 +126,9 @@ t.test('a finalizer holds a deleted object; removing it lets the object go', asy
   const { kube, name: ns } = await testNamespace(t);
   const rc = { ...RAYCLUSTERS, namespace: ns, name: 'rc' };
   await kube.create(rc, rayCluster('rc', { metadata: { name: 'rc', finalizers: [FINALIZER] } }));
-  const deleted = await kube.request<any>('DELETE', resourcePath(rc));
+  const deleted = await kube.request<RayCluster>('DELETE', resourcePath(rc)); // held by a finalizer: the answer is the object
   t.ok(deleted.metadata.deletionTimestamp, 'DELETE answers with the object, deletionTimestamp set');
-  const held = await kube.get<any>(rc);
+  const held = await kube.get(rc);
   t.ok(held.metadata.deletionTimestamp, 'the object is still there, marked for deletion');
   t.same(held.metadata.finalizers, [FINALIZER]);
   t.equal(
@@ -157,8 +156,8 @@ t.test('a finalizer holds a deleted object; removing it lets the object go', asy
 t.test('a stale resourceVersion is a 409 Conflict', async (t) => {
   const { kube, name: ns } = await testNamespace(t);
   const rc = { ...RAYCLUSTERS, namespace: ns, name: 'rc' };
-  const v1 = await kube.create<any>(rc, rayCluster('rc'));
-  const v2 = await kube.replace<any>(rc, { ...v1, metadata: { ...v1.metadata, labels: { step: '2' } } });
+  const v1 = await kube.create(rc, rayCluster('rc'));
+  const v2 = await kube.replace(rc, { ...v1, metadata: { ...v1.metadata, labels: { step: '2' } } });
   t.not(v2.metadata.resourceVersion, v1.metadata.resourceVersion);
   const stale = await kube.replace(rc, { ...v1, metadata: { ...v1.metadata, labels: { step: 'stale' } } }).catch((e: unknown) => e);
   t.ok(stale instanceof KubeApiError, 'refused');
@@ -175,14 +174,16 @@ t.test('a stale resourceVersion is a 409 Conflict', async (t) => {
     409,
     'also for a guarded status patch',
   );
-  t.equal((await kube.get<any>(rc)).metadata.labels.step, '2', 'the stale write changed nothing');
+  t.equal((await kube.get(rc)).metadata.labels?.step, '2', 'the stale write changed nothing');
 });
 
 t.test('printer columns', async (t) => {
   const { kube, name: ns } = await testNamespace(t);
-  // The server-side table kubectl prints.
-  const table = (ref: { group: string; version: string; plural: string; namespace: string }) =>
-    kube.get<any>(ref, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
+  // The server-side table kubectl prints (a meta.k8s.io Table, not the resource's kind: a raw request).
+  const table = (ref: ResourceRef) =>
+    kube.request<{ columnDefinitions: Array<{ name: string }>; rows: Array<{ cells: unknown[] }> }>('GET', resourcePath(ref), {
+      accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+    });
   await kube.create({ ...RAYCLUSTERS, namespace: ns }, rayCluster('rc'));
   await kube.patch(
     { ...RAYCLUSTERS, namespace: ns, name: 'rc', subresource: 'status' },
@@ -194,7 +195,7 @@ t.test('printer columns', async (t) => {
     rc.columnDefinitions.map((c: { name: string }) => c.name),
     ['Name', 'desired workers', 'available workers', 'status', 'age'],
   );
-  t.same(rc.rows[0].cells.slice(0, 4), ['rc', 3, null, 'ready']);
+  t.same(rc.rows[0]?.cells.slice(0, 4), ['rc', 3, null, 'ready']);
   await kube.create({ ...RAYJOBS, namespace: ns }, { apiVersion: 'ray.io/v1', kind: 'RayJob', metadata: { name: 'j' }, spec: {} });
   await kube.patch(
     { ...RAYJOBS, namespace: ns, name: 'j', subresource: 'status' },
@@ -206,5 +207,5 @@ t.test('printer columns', async (t) => {
     rj.columnDefinitions.map((c: { name: string }) => c.name),
     ['Name', 'job status', 'deployment status', 'ray cluster name', 'start time', 'end time', 'age'],
   );
-  t.same(rj.rows[0].cells.slice(0, 4), ['j', 'RUNNING', 'Running', 'j-abc']);
+  t.same(rj.rows[0]?.cells.slice(0, 4), ['j', 'RUNNING', 'Running', 'j-abc']);
 });

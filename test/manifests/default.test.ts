@@ -8,14 +8,15 @@ import t from 'tap';
 import { applyObject, Discovery, type KubeObject, parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { kubeConfigFor } from '../../localcluster/control-plane.ts';
-import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
-import { getControlPlane, testNamespace } from '../helpers/control-plane.ts';
+import { JSON_PATCH, type KubeApiError, KubeClient, MERGE_PATCH, resourcePath } from '../../kube/client.ts';
+import type { ObjectWithMeta } from '../../kube/model.ts';
+import { DEPLOYMENTS, EVENTS, JOBS, LEASES, NAMESPACES, PODS, Resource, SECRETS, SERVICES } from '../../kube/resources.ts';
+import { RAYCLUSTERS } from '../../src/types.ts';
+import { getControlPlane, serviceAccountToken, testNamespace } from '../helpers/control-plane.ts';
 import { kustomize } from '../helpers/kustomize.ts';
 import { until } from '../helpers/until.ts';
 
 const SYSTEM_NS = 'raykeeper-system';
-const PODS = { version: 'v1', plural: 'pods' } as const;
-const RAYCLUSTERS = { group: 'ray.io', version: 'v1', plural: 'rayclusters' } as const;
 const CONTROLLER = `system:serviceaccount:${SYSTEM_NS}:raykeeper-controller`;
 const WEBHOOK = `system:serviceaccount:${SYSTEM_NS}:raykeeper-webhook`;
 
@@ -199,19 +200,13 @@ t.test('every object is accepted by the real API server; Pods meet the restricte
   for (const o of rendered.filter((x) => x.kind !== 'MutatingWebhookConfiguration' && x.kind !== 'ValidatingWebhookConfiguration')) {
     await applyObject(kube, o, { discovery, fieldManager: 'raykeeper-test' });
   }
-  const stored = await kube.get<any>({
-    group: 'apps',
-    version: 'v1',
-    plural: 'deployments',
-    namespace: SYSTEM_NS,
-    name: 'raykeeper-webhook',
-  });
-  t.equal(stored.spec.replicas, 2, 'stored');
-  const ns = await kube.get<any>({ version: 'v1', plural: 'namespaces', name: SYSTEM_NS });
-  t.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'restricted');
+  const stored = await kube.get(DEPLOYMENTS.at(SYSTEM_NS, 'raykeeper-webhook'));
+  t.equal(stored.spec?.replicas, 2, 'stored');
+  const ns = await kube.get({ ...NAMESPACES, name: SYSTEM_NS });
+  t.equal(ns.metadata.labels?.['pod-security.kubernetes.io/enforce'], 'restricted');
   // A Pod from the webhook's template is admitted in the restricted namespace (dry run).
   const webhook = find(rendered, 'Deployment', 'raykeeper-webhook');
-  const pod = await kube.create<any>(
+  const pod = await kube.create(
     { ...PODS, namespace: SYSTEM_NS },
     {
       apiVersion: 'v1',
@@ -243,21 +238,28 @@ interface Access {
   namespace?: string;
 }
 
+/** An authorization.k8s.io/v1 SubjectAccessReview, as far as this test reads its answer. */
+interface SubjectAccessReview extends ObjectWithMeta {
+  status?: { allowed?: boolean };
+}
+const SUBJECT_ACCESS_REVIEWS = new Resource<SubjectAccessReview>({
+  group: 'authorization.k8s.io',
+  version: 'v1',
+  plural: 'subjectaccessreviews',
+});
+
 async function allowed(kube: KubeClient, user: string, a: Access): Promise<boolean> {
   const ns = user.split(':')[2]!;
-  const review = await kube.create<{ status: { allowed?: boolean } }>(
-    { group: 'authorization.k8s.io', version: 'v1', plural: 'subjectaccessreviews' },
-    {
-      apiVersion: 'authorization.k8s.io/v1',
-      kind: 'SubjectAccessReview',
-      spec: {
-        user,
-        groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
-        resourceAttributes: { group: a.group ?? '', ...a },
-      },
+  const review = await kube.create(SUBJECT_ACCESS_REVIEWS, {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
+      resourceAttributes: { group: a.group ?? '', ...a },
     },
-  );
-  return review.status.allowed === true;
+  });
+  return review.status?.allowed === true;
 }
 
 const show = (a: Access) =>
@@ -411,11 +413,8 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   const discovery = new Discovery(admin);
   for (const o of rendered.filter((x) => /Namespace|ServiceAccount|Role/.test(x.kind)))
     await applyObject(admin, o, { discovery, fieldManager: 'raykeeper-test' });
-  const tokenReview = await admin.create<{ status: { token: string } }>(
-    { version: 'v1', plural: 'serviceaccounts', namespace: SYSTEM_NS, name: 'raykeeper-controller', subresource: 'token' },
-    { spec: { expirationSeconds: 600 } },
-  );
-  const sa = new KubeClient(kubeConfigFor({ ...ns.cp.info, token: tokenReview.status.token }));
+  const token = await serviceAccountToken(admin, SYSTEM_NS, 'raykeeper-controller');
+  const sa = new KubeClient(kubeConfigFor({ ...ns.cp.info, token }));
   t.teardown(() => sa.close());
   const rc = {
     apiVersion: 'ray.io/v1',
@@ -424,28 +423,25 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     spec: { headGroupSpec: { template: { spec: { containers: [{ name: 'h', image: 'x' }] } } } },
   };
   const rcRef = { ...RAYCLUSTERS, namespace: ns.name, name: 'rc' };
-  const created = await sa.create<any>(rcRef, rc);
+  const created = await sa.create(rcRef, rc);
   t.equal(created.metadata.name, 'rc', 'creates a RayCluster');
   await sa.patch({ ...rcRef, subresource: 'status' }, { status: { state: 'ready' } }, MERGE_PATCH);
-  const job = await sa.create<any>(
-    { group: 'batch', version: 'v1', plural: 'jobs', namespace: ns.name },
-    {
-      metadata: {
-        name: 'rc-redis-cleanup',
-        ownerReferences: [
-          {
-            apiVersion: 'ray.io/v1',
-            kind: 'RayCluster',
-            name: 'rc',
-            uid: created.metadata.uid,
-            controller: true,
-            blockOwnerDeletion: true,
-          },
-        ],
-      },
-      spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
+  const job = await sa.create(JOBS.at(ns.name), {
+    metadata: {
+      name: 'rc-redis-cleanup',
+      ownerReferences: [
+        {
+          apiVersion: 'ray.io/v1',
+          kind: 'RayCluster',
+          name: 'rc',
+          uid: created.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
-  );
+    spec: { backoffLimit: 0, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x' }] } } },
+  });
   t.same(
     [job.metadata.name, job.metadata.ownerReferences?.[0]?.uid],
     ['rc-redis-cleanup', created.metadata.uid],
@@ -457,14 +453,14 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
   );
   t.equal(podDelete, 404, 'may delete a Pod (404: none there, not 403)');
   t.equal(
-    (await sa.get<{ kind: string }>({ ...PODS, namespace: ns.name }, { query: { labelSelector: 'ray.io/cluster=rc' } })).kind,
+    (await sa.request<{ kind: string }>('GET', resourcePath(PODS.at(ns.name)), { query: { labelSelector: 'ray.io/cluster=rc' } })).kind,
     'PodList',
     'lists Pods',
   );
   const owner = [
     { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true },
   ];
-  const pod = await sa.create<any>(
+  const pod = await sa.create(
     { ...PODS, namespace: ns.name },
     {
       metadata: { name: 'rc-head', labels: { 'ray.io/cluster': 'rc' }, ownerReferences: owner },
@@ -477,8 +473,8 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     ['rc-head', created.metadata.uid],
     'creates a head Pod owned by the RayCluster (dry run: the API server answers as it would store it)',
   );
-  const svc = await sa.create<any>(
-    { version: 'v1', plural: 'services', namespace: ns.name },
+  const svc = await sa.create(
+    SERVICES.at(ns.name),
     {
       metadata: { name: 'rc-head-svc', ownerReferences: owner },
       spec: { clusterIP: 'None', selector: { 'ray.io/cluster': 'rc' }, ports: [{ name: 'gcs-server', port: 6379 }] },
@@ -486,31 +482,25 @@ t.test("real calls with the controller ServiceAccount's own token", async (t) =>
     { query: { dryRun: 'All' } },
   );
   t.same(
-    [svc.metadata.name, svc.metadata.ownerReferences?.[0]?.uid, svc.spec.clusterIP],
+    [svc.metadata.name, svc.metadata.ownerReferences?.[0]?.uid, svc.spec?.clusterIP],
     ['rc-head-svc', created.metadata.uid, 'None'],
     'creates the head Service owned by the RayCluster (dry run)',
   );
-  const event = await sa.create<any>(
-    { version: 'v1', plural: 'events', namespace: ns.name },
-    {
-      metadata: { generateName: 'rc.' },
-      involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
-      reason: 'CreatedRedisCleanupJob',
-      message: 'test',
-      type: 'Normal',
-    },
-  );
+  const event = await sa.create(EVENTS.at(ns.name), {
+    metadata: { generateName: 'rc.' },
+    involvedObject: { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', namespace: ns.name, uid: created.metadata.uid },
+    reason: 'CreatedRedisCleanupJob',
+    message: 'test',
+    type: 'Normal',
+  });
   t.same([event.reason, event.involvedObject.uid], ['CreatedRedisCleanupJob', created.metadata.uid], 'records an Event');
-  const lease = await sa.create<any>(
-    { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespace: SYSTEM_NS },
-    { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } },
-  );
-  t.same([lease.metadata.namespace, lease.spec.holderIdentity], [SYSTEM_NS, 'x'], 'creates a Lease in its own namespace');
-  const released = await sa.patch<any>(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
+  const lease = await sa.create(LEASES.at(SYSTEM_NS), { metadata: { generateName: 'raykeeper-test-' }, spec: { holderIdentity: 'x' } });
+  t.same([lease.metadata.namespace, lease.spec?.holderIdentity], [SYSTEM_NS, 'x'], 'creates a Lease in its own namespace');
+  const released = await sa.patch(rcRef, [{ op: 'remove', path: '/metadata/finalizers/0' }], JSON_PATCH);
   t.same(released.metadata.finalizers ?? [], [], 'removes the finalizer');
   t.ok(await sa.delete(rcRef), 'deletes the RayCluster');
   t.equal(await sa.getOrUndefined(rcRef), undefined, 'the RayCluster is gone');
-  const denied = await sa.list({ version: 'v1', plural: 'secrets', namespace: ns.name }).then(
+  const denied = await sa.list(SECRETS.at(ns.name)).then(
     () => 200,
     (e: KubeApiError) => e.statusCode,
   );

@@ -202,10 +202,7 @@ if (missing) {
       // stored), the Fail one fails closed (the ConfigMap is refused).
       const sample = parse(readFileSync(join(REPO_ROOT, 'manifests', 'samples', 'raycluster-gcs-ft.yaml'), 'utf8')) as RayCluster;
       const round = async (r: number) => {
-        const created = await ns.kube.create<RayCluster>(
-          { ...RAYCLUSTERS, namespace: ns.name },
-          { ...sample, metadata: { name: `live-${r}` } },
-        );
+        const created = await ns.kube.create({ ...RAYCLUSTERS, namespace: ns.name }, { ...sample, metadata: { name: `live-${r}` } });
         tt.same(
           created.metadata.finalizers,
           [GCS_FT_REDIS_CLEANUP_FINALIZER],

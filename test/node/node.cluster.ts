@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { buildImages } from '../../localcluster/node/images.ts';
 import { nodeReady, startNodeCluster } from '../../localcluster/node/node.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { PODS, SERVICES } from '../../kube/resources.ts';
 import { assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
 const BUSYBOX = 'docker.io/library/busybox:1.35';
@@ -33,7 +34,7 @@ const pod = (name: string, command: string, extra: object = {}): object => ({
 });
 
 async function phase(name: string): Promise<string | undefined> {
-  const p = await kube.get<{ status?: { phase?: string } }>({ version: 'v1', plural: 'pods', namespace: 'default', name });
+  const p = await kube.get(PODS.at('default', name));
   return p.status?.phase;
 }
 
@@ -86,8 +87,9 @@ t.test('a pod resolves a Service by name and reaches it through kube-proxy', asy
   );
   const logs = kubectl(kc, ['logs', 'client']).stdout;
   t.equal(done, 'Succeeded', logs);
-  const svc = await kube.get<{ spec: { clusterIP: string } }>({ version: 'v1', plural: 'services', namespace: 'default', name: 'web' });
-  t.match(logs, new RegExp(`Address[^\\n]*${svc.spec.clusterIP.replaceAll('.', '\\.')}`), 'the cluster DNS answers with the ClusterIP');
+  const clusterIP = (await kube.get(SERVICES.at('default', 'web'))).spec?.clusterIP;
+  if (!clusterIP) throw new Error('the Service web has no ClusterIP');
+  t.match(logs, new RegExp(`Address[^\\n]*${clusterIP.replaceAll('.', '\\.')}`), 'the cluster DNS answers with the ClusterIP');
   t.match(logs, /hello-through-the-service/, 'and the Service forwards to the pod');
 });
 

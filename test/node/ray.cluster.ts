@@ -13,27 +13,15 @@ import { startKubeletDev, SYSTEM_NAMESPACE, waitForAdmission } from '../../dev/k
 import { Discovery, parseManifests } from '../../localcluster/apply.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { isNotFound, KubeClient, type ResourceRef } from '../../kube/client.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
+import type { Pod } from '../../kube/model.ts';
+import { LEASES, MUTATING_WEBHOOK_CONFIGURATIONS, PODS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { APP_CREATED_BY_LABEL, GCS_FT_REDIS_CLEANUP_FINALIZER, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE } from '../../src/ray-release.ts';
 import { CHART_DIR, helmOk, key, requireHelm } from '../chart/helm.ts';
 import { rayKeys, seedRay } from '../helpers/harness.ts';
 import { assertCleanupJobRan, assertHostRestored, hostState, kubectl, until } from './helpers.ts';
 
-interface Pod {
-  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: {
-    nodeName?: string;
-    restartPolicy?: string;
-    containers: Array<{ name: string; image: string; env?: Array<{ name: string; value?: string }> }>;
-  };
-  status?: {
-    phase?: string;
-    conditions?: Array<{ type: string; status: string }>;
-    podIP?: string;
-    containerStatuses?: Array<{ name: string; state?: { terminated?: { exitCode?: number } } }>;
-  };
-}
 interface Cluster {
   metadata: { name: string; finalizers?: string[]; annotations?: Record<string, string> };
   spec: {
@@ -42,10 +30,6 @@ interface Cluster {
     suspend?: boolean;
   };
 }
-interface RayJob {
-  status?: { jobDeploymentStatus?: string; jobStatus?: string; rayClusterName?: string; dashboardURL?: string; message?: string };
-}
-
 const before = await hostState();
 const env = await startKubeletDev({ stateDir: t.testdir(), progress: (m) => t.comment(m) });
 let stopped = false;
@@ -57,7 +41,7 @@ const redis = new Redis({ host: env.redis.host, port: env.redis.port, lazyConnec
 
 const ready = (p: Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const podsOf = async (namespace: string, labelSelector: string): Promise<Pod[]> =>
-  (await kube.request<{ items: Pod[] }>('GET', `/api/v1/namespaces/${namespace}/pods`, { query: { labelSelector } })).items;
+  (await kube.list(PODS.at(namespace), { labelSelector })).items;
 const gone = (ref: ResourceRef) => async (): Promise<boolean> =>
   kube.get(ref).then(
     () => false,
@@ -65,7 +49,7 @@ const gone = (ref: ResourceRef) => async (): Promise<boolean> =>
   );
 /** What the pods of a namespace are doing, for a failure's diagnostics. */
 const podSummary = async (namespace: string): Promise<unknown> =>
-  (await kube.request<{ items: Pod[] }>('GET', `/api/v1/namespaces/${namespace}/pods`)).items.map((p) => ({
+  (await kube.list(PODS.at(namespace))).items.map((p) => ({
     name: p.metadata.name,
     phase: p.status?.phase,
     containers: p.status?.containerStatuses,
@@ -95,11 +79,9 @@ t.test(
     t.notOk('annotations' in sample.metadata, 'metadata.annotations absent');
     // The head alone: the GCS is the head's.
     sample.spec.workerGroupSpecs[0] = { ...sample.spec.workerGroupSpecs[0], replicas: 0, minReplicas: 0 };
-    const created = await kube.request<Cluster>('POST', `/apis/ray.io/v1/namespaces/${ns}/rayclusters`, {
-      body: { ...sample, metadata: { name } },
-    });
+    const created = await kube.create(RAYCLUSTERS.at(ns), { ...sample, metadata: { name } });
     t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
-    const storage = created.spec.gcsFaultToleranceOptions.externalStorageNamespace!;
+    const storage = created.spec?.gcsFaultToleranceOptions?.externalStorageNamespace!;
     t.match(storage, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
     const neighbour = await seedRay(redis, 'neighbour-cluster');
 
@@ -113,10 +95,10 @@ t.test(
       throw new Error(`${err.message}: ${JSON.stringify(await podSummary(ns))}`);
     });
     t.equal(head.metadata.labels?.[APP_CREATED_BY_LABEL], 'raykeeper', 'made by our RayCluster operator');
-    t.equal(head.spec.nodeName, 'localhost', 'scheduled on the real node');
-    t.equal(head.spec.containers[0]?.image, RAY_IMAGE, 'the Ray image');
+    t.equal(head.spec?.nodeName, 'localhost', 'scheduled on the real node');
+    t.equal(head.spec?.containers?.[0]?.image, RAY_IMAGE, 'the Ray image');
     t.equal(
-      head.spec.containers[0]?.env?.find((e) => e.name === 'RAY_external_storage_namespace')?.value,
+      head.spec?.containers?.[0]?.env?.find((e) => e.name === 'RAY_external_storage_namespace')?.value,
       storage,
       'the head writes under the pinned namespace',
     );
@@ -157,7 +139,7 @@ t.test(
     const rayPods = await podsOf('default', `${RAY_CLUSTER_LABEL}=${done.status?.rayClusterName}`);
     t.same(rayPods.map((p) => p.metadata.labels?.[RAY_NODE_TYPE_LABEL]).sort(), ['head', 'worker'], 'a head and a worker pod');
     t.ok(
-      rayPods.every((p) => p.spec.containers[0]?.image === RAY_IMAGE && p.spec.nodeName === 'localhost'),
+      rayPods.every((p) => p.spec?.containers?.[0]?.image === RAY_IMAGE && p.spec?.nodeName === 'localhost'),
       'of the Ray image, on the node',
     );
     // The submitter pod's `ray job submit` followed the entrypoint's output: the cluster's resources,
@@ -187,14 +169,14 @@ t.test(
     t.notMatch(jobs.stdout, /rayjob-sidecar/, 'no submitter Job');
     const [head] = await podsOf('default', `${RAY_CLUSTER_LABEL}=${done.status?.rayClusterName},${RAY_NODE_TYPE_LABEL}=head`);
     t.same(
-      head?.spec.containers.map((c) => [c.name, c.image]),
+      head?.spec?.containers?.map((c) => [c.name, c.image]),
       [
         ['ray-head', RAY_IMAGE],
         ['ray-job-submitter', RAY_IMAGE],
       ],
       'the submitter container beside ray-head, of the head image',
     );
-    t.equal(head?.spec.restartPolicy, 'Never');
+    t.equal(head?.spec?.restartPolicy, 'Never');
     t.equal(
       head?.status?.containerStatuses?.find((c) => c.name === 'ray-job-submitter')?.state?.terminated?.exitCode,
       0,
@@ -248,13 +230,11 @@ t.test(
       'two Ready webhook and two Ready controller pods',
     );
     t.ok(
-      pods.every((p) => p.spec.containers[0]?.image === 'raykeeper:0.1.0'),
+      pods.every((p) => p.spec?.containers?.[0]?.image === 'raykeeper:0.1.0'),
       'of our image',
     );
-    const config = await kube.request<{
-      webhooks: Array<{ clientConfig: { service?: { name: string; namespace: string }; url?: string } }>;
-    }>('GET', `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${fullname}`);
-    for (const w of config.webhooks)
+    const config = await kube.get(MUTATING_WEBHOOK_CONFIGURATIONS.at(undefined, fullname));
+    for (const w of config.webhooks ?? [])
       t.same(
         w.clientConfig.service && { name: w.clientConfig.service.name, namespace: w.clientConfig.service.namespace },
         { name: `${fullname}-webhook`, namespace: ns },
@@ -267,11 +247,9 @@ t.test(
     const name = 'helm-gcs-ft';
     await kube.request('POST', '/api/v1/namespaces', { body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: users } } });
     const sample = devSampleCluster(env.redisInCluster) as Cluster;
-    const created = await kube.request<Cluster>('POST', `/apis/ray.io/v1/namespaces/${users}/rayclusters`, {
-      body: { ...sample, metadata: { name }, spec: { ...sample.spec, suspend: true } },
-    });
+    const created = await kube.create(RAYCLUSTERS.at(users), { ...sample, metadata: { name }, spec: { ...sample.spec, suspend: true } });
     t.same(created.metadata.finalizers, [GCS_FT_REDIS_CLEANUP_FINALIZER], 'finalizer added at admission');
-    t.match(created.spec.gcsFaultToleranceOptions.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
+    t.match(created.spec?.gcsFaultToleranceOptions?.externalStorageNamespace, /^[0-9a-f-]{36}$/, 'storage namespace pinned at admission');
     await kube.request('DELETE', `/apis/ray.io/v1/namespaces/${users}/rayclusters/${name}`);
     await until(
       gone({ ...RAYCLUSTERS, namespace: users, name }),
@@ -284,12 +262,7 @@ t.test(
     helm('uninstall', release, '--wait', '--timeout', '3m');
     const discovery = new Discovery(kube);
     for (const o of manifest) t.ok(await gone(await discovery.refOf(o, ns))(), `${key(o)} removed`);
-    await until(
-      async () => (await kube.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${ns}/pods`)).items.length === 0,
-      'the release pods to be gone',
-      120_000,
-      500,
-    );
+    await until(async () => (await kube.list(PODS.at(ns))).items.length === 0, 'the release pods to be gone', 120_000, 500);
     const left: string[] = [];
     for (const [path, keep] of [
       ['/api/v1/namespaces/NS/secrets', []],
@@ -320,9 +293,7 @@ t.test(
     t.same(left, [], 'nothing of the release is left in its namespace or cluster-wide');
     // The controller's leader Lease is not Helm's: it stays until the namespace goes (not handed back:
     // Helm deletes the leader-election Role together with the Deployment, before the pod can write it).
-    const leases = (
-      await kube.request<{ items: Array<{ metadata: { name: string } }> }>('GET', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`)
-    ).items;
+    const leases = (await kube.list(LEASES.at(ns))).items;
     t.same(
       leases.map((l) => l.metadata.name),
       ['raykeeper-controller'],

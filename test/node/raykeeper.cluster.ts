@@ -48,7 +48,7 @@ t.test('the webhook pods are Ready behind their Service and the API server calls
   const ready = pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   t.equal(ready.length, 2, 'two Ready webhook pods');
   const readyAddresses = async () => {
-    const slices = await kube.list<{ endpoints?: Array<{ addresses: string[]; conditions?: { ready?: boolean } }> }>(
+    const slices = await kube.list(
       { ...ENDPOINT_SLICES, namespace: SYSTEM_NAMESPACE },
       { labelSelector: `kubernetes.io/service-name=${WEBHOOK_SERVICE}` },
     );
@@ -130,14 +130,7 @@ t.test(
     t.teardown(async () => {
       scale(2);
       await until(
-        async () =>
-          (
-            await kube.get<{ status?: { availableReplicas?: number } }>({
-              ...DEPLOYMENTS,
-              namespace: SYSTEM_NAMESPACE,
-              name: 'raykeeper-webhook',
-            })
-          ).status?.availableReplicas === 2,
+        async () => (await kube.get(DEPLOYMENTS.at(SYSTEM_NAMESPACE, 'raykeeper-webhook'))).status?.availableReplicas === 2,
         'two available webhook pods again',
         180_000,
         500,
@@ -266,11 +259,7 @@ t.test('a webhook pod deleted under load: every RayCluster created meanwhile is 
   );
   await until(
     async () => {
-      const d = await kube.get<{ status?: { availableReplicas?: number } }>({
-        ...DEPLOYMENTS,
-        namespace: SYSTEM_NAMESPACE,
-        name: 'raykeeper-webhook',
-      });
+      const d = await kube.get(DEPLOYMENTS.at(SYSTEM_NAMESPACE, 'raykeeper-webhook'));
       return d.status?.availableReplicas === 2;
     },
     'two available webhook pods again',

@@ -7,21 +7,13 @@
 // Complete; a SidecarMode RayJob's own token-auth cluster gets its Secret and its submitter container
 // authenticates. The token is in none of the namespace's events. Then the host is restored.
 import t from 'tap';
-import type { Secret } from '../../kube/model.ts';
-import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
-import { SECRETS } from '../../kube/resources.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
+import type { Pod } from '../../kube/model.ts';
+import { PODS, SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { tokenOf } from '../../src/raycluster/auth.ts';
 import { kubectl, namespaceEvents, nodeUnderTest, until } from './helpers.ts';
-
-interface Pod {
-  metadata: { name: string };
-  status?: { phase?: string; conditions?: Array<{ type: string; status: string }>; containerStatuses?: unknown };
-}
-interface RayJob {
-  status?: { jobDeploymentStatus?: string; jobStatus?: string; message?: string; rayClusterName?: string };
-}
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-token';
@@ -33,8 +25,7 @@ const container = (name: string, cpu: string, memory: string) => ({
   imagePullPolicy: 'Never',
   resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } },
 });
-const podsOf = async (labelSelector: string): Promise<Pod[]> =>
-  (await kube.request<{ items: Pod[] }>('GET', `/api/v1/namespaces/${NS}/pods`, { query: { labelSelector } })).items;
+const podsOf = async (labelSelector: string): Promise<Pod[]> => (await kube.list(PODS.at(NS), { labelSelector })).items;
 const ready = (p: Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** The status code of a dashboard GET made inside the head pod (over 127.0.0.1), with or without the token. */
@@ -53,7 +44,7 @@ function dashboardStatus(head: string, path: string, withToken: boolean): string
 const finished = (name: string): Promise<RayJob> =>
   until(
     async () => {
-      const j = await kube.get<RayJob>({ ...RAYJOBS, namespace: NS, name });
+      const j = await kube.get({ ...RAYJOBS, namespace: NS, name });
       return j.status?.jobDeploymentStatus === 'Complete' || j.status?.jobDeploymentStatus === 'Failed' ? j : undefined;
     },
     `the RayJob ${name} to finish`,
@@ -95,12 +86,7 @@ t.test(
         },
       },
     );
-    const secret = await until(
-      () => kube.getOrUndefined<Secret>({ ...SECRETS, namespace: NS, name: NAME }),
-      'the generated Secret',
-      60_000,
-      500,
-    );
+    const secret = await until(() => kube.getOrUndefined({ ...SECRETS, namespace: NS, name: NAME }), 'the generated Secret', 60_000, 500);
     const token = tokenOf(secret) ?? '';
     t.ok(token.length >= 40, 'a generated token');
     const pods = await until(
@@ -114,7 +100,7 @@ t.test(
     ).catch(async (err: Error) => {
       throw new Error(`${err.message}: ${JSON.stringify(await podsOf(RAY_CLUSTER_LABEL))}`);
     });
-    const head = (await podsOf(`${RAY_CLUSTER_LABEL}=${NAME},${RAY_NODE_TYPE_LABEL}=head`))[0]!.metadata.name;
+    const head = (await podsOf(`${RAY_CLUSTER_LABEL}=${NAME},${RAY_NODE_TYPE_LABEL}=head`))[0]!.metadata.name!;
     t.equal(pods.length, 2);
     t.equal(dashboardStatus(head, '/api/jobs/', false), '401', 'no token: refused');
     t.equal(dashboardStatus(head, '/api/jobs/', true), '200', 'with the token from the Secret: answered');
@@ -182,7 +168,7 @@ t.test(
     t.equal(done.status?.jobDeploymentStatus, 'Complete', 'SidecarMode: Complete', { status: done.status });
     t.equal(done.status?.jobStatus, 'SUCCEEDED', 'SidecarMode: Ray says SUCCEEDED');
     const cluster = done.status?.rayClusterName ?? '';
-    const secret = await kube.getOrUndefined<Secret>({ ...SECRETS, namespace: NS, name: cluster });
+    const secret = await kube.getOrUndefined({ ...SECRETS, namespace: NS, name: cluster });
     t.ok(tokenOf(secret), `the generated Secret ${cluster}`);
     const [head] = await podsOf(`${RAY_CLUSTER_LABEL}=${cluster},${RAY_NODE_TYPE_LABEL}=head`);
     const logs = kubectl(env.kubeconfig, ['logs', '-n', NS, head?.metadata.name ?? '', '-c', 'ray-job-submitter']);

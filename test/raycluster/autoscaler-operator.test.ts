@@ -39,7 +39,7 @@ function autoscaling(name: string, group: { replicas: number; minReplicas: numbe
 }
 
 const pods = async (e: Env, selector: string): Promise<Pod[]> =>
-  (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
+  (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
 const workers = async (e: Env, cluster: string) =>
   (await pods(e, `ray.io/cluster=${cluster},ray.io/node-type=worker`)).map((p) => p.metadata.name!).sort();
 const found = <K>(e: Env, ref: ResourceRef<K>, name: string) => e.kube.get({ ...ref, namespace: e.ns.name, name }).catch(() => undefined);
@@ -49,7 +49,7 @@ t.test(
   async (tt) => {
     const e = await env(tt);
     await operator(tt, e);
-    const created = await e.kube.create<RayCluster>(
+    const created = await e.kube.create(
       { ...RAYCLUSTERS, namespace: e.ns.name },
       autoscaling('scaler', { replicas: 1, minReplicas: 0, maxReplicas: 5 }),
     );

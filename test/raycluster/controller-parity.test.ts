@@ -31,7 +31,7 @@ async function operator(tt: Test, e: Env): Promise<void> {
 }
 
 async function pods(e: Env, selector: string): Promise<Pod[]> {
-  return (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
+  return (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
 }
 
 async function markReady(e: Env, p: Pod, ip: string): Promise<void> {

@@ -10,7 +10,7 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { cleanupEnv } from '../../src/gcsft/redis-env.ts';
-import type { Pod, Service } from '../../kube/model.ts';
+import type { Pod } from '../../kube/model.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
 import { env, events, getCluster, quiet, until, type Env } from '../helpers/harness.ts';
@@ -33,7 +33,7 @@ async function operator(tt: Test, e: Env, env: Record<string, string> = {}) {
 }
 
 async function pods(e: Env, selector = ''): Promise<Pod[]> {
-  return (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
+  return (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: selector })).items;
 }
 
 /** What the kubelet would write once the container runs and its probes pass. */
@@ -55,7 +55,7 @@ const splitSort = (s: string) => s.split(/\s+/).filter(Boolean).sort();
 t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> re-created once; scale; suspend', async (tt) => {
   const e = await env(tt);
   await operator(tt, e);
-  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, kuberaySample());
   const all = await until(async () => {
     const ps = await pods(e, 'ray.io/cluster=raycluster-kuberay');
     return ps.length === 2 ? ps : undefined;
@@ -106,7 +106,7 @@ t.test('ray-cluster.sample.yaml: Service, head, worker, status; head deleted -> 
   tt.equal(worker.spec!.initContainers?.[0]?.name, 'wait-gcs-ready');
 
   const svc = await until(
-    () => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }),
+    () => e.kube.getOrUndefined({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-kuberay-head-svc' }),
     'head Service',
   );
   tt.equal(svc.spec!.clusterIP, 'None');
@@ -230,7 +230,7 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   const e = await env(tt);
   await operator(tt, e);
   const sample = parse(readFileSync(join(REPO_ROOT, 'manifests/samples/raycluster-gcs-ft.yaml'), 'utf8')) as RayCluster;
-  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, sample);
   const head = await until(async () => (await pods(e, 'ray.io/node-type=head'))[0], 'head pod');
   const cluster = (await getCluster(e, 'raycluster-external-redis'))!;
   tt.ok(cluster.metadata.finalizers?.includes('ray.io/gcs-ft-redis-cleanup-finalizer'), 'the cleanup finalizer was on before the head pod');
@@ -258,7 +258,7 @@ t.test('ray-cluster.external-redis (manifests/samples/raycluster-gcs-ft.yaml): f
   const worker = await until(async () => (await pods(e, 'ray.io/node-type=worker'))[0], 'worker pod');
   tt.equal(rayEnv(worker).get('RAY_gcs_rpc_server_reconnect_timeout_s')?.value, '600');
   const svc = await until(
-    () => e.kube.getOrUndefined<Service>({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }),
+    () => e.kube.getOrUndefined({ ...SERVICES, namespace: e.ns.name, name: 'raycluster-external-redis-head-svc' }),
     'head Service',
   );
   tt.same(

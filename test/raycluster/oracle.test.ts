@@ -221,7 +221,7 @@ if ('missing' in where) {
       const theirs = await until(
         async () => {
           if (op.exitCode !== null) throw new Error(`KubeRay's operator exited: ${log.slice(-3000)}`);
-          const ps = (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
+          const ps = (await kube.list({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${name}` })).items;
           return ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'head') &&
             ps.some((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')
             ? ps
@@ -234,7 +234,7 @@ if ('missing' in where) {
         throw new Error(`${err.message}; KubeRay's log: ${log.slice(-4000)}`);
       });
       // KubeRay's stored object (defaults applied by its CRD, UID, finalizer) is what we build from too.
-      const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
+      const stored = await kube.get({ ...RAYCLUSTERS, namespace: ns, name });
       const head = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'head')!;
       const worker = theirs.find((p) => p.metadata.labels?.['ray.io/node-type'] === 'worker')!;
       const group = stored.spec!.workerGroupSpecs![0] as WorkerGroupSpec;
@@ -253,7 +253,7 @@ if ('missing' in where) {
       );
       t.equal(worker.metadata.generateName, buildWorkerPod(stored, group, index).metadata.generateName, `${name}: worker generateName`);
       const svc = await until(
-        () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }),
+        () => kube.getOrUndefined({ ...SERVICES, namespace: ns, name: `${name}-head-svc` }),
         `KubeRay's head Service of ${name}`,
         60_000,
         500,
@@ -262,7 +262,7 @@ if ('missing' in where) {
     }
     for (const sample of autoscaling) {
       const name = sample.metadata.name!;
-      const stored = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name });
+      const stored = await kube.get({ ...RAYCLUSTERS, namespace: ns, name });
       for (const ours of autoscalerRbac(stored, ownerReference(stored))) {
         const ref: Resource<ApiObject> = { ServiceAccount: SERVICEACCOUNTS, Role: ROLES, RoleBinding: ROLEBINDINGS }[ours.kind];
         const theirs = await until(
@@ -283,17 +283,17 @@ if ('missing' in where) {
       type: s.type ?? 'Opaque', // the API server's default
     });
     const theirSecret = await until(
-      () => kube.getOrUndefined<Secret>({ ...SECRETS, namespace: ns, name: 'token-auth' }),
+      () => kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'token-auth' }),
       "KubeRay's auth Secret",
       60_000,
       500,
     );
-    const tokenCluster = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'token-auth' });
+    const tokenCluster = await kube.get({ ...RAYCLUSTERS, namespace: ns, name: 'token-auth' });
     t.same(secretView(buildAuthSecret(tokenCluster, 'x')), secretView(theirSecret), 'token-auth: the generated Secret');
     t.equal(Buffer.from(Buffer.from(theirSecret.data!.auth_token!, 'base64').toString(), 'base64').length, 32, 'both: 32 random bytes');
     t.equal(await kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'token-named' }), undefined, 'token-named: none generated');
     const headless = await until(
-      () => kube.getOrUndefined<Service>({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),
+      () => kube.getOrUndefined({ ...SERVICES, namespace: ns, name: 'multi-host-headless' }),
       'the headless worker Service',
       60_000,
       500,
@@ -304,8 +304,7 @@ if ('missing' in where) {
     // A status edited through /status: left as written until a real trigger (e2erayjob "RayCluster status
     // update propagates to RayJob" relies on it).
     const sampleName = kuberaySample().metadata.name!;
-    const statusOf = async (n: string) =>
-      (await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: n })).status as RayClusterStatus;
+    const statusOf = async (n: string) => (await kube.get({ ...RAYCLUSTERS, namespace: ns, name: n })).status as RayClusterStatus;
     // A reconcile already scheduled (KubeRay requeues 2 s after its own status write) recomputes the status
     // whenever it runs: each try lets that one go by, up to five; one edit kept shows the predicate, an
     // operator reacting to status edits keeps none.
@@ -313,7 +312,7 @@ if ('missing' in where) {
     const kept: boolean[] = [];
     for (let i = 1; i <= 5 && !kept.includes(true); i++) {
       await new Promise((resolve) => setTimeout(resolve, 2_500));
-      const before = await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: sampleName });
+      const before = await kube.get({ ...RAYCLUSTERS, namespace: ns, name: sampleName });
       await kube.replace(
         { ...RAYCLUSTERS, namespace: ns, name: sampleName, subresource: 'status' },
         { ...before, status: { ...before.status, maxWorkerReplicas: computed + 2 } },
@@ -344,7 +343,7 @@ if ('missing' in where) {
     (recreate.spec as Record<string, unknown>).upgradeStrategy = { type: 'Recreate' };
     await kube.create({ ...RAYCLUSTERS, namespace: ns }, recreate);
     const headOf = async () =>
-      (await kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: 'ray.io/cluster=recreate,ray.io/node-type=head' })).items;
+      (await kube.list({ ...PODS, namespace: ns }, { labelSelector: 'ray.io/cluster=recreate,ray.io/node-type=head' })).items;
     const [first] = await until(
       async () => ((await headOf()).length === 1 ? headOf() : undefined),
       "KubeRay's head of recreate",
@@ -353,7 +352,7 @@ if ('missing' in where) {
     );
     const ourStamp = {
       [KUBERAY_VERSION_ANNOTATION]: HASH_VERSION,
-      [RECREATE_HASH_ANNOTATION]: clusterSpecHash(await kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: 'recreate' })),
+      [RECREATE_HASH_ANNOTATION]: clusterSpecHash(await kube.get({ ...RAYCLUSTERS, namespace: ns, name: 'recreate' })),
     };
     await kube.patch({ ...PODS, namespace: ns, name: first!.metadata.name! }, { metadata: { annotations: ourStamp } }, MERGE_PATCH);
     await kube.patch({ ...RAYCLUSTERS, namespace: ns, name: 'recreate' }, { metadata: { labels: { touched: 'yes' } } }, MERGE_PATCH);

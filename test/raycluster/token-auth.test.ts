@@ -5,7 +5,7 @@
 import t from 'tap';
 import { startController } from '../../controller/main.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
-import type { Pod, Secret } from '../../kube/model.ts';
+import type { Pod } from '../../kube/model.ts';
 import { PODS, SECRETS } from '../../kube/resources.ts';
 import { createMetricsRegistry } from '../../kube/metrics.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
@@ -23,7 +23,7 @@ function authCluster(name: string, authOptions: Record<string, unknown>): RayClu
 
 async function clusterPods(e: Env, name: string, n: number): Promise<Pod[]> {
   return until(async () => {
-    const ps = (await e.kube.list<Pod>({ ...PODS, namespace: e.ns.name }, { labelSelector: `ray.io/cluster=${name}` })).items;
+    const ps = (await e.kube.list({ ...PODS, namespace: e.ns.name }, { labelSelector: `ray.io/cluster=${name}` })).items;
     return ps.length === n ? ps : undefined;
   }, `${n} pods of ${name}`);
 }
@@ -54,8 +54,8 @@ t.test('token auth: the Secret generated and owned, secretName honoured, the env
   tt.teardown(() => c.stop());
   const ns = e.ns.name;
 
-  const created = await e.kube.create<RayCluster>({ ...RAYCLUSTERS, namespace: ns }, authCluster('auth', { mode: 'token' }));
-  const secret = await until(() => e.kube.getOrUndefined<Secret>({ ...SECRETS, namespace: ns, name: 'auth' }), 'the generated Secret');
+  const created = await e.kube.create({ ...RAYCLUSTERS, namespace: ns }, authCluster('auth', { mode: 'token' }));
+  const secret = await until(() => e.kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'auth' }), 'the generated Secret');
   tt.same(Object.keys(secret.data ?? {}), ['auth_token'], 'one key: auth_token');
   const token = Buffer.from(secret.data!.auth_token!, 'base64').toString('utf8');
   tt.equal(Buffer.from(token, 'base64').length, 32, '32 random bytes, base64');
@@ -88,7 +88,7 @@ t.test('token auth: the Secret generated and owned, secretName honoured, the env
     return ev.length > 0 ? ev : undefined;
   }, 'the AuthSecretNotFound event');
   tt.equal(warning!.type, 'Warning');
-  tt.equal((await e.kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: 'ray.io/cluster=given' })).items.length, 0, 'no pods');
+  tt.equal((await e.kube.list({ ...PODS, namespace: ns }, { labelSelector: 'ray.io/cluster=given' })).items.length, 0, 'no pods');
   tt.equal(await e.kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'given' }), undefined, 'nothing generated');
   tt.equal(await e.kube.getOrUndefined({ ...SECRETS, namespace: ns, name: 'my-token' }), undefined, 'nor the named one');
   const mine = 'user-chosen-token-value';

@@ -61,7 +61,7 @@ async function cronHarness(t: Test) {
     replica: start,
     reconcile: (name: string) => reconciler.reconcile(`${namespace}/${name}`),
     async create(name: string, spec: Partial<RayCronJobSpec> = {}): Promise<{ cronJob: RayCronJob; ticks: number[] }> {
-      const cronJob = await kube.create<RayCronJob>(
+      const cronJob = await kube.create(
         { ...RAYCRONJOBS, namespace },
         { apiVersion: 'ray.io/v1', kind: 'RayCronJob', metadata: { name }, spec: { schedule: SCHEDULE, jobTemplate: TEMPLATE, ...spec } },
       );
@@ -73,11 +73,11 @@ async function cronHarness(t: Test) {
       for (let i = 0; i < 8; i++) ticks.push((cursor = parsed.schedule.next(cursor, cursor) ?? 0));
       return { cronJob, ticks };
     },
-    get: (name: string) => kube.get<RayCronJob>(ref(name)),
+    get: (name: string) => kube.get(ref(name)),
     patchSpec: (name: string, spec: Record<string, unknown>) => kube.patch(ref(name), { spec }, MERGE_PATCH),
     setStatus: (name: string, status: Record<string, unknown>) => kube.patch(ref(name), { status }, MERGE_PATCH),
     async children(cronJob: string): Promise<RayJob[]> {
-      const list = await kube.list<RayJob>({ ...RAYJOBS, namespace }, { labelSelector: `ray.io/cronjob-name=${cronJob}` });
+      const list = await kube.list({ ...RAYJOBS, namespace }, { labelSelector: `ray.io/cronjob-name=${cronJob}` });
       return list.items.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
     },
     async childNames(cronJob: string): Promise<string[]> {

@@ -26,7 +26,7 @@ t.test('the real API server: our fields are checked, the template keeps what it 
   const { kube, name: ns } = await testNamespace(t);
   const template = { entrypoint: 'python x.py', rayClusterSpec: { headGroupSpec: { rayStartParams: {} } }, futureField: 'kept' };
   const make = (name: string, spec: Record<string, unknown>) =>
-    kube.create<any>({ ...RAYCRONJOBS, namespace: ns }, { apiVersion: 'ray.io/v1', kind: 'RayCronJob', metadata: { name }, spec });
+    kube.create({ ...RAYCRONJOBS, namespace: ns }, { apiVersion: 'ray.io/v1', kind: 'RayCronJob', metadata: { name }, spec });
   const refused = async (name: string, spec: Record<string, unknown>, want: RegExp) => {
     const err = (await make(name, spec).then(
       () => undefined,
@@ -45,7 +45,7 @@ t.test('the real API server: our fields are checked, the template keeps what it 
     successfulJobsHistoryLimit: 0,
     failedJobsHistoryLimit: 2,
   });
-  t.equal(ok.spec.jobTemplate.futureField, 'kept', 'unknown template fields are kept');
+  t.equal(ok.spec?.jobTemplate?.futureField, 'kept', 'unknown template fields are kept');
   t.equal(ok.status, undefined);
   await refused('no-schedule', { jobTemplate: template }, /spec.schedule: Required value/);
   await refused('no-template', { schedule: '@hourly' }, /spec.jobTemplate: Required value/);
@@ -75,12 +75,12 @@ t.test('the real API server: our fields are checked, the template keeps what it 
     },
     /legacy policies \(onSuccess\/onFailure\) and deletionRules cannot be used together/,
   );
-  const status = await kube.patch<any>(
+  const status = await kube.patch(
     { ...RAYCRONJOBS, namespace: ns, name: 'ok', subresource: 'status' },
     { status: { lastScheduleTime: '2026-12-04T10:10:00Z' } },
     MERGE_PATCH,
   );
-  t.equal(status.status.lastScheduleTime, '2026-12-04T10:10:00Z', 'status through /status');
+  t.equal(status.status?.lastScheduleTime, '2026-12-04T10:10:00Z', 'status through /status');
   const bad = await kube
     .patch({ ...RAYCRONJOBS, namespace: ns, name: 'ok', subresource: 'status' }, { status: { lastScheduleTime: 'yesterday' } }, MERGE_PATCH)
     .then(

@@ -4,7 +4,7 @@
 // UPDATE is left alone.
 import t from 'tap';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { RAYCRONJOBS, type RayCronJob } from '../../src/types.ts';
+import { RAYCRONJOBS } from '../../src/types.ts';
 import { registerWebhook } from '../helpers/webhook.ts';
 import { env } from '../helpers/harness.ts';
 
@@ -14,27 +14,27 @@ t.test('a RayCronJob created through the API server gets the defaults of our web
   const e = await env(t);
   await registerWebhook(t, e);
   const ref = { ...RAYCRONJOBS, namespace: e.ns.name };
-  const created = await e.kube.create<RayCronJob>(ref, {
+  const created = await e.kube.create(ref, {
     apiVersion: 'ray.io/v1',
     kind: 'RayCronJob',
     metadata: { name: 'defaults' },
     spec: { schedule: '@hourly', jobTemplate },
   });
   t.match(created.spec, { schedule: '@hourly', concurrencyPolicy: 'Allow', successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 });
-  const stored = await e.kube.get<RayCronJob>({ ...ref, name: 'defaults' });
+  const stored = await e.kube.get({ ...ref, name: 'defaults' });
   t.same(
     [stored.spec?.concurrencyPolicy, stored.spec?.successfulJobsHistoryLimit, stored.spec?.failedJobsHistoryLimit],
     ['Allow', 3, 1],
     'stored so',
   );
-  const own = await e.kube.create<RayCronJob>(ref, {
+  const own = await e.kube.create(ref, {
     apiVersion: 'ray.io/v1',
     kind: 'RayCronJob',
     metadata: { name: 'own' },
     spec: { schedule: '@hourly', jobTemplate, concurrencyPolicy: 'Replace', successfulJobsHistoryLimit: 0 },
   });
   t.match(own.spec, { concurrencyPolicy: 'Replace', successfulJobsHistoryLimit: 0, failedJobsHistoryLimit: 1 }, 'set values kept');
-  const updated = await e.kube.patch<RayCronJob>(
+  const updated = await e.kube.patch(
     { ...ref, name: 'own' },
     { spec: { concurrencyPolicy: null, failedJobsHistoryLimit: null } },
     MERGE_PATCH,

@@ -139,7 +139,7 @@ t.test('the reconciler makes it on the real API server, once, with Normal Create
   const running = await h.drive('svc', (j) => j?.status?.jobStatus === 'RUNNING', { autoReady: true });
   const clusterName = running.job?.status?.rayClusterName ?? '';
   const ref = { ...SERVICES, namespace: h.namespace, name: 'svc-head-svc' };
-  const svc = await h.kube.getOrUndefined<Service>(ref);
+  const svc = await h.kube.getOrUndefined(ref);
   t.ok(svc, 'svc-head-svc exists');
   t.equal(svc?.spec?.selector?.['ray.io/cluster'], clusterName, 'selecting the head of the RayJob cluster');
   t.equal(svc?.spec?.clusterIP, 'None', 'headless, as the cluster head Service');
@@ -157,10 +157,10 @@ t.test('the reconciler makes it on the real API server, once, with Normal Create
   );
 
   // After a retry KubeRay moves the selector to the new cluster: play a Service left by an older attempt.
-  const stored = (await h.kube.getOrUndefined<Service>(ref))!;
+  const stored = (await h.kube.getOrUndefined(ref))!;
   await h.kube.replace(ref, { ...stored, spec: { ...stored.spec, selector: { ...stored.spec?.selector, 'ray.io/cluster': 'older' } } });
   await h.reconciler.reconcile(key);
-  t.equal((await h.kube.getOrUndefined<Service>(ref))?.spec?.selector?.['ray.io/cluster'], clusterName, 'moved back to this attempt');
+  t.equal((await h.kube.getOrUndefined(ref))?.spec?.selector?.['ray.io/cluster'], clusterName, 'moved back to this attempt');
   const updated = (await h.events('svc')).filter((e) => e.reason === 'UpdatedService');
   t.same(
     updated.map((e) => [e.type, e.message]),

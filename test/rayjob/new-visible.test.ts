@@ -4,6 +4,7 @@ import t from 'tap';
 import { Watch } from '@kubernetes/client-node';
 import { createLogger } from '../../kube/logger.ts';
 import { createMetricsRegistry } from '../../kube/metrics.ts';
+import { CUSTOM_RESOURCE_DEFINITIONS } from '../../kube/resources.ts';
 import { startController } from '../../controller/main.ts';
 import { rayJobModule } from '../../controller/rayjob/module.ts';
 import type { RayJob } from '../../src/types.ts';
@@ -58,10 +59,8 @@ t.test('a watch from creation sees New (with its names) before Initializing', as
     'no status-less version after New',
   );
   // `kubectl get rayjob -w` shows New: the CRD's printer column reads the stored field (KubeRay's has the same).
-  const crd = await h.kube.request<{
-    spec: { versions: Array<{ name: string; additionalPrinterColumns?: Array<{ name: string; jsonPath: string }> }> };
-  }>('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rayjobs.ray.io');
-  const columns = crd.spec.versions.find((v) => v.name === 'v1')?.additionalPrinterColumns ?? [];
+  const crd = await h.kube.get(CUSTOM_RESOURCE_DEFINITIONS.at(undefined, 'rayjobs.ray.io'));
+  const columns = crd.spec?.versions?.find((v) => v.name === 'v1')?.additionalPrinterColumns ?? [];
   t.ok(
     columns.some((c) => c.jsonPath === '.status.jobDeploymentStatus'),
     'a printer column shows .status.jobDeploymentStatus',

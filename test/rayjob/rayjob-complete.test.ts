@@ -68,7 +68,7 @@ if ('missing' in found) {
     await e.kube.create({ ...RAYJOBS, namespace: e.ns.name }, sample);
     const done = await until(
       async () => {
-        const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: e.ns.name, name: 'rayjob-sample' });
+        const j = await e.kube.get({ ...RAYJOBS, namespace: e.ns.name, name: 'rayjob-sample' });
         const s = j.status?.jobDeploymentStatus;
         return s === 'Complete' || s === 'Failed' ? j : undefined;
       },

@@ -19,8 +19,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { startDashboardProxy } from '../../localcluster/dashboard-proxy.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { findRay } from '../../localcluster/ray.ts';
-import type { BatchJob, Pod } from '../../kube/model.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import { env, quiet, until } from '../helpers/harness.ts';
 import { EVENTS, JOBS, PODS } from '../../kube/resources.ts';
 import { sleep } from '../../kube/backoff.ts';
@@ -75,7 +74,7 @@ if ('missing' in found) {
       await e.kube.create({ ...RAYJOBS, namespace: ns }, failing);
       await e.kube.create({ ...RAYJOBS, namespace: ns }, headless);
       const headPods = async (cluster: string) =>
-        (await e.kube.list<Pod>({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${cluster},ray.io/node-type=head` })).items;
+        (await e.kube.list({ ...PODS, namespace: ns }, { labelSelector: `ray.io/cluster=${cluster},ray.io/node-type=head` })).items;
 
       // The head pod of a running job deleted (KubeRay's e2e "RayJob fails when head Pod is deleted").
       const lostHead = (async () => {
@@ -83,7 +82,7 @@ if ('missing' in found) {
         let seen = '';
         const runningJob = await until(
           async () => {
-            const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'rayjob-sidecar-head-lost' });
+            const j = await e.kube.get({ ...RAYJOBS, namespace: ns, name: 'rayjob-sidecar-head-lost' });
             const s = j.status;
             const head = s?.rayClusterName ? (await headPods(s.rayClusterName))[0] : undefined;
             const containers = (head?.status?.containerStatuses ?? []).map((c) => `${c.name}=${JSON.stringify(c.state ?? {})}`);
@@ -108,7 +107,7 @@ if ('missing' in found) {
       const finished = (name: string) =>
         until(
           async () => {
-            const j = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name });
+            const j = await e.kube.get({ ...RAYJOBS, namespace: ns, name });
             const s = j.status?.jobDeploymentStatus;
             return s === 'Complete' || s === 'Failed' ? j : undefined;
           },
@@ -130,9 +129,7 @@ if ('missing' in found) {
       tt.equal(bad.status?.jobStatus, 'FAILED', badSeen);
       tt.equal(bad.status?.reason, 'AppFailed', `the Ray job failed (its submitter exited 1 after it): ${badSeen}`);
       tt.equal(bad.status?.failed, 2, 'backoffLimit 1: two tries');
-      const created = (
-        await e.kube.list<{ involvedObject?: { name?: string }; reason?: string; message?: string }>({ ...EVENTS, namespace: ns })
-      ).items
+      const created = (await e.kube.list({ ...EVENTS, namespace: ns })).items
         .filter((ev) => ev.involvedObject?.name === 'rayjob-sidecar-fails' && ev.reason === 'CreatedRayCluster')
         .map((ev) => ev.message);
       tt.equal(new Set(created).size, 2, `a new RayCluster each try: ${created.join('; ')}`);
@@ -146,7 +143,7 @@ if ('missing' in found) {
         await sleep(500);
       }
 
-      const jobs = await e.kube.list<BatchJob>({ ...JOBS, namespace: ns });
+      const jobs = await e.kube.list({ ...JOBS, namespace: ns });
       tt.same(
         jobs.items.map((j) => j.metadata.name),
         [],
@@ -154,11 +151,11 @@ if ('missing' in found) {
       );
 
       // ttlSecondsAfterFinished 60: the clusters and their head pods are still there to look at.
-      const cluster = await e.kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: ns, name: ok.status?.rayClusterName ?? '' });
+      const cluster = await e.kube.get({ ...RAYCLUSTERS, namespace: ns, name: ok.status?.rayClusterName ?? '' });
       tt.equal(cluster.metadata.labels?.['ray.io/job-submission-mode'], 'SidecarMode');
       tt.equal(cluster.metadata.annotations?.['ray.io/disable-provisioned-head-restart'], 'true');
       const exitOf = async (job: RayJob) => {
-        const listed = await e.kube.list<Pod>(
+        const listed = await e.kube.list(
           { ...PODS, namespace: ns },
           { labelSelector: `ray.io/cluster=${job.status?.rayClusterName},ray.io/node-type=head` },
         );

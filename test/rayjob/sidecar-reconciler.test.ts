@@ -40,7 +40,7 @@ t.test('a Running SidecarMode RayJob: its head pod from the pod cache, its submi
     const cluster = clusterName === '' ? undefined : await h.cluster(clusterName);
     if (cluster && pod === undefined) {
       // The operator's head pod and the kubelet's word on its two containers.
-      pod = await h.kube.create<Pod>(
+      pod = await h.kube.create(
         { ...PODS, namespace: h.namespace },
         {
           apiVersion: 'v1',
@@ -53,7 +53,7 @@ t.test('a Running SidecarMode RayJob: its head pod from the pod cache, its submi
         },
       );
       const running = { running: { startedAt: '2026-01-01T00:00:00Z' } };
-      pod = await h.kube.patch<Pod>(
+      pod = await h.kube.patch(
         { ...PODS, namespace: h.namespace, name: pod.metadata.name ?? '', subresource: 'status' },
         {
           status: {
@@ -164,7 +164,7 @@ t.test(
       return h.cluster(name);
     };
     t.ok(await until(() => created(first), 'the RayCluster created', 10_000), 'the RayCluster exists');
-    await h.kube.create<Pod>(
+    await h.kube.create(
       { ...PODS, namespace: h.namespace },
       {
         apiVersion: 'v1',

@@ -7,6 +7,7 @@
 // dashboard answers. The slowness is injected (the fake dashboard refuses, answers 503, or holds
 // requests), and "a while" is counted in requests the dashboard refused, never in seconds.
 import t from 'tap';
+import { PODS } from '../../kube/resources.ts';
 import { inState, manifest, rayJobHarness } from './helpers/harness.ts';
 
 const ways = [
@@ -68,18 +69,15 @@ t.test("a submission Ray refuses: Failed(SubmissionFailed), the message quoting 
   const job = (await h.submitterJob('refused')) as { metadata: { uid: string }; spec: { template: { spec: Record<string, unknown> } } };
   const container = (job.spec.template.spec.containers as Array<{ name: string; image: string; terminationMessagePolicy?: string }>)[0]!;
   t.equal(container.terminationMessagePolicy, 'FallbackToLogsOnError', "the submitter's log tail goes to its pod's status");
-  const pod = await h.kube.create<{ metadata: { name: string } }>(
-    { version: 'v1', plural: 'pods', namespace: h.namespace },
-    {
-      metadata: { name: 'refused-x7k2p', labels: { 'controller-uid': job.metadata.uid, 'job-name': 'refused' } },
-      spec: { restartPolicy: 'Never', containers: [{ name: container.name, image: container.image }] },
-    },
-  );
+  const pod = await h.kube.create(PODS.at(h.namespace), {
+    metadata: { name: 'refused-x7k2p', labels: { 'controller-uid': job.metadata.uid, 'job-name': 'refused' } },
+    spec: { restartPolicy: 'Never', containers: [{ name: container.name, image: container.image }] },
+  });
   // A pod's log holds its own attempt: the last line of the runner's output (one line per attempt here).
   const tail = result.output.trimEnd().split('\n').at(-1) ?? '';
   const finished = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   await h.kube.patch(
-    { version: 'v1', plural: 'pods', namespace: h.namespace, name: pod.metadata.name, subresource: 'status' },
+    { ...PODS.at(h.namespace, pod.metadata.name), subresource: 'status' },
     {
       status: {
         phase: 'Failed',

@@ -115,7 +115,7 @@ if (!missing)
       for (const ns of ['kuberay', 'raykeeper']) {
         for (const c of [...INVALID, NO_ENTRYPOINT]) await kube.create({ ...RAYJOBS, namespace: ns }, rayJob(c.name, c.spec));
       }
-      const status = async (ns: string, name: string) => (await kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name })).status ?? {};
+      const status = async (ns: string, name: string) => (await kube.get({ ...RAYJOBS, namespace: ns, name })).status ?? {};
 
       for (const c of INVALID) {
         const label = c.name.length > 20 ? `${c.name.length}-character name` : c.name;
@@ -155,7 +155,7 @@ if (!missing)
       }
 
       // No entrypoint: admitted by our webhook, run by both until the pre-running deadline.
-      const admitted = await kube.create<RayJob>({ ...RAYJOBS, namespace: 'webhook' }, rayJob(NO_ENTRYPOINT.name, NO_ENTRYPOINT.spec));
+      const admitted = await kube.create({ ...RAYJOBS, namespace: 'webhook' }, rayJob(NO_ENTRYPOINT.name, NO_ENTRYPOINT.spec));
       t.ok(admitted.metadata.uid, 'webhook on: a RayJob without entrypoint is admitted');
       const failed = async (ns: string) => (await status(ns, NO_ENTRYPOINT.name)).jobDeploymentStatus === 'Failed';
       await until(async () => (await failed('kuberay')) && (await failed('raykeeper')), 'no entrypoint: Failed under both', 45_000, 200);

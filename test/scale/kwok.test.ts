@@ -7,7 +7,6 @@ import t from 'tap';
 import { missingKwokParts, startKwokCluster, type KwokCluster } from '../../localcluster/kwok.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { JOBS, NAMESPACES, NODES, PODS } from '../../kube/resources.ts';
-import type { Pod } from '../../kube/model.ts';
 import { missingPart } from '../helpers/parts.ts';
 import { until } from '../helpers/until.ts';
 
@@ -55,7 +54,7 @@ if (missing.length > 0) {
       },
     );
     const pod = await until(async () => {
-      const p = await k.get<Pod>({ ...PODS, namespace, name: 'head' });
+      const p = await k.get({ ...PODS, namespace, name: 'head' });
       return p.status?.phase === 'Running' && isTrue(p.status, 'Ready') ? p : undefined;
     }, 'the pod Running and Ready');
     const nodeName = String(pod.spec?.nodeName);
@@ -86,7 +85,7 @@ if (missing.length > 0) {
       return isTrue(j.status, 'Complete') ? j : undefined;
     }, 'the Job Complete');
     t.equal(job.status?.succeeded, 1, 'one pod succeeded');
-    const pods = await k.list<Pod>({ ...PODS, namespace }, { labelSelector: 'job-name=cleanup' });
+    const pods = await k.list({ ...PODS, namespace }, { labelSelector: 'job-name=cleanup' });
     t.same(
       pods.items.map((p) => p.status?.phase),
       ['Succeeded'],

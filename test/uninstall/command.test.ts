@@ -18,7 +18,7 @@ import { createCluster, env, FINALIZER, getCluster, jobRunner, rayCluster, rayKe
 import { DEPLOYMENTS, MUTATING_WEBHOOK_CONFIGURATIONS, PODS, VALIDATING_WEBHOOK_CONFIGURATIONS } from '../../kube/resources.ts';
 import { JSON_PATCH, KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { RAYJOB_FINALIZER } from '../../src/names.ts';
-import { RAYCLUSTERS, RAYJOBS, type RayCluster, type RayJob } from '../../src/types.ts';
+import { RAYCLUSTERS, RAYJOBS } from '../../src/types.ts';
 import { cli, controllerDeployment, eventsOf, webhookConfigurations } from './helpers.ts';
 
 const STORAGE_NS = 'ray.io/external-storage-namespace';
@@ -157,7 +157,7 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
   t.equal(await getCluster(e, 'live'), undefined, 'deleting the live cluster now completes at once: nothing holds it');
   t.same(await rayKeys(client, 'live-data'), liveKeys.sort(), 'and its data stays, as its Event said');
 
-  const fresh = await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'fresh' });
+  const fresh = await e.kube.get({ ...RAYJOBS, namespace: ns, name: 'fresh' });
   t.match(
     fresh.status,
     { jobDeploymentStatus: '', jobId: 'fresh-abcde', rayClusterName: 'fresh-raycluster-xyz12' },
@@ -168,13 +168,13 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
     { type: 'Normal' },
   );
   t.equal(
-    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'running' })).status?.jobDeploymentStatus,
+    (await e.kube.get({ ...RAYJOBS, namespace: ns, name: 'running' })).status?.jobDeploymentStatus,
     'Running',
     'a Running one untouched',
   );
   t.match(run.stdout, new RegExp(`RayJobs whose "New" became "": ${ns}/fresh`));
   t.same(
-    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'running' })).metadata.finalizers ?? [],
+    (await e.kube.get({ ...RAYJOBS, namespace: ns, name: 'running' })).metadata.finalizers ?? [],
     [],
     "raykeeper's ray.io/rayjob-finalizer removed",
   );
@@ -185,11 +185,7 @@ t.test('raykeeper uninstall: a dry run, the run, and the run again', async (t) =
       message: /removed the finalizer ray\.io\/rayjob-finalizer.*no longer stops its Ray job on the RayCluster it selected/,
     },
   );
-  t.same(
-    (await e.kube.get<RayJob>({ ...RAYJOBS, namespace: ns, name: 'kuberays' })).metadata.finalizers,
-    [RAYJOB_FINALIZER],
-    "KubeRay's stays",
-  );
+  t.same((await e.kube.get({ ...RAYJOBS, namespace: ns, name: 'kuberays' })).metadata.finalizers, [RAYJOB_FINALIZER], "KubeRay's stays");
   t.match(run.stdout, new RegExp(`RayJobs whose ray.io/rayjob-finalizer was removed: ${ns}/running$`, 'm'));
   await e.kube.delete({ ...RAYJOBS, namespace: ns, name: 'running' });
   t.equal(await e.kube.getOrUndefined({ ...RAYJOBS, namespace: ns, name: 'running' }), undefined, 'deleting that RayJob completes at once');
@@ -219,7 +215,7 @@ t.test('at --timeout an unfinished cleanup is given up with a Warning; other nam
   );
   await createCluster(e, rayCluster('stuck', address, { finalizers: [FINALIZER], annotations: { [STORAGE_NS]: 'stuck-data' } }));
   await e.kube.delete({ ...RAYCLUSTERS, namespace: ns, name: 'stuck' });
-  const elsewhere = await other.kube.create<RayCluster>(
+  const elsewhere = await other.kube.create(
     { ...RAYCLUSTERS, namespace: other.name },
     rayCluster('elsewhere', address, { finalizers: [FINALIZER] }),
   );
@@ -239,7 +235,7 @@ t.test('at --timeout an unfinished cleanup is given up with a Warning; other nam
     type: 'Warning',
     message: /\(raykeeper uninstall --timeout 12 s\).*storage namespace "stuck-data" in Redis at 127\.0\.0\.1:9 may remain/,
   });
-  const kept = await other.kube.get<RayCluster>({ ...RAYCLUSTERS, namespace: other.name, name: 'elsewhere' });
+  const kept = await other.kube.get({ ...RAYCLUSTERS, namespace: other.name, name: 'elsewhere' });
   t.same(kept.metadata.finalizers, [FINALIZER], 'a cluster outside --watch-namespace keeps its finalizer');
   t.equal(kept.metadata.resourceVersion, elsewhere.metadata.resourceVersion, 'and is not written at all');
 });

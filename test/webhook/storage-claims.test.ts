@@ -10,7 +10,8 @@ import { kubeConfigFor } from '../../localcluster/control-plane.ts';
 import { freePort } from '../../localcluster/net.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { testNamespace } from '../helpers/control-plane.ts';
+import { SERVICEACCOUNTS } from '../../kube/resources.ts';
+import { serviceAccountToken, testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
 import { FINALIZER, FT, NS_ANNOTATION, rayCluster, review } from '../admission/fixtures.ts';
 import { certDir } from './helpers.ts';
@@ -39,16 +40,13 @@ t.test('not ready while the first LIST is not in: an unreachable API server keep
 t.test('a forbidden LIST (no RBAC) does not hold readiness: served without the check, retried', async (t) => {
   const certs = await certDir(t);
   const ns = await testNamespace(t);
-  await ns.kube.create({ version: 'v1', plural: 'serviceaccounts', namespace: ns.name }, { metadata: { name: 'no-rbac' } });
-  const token = await ns.kube.create<{ status: { token: string } }>(
-    { version: 'v1', plural: 'serviceaccounts', namespace: ns.name, name: 'no-rbac', subresource: 'token' },
-    { spec: { expirationSeconds: 600 } },
-  );
+  await ns.kube.create(SERVICEACCOUNTS.at(ns.name), { metadata: { name: 'no-rbac' } });
+  const token = await serviceAccountToken(ns.kube, ns.name, 'no-rbac');
   const app = await buildApp({
     certFile: certs.certFile,
     keyFile: certs.keyFile,
     logger: quiet,
-    kubeConfig: kubeConfigFor({ ...ns.cp.info, token: token.status.token }),
+    kubeConfig: kubeConfigFor({ ...ns.cp.info, token }),
   });
   t.teardown(() => app.close());
   await until(() => app.claims?.state() === 'forbidden', 'the LIST refused', 15_000, 50);

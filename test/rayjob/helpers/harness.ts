@@ -169,15 +169,15 @@ export async function rayJobHarness(t: Teardownable, options: HarnessOptions = {
     },
     replica: (options) => makeReconciler(options),
     async create(job) {
-      return kube.create<RayJob>({ ...RAYJOBS, namespace }, job);
+      return kube.create({ ...RAYJOBS, namespace }, job);
     },
-    get: (name) => kube.getOrUndefined<RayJob>(ref(name)),
+    get: (name) => kube.getOrUndefined(ref(name)),
     async patchSpec(name, spec) {
       await kube.patch(ref(name), { spec }, 'application/merge-patch+json');
     },
-    cluster: (name) => kube.getOrUndefined<RayCluster>({ ...RAYCLUSTERS, namespace, name }),
+    cluster: (name) => kube.getOrUndefined({ ...RAYCLUSTERS, namespace, name }),
     async clusters() {
-      return (await kube.list<RayCluster>({ ...RAYCLUSTERS, namespace })).items;
+      return (await kube.list({ ...RAYCLUSTERS, namespace })).items;
     },
     submitterJob: (name) => kube.getOrUndefined({ ...JOBS, namespace, name }),
     async markReady(clusterName) {
