@@ -18,11 +18,13 @@
 //   Ready);
 // - a deleted (or terminating) pod's process group is killed;
 // - a Ray container whose `ray start` ended with Ray's own start-up timeout (its raylet did not register
-//   within Ray's fixed 30 s: this 2-core test machine under a full suite) is started again, up to
-//   START_TIMEOUT_RETRIES times, as the real-Ray tests do (localcluster/ray.ts waitForRayStart): a slow
-//   machine, not the pod, failed. Any other exit is the pod's end.
-// Not modelled: the autoscaler container (it needs the in-cluster API: `raykeeper dev --kubelet`), probes, init containers, resources, volumes, restarts (restartPolicy: the operator
-// deletes and re-creates a failed pod, as KubeRay does).
+//   within Ray's fixed 30 s: this 2-core test machine under a full suite) is started again, on the same
+//   ports and temp dir (its process group was killed first), up to START_TIMEOUT_RETRIES times: a slow
+//   machine, not the pod, failed (the real-Ray tests retry the same way: localcluster/ray.ts
+//   waitForRayStart). A start that then fails, and any other exit, is the pod's end.
+// Not modelled: the autoscaler container (it needs the in-cluster API: `raykeeper dev --kubelet`), probes,
+// init containers, resources, volumes, restarts by restartPolicy (the operator deletes and re-creates a
+// failed pod, as KubeRay does).
 // Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
 // time, from the cached pod (a worker waiting for its head is tried again a second later).
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -105,6 +107,8 @@ export class RayPodRunner {
   /** Names the pods' temp dirs (short: Ray's socket paths under them must stay below 107 characters). */
   private podsStarted = 0;
   private stopped = false;
+  /** Start-up retries under way (see the header): stop() waits for them. */
+  private readonly restarts = new Set<Promise<boolean>>();
 
   constructor(options: RayPodRunnerOptions) {
     this.o = options;
@@ -132,6 +136,8 @@ export class RayPodRunner {
     this.queue.shutdown();
     await this.workers;
     await this.factory.stop();
+    // A start-up retry under way ends before the processes are stopped and the temp dirs removed.
+    await Promise.allSettled(this.restarts);
     await Promise.all([...this.running.values()].map(stopAll));
     this.running.clear();
     this.kube.close();
@@ -298,19 +304,32 @@ export class RayPodRunner {
     };
     const current = () => this.running.get(key) === entry && !this.stopped;
     let retries = 0;
-    const onExit = async (ray: RayPodProcess, code: number | null) => {
-      if (!current()) return;
-      if (!rayReady && retries < START_TIMEOUT_RETRIES && (await exitedOnStartTimeout(ray.proc, ray.log))) {
-        retries++;
-        this.log.warn({ pod: key, retry: retries }, "Ray's start-up timed out (a slow machine): starting the Ray container again");
-        if (!current()) return;
+    /** Whether the Ray container was started again after Ray's start-up timeout; false: the pod ends. */
+    const restarted = async (ray: RayPodProcess): Promise<boolean> => {
+      if (rayReady || retries >= START_TIMEOUT_RETRIES || !(await exitedOnStartTimeout(ray.proc, ray.log))) return false;
+      retries++;
+      this.log.warn({ pod: key, retry: retries }, "Ray's start-up timed out (a slow machine): starting the Ray container again");
+      if (!current()) return true;
+      try {
         const again = await startRay();
-        if (!current()) return void again.stop();
+        if (!current()) {
+          await again.stop();
+          return true;
+        }
         entry.proc = again;
         watch(again);
-        return;
+        return true;
+      } catch (err) {
+        this.log.warn({ pod: key, err: String(err) }, 'could not start the Ray container again');
+        return false;
       }
+    };
+    const onExit = async (ray: RayPodProcess, code: number | null) => {
       if (!current()) return;
+      const restart = restarted(ray);
+      this.restarts.add(restart);
+      const again = await restart.finally(() => this.restarts.delete(restart));
+      if (again || !current()) return;
       this.running.delete(key);
       this.log.warn({ pod: key, code, output: ray.log().slice(-1000) }, 'a Ray pod process ended');
       rayExit = code ?? 137;
@@ -324,7 +343,9 @@ export class RayPodRunner {
     const watch = (ray: RayPodProcess) => {
       ray.proc.stdout!.on('data', () => onData(ray));
       ray.proc.stderr!.on('data', () => onData(ray));
-      ray.proc.once('exit', (code) => void onExit(ray, code));
+      ray.proc.once('exit', (code) => {
+        onExit(ray, code).catch((err: unknown) => this.log.error({ pod: key, err: String(err) }, 'handling a Ray pod process end failed'));
+      });
     };
     watch(proc);
     submitter?.proc.once('exit', (code) => {

@@ -77,6 +77,7 @@ import {
 import { deletionTimeoutProblem, heldFinalizer, redisCleanupEnabled } from '../../src/gcsft/rules.ts';
 import { RAYCLUSTERS, type RayCluster, type RayClusterFtView } from '../../src/types.ts';
 import type { ApiObject, BatchJob, JobCondition, KubeObject, Pod, PodCondition } from '../../kube/model.ts';
+import type { RayPodView } from '../../src/raycluster/pod-view.ts';
 import {
   decideRayClusterCleanup,
   clusterPods,
@@ -217,7 +218,7 @@ export class GcsFtCleanupReconciler {
   private readonly wholeClusters: Informer<RayCluster> | undefined;
   private readonly jobs: Informer<SlimJob>;
   /** The clusters' pods (head and workers). */
-  private readonly pods: Informer<SlimPod | Pod>;
+  private readonly pods: Informer<SlimPod | RayPodView>;
   /**
    * UIDs of the cleanup Jobs this process created and has not deleted since (oldest first): only their
    * cached copies are judged finished without a fresh read.

@@ -11,6 +11,7 @@ import { MODULE } from '../module-names.ts';
 import { RAYCLUSTERS, type RayCluster, type RayClusterFtView } from '../../src/types.ts';
 import { headRedisSettings } from '../../src/gcsft/redis-env.ts';
 import { KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
+import type { RayPodView } from '../../src/raycluster/pod-view.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -77,9 +78,9 @@ const KEPT_POD_ANNOTATIONS = [RECREATE_HASH_ANNOTATION, KUBERAY_VERSION_ANNOTATI
 
 /**
  * Pods: what the plan and the status read (name, labels, owner, deletion, the upgrade stamp, phase, readiness,
- * IP, every container's state).
+ * IP, every container's state), and the node (the GCS-FT cleanup's src/gcsft/decide.ts PodLite).
  */
-export function slimPod(obj: Pod): Pod {
+export function slimPod(obj: Pod): RayPodView {
   const spec = obj.spec;
   const status = obj.status;
   const annotations = obj.metadata.annotations ?? {};
@@ -89,7 +90,11 @@ export function slimPod(obj: Pod): Pod {
       ...slimMetadata(obj),
       ...(kept.length > 0 ? { annotations: Object.fromEntries(kept.map((k) => [k, annotations[k]!])) } : {}),
     },
-    spec: { restartPolicy: spec?.restartPolicy, containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })) },
+    spec: {
+      restartPolicy: spec?.restartPolicy,
+      nodeName: spec?.nodeName,
+      containers: (spec?.containers ?? []).slice(0, 1).map((c) => ({ name: c.name })),
+    },
     status: status
       ? { phase: status.phase, podIP: status.podIP, conditions: status.conditions, containerStatuses: status.containerStatuses }
       : undefined,
@@ -97,11 +102,11 @@ export function slimPod(obj: Pod): Pod {
 }
 
 /** The operator's pods (every pod labelled with a cluster), and the head pods alone without the operator. */
-export const RAY_POD: Projection<Pod, Pod> = { id: 'raycluster-pod', transform: slimPod };
-export const HEAD_POD: Projection<Pod, Pod> = { id: 'raycluster-head-pod', transform: slimPod };
+export const RAY_POD: Projection<Pod, RayPodView> = { id: 'raycluster-pod', transform: slimPod };
+export const HEAD_POD: Projection<Pod, RayPodView> = { id: 'raycluster-head-pod', transform: slimPod };
 
 /** The operator's pod cache: every pod labelled with a cluster (the RayJob's SidecarMode reads its head pods there too). */
-export function rayPodInformer(informers: InformerFactory): Informer<Pod> {
+export function rayPodInformer(informers: InformerFactory): Informer<RayPodView> {
   return informers.get({ ...PODS, labelSelector: RAY_CLUSTER_LABEL }, RAY_POD);
 }
 
@@ -109,7 +114,7 @@ export function rayPodInformer(informers: InformerFactory): Informer<Pod> {
  * The head pods the RayJob reconciler reads (SidecarMode's submitter container): the operator's pod
  * cache when the operator runs in this process (or nobody said), else head pods only.
  */
-export function headPodInformer(ctx: ControllerContext): Informer<Pod> {
+export function headPodInformer(ctx: ControllerContext): Informer<RayPodView> {
   if (operatorRayClusterInformer(ctx) !== undefined) return rayPodInformer(ctx.informers);
   return ctx.informers.get({ ...PODS, labelSelector: `${RAY_NODE_TYPE_LABEL}=${NODE_TYPE_HEAD}` }, HEAD_POD);
 }

@@ -25,6 +25,7 @@
 // - Shares the RayCluster informer with the GCS-FT cleanup reconciler (./informers.ts), and its pod
 //   creation gate (ctx.creationGate, kube/creation-gate.ts): once the cleanup has seen the cluster deleting, no pod of
 //   it is created, whatever this cache still says.
+import type { RayPodView } from '../../src/raycluster/pod-view.ts';
 import { createHash } from 'node:crypto';
 import { MODULE } from '../module-names.ts';
 import { Counter } from 'prom-client';
@@ -167,7 +168,7 @@ export class RayClusterOperator {
   private readonly kube: KubeClient;
   private readonly config: RayClusterOperatorConfig;
   private readonly clusters: Informer<RayCluster>;
-  private readonly pods: Informer<Pod>;
+  private readonly pods: Informer<RayPodView>;
   private readonly services: Informer<Service>;
   private readonly headless: Informer<Service>;
   readonly expectations: Expectations;

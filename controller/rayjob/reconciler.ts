@@ -28,6 +28,7 @@
 // created that its cache has not shown yet is not taken as absent: a GET looks. The RayJob's own head
 // Service is the exception the other way: read from its cache only (the controller may not GET Services),
 // a miss taken as absent, since a create it had not seen answers AlreadyExists and changes nothing.
+import type { RayPodView } from '../../src/raycluster/pod-view.ts';
 import type { Counter, Gauge } from 'prom-client';
 import { RAY_API_VERSION, RAYJOB_FINALIZER } from '../../src/names.ts';
 import type { Logger } from '../../kube/logger.ts';
@@ -113,7 +114,7 @@ export interface RayJobCaches {
   clusters: Informer<RayCluster>;
   submitters: Informer<BatchJob>;
   /** Head pods (SidecarMode reads its submitter container's state there); without it, a LIST. */
-  headPods?: Informer<Pod> | undefined;
+  headPods?: Informer<RayPodView> | undefined;
   /** The RayJobs' own head Services (`<rayjob>-head-svc`); a miss is a GET. */
   headServices?: Informer<Service> | undefined;
 }
@@ -529,7 +530,7 @@ export class RayJobReconciler implements Reconciler {
    * The cluster's head pod from the pod cache; a miss is confirmed with a LIST by labels (as KubeRay's
    * GetRayClusterHeadPod), so a cache behind the operator's create never fails a running job.
    */
-  private async headPod(namespace: string, cluster: string, signal?: AbortSignal): Promise<Pod | null> {
+  private async headPod(namespace: string, cluster: string, signal?: AbortSignal): Promise<RayPodView | null> {
     const isHead = (p: Pod) =>
       p.metadata.labels?.[RAY_CLUSTER_LABEL] === cluster && p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === NODE_TYPE_HEAD;
     const cached = this.caches?.headPods?.list(namespace).find(isHead);

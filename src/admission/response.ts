@@ -10,21 +10,8 @@ export interface AdmissionResponse {
   patchType?: 'JSONPatch';
   /** base64 of the JSON-encoded RFC 6902 patch. */
   patch?: string;
-  status?: AdmissionStatus;
+  status?: { code: number; message: string };
   warnings?: string[];
-}
-
-/**
- * A refusal's status, what the API server hands back to the client (it keeps the code, reason and details).
- * A refusal by the rules is 422 `Invalid` with the object's group, kind and name, as the Kubernetes
- * `StatusError` apierrors.NewInvalid makes and KubeRay's own webhook answers: clients that test
- * `errors.IsInvalid` (KubeRay's e2e, Argo CD, Flux) see a validation error, not a permission problem.
- */
-export interface AdmissionStatus {
-  code: number;
-  message: string;
-  reason?: 'Invalid';
-  details?: { name: string; group: string; kind: string };
 }
 
 export interface AdmissionReviewAnswer {
@@ -66,21 +53,6 @@ export function denied(apiVersion: AdmissionApiVersion, uid: string | undefined,
   return { apiVersion, kind: 'AdmissionReview', response: { uid: uid ?? '', allowed: false, status: { code, message } } };
 }
 
-/** Refused by the rules: 422 `Invalid`, naming the object (its name '' when only generateName is set). */
-export function invalid(
-  apiVersion: AdmissionApiVersion,
-  uid: string,
-  object: { group: string; kind: string; name: string },
-  message: string,
-): AdmissionReviewAnswer {
-  const details = { name: object.name, group: object.group, kind: object.kind };
-  return {
-    apiVersion,
-    kind: 'AdmissionReview',
-    response: { uid, allowed: false, status: { code: 422, message, reason: 'Invalid', details } },
-  };
-}
-
 /** The text before the uid, made once per apiVersion. */
 const ANSWER_PREFIX = Object.fromEntries(
   ADMISSION_API_VERSIONS.map((v) => [v, `{"apiVersion":${JSON.stringify(v)},"kind":"AdmissionReview","response":{"uid":`]),
@@ -89,7 +61,7 @@ const ANSWER_PREFIX = Object.fromEntries(
 /**
  * The answer as JSON text, byte for byte what JSON.stringify(answer) gives, written directly: the webhook
  * sends it as is, without a generic serializer walking the object per request. That equality holds for
- * answers made by allowed(), denied() and invalid() (their key order; `patch` always base64 from encodePatch), which
+ * answers made by allowed() and denied() (their key order; `patch` always base64 from encodePatch), which
  * are the only way answers are made; test/admission/answer-json.test.ts compares the two.
  */
 export function answerJson(answer: AdmissionReviewAnswer): string {
@@ -98,7 +70,7 @@ export function answerJson(answer: AdmissionReviewAnswer): string {
   if (r.patchType !== undefined) json += ',"patchType":"JSONPatch"';
   // Base64 needs no escaping.
   if (r.patch !== undefined) json += `,"patch":"${r.patch}"`;
-  if (r.status !== undefined) json += `,"status":${JSON.stringify(r.status)}`;
+  if (r.status !== undefined) json += `,"status":{"code":${JSON.stringify(r.status.code)},"message":${JSON.stringify(r.status.message)}}`;
   if (r.warnings !== undefined) json += `,"warnings":${JSON.stringify(r.warnings)}`;
   return `${json}}}`;
 }

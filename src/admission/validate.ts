@@ -1,8 +1,7 @@
 // The whole validating admission decision for one request body, without I/O: parse, check the kind, run
 // the same rules the controllers run (src/raycluster/validation.ts, src/rayjob/validation.ts), the UPDATE
 // rules that protect data (./update-rules.ts) and the warnings (./warnings.ts), answer. Never throws: a
-// failure anywhere becomes an AdmissionReview refusal with the request's uid (400 bad input, 500 ours);
-// a refusal by the rules is 422 Invalid, as KubeRay's webhook answers (./response.ts invalid).
+// failure anywhere becomes an AdmissionReview refusal with the request's uid (400 bad input, 500 ours).
 //
 // Order: DELETE, CONNECT and subresources (status, scale) are always allowed. An object being deleted is
 // always allowed (finalizer removal must never be blocked). CREATE: shape, metadata and spec rules, then
@@ -37,7 +36,7 @@ import { embeddedGcsStorageBackend, embeddedGcsStorageWhy } from '../raycluster/
 import { validateRayJobMetadata, validateRayJobSpec } from '../rayjob/validation.ts';
 import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
-import { allowed, denied, invalid, type AdmissionReviewAnswer } from './response.ts';
+import { allowed, denied, type AdmissionReviewAnswer } from './response.ts';
 import { DEFAULT_ADMISSION_API_VERSION, parseAdmissionReview, type AdmissionRequest } from './review.ts';
 import { gcsFtStorageChange } from './update-rules.ts';
 import { boundWarnings, rayClusterWarnings, rayJobWarnings, type WarningOptions } from './warnings.ts';
@@ -270,9 +269,7 @@ export function validate(body: unknown, kind: ValidateKind, options: ValidateOpt
       if (decision.reason === 'invalid_review') {
         return refusal(400, 'invalid_review', message, denied(apiVersion, uid, 400, message), request);
       }
-      const name = (request.object as { metadata?: { name?: unknown } } | null)?.metadata?.name;
-      const object = { group: gvk.group, kind: gvk.kind, name: request.name ?? (typeof name === 'string' ? name : '') };
-      return refusal(200, decision.reason ?? 'invalid_spec', message, invalid(apiVersion, uid, object, message), request);
+      return refusal(200, decision.reason ?? 'invalid_spec', message, denied(apiVersion, uid, 403, message), request);
     }
     return { httpStatus: 200, answer: allowed(apiVersion, uid, [], decision.warnings), request, ...decision };
   } catch (err) {

@@ -25,6 +25,7 @@
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
 // - Token auth (./auth.ts): the Secret is generated unless authOptions.secretName names one; while the
 //   Secret cannot be used, no pod is created.
+import type { RayPodView } from './pod-view.ts';
 import { gcsFtFinalizerRule, isManagedExternally } from '../gcsft/rules.ts';
 import {
   DISABLE_PROVISIONED_HEAD_RESTART_ANNOTATION,
@@ -102,7 +103,7 @@ export type AuthSecretState = 'present' | 'noKey' | 'absent' | 'unreadable';
 export interface PlanInput {
   cluster: RayCluster;
   /** The cluster's pods from the cache (ray.io/cluster=<name>, same namespace), terminating included. */
-  pods: Pod[];
+  pods: RayPodView[];
   /** The cluster's Services from the cache. */
   services: Service[];
   /** Groups (HEAD_GROUP_NAME for the head) whose last writes the cache does not show yet. */
@@ -189,16 +190,16 @@ export function describeUnsupported(list: Unsupported[]): string {
   return list.map((u) => `${u.field} (${u.why})`).join('; ');
 }
 
-function labelOf(p: Pod, key: string): string | undefined {
+function labelOf(p: RayPodView, key: string): string | undefined {
   return p.metadata.labels?.[key];
 }
 
-function terminating(p: Pod): boolean {
+function terminating(p: RayPodView): boolean {
   return typeof p.metadata.deletionTimestamp === 'string' && p.metadata.deletionTimestamp !== '';
 }
 
 /** shouldDeletePod: a pod that will not run Ray again. */
-export function shouldDeletePod(p: Pod): string | undefined {
+export function shouldDeletePod(p: RayPodView): string | undefined {
   const phase = p.status?.phase;
   if (phase === 'Failed' || phase === 'Succeeded') return `the Pod ${p.metadata.name} is ${phase}, a terminal state`;
   if (phase === 'Running' && p.spec?.restartPolicy === 'Never') {
@@ -209,7 +210,7 @@ export function shouldDeletePod(p: Pod): string | undefined {
   return undefined;
 }
 
-function del(p: Pod, group: string, nodeType: 'head' | 'worker', reason: string): PodAction {
+function del(p: RayPodView, group: string, nodeType: 'head' | 'worker', reason: string): PodAction {
   return { kind: 'deletePod', group, name: p.metadata.name ?? '', uid: p.metadata.uid, nodeType, reason, terminating: terminating(p) };
 }
 
@@ -228,9 +229,9 @@ function freeIndices(used: Set<number>, n: number): number[] {
 }
 
 /** Scale-down order: terminating first (already going), then not running, then the highest replica index. */
-function scaleDownOrder(pods: Pod[]): Pod[] {
-  const rank = (p: Pod) => (terminating(p) ? 0 : p.status?.phase !== 'Running' ? 1 : 2);
-  const index = (p: Pod) => Number(labelOf(p, RAY_WORKER_REPLICA_INDEX_LABEL) ?? -1);
+function scaleDownOrder(pods: RayPodView[]): RayPodView[] {
+  const rank = (p: RayPodView) => (terminating(p) ? 0 : p.status?.phase !== 'Running' ? 1 : 2);
+  const index = (p: RayPodView) => Number(labelOf(p, RAY_WORKER_REPLICA_INDEX_LABEL) ?? -1);
   return [...pods].sort((a, b) => rank(a) - rank(b) || index(b) - index(a) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
 }
 
@@ -361,7 +362,7 @@ function planAll(input: PlanInput): Plan {
 function planSingleHost(
   cluster: RayCluster,
   group: WorkerGroupSpec,
-  groupPods: Pod[],
+  groupPods: RayPodView[],
   out: Plan,
   options: BuildOptions,
   scaleDown: boolean,
@@ -398,7 +399,7 @@ function planSingleHost(
 function planMultiHost(
   cluster: RayCluster,
   group: WorkerGroupSpec,
-  groupPods: Pod[],
+  groupPods: RayPodView[],
   out: Plan,
   options: BuildOptions,
   scaleDown: boolean,
@@ -406,7 +407,7 @@ function planMultiHost(
 ): string | undefined {
   const name = group.groupName ?? '';
   const n = hosts(group);
-  const replicas = new Map<string, Pod[]>();
+  const replicas = new Map<string, RayPodView[]>();
   for (const p of groupPods) {
     const r = labelOf(p, RAY_WORKER_REPLICA_NAME_LABEL);
     if (r !== undefined) replicas.set(r, [...(replicas.get(r) ?? []), p]);

@@ -1,9 +1,10 @@
 // RayCluster status as KubeRay v1.6 computes it (raycluster_controller.go calculateStatus, with the
 // RayClusterStatusConditions gate on, its default), from the cluster and the pods / Services seen.
 // Pure: the reconciler writes the result through /status only when rayClusterStatusChanged() says so.
+import type { RayPodView } from './pod-view.ts';
 import { NODE_TYPE_HEAD, NODE_TYPE_WORKER, RAY_NODE_TYPE_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
-import type { Pod, Service } from '../../kube/model.ts';
+import type { Service } from '../../kube/model.ts';
 import { workerGroups, type WorkerGroupSpec } from './groups.ts';
 import { headServiceLabels } from './service.ts';
 
@@ -61,17 +62,17 @@ export function hosts(g: WorkerGroupSpec): number {
   return typeof n === 'number' && n > 1 ? Math.floor(n) : 1;
 }
 
-function isType(p: Pod, type: string): boolean {
+function isType(p: RayPodView, type: string): boolean {
   return p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === type;
 }
 
 /** IsRunningAndReady. */
-export function isRunningAndReady(p: Pod): boolean {
+export function isRunningAndReady(p: RayPodView): boolean {
   return p.status?.phase === 'Running' && (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
 /** CheckAllPodsRunning: at least one pod, all Running, none with Ready != True. */
-export function allPodsRunning(pods: Pod[]): boolean {
+export function allPodsRunning(pods: RayPodView[]): boolean {
   if (pods.length === 0) return false;
   return pods.every(
     (p) => p.status?.phase === 'Running' && !(p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status !== 'True'),
@@ -113,7 +114,7 @@ export function suspendStatus(status: RayClusterStatus | undefined): 'Suspending
 }
 
 /** FindHeadPodReadyCondition. */
-function headPodReady(head: Pod | undefined): Condition {
+function headPodReady(head: RayPodView | undefined): Condition {
   if (!head) return { type: COND_HEAD_POD_READY, status: 'False', reason: 'HeadPodNotFound', message: 'Head Pod not found' };
   const c: Condition = { type: COND_HEAD_POD_READY, status: 'False', reason: 'Unknown' };
   const ready = (head.status?.conditions ?? []).find((x) => x.type === 'Ready');
@@ -140,7 +141,7 @@ function headPodReady(head: Pod | undefined): Condition {
 export interface StatusInput {
   cluster: RayCluster;
   /** The cluster's pods (ray.io/cluster=<name>), terminating ones included. */
-  pods: Pod[];
+  pods: RayPodView[];
   /** The cluster's Services (the head Service is found by its labels). */
   services: Service[];
   /** Why the last reconcile failed (KubeRay's ReplicaFailure reasons), if it did. */

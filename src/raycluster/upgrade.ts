@@ -17,8 +17,8 @@
 // KubeRay's (32 characters), not the same value (KubeRay serializes its typed Go structs). The two never meet:
 // each re-stamps the other's heads. HASH_VERSION says which hasher stamped; bump it when the hash of an
 // unchanged stored spec would change (the canonical form, the muted fields, a CRD default that appears on read).
+import type { RayPodView } from './pod-view.ts';
 import { createHash } from 'node:crypto';
-import type { Pod } from '../../kube/model.ts';
 import type { RayCluster } from '../types.ts';
 
 export const RECREATE_HASH_ANNOTATION = 'ray.io/upgrade-strategy-recreate-hash';
@@ -121,7 +121,7 @@ export type RecreateDecision =
   | { action: 'recreate'; why: string };
 
 /** shouldRecreatePodsForUpgrade, over the cluster's head pods as the cache holds them (terminating ones included). */
-export function recreateDecision(cluster: RayCluster, headPods: Pod[]): RecreateDecision {
+export function recreateDecision(cluster: RayCluster, headPods: RayPodView[]): RecreateDecision {
   if (!isRecreate(cluster) || headPods.length === 0) return { action: 'keep' };
   const head = [...headPods].sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))[0]!;
   const annotations = head.metadata.annotations ?? {};

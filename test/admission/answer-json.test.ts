@@ -1,7 +1,7 @@
 // answerJson writes the answer's JSON by hand (the webhook sends that text): it must be exactly what
 // JSON.stringify gives for every answer shape, including text that needs escaping.
 import t from 'tap';
-import { allowed, answerJson, denied, encodePatch, invalid, type AdmissionReviewAnswer } from '../../src/admission/response.ts';
+import { allowed, answerJson, denied, encodePatch, type AdmissionReviewAnswer } from '../../src/admission/response.ts';
 import type { PatchOperation } from '../../src/admission/patch.ts';
 import { jsonText } from '../../src/admission/json.ts';
 import type { Json } from '../../kube/model.ts';
@@ -23,8 +23,6 @@ const rows: Array<[string, AdmissionReviewAnswer]> = [
   ['allowed with warnings only', allowed('admission.k8s.io/v1', 'uid-5', [], ['w'])],
   ['denied with a uid', denied('admission.k8s.io/v1', 'uid-6', 400, 'object.metadata.annotations["a\\"b"] must be a string')],
   ['denied without a uid', denied('admission.k8s.io/v1', undefined, 413, 'too large')],
-  ['invalid, named', invalid('admission.k8s.io/v1', 'uid-7', { group: 'ray.io', kind: 'RayJob', name: 'j"1' }, 'spec: "x"')],
-  ['invalid, generateName only', invalid('admission.k8s.io/v1', 'uid-8', { group: 'ray.io', kind: 'RayCluster', name: '' }, 'bad')],
   ['denied, odd uid and message', denied('admission.k8s.io/v1beta1', '"\\\u0001</script>', 500, 'internal error: \t\r\n\ud800')],
 ];
 

@@ -2,7 +2,7 @@
 // KubeRay v1.6.2's CEL rules with its messages, compared here with its CRDs. On the real kube-apiserver, with
 // both of our webhooks registered for the namespace, an unsupported value is refused with 422 Invalid
 // (client-go's errors.IsInvalid, which KubeRay's TestRayClusterManagedBy and TestRayJobClusterSelector
-// check), never with our webhook's answer: CRD schema validation runs before validating webhooks. A set value
+// check), never with our webhook's 403: CRD schema validation runs before validating webhooks. A set value
 // is immutable (422); setting it on, or removing it from, an existing object passes, as with KubeRay's CRD
 // (a CEL transition rule is not evaluated when the old or the new object lacks the field).
 import { readFileSync } from 'node:fs';
@@ -84,7 +84,7 @@ function job(name: string, spec: Record<string, unknown>) {
   };
 }
 
-t.test('the real API server with our CRDs and both webhooks: 422 Invalid from the CRD, never our webhook', async (t) => {
+t.test('the real API server with our CRDs and both webhooks: 422 Invalid from the CRD, never our 403', async (t) => {
   const e = await env(t);
   const webhook = await registerWebhooks(t, e);
   const denials = async () => metricTextSum(await webhook.metrics(), 'raykeeper_webhook_validations_total', /result="denied"/);

@@ -46,7 +46,7 @@ t.test('CREATE: refused when a live cluster holds the namespace on the same Redi
   );
   t.equal(out.result, 'denied');
   t.equal(out.reason, 'storage_namespace_in_use');
-  t.equal(out.answer.response.status?.code, 422);
+  t.equal(out.answer.response.status?.code, 403);
   t.match(
     out.message,
     /^spec\.gcsFaultToleranceOptions\.externalStorageNamespace: storage namespace "taken" on Redis redis\.shared\.svc:6379 is already used by live RayCluster n1\/a: /,

@@ -1,5 +1,5 @@
 // The validating decision as a table (validate(): allowed, denied with its message, warned), the UPDATE
-// rules that protect data, and the route through app.inject: uid on every answer, 422 Invalid refusals, warnings,
+// rules that protect data, and the route through app.inject: uid on every answer, 403 refusals, warnings,
 // metrics.
 import t from 'tap';
 import fc from 'fast-check';
@@ -317,8 +317,7 @@ t.test('decisions', async (t) => {
     t.equal(outcome.answer.response.uid, UID, `${name}: uid`);
     t.equal(outcome.answer.response.allowed, result !== 'denied', `${name}: allowed`);
     if (result === 'denied') {
-      t.equal(outcome.answer.response.status?.code, 422, `${name}: 422`);
-      t.equal(outcome.answer.response.status?.reason, 'Invalid', `${name}: Invalid`);
+      t.equal(outcome.answer.response.status?.code, 403, `${name}: 403`);
       if (match) t.match(outcome.answer.response.status?.message ?? '', match, `${name}: message`);
     }
     if (result === 'warned' && match) t.match((outcome.answer.response.warnings ?? []).join('\n'), match, `${name}: warning`);
@@ -350,7 +349,7 @@ t.test('warnings are bounded in count and length', async (t) => {
   t.match(out[MAX_WARNINGS - 1], /and 13 more warnings/);
 });
 
-t.test('the route: 422 Invalid with the message and the uid, warnings, metrics', async (t) => {
+t.test('the route: 403 with the message and the uid, warnings, metrics', async (t) => {
   const certs = await certDir(t);
   const log = capturingLogger();
   const app = await buildApp({ certFile: certs.certFile, keyFile: certs.keyFile, logger: log.logger, finalizerEnabled: true });
@@ -365,12 +364,7 @@ t.test('the route: 422 Invalid with the message and the uid, warnings, metrics',
   t.same(denied.response, {
     uid: UID,
     allowed: false,
-    status: {
-      code: 422,
-      message: 'The RayCluster spec is invalid: worker group small has negative minReplicas -1',
-      reason: 'Invalid',
-      details: { name: 'demo', group: 'ray.io', kind: 'RayCluster' },
-    },
+    status: { code: 403, message: 'The RayCluster spec is invalid: worker group small has negative minReplicas -1' },
   });
   const warned = (await post('/validate-ray-io-v1-rayjob', review('RayJob', 'CREATE', deadlineJob))).json();
   t.equal(warned.response.allowed, true);
@@ -444,7 +438,7 @@ t.test('embedded GCS storage (backend rocksdb): refused standalone with the reas
     const out = validate(review(kind, 'CREATE', obj), kind);
     t.equal(out.result, 'denied', `${kind}: denied`);
     t.equal(out.reason, 'unsupported', `${kind}: metrics reason`);
-    t.equal(out.answer.response.status?.code, 422);
+    t.equal(out.answer.response.status?.code, 403);
     t.equal(
       out.answer.response.status?.message,
       `${where}gcsFaultToleranceOptions.backend: Unsupported value: "rocksdb": ${why}`,

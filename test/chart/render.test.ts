@@ -372,6 +372,15 @@ t.test('serviceMonitor: both /metrics endpoints, selecting the right Pods', asyn
   t.same(find(provided, 'ServiceMonitor', 'raykeeper-webhook').spec.endpoints[0].tlsConfig.ca, {
     configMap: { name: 'raykeeper-webhook-ca', key: 'ca.crt' },
   });
+  const garbage = helm([
+    'template',
+    'raykeeper',
+    CHART_DIR,
+    '-f',
+    valuesFile({ ...(MODES.serviceMonitor as object), certs: { mode: 'provided', provided: { secretName: 'my-tls', caBundle: 'QUJD' } } }),
+  ]);
+  t.not(garbage.status, 0, 'a caBundle that is not a PEM certificate is refused');
+  t.match(garbage.stderr, /certs.provided.caBundle must be the base64 of a PEM CA certificate/);
 });
 
 t.test('controller.shards: --shards and delete on Leases only when > 1', async (t) => {

@@ -154,7 +154,7 @@ t.test('through the webhook: B (n2) is refused, naming the namespace and A (n1);
         );
         return undefined;
       } catch (err) {
-        if (err instanceof KubeApiError && err.statusCode === 422) return err;
+        if (err instanceof KubeApiError && err.statusCode === 403) return err;
         throw err;
       }
     },
@@ -169,7 +169,7 @@ t.test('through the webhook: B (n2) is refused, naming the namespace and A (n1);
   const real = await createCluster(n2, rayCluster('b', `redis://127.0.0.1:${server.port}`, { annotations: { [NS_ANNOTATION]: ns } })).catch(
     (err: unknown) => err,
   );
-  tt.ok(real instanceof KubeApiError && real.statusCode === 422, 'the real create is refused too');
+  tt.ok(real instanceof KubeApiError && real.statusCode === 403, 'the real create is refused too');
   tt.equal(await getCluster(n2, 'b'), undefined, 'B not stored');
   tt.ok(
     (await createCluster(n2, rayCluster('b', `127.0.0.1:${server.port}`, { annotations: { [NS_ANNOTATION]: `${ns}-b` } }))).metadata.uid,

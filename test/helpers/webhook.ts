@@ -77,7 +77,7 @@ export async function registerWebhook(tt: Test, e: Env): Promise<void> {
 /**
  * Both of our configurations (mutating, and validating unless `validating: false`, as `raykeeper dev
  * --no-validating-webhook`) for one test namespace, and a wait until the API server really calls the
- * validating webhook (a dry-run create it refuses with 422 Invalid), so no later assertion races its registration.
+ * validating webhook (a dry-run create it refuses with 403), so no later assertion races its registration.
  */
 export async function registerWebhooks(
   tt: Test,
@@ -102,7 +102,7 @@ export async function registerWebhooks(
   return webhook;
 }
 
-/** Waits until a dry-run create of a RayJob only our validating webhook refuses (backoffLimit -1) is refused with 422. */
+/** Waits until a dry-run create of a RayJob only our validating webhook refuses (backoffLimit -1) is refused with 403. */
 export async function untilValidatingCalled(kube: KubeClient, namespace: string): Promise<void> {
   const probe = {
     apiVersion: 'ray.io/v1',
@@ -114,7 +114,7 @@ export async function untilValidatingCalled(kube: KubeClient, namespace: string)
     () =>
       kube.create({ ...RAYJOBS, namespace }, probe, { query: { dryRun: 'All' } }).then(
         () => false,
-        (err: unknown) => err instanceof KubeApiError && err.statusCode === 422,
+        (err: unknown) => err instanceof KubeApiError && err.statusCode === 403,
       ),
     'the validating webhook to be called',
     30_000,

@@ -1,6 +1,6 @@
 // KubeRay's own e2e tests against raykeeper on the real node (`npm run test:cluster`, root): the CI subset
 // of `npm run test:kuberay` (test/kuberay-e2e/suite.ts CI_SUBSET: every GCS fault-tolerance test and short
-// tests of what issue 47 closed, about 15 minutes), each KubeRay test a tap test of its own that passes only when KubeRay's
+// tests of what issue 47 closed, about 17 minutes), each KubeRay test a tap test of its own that passes only when KubeRay's
 // test passed (its first failure line and its logs' directory otherwise), then the per-test table. The
 // tests are KubeRay v1.6.2's as published (tools/build-kuberay-e2e.sh), run with KubeRay's timeouts.
 // Then the host is restored. docs/kuberay-e2e.md has the whole suite's last result.

