@@ -90,6 +90,7 @@ t.test('npm pack, installed into a fresh project', async (t) => {
   );
   for (const f of [
     'package.json',
+    'LICENSE',
     'bin/raykeeper.js',
     'dist/bin/cli.js',
     'dist/webhook/mutate-cli.js',
