@@ -102,13 +102,17 @@ if ('missing' in found) {
       await until(() => !get(['rayclusters', '-o', 'name']).includes(cluster), "the sample's RayCluster to be deleted", 90_000, 1000);
       const waited = Date.now() - finishedAt;
       tt.ok(waited >= 25_000, `the RayCluster went after its TTL (${Math.round(waited / 1000)} s after Complete was seen)`);
-      tt.match(
+      // The record is written after the deletion succeeded (src/rayjob/deletion.ts): the cluster can be seen
+      // gone a moment before the rule is recorded.
+      const recorded = () =>
         get([
           'rayjob',
           'rayjob-deletion-rules',
           '-o',
           `jsonpath={.status.jobDeploymentStatus}/{.status.jobStatus} ${RECORD_PATH.slice('jsonpath='.length)}`,
-        ]),
+        ]);
+      tt.match(
+        await until(() => (recorded().includes('DeleteCluster:') ? recorded() : undefined), 'DeleteCluster recorded', 30_000, 500),
         new RegExp(
           '^Complete/SUCCEEDED \\{"uid":"[0-9a-f-]{36}","done":\\["DeleteWorkers:jobStatus=SUCCEEDED","DeleteCluster:jobStatus=SUCCEEDED"\\]\\}$',
         ),
