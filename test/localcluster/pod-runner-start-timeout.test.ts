@@ -5,7 +5,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { KubeClient } from '../../kube/client.ts';
 import { createLogger } from '../../kube/logger.ts';
 import type { Pod } from '../../kube/model.ts';
@@ -36,7 +36,8 @@ function headPod(name: string, counter: string, failures: number, failure: strin
   } as Pod;
 }
 
-t.test("a Ray container that hit Ray's start-up timeout is started again; any other exit fails the pod", async (t) => {
+/** A test namespace with a pod runner on it, a temp dir for the counters, and `phase`: waits for a pod's phase. */
+async function runnerIn(t: Test) {
   const ns = await testNamespace(t);
   const kube = new KubeClient(ns.kubeConfig);
   t.teardown(() => kube.close());
@@ -50,9 +51,7 @@ t.test("a Ray container that hit Ray's start-up timeout is started again; any ot
   });
   await runner.start();
   t.teardown(() => runner.stop());
-  const timeout = `Exception: ${RAY_START_TIMED_OUT}. This could happen because some of the raylet failed to startup.`;
-  await kube.create(PODS.at(ns.name), headPod('slow', join(dir, 'slow'), 2, timeout));
-  await kube.create(PODS.at(ns.name), headPod('broken', join(dir, 'broken'), 1, 'ValueError: bad --port'));
+  const create = (pod: Pod) => kube.create(PODS.at(ns.name), pod);
   const phase = (name: string, want: string) =>
     until(
       async () => {
@@ -63,6 +62,14 @@ t.test("a Ray container that hit Ray's start-up timeout is started again; any ot
       60_000,
       200,
     );
+  return { dir, create, phase };
+}
+
+t.test("a Ray container that hit Ray's start-up timeout is started again; any other exit fails the pod", async (t) => {
+  const { dir, create, phase } = await runnerIn(t);
+  const timeout = `Exception: ${RAY_START_TIMED_OUT}. This could happen because some of the raylet failed to startup.`;
+  await create(headPod('slow', join(dir, 'slow'), 2, timeout));
+  await create(headPod('broken', join(dir, 'broken'), 1, 'ValueError: bad --port'));
 
   const slow = await phase('slow', 'Running');
   t.equal(await readFile(join(dir, 'slow'), 'utf8'), '3\n', 'started three times: two start-up timeouts, then up');
@@ -74,29 +81,9 @@ t.test("a Ray container that hit Ray's start-up timeout is started again; any ot
 });
 
 t.test("Ray's start-up timeout every time: started again at most twice, then the pod is Failed", async (t) => {
-  const ns = await testNamespace(t);
-  const kube = new KubeClient(ns.kubeConfig);
-  t.teardown(() => kube.close());
-  const dir = await mkdtemp(join(tmpdir(), 'raykeeper-pod-runner-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const runner = new RayPodRunner({
-    kubeConfig: ns.kubeConfig,
-    namespace: ns.name,
-    ray: { ray: '/bin/true', python: '/bin/false' },
-    logger: quiet,
-  });
-  await runner.start();
-  t.teardown(() => runner.stop());
-  await kube.create(PODS.at(ns.name), headPod('never', join(dir, 'never'), 99, `Exception: ${RAY_START_TIMED_OUT}.`));
-  const failed = await until(
-    async () => {
-      const p = await kube.get(PODS.at(ns.name, 'never'));
-      return p.status?.phase === 'Failed' ? p : undefined;
-    },
-    'pod never Failed',
-    60_000,
-    200,
-  );
+  const { dir, create, phase } = await runnerIn(t);
+  await create(headPod('never', join(dir, 'never'), 99, `Exception: ${RAY_START_TIMED_OUT}.`));
+  const failed = await phase('never', 'Failed');
   t.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
   t.equal(await readFile(join(dir, 'never'), 'utf8'), '3\n', 'three starts in all');
 });
