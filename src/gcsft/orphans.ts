@@ -7,8 +7,8 @@
 // written under several addresses (a name and an IP, a Sentinel and its master), so matching by
 // address could call a live cluster's data an orphan; a collision of storage namespaces across Redis
 // servers (both UIDs, or the same explicit name) only hides an orphan, which is the safe way to be wrong.
-import { AddressError, formatHostPort, mapAddressHost, parseRedisAddress } from '../redis/address.ts';
-import { asSeenFromNamespace } from '../redis/identity.ts';
+import { AddressError, formatHostPort, parseRedisAddress } from '../redis/address.ts';
+import { addressAsSeenFromNamespace } from '../redis/identity.ts';
 import { storageNamespaceProblem, usesRedisBackend } from './rules.ts';
 import { cleanupEnv, effectiveStorageNamespace } from './redis-env.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
@@ -177,18 +177,11 @@ export function ownerOf(cluster: RayClusterFtView, resolved?: Readonly<Record<st
   const env = cleanupEnv(cluster);
   const ns = plain(env, ENV_STORAGE_NAMESPACE) ?? resolved?.[ENV_STORAGE_NAMESPACE];
   const address = literal(plain(env, ENV_REDIS_ADDRESS) ?? resolved?.[ENV_REDIS_ADDRESS]);
-  return { ...owner, redis: address === undefined ? undefined : redisKey(seenFrom(address, namespace)), namespace: literal(ns) };
-}
-
-/** The address as a pod of `clusterNamespace` reaches it (src/redis/identity.ts asSeenFromNamespace); unparsable: as is. */
-function seenFrom(address: string, clusterNamespace: string): string {
-  if (clusterNamespace === '') return address;
-  try {
-    return mapAddressHost(address, (host) => asSeenFromNamespace(host, clusterNamespace));
-  } catch (err) {
-    if (err instanceof AddressError) return address;
-    throw err;
-  }
+  return {
+    ...owner,
+    redis: address === undefined ? undefined : redisKey(addressAsSeenFromNamespace(address, namespace)),
+    namespace: literal(ns),
+  };
 }
 
 /**

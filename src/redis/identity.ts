@@ -27,7 +27,7 @@
 // parse_address fails and the head exits, seen under `raykeeper dev`) still get one: a cluster that cannot
 // start then still counts as a claim, the safe way to be wrong.
 import { isIP } from 'node:net';
-import { AddressError, formatHostPort, parseRedisAddress } from './address.ts';
+import { AddressError, formatHostPort, mapAddressHost, parseRedisAddress } from './address.ts';
 
 /** Whether a host is a name to qualify (not an IP literal, not absolute). */
 function isRelativeName(host: string): boolean {
@@ -55,6 +55,17 @@ export function serviceHost(host: string, clusterNamespace: string): string {
  */
 export function asSeenFromNamespace(host: string, clusterNamespace: string): string {
   return isRelativeName(host) && !host.includes('.') ? `${host}.${clusterNamespace}` : host;
+}
+
+/** A whole Redis address with its host as seen from `clusterNamespace` (asSeenFromNamespace); unparsable: as written. */
+export function addressAsSeenFromNamespace(address: string, clusterNamespace: string): string {
+  if (clusterNamespace === '') return address;
+  try {
+    return mapAddressHost(address, (host) => asSeenFromNamespace(host, clusterNamespace));
+  } catch (err) {
+    if (err instanceof AddressError) return address;
+    throw err;
+  }
 }
 
 /** An IPv6 literal in its shortest form; one WHATWG URL does not take (a zone id: `fe80::1%eth0`) lower-cased as it is. */
