@@ -140,7 +140,7 @@ export function tail(path: string, lines = 30): string {
 /** Polls `probe` until it returns true; fails early when `proc` exits or when the deadline passes. */
 export async function waitUntil(
   what: string,
-  proc: Supervised,
+  proc: Pick<Supervised, 'exited'>,
   logPath: string,
   deadline: number,
   probe: () => Promise<boolean>,

@@ -14,6 +14,7 @@ import {
   loopbackEnv,
   SERVICE_CLUSTER_IP_RANGE,
   startControlPlane,
+  tail,
   waitUntil,
 } from './control-plane.ts';
 import { freePort } from './net.ts';
@@ -157,7 +158,7 @@ export async function startKwokCluster(options: KwokClusterOptions = {}): Promis
       for (const name of nodeNames) if (!(await nodeReady(kube, name))) return false;
       return true;
     });
-    if (ended) throw new Error(`a control-plane component exited before the nodes were ready; see ${ended}`);
+    if (ended) throw new Error(`a control-plane component exited before the nodes were ready; ${ended}:\n${tail(ended)}`);
     progress(`${nodeNames.length} kwok nodes Ready`);
     return {
       controlPlane,

@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { generateCa, generateClientCertificate } from '../../certs/generate.ts';
 import { crictlPath, requireBinaries, requireKubeCommand } from '../binaries.ts';
-import { type ControlPlane, controlPlaneFiles, logFd, loopbackEnv, startControlPlane, waitUntil } from '../control-plane.ts';
+import { type ControlPlane, controlPlaneFiles, logFd, loopbackEnv, startControlPlane, tail, waitUntil } from '../control-plane.ts';
 import { freePort } from '../net.ts';
 import { spawnSupervised, type Supervised } from '../process.ts';
+import { keepRunning, type Restarting } from '../restarting.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ENDPOINT_SLICES, NODES, SERVICEACCOUNTS, SERVICES } from '../../kube/resources.ts';
 import {
@@ -57,6 +58,9 @@ export interface NodeCluster {
   /** Stops everything and restores the host; resolves with what could not be cleaned (empty: clean). Idempotent. */
   stop(): Promise<string[]>;
 }
+
+/** How many times kube-controller-manager or kube-scheduler is started again before the node gives up. */
+const COMPONENT_RESTARTS = 3;
 
 /** The host commands the node runs, with what provides them (tools/setup.sh --node installs them). */
 const HOST_COMMANDS: Array<[string, string]> = [
@@ -143,7 +147,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   }
   const snapshot = await snapshotHost();
   const env = loopbackEnv(process.env, [net.podCidr, net.serviceCidr, net.gateway]);
-  const procs: Array<{ name: string; proc: Supervised }> = [];
+  const procs: Array<{ name: string; proc: Pick<Supervised, 'stop'> }> = [];
   let controlPlane: ControlPlane | undefined;
   let feeder: { stop(): Promise<void> } | undefined;
   let stopping: Promise<string[]> | undefined;
@@ -165,6 +169,25 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     } finally {
       closeSync(fd);
     }
+  };
+  // kube-controller-manager and kube-scheduler run as a kubelet runs them (static pods): started again
+  // when they exit, with fresh ports (localcluster/restarting.ts says why).
+  const spawnRestarting = async (name: string, command: string, argsFor: () => Promise<string[]>): Promise<{ proc: Restarting; log: string }> => {
+    const start = async (): Promise<Supervised> => {
+      const { proc } = await spawnComponent(name, command, await argsFor());
+      procs.splice(procs.findIndex((p) => p.proc === proc), 1);
+      return proc;
+    };
+    const log = join(logs, `${name}.log`);
+    const proc = keepRunning(await start(), {
+      start,
+      limit: COMPONENT_RESTARTS,
+      pauseMs: 1000,
+      onRestart: (exit, attempt) =>
+        progress(`${name} exited (code ${exit.code}, signal ${exit.signal}); starting it again (${attempt}/${COMPONENT_RESTARTS}): ${tail(log, 1)}`),
+    });
+    procs.push({ name, proc });
+    return { proc, log };
   };
   const stopComponent = async (name: string): Promise<void> => {
     const i = procs.findIndex((p) => p.name === name);
@@ -284,17 +307,18 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
     progress('starting kube-controller-manager and kube-scheduler');
     await mkdir(join(root, 'kcm'), { mode: 0o700 });
     await mkdir(join(root, 'scheduler'), { mode: 0o700 });
-    const args = controllerComponentsArgs({
-      kubeconfig: admin,
-      certDirs: { controllerManager: join(root, 'kcm'), scheduler: join(root, 'scheduler') },
-      ports: { controllerManager: await freePort(), scheduler: await freePort() },
-      serviceAccountKey: cpFiles.serviceAccountKey,
-      rootCa: cpFiles.servingCa,
-      serviceCidr: net.serviceCidr,
-      signing: { cert: pki.caCert, key: pki.caKey },
-    });
-    const kcm = await spawnComponent('kube-controller-manager', requireKubeCommand('kube-controller-manager'), args.controllerManager);
-    const scheduler = await spawnComponent('kube-scheduler', requireKubeCommand('kube-scheduler'), args.scheduler);
+    const args = async () =>
+      controllerComponentsArgs({
+        kubeconfig: admin,
+        certDirs: { controllerManager: join(root, 'kcm'), scheduler: join(root, 'scheduler') },
+        ports: { controllerManager: await freePort(), scheduler: await freePort() },
+        serviceAccountKey: cpFiles.serviceAccountKey,
+        rootCa: cpFiles.servingCa,
+        serviceCidr: net.serviceCidr,
+        signing: { cert: pki.caCert, key: pki.caKey },
+      });
+    const kcm = await spawnRestarting('kube-controller-manager', requireKubeCommand('kube-controller-manager'), async () => (await args()).controllerManager);
+    const scheduler = await spawnRestarting('kube-scheduler', requireKubeCommand('kube-scheduler'), async () => (await args()).scheduler);
 
     // kubelet
     progress(`starting kubelet (node ${NODE_NAME})`);
@@ -326,7 +350,7 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
         await kube.get({ ...SERVICEACCOUNTS, namespace: 'default', name: 'default' });
         return true;
       });
-      if (ended) throw new Error(`a node component exited before the node was ready; see ${ended}`);
+      if (ended) throw new Error(`a node component exited before the node was ready; ${ended}:\n${tail(ended)}`);
 
       // kube-proxy
       progress('starting kube-proxy (iptables)');
