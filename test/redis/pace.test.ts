@@ -2,7 +2,7 @@
 // INFO commandstats (controller/redis-cleanup/meter.ts): pure, as tables. The real server's SLOWLOG checks it in budget.test.ts.
 import t from 'tap';
 import { AIM, BATCH_PACE, GROW_BELOW, nextSize, Pace, SCAN_PACE, type PaceLimits } from '../../src/redis/pace.ts';
-import { parseCommandStats, spentUs } from '../../controller/redis-cleanup/meter.ts';
+import { parseCommandStats, spentUs } from '../../src/redis/commandstats.ts';
 import { parseCommandBudget } from '../../src/redis/budget.ts';
 
 t.test('nextSize: halves (at least) on a call over the budget, grows only well under it, keeps between', async (t) => {
