@@ -172,10 +172,17 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
   };
   // kube-controller-manager and kube-scheduler run as a kubelet runs them (static pods): started again
   // when they exit, with fresh ports (localcluster/restarting.ts says why).
-  const spawnRestarting = async (name: string, command: string, argsFor: () => Promise<string[]>): Promise<{ proc: Restarting; log: string }> => {
+  const spawnRestarting = async (
+    name: string,
+    command: string,
+    argsFor: () => Promise<string[]>,
+  ): Promise<{ proc: Restarting; log: string }> => {
     const start = async (): Promise<Supervised> => {
       const { proc } = await spawnComponent(name, command, await argsFor());
-      procs.splice(procs.findIndex((p) => p.proc === proc), 1);
+      procs.splice(
+        procs.findIndex((p) => p.proc === proc),
+        1,
+      );
       return proc;
     };
     const log = join(logs, `${name}.log`);
@@ -184,7 +191,9 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
       limit: COMPONENT_RESTARTS,
       pauseMs: 1000,
       onRestart: (exit, attempt) =>
-        progress(`${name} exited (code ${exit.code}, signal ${exit.signal}); starting it again (${attempt}/${COMPONENT_RESTARTS}): ${tail(log, 1)}`),
+        progress(
+          `${name} exited (code ${exit.code}, signal ${exit.signal}); starting it again (${attempt}/${COMPONENT_RESTARTS}): ${tail(log, 1)}`,
+        ),
     });
     procs.push({ name, proc });
     return { proc, log };
@@ -317,7 +326,11 @@ export async function startNodeCluster(options: NodeClusterOptions = {}): Promis
         serviceCidr: net.serviceCidr,
         signing: { cert: pki.caCert, key: pki.caKey },
       });
-    const kcm = await spawnRestarting('kube-controller-manager', requireKubeCommand('kube-controller-manager'), async () => (await args()).controllerManager);
+    const kcm = await spawnRestarting(
+      'kube-controller-manager',
+      requireKubeCommand('kube-controller-manager'),
+      async () => (await args()).controllerManager,
+    );
     const scheduler = await spawnRestarting('kube-scheduler', requireKubeCommand('kube-scheduler'), async () => (await args()).scheduler);
 
     // kubelet
