@@ -33,6 +33,7 @@ import {
   RAY_WORKER_REPLICA_NAME_LABEL,
 } from '../names.ts';
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
+import { configureEmbeddedGcsStorage, usesEmbeddedGcsStorage } from './gcs-storage.ts';
 import type { RayCluster } from '../types.ts';
 import type { Container, EnvVar, ObjectMeta, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
@@ -228,6 +229,8 @@ function configureGcsFt(
       env.push({ name: 'RAY_gcs_rpc_server_reconnect_timeout_s', value: WORKER_GCS_RECONNECT_TIMEOUT_S });
     return;
   }
+  // Embedded storage: no Redis env, no storage namespace (configureEmbeddedGcsStorage, in build()).
+  if (usesEmbeddedGcsStorage(cluster)) return;
   const ns = effectiveStorageNamespace(cluster);
   if (ns !== undefined) annotations[EXTERNAL_STORAGE_NAMESPACE_ANNOTATION] = ns;
   // The same entry the cleanup Job gets: the head's own if it sets one, else options > annotation > UID.
@@ -426,6 +429,7 @@ function build(
   if (nodeType === 'head') addAutoscalerToHead(cluster, spec, params, env);
   else addAutoscalerToWorker(cluster, spec);
   configureGcsFt(cluster, nodeType, env, params, annotations);
+  if (nodeType === 'head' && usesEmbeddedGcsStorage(cluster)) configureEmbeddedGcsStorage(cluster, spec, ray, env);
   if (isTokenAuth(cluster)) tokenAuth(cluster, spec, env);
   if (!(ray.ports ?? []).some((p) => p.name === 'metrics'))
     ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];
