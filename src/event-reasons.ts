@@ -42,6 +42,8 @@ export const EVENT_RAYJOB_STATUS_NEW_CLEARED = 'RayJobStatusNewCleared';
 export const EVENT_ORPHANED_GCS_NAMESPACE = 'OrphanedGcsNamespace';
 /** Ours, on the leader Lease: --orphan-gc-after deleted such a namespace. */
 export const EVENT_DELETED_ORPHANED_GCS_NAMESPACE = 'DeletedOrphanedGcsNamespace';
+/** Ours: an embedded-GCS-storage claim kept (deletionPolicy Retain) after its RayCluster was deleted. */
+export const EVENT_RETAINED_GCS_STORAGE_CLAIM = 'RetainedGcsStorageClaim';
 
 // RayCluster pods and Services (KubeRay's RayCluster controller).
 export const EVENT_CREATED_SERVICE = 'CreatedService';

@@ -454,7 +454,12 @@ export class RayClusterOperator {
         this.ctx.events.event(cluster, 'Normal', EVENT_CREATED_PVC, `Created PersistentVolumeClaim ${where} for the GCS storage`);
       } catch (err) {
         if (!isAlreadyExists(err)) {
-          this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_PVC, `Failed creating PersistentVolumeClaim ${where}, ${errorMessage(err)}`);
+          this.ctx.events.event(
+            cluster,
+            'Warning',
+            EVENT_FAILED_TO_CREATE_PVC,
+            `Failed creating PersistentVolumeClaim ${where}, ${errorMessage(err)}`,
+          );
           throw err;
         }
       }

@@ -113,7 +113,11 @@ export function configureEmbeddedGcsStorage(cluster: RayCluster, spec: PodSpec, 
   const subPath = gcsStorage(cluster)?.subPath;
   ray.volumeMounts = [
     ...(ray.volumeMounts ?? []),
-    { name: GCS_STORAGE_VOLUME_NAME, mountPath: GCS_STORAGE_MOUNT_PATH, ...(typeof subPath === 'string' && subPath !== '' ? { subPath } : {}) },
+    {
+      name: GCS_STORAGE_VOLUME_NAME,
+      mountPath: GCS_STORAGE_MOUNT_PATH,
+      ...(typeof subPath === 'string' && subPath !== '' ? { subPath } : {}),
+    },
   ];
   spec.volumes = [
     ...(spec.volumes ?? []),

@@ -7,8 +7,9 @@
 // `--dashboard-agent-listen-port=52365`, `--num-cpus` / `--memory` / `--num-gpus` / accelerator
 // `--resources` from the container's resources when absent, `--address=<head svc FQDN>:<port>` on
 // workers) wrapped in `ulimit -n 65536; ...` under `/bin/bash -c --`; the env KubeRay adds (in its
-// order); the GCS fault-tolerance wiring; the metrics container port; the /dev/shm volume; probes; the
-// workers' wait-gcs-ready init container; labels, and (from ./names.ts) names and the owner reference.
+// order); the GCS fault-tolerance wiring (embedded GCS storage's from ./gcs-storage.ts); the metrics
+// container port; the /dev/shm volume; probes; the workers' wait-gcs-ready init container; labels, and
+// (from ./names.ts) names and the owner reference.
 //
 // The storage namespace the head gets (env RAY_external_storage_namespace) comes from
 // storageNamespaceEnv() in ../gcsft/redis-env.ts, the function the Redis cleanup Job's env is built with, so the

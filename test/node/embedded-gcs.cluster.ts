@@ -6,8 +6,8 @@
 // RocksDB on the claim and the worker that holds the actor reconnects), as KubeRay's
 // TestRayClusterEmbeddedGCSFaultTolerance checks; deleting the cluster takes its DeleteWithCluster claim
 // (garbage collector, owner reference); a Retain cluster's claim outlives it. Then the host is restored.
-import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import t from 'tap';
 import { isNotFound, type ResourceRef } from '../../kube/client.ts';
 import type { Pod } from '../../kube/model.ts';
@@ -21,7 +21,8 @@ import { kubectl, nodeUnderTest, until } from './helpers.ts';
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-embedded-gcs';
 const CLASS = 'raykeeper-test-hostpath';
-const volumes = join(t.testdir(), 'volumes');
+// Beside the node's state (t.testdir() again would empty that directory).
+const volumes = join(dirname(env.kubeconfig), 'volumes');
 
 const container = (name: string, cpu: string, memory: string) => ({
   name,
@@ -96,6 +97,20 @@ function cluster(name: string, storage: Record<string, unknown>, workers: number
   };
 }
 
+/** The files under `dir` (relative paths), to show where RocksDB wrote. */
+function filesUnder(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+/** RocksDB's CURRENT file somewhere under `dir` (its store). */
+const rocksdbStore = (dir: string): string | undefined => filesUnder(dir).find((f) => f === 'CURRENT' || f.endsWith('/CURRENT'));
+
 /** Python in the head's Ray container (ray.init() reaches the local GCS); stdout. */
 function python(head: string, script: string): string {
   const r = kubectl(env.kubeconfig, ['exec', '-n', NS, head, '-c', 'ray-head', '--', 'python', '-c', script]);
@@ -125,8 +140,7 @@ print("count", ray.get(c.inc.remote(), timeout=120))
 
 async function readyHead(name: string, not?: string): Promise<Pod> {
   return until(
-    async () =>
-      (await podsOf(`${RAY_CLUSTER_LABEL}=${name},${RAY_NODE_TYPE_LABEL}=head`)).find((p) => ready(p) && p.metadata.name !== not),
+    async () => (await podsOf(`${RAY_CLUSTER_LABEL}=${name},${RAY_NODE_TYPE_LABEL}=head`)).find((p) => ready(p) && p.metadata.name !== not),
     `a Ready head of ${name}${not ? ` other than ${not}` : ''}`,
     420_000,
     2000,
@@ -182,9 +196,10 @@ t.test('backend rocksdb: a detached actor survives the head pod; the DeleteWithC
   t.same((await kube.get(RAYCLUSTERS.at(NS, name))).metadata.finalizers ?? [], [], 'no Redis cleanup finalizer');
 
   t.match(python(head.metadata.name!, CREATE_ACTOR), /count 1/, 'the detached actor counted 1');
+  const store = rocksdbStore(join(dir, 'store'));
   t.ok(
-    existsSync(join(dir, 'store', 'CURRENT')),
-    `RocksDB wrote its store on the claim's volume, under subPath store (${readdirSync(join(dir, 'store')).slice(0, 6).join(' ')})`,
+    store,
+    `RocksDB wrote its store on the claim's volume, under subPath store (${store}; all: ${filesUnder(dir).slice(0, 12).join(' ')})`,
   );
 
   const d = kubectl(env.kubeconfig, ['delete', 'pod', '-n', NS, head.metadata.name!, '--wait=false']);
@@ -228,15 +243,29 @@ t.test('deletionPolicy Retain: the claim (and the store on it) outlives the clus
   );
   t.same(claim.metadata.ownerReferences ?? [], [], 'no owner reference');
   t.same(claim.metadata.labels?.[RAY_CLUSTER_LABEL], name, 'labelled with its cluster');
-  await readyHead(name);
-  await until(async () => existsSync(join(dir, 'CURRENT')), 'the RocksDB store on the volume', 120_000, 1000);
+  const head = await readyHead(name);
+  await until(async () => rocksdbStore(dir), 'the RocksDB store on the volume', 120_000, 1000).catch(async (err: Error) => {
+    const inside = kubectl(env.kubeconfig, [
+      'exec',
+      '-n',
+      NS,
+      head.metadata.name!,
+      '-c',
+      'ray-head',
+      '--',
+      'ls',
+      '-laR',
+      GCS_STORAGE_MOUNT_PATH,
+    ]);
+    throw new Error(`${err.message}: files ${JSON.stringify(filesUnder(dir))}, in the head: ${inside.stdout} ${inside.stderr}`);
+  });
 
   await kube.request('DELETE', `/apis/ray.io/v1/namespaces/${NS}/rayclusters/${name}`);
   await until(gone({ ...RAYCLUSTERS, namespace: NS, name }), 'the RayCluster to be gone', 120_000, 500);
   await until(async () => (await podsOf(`${RAY_CLUSTER_LABEL}=${name}`)).length === 0, 'the Ray pods to be gone', 180_000, 1000);
   const kept = await kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: NS, name: claimName });
   t.ok(kept && !kept.metadata.deletionTimestamp, 'the claim is kept');
-  t.ok(existsSync(join(dir, 'CURRENT')), 'and its store');
+  t.ok(rocksdbStore(dir), 'and its store');
 });
 
 t.test('stopping the node restores the host', async (t) => {
