@@ -9,6 +9,8 @@
 // - deletionPolicy DeleteWithCluster (the default) gives it a controller owner reference to the RayCluster
 //   (garbage-collected with it); Retain gives it none (it outlives the cluster; a cluster of the same name
 //   adopts it and reads its state back; the orphan finder lists it meanwhile: retainedGcsStorageClaims).
+// - A claim already there under the managed name is used as it is; one that differs from the spec gets
+//   KubeRay's warning (gcsStorageClaimDrift), never an update.
 // - The head's Ray container: RAY_gcs_storage=rocksdb and RAY_gcs_storage_path=<mount path> unless set
 //   (validation refuses them set by the user, as KubeRay), and the volume mounted there (storage.subPath
 //   honoured). Workers get nothing beyond GCS FT's reconnect timeout (./pods.ts configureGcsFt).
@@ -20,6 +22,7 @@ import { isGcsFtEnabled } from '../gcsft/rules.ts';
 import { RAY_CLUSTER_LABEL } from '../names.ts';
 import type { RayCluster } from '../types.ts';
 import { ownerReference } from './names.ts';
+import { parseQuantity } from './quantity.ts';
 
 export const GCS_STORAGE_PVC_SUFFIX = '-gcs-pvc';
 export const GCS_STORAGE_VOLUME_NAME = 'gcs-storage';
@@ -104,6 +107,30 @@ export function desiredGcsStorageClaim(cluster: RayCluster): PersistentVolumeCla
   const spec: PersistentVolumeClaim['spec'] = { accessModes, resources: { requests: { storage: size } } };
   if (typeof storage.storageClassName === 'string') spec.storageClassName = storage.storageClassName;
   return { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata, spec };
+}
+
+/**
+ * How an existing claim of the operator-managed name differs from what the spec asks for (size, access
+ * modes, storage class): KubeRay's drift warning (FailedToCreatePVC, "cannot be reconfigured in place").
+ * The claim is used as it is either way. Undefined: no difference.
+ */
+export function gcsStorageClaimDrift(desired: PersistentVolumeClaim, existing: { spec?: unknown }): string | undefined {
+  const spec = (existing.spec ?? {}) as {
+    accessModes?: unknown;
+    storageClassName?: unknown;
+    resources?: { requests?: { storage?: unknown } };
+  };
+  const have = spec.resources?.requests?.storage;
+  const out: string[] = [];
+  if (parseQuantity(have) !== parseQuantity(desired.spec.resources.requests.storage))
+    out.push(`size ${String(have)}, spec ${desired.spec.resources.requests.storage}`);
+  const modes = Array.isArray(spec.accessModes) ? spec.accessModes.map(String) : [];
+  if ([...modes].sort().join() !== [...desired.spec.accessModes].sort().join())
+    out.push(`accessModes ${modes.join(',')}, spec ${desired.spec.accessModes.join(',')}`);
+  if (desired.spec.storageClassName !== undefined && spec.storageClassName !== desired.spec.storageClassName)
+    out.push(`storageClassName ${String(spec.storageClassName)}, spec ${desired.spec.storageClassName}`);
+  if (out.length === 0) return undefined;
+  return `PersistentVolumeClaim ${desired.metadata.namespace}/${desired.metadata.name} differs from spec.gcsFaultToleranceOptions.storage (${out.join('; ')}) and cannot be reconfigured in place: it is used as it is; delete it (or name a claim with claimName) to change it`;
 }
 
 /** configureEmbeddedFT: the head's env, volume and mount (env the user set is kept, as KubeRay). */

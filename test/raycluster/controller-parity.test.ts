@@ -286,6 +286,16 @@ t.test(
     tt.same(retained?.metadata.ownerReferences ?? [], [], 'Retain: no owner reference');
     const kept = await claim('kept-gcs-pvc');
     tt.same([kept?.metadata.labels, kept?.metadata.ownerReferences], [{ mine: 'yes' }, undefined], 'an existing claim is left as it was');
+    const [drift] = await until(async () => {
+      const ev = (await events(e, 'FailedToCreatePVC')).filter((x) => x.involvedObject.name === 'kept');
+      return ev.length > 0 ? ev : undefined;
+    }, 'the drift warning');
+    tt.equal(drift?.type, 'Warning');
+    tt.match(
+      drift?.message,
+      /kept-gcs-pvc differs from spec.gcsFaultToleranceOptions.storage \(size 3Gi, spec 1Gi\) and cannot be reconfigured in place/,
+    );
+    tt.equal((await events(e, 'FailedToCreatePVC')).filter((x) => x.involvedObject.name !== 'kept').length, 0, 'no warning for the others');
     const all = (await e.kube.list({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name })).items.map((c) => c.metadata.name).sort();
     tt.same(all, ['kept-gcs-pvc', 'retained-gcs-pvc', 'rocks-gcs-pvc'], 'claimName: nothing created');
     const [byoHead] = await pods(e, 'ray.io/cluster=byo,ray.io/node-type=head');

@@ -3,6 +3,7 @@
 import t from 'tap';
 import {
   desiredGcsStorageClaim,
+  gcsStorageClaimDrift,
   gcsStorageClaimName,
   retainedGcsStorageClaims,
   usesEmbeddedGcsStorage,
@@ -164,4 +165,25 @@ t.test('retained claims: no owner, named <cluster>-gcs-pvc, its cluster gone', a
     { namespace: 'b', name: 'alive-gcs-pvc', cluster: 'alive' },
     { namespace: 'b', name: 'gone-gcs-pvc', cluster: 'gone' },
   ]);
+});
+
+t.test('an existing claim that differs from the spec: what differs (KubeRay warns, nothing is updated)', async (t) => {
+  const desired = desiredGcsStorageClaim(cluster({ backend: 'rocksdb', storage: { size: '2Gi', storageClassName: 'fast' } }))!;
+  const spec = (storage: unknown, accessModes: unknown, storageClassName?: string) => ({
+    spec: { accessModes, resources: { requests: { storage } }, ...(storageClassName ? { storageClassName } : {}) },
+  });
+  const rows: Array<[string, { spec?: unknown }, RegExp | undefined]> = [
+    ['the same', spec('2Gi', ['ReadWriteOnce'], 'fast'), undefined],
+    ['the same size, written otherwise', spec('2048Mi', ['ReadWriteOnce'], 'fast'), undefined],
+    ['smaller', spec('1Gi', ['ReadWriteOnce'], 'fast'), /\(size 1Gi, spec 2Gi\) and cannot be reconfigured in place/],
+    ['other access modes', spec('2Gi', ['ReadWriteMany'], 'fast'), /accessModes ReadWriteMany, spec ReadWriteOnce/],
+    ['other class', spec('2Gi', ['ReadWriteOnce'], 'slow'), /storageClassName slow, spec fast/],
+    ['no spec at all', {}, /size undefined, spec 2Gi; accessModes , spec ReadWriteOnce; storageClassName undefined, spec fast/],
+  ];
+  for (const [name, existing, want] of rows) {
+    const drift = gcsStorageClaimDrift(desired, existing);
+    if (want === undefined) t.equal(drift, undefined, name);
+    else t.match(drift, want, name);
+  }
+  t.match(gcsStorageClaimDrift(desired, spec('1Gi', ['ReadWriteOnce'], 'fast')), /^PersistentVolumeClaim ns\/rc-gcs-pvc differs/);
 });
