@@ -45,7 +45,6 @@ export const DENIAL_REASONS = [
   'invalid_spec',
   'gcs_ft_storage',
   'storage_namespace_in_use',
-  'unsupported',
   'invalid_review',
   'internal',
 ] as const;
