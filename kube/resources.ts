@@ -28,6 +28,7 @@
 // - K is a type only: nothing checks at run time that the API server sent what K says (as anywhere JSON is read).
 import type { ResourceRef } from './client.ts';
 import type {
+  ApiObject,
   BatchJob,
   ConfigMap,
   CustomResourceDefinition,
@@ -88,6 +89,7 @@ export const SERVICES = new Resource<Service>({ version: 'v1', plural: 'services
 export const ENDPOINT_SLICES = new Resource<EndpointSlice>({ group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' });
 export const EVENTS = new Resource<Event>({ version: 'v1', plural: 'events' });
 export const SECRETS = new Resource<Secret>({ version: 'v1', plural: 'secrets' });
+export const PERSISTENTVOLUMECLAIMS = new Resource<ApiObject>({ version: 'v1', plural: 'persistentvolumeclaims' });
 export const CONFIGMAPS = new Resource<ConfigMap>({ version: 'v1', plural: 'configmaps' });
 export const NAMESPACES = new Resource<Namespace>({ version: 'v1', plural: 'namespaces' });
 export const SERVICEACCOUNTS = new Resource<ServiceAccount>({ version: 'v1', plural: 'serviceaccounts' });

@@ -42,6 +42,8 @@ export const EVENT_RAYJOB_STATUS_NEW_CLEARED = 'RayJobStatusNewCleared';
 export const EVENT_ORPHANED_GCS_NAMESPACE = 'OrphanedGcsNamespace';
 /** Ours, on the leader Lease: --orphan-gc-after deleted such a namespace. */
 export const EVENT_DELETED_ORPHANED_GCS_NAMESPACE = 'DeletedOrphanedGcsNamespace';
+/** Ours: an embedded-GCS-storage claim kept (deletionPolicy Retain) after its RayCluster was deleted. */
+export const EVENT_RETAINED_GCS_STORAGE_CLAIM = 'RetainedGcsStorageClaim';
 
 // RayCluster pods and Services (KubeRay's RayCluster controller).
 export const EVENT_CREATED_SERVICE = 'CreatedService';
@@ -75,6 +77,9 @@ export const EVENT_FAILED_TO_GET_AUTH_SECRET = 'FailedToGetAuthSecret';
 /** Also the ReplicaFailure condition's reason: no pod is created until the Secret is usable. */
 export const EVENT_AUTH_SECRET_NOT_FOUND = 'AuthSecretNotFound';
 export const EVENT_AUTH_SECRET_INVALID = 'AuthSecretInvalid';
+/** Embedded GCS storage's operator-managed PVC (KubeRay v1.7: FailedToCreatePVC; CreatedPVC is our name for the success). */
+export const EVENT_CREATED_PVC = 'CreatedPVC';
+export const EVENT_FAILED_TO_CREATE_PVC = 'FailedToCreatePVC';
 
 // RayCluster validation (KubeRay's RayCluster controller).
 export const EVENT_INVALID_RAYCLUSTER_METADATA = 'InvalidRayClusterMetadata';

@@ -11,16 +11,27 @@
 // like the in-process cleanup (../gcsft-cleanup/cleanup-env.ts: Secrets read through the API, in memory
 // only). Addresses are printed as redisKey() (no user information); error messages are masked with the
 // password in use.
+// Embedded GCS storage (backend rocksdb) keeps its state on a PVC instead: a claim made with deletionPolicy
+// Retain outlives its RayCluster on purpose, so each scan also lists the operator-managed claims
+// (`<cluster>-gcs-pvc`, labelled ray.io/cluster, no owner) whose RayCluster a fresh LIST does not show: the
+// gauge raykeeper_gcs_retained_claims{namespace}, one log line and one Normal Event per newly found one.
+// Never deleted by us (the data may be wanted back: a cluster of that name adopts the claim).
 import type { Counter } from 'prom-client';
 import { errorMessage, oneLine } from '../../src/errors.ts';
-import { EVENT_DELETED_ORPHANED_GCS_NAMESPACE, EVENT_ORPHANED_GCS_NAMESPACE } from '../../src/event-reasons.ts';
+import {
+  EVENT_DELETED_ORPHANED_GCS_NAMESPACE,
+  EVENT_ORPHANED_GCS_NAMESPACE,
+  EVENT_RETAINED_GCS_STORAGE_CLAIM,
+} from '../../src/event-reasons.ts';
+import { retainedGcsStorageClaims, type ClaimView } from '../../src/raycluster/gcs-storage.ts';
+import { RAY_CLUSTER_LABEL } from '../../src/names.ts';
 import { decideGc, findOrphans, groupByRedis, orphanId, trackOrphans, type NamespaceOwner, type Orphan } from '../../src/gcsft/orphans.ts';
 import { usesRedisBackend } from '../../src/gcsft/rules.ts';
 import { cachedGauge, sharedCounter, type Registry } from '../../kube/metrics.ts';
 import type { RayClusterFtView } from '../../src/types.ts';
 import type { Informer } from '../../kube/informer.ts';
 import type { ControllerContext, ControllerRegistration } from '../../kube/reconciler.ts';
-import { LEASES } from '../../kube/resources.ts';
+import { LEASES, PERSISTENTVOLUMECLAIMS } from '../../kube/resources.ts';
 import type { ObjectDataCache } from '../gcsft-cleanup/cleanup-env.ts';
 import { clusterOwners, listAllClusters, resolvedHeadEnv } from './owners.ts';
 import { rayClusterInformer } from '../raycluster/informers.ts';
@@ -57,10 +68,14 @@ export interface ScanReport {
   failed: Array<{ redis: string; reason: string }>;
   orphans: Orphan[];
   newlyFound: Orphan[];
+  /** Retained GCS storage claims whose RayCluster is gone (undefined: they could not be listed). */
+  retainedClaims?: RetainedClaim[];
   deleted: Orphan[];
   /** Due orphans kept, and why (a RayCluster names it again, ...). */
   kept: Array<{ orphan: Orphan; reason: string }>;
 }
+
+type RetainedClaim = ReturnType<typeof retainedGcsStorageClaims>[number];
 
 interface Target {
   connection: RedisConnectionOptions;
@@ -80,6 +95,8 @@ export class OrphanFinder {
   private counts = new Map<string, { orphans: number; bytes: number | undefined }>();
   /** When the last scan that had a Redis to list ran: a scan of nothing does not hold back the next one. */
   private lastScan: number | undefined;
+  /** The retained claims of the last scan (namespace/name), each announced once while it stays retained. */
+  private retained = new Map<string, RetainedClaim>();
   private readonly metrics: { scans: Counter<'result'>; deleted: Counter };
 
   constructor(ctx: ControllerContext, config: OrphanFinderConfig) {
@@ -121,6 +138,24 @@ export class OrphanFinder {
       'raykeeper_gcs_orphaned_namespaces',
       'Ray storage namespaces in a Redis that no live RayCluster names (orphans), by Redis (no user information), at the last scan.',
       (c) => c.orphans,
+    );
+    const perNamespace = {
+      list: () => {
+        const counts = new Map<string, number>();
+        for (const c of this.retained.values()) counts.set(c.namespace, (counts.get(c.namespace) ?? 0) + 1);
+        return [...counts];
+      },
+    };
+    cachedGauge(
+      registry,
+      {
+        name: 'raykeeper_gcs_retained_claims',
+        help: 'Embedded GCS storage claims (<cluster>-gcs-pvc, deletionPolicy Retain) whose RayCluster is gone, by namespace, at the last scan.',
+        labelNames: ['namespace'],
+      },
+      perNamespace,
+      ([namespace, n]) => ({ labels: { namespace }, value: n }),
+      this.ctx.isLeader,
     );
     gauge(
       'raykeeper_gcs_orphaned_namespace_bytes',
@@ -205,7 +240,41 @@ export class OrphanFinder {
     report.newlyFound = tracked.newlyFound;
     for (const o of tracked.newlyFound) await this.announce(o, log, signal);
     if (this.config.gcAfterMs > 0) await this.collect(report, targets, log, signal);
+    await this.scanClaims(report, log, signal);
     return report;
+  }
+
+  /**
+   * The retained GCS storage claims: the claims first, then a fresh LIST of RayClusters (a cluster created
+   * in between is seen, so its claim is never called retained). A claim list that fails (no RBAC) is logged.
+   */
+  private async scanClaims(report: ScanReport, log: ControllerContext['logger'], signal: AbortSignal | undefined): Promise<void> {
+    let found: RetainedClaim[];
+    try {
+      const claims = (await this.ctx.kube.list(PERSISTENTVOLUMECLAIMS, { labelSelector: RAY_CLUSTER_LABEL, ...(signal ? { signal } : {}) }))
+        .items as ClaimView[];
+      const live = new Set((await listAllClusters(this.ctx.kube, signal)).map((c) => `${c.metadata.namespace}/${c.metadata.name}`));
+      found = retainedGcsStorageClaims(claims, (ns, name) => live.has(`${ns}/${name}`));
+    } catch (err) {
+      signal?.throwIfAborted();
+      log.warn({ err: errorMessage(err) }, 'orphan finder: could not list the GCS storage claims');
+      return;
+    }
+    report.retainedClaims = found;
+    const before = this.retained;
+    this.retained = new Map(found.map((c) => [`${c.namespace}/${c.name}`, c]));
+    for (const [key, c] of this.retained) {
+      if (before.has(key)) continue;
+      log.info(
+        { namespace: c.namespace, claim: c.name, cluster: c.cluster, why: 'deletionPolicy Retain and no RayCluster of that name' },
+        'retained GCS storage claim found',
+      );
+      await this.event(
+        EVENT_RETAINED_GCS_STORAGE_CLAIM,
+        `PersistentVolumeClaim ${key} holds the embedded GCS storage of RayCluster ${c.cluster}, which no longer exists (deletionPolicy Retain); a RayCluster of that name adopts it, or delete it by hand: kubectl -n ${c.namespace} delete pvc ${c.name}.`,
+        signal,
+      );
+    }
   }
 
   /**

@@ -18,6 +18,9 @@
 //   stale; a head stamped by KubeRay gets our stamp with a metadata patch (pods patch, base RBAC).
 // - Children carry a controller owner reference to the RayCluster; they are found by labels
 //   (ray.io/cluster, ray.io/node-type, ray.io/group) in the cluster's namespace.
+// - Embedded GCS storage (backend rocksdb): the operator-managed PVC is looked up with a GET and created when
+//   absent, before anything else of the cluster (persistentvolumeclaims get/create: manifests/base); owned
+//   by the cluster (DeleteWithCluster) or not (Retain): deletion is the garbage collector's, never ours.
 // - Token auth: the auth Secret is generated when it is ours to make (create: manifests/base) and read
 //   with a GET each pass (Secrets are not watched; get: manifests/base): a missing or keyless one holds the
 //   pods back; where the RBAC lacks get (403), as KubeRay: ours created once if missing, a given one not
@@ -63,7 +66,17 @@ import {
 } from '../../kube/reconciler.ts';
 import { rayPodInformer, wholeRayClusterInformer } from './informers.ts';
 import type { CreationGate } from '../../kube/creation-gate.ts';
-import { PODS, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES, type Projection, type Resource } from '../../kube/resources.ts';
+import {
+  PERSISTENTVOLUMECLAIMS,
+  PODS,
+  ROLEBINDINGS,
+  ROLES,
+  SECRETS,
+  SERVICEACCOUNTS,
+  SERVICES,
+  type Projection,
+  type Resource,
+} from '../../kube/resources.ts';
 import { userServiceAccount, type AutoscalerRbacObject } from '../../src/raycluster/autoscaler.ts';
 import {
   AUTH_TOKEN_SECRET_KEY,
@@ -96,11 +109,14 @@ import {
   EVENT_CREATED_AUTH_SECRET,
   EVENT_FAILED_TO_CREATE_AUTH_SECRET,
   EVENT_FAILED_TO_GET_AUTH_SECRET,
+  EVENT_CREATED_PVC,
+  EVENT_FAILED_TO_CREATE_PVC,
 } from '../../src/event-reasons.ts';
 import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
+import { gcsStorageClaimDrift } from '../../src/raycluster/gcs-storage.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 /** KubeRay's DefaultRequeueDuration: after an error, a status write, a group waiting for the cache. */
@@ -316,6 +332,7 @@ export class RayClusterOperator {
     } else this.warned.delete(key);
     try {
       await this.applyRbac(cluster, key, p.rbac);
+      await this.applyGcsStorageClaim(cluster, key, p);
       await this.applyAuthSecret(cluster, p, authSecret);
       await this.applyServices(cluster, p);
       await this.applyRestamp(cluster, key, p);
@@ -415,6 +432,43 @@ export class RayClusterOperator {
       }
       this.rbacSeen.set(seenKey, now);
     }
+  }
+
+  /**
+   * reconcileGCSStoragePVC: the operator-managed claim looked up by name and created when absent, never
+   * updated (a claim of that name already there, e.g. retained from an earlier cluster, is adopted as-is;
+   * one that differs from the spec gets KubeRay's Warning FailedToCreatePVC, each time it is looked up).
+   * Before any Service or pod: a failure stops the pass, so the head never waits on a claim nobody makes.
+   */
+  private async applyGcsStorageClaim(cluster: RayCluster, key: ObjectKey, p: Plan): Promise<void> {
+    const claim = p.gcsStorageClaim;
+    if (claim === undefined) return;
+    const ns = cluster.metadata.namespace;
+    const now = this.ctx.now();
+    const seenKey = `${key}/${cluster.metadata.uid}/PersistentVolumeClaim/${claim.metadata.name}`;
+    if (now - (this.rbacSeen.get(seenKey) ?? Number.NEGATIVE_INFINITY) < RBAC_RECHECK_MS) return;
+    const where = `${ns}/${claim.metadata.name}`;
+    const found = await this.kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: ns, name: claim.metadata.name ?? '' });
+    const drift = found && gcsStorageClaimDrift(claim, found as { spec?: unknown });
+    if (drift) this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_PVC, drift);
+    if (found === undefined) {
+      try {
+        await this.kube.create({ ...PERSISTENTVOLUMECLAIMS, namespace: ns }, claim);
+        this.metrics.actions.inc({ action: 'createPersistentVolumeClaim' });
+        this.ctx.events.event(cluster, 'Normal', EVENT_CREATED_PVC, `Created PersistentVolumeClaim ${where} for the GCS storage`);
+      } catch (err) {
+        if (!isAlreadyExists(err)) {
+          this.ctx.events.event(
+            cluster,
+            'Warning',
+            EVENT_FAILED_TO_CREATE_PVC,
+            `Failed creating PersistentVolumeClaim ${where}, ${errorMessage(err)}`,
+          );
+          throw err;
+        }
+      }
+    }
+    this.rbacSeen.set(seenKey, now);
   }
 
   /** Token auth: whether the cluster's auth Secret is there with its key (a GET; Secrets are not cached). */

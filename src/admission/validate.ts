@@ -8,11 +8,6 @@
 // warnings. UPDATE: the data rules first (they hold whatever else changed); then the object's own rules
 // only when the spec or the annotations and labels those rules read changed, so an edit of status,
 // finalizers or unrelated metadata of an object admitted while the webhook was down still passes.
-// Standalone (not --companion on), a RayCluster asking for what raykeeper's own operator does not build and
-// must not start without (embedded GCS storage, backend rocksdb: src/raycluster/desired.ts unsupportedFields)
-// is refused with the reason, also in a RayJob's rayClusterSpec and a RayCronJob's template: the user learns
-// at `kubectl apply`, not from a cluster that never starts. Beside KubeRay it is KubeRay's to run (v1.7 with
-// its GCSFaultToleranceEmbeddedStorage gate; v1.6.2's CRD prunes the field before any webhook sees it).
 // Last, a RayCluster's storage-namespace claim against the other clusters (./storage-claims.ts), when the
 // caller has a lookup over them (the webhook's cache; `raykeeper mutate` has none).
 // The status rules (KubeRay's ValidateRayClusterStatus / ValidateRayJobStatus) are the controller's only:
@@ -32,7 +27,6 @@ import { parseGoDuration } from '../raycronjob/schedule.ts';
 import { rayCronJobShapeProblem } from './raycronjob.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../raycluster/validation.ts';
-import { embeddedGcsStorageBackend, embeddedGcsStorageWhy } from '../raycluster/desired.ts';
 import { validateRayJobMetadata, validateRayJobSpec } from '../rayjob/validation.ts';
 import { rayClusterShapeProblem } from './raycluster.ts';
 import { rayJobShapeProblem } from './rayjob.ts';
@@ -51,7 +45,6 @@ export const DENIAL_REASONS = [
   'invalid_spec',
   'gcs_ft_storage',
   'storage_namespace_in_use',
-  'unsupported',
   'invalid_review',
   'internal',
 ] as const;
@@ -110,17 +103,6 @@ function cronJob(obj: JsonObject): RayCronJob {
  * KubeRay's own validating webhook (pkg/webhooks/v1/raycluster_webhook.go) also refuses two worker groups
  * of one name; its controller does not check it, so neither does ours (admission only).
  */
-/** Standalone only: a cluster spec raykeeper's operator would refuse to start (embedded GCS storage). */
-function unsupportedStorage(spec: unknown, where: string, options: ValidateOptions): { reason: DenialReason; message: string } | undefined {
-  if (options.companion === true) return undefined;
-  const backend = embeddedGcsStorageBackend({ spec });
-  if (backend === undefined) return undefined;
-  return {
-    reason: 'unsupported',
-    message: `${where}gcsFaultToleranceOptions.backend: Unsupported value: ${JSON.stringify(backend)}: ${embeddedGcsStorageWhy(backend)}`,
-  };
-}
-
 function duplicateWorkerGroupName(c: RayCluster): string | undefined {
   const groups = c.spec?.workerGroupSpecs;
   if (!Array.isArray(groups)) return undefined;
@@ -144,7 +126,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       }
       const duplicate = duplicateWorkerGroupName(cluster(obj));
       if (duplicate !== undefined) return { reason: 'invalid_spec', message: duplicate };
-      return unsupportedStorage(cluster(obj).spec, 'spec.', options);
+      return undefined;
     },
     updateProblem: (oldObj, obj) => gcsFtStorageChange(cluster(oldObj), cluster(obj)),
     warnings: (obj, options) => rayClusterWarnings(cluster(obj), options),
@@ -159,7 +141,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
       if (metadata !== undefined) return { reason: 'invalid_metadata', message: metadata };
       const spec = validateRayJobSpec(job(obj));
       if (spec !== undefined) return { reason: 'invalid_spec', message: spec };
-      return unsupportedStorage(job(obj).spec?.rayClusterSpec, 'spec.rayClusterSpec.', options);
+      return undefined;
     },
     updateProblem: () => undefined,
     warnings: (obj, options) => rayJobWarnings(job(obj), options),
@@ -172,7 +154,7 @@ const VALIDATORS: Readonly<Record<ValidateKind, Validator>> = {
     objectProblem(obj, options) {
       const checked = validateRayCronJob(cronJob(obj));
       if (!checked.ok) return { reason: 'invalid_spec', message: checked.message };
-      return unsupportedStorage(cronJob(obj).spec?.jobTemplate?.rayClusterSpec, 'spec.jobTemplate.rayClusterSpec.', options);
+      return undefined;
     },
     updateProblem: () => undefined,
     warnings(obj, options) {

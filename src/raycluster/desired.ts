@@ -23,6 +23,8 @@
 //   with its next scale request).
 // - Autoscaling: the ServiceAccount / Role / RoleBinding (./autoscaler.ts) come before everything else.
 // - A group (or the head) with writes the cache has not shown yet is left alone (expectations).
+// - Embedded GCS storage (./gcs-storage.ts, backend rocksdb): the operator-managed PVC before the Services
+//   and pods; none when storage.claimName names the user's.
 // - Token auth (./auth.ts): the Secret is generated unless authOptions.secretName names one; while the
 //   Secret cannot be used, no pod is created.
 import type { RayPodView } from './pod-view.ts';
@@ -43,6 +45,7 @@ import type { RayCluster } from '../types.ts';
 import { EVENT_AUTH_SECRET_INVALID, EVENT_AUTH_SECRET_NOT_FOUND } from '../event-reasons.ts';
 import { AUTH_TOKEN_SECRET_KEY, authOptions, authSecretName, generatesAuthSecret, isTokenAuth } from './auth.ts';
 import { buildHeadPod, buildWorkerPod, type BuildOptions } from './pods.ts';
+import { desiredGcsStorageClaim, type PersistentVolumeClaim } from './gcs-storage.ts';
 import { headGroup, workerGroups, type WorkerGroupSpec } from './groups.ts';
 import { ownerReference } from './names.ts';
 import { headPodStamp, recreateDecision } from './upgrade.ts';
@@ -87,6 +90,8 @@ export interface Plan {
   recreating?: boolean;
   /** The head was stamped by another hasher (KubeRay's): write these annotations onto it (./upgrade.ts). */
   restamp?: { pod: string; uid?: string | undefined; annotations: Record<string, string> };
+  /** Embedded GCS storage: the operator-managed claim, created (when absent) before any Service or pod. */
+  gcsStorageClaim?: PersistentVolumeClaim;
   /** Token auth: the Secret to generate (its name; the reconciler makes the token). */
   createAuthSecret?: string;
   /** Token auth: the Secret cannot be used, so no pod is created (a Warning event and the ReplicaFailure condition say why). */
@@ -122,9 +127,6 @@ export interface PlanInput {
 /** Spec fields raykeeper does not implement: each gets an event and the raykeeper.io/UnsupportedFields condition. */
 export function unsupportedFields(cluster: RayCluster): Unsupported[] {
   const out: Unsupported[] = [];
-  const backend = embeddedGcsStorageBackend(cluster);
-  if (backend !== undefined)
-    out.push({ field: 'spec.gcsFaultToleranceOptions.backend', refused: true, why: embeddedGcsStorageWhy(backend) });
   if (authOptions(cluster)?.enableK8sTokenAuth === true)
     out.push({
       field: 'spec.authOptions.enableK8sTokenAuth',
@@ -144,24 +146,6 @@ export function unsupportedFields(cluster: RayCluster): Unsupported[] {
       });
   }
   return out;
-}
-
-/**
- * The GCS storage backend when it is not Redis (KubeRay v1.7's embedded storage, `rocksdb`, with its PVC in
- * gcsFaultToleranceOptions.storage): raykeeper does not build it, so such a cluster is refused (no pods)
- * rather than started without the fault tolerance it asked for. Undefined: Redis, or no options.
- */
-export function embeddedGcsStorageBackend(cluster: { spec?: unknown }): string | undefined {
-  const options = (cluster.spec as { gcsFaultToleranceOptions?: unknown } | null | undefined)?.gcsFaultToleranceOptions;
-  if (options === null || typeof options !== 'object') return undefined;
-  const backend = (options as { backend?: unknown }).backend;
-  if (backend === undefined || backend === null || backend === '') return undefined;
-  return String(backend).toLowerCase() === 'redis' ? undefined : String(backend);
-}
-
-/** The reason an embedded-storage cluster is refused, in the event, the condition and the admission answer. */
-export function embeddedGcsStorageWhy(backend: string): string {
-  return `embedded GCS storage (backend: ${backend}) is not supported by raykeeper yet; use backend redis`;
 }
 
 /** Why the auth Secret cannot be used (undefined: it can, or it is ours to generate). */
@@ -269,6 +253,10 @@ function planAll(input: PlanInput): Plan {
   const options = input.options ?? {};
   out.rbac = autoscalerRbac(cluster, ownerReference(cluster));
   const scaleDown = !isAutoscalingEnabled(cluster.spec) || input.randomPodDelete === true;
+
+  // reconcileGCSStoragePVC, before the Services and the head that mounts it.
+  const claim = desiredGcsStorageClaim(cluster);
+  if (claim) out.gcsStorageClaim = claim;
 
   // reconcileAuthSecret, before the Services as in KubeRay.
   if (isTokenAuth(cluster)) {

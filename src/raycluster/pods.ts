@@ -7,8 +7,9 @@
 // `--dashboard-agent-listen-port=52365`, `--num-cpus` / `--memory` / `--num-gpus` / accelerator
 // `--resources` from the container's resources when absent, `--address=<head svc FQDN>:<port>` on
 // workers) wrapped in `ulimit -n 65536; ...` under `/bin/bash -c --`; the env KubeRay adds (in its
-// order); the GCS fault-tolerance wiring; the metrics container port; the /dev/shm volume; probes; the
-// workers' wait-gcs-ready init container; labels, and (from ./names.ts) names and the owner reference.
+// order); the GCS fault-tolerance wiring (embedded GCS storage's from ./gcs-storage.ts); the metrics
+// container port; the /dev/shm volume; probes; the workers' wait-gcs-ready init container; labels, and
+// (from ./names.ts) names and the owner reference.
 //
 // The storage namespace the head gets (env RAY_external_storage_namespace) comes from
 // storageNamespaceEnv() in ../gcsft/redis-env.ts, the function the Redis cleanup Job's env is built with, so the
@@ -33,6 +34,7 @@ import {
   RAY_WORKER_REPLICA_NAME_LABEL,
 } from '../names.ts';
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
+import { configureEmbeddedGcsStorage, usesEmbeddedGcsStorage } from './gcs-storage.ts';
 import type { RayCluster } from '../types.ts';
 import type { Container, EnvVar, ObjectMeta, Pod, PodSpec, ResourceRequirements } from '../../kube/model.ts';
 import { effectiveStorageNamespace, storageNamespaceEnv } from '../gcsft/redis-env.ts';
@@ -228,6 +230,8 @@ function configureGcsFt(
       env.push({ name: 'RAY_gcs_rpc_server_reconnect_timeout_s', value: WORKER_GCS_RECONNECT_TIMEOUT_S });
     return;
   }
+  // Embedded storage: no Redis env, no storage namespace (configureEmbeddedGcsStorage, in build()).
+  if (usesEmbeddedGcsStorage(cluster)) return;
   const ns = effectiveStorageNamespace(cluster);
   if (ns !== undefined) annotations[EXTERNAL_STORAGE_NAMESPACE_ANNOTATION] = ns;
   // The same entry the cleanup Job gets: the head's own if it sets one, else options > annotation > UID.
@@ -426,6 +430,7 @@ function build(
   if (nodeType === 'head') addAutoscalerToHead(cluster, spec, params, env);
   else addAutoscalerToWorker(cluster, spec);
   configureGcsFt(cluster, nodeType, env, params, annotations);
+  if (nodeType === 'head' && usesEmbeddedGcsStorage(cluster)) configureEmbeddedGcsStorage(cluster, spec, ray, env);
   if (isTokenAuth(cluster)) tokenAuth(cluster, spec, env);
   if (!(ray.ports ?? []).some((p) => p.name === 'metrics'))
     ray.ports = [...(ray.ports ?? []), { name: 'metrics', containerPort: DEFAULT_METRICS_PORT }];

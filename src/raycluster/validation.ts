@@ -9,6 +9,8 @@
 // or controller sees the object, so KubeRay never reports "must set both minReplicas and maxReplicas" for
 // an object that merely omits them, and neither do we (our trimmed CRD has no defaults, `mutate --check`
 // reads raw manifests).
+// KubeRay v1.7's embedded GCS storage rules (validateGcsFaultToleranceBackend) are here too, with its
+// messages; its GCSFaultToleranceEmbeddedStorage gate is not (raykeeper builds the storage ungated).
 // KubeRay's feature gate RayJobDeletionPolicy is on by default in v1.6 (Beta): its "worker group can be
 // suspended only when ..." rule never fires there and is not here.
 import { isGcsFtEnabled } from '../gcsft/rules.ts';
@@ -23,6 +25,13 @@ import {
 import { EVENT_INVALID_RAYCLUSTER_METADATA, EVENT_INVALID_RAYCLUSTER_SPEC, EVENT_INVALID_RAYCLUSTER_STATUS } from '../event-reasons.ts';
 import type { RayCluster, RayClusterSpec } from '../types.ts';
 import { parseRayVersion, type RayVersion } from '../ray-version.ts';
+import {
+  ENV_GCS_STORAGE,
+  ENV_GCS_STORAGE_PATH,
+  GCS_STORAGE_MOUNT_PATH,
+  GCS_STORAGE_ROCKSDB,
+  GCS_STORAGE_VOLUME_NAME,
+} from './gcs-storage.ts';
 
 /** KubeRay's MaxRayClusterNameLength. */
 export const MAX_RAYCLUSTER_NAME_LENGTH = 53;
@@ -237,6 +246,8 @@ function validateGcsFaultTolerance(spec: Json, annotations: Record<string, strin
     if ((annotations[EXTERNAL_STORAGE_NAMESPACE_ANNOTATION] ?? '') !== '') {
       return 'cannot set `ray.io/external-storage-namespace` annotation when GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead';
     }
+    const backend = validateGcsFaultToleranceBackend(object(options) ?? {}, head, list(podSpec(spec.headGroupSpec)?.volumes));
+    if (backend !== undefined) return backend;
   }
   if ((params['redis-username'] ?? '') !== '' || envVar(head, ENV_REDIS_USERNAME) !== undefined) {
     return 'cannot set redis username in rayStartParams or environment variables - use GcsFaultToleranceOptions.RedisUsername instead';
@@ -294,6 +305,41 @@ function validateAuth(spec: Json): string | undefined {
       return `authOptions.enableK8sTokenAuth is enabled but minimum Ray version is 2.55.0, got ${rayVersion}`;
     }
     if (text(auth?.secretName) !== '') return 'authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set';
+  }
+  return undefined;
+}
+
+/**
+ * KubeRay v1.7's validateGcsFaultToleranceBackend (its feature gate aside: raykeeper builds embedded
+ * storage without one): rocksdb refuses the Redis fields and what the operator manages on the head (the
+ * two env vars, the volume and its mount); redis refuses a storage block.
+ */
+function validateGcsFaultToleranceBackend(options: Json, head: unknown, headVolumes: unknown[]): string | undefined {
+  if (options.backend !== GCS_STORAGE_ROCKSDB) {
+    return options.storage !== undefined && options.storage !== null
+      ? "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to the 'rocksdb' backend"
+      : undefined;
+  }
+  if (text(options.redisAddress) !== '') return "cannot set GcsFaultToleranceOptions.RedisAddress when backend is 'rocksdb'";
+  if (object(options.redisUsername) !== undefined) return "cannot set GcsFaultToleranceOptions.RedisUsername when backend is 'rocksdb'";
+  if (object(options.redisPassword) !== undefined) return "cannot set GcsFaultToleranceOptions.RedisPassword when backend is 'rocksdb'";
+  if (text(options.externalStorageNamespace) !== '')
+    return "cannot set GcsFaultToleranceOptions.ExternalStorageNamespace when backend is 'rocksdb'";
+  const storage = object(options.storage);
+  if (
+    text(storage?.claimName) !== '' &&
+    (storage?.size != null || storage?.storageClassName != null || list(storage?.accessModes).length > 0)
+  )
+    return 'GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with size, storageClassName, and accessModes';
+  if (envVar(head, ENV_GCS_STORAGE) !== undefined || envVar(head, ENV_GCS_STORAGE_PATH) !== undefined)
+    return `cannot set \`${ENV_GCS_STORAGE}\` or \`${ENV_GCS_STORAGE_PATH}\` env var in head Pod when the embedded GCS FT backend is used - these are managed by KubeRay`;
+  for (const m of list(object(head)?.volumeMounts)) {
+    if (object(m)?.mountPath === GCS_STORAGE_MOUNT_PATH || object(m)?.name === GCS_STORAGE_VOLUME_NAME)
+      return `cannot set a volume mount named "${GCS_STORAGE_VOLUME_NAME}" or mounted at ${GCS_STORAGE_MOUNT_PATH} in the head container when the embedded GCS FT backend is used - it is managed by KubeRay`;
+  }
+  for (const v of headVolumes) {
+    if (object(v)?.name === GCS_STORAGE_VOLUME_NAME)
+      return `cannot set a volume named "${GCS_STORAGE_VOLUME_NAME}" in the head Pod when the embedded GCS FT backend is used - it is managed by KubeRay`;
   }
   return undefined;
 }

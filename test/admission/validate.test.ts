@@ -420,37 +420,49 @@ t.test('beside KubeRay (--companion on): no warning about what our own operator 
   t.same(reply.json().response, { uid: UID, allowed: true }, 'the app with companion: true answers without warnings');
 });
 
-t.test('embedded GCS storage (backend rocksdb): refused standalone with the reason, left to KubeRay beside it', async (t) => {
-  const why = 'embedded GCS storage (backend: rocksdb) is not supported by raykeeper yet; use backend redis';
-  const rocks = { backend: 'rocksdb', storage: { size: '1Gi', deletionPolicy: 'DeleteWithCluster' } };
-  const cluster = withSpec(rayCluster(), (s) => (s.gcsFaultToleranceOptions = rocks));
-  const job = withSpec(deadlineJob, (s) => ((s.rayClusterSpec as JsonObject).gcsFaultToleranceOptions = rocks));
-  const cron = withSpec(
-    cronJob('@hourly'),
-    (s) => (((s.jobTemplate as JsonObject).rayClusterSpec as JsonObject).gcsFaultToleranceOptions = rocks),
-  );
-  const cases: Array<['RayCluster' | 'RayJob' | 'RayCronJob', JsonObject, string]> = [
-    ['RayCluster', cluster, 'spec.'],
-    ['RayJob', job, 'spec.rayClusterSpec.'],
-    ['RayCronJob', cron, 'spec.jobTemplate.rayClusterSpec.'],
-  ];
-  for (const [kind, obj, where] of cases) {
-    const out = validate(review(kind, 'CREATE', obj), kind);
-    t.equal(out.result, 'denied', `${kind}: denied`);
-    t.equal(out.reason, 'unsupported', `${kind}: metrics reason`);
-    t.equal(out.answer.response.status?.code, 403);
+t.test(
+  "embedded GCS storage (backend rocksdb): admitted standalone and beside KubeRay; KubeRay v1.7's rules refuse with its messages",
+  async (t) => {
+    const rocks = { backend: 'rocksdb', storage: { size: '1Gi', deletionPolicy: 'DeleteWithCluster' } };
+    const withOptions = (options: JsonObject) => ({
+      RayCluster: withSpec(rayCluster(), (s) => (s.gcsFaultToleranceOptions = options)),
+      RayJob: withSpec(deadlineJob, (s) => ((s.rayClusterSpec as JsonObject).gcsFaultToleranceOptions = options)),
+      RayCronJob: withSpec(
+        cronJob('@hourly'),
+        (s) => (((s.jobTemplate as JsonObject).rayClusterSpec as JsonObject).gcsFaultToleranceOptions = options),
+      ),
+    });
+    const kinds = ['RayCluster', 'RayJob', 'RayCronJob'] as const;
+    for (const kind of kinds) {
+      const obj = withOptions(rocks)[kind];
+      t.not(validate(review(kind, 'CREATE', obj), kind).result, 'denied', `${kind}: admitted (raykeeper builds it)`);
+      t.not(validate(review(kind, 'CREATE', obj), kind, companionWarningOptions('on')).result, 'denied', `${kind}, companion: admitted`);
+      const bad = withOptions({ ...rocks, redisAddress: 'redis:6379' })[kind];
+      const out = validate(review(kind, 'CREATE', bad), kind);
+      t.equal(out.result, 'denied', `${kind} with redisAddress: denied`);
+      t.equal(out.reason, 'invalid_spec', `${kind}: metrics reason`);
+      t.equal(out.answer.response.status?.code, 403);
+      t.match(
+        out.answer.response.status?.message,
+        /cannot set GcsFaultToleranceOptions\.RedisAddress when backend is 'rocksdb'$/,
+        `${kind}: message`,
+      );
+    }
+    const claimAndSize = withOptions({ backend: 'rocksdb', storage: { claimName: 'mine', size: '1Gi' } }).RayCluster;
     t.equal(
-      out.answer.response.status?.message,
-      `${where}gcsFaultToleranceOptions.backend: Unsupported value: "rocksdb": ${why}`,
-      `${kind}: message`,
+      validate(review('RayCluster', 'CREATE', claimAndSize), 'RayCluster').answer.response.status?.message,
+      'The RayCluster spec is invalid: GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with size, storageClassName, and accessModes',
     );
-    const beside = validate(review(kind, 'CREATE', obj), kind, companionWarningOptions('on'));
-    t.not(beside.result, 'denied', `${kind}, companion: KubeRay's to run (v1.7 with its gate), not refused`);
-  }
-  t.equal(validate(review('RayCluster', 'CREATE', ftCluster), 'RayCluster').result, 'allowed', 'backend redis (default): allowed');
-  const explicit = withSpec(ftCluster, (s) => ((s.gcsFaultToleranceOptions as JsonObject).backend = 'redis'));
-  t.equal(validate(review('RayCluster', 'CREATE', explicit), 'RayCluster').result, 'allowed', 'backend redis: allowed');
-});
+    const redisWithStorage = withOptions({ redisAddress: 'redis:6379', storage: { size: '1Gi' } }).RayCluster;
+    t.equal(
+      validate(review('RayCluster', 'CREATE', redisWithStorage), 'RayCluster').answer.response.status?.message,
+      "The RayCluster spec is invalid: cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to the 'rocksdb' backend",
+    );
+    t.equal(validate(review('RayCluster', 'CREATE', ftCluster), 'RayCluster').result, 'allowed', 'backend redis (default): allowed');
+    const explicit = withSpec(ftCluster, (s) => ((s.gcsFaultToleranceOptions as JsonObject).backend = 'redis'));
+    t.equal(validate(review('RayCluster', 'CREATE', explicit), 'RayCluster').result, 'allowed', 'backend redis: allowed');
+  },
+);
 
 t.test('fuzz: arbitrary JSON at every field the rules read never makes an internal error, and the uid is kept', async (t) => {
   const anything = fc.jsonValue({ maxDepth: 3 });

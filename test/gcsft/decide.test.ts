@@ -88,6 +88,12 @@ const rows: Row[] = [
     check: (d, tt) => d.action === 'releaseFinalizer' && tt.equal(d.event, undefined),
   },
   {
+    name: 'rocksdb (embedded GCS storage) with a stale Redis finalizer -> release quietly, nothing in Redis to clean',
+    input: { cluster: cluster({ ft: 'rocksdb', deletedAt: T0, finalizers: withFinalizer }) },
+    action: 'releaseFinalizer',
+    check: (d, tt) => d.action === 'releaseFinalizer' && tt.equal(d.event, undefined),
+  },
+  {
     name: "namespace with '@' -> release with RedisCleanupSkipped",
     input: { cluster: cluster({ deletedAt: T0, finalizers: withFinalizer, annotations: { 'ray.io/external-storage-namespace': 'a@b' } }) },
     action: 'releaseFinalizer',

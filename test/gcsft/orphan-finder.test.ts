@@ -2,7 +2,8 @@
 // password reaches the controller only through a Secret: namespaces that live RayClusters name (a
 // deleting one too) are never reported or collected, an orphan is reported once (one Event on the
 // leader Lease, gauge 1, a log line saying why), and --orphan-gc-after deletes exactly the orphan once
-// the grace has passed (a fake clock), never while a RayCluster names it. No password anywhere.
+// the grace has passed (a fake clock), never while a RayCluster names it. No password anywhere. Embedded
+// GCS storage claims kept by deletionPolicy Retain after their RayCluster went are reported too.
 import t, { type Test } from 'tap';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -14,7 +15,7 @@ import { MODULE } from '../../controller/module-names.ts';
 import { gcsOrphansModule } from '../../controller/gcsft-orphans/module.ts';
 import type { ReconcilerModule } from '../../kube/reconciler.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
-import { SECRETS } from '../../kube/resources.ts';
+import { PERSISTENTVOLUMECLAIMS, SECRETS } from '../../kube/resources.ts';
 import { JSON_PATCH } from '../../kube/client.ts';
 import { redisServerMissing } from '../helpers/redis-server.ts';
 import { kubeconfigFile } from '../helpers/control-plane.ts';
@@ -260,6 +261,55 @@ if (missing) {
     tt.match(report.kept, [{ orphan: { namespace: 'racing' }, reason: /newcomer names it/ }], 'kept, and why');
     tt.same(await rayKeys(r, 'racing'), keys.sort(), 'its keys stay');
   });
+
+  t.test(
+    'retained GCS storage claims (embedded storage, Retain) whose RayCluster is gone: reported once (log, Event, gauge); live and owned ones never',
+    async (tt) => {
+      const { e, server, c, scan, log } = await stage(tt);
+      const claim = (name: string, cluster: string, owned = false) => ({
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: {
+          name,
+          labels: { 'ray.io/cluster': cluster },
+          ...(owned
+            ? {
+                ownerReferences: [
+                  { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: cluster, uid: '7e1d7a4c-0000-4000-8000-000000000001' },
+                ],
+              }
+            : {}),
+        },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      });
+      await createCluster(e, rayCluster('alive', `127.0.0.1:${server.port}`));
+      for (const body of [
+        claim('alive-gcs-pvc', 'alive'),
+        claim('gone-gcs-pvc', 'gone'),
+        claim('owned-gcs-pvc', 'owned', true),
+        claim('data', 'gone'),
+      ])
+        await e.kube.create({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name }, body);
+      const mine = (r: { retainedClaims?: Array<{ namespace: string; name: string }> }) =>
+        r.retainedClaims?.filter((x) => x.namespace === e.ns.name).map((x) => x.name);
+      const gauge = async () => metricValue(await metricsOf(c.port!), 'raykeeper_gcs_retained_claims', `namespace="${e.ns.name}"`);
+
+      tt.same(mine(await scan()), ['gone-gcs-pvc'], 'only the unowned claim of a cluster that is gone');
+      tt.equal(await gauge(), 1, 'gauge');
+      tt.match(log(), /"claim":"gone-gcs-pvc","cluster":"gone".*retained GCS storage claim found/, 'a log line');
+      tt.same(mine(await scan()), ['gone-gcs-pvc'], 'still retained');
+      const found = (await events(e, 'RetainedGcsStorageClaim')).filter((x) => x.message.includes(`${e.ns.name}/gone-gcs-pvc`));
+      tt.same(
+        found.map((x) => [x.involvedObject.kind, x.count ?? 1]),
+        [['Lease', 1]],
+        'one Event on the leader Lease, not repeated',
+      );
+      // A cluster of that name adopts it: no longer retained.
+      await createCluster(e, rayCluster('gone', `127.0.0.1:${server.port}`));
+      tt.same(mine(await scan()), [], 'its cluster is back');
+      tt.equal(await gauge(), undefined, 'no series for the namespace');
+    },
+  );
 
   t.test('a namespace that a RayCluster being deleted names is neither reported nor collected', async (tt) => {
     const { e, server, r, clock, cached, scan, gauge } = await stage(tt);

@@ -71,6 +71,20 @@ t.test('RayCluster round-trips; unknown fields are kept where KubeRay has them, 
     200,
     'setting the default explicitly is no change',
   );
+  // Embedded GCS storage's block (KubeRay v1.7's GcsEmbeddedStorage) is typed, so kept; deletionPolicy is an enum.
+  const storage = { size: '2Gi', storageClassName: 'fast', accessModes: ['ReadWriteOnce'], subPath: 'gcs', deletionPolicy: 'Retain' };
+  const rocks = rayCluster('rocks');
+  rocks.spec.gcsFaultToleranceOptions = { backend: 'rocksdb', storage };
+  t.same((await kube.create(base, rocks)).spec?.gcsFaultToleranceOptions, { backend: 'rocksdb', storage }, 'storage kept as sent');
+  const claim = rayCluster('claim');
+  claim.spec.gcsFaultToleranceOptions = { backend: 'rocksdb', storage: { claimName: 'mine' } };
+  t.equal(await status(kube.create(base, claim)), 200, 'claimName');
+  const badPolicy = rayCluster('policy');
+  badPolicy.spec.gcsFaultToleranceOptions = { backend: 'rocksdb', storage: { deletionPolicy: 'Delete' } };
+  t.equal(await status(kube.create(base, badPolicy)), 422, 'deletionPolicy must be DeleteWithCluster or Retain');
+  const badSize = rayCluster('size');
+  badSize.spec.gcsFaultToleranceOptions = { backend: 'rocksdb', storage: { size: 'lots' } };
+  t.equal(await status(kube.create(base, badSize)), 422, 'size must be a quantity');
 });
 
 t.test('/status is its own subresource', async (t) => {

@@ -303,6 +303,8 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may o
     // Token auth's Secret: the operator creates it; the RayJob controller GETs it (the dashboard token), by name.
     { verb: 'create', resource: 'secrets', namespace: userNs },
     { verb: 'get', resource: 'secrets', namespace: userNs },
+    // Embedded GCS storage's PVC: the operator gets and creates it, the orphan finder lists them.
+    ...['get', 'list', 'create'].map((verb) => ({ verb, resource: 'persistentvolumeclaims', namespace: userNs })),
     ...['create', 'get', 'list', 'watch', 'delete'].map((verb) => ({ verb, group: 'batch', resource: 'jobs', namespace: userNs })),
     ...['create', 'patch'].flatMap((verb) => [
       { verb, resource: 'events', namespace: userNs },
@@ -333,6 +335,7 @@ t.test('RBAC: the controller may do what it calls and no more; the webhook may o
     { verb: 'deletecollection', group: 'ray.io', resource: 'rayclusters', namespace: userNs },
     { verb: 'deletecollection', resource: 'pods', namespace: userNs },
     { verb: 'update', resource: 'pods', namespace: userNs },
+    ...['update', 'patch', 'delete', 'watch'].map((verb) => ({ verb, resource: 'persistentvolumeclaims', namespace: userNs })),
     { verb: 'escalate', group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
     { verb: 'bind', group: 'rbac.authorization.k8s.io', resource: 'roles', namespace: userNs },
     ...['update', 'delete'].flatMap((verb) => [

@@ -1,7 +1,7 @@
 // The RayCluster operator on the real kube-apiserver where KubeRay's own e2e suite found it different
 // (issue 47 items 6-8, embedded GCS storage): upgradeStrategy Recreate (TestRayClusterUpgradeStrategy), a
 // status edited through /status left as written until a real trigger (e2erayjob "RayCluster status update
-// propagates to RayJob"), a deleted head back under a fresh generated name, and backend rocksdb refused.
+// propagates to RayJob"), a deleted head back under a fresh generated name, and backend rocksdb's claim (embedded GCS storage).
 // No kubelet: the test plays it (marks pods Running / Ready; pods without a node vanish at once when deleted).
 import t, { type Test } from 'tap';
 import { startController } from '../../controller/main.ts';
@@ -9,7 +9,7 @@ import { gcsFtCleanupModule } from '../../controller/gcsft-cleanup/module.ts';
 import { rayClusterOperatorModule } from '../../controller/raycluster/module.ts';
 import type { Pod } from '../../kube/model.ts';
 import { MERGE_PATCH } from '../../kube/client.ts';
-import { PODS } from '../../kube/resources.ts';
+import { PERSISTENTVOLUMECLAIMS, PODS } from '../../kube/resources.ts';
 import type { RayClusterStatus } from '../../src/raycluster/status.ts';
 import { clusterSpecHash, HASH_VERSION, KUBERAY_VERSION_ANNOTATION, RECREATE_HASH_ANNOTATION } from '../../src/raycluster/upgrade.ts';
 import { RAYCLUSTERS, type RayCluster } from '../../src/types.ts';
@@ -223,27 +223,85 @@ t.test('a deleted head comes back at once under a fresh name, never two', async 
   tt.equal((await pods(e, 'ray.io/cluster=headless,ray.io/node-type=head')).length, 1, 'one head');
 });
 
-t.test('embedded GCS storage (backend rocksdb): Warning event, condition Refused, no pods', async (tt) => {
-  const e = await env(tt);
-  await operator(tt, e);
-  const rocks = sample('rocks');
-  (rocks.spec as Record<string, unknown>).gcsFaultToleranceOptions = { backend: 'rocksdb' };
-  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, rocks);
-  const condition = await until(
-    async () =>
-      ((await getCluster(e, 'rocks'))?.status as RayClusterStatus | undefined)?.conditions?.find(
-        (c) => c.type === 'raykeeper.io/UnsupportedFields',
-      ),
-    'the condition',
-  );
-  const why = 'embedded GCS storage (backend: rocksdb) is not supported by raykeeper yet; use backend redis';
-  tt.match(condition, { status: 'True', reason: 'Refused', message: `spec.gcsFaultToleranceOptions.backend (${why})` });
-  const [event] = await until(async () => {
-    const ev = (await events(e, 'UnsupportedRayClusterFields')).filter((x) => x.involvedObject.name === 'rocks');
-    return ev.length > 0 ? ev : undefined;
-  }, 'the Warning event');
-  tt.equal(event?.type, 'Warning');
-  tt.equal(event?.message, `not started: spec.gcsFaultToleranceOptions.backend (${why})`);
-  tt.equal((await pods(e, 'ray.io/cluster=rocks')).length, 0, 'no cluster without the fault tolerance it asked for');
-  tt.notOk((await getCluster(e, 'rocks'))?.metadata.finalizers?.length, 'no Redis, so no Redis cleanup finalizer');
-});
+t.test(
+  'embedded GCS storage (backend rocksdb): the claim before the head, owned per deletionPolicy; claimName creates none',
+  async (tt) => {
+    const e = await env(tt);
+    await operator(tt, e);
+    const withStorage = (name: string, storage: Record<string, unknown>): RayCluster => {
+      const c = sample(name);
+      (c.spec as Record<string, unknown>).gcsFaultToleranceOptions = { backend: 'rocksdb', storage };
+      return c;
+    };
+    const claim = (name: string) => e.kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name, name });
+    // Owned (DeleteWithCluster, the default): the claim exists when the head is created.
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, withStorage('rocks', { size: '2Gi' }));
+    const [head] = await until(async () => {
+      const hs = await pods(e, 'ray.io/cluster=rocks,ray.io/node-type=head');
+      return hs.length === 1 ? hs : undefined;
+    }, 'the head');
+    const owned = await claim('rocks-gcs-pvc');
+    const cluster = (await getCluster(e, 'rocks'))!;
+    tt.ok(owned, 'the claim was there before the head');
+    tt.same(
+      owned?.metadata.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]),
+      [['RayCluster', 'rocks', cluster.metadata.uid, true]],
+      'owned by the cluster',
+    );
+    tt.same(owned?.metadata.labels, { 'ray.io/cluster': 'rocks' });
+    tt.match((owned as { spec?: unknown } | undefined)?.spec, {
+      accessModes: ['ReadWriteOnce'],
+      resources: { requests: { storage: '2Gi' } },
+    });
+    tt.same(
+      head!.spec?.volumes?.find((v) => v.name === 'gcs-storage'),
+      { name: 'gcs-storage', persistentVolumeClaim: { claimName: 'rocks-gcs-pvc' } },
+      'the head mounts it',
+    );
+    const [created] = await until(async () => {
+      const ev = (await events(e, 'CreatedPVC')).filter((x) => x.involvedObject.name === 'rocks');
+      return ev.length > 0 ? ev : undefined;
+    }, 'the CreatedPVC event');
+    tt.equal(created?.message, `Created PersistentVolumeClaim ${e.ns.name}/rocks-gcs-pvc for the GCS storage`);
+    tt.notOk(cluster.metadata.finalizers?.length, 'no Redis, so no Redis cleanup finalizer');
+    tt.equal((await events(e, 'UnsupportedRayClusterFields')).length, 0, 'nothing unsupported');
+
+    // Retain: no owner. A claim already there under that name (retained earlier) is adopted as it is.
+    await e.kube.create(
+      { ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name },
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'kept-gcs-pvc', labels: { mine: 'yes' } },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '3Gi' } } },
+      },
+    );
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, withStorage('kept', { deletionPolicy: 'Retain' }));
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, withStorage('retained', { deletionPolicy: 'Retain' }));
+    // claimName: the user's claim, none created.
+    await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, withStorage('byo', { claimName: 'mine' }));
+    for (const name of ['kept', 'retained', 'byo'])
+      await until(async () => (await pods(e, `ray.io/cluster=${name},ray.io/node-type=head`)).length === 1, `${name}: head`);
+    const retained = await claim('retained-gcs-pvc');
+    tt.same(retained?.metadata.ownerReferences ?? [], [], 'Retain: no owner reference');
+    const kept = await claim('kept-gcs-pvc');
+    tt.same([kept?.metadata.labels, kept?.metadata.ownerReferences], [{ mine: 'yes' }, undefined], 'an existing claim is left as it was');
+    const [drift] = await until(async () => {
+      const ev = (await events(e, 'FailedToCreatePVC')).filter((x) => x.involvedObject.name === 'kept');
+      return ev.length > 0 ? ev : undefined;
+    }, 'the drift warning');
+    tt.equal(drift?.type, 'Warning');
+    tt.match(
+      drift?.message,
+      /kept-gcs-pvc differs from spec.gcsFaultToleranceOptions.storage \(size 3Gi, spec 1Gi\) and cannot be reconfigured in place/,
+    );
+    tt.equal((await events(e, 'FailedToCreatePVC')).filter((x) => x.involvedObject.name !== 'kept').length, 0, 'no warning for the others');
+    const all = (await e.kube.list({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name })).items.map((c) => c.metadata.name).sort();
+    tt.same(all, ['kept-gcs-pvc', 'retained-gcs-pvc', 'rocks-gcs-pvc'], 'claimName: nothing created');
+    const [byoHead] = await pods(e, 'ray.io/cluster=byo,ray.io/node-type=head');
+    tt.same(
+      byoHead?.spec?.volumes?.find((v) => v.name === 'gcs-storage'),
+      { name: 'gcs-storage', persistentVolumeClaim: { claimName: 'mine' } },
+    );
+  },
+);

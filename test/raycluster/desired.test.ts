@@ -468,26 +468,59 @@ t.test('plan: upgradeStrategy Recreate, head names and the stamp', async (t) => 
   );
 });
 
-t.test('plan: embedded GCS storage (backend rocksdb) is refused, never started without it', async (t) => {
-  const rocks = cluster({ gcsFaultToleranceOptions: { backend: 'rocksdb' } });
+t.test('plan: embedded GCS storage (backend rocksdb) is built: its claim first, then the head that mounts it', async (t) => {
+  const rocks = cluster({ gcsFaultToleranceOptions: { backend: 'rocksdb', storage: { size: '2Gi', subPath: 'gcs' } } });
   const p = plan(input(rocks, [], { services: [] }));
-  t.same([p.actions, p.services], [[], []], 'no pod, no Service');
+  t.same(p.unsupported, [], 'not refused');
+  t.same(p.gcsStorageClaim?.metadata, {
+    name: 'rc-gcs-pvc',
+    namespace: 'ns',
+    labels: { 'ray.io/cluster': 'rc' },
+    ownerReferences: [{ apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'rc', uid: 'u', controller: true, blockOwnerDeletion: true }],
+  });
+  t.same(p.gcsStorageClaim?.spec, { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '2Gi' } } });
+  t.same(p.services.length, 1, 'the head Service');
+  const head = p.actions.find((a) => a.kind === 'createPod' && a.nodeType === 'head');
+  const spec = head?.kind === 'createPod' ? head.pod.spec : undefined;
   t.same(
-    p.unsupported.map((u) => [u.field, u.refused, u.why]),
+    spec?.containers[0]?.env?.filter((e) => e.name.startsWith('RAY_gcs_storage')),
     [
-      [
-        'spec.gcsFaultToleranceOptions.backend',
-        true,
-        'embedded GCS storage (backend: rocksdb) is not supported by raykeeper yet; use backend redis',
-      ],
+      { name: 'RAY_gcs_storage', value: 'rocksdb' },
+      { name: 'RAY_gcs_storage_path', value: '/data/gcs' },
     ],
   );
-  for (const backend of [undefined, '', 'redis', 'Redis'])
+  t.same(
+    spec?.containers[0]?.volumeMounts?.find((m) => m.name === 'gcs-storage'),
+    { name: 'gcs-storage', mountPath: '/data/gcs', subPath: 'gcs' },
+  );
+  t.same(
+    spec?.volumes?.find((v) => v.name === 'gcs-storage'),
+    { name: 'gcs-storage', persistentVolumeClaim: { claimName: 'rc-gcs-pvc' } },
+  );
+  t.notOk(
+    spec?.containers[0]?.env?.some((e) => e.name === 'RAY_REDIS_ADDRESS' || e.name === 'RAY_external_storage_namespace'),
+    'no Redis wiring',
+  );
+  const given = cluster({ gcsFaultToleranceOptions: { backend: 'rocksdb', storage: { claimName: 'mine' } } });
+  const withClaim = plan(input(given, [], { services: [] }));
+  t.equal(withClaim.gcsStorageClaim, undefined, 'claimName: nothing created');
+  const headWithClaim = withClaim.actions.find((a) => a.kind === 'createPod' && a.nodeType === 'head');
+  t.same(
+    headWithClaim?.kind === 'createPod' ? headWithClaim.pod.spec?.volumes?.find((v) => v.name === 'gcs-storage') : undefined,
+    { name: 'gcs-storage', persistentVolumeClaim: { claimName: 'mine' } },
+    'the head mounts the named claim',
+  );
+  for (const backend of [undefined, '', 'redis', 'rocksdb'])
     t.same(
       unsupportedFields(cluster({ gcsFaultToleranceOptions: { backend, redisAddress: 'redis:6379' } })),
       [],
-      `backend ${backend}: Redis`,
+      `backend ${backend}: nothing unsupported`,
     );
+  t.equal(
+    plan(input(cluster({ gcsFaultToleranceOptions: { redisAddress: 'redis:6379' } }), [])).gcsStorageClaim,
+    undefined,
+    'Redis: no claim',
+  );
 });
 
 t.test('desired replicas: clamp x numOfHosts, suspended group 0', async (t) => {

@@ -230,6 +230,10 @@ namespace's Role's. Why each rule is there: manifests/base/rbac-controller.yaml.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create"]
+{{- /* Embedded GCS storage: the operator-managed <cluster>-gcs-pvc (get, create; the GC deletes it), listed by the orphan finder. */}}
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "create"]
 {{- else }}
 - apiGroups: [""]
   resources: ["pods"]
