@@ -126,7 +126,8 @@ export async function waitForDeployment(kube: KubeClient, namespace: string, nam
       d &&
       (d.status?.observedGeneration ?? 0) >= (d.metadata.generation ?? 0) &&
       d.status?.availableReplicas === want &&
-      d.status?.updatedReplicas === want
+      d.status?.updatedReplicas === want &&
+      d.status?.replicas === want // no old replica left (kubectl rollout status's last check)
     )
       return;
     if (Date.now() > deadline) throw new Error(`Deployment ${namespace}/${name} not available in ${timeoutMs} ms (status ${last})`);

@@ -16,6 +16,10 @@
 //                    --no-validating-webhook`): the objects our webhook refuses at admission where KubeRay
 //                    stores them and marks them ValidationFailed reach our controller, which marks them as
 //                    KubeRay does (docs/reference/validation.md)
+//     --operator kuberay
+//                    KubeRay's own operator (v1.6.2) runs the pods and the RayJobs, raykeeper only its webhook
+//                    and GCS-FT cleanup (companion mode): whether a failure is a raykeeper difference,
+//                    answered by KubeRay (kuberay-operator.ts)
 //     --kubeconfig F against a node already running (`raykeeper dev --kubelet` in another terminal:
 //                    its kubeconfig) instead of starting one; extra images must then be imported by hand
 import { existsSync } from 'node:fs';
@@ -27,6 +31,7 @@ import { REPO_ROOT } from '../../localcluster/binaries.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { loadKubeConfig } from '../../kube/kubeconfig.ts';
 import { missingPart } from '../helpers/parts.ts';
+import { handOverToKubeRay } from './kuberay-operator.ts';
 import { runAll } from './runner.ts';
 import { buildDir, CI_SUBSET, extraImages, readTests, selectTests } from './suite.ts';
 import { resultTable, summaryLine } from './table.ts';
@@ -39,12 +44,17 @@ const { values } = parseArgs({
     out: { type: 'string' },
     kubeconfig: { type: 'string' },
     'no-validating-webhook': { type: 'boolean' },
+    operator: { type: 'string', default: 'raykeeper' },
   },
   strict: true,
 });
 
 if (values.kubeconfig && values['no-validating-webhook']) {
   process.stderr.write('test:kuberay: --no-validating-webhook installs the node it starts; with --kubeconfig, start that node with it\n');
+  process.exit(2);
+}
+if (values.operator !== 'raykeeper' && values.operator !== 'kuberay') {
+  process.stderr.write(`test:kuberay: --operator is raykeeper (the default) or kuberay, not ${JSON.stringify(values.operator)}\n`);
   process.exit(2);
 }
 const dir = buildDir();
@@ -81,10 +91,12 @@ if (values.kubeconfig) {
   stopNode = () => env.stop();
 }
 const kube = new KubeClient(loadKubeConfig(kubeconfig));
+let stopOperator = async (): Promise<void> => {};
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
   stopping = true;
+  await stopOperator();
   kube.close();
   await stopNode();
 };
@@ -96,6 +108,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
 
 let failed = true;
 try {
+  if (values.operator === 'kuberay') {
+    const kuberay = await handOverToKubeRay(kube, kubeconfig, progress);
+    stopOperator = async () => {
+      await kuberay.stop();
+      await writeFile(join(outDir, 'kuberay-operator.log'), kuberay.log());
+    };
+  }
   const results = await runAll(tests, { buildDir: dir, kubeconfig, kube, outDir, progress }, (r) =>
     progress(`  ${r.result} ${Math.round(r.seconds)} s${r.reason ? `: ${r.reason}` : ''}`),
   );

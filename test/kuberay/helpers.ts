@@ -3,6 +3,8 @@
 // would replace ours on the shared test control plane under the other test files' feet.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { REPO_ROOT } from '../../localcluster/binaries.ts';
@@ -44,9 +46,12 @@ export interface KubeRayOperator {
   stop(): Promise<void>;
 }
 
-/** ray-operator out of cluster (platform.md), with leader election on so its Lease exists. */
+/**
+ * ray-operator out of cluster (platform.md), with leader election on so its Lease exists. `cp`: what it
+ * connects to (a control plane of its own, or the real node's).
+ */
 export async function startKubeRay(
-  cp: ControlPlane,
+  cp: { info: { kubeconfigPath: string } },
   options: {
     cleanup: boolean;
     leaseNamespace: string;
@@ -56,6 +61,11 @@ export async function startKubeRay(
     env?: Record<string, string>;
     /** Keep only this many characters of its log (the scale bench: hours of it); default all. */
     logTailChars?: number;
+    /**
+     * A name server for it alone (the real node's cluster DNS), so it reaches the Ray dashboards by their
+     * Service names as in cluster: /etc/resolv.conf is replaced in a mount namespace of its own (root).
+     */
+    nameserver?: string;
   },
 ): Promise<KubeRayOperator> {
   const env: Record<string, string> = {
@@ -67,9 +77,18 @@ export async function startKubeRay(
   if (!options.cleanup) env.ENABLE_GCS_FT_REDIS_CLEANUP = 'false';
   Object.assign(env, options.env);
   const metricsPort = await freePort();
+  let command = kubeRayBinary();
+  let prefix: string[] = [];
+  if (options.nameserver !== undefined) {
+    const resolvConf = join(await mkdtemp(join(tmpdir(), 'raykeeper-kuberay-')), 'resolv.conf');
+    await writeFile(resolvConf, `nameserver ${options.nameserver}\n`);
+    prefix = ['-m', 'sh', '-c', 'mount --bind "$1" /etc/resolv.conf && shift 2 && exec "$@"', 'sh', resolvConf, '--', command];
+    command = 'unshare';
+  }
   const proc = spawn(
-    kubeRayBinary(),
+    command,
     [
+      ...prefix,
       `--metrics-addr=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${await freePort()}`,
       '--enable-leader-election=true',
