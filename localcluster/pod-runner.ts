@@ -22,8 +22,10 @@
 //   ports and temp dir (its process group was killed first), up to START_TIMEOUT_RETRIES times: a slow
 //   machine, not the pod, failed (the real-Ray tests retry the same way: localcluster/ray.ts
 //   waitForRayStart). A start that then fails, and any other exit, is the pod's end.
+// - a PersistentVolumeClaim volume is a directory per claim under the runner's state, and env values
+//   naming its mount path point there (./claim-dirs.ts): embedded GCS storage survives a head restart.
 // Not modelled: the autoscaler container (it needs the in-cluster API: `raykeeper dev --kubelet`), probes,
-// init containers, resources, volumes, restarts by restartPolicy (the operator deletes and re-creates a
+// init containers, resources, other volumes, restarts by restartPolicy (the operator deletes and re-creates a
 // failed pod, as KubeRay does).
 // Built on the controller runtime's informer and work queue: a pod's key is handled by one worker at a
 // time, from the cached pod (a worker waiting for its head is tried again a second later).
@@ -40,9 +42,10 @@ import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../src/names.ts';
 import type { ConfigMap, Pod, Secret } from '../kube/model.ts';
 import type { EnvLookups } from '../kube/env.ts';
 import { freePort } from './net.ts';
+import { claimDirEnv, claimNames } from './claim-dirs.ts';
 import { startRayPod, type RayPodProcess } from './ray-pod.ts';
 import { exitedOnStartTimeout, type RayInstall } from './ray.ts';
-import { CONFIGMAPS, PODS, SECRETS, type Resource } from '../kube/resources.ts';
+import { CONFIGMAPS, PERSISTENTVOLUMECLAIMS, PODS, SECRETS, type Resource } from '../kube/resources.ts';
 import { DASHBOARD_PORT, SUBMITTER_CONTAINER_NAME } from '../src/rayjob/constants.ts';
 import { AUTOSCALER_CONTAINER_NAME } from '../src/raycluster/autoscaler.ts';
 
@@ -187,8 +190,17 @@ export class RayPodRunner {
     const isHead = p.metadata.labels?.[RAY_NODE_TYPE_LABEL] === 'head';
     // A worker waits for its head: to be started here, and with the wait-gcs-ready init container to run.
     if (!isHead && (head === undefined || ((p.spec?.initContainers ?? []).length > 0 && !head.up))) return undefined;
+    const claimIds = new Map<string, string>();
+    for (const name of claimNames(pod)) {
+      const claim = await this.kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: p.metadata.namespace, name });
+      // As a kubelet: no start until the claim exists (the operator makes it before the head).
+      if (!claim?.metadata.uid) return undefined;
+      claimIds.set(name, claim.metadata.uid);
+    }
     const temp = join(this.temp, String(++this.podsStarted));
     await mkdir(temp);
+    const claims = claimDirEnv(pod, (name) => join(this.temp, 'claims', claimIds.get(name)!));
+    for (const dir of claims.dirs) await mkdir(dir, { recursive: true });
     const [agent, metrics] = [await freePort(), await freePort()];
     const common = ` --node-ip-address=127.0.0.1 --dashboard-agent-listen-port=${agent} --metrics-export-port=${metrics} --object-store-memory=80000000 --temp-dir=${temp} --disable-usage-stats`;
     if (isHead) {
@@ -199,7 +211,7 @@ export class RayPodRunner {
       this.heads.set(cluster, { gcs, dashboard, up: false });
       if (pod.spec!.containers.some((x) => x.name === AUTOSCALER_CONTAINER_NAME))
         this.log.warn({ pod: `${p.metadata.namespace}/${p.metadata.name}` }, AUTOSCALING_NEEDS_KUBELET);
-      const extraEnv = { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' };
+      const extraEnv = { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0', ...claims.env };
       const submitter = pod.spec!.containers.findIndex((x, i) => i > 0 && x.name === SUBMITTER_CONTAINER_NAME);
       if (submitter < 0) return { pod, extraEnv };
       const port = (c.ports ?? []).find((x) => x.name === 'dashboard')?.containerPort ?? DASHBOARD_PORT;
@@ -210,7 +222,7 @@ export class RayPodRunner {
     }
     const gcs = head!.gcs;
     c.args = [`${line.replace(/--address=\S+/, `--address=127.0.0.1:${gcs}`)}${common}`];
-    return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0' } };
+    return { pod, extraEnv: { RAY_ADDRESS: `127.0.0.1:${gcs}`, RAY_PORT: String(gcs), RAY_USAGE_STATS_ENABLED: '0', ...claims.env } };
   }
 
   private lookups(): EnvLookups {
@@ -232,7 +244,8 @@ export class RayPodRunner {
   private async launch(key: ObjectKey, p: Pod): Promise<void> {
     const local = await this.localize(p);
     if (!local) {
-      // A worker whose head does not run here yet: tried again when it does, or in a second.
+      // A worker whose head does not run here yet, or a pod whose claim does not exist yet: tried again
+      // when the head runs, or in a second.
       this.waitingWorkers.set(key, `${p.metadata.namespace}/${p.metadata.labels?.[RAY_CLUSTER_LABEL]}`);
       this.queue.addAfter(key, 1000);
       return;

@@ -1,19 +1,24 @@
-// The ray pod runner (localcluster/pod-runner.ts) starts a Ray container again when its `ray start` ended
-// with Ray's own start-up timeout (a slow machine), and only then: any other exit fails the pod. Stand-in
-// processes print what `ray start` would; the pods are real objects on the real API server, whose status
-// the runner writes as a kubelet would.
+// The ray pod runner (localcluster/pod-runner.ts) with stand-in processes that print what `ray start`
+// would; the pods and claims are real objects on the real API server, whose status the runner writes as a
+// kubelet would.
+// - It starts a Ray container again when its `ray start` ended with Ray's own start-up timeout (a slow
+//   machine), and only then: any other exit fails the pod.
+// - A PersistentVolumeClaim volume is a directory per claim (by uid) that outlives the pod: env naming the
+//   mount path points there (localcluster/claim-dirs.ts); no start before the claim exists.
+import { stat } from 'node:fs/promises';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import t, { type Test } from 'tap';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient, MERGE_PATCH } from '../../kube/client.ts';
 import { createLogger } from '../../kube/logger.ts';
 import type { Pod } from '../../kube/model.ts';
-import { PODS } from '../../kube/resources.ts';
+import { PERSISTENTVOLUMECLAIMS, PODS } from '../../kube/resources.ts';
 import { RayPodRunner } from '../../localcluster/pod-runner.ts';
 import { RAY_START_TIMED_OUT } from '../../localcluster/ray.ts';
 import { testNamespace } from '../helpers/control-plane.ts';
 import { until } from '../helpers/until.ts';
+import { sleep } from '../../kube/backoff.ts';
 
 const quiet = createLogger('test', { level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -62,7 +67,7 @@ async function runnerIn(t: Test) {
       60_000,
       200,
     );
-  return { dir, create, phase };
+  return { dir, create, phase, kube, ns: ns.name };
 }
 
 t.test("a Ray container that hit Ray's start-up timeout is started again; any other exit fails the pod", async (t) => {
@@ -86,4 +91,54 @@ t.test("Ray's start-up timeout every time: started again at most twice, then the
   const failed = await phase('never', 'Failed');
   t.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
   t.equal(await readFile(join(dir, 'never'), 'utf8'), '3\n', 'three starts in all');
+});
+
+/** A head pod that mounts the claim `claim` at /data/gcs (subPath `sub`) and writes its RAY_gcs_storage_path to `out`. */
+function claimHeadPod(name: string, claim: string, out: string): Pod {
+  const pod = headPod(name, `${out}.starts`, 0, '');
+  const c = pod.spec!.containers[0]!;
+  c.args = [`echo "$RAY_gcs_storage_path" > ${out}; ${c.args![0]}`];
+  c.env = [{ name: 'RAY_gcs_storage_path', value: '/data/gcs/db' }];
+  c.volumeMounts = [{ name: 'gcs-storage', mountPath: '/data/gcs', subPath: 'sub' }];
+  pod.spec!.volumes = [{ name: 'gcs-storage', persistentVolumeClaim: { claimName: claim } }];
+  return pod;
+}
+
+t.test('a claim is a directory of its own, kept across pods, new when the claim is made again; no start before it exists', async (t) => {
+  const { dir, create, phase, kube, ns } = await runnerIn(t);
+  const claim = (name: string) =>
+    kube.create(PERSISTENTVOLUMECLAIMS.at(ns), {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    });
+  const pathOf = (out: string) => readFile(join(dir, out), 'utf8').then((s) => s.trim());
+
+  await create(claimHeadPod('first', 'c1', join(dir, 'first')));
+  await sleep(2500);
+  t.equal(await stat(join(dir, 'first.starts')).catch(() => undefined), undefined, 'not started while its claim does not exist');
+  t.equal((await kube.get(PODS.at(ns, 'first'))).status?.phase, 'Pending', 'and left Pending');
+  const c1 = await claim('c1');
+  await phase('first', 'Running');
+  const first = await pathOf('first');
+  t.match(first, new RegExp(`/claims/${c1.metadata.uid}/sub/db$`), "the mount path points into the claim's directory (subPath kept)");
+  t.ok((await stat(dirname(first))).isDirectory(), "the claim's directory is made");
+
+  await kube.delete(PODS.at(ns, 'first'));
+  await create(claimHeadPod('second', 'c1', join(dir, 'second')));
+  await phase('second', 'Running');
+  t.equal(await pathOf('second'), first, 'a new pod of the same claim: the same directory');
+
+  await kube.delete(PODS.at(ns, 'second'));
+  await kube.delete(PERSISTENTVOLUMECLAIMS.at(ns, 'c1'));
+  // No kube-controller-manager here to lift the pvc-protection finalizer once no pod uses the claim.
+  await kube.patch(PERSISTENTVOLUMECLAIMS.at(ns, 'c1'), { metadata: { finalizers: null } }, MERGE_PATCH).catch(() => undefined);
+  await until(async () => (await kube.getOrUndefined(PERSISTENTVOLUMECLAIMS.at(ns, 'c1'))) === undefined, 'c1 gone');
+  const again = await claim('c1');
+  await create(claimHeadPod('third', 'c1', join(dir, 'third')));
+  await phase('third', 'Running');
+  const third = await pathOf('third');
+  t.not(third, first, 'the claim made again: a new directory');
+  t.match(third, new RegExp(`/claims/${again.metadata.uid}/sub/db$`));
 });
