@@ -251,7 +251,9 @@ export class OrphanFinder {
   private async scanClaims(report: ScanReport, log: ControllerContext['logger'], signal: AbortSignal | undefined): Promise<void> {
     let found: RetainedClaim[];
     try {
-      const claims = (await this.ctx.kube.list(PERSISTENTVOLUMECLAIMS, { labelSelector: RAY_CLUSTER_LABEL, ...(signal ? { signal } : {}) }))
+      // Under --watch-namespace the claims of that namespace (the Role there grants list), else all.
+      const where = this.ctx.watchNamespace ? PERSISTENTVOLUMECLAIMS.at(this.ctx.watchNamespace) : PERSISTENTVOLUMECLAIMS;
+      const claims = (await this.ctx.kube.list(where, { labelSelector: RAY_CLUSTER_LABEL, ...(signal ? { signal } : {}) }))
         .items as ClaimView[];
       const live = new Set((await listAllClusters(this.ctx.kube, signal)).map((c) => `${c.metadata.namespace}/${c.metadata.name}`));
       found = retainedGcsStorageClaims(claims, (ns, name) => live.has(`${ns}/${name}`));
@@ -266,12 +268,12 @@ export class OrphanFinder {
     for (const [key, c] of this.retained) {
       if (before.has(key)) continue;
       log.info(
-        { namespace: c.namespace, claim: c.name, cluster: c.cluster, why: 'deletionPolicy Retain and no RayCluster of that name' },
+        { namespace: c.namespace, claim: c.name, cluster: c.cluster, why: 'no owner reference and no RayCluster of that name' },
         'retained GCS storage claim found',
       );
       await this.event(
         EVENT_RETAINED_GCS_STORAGE_CLAIM,
-        `PersistentVolumeClaim ${key} holds the embedded GCS storage of RayCluster ${c.cluster}, which no longer exists (deletionPolicy Retain); a RayCluster of that name adopts it, or delete it by hand: kubectl -n ${c.namespace} delete pvc ${c.name}.`,
+        `PersistentVolumeClaim ${key} holds the embedded GCS storage of RayCluster ${c.cluster}, which no longer exists (the claim has no owner: deletionPolicy Retain when it was made); a RayCluster of that name adopts it, or delete it by hand: kubectl -n ${c.namespace} delete pvc ${c.name}.`,
         signal,
       );
     }

@@ -116,7 +116,7 @@ import { errorMessage } from '../../src/errors.ts';
 import { isManagedExternally } from '../../src/gcsft/rules.ts';
 import { isDeleting } from '../../kube/finalizer-patches.ts';
 import { validateRayCluster } from '../../src/raycluster/validation.ts';
-import { gcsStorageClaimDrift } from '../../src/raycluster/gcs-storage.ts';
+import { gcsStorageClaimConflict, gcsStorageClaimDrift } from '../../src/raycluster/gcs-storage.ts';
 
 const RAY_NODE_TYPES = new Set([NODE_TYPE_HEAD, NODE_TYPE_WORKER]);
 /** KubeRay's DefaultRequeueDuration: after an error, a status write, a group waiting for the cache. */
@@ -438,6 +438,7 @@ export class RayClusterOperator {
    * reconcileGCSStoragePVC: the operator-managed claim looked up by name and created when absent, never
    * updated (a claim of that name already there, e.g. retained from an earlier cluster, is adopted as-is;
    * one that differs from the spec gets KubeRay's Warning FailedToCreatePVC, each time it is looked up).
+   * One being deleted or controlled by another RayCluster is not used: a Warning, and the pass stops.
    * Before any Service or pod: a failure stops the pass, so the head never waits on a claim nobody makes.
    */
   private async applyGcsStorageClaim(cluster: RayCluster, key: ObjectKey, p: Plan): Promise<void> {
@@ -449,6 +450,11 @@ export class RayClusterOperator {
     if (now - (this.rbacSeen.get(seenKey) ?? Number.NEGATIVE_INFINITY) < RBAC_RECHECK_MS) return;
     const where = `${ns}/${claim.metadata.name}`;
     const found = await this.kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: ns, name: claim.metadata.name ?? '' });
+    const conflict = found && gcsStorageClaimConflict(cluster, found);
+    if (conflict) {
+      this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_PVC, conflict);
+      throw new Error(conflict); // stops the pass before any pod; looked at again on the requeue
+    }
     const drift = found && gcsStorageClaimDrift(claim, found as { spec?: unknown });
     if (drift) this.ctx.events.event(cluster, 'Warning', EVENT_FAILED_TO_CREATE_PVC, drift);
     if (found === undefined) {

@@ -133,6 +133,24 @@ export function gcsStorageClaimDrift(desired: PersistentVolumeClaim, existing: {
   return `PersistentVolumeClaim ${desired.metadata.namespace}/${desired.metadata.name} differs from spec.gcsFaultToleranceOptions.storage (${out.join('; ')}) and cannot be reconfigured in place: it is used as it is; delete it (or name a claim with claimName) to change it`;
 }
 
+/**
+ * Why an existing claim of the managed name must not be used now (undefined: use it): one being deleted
+ * (a DeleteWithCluster claim of a cluster of the same name deleted a moment ago, held by pvc-protection
+ * until its old head is gone) or one a different RayCluster controls (another cluster's GCS store is never
+ * shared). The head waits; the claim is looked at again on the next pass.
+ */
+export function gcsStorageClaimConflict(
+  cluster: RayCluster,
+  existing: { metadata: Pick<ObjectMeta, 'deletionTimestamp' | 'ownerReferences'> },
+): string | undefined {
+  const where = `PersistentVolumeClaim ${cluster.metadata.namespace}/${gcsStorageClaimName(cluster)}`;
+  if (existing.metadata.deletionTimestamp) return `${where} is being deleted; the head waits for a new one`;
+  const owner = (existing.metadata.ownerReferences ?? []).find((o) => o.controller === true);
+  if (owner && owner.uid !== cluster.metadata.uid)
+    return `${where} belongs to another RayCluster (${owner.name ?? '?'}, uid ${owner.uid ?? '?'}); the head waits until it is gone`;
+  return undefined;
+}
+
 /** configureEmbeddedFT: the head's env, volume and mount (env the user set is kept, as KubeRay). */
 export function configureEmbeddedGcsStorage(cluster: RayCluster, spec: PodSpec, ray: Container, env: EnvVar[]): void {
   if (!env.some((e) => e.name === ENV_GCS_STORAGE)) env.push({ name: ENV_GCS_STORAGE, value: GCS_STORAGE_ROCKSDB });

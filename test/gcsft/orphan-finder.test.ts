@@ -18,7 +18,7 @@ import { RAYCLUSTERS } from '../../src/types.ts';
 import { PERSISTENTVOLUMECLAIMS, SECRETS } from '../../kube/resources.ts';
 import { JSON_PATCH } from '../../kube/client.ts';
 import { redisServerMissing } from '../helpers/redis-server.ts';
-import { kubeconfigFile } from '../helpers/control-plane.ts';
+import { kubeconfigFile, testNamespace } from '../helpers/control-plane.ts';
 import { runWith } from '../../controller/redis-cleanup/cli.ts';
 import { FakeClock } from '../helpers/fake-clock.ts';
 import { sleep } from '../../kube/backoff.ts';
@@ -290,8 +290,17 @@ if (missing) {
         claim('data', 'gone'),
       ])
         await e.kube.create({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name }, body);
-      const mine = (r: { retainedClaims?: Array<{ namespace: string; name: string }> }) =>
-        r.retainedClaims?.filter((x) => x.namespace === e.ns.name).map((x) => x.name);
+      // Another namespace's retained-looking claim: the finder runs under --watch-namespace, so never listed.
+      const other = await testNamespace(tt);
+      await e.kube.create({ ...PERSISTENTVOLUMECLAIMS, namespace: other.name }, claim('elsewhere-gcs-pvc', 'elsewhere'));
+      const mine = (r: { retainedClaims?: Array<{ namespace: string; name: string }> }) => {
+        tt.same(
+          r.retainedClaims?.filter((x) => x.namespace !== e.ns.name),
+          [],
+          'under --watch-namespace, only that namespace',
+        );
+        return r.retainedClaims?.map((x) => x.name);
+      };
       const gauge = async () => metricValue(await metricsOf(c.port!), 'raykeeper_gcs_retained_claims', `namespace="${e.ns.name}"`);
 
       tt.same(mine(await scan()), ['gone-gcs-pvc'], 'only the unowned claim of a cluster that is gone');

@@ -19,7 +19,8 @@
 //     --operator kuberay
 //                    KubeRay's own operator (v1.6.2) runs the pods and the RayJobs, raykeeper only its webhook
 //                    and GCS-FT cleanup (companion mode): whether a failure is a raykeeper difference,
-//                    answered by KubeRay (kuberay-operator.ts)
+//                    answered by KubeRay (kuberay-operator.ts); with --kubeconfig the node stays so
+//                    (KubeRay's CRDs, raykeeper in companion mode) after the run
 //     --kubeconfig F against a node already running (`raykeeper dev --kubelet` in another terminal:
 //                    its kubeconfig) instead of starting one; extra images must then be imported by hand
 import { existsSync } from 'node:fs';

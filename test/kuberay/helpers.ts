@@ -3,7 +3,7 @@
 // would replace ours on the shared test control plane under the other test files' feet.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
@@ -79,8 +79,10 @@ export async function startKubeRay(
   const metricsPort = await freePort();
   let command = kubeRayBinary();
   let prefix: string[] = [];
+  let resolvDir: string | undefined;
   if (options.nameserver !== undefined) {
-    const resolvConf = join(await mkdtemp(join(tmpdir(), 'raykeeper-kuberay-')), 'resolv.conf');
+    resolvDir = await mkdtemp(join(tmpdir(), 'raykeeper-kuberay-'));
+    const resolvConf = join(resolvDir, 'resolv.conf');
     await writeFile(resolvConf, `nameserver ${options.nameserver}\n`);
     prefix = ['-m', 'sh', '-c', 'mount --bind "$1" /etc/resolv.conf && shift 2 && exec "$@"', 'sh', resolvConf, '--', command];
     command = 'unshare';
@@ -120,6 +122,7 @@ export async function startKubeRay(
       const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
+      if (resolvDir) await rm(resolvDir, { recursive: true, force: true });
     },
   };
 }

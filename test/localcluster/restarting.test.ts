@@ -9,12 +9,15 @@ import { isAlive, spawnSupervised } from '../../localcluster/process.ts';
 import { type Exit, keepRunning } from '../../localcluster/restarting.ts';
 import { until } from '../helpers/until.ts';
 
-/** A start function whose process counts its starts and exits 3 on each of the first `failures`, then stays up. */
-async function flaky(t: Test, failures: number) {
+/**
+ * A start function whose process counts its starts and exits 3 on each of the first `failures` (after
+ * `runFor` seconds), then stays up.
+ */
+async function flaky(t: Test, failures: number, runFor = 0) {
   const dir = await mkdtemp(join(tmpdir(), 'raykeeper-restarting-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const counter = join(dir, 'starts');
-  const script = `n=$(( $(cat ${counter} 2>/dev/null || echo 0) + 1 )); echo $n > ${counter}; [ $n -le ${failures} ] && exit 3; exec sleep 600`;
+  const script = `n=$(( $(cat ${counter} 2>/dev/null || echo 0) + 1 )); echo $n > ${counter}; [ $n -le ${failures} ] && sleep ${runFor} && exit 3; exec sleep 600`;
   const start = () => spawnSupervised('/bin/sh', ['-c', script], { group: true });
   const starts = async () => Number((await readFile(counter, 'utf8').catch(() => '0')).trim());
   return { start, starts };
@@ -61,4 +64,12 @@ t.test('stopped during the pause before a restart: never started again', async (
   await proc.stop();
   await sleep(1300);
   t.equal(await starts(), 1, 'started once only');
+});
+
+t.test('a start that ran long enough ends the row: exits far apart never exhaust the limit', async (t) => {
+  const { start, starts } = await flaky(t, 3, 0.4);
+  const proc = keepRunning(await start(), { start, limit: 1, pauseMs: 50, stableAfterMs: 200 });
+  t.teardown(() => proc.stop());
+  await until(async () => (await starts()) === 4 && isAlive(proc.current().pid), 'the fourth start running');
+  t.equal(proc.restarts(), 3, 'three restarts with a limit of one in a row');
 });

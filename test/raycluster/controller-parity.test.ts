@@ -305,3 +305,81 @@ t.test(
     );
   },
 );
+
+t.test("embedded GCS storage: no head until its claim can be used (made, not being deleted, not another cluster's)", async (tt) => {
+  const e = await env(tt);
+  await operator(tt, e);
+  const rocks = (name: string): RayCluster => {
+    const c = sample(name);
+    (c.spec as Record<string, unknown>).gcsFaultToleranceOptions = { backend: 'rocksdb' };
+    return c;
+  };
+  const pvc = (name: string, metadata: Record<string, unknown> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, ...metadata },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  });
+  const warning = (cluster: string, pattern: RegExp) =>
+    until(async () => {
+      const ev = (await events(e, 'FailedToCreatePVC')).filter((x) => x.involvedObject.name === cluster && pattern.test(x.message ?? ''));
+      return ev[0];
+    }, `${cluster}: ${pattern}`);
+  const heads = (cluster: string) => pods(e, `ray.io/cluster=${cluster},ray.io/node-type=head`);
+  const quota = {
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'no-claims' },
+    spec: { hard: { persistentvolumeclaims: '0' } },
+  };
+  const QUOTAS = { group: '', version: 'v1', plural: 'resourcequotas' };
+
+  // The claim cannot be made (a quota of none): a Warning, no head; once it can, the claim and then the head.
+  await e.kube.create({ ...QUOTAS, namespace: e.ns.name }, quota);
+  // Quota admission enforces what the status says; no kube-controller-manager here to write it.
+  const none = { persistentvolumeclaims: '0' };
+  await e.kube.patch(
+    { ...QUOTAS, namespace: e.ns.name, name: 'no-claims', subresource: 'status' },
+    { status: { hard: none, used: none } },
+    MERGE_PATCH,
+  );
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, rocks('quota'));
+  const refused = await warning('quota', /^Failed creating PersistentVolumeClaim .*\/quota-gcs-pvc, /);
+  tt.equal(refused.type, 'Warning');
+  tt.same(await heads('quota'), [], 'no head while the claim cannot be made');
+  await e.kube.delete({ ...QUOTAS, namespace: e.ns.name, name: 'no-claims' });
+  await until(async () => (await heads('quota')).length === 1, 'quota: the head once the claim is made');
+  tt.ok(await e.kube.getOrUndefined({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name, name: 'quota-gcs-pvc' }), 'the claim');
+
+  // A claim of that name controlled by another RayCluster: never used.
+  await e.kube.create(
+    { ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name },
+    pvc('other-gcs-pvc', {
+      ownerReferences: [
+        { apiVersion: 'ray.io/v1', kind: 'RayCluster', name: 'other', uid: '00000000-0000-0000-0000-000000000001', controller: true },
+      ],
+    }),
+  );
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, rocks('other'));
+  await warning('other', /other-gcs-pvc belongs to another RayCluster \(other, uid 00000000-0000-0000-0000-000000000001\)/);
+
+  // A claim being deleted (the old cluster's, held by a finalizer): the head waits; once it is gone, a new claim and the head.
+  await e.kube.create(
+    { ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name },
+    pvc('going-gcs-pvc', { finalizers: ['raykeeper.io/test-hold'] }),
+  );
+  await e.kube.delete({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name, name: 'going-gcs-pvc' });
+  await e.kube.create({ ...RAYCLUSTERS, namespace: e.ns.name }, rocks('going'));
+  await warning('going', /going-gcs-pvc is being deleted; the head waits for a new one/);
+  tt.same(await heads('going'), [], 'no head on a claim being deleted');
+  tt.same(await heads('other'), [], "no head on another cluster's claim");
+  await e.kube.patch(
+    { ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name, name: 'going-gcs-pvc' },
+    { metadata: { finalizers: null } },
+    MERGE_PATCH,
+  );
+  await until(async () => (await heads('going')).length === 1, 'going: the head on a new claim');
+  const fresh = await e.kube.get({ ...PERSISTENTVOLUMECLAIMS, namespace: e.ns.name, name: 'going-gcs-pvc' });
+  tt.equal(fresh.metadata.deletionTimestamp, undefined, 'a new claim, not the one deleted');
+  tt.equal(fresh.metadata.ownerReferences?.[0]?.name, 'going');
+});

@@ -3,6 +3,7 @@
 import t from 'tap';
 import {
   desiredGcsStorageClaim,
+  gcsStorageClaimConflict,
   gcsStorageClaimDrift,
   gcsStorageClaimName,
   retainedGcsStorageClaims,
@@ -186,4 +187,28 @@ t.test('an existing claim that differs from the spec: what differs (KubeRay warn
     else t.match(drift, want, name);
   }
   t.match(gcsStorageClaimDrift(desired, spec('1Gi', ['ReadWriteOnce'], 'fast')), /^PersistentVolumeClaim ns\/rc-gcs-pvc differs/);
+});
+
+t.test('an existing claim the head must not use: being deleted, or controlled by another RayCluster', async (t) => {
+  const rc = cluster({ backend: 'rocksdb' });
+  const rows: Array<[string, Record<string, unknown>, RegExp | undefined]> = [
+    ['ours', { ownerReferences: owner }, undefined],
+    ['retained (no owner): adopted', {}, undefined],
+    ['owned, not as controller, by another', { ownerReferences: [{ ...owner[0], uid: 'x', controller: false }] }, undefined],
+    [
+      'controlled by another cluster',
+      { ownerReferences: [{ ...owner[0], name: 'old', uid: 'x' }] },
+      /^PersistentVolumeClaim ns\/rc-gcs-pvc belongs to another RayCluster \(old, uid x\)/,
+    ],
+    [
+      'being deleted',
+      { ownerReferences: owner, deletionTimestamp: '2026-12-06T12:00:00Z' },
+      /^PersistentVolumeClaim ns\/rc-gcs-pvc is being deleted/,
+    ],
+  ];
+  for (const [name, metadata, want] of rows) {
+    const got = gcsStorageClaimConflict(rc, { metadata });
+    if (want) t.match(got, want, name);
+    else t.equal(got, undefined, name);
+  }
 });
