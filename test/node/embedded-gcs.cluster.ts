@@ -16,7 +16,7 @@ import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { GCS_STORAGE_MOUNT_PATH } from '../../src/raycluster/gcs-storage.ts';
-import { kubectl, nodeUnderTest, until } from './helpers.ts';
+import { kubectl, nodeUnderTest, podReady, readyPods, until } from './helpers.ts';
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-embedded-gcs';
@@ -31,8 +31,6 @@ const container = (name: string, cpu: string, memory: string) => ({
   resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } },
 });
 const podsOf = async (labelSelector: string): Promise<Pod[]> => (await kube.list(PODS.at(NS), { labelSelector })).items;
-const ready = (p: Pod): boolean =>
-  !p.metadata.deletionTimestamp && (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
 const gone = (ref: ResourceRef) => async (): Promise<boolean> =>
   kube.get(ref).then(
     () => false,
@@ -140,7 +138,8 @@ print("count", ray.get(c.inc.remote(), timeout=120))
 
 async function readyHead(name: string, not?: string): Promise<Pod> {
   return until(
-    async () => (await podsOf(`${RAY_CLUSTER_LABEL}=${name},${RAY_NODE_TYPE_LABEL}=head`)).find((p) => ready(p) && p.metadata.name !== not),
+    async () =>
+      (await podsOf(`${RAY_CLUSTER_LABEL}=${name},${RAY_NODE_TYPE_LABEL}=head`)).find((p) => podReady(p) && p.metadata.name !== not),
     `a Ready head of ${name}${not ? ` other than ${not}` : ''}`,
     420_000,
     2000,
@@ -167,17 +166,7 @@ t.test('backend rocksdb: a detached actor survives the head pod; the DeleteWithC
     [['RayCluster', name, true]],
     'owned by the RayCluster (DeleteWithCluster, the default)',
   );
-  const pods = await until(
-    async () => {
-      const ps = await podsOf(`${RAY_CLUSTER_LABEL}=${name}`);
-      return ps.length === 2 && ps.every(ready) ? ps : undefined;
-    },
-    'head and worker Ready',
-    480_000,
-    2000,
-  ).catch(async (err: Error) => {
-    throw new Error(`${err.message}: ${JSON.stringify(await podSummary())}`);
-  });
+  const pods = await readyPods(kube, NS, `${RAY_CLUSTER_LABEL}=${name}`, 2, 480_000);
   t.equal(pods.length, 2);
   const head = await readyHead(name);
   const ray = head.spec?.containers?.[0];

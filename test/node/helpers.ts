@@ -7,7 +7,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { requireKubeCommand } from '../../localcluster/binaries.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { startKubeletDev, type KubeletDevEnvironment } from '../../dev/kubelet.ts';
-import { EVENTS } from '../../kube/resources.ts';
+import type { Pod } from '../../kube/model.ts';
+import { EVENTS, PODS } from '../../kube/resources.ts';
+import { until } from '../helpers/until.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
 
@@ -149,4 +151,29 @@ export async function nodeUnderTest(t: Test): Promise<NodeUnderTest> {
       await assertHostRestored(tt, before);
     },
   };
+}
+
+/** Ready and not terminating. */
+export function podReady(p: Pod): boolean {
+  return !p.metadata.deletionTimestamp && (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+}
+
+/**
+ * Waits until exactly `count` pods of the selector are there, all Ready; a timeout names what was seen
+ * (name, phase, conditions), so a failure says why.
+ */
+export async function readyPods(kube: KubeClient, namespace: string, selector: string, count: number, ms: number): Promise<Pod[]> {
+  const list = async () => (await kube.list(PODS.at(namespace), { labelSelector: selector })).items;
+  return until(
+    async () => {
+      const ps = await list();
+      return ps.length === count && ps.every(podReady) ? ps : undefined;
+    },
+    `${count} pods ${selector} Ready`,
+    ms,
+    2000,
+  ).catch(async (err: Error) => {
+    const seen = (await list()).map((p) => ({ name: p.metadata.name, phase: p.status?.phase, conditions: p.status?.conditions }));
+    throw new Error(`${err.message}: ${JSON.stringify(seen)}`);
+  });
 }

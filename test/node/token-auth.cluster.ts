@@ -13,7 +13,7 @@ import { PODS, SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
 import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
 import { tokenOf } from '../../src/raycluster/auth.ts';
-import { kubectl, namespaceEvents, nodeUnderTest, until } from './helpers.ts';
+import { kubectl, namespaceEvents, nodeUnderTest, readyPods, until } from './helpers.ts';
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-token';
@@ -26,7 +26,6 @@ const container = (name: string, cpu: string, memory: string) => ({
   resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } },
 });
 const podsOf = async (labelSelector: string): Promise<Pod[]> => (await kube.list(PODS.at(NS), { labelSelector })).items;
-const ready = (p: Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** The status code of a dashboard GET made inside the head pod (over 127.0.0.1), with or without the token. */
 function dashboardStatus(head: string, path: string, withToken: boolean): string {
@@ -89,17 +88,7 @@ t.test(
     const secret = await until(() => kube.getOrUndefined({ ...SECRETS, namespace: NS, name: NAME }), 'the generated Secret', 60_000, 500);
     const token = tokenOf(secret) ?? '';
     t.ok(token.length >= 40, 'a generated token');
-    const pods = await until(
-      async () => {
-        const ps = await podsOf(`${RAY_CLUSTER_LABEL}=${NAME}`);
-        return ps.length === 2 && ps.every(ready) ? ps : undefined;
-      },
-      'head and worker Ready',
-      420_000,
-      2000,
-    ).catch(async (err: Error) => {
-      throw new Error(`${err.message}: ${JSON.stringify(await podsOf(RAY_CLUSTER_LABEL))}`);
-    });
+    const pods = await readyPods(kube, NS, `${RAY_CLUSTER_LABEL}=${NAME}`, 2, 420_000);
     const head = (await podsOf(`${RAY_CLUSTER_LABEL}=${NAME},${RAY_NODE_TYPE_LABEL}=head`))[0]!.metadata.name!;
     t.equal(pods.length, 2);
     t.equal(dashboardStatus(head, '/api/jobs/', false), '401', 'no token: refused');
