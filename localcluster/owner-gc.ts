@@ -1,7 +1,11 @@
 // THE OWNER GARBAGE COLLECTOR of the local control plane, which has no kube-controller-manager: an object
 // whose owners (ownerReferences) are all gone is deleted, as Kubernetes' garbage collector does with
 // background propagation. Only the kinds `raykeeper dev` makes: RayJobs owned by RayCronJobs, RayClusters
-// owned by RayJobs, submitter Jobs owned by RayJobs, cleanup Jobs, Pods and Services owned by RayClusters.
+// owned by RayJobs, submitter Jobs owned by RayJobs, cleanup Jobs, Pods, Services and (embedded GCS storage)
+// PersistentVolumeClaims owned by RayClusters.
+// It also stands in for the pvc-protection controller: a claim being deleted loses the
+// `kubernetes.io/pvc-protection` finalizer (which the API server adds) once no running pod mounts it, so a
+// deleted claim goes instead of staying Terminating for ever (a new head would wait on it).
 // So a deleted RayCronJob takes its RayJobs along, and a deleted RayJob (or the
 // RayCluster its ttlSecondsAfterFinished deletes) takes its pods along, and the ray pod runner stops their
 // Ray processes. An owner of a kind not listed here keeps its dependents (nothing is known about it).
@@ -12,10 +16,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { InformerFactory, type Informer } from '../kube/informer.ts';
 import type { ApiObject, ObjectWithMeta, OwnerReference } from '../kube/model.ts';
-import { isNotFound, KubeClient } from '../kube/client.ts';
+import { isNotFound, JSON_PATCH, KubeClient } from '../kube/client.ts';
 import { createLogger, type Logger } from '../kube/logger.ts';
 import { RAYCLUSTERS, RAYCRONJOBS, RAYJOBS } from '../src/types.ts';
-import { JOBS, PODS, SERVICES, type Resource } from '../kube/resources.ts';
+import type { Pod } from '../kube/model.ts';
+import { JOBS, PERSISTENTVOLUMECLAIMS, PODS, SERVICES, type Resource } from '../kube/resources.ts';
 
 type Kind = Resource<ApiObject>;
 
@@ -28,7 +33,25 @@ export const OWNER_KINDS: Record<string, Kind> = {
 };
 
 /** The kinds whose objects may be collected. */
-export const DEPENDENT_KINDS: Kind[] = [RAYJOBS, RAYCLUSTERS, JOBS, PODS, SERVICES];
+export const DEPENDENT_KINDS: Kind[] = [RAYJOBS, RAYCLUSTERS, JOBS, PODS, SERVICES, PERSISTENTVOLUMECLAIMS];
+
+export const PVC_PROTECTION_FINALIZER = 'kubernetes.io/pvc-protection';
+
+/**
+ * Whether a claim's pvc-protection finalizer may go (what kube-controller-manager's pvc-protection
+ * controller decides): it is being deleted, holds the finalizer, and no pod that has not ended mounts it.
+ */
+export function protectionReleasable(claim: ObjectWithMeta, pods: readonly Pod[]): boolean {
+  const meta = claim.metadata;
+  if (!meta?.deletionTimestamp || !(meta.finalizers ?? []).includes(PVC_PROTECTION_FINALIZER)) return false;
+  return !pods.some(
+    (p) =>
+      p.metadata.namespace === meta.namespace &&
+      p.status?.phase !== 'Succeeded' &&
+      p.status?.phase !== 'Failed' &&
+      (p.spec?.volumes ?? []).some((v) => (v.persistentVolumeClaim as { claimName?: unknown } | undefined)?.claimName === meta.name),
+  );
+}
 
 const ownerKey = (o: OwnerReference): string => `${o.apiVersion}/${o.kind}`;
 
@@ -129,6 +152,33 @@ export class OwnerGarbageCollector {
         } finally {
           this.deleting.delete(key);
         }
+      }
+    }
+    await this.releaseClaims();
+  }
+
+  private async releaseClaims(): Promise<void> {
+    const claims = this.dependents.find((d) => d.kind === PERSISTENTVOLUMECLAIMS)!.informer.list();
+    const pods = this.dependents.find((d) => d.kind === PODS)!.informer.list() as Pod[];
+    for (const claim of claims) {
+      if (this.stopped || !protectionReleasable(claim, pods)) continue;
+      const namespace = claim.metadata?.namespace ?? '';
+      const name = claim.metadata?.name ?? '';
+      const finalizers = claim.metadata?.finalizers ?? [];
+      const at = finalizers.indexOf(PVC_PROTECTION_FINALIZER);
+      try {
+        // The test op makes a patch computed from a stale copy fail rather than remove another finalizer.
+        await this.kube.patch(
+          PERSISTENTVOLUMECLAIMS.at(namespace, name),
+          [
+            { op: 'test', path: `/metadata/finalizers/${at}`, value: PVC_PROTECTION_FINALIZER },
+            { op: 'remove', path: `/metadata/finalizers/${at}` },
+          ],
+          JSON_PATCH,
+        );
+        this.log.info({ namespace, name }, 'owner gc: released a deleted claim no pod uses (pvc-protection)');
+      } catch (err) {
+        if (!isNotFound(err)) this.log.debug({ err: String(err), namespace, name }, 'owner gc: claim not released (tried again)');
       }
     }
   }

@@ -1,11 +1,12 @@
-// The pure decisions of dev's stand-ins, as tables: the dashboard proxy's route by path and the owner
-// garbage collector's orphan test; then the collector against the real kube-apiserver.
+// The pure decisions of dev's stand-ins, as tables: the dashboard proxy's route by path, the owner
+// garbage collector's orphan test and its pvc-protection release; then the collector against the real
+// kube-apiserver.
 import t from 'tap';
 import { routeOf } from '../../localcluster/dashboard-proxy.ts';
-import { orphaned, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
-import type { OwnerReference } from '../../kube/model.ts';
+import { orphaned, protectionReleasable, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
+import type { OwnerReference, Pod } from '../../kube/model.ts';
 import { env, quiet, until } from '../helpers/harness.ts';
-import { CONFIGMAPS, JOBS, SERVICES } from '../../kube/resources.ts';
+import { CONFIGMAPS, JOBS, PERSISTENTVOLUMECLAIMS, PODS, SERVICES } from '../../kube/resources.ts';
 
 t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<rest>', async (tt) => {
   const ports = (ns: string, c: string) => (ns === 'default' && c === 'rayjob-sample-x' ? 41000 : undefined);
@@ -98,6 +99,70 @@ t.test(
     tt.ok(
       await e.kube.getOrUndefined({ ...services, name: 'owned-by-configmap' }),
       'an owner of a kind the collector does not know keeps its dependent',
+    );
+  },
+);
+
+t.test('protectionReleasable: a claim being deleted, no pod that has not ended mounts it', async (tt) => {
+  const claim = (deleting: boolean, finalizers = ['kubernetes.io/pvc-protection']) => ({
+    metadata: { name: 'c', namespace: 'ns', finalizers, ...(deleting ? { deletionTimestamp: '2026-12-06T12:00:00Z' } : {}) },
+  });
+  const pod = (claimName: string, phase = 'Running', namespace = 'ns') =>
+    ({
+      metadata: { name: 'p', namespace },
+      spec: { containers: [], volumes: [{ name: 'v', persistentVolumeClaim: { claimName } }] },
+      status: { phase },
+    }) as Pod;
+  const rows: Array<[string, ReturnType<typeof claim>, Pod[], boolean]> = [
+    ['deleted, unused', claim(true), [], true],
+    ['deleted, used by a running pod', claim(true), [pod('c')], false],
+    ['deleted, used by a pending pod', claim(true), [pod('c', 'Pending')], false],
+    ['deleted, its pod ended', claim(true), [pod('c', 'Succeeded'), pod('c', 'Failed')], true],
+    ['deleted, another claim used', claim(true), [pod('d')], true],
+    ['deleted, a pod of another namespace', claim(true), [pod('c', 'Running', 'other')], true],
+    ['not being deleted', claim(false), [], false],
+    ['no protection finalizer', claim(true, ['example.com/hold']), [], false],
+  ];
+  for (const [name, c, pods, want] of rows) tt.equal(protectionReleasable(c, pods), want, name);
+});
+
+t.test(
+  'the collector: a claim owned by a deleted owner goes once no pod mounts it (pvc-protection released)',
+  { timeout: 60_000 },
+  async (tt) => {
+    const e = await env(tt);
+    const ns = e.ns.name;
+    const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
+    tt.teardown(() => gc.stop());
+    const owner = await e.kube.create(JOBS.at(ns), {
+      metadata: { name: 'claim-owner' },
+      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
+    });
+    await e.kube.create(PERSISTENTVOLUMECLAIMS.at(ns), {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'data', ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: 'claim-owner', uid: owner.metadata.uid! }] },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+    });
+    await e.kube.create(PODS.at(ns), {
+      metadata: { name: 'user' },
+      spec: { containers: [{ name: 'c', image: 'x' }], volumes: [{ name: 'v', persistentVolumeClaim: { claimName: 'data' } }] },
+    });
+    await e.kube.delete(JOBS.at(ns, 'claim-owner'), { propagationPolicy: 'Background' });
+    const held = await until(
+      async () => {
+        const c = await e.kube.getOrUndefined(PERSISTENTVOLUMECLAIMS.at(ns, 'data'));
+        return c?.metadata.deletionTimestamp ? c : undefined;
+      },
+      'the claim deleted (its owner gone)',
+      30_000,
+    );
+    tt.ok(held.metadata.finalizers?.includes('kubernetes.io/pvc-protection'), 'held by pvc-protection while a pod mounts it');
+    await e.kube.delete(PODS.at(ns, 'user'));
+    await until(
+      async () => !(await e.kube.getOrUndefined(PERSISTENTVOLUMECLAIMS.at(ns, 'data'))),
+      'the claim gone once no pod mounts it',
+      30_000,
     );
   },
 );
