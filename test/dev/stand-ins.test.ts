@@ -1,12 +1,26 @@
 // The pure decisions of dev's stand-ins, as tables: the dashboard proxy's route by path, the owner
 // garbage collector's orphan test and its pvc-protection release; then the collector against the real
 // kube-apiserver.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { routeOf } from '../../localcluster/dashboard-proxy.ts';
 import { orphaned, protectionReleasable, startOwnerGarbageCollector } from '../../localcluster/owner-gc.ts';
 import type { OwnerReference, Pod } from '../../kube/model.ts';
 import { env, quiet, until } from '../helpers/harness.ts';
 import { CONFIGMAPS, JOBS, PERSISTENTVOLUMECLAIMS, PODS, SERVICES } from '../../kube/resources.ts';
+
+/** A test namespace with the collector on it, and `owner(name)`: a suspended Job to own things. */
+async function collectorIn(tt: Test) {
+  const e = await env(tt);
+  const ns = e.ns.name;
+  const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
+  tt.teardown(() => gc.stop());
+  const owner = (name: string) =>
+    e.kube.create(JOBS.at(ns), {
+      metadata: { name },
+      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
+    });
+  return { e, ns, owner };
+}
 
 t.test('routeOf: /<namespace>/<cluster>/<rest> -> the head dashboard port and /<rest>', async (tt) => {
   const ports = (ns: string, c: string) => (ns === 'default' && c === 'rayjob-sample-x' ? 41000 : undefined);
@@ -62,17 +76,11 @@ t.test(
   'the owner garbage collector on the real kube-apiserver: dependents of a deleted owner go, others stay',
   { timeout: 60_000 },
   async (tt) => {
-    const e = await env(tt);
-    const ns = e.ns.name;
-    const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
-    tt.teardown(() => gc.stop());
+    const { e, ns, owner: makeOwner } = await collectorIn(tt);
     const jobs = { ...JOBS, namespace: ns } as const;
     const services = { ...SERVICES, namespace: ns } as const;
     const configMaps = { ...CONFIGMAPS, namespace: ns } as const;
-    const owner = await e.kube.create(jobs, {
-      metadata: { name: 'owner' },
-      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
-    });
+    const owner = await makeOwner('owner');
     const other = await e.kube.create(configMaps, { metadata: { name: 'not-an-owner-kind' } });
     const svc = (name: string, ref: OwnerReference) => ({ metadata: { name, ownerReferences: [ref] }, spec: { ports: [{ port: 80 }] } });
     await e.kube.create(services, svc('owned-by-job', { apiVersion: 'batch/v1', kind: 'Job', name: 'owner', uid: owner.metadata.uid! }));
@@ -130,14 +138,8 @@ t.test(
   'the collector: a claim owned by a deleted owner goes once no pod mounts it (pvc-protection released)',
   { timeout: 60_000 },
   async (tt) => {
-    const e = await env(tt);
-    const ns = e.ns.name;
-    const gc = await startOwnerGarbageCollector({ kubeConfig: e.ns.kubeConfig, namespace: ns, logger: quiet });
-    tt.teardown(() => gc.stop());
-    const owner = await e.kube.create(JOBS.at(ns), {
-      metadata: { name: 'claim-owner' },
-      spec: { suspend: true, template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'x', command: ['true'] }] } } },
-    });
+    const { e, ns, owner: makeOwner } = await collectorIn(tt);
+    const owner = await makeOwner('claim-owner');
     await e.kube.create(PERSISTENTVOLUMECLAIMS.at(ns), {
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
