@@ -13,10 +13,10 @@ import { isNotFound, type ResourceRef } from '../../kube/client.ts';
 import type { Pod } from '../../kube/model.ts';
 import { PERSISTENTVOLUMECLAIMS, PODS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
-import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
+import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { RAYCLUSTERS } from '../../src/types.ts';
 import { GCS_STORAGE_MOUNT_PATH } from '../../src/raycluster/gcs-storage.ts';
-import { kubectl, nodeUnderTest, podReady, readyPods, until } from './helpers.ts';
+import { kubectl, nodeUnderTest, rayContainer, podReady, readyPods, until } from './helpers.ts';
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-embedded-gcs';
@@ -24,12 +24,6 @@ const CLASS = 'raykeeper-test-hostpath';
 // Beside the node's state (t.testdir() again would empty that directory).
 const volumes = join(dirname(env.kubeconfig), 'volumes');
 
-const container = (name: string, cpu: string, memory: string) => ({
-  name,
-  image: RAY_IMAGE,
-  imagePullPolicy: 'Never',
-  resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } },
-});
 const podsOf = async (labelSelector: string): Promise<Pod[]> => (await kube.list(PODS.at(NS), { labelSelector })).items;
 const gone = (ref: ResourceRef) => async (): Promise<boolean> =>
   kube.get(ref).then(
@@ -79,7 +73,7 @@ function cluster(name: string, storage: Record<string, unknown>, workers: number
       gcsFaultToleranceOptions: { backend: 'rocksdb', storage: { storageClassName: CLASS, ...storage } },
       headGroupSpec: {
         rayStartParams: { 'num-cpus': '0' },
-        template: { spec: { containers: [container('ray-head', '500m', '2G')] } },
+        template: { spec: { containers: [rayContainer('ray-head', '500m', '2G')] } },
       },
       workerGroupSpecs: [
         {
@@ -88,7 +82,7 @@ function cluster(name: string, storage: Record<string, unknown>, workers: number
           minReplicas: workers,
           maxReplicas: 1,
           rayStartParams: { 'num-cpus': '1' },
-          template: { spec: { containers: [container('ray-worker', '300m', '1G')] } },
+          template: { spec: { containers: [rayContainer('ray-worker', '300m', '1G')] } },
         },
       ],
     },

@@ -10,6 +10,7 @@ import { startKubeletDev, type KubeletDevEnvironment } from '../../dev/kubelet.t
 import type { Pod } from '../../kube/model.ts';
 import { EVENTS, PODS } from '../../kube/resources.ts';
 import { until } from '../helpers/until.ts';
+import { RAY_IMAGE } from '../../src/ray-release.ts';
 import { NODE_NETWORK } from '../../localcluster/node/config.ts';
 import { FIXED_HOST_PATHS, iptablesRules, kubepodsCgroups, readSysctls } from '../../localcluster/node/host.ts';
 
@@ -176,4 +177,9 @@ export async function readyPods(kube: KubeClient, namespace: string, selector: s
     const seen = (await list()).map((p) => ({ name: p.metadata.name, phase: p.status?.phase, conditions: p.status?.conditions }));
     throw new Error(`${err.message}: ${JSON.stringify(seen)}`);
   });
+}
+
+/** A Ray container of the node's image (never pulled), a CPU limit of 1 and the given requests. */
+export function rayContainer(name: string, cpu: string, memory: string) {
+  return { name, image: RAY_IMAGE, imagePullPolicy: 'Never', resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } } };
 }

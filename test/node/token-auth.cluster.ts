@@ -11,20 +11,14 @@ import { RAYCLUSTERS, RAYJOBS, type RayJob } from '../../src/types.ts';
 import type { Pod } from '../../kube/model.ts';
 import { PODS, SECRETS } from '../../kube/resources.ts';
 import { RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL } from '../../src/names.ts';
-import { RAY_IMAGE, RAY_RELEASE } from '../../src/ray-release.ts';
+import { RAY_RELEASE } from '../../src/ray-release.ts';
 import { tokenOf } from '../../src/raycluster/auth.ts';
-import { kubectl, namespaceEvents, nodeUnderTest, readyPods, until } from './helpers.ts';
+import { kubectl, namespaceEvents, nodeUnderTest, rayContainer, readyPods, until } from './helpers.ts';
 
 const { env, kube, stopAndAssertRestored } = await nodeUnderTest(t);
 const NS = 'ray-token';
 const NAME = 'token-auth';
 
-const container = (name: string, cpu: string, memory: string) => ({
-  name,
-  image: RAY_IMAGE,
-  imagePullPolicy: 'Never',
-  resources: { limits: { cpu: '1', memory }, requests: { cpu, memory } },
-});
 const podsOf = async (labelSelector: string): Promise<Pod[]> => (await kube.list(PODS.at(NS), { labelSelector })).items;
 
 /** The status code of a dashboard GET made inside the head pod (over 127.0.0.1), with or without the token. */
@@ -68,7 +62,7 @@ t.test(
             rayStartParams: {},
             template: {
               spec: {
-                containers: [{ ...container('ray-head', '500m', '2G'), ports: [{ containerPort: 8265, name: 'dashboard' }] }],
+                containers: [{ ...rayContainer('ray-head', '500m', '2G'), ports: [{ containerPort: 8265, name: 'dashboard' }] }],
               },
             },
           },
@@ -79,7 +73,7 @@ t.test(
               minReplicas: 1,
               maxReplicas: 1,
               rayStartParams: {},
-              template: { spec: { containers: [container('ray-worker', '300m', '1G')] } },
+              template: { spec: { containers: [rayContainer('ray-worker', '300m', '1G')] } },
             },
           ],
         },
@@ -145,7 +139,7 @@ t.test(
             headGroupSpec: {
               rayStartParams: {},
               template: {
-                spec: { containers: [{ ...container('ray-head', '500m', '2G'), ports: [{ containerPort: 8265, name: 'dashboard' }] }] },
+                spec: { containers: [{ ...rayContainer('ray-head', '500m', '2G'), ports: [{ containerPort: 8265, name: 'dashboard' }] }] },
               },
             },
             workerGroupSpecs: [],
